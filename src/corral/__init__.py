@@ -1,0 +1,61 @@
+"""corral: agents and looping workflows as annotated Python modules, checked before they run."""
+
+from corral import reducers
+from corral.analysis.diagnostic import Diagnostic
+from corral.checkpoint import Checkpointer, MemorySaver, SqliteSaver
+from corral.control import Command, Resume, Send
+from corral.dsl import Graph
+from corral.errors import (
+    CheckpointError,
+    CorralError,
+    GraphError,
+    GuardExhaustedError,
+    InvalidUpdateError,
+    NodeCapError,
+    NodeError,
+    RouteError,
+    StepLimitError,
+)
+from corral.reducers import Overwrite
+from corral.runtime import CompiledGraph, Context, Run, interrupt
+from corral.spec import END, START, Cycle, End, Guard
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # building a graph
+    "END",
+    "START",
+    "End",
+    "Graph",
+    "Guard",
+    # what nodes and routers return
+    "Command",
+    "Overwrite",
+    "Send",
+    "reducers",
+    # running
+    "CompiledGraph",
+    "Context",
+    "Resume",
+    "Run",
+    "interrupt",
+    # checkpoints
+    "Checkpointer",
+    "MemorySaver",
+    "SqliteSaver",
+    # analysis
+    "Cycle",
+    "Diagnostic",
+    # errors
+    "CheckpointError",
+    "CorralError",
+    "GraphError",
+    "GuardExhaustedError",
+    "InvalidUpdateError",
+    "NodeCapError",
+    "NodeError",
+    "RouteError",
+    "StepLimitError",
+    "__version__",
+]

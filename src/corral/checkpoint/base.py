@@ -1,0 +1,57 @@
+"""The checkpointer protocol: what the runtime saves after each superstep and reads back.
+
+A checkpoint stores the *writes* of its superstep (the ``(node, update)`` pairs in merge
+order) and, every few checkpoints, a full *snapshot* of the state. The runtime rebuilds a
+state by taking the newest snapshot at or before the wanted checkpoint and replaying the
+writes after it through the reducers, so storage grows linearly with the number of steps.
+
+Checkpoints of a thread form a tree through ``parent_id`` (a fork from an old checkpoint
+starts a new branch); :meth:`Checkpointer.chain` follows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Checkpoint", "Checkpointer"]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One saved superstep of one thread."""
+
+    thread_id: str
+    checkpoint_id: str
+    """Unique within the thread; chosen by the runtime."""
+    parent_id: str | None
+    """The checkpoint this one continues from; ``None`` for the first of a thread."""
+    snapshot: dict[str, Any] | None
+    """The full state after this checkpoint, when this checkpoint carries one."""
+    writes: Sequence[tuple[str, dict[str, Any]]] = ()
+    """The ``(node, update)`` pairs merged into the parent's state to give this one."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """Everything else a resumed run needs (next nodes, counters, interrupts, ...)."""
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """A store of checkpoints, keyed by thread."""
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Save ``checkpoint`` durably (one transaction); raise ``CheckpointError`` on failure."""
+        ...
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        """Return the checkpoints needed to rebuild ``checkpoint_id`` (the newest when ``None``).
+
+        The list runs oldest first, from the nearest ancestor that has a snapshot (or the
+        first checkpoint of the thread) to the wanted checkpoint, following ``parent_id``.
+        It is empty when the thread (or checkpoint) is unknown.
+        """
+        ...
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        """Return every checkpoint of the thread, oldest first (in the order they were put)."""
+        ...

@@ -1,0 +1,384 @@
+"""The builder: ``Graph`` and its ``node`` / ``router`` decorators.
+
+Decorating records a function and where it was defined; nothing is resolved or run. Route
+annotations are read when the graph is checked (:meth:`Graph.spec`), against the function's
+module globals and the locals captured when its decorator ran.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, overload
+
+from typing_extensions import TypeForm, TypeVar
+
+from corral import targets
+from corral.errors import GraphError
+from corral.schema import read_schema
+from corral.spec import End, GraphSpec, Guard, Location, NodeSpec, RouterSpec
+from corral.writes import infer_writes
+
+if TYPE_CHECKING:
+    from corral.analysis.diagnostic import Diagnostic
+    from corral.checkpoint.base import Checkpointer
+    from corral.runtime.app import CompiledGraph
+    from corral.spec import Cycle
+
+__all__ = ["Graph"]
+
+StateT = TypeVar("StateT")
+UpdateT = TypeVar("UpdateT", default=dict[str, Any])
+NodesT = TypeVar("NodesT", bound=str, default=str)
+FuncT = TypeVar("FuncT", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class _NodeEntry:
+    func: Callable[..., Any]
+    name: str
+    localns: Mapping[str, Any] | None
+    location: Location
+    start: bool
+    then: tuple[str, ...] | None
+    max_runs: int | None
+    guards: tuple[Guard, ...]
+    wait_for: tuple[str, ...]
+    writes: tuple[str, ...] | None
+    ignore: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _RouterEntry:
+    func: Callable[..., Any]
+    source: str
+    localns: Mapping[str, Any] | None
+    location: Location
+    guards: tuple[Guard, ...]
+    ignore: tuple[str, ...]
+
+
+class Graph(Generic[StateT, UpdateT, NodesT]):
+    """A graph under construction: a state schema, nodes and the routes between them.
+
+    >>> from typing import Literal, TypedDict
+    >>> class State(TypedDict):
+    ...     n: int
+    >>> g = Graph(State)
+    >>> @g.node(start=True, then="__end__")
+    ... def bump(state: State) -> dict[str, object]:
+    ...     return {"n": state["n"] + 1}
+    >>> g.check()
+    []
+    """
+
+    @overload
+    def __init__(
+        self: Graph[StateT, dict[str, Any], str],
+        state_schema: type[StateT],
+        update_schema: None = None,
+        nodes: None = None,
+        *,
+        name: str | None = None,
+        max_steps: int = 50,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Graph[StateT, UpdateT, str],
+        state_schema: type[StateT],
+        update_schema: type[UpdateT],
+        nodes: None = None,
+        *,
+        name: str | None = None,
+        max_steps: int = 50,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        state_schema: type[StateT],
+        update_schema: type[UpdateT] | None,
+        nodes: TypeForm[NodesT],
+        *,
+        name: str | None = None,
+        max_steps: int = 50,
+    ) -> None: ...
+    def __init__(
+        self,
+        state_schema: type[StateT],
+        update_schema: type[UpdateT] | None = None,
+        nodes: TypeForm[NodesT] | None = None,
+        *,
+        name: str | None = None,
+        max_steps: int = 50,
+    ) -> None:
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
+            raise GraphError(msg)
+        self.state_schema = state_schema
+        self.update_schema = update_schema
+        self.nodes_literal = nodes
+        self.name = name
+        self.max_steps = max_steps
+        self._keys = read_schema(state_schema)
+        self._location = _caller_location(1)
+        self._nodes: list[_NodeEntry] = []
+        self._routers: list[_RouterEntry] = []
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Graph{label} state={self.state_schema.__qualname__} nodes={len(self._nodes)}>"
+
+    def node(
+        self,
+        name: NodesT | None = None,
+        *,
+        start: bool = False,
+        then: NodesT | End | Sequence[NodesT | End] | None = None,
+        max_runs: int | None = None,
+        guards: Sequence[Guard] = (),
+        wait_for: Sequence[NodesT] = (),
+        writes: Sequence[str] | None = None,
+        ignore: Sequence[str] = (),
+    ) -> Callable[[FuncT], FuncT]:
+        """Register the decorated function as a node; return it unchanged.
+
+        Args:
+            name: the node's name; the function's name when omitted.
+            start: route from ``START`` to this node.
+            then: fixed route(s) out: a node name, ``END`` or a tuple of names (fan-out).
+            max_runs: the most times this node may run in one run.
+            guards: guards on this node's ``then=`` or ``Command`` routes.
+            wait_for: nodes that must all have run since this node last ran (a join).
+            writes: the state keys the node writes, when inference cannot see them.
+            ignore: rule codes (or prefixes) not to report for this node.
+        """
+        localns = _caller_locals(1)
+        if isinstance(then, str):
+            then_routes: tuple[str, ...] | None = (then,)
+        elif then is None:
+            then_routes = None
+        else:
+            then_routes = tuple(then)
+        if max_runs is not None and (
+            isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
+        ):
+            msg = f"max_runs={max_runs!r} must be a whole number of runs, 1 or more"
+            raise GraphError(msg)
+
+        def register(func: FuncT) -> FuncT:
+            self._nodes.append(
+                _NodeEntry(
+                    func=func,
+                    name=name if name is not None else func.__name__,
+                    localns=localns,
+                    location=_def_location(func),
+                    start=start,
+                    then=then_routes,
+                    max_runs=max_runs,
+                    guards=tuple(guards),
+                    wait_for=tuple(wait_for),
+                    writes=tuple(writes) if writes is not None else None,
+                    ignore=tuple(ignore),
+                )
+            )
+            return func
+
+        return register
+
+    def router(
+        self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
+    ) -> Callable[[FuncT], FuncT]:
+        """Register the decorated function as the conditional way out of ``source``.
+
+        Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
+        ``list[Literal[...]]`` (fan-out) or ``list[Send[Literal[...]]]`` (map-reduce).
+        """
+        localns = _caller_locals(1)
+
+        def register(func: FuncT) -> FuncT:
+            self._routers.append(
+                _RouterEntry(
+                    func=func,
+                    source=source,
+                    localns=localns,
+                    location=_def_location(func),
+                    guards=tuple(guards),
+                    ignore=tuple(ignore),
+                )
+            )
+            return func
+
+        return register
+
+    def spec(self) -> GraphSpec:
+        """Return the graph as a :class:`GraphSpec`, reading every route annotation now."""
+        nodes = tuple(self._node_spec(entry) for entry in self._nodes)
+        routers = tuple(
+            RouterSpec(
+                source=entry.source,
+                name=entry.func.__name__,
+                func=entry.func,
+                location=entry.location,
+                targets=targets.read_router_targets(entry.func, entry.localns),
+                guards=entry.guards,
+                takes_ctx=_takes_ctx(entry.func),
+                is_async=inspect.iscoroutinefunction(entry.func),
+                ignore=entry.ignore,
+            )
+            for entry in self._routers
+        )
+        node_names = _literal_names(self.nodes_literal) if self.nodes_literal is not None else None
+        update_keys = (
+            read_schema(self.update_schema, role="update_schema")
+            if self.update_schema is not None
+            else None
+        )
+        return GraphSpec(
+            name=self.name,
+            location=self._location,
+            keys=self._keys,
+            nodes=nodes,
+            routers=routers,
+            max_steps=self.max_steps,
+            node_names=node_names,
+            update_keys=update_keys,
+        )
+
+    def _node_spec(self, entry: _NodeEntry) -> NodeSpec:
+        if entry.writes is not None:
+            writes: frozenset[str] | None = frozenset(entry.writes)
+        else:
+            writes = infer_writes(entry.func)
+        return NodeSpec(
+            name=entry.name,
+            func=entry.func,
+            location=entry.location,
+            start=entry.start,
+            then=entry.then,
+            command=targets.read_command_targets(entry.func, entry.localns),
+            max_runs=entry.max_runs,
+            guards=entry.guards,
+            wait_for=entry.wait_for,
+            writes=writes,
+            writes_declared=entry.writes is not None,
+            takes_ctx=_takes_ctx(entry.func),
+            is_async=inspect.iscoroutinefunction(entry.func),
+            ignore=entry.ignore,
+        )
+
+    def check(self) -> list[Diagnostic]:
+        """Return every finding of the analyser, sorted; never raise for a defect."""
+        from corral.analysis import analyse
+
+        return analyse(self.spec())
+
+    def cycles(self, limit: int = 1000) -> list[Cycle]:
+        """Return at most ``limit`` elementary cycles, unguarded ones first.
+
+        The result has a ``truncated`` attribute that is true when the list was cut.
+        """
+        from corral.analysis import list_cycles
+
+        return list_cycles(self.spec(), limit=limit)
+
+    def compile(
+        self,
+        *,
+        checkpointer: Checkpointer | None = None,
+        interrupt_before: Sequence[NodesT] = (),
+        interrupt_after: Sequence[NodesT] = (),
+        max_steps: int | None = None,
+    ) -> CompiledGraph[StateT]:
+        """Check the graph and return a runnable app.
+
+        Raises:
+            GraphError: the analyser found an error (all of them are in ``.diagnostics``),
+                or interrupts were asked for without a checkpointer.
+        """
+        from corral.analysis import analyse
+        from corral.runtime.app import CompiledGraph
+
+        spec = self.spec()
+        found = analyse(spec)
+        errors = [d for d in found if d.severity == "error"]
+        if errors:
+            label = f"graph {self.name!r}" if self.name else "the graph"
+            lines = "\n".join(f"  {d.file}:{d.line}:{d.col}: {d.code} {d.message}" for d in errors)
+            msg = f"{label} has {len(errors)} error(s); fix them to compile:\n{lines}"
+            raise GraphError(msg, diagnostics=found)
+        if (interrupt_before or interrupt_after) and checkpointer is None:
+            msg = (
+                "interrupt_before/interrupt_after need a checkpointer to pause and resume; "
+                "pass compile(checkpointer=MemorySaver()) or SqliteSaver(path)"
+            )
+            raise GraphError(msg)
+        for node in (*interrupt_before, *interrupt_after):
+            if spec.node(node) is None:
+                msg = f"interrupt on unknown node {node!r}; name one of {list(spec.names)}"
+                raise GraphError(msg)
+        return CompiledGraph(
+            spec,
+            checkpointer=checkpointer,
+            interrupt_before=tuple(interrupt_before),
+            interrupt_after=tuple(interrupt_after),
+            max_steps=max_steps,
+        )
+
+
+def _literal_names(form: Any) -> tuple[str, ...]:
+    names = targets.read_literal_form(form)
+    if names is None:
+        msg = f"nodes={form!r} is not a Literal of node names; pass Literal['a', 'b', ...]"
+        raise GraphError(msg)
+    return names
+
+
+def _takes_ctx(func: Callable[..., Any]) -> bool:
+    """Return whether ``func`` takes a second positional parameter (the context)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
+
+
+def _caller_locals(depth: int) -> Mapping[str, Any] | None:
+    """Capture the locals of the frame that called the decorator factory.
+
+    At module level the frame's locals are its globals, already reachable from the
+    function, so nothing is captured.
+    """
+    frame = sys._getframe(depth + 1)
+    if frame.f_locals is frame.f_globals:
+        return None
+    return dict(frame.f_locals)
+
+
+def _caller_location(depth: int) -> Location:
+    frame = sys._getframe(depth + 1)
+    return Location(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
+def _def_location(func: Callable[..., Any]) -> Location:
+    """Return the location of the ``def`` line (decorators come before it)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return Location(getattr(func, "__module__", "<unknown>") or "<unknown>", 0, 0)
+    filename = code.co_filename
+    line = code.co_firstlineno
+    for offset in range(0, 200):
+        text = linecache.getline(filename, line + offset)
+        if not text:
+            break
+        stripped = text.lstrip()
+        if stripped.startswith(("def ", "async def ")):
+            return Location(filename, line + offset, len(text) - len(stripped) + 1)
+    return Location(filename, line, 1)

@@ -1,0 +1,144 @@
+"""Every error corral raises: one root, ``CorralError``, and a subclass per kind of failure.
+
+Each error keeps its facts as attributes (``.node``, ``.step``, ``.state``...) so callers and
+tests never parse the message. Messages name the offending things and say how to fix them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from corral.analysis.diagnostic import Diagnostic
+
+__all__ = [
+    "CheckpointError",
+    "CorralError",
+    "GraphError",
+    "GuardExhaustedError",
+    "InvalidUpdateError",
+    "NodeCapError",
+    "NodeError",
+    "RouteError",
+    "StepLimitError",
+]
+
+
+class CorralError(Exception):
+    """The root of every error corral raises."""
+
+
+class GraphError(CorralError):
+    """A graph that cannot be compiled or run as declared.
+
+    ``diagnostics`` holds the analyser's findings when the error comes from ``compile()``;
+    it is empty for other misuse (an interrupt without a checkpointer, for example).
+    """
+
+    def __init__(self, message: str, *, diagnostics: Sequence[Diagnostic] = ()) -> None:
+        super().__init__(message)
+        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+
+class _RunLimitError(CorralError, RuntimeError):
+    """A run stopped by one of its bounds; ``state`` is the state it had reached."""
+
+    def __init__(self, message: str, *, state: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.state: dict[str, Any] = dict(state or {})
+
+
+class StepLimitError(_RunLimitError):
+    """The run reached ``max_steps`` node runs and was about to run ``node``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        steps: int,
+        max_steps: int,
+        node: str,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, state=state)
+        self.steps = steps
+        self.max_steps = max_steps
+        self.node = node
+
+
+class NodeCapError(_RunLimitError):
+    """A node was about to run more often than its ``max_runs``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str,
+        max_runs: int,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, state=state)
+        self.node = node
+        self.max_runs = max_runs
+
+
+class GuardExhaustedError(_RunLimitError):
+    """A guarded route was used up and its guard has no ``otherwise`` target."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        target: str,
+        max: int,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, state=state)
+        self.source = source
+        self.target = target
+        self.max = max
+
+
+class RouteError(CorralError, ValueError):
+    """A router (or ``Command``) chose a target outside its annotation."""
+
+    def __init__(self, message: str, *, router: str, value: object, allowed: Sequence[str]) -> None:
+        super().__init__(message)
+        self.router = router
+        self.value = value
+        self.allowed: tuple[str, ...] = tuple(allowed)
+
+
+class InvalidUpdateError(CorralError, ValueError):
+    """A node returned an update the state cannot take.
+
+    ``nodes`` names every node involved (two for a parallel write without a reducer);
+    ``key`` is the offending state key, or ``None`` when the update is not a dict at all.
+    """
+
+    def __init__(
+        self, message: str, *, node: str, key: str | None = None, nodes: Sequence[str] = ()
+    ) -> None:
+        super().__init__(message)
+        self.node = node
+        self.key = key
+        self.nodes: tuple[str, ...] = tuple(nodes) or (node,)
+
+
+class NodeError(CorralError):
+    """An exception raised inside a node or router; the original is ``__cause__``."""
+
+    def __init__(self, message: str, *, node: str, step: int) -> None:
+        super().__init__(message)
+        self.node = node
+        self.step = step
+
+
+class CheckpointError(CorralError):
+    """A checkpoint store that cannot be read or written safely (corrupt, foreign, stale)."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path

@@ -1,0 +1,291 @@
+"""The graph spec: frozen data that every layer reads.
+
+The DSL (:mod:`corral.dsl`) turns decorated functions into a :class:`GraphSpec`; the analyser,
+the runtime, the renderers and the CLI read it and never import each other. Nothing here runs
+a node or imports networkx.
+
+Routes are the edges of the graph. :meth:`GraphSpec.edges` lists every possible route with
+its kind and guard, including the ``START`` routes and the ``otherwise`` routes of guards, so
+that every consumer sees the same edge set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Final, Literal
+
+__all__ = [
+    "END",
+    "START",
+    "Cycle",
+    "Edge",
+    "EdgeKind",
+    "End",
+    "GraphSpec",
+    "Guard",
+    "KeySpec",
+    "Location",
+    "NodeSpec",
+    "RouterSpec",
+    "TargetSet",
+]
+
+START: Final = "__start__"
+"""The virtual node every start node is routed from."""
+END: Final = "__end__"
+"""The virtual node a route names to finish the run."""
+End = Literal["__end__"]
+"""The annotation side of ``END``: ``-> Literal["revise"] | End``."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A counter on one route: take it at most ``max`` times in a run, then go to ``otherwise``.
+
+    >>> Guard("revise", max=3, otherwise=END)
+    Guard(target='revise', max=3, otherwise='__end__')
+    """
+
+    target: str
+    """The node the guarded route leads to."""
+    _: KW_ONLY
+    max: int
+    """How many times the route may be taken in one run."""
+    otherwise: str | None = None
+    """Where the run goes once the route is used up; ``None`` raises ``GuardExhaustedError``."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max, bool) or not isinstance(self.max, int) or self.max < 0:
+            from corral.errors import GraphError
+
+            msg = (
+                f"Guard({self.target!r}) has max={self.max!r}; "
+                "give a whole number of times the route may be taken (0 or more)"
+            )
+            raise GraphError(msg)
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something was defined: a file, a 1-based line and a 1-based column."""
+
+    file: str
+    line: int
+    col: int = 1
+
+
+UNKNOWN_LOCATION: Final = Location("<unknown>", 0, 0)
+
+
+@dataclass(frozen=True)
+class TargetSet:
+    """The routes read from one return annotation.
+
+    ``names`` is ``None`` when the annotation could not be read; ``problem`` says why
+    (the analyser reports it as CR401).
+    """
+
+    names: tuple[str, ...] | None
+    """Every node (or ``END``) the annotation allows, in annotation order."""
+    many: bool = False
+    """True for ``list[...]`` annotations: several targets may be taken at once (fan-out)."""
+    sends: tuple[str, ...] = ()
+    """The targets reached through ``Send`` (each ``Send`` runs its node once)."""
+    problem: str | None = None
+    """Why the annotation names no targets, when it does not."""
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """One key of the state schema."""
+
+    name: str
+    type: Any
+    """The declared value type, without ``Annotated`` metadata."""
+    reducer: Callable[[Any, Any], Any] | None = None
+    """The merge function from ``Annotated[T, reducer]``, or ``None`` (last write wins)."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One registered node."""
+
+    name: str
+    func: Callable[..., Any]
+    location: Location
+    start: bool = False
+    then: tuple[str, ...] | None = None
+    """Fixed routes from ``then=``; ``None`` when the node has none."""
+    command: TargetSet | None = None
+    """Targets from a `Command[Literal[...]]` annotation; `None` if not a command node."""
+    max_runs: int | None = None
+    guards: tuple[Guard, ...] = ()
+    """Guards on the node's own routes (``then=`` or ``Command``)."""
+    wait_for: tuple[str, ...] = ()
+    writes: frozenset[str] | None = None
+    """The keys the node may write; ``None`` when they are unknown."""
+    writes_declared: bool = False
+    """True when ``writes`` came from ``writes=`` rather than inference."""
+    takes_ctx: bool = False
+    is_async: bool = False
+    ignore: tuple[str, ...] = ()
+    """Rule code prefixes suppressed for findings on this node."""
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    """One registered router: the conditional way out of ``source``."""
+
+    source: str
+    name: str
+    """The router function's name (used in messages)."""
+    func: Callable[..., Any]
+    location: Location
+    targets: TargetSet
+    guards: tuple[Guard, ...] = ()
+    takes_ctx: bool = False
+    is_async: bool = False
+    ignore: tuple[str, ...] = ()
+
+
+EdgeKind = Literal["start", "then", "router", "command", "send", "otherwise"]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One possible route from ``source`` to ``target``."""
+
+    source: str
+    target: str
+    kind: EdgeKind
+    guard: Guard | None = None
+    """The guard that counts this route, if any."""
+    many: bool = False
+    """True when the route belongs to a fan-out (taken together with its siblings)."""
+    location: Location = UNKNOWN_LOCATION
+    """Where the route is declared: the router, or the node for ``then=`` and ``Command``."""
+    owner: str = ""
+    """Who declares the route: a router's function name, or the source node's name."""
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """One elementary cycle: its nodes in route order and the guards on its routes."""
+
+    nodes: tuple[str, ...]
+    guards: tuple[Guard, ...] = ()
+
+    def __str__(self) -> str:
+        return " → ".join((*self.nodes, self.nodes[0]))
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """Everything declared about one graph, with routes already read from annotations."""
+
+    name: str | None
+    location: Location
+    """Where the ``Graph`` was created."""
+    keys: tuple[KeySpec, ...]
+    nodes: tuple[NodeSpec, ...]
+    """Every registered node in registration order (duplicates included: CR106)."""
+    routers: tuple[RouterSpec, ...] = ()
+    max_steps: int = 50
+    node_names: tuple[str, ...] | None = None
+    """The names from the ``nodes=`` ``Literal``, when given."""
+    update_keys: tuple[KeySpec, ...] | None = None
+    """The keys of ``update_schema``, when given."""
+    _by_name: dict[str, NodeSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        for node in self.nodes:
+            self._by_name.setdefault(node.name, node)
+
+    def node(self, name: str) -> NodeSpec | None:
+        """Return the first node registered as ``name``, or ``None``."""
+        return self._by_name.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Return the distinct node names in registration order."""
+        return tuple(self._by_name)
+
+    def key(self, name: str) -> KeySpec | None:
+        """Return the state key called ``name``, or ``None``."""
+        for key in self.keys:
+            if key.name == name:
+                return key
+        return None
+
+    def routers_of(self, source: str) -> tuple[RouterSpec, ...]:
+        """Return every router registered for ``source``."""
+        return tuple(r for r in self.routers if r.source == source)
+
+    def edges(self) -> Iterator[Edge]:
+        """Yield every possible route, ``START`` and ``otherwise`` routes included.
+
+        Routes to names that are not nodes are yielded too (the analyser reports them).
+        """
+        seen_first: set[str] = set()
+        for node in self.nodes:
+            if node.name in seen_first:
+                continue
+            seen_first.add(node.name)
+            if node.start:
+                yield Edge(START, node.name, "start", location=node.location, owner=node.name)
+            guards = {g.target: g for g in node.guards}
+            if node.then is not None:
+                many = len(node.then) > 1
+                for target in node.then:
+                    yield Edge(
+                        node.name,
+                        target,
+                        "then",
+                        guards.get(target),
+                        many,
+                        node.location,
+                        node.name,
+                    )
+            if node.command is not None and node.command.names is not None:
+                for target in node.command.names:
+                    yield Edge(
+                        node.name,
+                        target,
+                        "command",
+                        guards.get(target),
+                        False,
+                        node.location,
+                        node.name,
+                    )
+            yield from _otherwise_edges(node.name, node.guards, node.location, node.name)
+        for router in self.routers:
+            guards = {g.target: g for g in router.guards}
+            names = router.targets.names or ()
+            for target in names:
+                kind: EdgeKind = "send" if target in router.targets.sends else "router"
+                yield Edge(
+                    router.source,
+                    target,
+                    kind,
+                    guards.get(target),
+                    router.targets.many,
+                    router.location,
+                    router.name,
+                )
+            yield from _otherwise_edges(router.source, router.guards, router.location, router.name)
+
+
+def _otherwise_edges(
+    source: str, guards: tuple[Guard, ...], location: Location, owner: str
+) -> Iterator[Edge]:
+    for guard in guards:
+        if guard.otherwise is not None:
+            yield Edge(source, guard.otherwise, "otherwise", None, False, location, owner)
+
+
+def state_keys(keys: tuple[KeySpec, ...]) -> Mapping[str, KeySpec]:
+    """Return the keys by name."""
+    return {k.name: k for k in keys}

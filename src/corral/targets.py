@@ -1,0 +1,263 @@
+"""Read route targets from return annotations.
+
+Only the return annotation is resolved, and only when the graph is checked, so aliases
+defined later in the module and graphs built inside functions both work. A string
+annotation (``from __future__ import annotations``) is evaluated against the function's
+module globals and the locals captured when the decorator ran.
+
+The reader flattens ``Union``/``X | Y``/``Optional``, ``Annotated``, nested ``Literal``,
+``TypeAliasType`` aliases and ``End``, and understands ``list[...]`` (fan-out),
+``Send[...]`` (map-reduce) and ``Command[...]`` (node-chosen routes). Anything else yields a
+:class:`~corral.spec.TargetSet` with ``names=None`` and a ``problem`` for CR401: an annotation
+is never read as "could go anywhere".
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import typing_extensions
+
+from corral.control import Command, Send
+from corral.spec import TargetSet
+
+__all__ = [
+    "read_command_targets",
+    "read_literal_form",
+    "read_return_annotation",
+    "read_router_targets",
+]
+
+_MISSING = object()
+
+
+class _Unreadable(Exception):
+    """An annotation part that names no route; the message says which part."""
+
+
+def read_return_annotation(func: Callable[..., Any], localns: Mapping[str, Any] | None) -> Any:
+    """Return the evaluated return annotation of ``func`` (``_MISSING`` when it has none).
+
+    Raises:
+        _Unreadable: the annotation is a string that does not evaluate.
+    """
+    raw = getattr(func, "__annotations__", {}).get("return", _MISSING)
+    if raw is _MISSING:
+        return _MISSING
+    return _evaluate(raw, func, localns)
+
+
+def _evaluate(raw: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None) -> Any:
+    if isinstance(raw, typing.ForwardRef):
+        raw = raw.__forward_arg__
+    if not isinstance(raw, str):
+        return raw
+    globalns = getattr(func, "__globals__", {})
+    try:
+        return eval(raw, dict(globalns), dict(localns or {}))
+    except Exception as exc:
+        msg = f"its return annotation {raw!r} cannot be resolved ({type(exc).__name__}: {exc})"
+        raise _Unreadable(msg) from exc
+
+
+def read_router_targets(
+    func: Callable[..., Any], localns: Mapping[str, Any] | None = None
+) -> TargetSet:
+    """Read the targets of a router from its return annotation.
+
+    >>> from typing import Literal
+    >>> def route(state: dict) -> Literal["a", "b"] | Literal["__end__"]: ...
+    >>> read_router_targets(route).names
+    ('a', 'b', '__end__')
+    """
+    try:
+        annotation = read_return_annotation(func, localns)
+        if annotation is _MISSING:
+            return TargetSet(None, problem="it has no return annotation")
+        return _read_top(annotation, func, localns)
+    except _Unreadable as exc:
+        return TargetSet(None, problem=str(exc))
+
+
+def read_command_targets(
+    func: Callable[..., Any], localns: Mapping[str, Any] | None = None
+) -> TargetSet | None:
+    """Read `Command[Literal[...]]` targets from a node annotation; `None` if not a command node.
+
+    A node annotated with a union that includes ``Command[...]`` is a command node too (it
+    may also return a plain update). A bare ``Command`` is a command node with no targets.
+    """
+    try:
+        annotation = read_return_annotation(func, localns)
+    except _Unreadable:
+        return None
+    if annotation is _MISSING:
+        return None
+    commands = [m for m in _members(annotation) if _is_command(m)]
+    if not commands:
+        return None
+    names: list[str] = []
+    sends: list[str] = []
+    try:
+        for command in commands:
+            args = typing.get_args(command)
+            if not args:
+                msg = "its return annotation is a bare Command; write Command[Literal[...]]"
+                raise _Unreadable(msg)
+            for member in _members(args[0]):
+                if _origin(member) is Send:
+                    for name in _send_names(member, func, localns):
+                        _add(names, name)
+                        _add(sends, name)
+                else:
+                    for name in _literal_names(member, func, localns):
+                        _add(names, name)
+    except _Unreadable as exc:
+        return TargetSet(None, problem=str(exc))
+    return TargetSet(tuple(names), many=False, sends=tuple(sends))
+
+
+def _read_top(
+    annotation: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None
+) -> TargetSet:
+    names: list[str] = []
+    sends: list[str] = []
+    many = False
+    for member in _members(annotation):
+        origin = _origin(member)
+        if origin in (list, tuple, typing.Sequence, _abc_sequence()):
+            many = True
+            args = typing.get_args(member)
+            if not args:
+                msg = f"its return annotation {_show(member)} names no Literal targets"
+                raise _Unreadable(msg)
+            for inner in _members(args[0]):
+                if _origin(inner) is Send:
+                    for name in _send_names(inner, func, localns):
+                        _add(names, name)
+                        _add(sends, name)
+                else:
+                    for name in _literal_names(inner, func, localns):
+                        _add(names, name)
+        elif origin is Send:
+            for name in _send_names(member, func, localns):
+                _add(names, name)
+                _add(sends, name)
+        else:
+            for name in _literal_names(member, func, localns):
+                _add(names, name)
+    if not names:
+        msg = f"its return annotation {_show(annotation)} names no Literal targets"
+        raise _Unreadable(msg)
+    return TargetSet(tuple(names), many=many, sends=tuple(sends))
+
+
+def _abc_sequence() -> Any:
+    import collections.abc
+
+    return collections.abc.Sequence
+
+
+def _add(names: list[str], name: str) -> None:
+    if name not in names:
+        names.append(name)
+
+
+def _origin(tp: Any) -> Any:
+    return typing.get_origin(tp)
+
+
+def _is_command(tp: Any) -> bool:
+    return tp is Command or _origin(tp) is Command
+
+
+def _unalias(tp: Any) -> Any:
+    """Strip ``Annotated`` and ``TypeAliasType`` layers."""
+    while True:
+        if isinstance(tp, typing_extensions.TypeAliasType) or type(tp).__name__ == "TypeAliasType":
+            tp = tp.__value__
+            continue
+        origin = _origin(tp)
+        if origin is typing.Annotated or origin is typing_extensions.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if isinstance(tp, typing_extensions.TypeAliasType) or (
+            origin is not None and type(origin).__name__ == "TypeAliasType"
+        ):
+            tp = origin.__value__
+            continue
+        return tp
+
+
+def _members(tp: Any) -> list[Any]:
+    """Flatten unions (and aliases of unions) into their members."""
+    tp = _unalias(tp)
+    origin = _origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        out: list[Any] = []
+        for arg in typing.get_args(tp):
+            out.extend(_members(arg))
+        return out
+    return [tp]
+
+
+def _literal_names(
+    tp: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None
+) -> list[str]:
+    tp = _unalias(tp)
+    if isinstance(tp, (str, typing.ForwardRef)):
+        return [
+            n
+            for m in _members(_evaluate(tp, func, localns))
+            for n in _literal_names(m, func, localns)
+        ]
+    origin = _origin(tp)
+    if origin is Literal or origin is typing_extensions.Literal:
+        names: list[str] = []
+        for value in typing.get_args(tp):
+            if isinstance(value, str):
+                names.append(value)
+            else:
+                msg = f"Literal value {value!r} in its return annotation is not a node name"
+                raise _Unreadable(msg)
+        return names
+    if tp is type(None) or tp is None:
+        msg = "its return annotation allows None, which is not a route; return END to finish"
+        raise _Unreadable(msg)
+    msg = f"its return annotation has {_show(tp)}, which names no Literal targets"
+    raise _Unreadable(msg)
+
+
+def _send_names(tp: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None) -> list[str]:
+    args = typing.get_args(tp)
+    if not args:
+        msg = "its return annotation has a bare Send; write Send[Literal[...]]"
+        raise _Unreadable(msg)
+    return [n for m in _members(args[0]) for n in _literal_names(m, func, localns)]
+
+
+def _show(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def read_literal_form(form: Any) -> tuple[str, ...] | None:
+    """Return the names of a ``Literal`` (or union/alias of them); ``None`` if it is not one.
+
+    >>> from typing import Literal
+    >>> read_literal_form(Literal["a", "b"] | Literal["c"])
+    ('a', 'b', 'c')
+    """
+    names: list[str] = []
+    for member in _members(form):
+        if _origin(member) not in (Literal, typing_extensions.Literal):
+            return None
+        for value in typing.get_args(member):
+            if not isinstance(value, str):
+                return None
+            _add(names, value)
+    return tuple(names) if names else None
