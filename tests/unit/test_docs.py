@@ -1,0 +1,182 @@
+"""Every ```python block of README.md and docs/*.md runs, in order, one namespace per file.
+
+The convention (shared by everyone who writes docs):
+
+- the ```python blocks of one file run in order in one fresh module namespace, like a
+  notebook, so a later block can use what an earlier one defined;
+- a block whose previous non-blank line is ``<!-- no-test -->`` is skipped;
+- other fences (``console``, ``text``, ``bash``, ``toml``...) are never run.
+
+Each block is compiled with the Markdown file as its file name and its real line numbers,
+so a failure (and any ``Diagnostic`` a block produces) points at the line in the docs.
+Blocks run in a temporary working directory, so a ``SqliteSaver("agent.sqlite")`` in the
+docs leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SKIP_MARK = "<!-- no-test -->"
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block of a Markdown file."""
+
+    language: str
+    """The first word of the fence's info string (``python``, ``console``...), lower case."""
+    code: str
+    line: int
+    """1-based line of the first line of code (the line after the opening fence)."""
+    skipped: bool
+    """True when ``<!-- no-test -->`` is the previous non-blank line before the fence."""
+
+
+def read_blocks(text: str) -> list[Block]:
+    """Return the fenced code blocks of a Markdown text, in order.
+
+    >>> text = "x\\n```python\\na = 1\\n```\\n<!-- no-test -->\\n```python\\nboom\\n```\\n"
+    >>> [(b.language, b.code, b.line, b.skipped) for b in read_blocks(text)]
+    [('python', 'a = 1\\n', 3, False), ('python', 'boom\\n', 7, True)]
+    """
+    lines = text.splitlines()
+    blocks: list[Block] = []
+    previous = ""
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if match is None:
+            if lines[i].strip():
+                previous = lines[i].strip()
+            i += 1
+            continue
+        fence = match["fence"]
+        info = match["info"].strip()
+        language = info.split()[0].lower() if info else ""
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines):
+            stripped = lines[j].strip()
+            if stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0]):
+                break
+            body.append(lines[j])
+            j += 1
+        code = textwrap.dedent("\n".join(body) + "\n") if body else ""
+        blocks.append(Block(language, code, i + 2, previous == SKIP_MARK))
+        previous = ""
+        i = j + 1
+    return blocks
+
+
+def python_blocks(text: str) -> Iterator[Block]:
+    """Yield the blocks the harness runs: ``python`` (or ``py``) blocks not marked no-test."""
+    for block in read_blocks(text):
+        if block.language in ("python", "py", "python3") and not block.skipped:
+            yield block
+
+
+def run_markdown(path: Path) -> types.ModuleType:
+    """Run the python blocks of ``path`` in one fresh module; return the module.
+
+    Raises:
+        AssertionError: a block failed; the message names the file, the line and the error.
+    """
+    text = path.read_text(encoding="utf-8")
+    name = "corral_docs_" + re.sub(r"\W", "_", path.stem)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    try:
+        for block in python_blocks(text):
+            # Pad with blank lines so tracebacks and Diagnostic lines match the Markdown file.
+            source = "\n" * (block.line - 1) + block.code
+            try:
+                code = compile(source, str(path), "exec")
+                exec(code, module.__dict__)
+            except BaseException as exc:
+                where = f"{_show(path)}:{block.line}"
+                msg = f"the python block at {where} failed: {type(exc).__name__}: {exc}"
+                raise AssertionError(msg) from exc
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def _show(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def markdown_files() -> list[Path]:
+    """Return README.md and every docs/*.md file, sorted."""
+    docs = sorted((ROOT / "docs").glob("*.md"))
+    readme = ROOT / "README.md"
+    return ([readme] if readme.exists() else []) + docs
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: _show(p))
+def test_markdown_python_blocks_run(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every python block of the file runs without raising, in order, in one namespace."""
+    monkeypatch.chdir(tmp_path)
+    run_markdown(path)
+
+
+def test_readme_has_runnable_python() -> None:
+    """The README shows at least one block the harness runs, so its example is tested."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert list(python_blocks(text)), "README.md has no tested ```python block"
+
+
+def test_blocks_of_one_file_share_a_namespace(tmp_path: Path) -> None:
+    """A later block sees what an earlier block defined; other fences are not run."""
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "# t\n\n```python\nx = 2\n```\n\n```console\n$ not python\n```\n\n"
+        "```python\ny = x * 21\n```\n",
+        encoding="utf-8",
+    )
+    module = run_markdown(doc)
+    assert module.y == 42
+
+
+def test_no_test_blocks_are_skipped(tmp_path: Path) -> None:
+    """A block marked <!-- no-test --> is not run; the next unmarked block is."""
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "<!-- no-test -->\n```python\nraise SystemExit('must not run')\n```\n\n"
+        "```python\nran = True\n```\n",
+        encoding="utf-8",
+    )
+    module = run_markdown(doc)
+    assert module.ran is True
+
+
+def test_a_failing_block_names_the_file_and_line(tmp_path: Path) -> None:
+    """A block that raises fails the file's test, naming the Markdown line of the block."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("intro\n\n```python\nok = 1\n```\n\n```python\nassert ok == 2\n```\n")
+    with pytest.raises(AssertionError, match=r"doc\.md:8 failed: AssertionError"):
+        run_markdown(doc)
+
+
+def test_tracebacks_point_at_markdown_lines(tmp_path: Path) -> None:
+    """Code objects carry the Markdown file name and line, so errors point into the docs."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("a\nb\n```python\nimport sys\nline = sys._getframe().f_lineno\n```\n")
+    module = run_markdown(doc)
+    assert module.line == 5
