@@ -21,6 +21,7 @@ __all__ = [
     "NodeCapError",
     "NodeError",
     "RouteError",
+    "SerializationError",
     "StepLimitError",
 ]
 
@@ -142,3 +143,15 @@ class CheckpointError(CorralError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class SerializationError(CheckpointError, TypeError):
+    """A value a checkpoint cannot store: not JSON-friendly and no serializer took it.
+
+    ``location`` says where it sits (``state['drafts'][2]``); ``value_type`` is its type.
+    """
+
+    def __init__(self, message: str, *, location: str, value_type: type[Any]) -> None:
+        super().__init__(message)
+        self.location = location
+        self.value_type = value_type
