@@ -1,13 +1,185 @@
-"""Infer the state keys a node writes from the dict literals it returns."""
+"""Infer the state keys a node writes from the dict literals it returns.
+
+The function's source is parsed with :mod:`ast` (it is never run). Every ``return`` of the
+function itself (not of functions nested in it) must be one of:
+
+- ``return`` / ``return None``: writes nothing;
+- a dict display with string-constant keys, ``{"score": 1}``;
+- a ``dict(score=1)`` call with keyword arguments only;
+- ``Command(update=...)`` where ``update`` is one of the above (or absent / ``None``);
+- ``a if cond else b`` where both sides are one of the above.
+
+Anything else (a variable, ``{**other}``, a computed key, a generator function, a function
+whose source cannot be read) makes the write set unknown (``None``), and the state rules
+(CR301, CR302) stay quiet about that node rather than guess. ``writes=`` on ``@g.node``
+declares the keys when inference cannot see them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast
+import inspect
+import textwrap
+import types
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["infer_writes"]
+__all__ = ["infer_command_fanout", "infer_writes"]
+
+_cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class _Unknown(Exception):
+    """A return value whose keys cannot be read from the source."""
 
 
 def infer_writes(func: Callable[..., Any]) -> frozenset[str] | None:
-    """Return the keys ``func`` may write, or ``None`` when they cannot be known."""
+    """Return the keys ``func`` may write, or ``None`` when they cannot be known.
+
+    The result is cached per code object, so one function registered as many nodes is
+    parsed once.
+
+    >>> def bump(state):
+    ...     if state["n"] > 3:
+    ...         return None
+    ...     return {"n": state["n"] + 1, "log": ["bumped"]}
+    >>> sorted(infer_writes(bump))
+    ['log', 'n']
+    >>> def opaque(state):
+    ...     update = {"n": 1}
+    ...     return update
+    >>> infer_writes(opaque) is None
+    True
+    """
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    if code in _cache:
+        return _cache[code]
+    found = _infer(func)
+    _cache[code] = found
+    return found
+
+
+def infer_command_fanout(func: Callable[..., Any]) -> bool:
+    """Return whether ``func`` may return a ``Command`` whose ``goto`` names several nodes.
+
+    A ``goto=`` that is a list, tuple, comprehension or ``Send``, or any ``goto=`` that is
+    not a plain string / name / attribute, counts as a possible fan-out; so does a function
+    whose source cannot be read. The parallel-write rule (CR301) uses it to decide whether
+    a ``Command`` node's targets can run together.
+
+    >>> def pick(state):
+    ...     return Command(update={"n": 1}, goto="review")
+    >>> infer_command_fanout(pick)
+    False
+    >>> def spread(state):
+    ...     return Command(goto=["a", "b"])
+    >>> infer_command_fanout(spread)
+    True
+    """
+    body = _function_body(func)
+    if body is None:
+        return True
+    for node in _walk_own(body):
+        if isinstance(node, ast.Call) and _call_name(node) == "Command":
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    return True
+                if keyword.arg == "goto" and not isinstance(
+                    keyword.value, (ast.Constant, ast.Name, ast.Attribute)
+                ):
+                    return True
+    return False
+
+
+def _infer(func: Callable[..., Any]) -> frozenset[str] | None:
+    body = _function_body(func)
+    if body is None:
+        return None
+    keys: set[str] = set()
+    try:
+        for node in _walk_own(body):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(node, ast.Return) and node.value is not None:
+                keys.update(_returned_keys(node.value))
+    except _Unknown:
+        return None
+    return frozenset(keys)
+
+
+def _function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
+    """Return the statements of ``func``'s body (a lambda's expression as a return)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    name = getattr(func, "__name__", "")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node.body
+    lambdas = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
+    if name == "<lambda>" and len(lambdas) == 1:
+        return [ast.Return(lambdas[0].body)]
     return None
+
+
+def _walk_own(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Yield every AST node of ``body`` without entering nested functions or classes."""
+    stack: list[ast.AST] = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _call_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+def _returned_keys(value: ast.expr) -> set[str]:
+    """Return the keys a returned expression writes; raise ``_Unknown`` if it cannot tell."""
+    if isinstance(value, ast.Constant) and value.value is None:
+        return set()
+    if isinstance(value, ast.IfExp):
+        return _returned_keys(value.body) | _returned_keys(value.orelse)
+    if isinstance(value, ast.Call) and _call_name(value) == "Command":
+        if value.args:
+            raise _Unknown
+        keys: set[str] = set()
+        for keyword in value.keywords:
+            if keyword.arg is None:
+                raise _Unknown
+            if keyword.arg == "update":
+                keys |= _returned_keys(keyword.value)
+        return keys
+    return _dict_keys(value)
+
+
+def _dict_keys(value: ast.expr) -> set[str]:
+    if isinstance(value, ast.Dict):
+        keys: set[str] = set()
+        for key in value.keys:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                raise _Unknown
+            keys.add(key.value)
+        return keys
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+        if value.args or any(k.arg is None for k in value.keywords):
+            raise _Unknown
+        return {k.arg for k in value.keywords if k.arg is not None}
+    raise _Unknown

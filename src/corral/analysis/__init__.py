@@ -1,18 +1,102 @@
-"""The analyser: spec -> networkx graph -> rules -> sorted ``Diagnostic`` list."""
+"""The analyser: spec -> networkx graph -> rules -> sorted ``Diagnostic`` list.
+
+:func:`analyse` runs every rule of :mod:`corral.analysis.rules` and returns every finding at
+once; :func:`list_cycles` enumerates elementary cycles for display (never to decide a rule).
+"""
 
 from __future__ import annotations
 
+from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
+from corral.analysis.rules import RULES, Finding, Rule
 from corral.spec import Cycle, GraphSpec
 
-__all__ = ["Diagnostic", "analyse", "list_cycles"]
+__all__ = ["RULES", "CycleList", "Diagnostic", "Rule", "analyse", "list_cycles"]
+
+
+class CycleList(list[Cycle]):
+    """The cycles :func:`list_cycles` found; ``truncated`` is true when more exist."""
+
+    truncated: bool = False
 
 
 def analyse(spec: GraphSpec) -> list[Diagnostic]:
-    """Return every finding for ``spec``, sorted. (Placeholder until the analyser lands.)"""
-    return []
+    """Return every finding for ``spec``, sorted by place, then code.
+
+    A finding is dropped when a node's (or router's) ``ignore=`` holds a prefix of its
+    code: a finding placed at a router or node route (CR101, CR201, CR202, CR401) is
+    dropped by that declaration's ``ignore=``; any finding is dropped when every registered
+    node it names ignores the code.
+
+    >>> from typing import TypedDict
+    >>> from corral import Graph
+    >>> class State(TypedDict):
+    ...     n: int
+    >>> g = Graph(State)
+    >>> @g.node(start=True, then="loop")
+    ... def loop(state: State) -> dict[str, int]:
+    ...     return {}
+    >>> [(d.code, d.nodes) for d in analyse(g.spec())]
+    [('CR105', ('loop',)), ('CR201', ('loop',))]
+    """
+    graph = SpecGraph(spec)
+    found: list[Diagnostic] = []
+    for rule in RULES.values():
+        for finding in rule.check(graph):
+            if _suppressed(spec, rule.code, finding):
+                continue
+            location = finding.location
+            if location is None:
+                first = next((spec.node(n) for n in finding.nodes if spec.node(n)), None)
+                location = first.location if first is not None else spec.location
+            found.append(
+                Diagnostic(
+                    code=rule.code,
+                    slug=rule.slug,
+                    severity=rule.severity,
+                    message=finding.message,
+                    nodes=finding.nodes,
+                    file=location.file,
+                    line=location.line,
+                    col=location.col,
+                )
+            )
+    return sorted(found, key=lambda d: d.sort_key)
 
 
-def list_cycles(spec: GraphSpec, *, limit: int = 1000) -> list[Cycle]:
-    """Return at most ``limit`` elementary cycles. (Placeholder until the analyser lands.)"""
-    return []
+def _suppressed(spec: GraphSpec, code: str, finding: Finding) -> bool:
+    if any(code.startswith(prefix) for prefix in finding.site_ignore):
+        return True
+    nodes = [node for name in finding.nodes if (node := spec.node(name)) is not None]
+    return bool(nodes) and all(
+        any(code.startswith(prefix) for prefix in node.ignore) for node in nodes
+    )
+
+
+def list_cycles(spec: GraphSpec, *, limit: int = 1000) -> CycleList:
+    """Return at most ``limit`` elementary cycles, unguarded ones first.
+
+    The result's ``truncated`` attribute says whether more cycles exist.
+
+    >>> from typing import TypedDict
+    >>> from corral import Graph
+    >>> class State(TypedDict):
+    ...     n: int
+    >>> g = Graph(State)
+    >>> @g.node(start=True, then=("b", "__end__"))
+    ... def a(state: State) -> dict[str, int]:
+    ...     return {}
+    >>> @g.node(then="a")
+    ... def b(state: State) -> dict[str, int]:
+    ...     return {}
+    >>> cycles = list_cycles(g.spec())
+    >>> [str(c) for c in cycles], cycles.truncated
+    (['a → b → a'], False)
+    """
+    if limit < 0:
+        msg = f"limit={limit!r} must be 0 or more"
+        raise ValueError(msg)
+    cycles, truncated = SpecGraph(spec).cycles(limit)
+    result = CycleList(cycles)
+    result.truncated = truncated
+    return result
