@@ -1,0 +1,270 @@
+"""The command line: ``corral lint``, ``draw``, ``cycles`` and ``run``.
+
+``main(argv)`` parses the arguments, runs one command and returns its exit code; it never
+raises for a user's mistake (a bad path, a module that fails to import, bad JSON): it prints
+``error: ...`` to stderr and returns 2 (or 1 for a run that failed). ``--verbose`` adds the
+traceback.
+
+>>> main(["lint", "--explain", "CR201"])  # doctest: +ELLIPSIS
+CR201 unguarded-cycle (error)
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from corral import __version__
+from corral.cli import _lint, _show
+from corral.cli._report import FORMATS
+from corral.loader import UsageError
+
+__all__ = ["main"]
+
+DEFAULT_DB = os.path.join(".corral", "checkpoints.sqlite")
+"""Where ``corral run`` keeps its checkpoints unless ``--db`` says otherwise."""
+
+_PATH_HELP = (
+    "a .py file, a folder (searched for .py files) or a dotted module name; "
+    "PATH:name picks one graph"
+)
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of the ``corral`` command."""
+    parser = argparse.ArgumentParser(
+        prog="corral",
+        description="Check, draw and run corral graphs.",
+        epilog=(
+            "examples:\n"
+            "  corral lint examples                 check every graph under examples/\n"
+            "  corral draw examples/draft_loop.py   print a Mermaid flowchart\n"
+            "  corral cycles examples/draft_loop.py list the loops and their guards\n"
+            '  corral run examples/draft_loop.py --input \'{"topic": "guards"}\'\n'
+            "\n"
+            "`corral COMMAND --help` shows each command's options."
+        ),
+        formatter_class=_formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"corral {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", help="show tracebacks for load and run errors"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    lint = commands.add_parser(
+        "lint",
+        parents=[common],
+        help="report unbounded cycles, dead nodes and the other rules",
+        description=(
+            "Import the modules under PATH (their module-level code runs, as under pytest),\n"
+            "check every graph they define, and print one line per finding.\n"
+            "\n"
+            "exit codes: 0 no error found (warnings alone exit 0), 1 an error was found,\n"
+            "            2 a usage error or a module that cannot be imported"
+        ),
+        epilog=(
+            "examples:\n"
+            "  corral lint examples --exclude examples/broken\n"
+            "  corral lint app/agent.py:graph --select CR2\n"
+            "  corral lint src --ignore CR202 --format github\n"
+            "  corral lint src --format sarif > corral.sarif\n"
+            "  corral lint --explain CR201"
+        ),
+        formatter_class=_formatter,
+    )
+    lint.add_argument("paths", nargs="*", metavar="PATH", help=_PATH_HELP)
+    lint.add_argument(
+        "--format", choices=FORMATS, default="text", help="output format (default: text)"
+    )
+    lint.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="CODES",
+        help="report only these codes or prefixes, comma-separated (CR2 = every cycle rule)",
+    )
+    lint.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODES",
+        help="do not report these codes or prefixes; the longer prefix wins over --select",
+    )
+    lint.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="skip files and folders matching this fnmatch pattern (repeatable)",
+    )
+    lint.add_argument("--explain", metavar="CODE", help="print the docs of one rule and exit")
+    lint.set_defaults(handler=_lint.command)
+
+    draw = commands.add_parser(
+        "draw",
+        parents=[common],
+        help="print the graph as Mermaid or Graphviz DOT text",
+        description=(
+            "Print one graph as a Mermaid flowchart (default) or Graphviz DOT text.\n"
+            "Solid arrows are fixed routes, thick ones fan-outs, dashed ones conditional\n"
+            "routes; a guarded route is labelled with its bound (≤3) and a dotted arrow\n"
+            "shows where the run goes once the guard is used up."
+        ),
+        epilog=(
+            "examples:\n"
+            "  corral draw examples/draft_loop.py\n"
+            "  corral draw examples/draft_loop.py:g --format dot | dot -Tsvg > loop.svg"
+        ),
+        formatter_class=_formatter,
+    )
+    draw.add_argument("path", metavar="PATH", help=_PATH_HELP)
+    draw.add_argument(
+        "--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid"
+    )
+    draw.set_defaults(handler=_show.draw)
+
+    cycles = commands.add_parser(
+        "cycles",
+        parents=[common],
+        help="list the elementary cycles and the guard that bounds each",
+        description=(
+            "List the elementary cycles of one graph, unguarded ones first, each with the\n"
+            "guards on its routes. The list stops at --limit cycles and says so."
+        ),
+        epilog=(
+            "examples:\n"
+            "  corral cycles examples/draft_loop.py\n"
+            "  corral cycles agents.support:graph --limit 20"
+        ),
+        formatter_class=_formatter,
+    )
+    cycles.add_argument("path", metavar="PATH", help=_PATH_HELP)
+    cycles.add_argument(
+        "--limit", type=_positive, default=100, help="list at most N cycles (default: 100)"
+    )
+    cycles.set_defaults(handler=_show.cycles)
+
+    run = commands.add_parser(
+        "run",
+        parents=[common],
+        help="run a graph, checkpointing to SQLite",
+        description=(
+            "Run one graph, checkpointing every superstep to a SQLite file. Progress goes\n"
+            "to stderr; the state reached is printed as JSON on stdout.\n"
+            "\n"
+            "exit codes: 0 the run finished, 3 it waits for a person (stderr shows the\n"
+            "            payload and the command that resumes it), 1 a cap, a node error\n"
+            "            or bad input (the checkpoint is kept), 2 a usage or load error"
+        ),
+        epilog=(
+            "examples:\n"
+            '  corral run examples/draft_loop.py --input \'{"topic": "guards"}\'\n'
+            "  corral run agent.py --input @request.json --deps agent_tools:make_clients\n"
+            "  corral run agent.py --thread 7f3a --resume yes\n"
+            "  corral run agent.py --thread 7f3a --max-steps 200     # continue after a cap"
+        ),
+        formatter_class=_formatter,
+    )
+    run.add_argument("path", metavar="PATH", help=_PATH_HELP)
+    run.add_argument(
+        "--input",
+        metavar="JSON",
+        help="the input state as JSON, or @file.json (default: {} for a new thread)",
+    )
+    run.add_argument(
+        "--thread", metavar="ID", help="thread to start or continue (default: a new one)"
+    )
+    run.add_argument(
+        "--db",
+        metavar="FILE",
+        default=DEFAULT_DB,
+        help=f"SQLite checkpoint file (default: {DEFAULT_DB})",
+    )
+    run.add_argument(
+        "--resume",
+        metavar="VALUE",
+        help="answer the pending interrupt of --thread (parsed as JSON when it is JSON)",
+    )
+    run.add_argument(
+        "--max-steps", type=_positive, metavar="N", help="cap on node runs for this invocation"
+    )
+    run.add_argument(
+        "--deps",
+        metavar="MODULE:FACTORY",
+        help="call FACTORY() from MODULE (a dotted name or a .py file) and pass it as deps",
+    )
+    run.set_defaults(handler=_run_command)
+    return parser
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from corral.cli import _run  # imports the runtime only when something runs
+
+    return _run.command(args)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"{text!r} is not a whole number, 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``corral`` command line with ``argv`` and return its exit code."""
+    _make_output_safe()
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        code: int = args.handler(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(
+            f"error: corral {args.command} failed: {type(exc).__name__}: {exc} "
+            "(a bug in corral? --verbose shows the traceback)",
+            file=sys.stderr,
+        )
+        return 2
+    finally:
+        sys.stdout.flush()
+    return code
+
+
+def _make_output_safe() -> None:
+    """Print arrows and ``≤`` on terminals that cannot encode them, instead of crashing."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "→≤".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors="replace")

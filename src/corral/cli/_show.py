@@ -1,0 +1,118 @@
+"""``corral draw`` and ``corral cycles``: one graph, shown without running it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from corral.analysis import list_cycles
+from corral.loader import Target, UsageError, load, split_selector
+from corral.render import render_dot, render_mermaid
+from corral.spec import END, Cycle, Guard
+
+__all__ = ["cycles", "draw", "format_cycles", "load_one"]
+
+
+class LoadFailed(Exception):
+    """The one graph a command needs could not be loaded; the errors were printed."""
+
+
+def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Target:
+    """Load ``PATH[:name]`` and return its one graph.
+
+    Load errors are printed to stderr. A module that failed to import after defining its
+    graph (``app = g.compile()`` at module level on a broken graph) still yields that graph
+    when ``allow_partial`` is true, with a note, so ``draw`` and ``cycles`` can show the defect.
+
+    Raises:
+        UsageError: no graph, or several and no ``:name`` to pick one.
+        LoadFailed: the module could not be imported (the error was printed).
+    """
+    loaded = load([argument])
+    problems = [(e.message, e.formatted) for e in loaded.errors]
+    for source, err in loaded.graph_errors:
+        codes = ", ".join(dict.fromkeys(d.code for d in err.diagnostics if d.severity == "error"))
+        problems.append((f"cannot import {source}: GraphError: the graph has errors ({codes})", ""))
+    targets = loaded.targets
+    usable = targets if allow_partial else [t for t in targets if not t.failed]
+    if problems and len(usable) != 1:
+        for message, formatted in problems:
+            if verbose and formatted:
+                print(formatted, file=sys.stderr, end="")
+            print(f"error: {message}", file=sys.stderr)
+        if loaded.graph_errors:
+            print("hint: `corral lint` lists the findings", file=sys.stderr)
+        raise LoadFailed
+    path, _ = split_selector(argument)
+    if not usable:
+        msg = f"{path} defines no corral Graph (or compiled app) at module level"
+        raise UsageError(msg)
+    if len(usable) > 1:
+        names = ", ".join(t.name for t in usable)
+        msg = f"{path} defines {len(usable)} graphs ({names}); pick one with {usable[0].label}"
+        raise UsageError(msg)
+    target = usable[0]
+    if target.failed:
+        print(
+            f"note: {target.source} failed to import after defining {target.name!r}; "
+            "showing the graph as it was defined",
+            file=sys.stderr,
+        )
+    return target
+
+
+def draw(args: argparse.Namespace) -> int:
+    """Print the graph as Mermaid or DOT text; return 0, or 2 when it cannot be loaded."""
+    try:
+        target = load_one(args.path, verbose=args.verbose)
+    except LoadFailed:
+        return 2
+    spec = target.spec()
+    print(render_dot(spec) if args.format == "dot" else render_mermaid(spec))
+    return 0
+
+
+def cycles(args: argparse.Namespace) -> int:
+    """List the elementary cycles of one graph with their guards; return 0 (2 on load error)."""
+    try:
+        target = load_one(args.path, verbose=args.verbose)
+    except LoadFailed:
+        return 2
+    limit: int = args.limit
+    found = list_cycles(target.spec(), limit=limit + 1)
+    cut = bool(getattr(found, "truncated", False)) or len(found) > limit
+    print(format_cycles(target.name, list(found)[:limit], cut=cut, limit=limit))
+    return 0
+
+
+def format_cycles(name: str, found: list[Cycle], *, cut: bool, limit: int) -> str:
+    """Return the cycle listing: one line per cycle, unguarded ones marked.
+
+    >>> from corral import Guard
+    >>> print(format_cycles("g", [Cycle(("a", "b"), (Guard("b", max=3, otherwise="c"),))],
+    ...                     cut=False, limit=100))
+    g: 1 cycle
+      a → b → a    guarded: b ≤3, then c
+    """
+    if not found:
+        return f"{name}: no cycles"
+    count = f"{len(found)} cycle" if len(found) == 1 else f"{len(found)} cycles"
+    lines = [f"{name}: {count}" + (f" (stopped at --limit {limit}; there are more)" if cut else "")]
+    width = max(len(str(c)) for c in found)
+    for cycle in found:
+        if cycle.guards:
+            how = "guarded: " + "; ".join(_guard_text(g) for g in cycle.guards)
+        else:
+            how = "UNGUARDED (CR201): add a Guard to one of its routes"
+        lines.append(f"  {str(cycle).ljust(width)}    {how}")
+    return "\n".join(lines)
+
+
+def _guard_text(guard: Guard) -> str:
+    if guard.otherwise is None:
+        then = "then error"
+    elif guard.otherwise == END:
+        then = "then END"
+    else:
+        then = f"then {guard.otherwise}"
+    return f"{guard.target} ≤{guard.max}, {then}"

@@ -1,0 +1,442 @@
+"""Find the graphs of a ``.py`` file, a folder or a dotted module, the way the CLI does.
+
+Loading *imports* the modules, as pytest does: their module-level code runs. Each module-level
+:class:`~corral.dsl.Graph` and compiled app (:class:`~corral.runtime.app.CompiledGraph`) becomes
+one :class:`Target`; a compiled app built from a graph found in the same module is folded into
+that graph's target, so a module with ``g = Graph(...)`` and ``app = g.compile()`` holds one
+target, reachable as ``:g`` and as ``:app``.
+
+A module whose import fails is a :class:`LoadError`, never an exception; when the import raised
+:class:`~corral.errors.GraphError` (``app = g.compile()`` at module level on a broken graph) the
+error is kept, and the graphs the module had defined before the failure are still offered as
+targets, so ``draw`` and ``cycles`` can show the defect.
+
+>>> found = load(["corral.spec"])
+>>> found.targets, found.errors
+([], [])
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import traceback
+import types
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corral.dsl import Graph
+from corral.errors import GraphError
+from corral.runtime.app import CompiledGraph
+from corral.spec import GraphSpec
+
+__all__ = [
+    "LoadError",
+    "Loaded",
+    "Target",
+    "UsageError",
+    "display_path",
+    "load",
+    "split_selector",
+]
+
+SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules"})
+"""Folder names never searched (besides hidden folders and virtual environments)."""
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_MARKER = re.compile(rb"\bcorral\b")
+
+
+class UsageError(Exception):
+    """A command line that names something that does not exist; the CLI exits with 2."""
+
+
+@dataclass
+class Target:
+    """One graph found in a module: a ``Graph``, a compiled app, or both for the same graph."""
+
+    name: str
+    """The module attribute the graph was found under (the first one, for a folded pair)."""
+    source: str
+    """The file (or module name) it came from, for messages."""
+    graph: Graph[Any, Any, Any] | None = None
+    app: CompiledGraph[Any] | None = None
+    aliases: tuple[str, ...] = ()
+    """Every attribute name that refers to this target."""
+    failed: bool = False
+    """True when the module's import failed after defining this graph (a partial module)."""
+
+    @property
+    def label(self) -> str:
+        """Return ``source:name``, the way a user names this target on the command line."""
+        return f"{self.source}:{self.name}"
+
+    def spec(self) -> GraphSpec:
+        """Return the target's spec (read now for a ``Graph``, as compiled for an app)."""
+        if self.graph is not None:
+            return self.graph.spec()
+        assert self.app is not None
+        return self.app.spec
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """A module that could not be imported."""
+
+    source: str
+    """The file (or module name) that failed, as shown to the user."""
+    exc: BaseException
+    formatted: str
+    """The full traceback, shown with ``--verbose``."""
+
+    @property
+    def message(self) -> str:
+        """Return one line naming the file and the exception."""
+        text = str(self.exc).strip().splitlines()
+        detail = f": {text[0]}" if text else ""
+        return f"cannot import {self.source}: {type(self.exc).__name__}{detail}"
+
+
+@dataclass
+class Loaded:
+    """What :func:`load` found: graph targets, modules that failed, and how many files it read."""
+
+    targets: list[Target] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+    graph_errors: list[tuple[str, GraphError]] = field(default_factory=list)
+    """Modules whose import raised ``GraphError``: ``(source, error)``."""
+    modules: int = 0
+    """How many modules were imported (or tried)."""
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """Return ``path`` relative to the current directory when it is under it, else absolute.
+
+    >>> display_path(os.path.join(os.getcwd(), "a", "b.py")) == os.path.join("a", "b.py")
+    True
+    """
+    text = os.fspath(path)
+    if text.startswith("<"):
+        return text
+    absolute = os.path.abspath(text)
+    try:
+        relative = os.path.relpath(absolute, os.getcwd())
+    except ValueError:
+        return absolute
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        return absolute
+    return relative
+
+
+def split_selector(argument: str) -> tuple[str, str | None]:
+    """Split ``PATH:name`` into the path and the graph name (``None`` when absent).
+
+    >>> split_selector("examples/loop.py:app")
+    ('examples/loop.py', 'app')
+    >>> split_selector("examples/loop.py")
+    ('examples/loop.py', None)
+    """
+    head, sep, tail = argument.rpartition(":")
+    if sep and head and tail.isidentifier() and not os.path.exists(argument):
+        return head, tail
+    return argument, None
+
+
+def load(
+    paths: Sequence[str],
+    *,
+    exclude: Sequence[str] = (),
+    only_marked: bool = False,
+) -> Loaded:
+    """Import every module named by ``paths`` and collect their graphs.
+
+    Args:
+        paths: ``.py`` files, folders or dotted module names, each optionally ``:name``.
+        exclude: fnmatch patterns; a file matches when its path, its name or one of its
+            parent folders does (like flake8's ``--exclude``).
+        only_marked: import only files whose text mentions ``corral`` (a file that never
+            does cannot define a graph); lint uses this so that pointing it at a whole
+            repository does not run ``setup.py`` or scripts.
+
+    Raises:
+        UsageError: a path that is neither a file, a folder nor an importable module name,
+            or a ``:name`` that no module defines.
+    """
+    loaded = Loaded()
+    seen: dict[int, Target] = {}
+    patterns = [_normalise_pattern(p) for p in exclude]
+    for argument in paths:
+        path, wanted = split_selector(argument)
+        found: list[Target] = []
+        for source, module, error in _modules(path, patterns, only_marked):
+            loaded.modules += 1
+            if error is not None:
+                if isinstance(error.exc, GraphError) and error.exc.diagnostics:
+                    loaded.graph_errors.append((source, error.exc))
+                else:
+                    loaded.errors.append(error)
+            if module is not None:
+                found.extend(_targets(module, source, seen, failed=error is not None))
+        if wanted is not None:
+            picked = [t for t in found if wanted in t.aliases]
+            if not picked and not loaded.errors and not loaded.graph_errors:
+                names = sorted({a for t in found for a in t.aliases})
+                have = ", ".join(names) if names else "no graphs"
+                msg = f"{path} defines no graph called {wanted!r} (it has: {have})"
+                raise UsageError(msg)
+            found = picked
+        loaded.targets.extend(found)
+    return loaded
+
+
+def _normalise_pattern(pattern: str) -> str:
+    pattern = pattern.rstrip("/\\") or pattern
+    if any(ch in pattern for ch in "*?["):
+        return pattern
+    return os.path.normpath(pattern)
+
+
+def is_excluded(path: str, patterns: Sequence[str]) -> bool:
+    """Return whether ``path``, its name or one of its parent folders matches a pattern."""
+    if not patterns:
+        return False
+    shown = os.path.normpath(display_path(path))
+    candidates = {shown, os.path.abspath(path), os.path.basename(shown)}
+    parts = Path(shown).parts
+    for i in range(1, len(parts)):
+        candidates.add(os.path.join(*parts[:i]))
+    return any(fnmatch.fnmatch(c, p) for c in candidates for p in patterns)
+
+
+def _modules(
+    path: str, patterns: Sequence[str], only_marked: bool
+) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+    if os.path.isdir(path):
+        for file in _walk(path, patterns):
+            if only_marked and not _mentions_corral(file):
+                continue
+            yield _import_file(file)
+    elif os.path.isfile(path):
+        if not path.endswith((".py", ".pyw")):
+            msg = f"{path!r} is not a Python file; give a .py file, a folder or a module name"
+            raise UsageError(msg)
+        if is_excluded(path, patterns) or (only_marked and not _mentions_corral(path)):
+            return
+        yield _import_file(path)
+    elif _DOTTED.fullmatch(path) and not path.endswith(".py"):
+        yield from _import_dotted(path, only_marked)
+    else:
+        msg = f"{path!r} does not exist; give a .py file, a folder or a dotted module name"
+        raise UsageError(msg)
+
+
+def _walk(folder: str, patterns: Sequence[str]) -> Iterator[str]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not _skipped_dir(os.path.join(root, d))
+            and not is_excluded(os.path.join(root, d), patterns)
+        )
+        for name in sorted(files):
+            file = os.path.join(root, name)
+            if name.endswith(".py") and not is_excluded(file, patterns):
+                yield file
+
+
+def _skipped_dir(path: str) -> bool:
+    name = os.path.basename(path)
+    return (
+        name.startswith(".")
+        or name in SKIPPED_DIRS
+        or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+    )
+
+
+def _mentions_corral(file: str) -> bool:
+    try:
+        with open(file, "rb") as handle:
+            return _MARKER.search(handle.read()) is not None
+    except OSError:
+        return True  # let the import report why the file cannot be read
+
+
+def _module_name(file: Path) -> tuple[str, Path]:
+    """Return the dotted name of ``file`` and the folder its top package lives in."""
+    parts = [] if file.name == "__init__.py" else [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), folder
+
+
+def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | None]:
+    source = display_path(file)
+    absolute = Path(file).resolve()
+    name, root = _module_name(absolute)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    cached = sys.modules.get(name)
+    if cached is not None and _same_file(cached, absolute):
+        return source, cached, None
+    if cached is not None or not all(p.isidentifier() for p in name.split(".")):
+        # The name belongs to another module (a stdlib clash, or a second file with the same
+        # name in another folder): load this file under a private name instead.
+        name = "_corral_" + re.sub(r"\W", "_", str(absolute))
+    try:
+        parent = name.rpartition(".")[0]
+        if parent:
+            importlib.import_module(parent)
+        spec = importlib.util.spec_from_file_location(name, absolute)
+        assert spec is not None and spec.loader is not None
+    except BaseException as exc:
+        return source, None, _error(source, exc)
+    return _execute(source, name, spec)
+
+
+def _import_dotted(
+    name: str, only_marked: bool
+) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        spec = importlib.util.find_spec(name)
+    except BaseException as exc:
+        yield name, None, _error(name, exc)
+        return
+    if spec is None or spec.loader is None:
+        msg = f"{name!r} is not a file, a folder or an importable module"
+        raise UsageError(msg)
+    cached = sys.modules.get(name)
+    if cached is not None:
+        module: types.ModuleType | None = cached
+        yield name, cached, None
+    else:
+        _, module, error = _execute(name, name, spec)
+        yield name, module, error
+    if module is not None and spec.submodule_search_locations:
+        for info in _walk_package(module, name):
+            origin = info.origin
+            if origin is None:
+                continue
+            if only_marked and not _mentions_corral(origin):
+                continue
+            yield _import_file(origin)
+
+
+def _walk_package(module: types.ModuleType, name: str) -> Iterable[Any]:
+    import pkgutil
+
+    for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
+        found = importlib.util.find_spec(info.name)
+        if found is not None and found.origin and found.origin.endswith(".py"):
+            yield found
+
+
+def _execute(
+    source: str, name: str, spec: importlib.machinery.ModuleSpec
+) -> tuple[str, types.ModuleType | None, LoadError | None]:
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        assert spec.loader is not None
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        # Keep the partly run module: the graphs defined before the failure are still useful.
+        return source, module, _error(source, exc)
+    return source, module, None
+
+
+def _error(source: str, exc: BaseException) -> LoadError:
+    formatted = "".join(traceback.format_exception(exc))
+    return LoadError(source, exc, formatted)
+
+
+def _same_file(module: types.ModuleType, file: Path) -> bool:
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        return False
+    try:
+        return Path(origin).resolve() == file
+    except OSError:
+        return False
+
+
+def _targets(
+    module: types.ModuleType, source: str, seen: dict[int, Target], *, failed: bool
+) -> list[Target]:
+    """Return the module's graph targets, skipping ones already found in an earlier module."""
+    found: list[Target] = []
+    apps: list[tuple[str, CompiledGraph[Any]]] = []
+    for attr, value in list(vars(module).items()):
+        if isinstance(value, Graph):
+            known = seen.get(id(value))
+            if known is not None:
+                if known in found:
+                    known.aliases = (*known.aliases, attr)
+                continue
+            target = Target(attr, source, graph=value, aliases=(attr,), failed=failed)
+            seen[id(value)] = target
+            found.append(target)
+        elif isinstance(value, CompiledGraph):
+            apps.append((attr, value))
+    for attr, app in apps:
+        known = seen.get(id(app))
+        if known is not None:
+            if known in found:
+                known.aliases = (*known.aliases, attr)
+            continue
+        owner = _graph_of(app, found)
+        if owner is not None:
+            owner.app = owner.app or app
+            owner.aliases = (*owner.aliases, attr)
+            seen[id(app)] = owner
+            continue
+        target = Target(attr, source, app=app, aliases=(attr,), failed=failed)
+        seen[id(app)] = target
+        found.append(target)
+    return found
+
+
+def _graph_of(app: CompiledGraph[Any], found: list[Target]) -> Target | None:
+    """Return the target whose graph ``app`` was compiled from (same spec), if any."""
+    for target in found:
+        if target.graph is None or target.app is not None:
+            continue
+        try:
+            if target.graph.spec() == app.spec:
+                return target
+        except Exception:
+            continue
+    return None
+
+
+def import_module(name_or_path: str) -> types.ModuleType:
+    """Import a module by dotted name or ``.py`` path, the way :func:`load` does.
+
+    Raises:
+        UsageError: the name is neither an existing file nor an importable module.
+        ImportError: the module failed to import; the original exception is ``__cause__``.
+    """
+    if os.path.isfile(name_or_path):
+        _, module, error = _import_file(name_or_path)
+    elif _DOTTED.fullmatch(name_or_path) and not name_or_path.endswith(".py"):
+        _, module, error = next(_import_dotted(name_or_path, only_marked=False))
+    else:
+        msg = f"{name_or_path!r} is neither a .py file nor an importable module name"
+        raise UsageError(msg)
+    if error is not None or module is None:
+        assert error is not None
+        raise ImportError(error.message) from error.exc
+    return module

@@ -1,0 +1,215 @@
+"""Draw a graph spec as Mermaid or Graphviz DOT text.
+
+Both renderers read the same edge set, :meth:`corral.spec.GraphSpec.edges`, and draw each kind
+of route the same way:
+
+- a fixed route (``start=True``, ``then=``) is a solid arrow; a ``then=`` fan-out (every
+  branch runs) is a thick arrow;
+- a conditional route (a router or a ``Command``) is a dashed arrow; a router that returns a
+  list (any subset of its targets runs) is labelled ``fan-out``; a ``Send`` route is labelled
+  ``Send``;
+- a guarded route carries its bound, ``≤3``, and the guard's ``otherwise`` route is a dotted
+  arrow labelled ``revise used up`` (where the run goes once the route to ``revise`` has been
+  taken 3 times); a guard with no ``otherwise`` says ``then error``.
+
+>>> from typing import Literal, TypedDict
+>>> from corral import END, End, Graph, Guard
+>>> class State(TypedDict):
+...     n: int
+>>> g = Graph(State)
+>>> @g.node(start=True)
+... def work(state: State) -> None: ...
+>>> @g.router("work", guards=[Guard("work", max=3, otherwise=END)])
+... def again(state: State) -> Literal["work"] | End: ...
+>>> print(render_mermaid(g.spec()))
+flowchart TD
+    __start__(["START"])
+    work["work"]
+    __end__(["END"])
+    __start__ --> work
+    work -.->|"≤3"| work
+    work -.-> __end__
+    work -.->|"work used up"| __end__
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from corral.spec import END, START, Edge, GraphSpec, Guard
+
+__all__ = ["render_dot", "render_mermaid"]
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MERMAID_KEYWORDS = frozenset(
+    {"end", "graph", "subgraph", "flowchart", "style", "class", "classdef", "click",
+     "linkstyle", "direction", "default", "call", "href"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Arrow:
+    """How one route is drawn, independent of the output language."""
+
+    source: str
+    target: str
+    label: str
+    line: str
+    """``solid``, ``thick``, ``dashed`` or ``dotted``."""
+
+
+def render_mermaid(spec: GraphSpec) -> str:
+    """Return the graph as a Mermaid ``flowchart`` (paste it into Markdown or mermaid.live)."""
+    names = _node_names(spec)
+    ids = _mermaid_ids(names)
+    lines: list[str] = []
+    if spec.name:
+        lines += ["---", f"title: {spec.name}", "---"]
+    lines.append("flowchart TD")
+    for name in names:
+        label = _mermaid_text(_node_label(spec, name))
+        if name in (START, END):
+            lines.append(f'    {ids[name]}(["{label}"])')
+        else:
+            lines.append(f'    {ids[name]}["{label}"]')
+    arrows = {"solid": "-->", "thick": "==>", "dashed": "-.->", "dotted": "-.->"}
+    for arrow in _arrows(spec):
+        link = arrows[arrow.line]
+        label = f'|"{_mermaid_text(arrow.label)}"|' if arrow.label else ""
+        lines.append(f"    {ids[arrow.source]} {link}{label} {ids[arrow.target]}")
+    for node in spec.nodes:
+        if node.wait_for:
+            waits = ", ".join(node.wait_for)
+            lines.append(f"    %% {node.name} waits for {waits}")
+    return "\n".join(lines)
+
+
+def render_dot(spec: GraphSpec) -> str:
+    """Return the graph as Graphviz DOT text (``corral draw x.py --format dot | dot -Tsvg``).
+
+    >>> from typing import TypedDict
+    >>> from corral import Graph
+    >>> class State(TypedDict):
+    ...     n: int
+    >>> g = Graph(State, name="tiny")
+    >>> @g.node(start=True, then="__end__")
+    ... def only(state: State) -> None: ...
+    >>> print(render_dot(g.spec()))
+    digraph "tiny" {
+        node [shape=box, style=rounded];
+        "__start__" [label="START", shape=oval];
+        "only" [label="only"];
+        "__end__" [label="END", shape=oval];
+        "__start__" -> "only";
+        "only" -> "__end__";
+    }
+    """
+    title = _dot_text(spec.name or "corral")
+    lines = [f'digraph "{title}" {{', "    node [shape=box, style=rounded];"]
+    for name in _node_names(spec):
+        label = _dot_text(_node_label(spec, name))
+        shape = ", shape=oval" if name in (START, END) else ""
+        lines.append(f'    "{_dot_text(name)}" [label="{label}"{shape}];')
+    styles = {
+        "solid": "",
+        "thick": "penwidth=2",
+        "dashed": "style=dashed",
+        "dotted": "style=dotted",
+    }
+    for arrow in _arrows(spec):
+        attrs = [styles[arrow.line]] if styles[arrow.line] else []
+        if arrow.label:
+            attrs.append(f'label="{_dot_text(arrow.label)}"')
+        suffix = f" [{', '.join(attrs)}]" if attrs else ""
+        lines.append(f'    "{_dot_text(arrow.source)}" -> "{_dot_text(arrow.target)}"{suffix};')
+    for node in spec.nodes:
+        if node.wait_for:
+            lines.append(f"    // {_dot_text(node.name)} waits for {', '.join(node.wait_for)}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _node_names(spec: GraphSpec) -> list[str]:
+    """Return every node to draw: START, the nodes, unknown route targets, then END."""
+    edges = list(spec.edges())
+    names: list[str] = []
+    if any(e.source == START for e in edges):
+        names.append(START)
+    names.extend(spec.names)
+    for edge in edges:
+        for name in (edge.source, edge.target):
+            if name not in names and name != END:
+                names.append(name)
+    if any(e.target == END for e in edges):
+        names.append(END)
+    return names
+
+
+def _node_label(spec: GraphSpec, name: str) -> str:
+    if name == START:
+        return "START"
+    if name == END:
+        return "END"
+    node = spec.node(name)
+    if node is None:
+        return f"{name} (unknown)"
+    if node.max_runs is not None:
+        return f"{name} (max {node.max_runs} runs)"
+    return name
+
+
+def _arrows(spec: GraphSpec) -> Iterator[_Arrow]:
+    """Yield each arrow once (several guards falling back to one node draw one arrow)."""
+    yield from dict.fromkeys(_arrow(spec, edge) for edge in spec.edges())
+
+
+def _arrow(spec: GraphSpec, edge: Edge) -> _Arrow:
+    parts: list[str] = []
+    if edge.kind in ("start", "then"):
+        line = "thick" if edge.many else "solid"
+    elif edge.kind == "otherwise":
+        line = "dotted"
+        used_up = [g.target for g in _guards_of(spec, edge) if g.otherwise == edge.target]
+        parts.append(", ".join(dict.fromkeys(used_up)) + " used up")
+    else:
+        line = "dashed"
+        if edge.kind == "send":
+            parts.append("Send")
+        elif edge.many:
+            parts.append("fan-out")
+    if edge.guard is not None:
+        parts.append(f"≤{edge.guard.max}")
+        if edge.guard.otherwise is None:
+            parts.append("then error")
+    return _Arrow(edge.source, edge.target, " ".join(parts), line)
+
+
+def _guards_of(spec: GraphSpec, edge: Edge) -> tuple[Guard, ...]:
+    """Return the guards declared by whoever declared ``edge`` (its router or node)."""
+    for router in spec.routers_of(edge.source):
+        if router.name == edge.owner:
+            return router.guards
+    node = spec.node(edge.source)
+    return node.guards if node is not None else ()
+
+
+def _mermaid_ids(names: list[str]) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    for index, name in enumerate(names):
+        plain = (
+            _IDENTIFIER.fullmatch(name)
+            and name.lower() not in _MERMAID_KEYWORDS
+            and not (name.startswith("__") and name not in (START, END))
+        )
+        ids[name] = name if plain else f"n{index}"
+    return ids
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace("#", "#35;").replace('"', "#quot;")
+
+
+def _dot_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
