@@ -92,7 +92,12 @@ def read_command_targets(
     """
     try:
         annotation = read_return_annotation(func, localns)
-    except _Unreadable:
+    except _Unreadable as exc:
+        # An annotation that does not resolve is only a routing problem when it is meant to
+        # be a Command; an unresolved plain update type (e.g. under TYPE_CHECKING) is not.
+        raw = getattr(func, "__annotations__", {}).get("return")
+        if "Command" in str(raw):
+            return TargetSet(None, problem=str(exc))
         return None
     if annotation is _MISSING:
         return None

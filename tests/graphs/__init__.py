@@ -1,0 +1,1 @@
+"""Small example graphs and annotated functions, by shape, shared across tests."""
