@@ -14,7 +14,8 @@ from typing_extensions import TypeVar
 
 __all__ = ["Command", "Resume", "Send"]
 
-TargetT = TypeVar("TargetT", bound=str, default=str)
+TargetT = TypeVar("TargetT", bound=str, default=str, covariant=True)
+"""Covariant, so ``Send[Literal["work"]]`` is a ``Send[Nodes]`` when ``"work"`` is in ``Nodes``."""
 
 
 @dataclass(frozen=True, eq=True)

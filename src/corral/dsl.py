@@ -10,13 +10,14 @@ from __future__ import annotations
 import inspect
 import linecache
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, overload
 
-from typing_extensions import TypeForm, TypeVar
+from typing_extensions import ParamSpec, TypeForm, TypeVar
 
 from corral import targets
+from corral.control import Command, Send
 from corral.errors import GraphError
 from corral.schema import read_schema
 from corral.spec import End, GraphSpec, Guard, Location, NodeSpec, RouterSpec
@@ -28,12 +29,60 @@ if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
     from corral.spec import Cycle
 
-__all__ = ["Graph"]
+__all__ = ["Graph", "NodeFunction", "RouterFunction"]
 
 StateT = TypeVar("StateT")
-UpdateT = TypeVar("UpdateT", default=dict[str, Any])
+UpdateT = TypeVar("UpdateT", default=Mapping[str, Any])
 NodesT = TypeVar("NodesT", bound=str, default=str)
-FuncT = TypeVar("FuncT", bound=Callable[..., Any])
+ParamsT = ParamSpec("ParamsT")
+ReturnT = TypeVar("ReturnT")
+StateT_contra = TypeVar("StateT_contra", contravariant=True)
+UpdateT_co = TypeVar("UpdateT_co", covariant=True)
+NodesT_co = TypeVar("NodesT_co", bound=str, covariant=True)
+ReturnT_co = TypeVar("ReturnT_co", covariant=True)
+
+NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co] | None
+"""What a node may return: an update, ``None`` or a ``Command`` naming nodes of the graph."""
+Route: TypeAlias = NodesT_co | End | Send[NodesT_co] | Sequence[NodesT_co | End | Send[NodesT_co]]
+"""What a router may return: a node name, ``END``, a ``Send``, or a list of them (fan-out)."""
+
+
+class NodeFunction(Protocol[UpdateT_co, NodesT_co, ParamsT, ReturnT_co]):
+    """A function that fits as a node of a graph with updates ``UpdateT`` and node names ``NodesT``.
+
+    Only static type checkers read this. Its ``__call__`` is an intersection written as two
+    overloads: the first captures the function's exact signature (``ParamsT``, ``ReturnT``),
+    so that the decorator can return it unchanged; the second is what the graph needs, so a
+    function whose return does not fit is rejected. The first parameter is not checked
+    against the state: a node that a ``Send`` targets receives the ``Send``'s argument.
+    """
+
+    @overload
+    def __call__(self, *args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ReturnT_co: ...
+    @overload
+    def __call__(
+        self, arg: Any, /, *args: Any, **kwargs: Any
+    ) -> NodeResult[UpdateT_co, NodesT_co] | Awaitable[NodeResult[UpdateT_co, NodesT_co]]: ...
+
+
+class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):
+    """A function that fits as a router of a graph with state ``StateT`` and node names ``NodesT``.
+
+    Only static type checkers read this; see :class:`NodeFunction` for how it works. A router
+    takes the state (and optionally the context) and returns a :data:`Route`, or an awaitable
+    of one when it is ``async``.
+    """
+
+    # The two overloads are an intersection (a function must fit both), never a dispatch, so
+    # their overlap is the point.
+    @overload
+    def __call__(  # type: ignore[overload-overlap]
+        self, *args: ParamsT.args, **kwargs: ParamsT.kwargs
+    ) -> ReturnT_co: ...
+    @overload
+    def __call__(
+        self, state: StateT_contra, /, *args: Any, **kwargs: Any
+    ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
 
 
 @dataclass(frozen=True)
@@ -75,9 +124,12 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     []
     """
 
+    # No self-types on the overloads: a type variable an overload does not bind takes its
+    # default (``Mapping[str, Any]``, ``str``), or the type an annotation asks for, so that
+    # ``g: Graph[State, StateUpdate, Nodes] = Graph(State, StateUpdate)`` works too.
     @overload
     def __init__(
-        self: Graph[StateT, dict[str, Any], str],
+        self,
         state_schema: type[StateT],
         update_schema: None = None,
         nodes: None = None,
@@ -87,11 +139,21 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     ) -> None: ...
     @overload
     def __init__(
-        self: Graph[StateT, UpdateT, str],
+        self,
         state_schema: type[StateT],
         update_schema: type[UpdateT],
         nodes: None = None,
         *,
+        name: str | None = None,
+        max_steps: int = 50,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        state_schema: type[StateT],
+        update_schema: type[UpdateT] | None = None,
+        *,
+        nodes: TypeForm[NodesT],
         name: str | None = None,
         max_steps: int = 50,
     ) -> None: ...
@@ -142,8 +204,13 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
-    ) -> Callable[[FuncT], FuncT]:
+    ) -> Callable[[NodeFunction[UpdateT, NodesT, ParamsT, ReturnT]], Callable[ParamsT, ReturnT]]:
         """Register the decorated function as a node; return it unchanged.
+
+        For type checkers the decorator keeps the function's signature and return type
+        exactly, and rejects a function whose return does not fit the graph: an update
+        (``UpdateT``), ``None`` or a ``Command`` naming nodes of the graph, or an awaitable of
+        one of these for an ``async def``.
 
         Args:
             name: the node's name; the function's name when omitted.
@@ -168,7 +235,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             msg = f"max_runs={max_runs!r} must be a whole number of runs, 1 or more"
             raise GraphError(msg)
 
-        def register(func: FuncT) -> FuncT:
+        def register(
+            node_func: NodeFunction[UpdateT, NodesT, ParamsT, ReturnT],
+        ) -> Callable[ParamsT, ReturnT]:
+            func: Callable[..., Any] = node_func
             self._nodes.append(
                 _NodeEntry(
                     func=func,
@@ -184,21 +254,28 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     ignore=tuple(ignore),
                 )
             )
-            return func
+            return node_func
 
         return register
 
     def router(
         self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
-    ) -> Callable[[FuncT], FuncT]:
+    ) -> Callable[[RouterFunction[StateT, NodesT, ParamsT, ReturnT]], Callable[ParamsT, ReturnT]]:
         """Register the decorated function as the conditional way out of ``source``.
 
         Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
         ``list[Literal[...]]`` (fan-out) or ``list[Send[Literal[...]]]`` (map-reduce).
+
+        For type checkers the decorator keeps the function's signature and return type
+        exactly, and rejects a router whose first parameter does not take the state or whose
+        return names a node the graph's ``nodes=`` ``Literal`` does not list.
         """
         localns = _caller_locals(1)
 
-        def register(func: FuncT) -> FuncT:
+        def register(
+            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT],
+        ) -> Callable[ParamsT, ReturnT]:
+            func: Callable[..., Any] = router_func
             self._routers.append(
                 _RouterEntry(
                     func=func,
@@ -209,7 +286,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     ignore=tuple(ignore),
                 )
             )
-            return func
+            return router_func
 
         return register
 
