@@ -1,46 +1,117 @@
-"""``MemorySaver``: checkpoints kept in this process's memory."""
+"""``MemorySaver``: checkpoints kept in this process's memory.
+
+Every checkpoint goes through the same JSON encoding as :class:`~corral.checkpoint.SqliteSaver`
+(:mod:`corral.checkpoint.serde`) and is kept in its encoded form, so a graph that runs with
+``MemorySaver`` in tests stores exactly what it would store in SQLite: a value JSON cannot
+hold fails here too, and what comes back is a fresh copy, never the object that was put.
+"""
 
 from __future__ import annotations
 
-import copy
+from dataclasses import dataclass
+from typing import Any
 
 from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import Serializer, decode_checkpoint, encode_checkpoint
+from corral.errors import CheckpointError
 
 __all__ = ["MemorySaver"]
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """One checkpoint in its encoded form (plain JSON trees, built fresh by the encoder)."""
+
+    head: tuple[str, str, str | None]
+    snapshot: Any
+    writes: list[Any]
+    meta: Any
 
 
 class MemorySaver:
     """A checkpointer that keeps every checkpoint in memory (for tests and notebooks).
 
+    Args:
+        serializer: teaches the encoding values JSON cannot hold (see
+            :class:`~corral.checkpoint.serde.Serializer`).
+
     >>> saver = MemorySaver()
     >>> saver.put(Checkpoint("t", "1", None, {"n": 1}))
+    >>> saver.put(Checkpoint("t", "2", "1", None, [("inc", {"n": 2})]))
     >>> [c.checkpoint_id for c in saver.chain("t")]
-    ['1']
+    ['1', '2']
     """
 
-    def __init__(self) -> None:
-        self._threads: dict[str, list[Checkpoint]] = {}
+    def __init__(self, *, serializer: Serializer | None = None) -> None:
+        self.serializer = serializer
+        self._threads: dict[str, dict[str, _Stored]] = {}
+        """Per thread, the checkpoints by id, in the order they were put (dicts keep it)."""
 
     def put(self, checkpoint: Checkpoint) -> None:
-        """Save a deep copy of ``checkpoint``, so later mutation cannot change history."""
-        self._threads.setdefault(checkpoint.thread_id, []).append(copy.deepcopy(checkpoint))
+        """Save an encoded copy of ``checkpoint``, so later mutation cannot change history.
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the id is already taken in the thread, or the parent is unknown.
+        """
+        saved = self._threads.get(checkpoint.thread_id, {})
+        _check_put(checkpoint, checkpoint.checkpoint_id in saved, _parent_known(checkpoint, saved))
+        snapshot, writes, meta = encode_checkpoint(checkpoint, self.serializer)
+        head = (checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.parent_id)
+        stored = _Stored(head, snapshot, writes, meta)
+        self._threads.setdefault(checkpoint.thread_id, saved)[checkpoint.checkpoint_id] = stored
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
-        saved = self._threads.get(thread_id, [])
+        saved = self._threads.get(thread_id)
         if not saved:
             return []
-        by_id = {c.checkpoint_id: c for c in saved}
-        current = saved[-1] if checkpoint_id is None else by_id.get(checkpoint_id)
+        if checkpoint_id is None:
+            checkpoint_id = next(reversed(saved))
+        current = saved.get(checkpoint_id)
         out: list[Checkpoint] = []
         while current is not None:
-            out.append(copy.deepcopy(current))
-            if current.snapshot is not None or current.parent_id is None:
+            out.append(self._decode(current))
+            parent_id = current.head[2]
+            if current.snapshot is not None or parent_id is None:
                 break
-            current = by_id.get(current.parent_id)
+            current = saved.get(parent_id)
         out.reverse()
         return out
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
-        return [copy.deepcopy(c) for c in self._threads.get(thread_id, [])]
+        return [self._decode(stored) for stored in self._threads.get(thread_id, {}).values()]
+
+    def threads(self) -> list[str]:
+        """Return the ids of every thread with a checkpoint, in the order they began."""
+        return list(self._threads)
+
+    def close(self) -> None:
+        """Do nothing: memory needs no closing (here so both savers can be closed alike)."""
+
+    def _decode(self, stored: _Stored) -> Checkpoint:
+        return decode_checkpoint(
+            stored.head, stored.snapshot, stored.writes, stored.meta, serializer=self.serializer
+        )
+
+
+def _parent_known(checkpoint: Checkpoint, saved: dict[str, _Stored]) -> bool:
+    return checkpoint.parent_id is None or checkpoint.parent_id in saved
+
+
+def _check_put(checkpoint: Checkpoint, taken: bool, parent_known: bool) -> None:
+    """Raise ``CheckpointError`` for a checkpoint that would break its thread's history."""
+    if taken:
+        msg = (
+            f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
+            f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+        )
+        raise CheckpointError(msg)
+    if not parent_known:
+        msg = (
+            f"checkpoint {checkpoint.checkpoint_id!r} names parent {checkpoint.parent_id!r}, "
+            f"which thread {checkpoint.thread_id!r} does not have; put the parent first "
+            "(or pass parent_id=None to start the thread)"
+        )
+        raise CheckpointError(msg)

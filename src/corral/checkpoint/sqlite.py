@@ -1,27 +1,580 @@
-"""``SqliteSaver``: checkpoints in a SQLite file (the embedded default)."""
+"""``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
+
+Layout. ``checkpoints`` holds one row per checkpoint: its thread (a small integer from
+``threads``), its id, its parent (the parent row's ``seq``), and three JSON texts: the
+snapshot (or NULL), the writes and the meta. Values of at least ``_MIN_BLOB`` bytes of JSON
+are kept once in ``blobs``, addressed by content hash, and the texts refer to them as
+``{"$corral": <blob id>}``. A state that grows by appending to a list therefore costs each
+item once: a snapshot refers to the items the earlier writes already stored, so the file
+grows linearly with the steps even though every K-th checkpoint holds the whole state.
+Lists are split into their items; dicts only from ``_SPLIT_DICT`` bytes on, so a small
+record (a chat message) is stored whole and shared whole.
+
+Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
+(one writer at a time across processes, others wait up to ``timeout_s``); readers read in a
+transaction of their own and see only committed checkpoints. Rows and blobs are never updated
+or deleted, so whatever a process has cached about them stays true. The file carries an
+``application_id`` and a ``corral_schema`` version row: a file corral did not write, or a
+damaged one, raises ``CheckpointError`` naming the path, never a silent reset.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal
+
 from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint, encode_checkpoint
 from corral.errors import CheckpointError
 
-__all__ = ["SqliteSaver"]
+__all__ = ["SCHEMA_VERSION", "SqliteSaver"]
+
+SCHEMA_VERSION: Final = 1
+"""The layout version this corral writes and reads."""
+_APPLICATION_ID: Final = 0x4352524C
+"""``PRAGMA application_id`` of a corral file ("CRRL")."""
+_MIN_BLOB: Final = 128
+"""JSON texts shorter than this stay inline: a reference would save little."""
+_SPLIT_DICT: Final = 4096
+"""Dicts shorter than this are stored whole; longer ones are split into their values."""
+_SMALL_ITEMS: Final = 32
+"""Lists whose items average fewer bytes than this are stored whole (numbers, short tags)."""
+_BLOB_CACHE_BYTES: Final = 8 << 20
+"""Bytes of blob text kept in memory for reading."""
+_KNOWN_CACHE: Final = 200_000
+"""Hashes of committed blobs (and checkpoint ids) remembered before the caches are cleared."""
+
+_SCHEMA = """
+CREATE TABLE corral_schema (
+    version INTEGER NOT NULL,
+    written_by TEXT NOT NULL
+);
+CREATE TABLE threads (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE checkpoints (
+    thread INTEGER NOT NULL REFERENCES threads (id),
+    seq INTEGER NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    parent INTEGER,
+    snapshot TEXT,
+    writes TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    PRIMARY KEY (thread, seq),
+    UNIQUE (thread, checkpoint_id)
+) WITHOUT ROWID;
+CREATE TABLE blobs (
+    id INTEGER PRIMARY KEY,
+    data TEXT NOT NULL
+);
+"""
+
+_INSERT = """
+INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, seq)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1 + coalesce(
+    (SELECT seq FROM checkpoints WHERE thread = ?1 ORDER BY seq DESC LIMIT 1), 0))
+RETURNING seq
+"""
+
+_ROW = """
+SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta
+FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.thread = k.thread AND p.seq = k.parent
+"""
+
+_CHAIN = """
+WITH RECURSIVE up(seq, parent, stop) AS (
+    SELECT seq, parent, snapshot IS NOT NULL OR parent IS NULL
+    FROM checkpoints WHERE thread = :thread AND seq = :seq
+    UNION ALL
+    SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
+    FROM checkpoints AS c JOIN up ON c.thread = :thread AND c.seq = up.parent
+    WHERE NOT up.stop
+)
+""" + _ROW.replace(
+    "FROM checkpoints AS k",
+    "FROM up JOIN checkpoints AS k ON k.thread = :thread AND k.seq = up.seq",
+)
 
 
 class SqliteSaver:
-    """A checkpointer backed by one SQLite file. (Placeholder until the persistence issue.)"""
+    """A checkpointer backed by one SQLite file, safe for several processes at once.
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    Args:
+        path: the database file; its folder is created. ``":memory:"`` keeps it in memory.
+        serializer: teaches the encoding values JSON cannot hold (see
+            :class:`~corral.checkpoint.serde.Serializer`); pass the same one to read them.
+        synchronous: ``"FULL"`` (default) syncs every checkpoint to disk, so a committed
+            checkpoint survives a power cut; ``"NORMAL"`` syncs less often (in WAL mode a
+            process crash still loses nothing, a power cut may lose the newest checkpoints).
+        timeout_s: how long a writer waits for another process's transaction to finish.
+
+    >>> with SqliteSaver(":memory:") as saver:
+    ...     saver.put(Checkpoint("t", "1", None, {"n": 1}))
+    ...     saver.put(Checkpoint("t", "2", "1", None, [("inc", {"n": 2})]))
+    ...     [(c.checkpoint_id, c.writes) for c in saver.chain("t")]
+    [('1', []), ('2', [('inc', {'n': 2})])]
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        serializer: Serializer | None = None,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        timeout_s: float = 30.0,
+    ) -> None:
+        if synchronous not in ("FULL", "NORMAL"):
+            msg = f"synchronous={synchronous!r} is not a SQLite sync level; use 'FULL' or 'NORMAL'"
+            raise ValueError(msg)
+        self.path = os.fspath(path)
+        self.serializer = serializer
+        self.synchronous = synchronous
+        self.timeout_s = timeout_s
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        self._closed = False
+        self._threads: dict[str, int] = {}
+        """Thread name -> row id, for threads known to be committed."""
+        self._seqs: dict[tuple[int, str], int] = {}
+        """(thread, checkpoint id) -> seq, for checkpoints known to be committed."""
+        self._blob_ids: dict[bytes, int] = {}
+        """Content hash -> blob id, for blobs known to be committed."""
+        self._blob_texts: OrderedDict[int, str] = OrderedDict()
+        self._blob_bytes = 0
+        with self._lock:
+            self._connection()
+
+    # -- the protocol ------------------------------------------------------------------
 
     def put(self, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint``."""
-        raise CheckpointError("SqliteSaver is not implemented yet", path=self.path)
+        """Save ``checkpoint`` in one transaction.
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the id is already taken in the thread, the parent is unknown,
+                or the file cannot be written.
+        """
+        snapshot, writes, meta = encode_checkpoint(checkpoint, self.serializer)
+        with self._lock, self._errors("write a checkpoint to"):
+            conn = self._connection()
+            try:
+                self._put(conn, checkpoint, snapshot, writes, meta, ensure_ascii=False)
+            except UnicodeEncodeError:
+                # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
+                self._put(conn, checkpoint, snapshot, writes, meta, ensure_ascii=True)
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        """Return the checkpoints needed to rebuild ``checkpoint_id``."""
-        raise CheckpointError("SqliteSaver is not implemented yet", path=self.path)
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return []
+            if checkpoint_id is None:
+                found = conn.execute(
+                    "SELECT max(seq) FROM checkpoints WHERE thread = ?", (thread,)
+                ).fetchone()
+            else:
+                found = conn.execute(
+                    "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
+                    (thread, checkpoint_id),
+                ).fetchone()
+            if found is None or found[0] is None:
+                return []
+            params = {"thread": thread, "seq": found[0]}
+            rows = conn.execute(_CHAIN + " ORDER BY k.seq", params).fetchall()
+            return [self._decode(conn, thread_id, row) for row in rows]
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
-        """Return every checkpoint of the thread."""
-        raise CheckpointError("SqliteSaver is not implemented yet", path=self.path)
+        """Return every checkpoint of the thread, oldest first."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return []
+            rows = conn.execute(_ROW + " WHERE k.thread = ? ORDER BY k.seq", (thread,))
+            return [self._decode(conn, thread_id, row) for row in rows.fetchall()]
+
+    # -- extras ------------------------------------------------------------------------
+
+    def threads(self) -> list[str]:
+        """Return the ids of every thread with a checkpoint, in the order they began."""
+        with self._lock, self._errors("read threads from"), self._read() as conn:
+            rows = conn.execute("SELECT name FROM threads ORDER BY id").fetchall()
+            return [name for (name,) in rows]
+
+    def close(self) -> None:
+        """Close the file; later calls raise ``CheckpointError``. Closing twice is harmless."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> SqliteSaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteSaver({self.path!r})"
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """Return this process's connection, opening (and checking) the file on first use."""
+        if self._closed:
+            msg = f"the SqliteSaver for {self.path!r} is closed; create a new one to go on"
+            raise CheckpointError(msg, path=self.path)
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        # First use, or a forked child: a SQLite connection must not cross a fork.
+        self._conn = None
+        self._seqs.clear()
+        with self._errors("open"):
+            conn = self._open()
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        in_memory = self.path == ":memory:" or self.path.startswith("file::memory:")
+        if not in_memory:
+            folder = Path(self.path).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                msg = f"cannot create the folder {str(folder)!r} for checkpoints: {exc}"
+                raise CheckpointError(msg, path=self.path) from exc
+            if Path(self.path).is_dir():
+                msg = f"{self.path!r} is a folder; give SqliteSaver a file path"
+                raise CheckpointError(msg, path=self.path)
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.timeout_s,
+            isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
+            check_same_thread=False,  # ainvoke may call from worker threads; self._lock serialises
+        )
+        try:
+            self._check_header(conn)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal" and not in_memory:
+                msg = (
+                    f"cannot put {self.path!r} in WAL mode (SQLite answered {mode!r}); "
+                    "keep checkpoints on a local disk, not a network share"
+                )
+                raise CheckpointError(msg, path=self.path)
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            self._ensure_schema(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _check_header(self, conn: sqlite3.Connection) -> None:
+        """Refuse a file that is not SQLite, or is SQLite written by something else."""
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = [
+                name
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
+                )
+            ]
+        except sqlite3.DatabaseError as exc:
+            msg = (
+                f"{self.path!r} is not a corral checkpoint database (SQLite says: {exc}); "
+                "pass a new path, or move the file away if it is damaged"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
+        if app_id == _APPLICATION_ID or (app_id == 0 and not tables):
+            return
+        shown = ", ".join(repr(t) for t in tables[:5]) + (", ..." if len(tables) > 5 else "")
+        msg = (
+            f"{self.path!r} is a SQLite database that corral did not create "
+            f"(application_id={app_id}, tables: {shown or 'none'}); "
+            "give SqliteSaver a path of its own"
+        )
+        raise CheckpointError(msg, path=self.path)
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        """Create the tables in a new file, or check the version of an existing one."""
+        conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file: one creates
+        try:
+            self._check_header(conn)  # another process may have written it meanwhile
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            if app_id == 0:
+                from corral import __version__
+
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO corral_schema VALUES (?, ?)",
+                    (SCHEMA_VERSION, f"corral {__version__}"),
+                )
+                conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+            else:
+                self._check_version(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        try:
+            row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
+        except sqlite3.DatabaseError as exc:
+            msg = (
+                f"{self.path!r} is marked as a corral database but has no readable schema "
+                f"version ({exc}); the file is damaged, move it away and start a new one"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
+        if row is None or row[0] != SCHEMA_VERSION:
+            version, writer = row if row is not None else (None, "an unknown writer")
+            msg = (
+                f"{self.path!r} holds checkpoints in layout version {version!r} "
+                f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
+                "use the corral version that wrote them, or a new path"
+            )
+            raise CheckpointError(msg, path=self.path)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _put(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        snapshot: Any,
+        writes: list[Any],
+        meta: Any,
+        *,
+        ensure_ascii: bool,
+    ) -> None:
+        new_blobs: dict[bytes, int] = {}
+        new_thread: int | None = None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            thread = self._thread(conn, checkpoint.thread_id, create=True)
+            assert thread is not None
+            if checkpoint.thread_id not in self._threads:
+                new_thread = thread
+            parent = self._parent(conn, thread, checkpoint)
+            packer = _Packer(conn, self._blob_ids, new_blobs, ensure_ascii)
+            row = (
+                thread,
+                checkpoint.checkpoint_id,
+                parent,
+                None if snapshot is None else packer.fields(snapshot),
+                "[" + ",".join(f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes) + "]",
+                packer.fields(meta),
+            )
+            try:
+                seq = conn.execute(_INSERT, row).fetchone()[0]
+            except sqlite3.IntegrityError as exc:
+                msg = (
+                    f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
+                    f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+                )
+                raise CheckpointError(msg, path=self.path) from exc
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        # Only now is it all committed, so only now may the caches remember it.
+        if new_thread is not None:
+            self._threads[checkpoint.thread_id] = new_thread
+        self._known_blobs(new_blobs)
+        if len(self._seqs) > _KNOWN_CACHE:
+            self._seqs.clear()
+        self._seqs[thread, checkpoint.checkpoint_id] = int(seq)
+
+    def _known_blobs(self, blobs: dict[bytes, int]) -> None:
+        if len(self._blob_ids) + len(blobs) > _KNOWN_CACHE:
+            self._blob_ids.clear()
+        self._blob_ids.update(blobs)
+
+    def _thread(self, conn: sqlite3.Connection, name: str, *, create: bool) -> int | None:
+        known = self._threads.get(name)
+        if known is not None:
+            return known
+        if create:
+            conn.execute("INSERT OR IGNORE INTO threads (name) VALUES (?)", (name,))
+        row = conn.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        if not create:
+            self._threads[name] = row[0]  # read inside a transaction: it is committed
+        return int(row[0])
+
+    def _parent(self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint) -> int | None:
+        if checkpoint.parent_id is None:
+            return None
+        seq = self._seqs.get((thread, checkpoint.parent_id))
+        if seq is not None:
+            return seq
+        row = conn.execute(
+            "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
+            (thread, checkpoint.parent_id),
+        ).fetchone()
+        if row is None:
+            msg = (
+                f"checkpoint {checkpoint.checkpoint_id!r} names parent "
+                f"{checkpoint.parent_id!r}, which thread {checkpoint.thread_id!r} does not "
+                "have; put the parent first (or pass parent_id=None to start the thread)"
+            )
+            raise CheckpointError(msg, path=self.path)
+        return int(row[0])
+
+    # -- reading -----------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection inside a read transaction: one consistent, committed view."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _decode(self, conn: sqlite3.Connection, thread_id: str, row: tuple[Any, ...]) -> Checkpoint:
+        _seq, checkpoint_id, parent_id, snapshot, writes, meta = row
+        try:
+            trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
+            trees.append(json.loads(meta))
+        except ValueError as exc:
+            msg = (
+                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {self.path!r} is "
+                f"damaged ({exc}); resume from an earlier checkpoint or start a new thread"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
+        return decode_checkpoint(
+            (thread_id, checkpoint_id, parent_id),
+            *trees,
+            serializer=self.serializer,
+            resolve=self._resolver(conn),
+        )
+
+    def _resolver(self, conn: sqlite3.Connection) -> Callable[[int], Any]:
+        def resolve(blob_id: int) -> Any:
+            text = self._blob_texts.get(blob_id)
+            if text is None:
+                row = conn.execute("SELECT data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
+                if row is None:
+                    msg = (
+                        f"{self.path!r} is damaged: stored value {blob_id} is missing; "
+                        "resume from an earlier checkpoint or start a new thread"
+                    )
+                    raise CheckpointError(msg, path=self.path)
+                text = str(row[0])
+                self._remember(blob_id, text)
+                # Whatever this process has read it can share: a resumed run's next
+                # snapshot refers to the items its chain already stored.
+                self._blob_ids[_digest(text)] = blob_id
+            else:
+                self._blob_texts.move_to_end(blob_id)
+            try:
+                return json.loads(text)
+            except ValueError as exc:
+                msg = f"{self.path!r} is damaged: stored value {blob_id} is not JSON ({exc})"
+                raise CheckpointError(msg, path=self.path) from exc
+
+        return resolve
+
+    def _remember(self, blob_id: int, text: str) -> None:
+        self._blob_texts[blob_id] = text
+        self._blob_bytes += len(text)
+        while self._blob_bytes > _BLOB_CACHE_BYTES and self._blob_texts:
+            _, old = self._blob_texts.popitem(last=False)
+            self._blob_bytes -= len(old)
+
+    @contextmanager
+    def _errors(self, verb: str) -> Iterator[None]:
+        """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                msg = (
+                    f"cannot {verb} {self.path!r}: another process held it for more than "
+                    f"timeout_s={self.timeout_s}; raise timeout_s or run fewer writers at once"
+                )
+            else:
+                msg = f"cannot {verb} {self.path!r}: {exc}"
+            raise CheckpointError(msg, path=self.path) from exc
+        except sqlite3.DatabaseError as exc:
+            msg = (
+                f"cannot {verb} {self.path!r}: {exc}; the file is damaged or not a corral "
+                "database: move it away (resume is impossible from it) or pass a new path"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
+
+
+class _Packer:
+    """Turns encoded trees into JSON text, storing large values once in ``blobs``."""
+
+    __slots__ = ("conn", "dumps", "known", "new")
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        known: dict[bytes, int],
+        new: dict[bytes, int],
+        ensure_ascii: bool,
+    ) -> None:
+        self.conn = conn
+        self.known = known
+        self.new = new
+        self.dumps = json.JSONEncoder(
+            ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=True
+        ).encode
+
+    def text(self, tree: Any) -> str:
+        """Return ``tree`` as JSON, or a reference when it is large enough to share."""
+        text: str = self.dumps(tree)
+        if len(text) < _MIN_BLOB:
+            return text
+        kind = type(tree)
+        if kind is list and len(text) >= _SMALL_ITEMS * len(tree):
+            text = "[" + ",".join([self.text(item) for item in tree]) + "]"
+        elif kind is dict and len(text) >= _SPLIT_DICT:
+            text = self.fields(tree)
+        return text if len(text) < _MIN_BLOB else self.blob(text)
+
+    def fields(self, tree: dict[str, Any]) -> str:
+        """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
+        dumps = self.dumps
+        whole: str = dumps(tree)
+        if len(whole) < _MIN_BLOB:
+            return whole
+        return "{" + ",".join([f"{dumps(k)}:{self.text(v)}" for k, v in tree.items()]) + "}"
+
+    def blob(self, text: str) -> str:
+        """Store ``text`` once (as far as this process knows) and return a reference to it."""
+        digest = _digest(text)
+        blob_id = self.known.get(digest) or self.new.get(digest)
+        if blob_id is None:
+            cursor = self.conn.execute("INSERT INTO blobs (data) VALUES (?)", (text,))
+            assert cursor.lastrowid is not None
+            blob_id = self.new[digest] = cursor.lastrowid
+        return f'{{"{TAG}":{blob_id}}}'
+
+
+def _digest(text: str) -> bytes:
+    """Return the content hash of a blob's text."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -1,0 +1,210 @@
+"""Checkpoint storage and speed: 200 supersteps that each append a ~500-byte message.
+
+Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]``
+
+Three loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
+(WAL, the same ``synchronous`` level):
+
+* ``floor``: a hand-written loop that appends the message to a list and INSERTs just the new
+  message, one COMMIT per step: the least any durable per-step store can do.
+* ``saver``: the same hand loop, plus ``SqliteSaver.put`` of the checkpoint the engine
+  writes (the step's write, a full snapshot every 20th checkpoint, the engine's meta).
+* ``engine``: the real graph (one node looping through a guard, a reducer appending the
+  message) compiled with ``SqliteSaver``; skipped when the runtime cannot run it yet.
+
+Rounds are interleaved (floor, saver, engine, floor, ...) so disk noise hits all alike;
+figures are medians over rounds. It prints the stored bytes against the raw payload (the
+JSON bytes of the messages), the per-step time around step 10 and around step 200, and the
+per-step time against the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import operator
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypedDict
+
+from corral import END, End, Graph, Guard, SqliteSaver
+from corral.checkpoint import Checkpoint
+
+SNAPSHOT_EVERY = 20
+WINDOW = 20
+"""Per-step times are averaged over 20 steps, so each window holds one snapshot."""
+
+
+def message(i: int) -> dict[str, str]:
+    """Return the i-th ~500-byte chat message (distinct text, so nothing compresses away)."""
+    words = " ".join(f"w{(i * 7919 + k * 104729) % 100000:05d}" for k in range(80))
+    return {"role": "assistant", "content": f"step {i}: {words}"[:470]}
+
+
+def payload_bytes(steps: int) -> int:
+    """Return the raw payload: the JSON bytes of every message."""
+    return sum(len(json.dumps(message(i), separators=(",", ":"))) for i in range(steps))
+
+
+def file_bytes(path: Path) -> int:
+    """Return the size of the database after folding the WAL into it."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.stat().st_size + sum(
+        p.stat().st_size for p in path.parent.glob(path.name + "-*") if p.exists()
+    )
+
+
+def run_floor(path: Path, steps: int, sync: str) -> list[float]:
+    """Hand loop + one INSERT and COMMIT of just the new message per step."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(f"PRAGMA synchronous = {sync}")
+    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+    state: dict[str, Any] = {"messages": []}
+    stamps = [time.perf_counter()]
+    for i in range(steps):
+        new = message(i)
+        state = {"messages": operator.add(state["messages"], [new])}
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO items (data) VALUES (?)", (json.dumps(new),))
+        conn.execute("COMMIT")
+        stamps.append(time.perf_counter())
+    conn.close()
+    assert len(state["messages"]) == steps
+    return [b - a for a, b in itertools.pairwise(stamps)]
+
+
+def run_saver(path: Path, steps: int, sync: str) -> list[float]:
+    """Hand loop + ``SqliteSaver.put`` of the checkpoint the engine would write."""
+    saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
+    state: dict[str, Any] = {"messages": []}
+    parent: str | None = None
+    stamps = [time.perf_counter()]
+    for i in range(steps):
+        new = message(i)
+        state = {"messages": operator.add(state["messages"], [new])}
+        checkpoint_id = f"{i + 1:08x}"
+        saver.put(
+            Checkpoint(
+                "bench",
+                checkpoint_id,
+                parent,
+                dict(state) if i % SNAPSHOT_EVERY == 0 else None,
+                [("chat", {"messages": [new]})],
+                {
+                    "next": ["chat"],
+                    "steps": i + 1,
+                    "supersteps": i + 1,
+                    "runs": {"chat": i + 1},
+                    "guards": [["chat", "chat", i]],
+                    "status": "running",
+                },
+            )
+        )
+        parent = checkpoint_id
+        stamps.append(time.perf_counter())
+    saver.close()
+    return [b - a for a, b in itertools.pairwise(stamps)]
+
+
+def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
+    """Return a runner of the real graph, or ``None`` while the runtime cannot run it."""
+
+    class State(TypedDict):
+        messages: Annotated[list[dict[str, str]], operator.add]
+
+    g = Graph(State, max_steps=steps + 1)
+
+    @g.node(start=True)
+    def chat(state: State, ctx: Any) -> dict[str, object]:
+        return {"messages": [message(ctx.step - 1 if isinstance(ctx.step, int) else 0)]}
+
+    @g.router("chat", guards=[Guard("chat", max=steps - 1, otherwise=END)])
+    def again(state: State) -> Literal["chat"] | End:
+        return "chat"
+
+    def run(path: Path, sync: str) -> list[float]:
+        saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
+        stamps = [time.perf_counter()]
+
+        def on_event(event: Any) -> None:
+            if type(event).__name__.lower().startswith("checkpoint"):
+                stamps.append(time.perf_counter())
+
+        app = g.compile(checkpointer=saver)
+        run_ = app.invoke({"messages": []}, thread_id="bench", on_event=on_event)  # type: ignore[call-arg]
+        saver.close()
+        assert len(run_.state["messages"]) == steps, run_.steps
+        return [b - a for a, b in itertools.pairwise(stamps)]
+
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            times = run(Path(tmp) / "probe.sqlite", "NORMAL")
+        if len(times) != steps:
+            print(f"engine: skipped (saw {len(times)} checkpoint events, not {steps})")
+            return None
+    except Exception as exc:  # the runtime is not there yet
+        print(f"engine: skipped ({type(exc).__name__}: {exc})"[:200])
+        return None
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL")
+    args = parser.parse_args(argv)
+    steps: int = args.steps
+    runners: dict[str, Callable[[Path, str], list[float]]] = {
+        "floor": lambda p, s: run_floor(p, steps, s),
+        "saver": lambda p, s: run_saver(p, steps, s),
+    }
+    engine = make_engine(steps)
+    if engine is not None:
+        runners["engine"] = engine
+    per_step: dict[str, list[list[float]]] = {name: [] for name in runners}
+    sizes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name, runner in runners.items():
+                path = Path(tmp) / f"{name}-{r}.sqlite"
+                per_step[name].append(runner(path, args.sync))
+                sizes[name] = file_bytes(path)
+    payload = payload_bytes(steps)
+    print(
+        f"{steps} supersteps, one ~{payload // steps}-byte message each; "
+        f"WAL, synchronous={args.sync}; medians of {args.rounds} rounds "
+        f"(python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})"
+    )
+    print(f"raw payload: {payload} bytes")
+
+    def window(times: list[list[float]], end: int) -> float:
+        return statistics.median(statistics.fmean(t[end - WINDOW : end]) for t in times)
+
+    def total(times: list[list[float]]) -> float:
+        return statistics.median(statistics.fmean(t) for t in times)
+
+    floor = total(per_step["floor"])
+    for name in runners:
+        times = per_step[name]
+        early, late = window(times, WINDOW), window(times, steps)
+        print(
+            f"{name:>6}: {sizes[name]:>8} bytes = {sizes[name] / payload:4.2f}x payload | "
+            f"per step: steps 1-{WINDOW} {early * 1e3:6.3f} ms, steps {steps - WINDOW + 1}-{steps} "
+            f"{late * 1e3:6.3f} ms (late/early {late / early:4.2f}) | "
+            f"mean {total(times) * 1e3:6.3f} ms = {total(times) / floor:4.2f}x floor"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,350 @@
+"""The JSON encoding of checkpoints: tagged, lossless for corral's own values, never pickle.
+
+:func:`encode` turns a value into a tree of plain JSON values (``dict`` with ``str`` keys,
+``list``, ``str``, ``int``, ``float``, ``bool``, ``None``); :func:`decode` turns it back.
+Values JSON has no form for are written as a *tagged* object, a dict whose key ``"$corral"``
+names the kind::
+
+    (1, 2)              -> {"$corral": "tuple", "v": [1, 2]}
+    {1: "a"}            -> {"$corral": "dict", "v": [[1, "a"]]}
+    Overwrite([])       -> {"$corral": "overwrite", "v": []}
+    Send("work", 3)     -> {"$corral": "send", "node": "work", "v": 3}
+    a user value        -> {"$corral": "ext", "t": "<tag>", "v": <data>}
+
+The invariant: ``decode(encode(x)) == x`` with the same types all the way down, for every
+value :func:`encode` accepts. A user dict that itself holds the key ``"$corral"`` is written
+in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": <int>}`` is
+reserved for stores that keep large values once and refer to them (see ``resolve``).
+
+A value nothing can encode raises :class:`~corral.errors.SerializationError` naming where it
+sits (``state['drafts'][2]``), never a silent ``str()``; a *serializer* (see
+:class:`Serializer`) teaches the encoding new types. Decoding never runs code: a tag only
+ever builds one of the types above or calls the serializer the store was given.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from corral.checkpoint.base import Checkpoint
+from corral.control import Send
+from corral.errors import CheckpointError, SerializationError
+from corral.reducers import Overwrite
+
+__all__ = [
+    "TAG",
+    "Serializer",
+    "decode",
+    "decode_checkpoint",
+    "encode",
+    "encode_checkpoint",
+]
+
+TAG = "$corral"
+"""The key that marks a tagged object."""
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+@runtime_checkable
+class Serializer(Protocol):
+    """Teaches a checkpointer to store values JSON cannot hold (datetimes, dataclasses...).
+
+    ``encode`` returns ``(tag, data)`` for a value it handles, where ``data`` is anything the
+    encoding can store (it is encoded in turn, so it may hold tuples, other handled values,
+    ...), or ``None`` to decline. ``decode(tag, data)`` rebuilds the value from what
+    ``encode`` returned. Tags are yours to choose; keep them stable, they are stored.
+
+    >>> import datetime
+    >>> class Dates:
+    ...     def encode(self, value):
+    ...         if isinstance(value, datetime.date):
+    ...             return "date", value.isoformat()
+    ...         return None
+    ...     def decode(self, tag, data):
+    ...         return datetime.date.fromisoformat(data)
+    >>> tree = encode({"due": datetime.date(2026, 1, 2)}, serializer=Dates())
+    >>> tree
+    {'due': {'$corral': 'ext', 't': 'date', 'v': '2026-01-02'}}
+    >>> decode(tree, serializer=Dates())
+    {'due': datetime.date(2026, 1, 2)}
+    """
+
+    def encode(self, value: Any) -> tuple[str, Any] | None:
+        """Return ``(tag, data)`` for a value this serializer stores, else ``None``."""
+        ...
+
+    def decode(self, tag: str, data: Any) -> Any:
+        """Return the value that ``encode`` turned into ``(tag, data)``."""
+        ...
+
+
+def encode(
+    value: Any, *, serializer: Serializer | None = None, where: str = "value", owner: str = ""
+) -> Any:
+    """Return ``value`` as a tree of plain JSON values, tagging what JSON cannot hold.
+
+    ``where`` names the value in error messages (``"state"`` gives ``state['drafts'][2]``);
+    ``owner`` is added after it (``"written by node 'draft'"``).
+
+    >>> encode({"pair": (1, 2), "tags": {"b"}})
+    {'pair': {'$corral': 'tuple', 'v': [1, 2]}, 'tags': {'$corral': 'set', 'v': ['b']}}
+
+    Raises:
+        SerializationError: a value that neither JSON, the tags nor ``serializer`` can store.
+    """
+    return _Encoder(serializer, owner).encode(value, where)
+
+
+def decode(
+    tree: Any,
+    *,
+    serializer: Serializer | None = None,
+    resolve: Callable[[int], Any] | None = None,
+    where: str = "value",
+) -> Any:
+    """Return the value :func:`encode` turned into ``tree`` (always freshly built objects).
+
+    ``resolve(n)`` returns the tree a ``{"$corral": n}`` reference stands for; stores that
+    keep large values once pass it.
+
+    >>> decode({"$corral": "tuple", "v": [1, {"$corral": "frozenset", "v": [2]}]})
+    (1, frozenset({2}))
+
+    Raises:
+        CheckpointError: an unknown tag, or a user tag and no serializer to read it.
+    """
+    return _Decoder(serializer, resolve).decode(tree, where)
+
+
+class _Unstorable(Exception):
+    """Raised inside the encoder; each container on the way out adds its part of the path."""
+
+    def __init__(self, value: Any, problem: str, cause: Exception | None = None) -> None:
+        super().__init__(problem)
+        self.value = value
+        self.problem = problem
+        self.cause = cause
+        self.path: list[str] = []
+        """Path parts, innermost first (``["[2]", "['drafts']"]``)."""
+
+
+class _Encoder:
+    """One encoding pass; carries the serializer so the recursion stays cheap.
+
+    Paths for error messages are built only when something fails: the hot path formats
+    nothing.
+    """
+
+    __slots__ = ("owner", "serializer")
+
+    def __init__(self, serializer: Serializer | None, owner: str) -> None:
+        self.serializer = serializer
+        self.owner = f" ({owner})" if owner else ""
+
+    def encode(self, value: Any, where: str) -> Any:
+        try:
+            return self.tree(value)
+        except _Unstorable as err:
+            location = where + "".join(reversed(err.path))
+            kind = type(err.value).__name__
+            shown = repr(err.value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            msg = f"cannot store the {kind} {shown} at {location}{self.owner} in a checkpoint; "
+            msg += err.problem
+            raise SerializationError(msg, location=location, value_type=type(err.value)) from (
+                err.cause
+            )
+
+    def tree(self, value: Any) -> Any:
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if kind is list:
+            try:
+                return [self.tree(item) for item in value]
+            except _Unstorable:
+                raise self._locate(enumerate(value), "[{!r}]") from None
+        if kind is dict:
+            if all(type(k) is str for k in value) and TAG not in value:
+                try:
+                    return {k: self.tree(v) for k, v in value.items()}
+                except _Unstorable:
+                    raise self._locate(value.items(), "[{!r}]") from None
+            try:
+                pairs = [[self.tree(k), self.tree(v)] for k, v in value.items()]
+            except _Unstorable:
+                keys = ((k, k) for k in value)
+                raise self._locate(keys, "<key {!r}>", value.items(), "[{!r}]") from None
+            return {TAG: "dict", "v": pairs}
+        if kind is tuple:
+            try:
+                return {TAG: "tuple", "v": [self.tree(item) for item in value]}
+            except _Unstorable:
+                raise self._locate(enumerate(value), "[{!r}]") from None
+        if kind is set or kind is frozenset:
+            try:
+                items = [self.tree(x) for x in _ordered(value)]
+            except _Unstorable:
+                raise self._locate(((x, x) for x in value), "<item {!r}>") from None
+            return {TAG: "set" if kind is set else "frozenset", "v": items}
+        if kind is Overwrite:
+            return {TAG: "overwrite", "v": self._inside(value.value, ".value")}
+        if kind is Send:
+            return {TAG: "send", "node": value.node, "v": self._inside(value.arg, ".arg")}
+        if kind is bytes:
+            return {TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+        return self._user(value)
+
+    def _inside(self, value: Any, part: str) -> Any:
+        try:
+            return self.tree(value)
+        except _Unstorable as err:
+            err.path.append(part)
+            raise
+
+    def _locate(self, *places: Any) -> _Unstorable:
+        """Encode the ``(label, value)`` pairs of each ``(pairs, part)`` again to find which
+        failed (this runs only on failure, so the hot path keeps no labels)."""
+        for items, part in zip(places[::2], places[1::2], strict=True):
+            for label, item in items:
+                try:
+                    self.tree(item)
+                except _Unstorable as err:
+                    err.path.append(part.format(label))
+                    return err
+        return _Unstorable(places[0], "the value changed while it was being stored")
+
+    def _user(self, value: Any) -> Any:
+        if self.serializer is not None:
+            try:
+                handled = self.serializer.encode(value)
+            except Exception as exc:
+                problem = f"the serializer's encode() failed ({exc}); fix it or return None"
+                raise _Unstorable(value, problem, exc) from exc
+            if handled is not None:
+                tag, data = handled
+                if type(data) is type(value):
+                    problem = (
+                        f"the serializer returned a {type(value).__name__} for it; "
+                        "encode() must turn it into JSON-friendly data"
+                    )
+                    raise _Unstorable(value, problem)
+                return {TAG: "ext", "t": str(tag), "v": self.tree(data)}
+        problem = (
+            "use JSON-friendly values (str, int, float, bool, None, list, dict, tuple, set) "
+            "or pass serializer= to the checkpointer"
+        )
+        raise _Unstorable(value, problem)
+
+
+def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
+    """Return a set's items in a stable order when they can be sorted (stable bytes dedupe)."""
+    try:
+        return sorted(items)
+    except TypeError:
+        return list(items)
+
+
+class _Decoder:
+    """One decoding pass."""
+
+    __slots__ = ("resolve", "serializer")
+
+    def __init__(self, serializer: Serializer | None, resolve: Callable[[int], Any] | None) -> None:
+        self.serializer = serializer
+        self.resolve = resolve
+
+    def decode(self, tree: Any, where: str) -> Any:
+        kind = type(tree)
+        if kind is list:
+            return [self.decode(item, where) for item in tree]
+        if kind is not dict:
+            return tree
+        tag = tree.get(TAG)
+        if tag is None:
+            return {k: self.decode(v, where) for k, v in tree.items()}
+        if type(tag) is int:
+            if self.resolve is None:
+                msg = f"{where} refers to stored value {tag} but no store was given to read it"
+                raise CheckpointError(msg)
+            return self.decode(self.resolve(tag), where)
+        data = tree.get("v")
+        if tag == "tuple":
+            return tuple(self.decode(x, where) for x in data)
+        if tag == "set":
+            return {self.decode(x, where) for x in data}
+        if tag == "frozenset":
+            return frozenset(self.decode(x, where) for x in data)
+        if tag == "dict":
+            return {self.decode(k, where): self.decode(v, where) for k, v in data}
+        if tag == "overwrite":
+            return Overwrite(self.decode(data, where))
+        if tag == "send":
+            return Send(tree["node"], self.decode(data, where))
+        if tag == "bytes":
+            return base64.b64decode(data)
+        if tag == "ext":
+            return self._user(tree["t"], self.decode(data, where), where)
+        msg = (
+            f"{where} holds a value tagged {tag!r} that this version of corral cannot read; "
+            "open the checkpoints with the corral version that wrote them"
+        )
+        raise CheckpointError(msg)
+
+    def _user(self, tag: str, data: Any, where: str) -> Any:
+        if self.serializer is None:
+            msg = (
+                f"{where} holds a value stored by a serializer (tag {tag!r}); "
+                "pass the same serializer= to the checkpointer to read it"
+            )
+            raise CheckpointError(msg)
+        try:
+            return self.serializer.decode(tag, data)
+        except Exception as exc:
+            msg = f"the serializer failed to decode tag {tag!r} in {where}: {exc}"
+            raise CheckpointError(msg) from exc
+
+
+def encode_checkpoint(
+    checkpoint: Checkpoint, serializer: Serializer | None = None
+) -> tuple[Any, list[Any], Any]:
+    """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
+
+    Raises:
+        SerializationError: naming the state key, or the node whose update holds the value.
+    """
+    snapshot = None
+    if checkpoint.snapshot is not None:
+        snapshot = encode(checkpoint.snapshot, serializer=serializer, where="state")
+    writes = [
+        [node, encode(update, serializer=serializer, where="update", owner=f"written by {node!r}")]
+        for node, update in checkpoint.writes
+    ]
+    meta = encode(checkpoint.meta, serializer=serializer, where="meta")
+    return snapshot, writes, meta
+
+
+def decode_checkpoint(
+    head: tuple[str, str, str | None],
+    snapshot: Any,
+    writes: Any,
+    meta: Any,
+    *,
+    serializer: Serializer | None = None,
+    resolve: Callable[[int], Any] | None = None,
+) -> Checkpoint:
+    """Return the checkpoint ``(thread_id, checkpoint_id, parent_id)`` with its decoded parts."""
+    thread_id, checkpoint_id, parent_id = head
+    where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+    decoder = _Decoder(serializer, resolve)
+    return Checkpoint(
+        thread_id,
+        checkpoint_id,
+        parent_id,
+        None if snapshot is None else decoder.decode(snapshot, f"the state of {where}"),
+        [(node, decoder.decode(update, f"the writes of {where}")) for node, update in writes],
+        decoder.decode(meta, f"the meta of {where}"),
+    )
