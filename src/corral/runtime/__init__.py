@@ -2,6 +2,35 @@
 
 from corral.runtime.app import CompiledGraph, Run
 from corral.runtime.context import Context
+from corral.runtime.events import (
+    CheckpointWritten,
+    Event,
+    Interrupt,
+    NodeEnd,
+    NodeStart,
+    Paused,
+    RouteTaken,
+    RunEnd,
+    StateSnapshot,
+    SuperstepEnd,
+    TraceRecord,
+)
 from corral.runtime.interrupts import interrupt
 
-__all__ = ["CompiledGraph", "Context", "Run", "interrupt"]
+__all__ = [
+    "CheckpointWritten",
+    "CompiledGraph",
+    "Context",
+    "Event",
+    "Interrupt",
+    "NodeEnd",
+    "NodeStart",
+    "Paused",
+    "RouteTaken",
+    "Run",
+    "RunEnd",
+    "StateSnapshot",
+    "SuperstepEnd",
+    "TraceRecord",
+    "interrupt",
+]

@@ -1,12 +1,64 @@
-"""``interrupt()``: pause a run for a person."""
+"""``interrupt()``: pause a run for a person.
+
+The runtime sets a context variable around each node run of a graph that has a
+checkpointer. ``interrupt(payload)`` reads it: the n-th call in a node run returns the n-th
+answer already given for that node run, and the first unanswered call stops the node with
+``_Pause`` (a ``BaseException``, so a node's ``except Exception`` does not swallow it). On
+resume the node runs again from its start, so code before ``interrupt()`` runs again.
+"""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
+
+from corral.errors import GraphError
 
 __all__ = ["interrupt"]
 
 
+class _Answers:
+    """The answers given so far to the ``interrupt()`` calls of one node run."""
+
+    __slots__ = ("answers", "used")
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = answers
+        self.used = 0
+
+
+class _Pause(BaseException):
+    """Raised by ``interrupt()`` to stop a node run until a person answers."""
+
+    def __init__(self, payload: Any, index: int) -> None:
+        super().__init__(payload)
+        self.payload = payload
+        self.index = index
+
+
+class InterruptWithoutCheckpointerError(GraphError):
+    """``interrupt()`` was called where no checkpointer can keep the paused run."""
+
+
+_current: ContextVar[_Answers | None] = ContextVar("corral_interrupt", default=None)
+
+
 def interrupt(payload: Any) -> Any:
-    """Pause the run and surface ``payload``; return the person's answer on resume."""
-    raise NotImplementedError
+    """Pause the run and surface ``payload``; return the person's answer on resume.
+
+    Raises:
+        GraphError: called outside a node of a graph compiled with a checkpointer.
+    """
+    scope = _current.get()
+    if scope is None:
+        msg = (
+            f"interrupt({payload!r}) needs a checkpointer to pause and resume the run; "
+            "compile with g.compile(checkpointer=MemorySaver()) (or SqliteSaver(path)) "
+            "and call interrupt() only inside a node"
+        )
+        raise InterruptWithoutCheckpointerError(msg)
+    index = scope.used
+    scope.used += 1
+    if index < len(scope.answers):
+        return scope.answers[index]
+    raise _Pause(payload, index)

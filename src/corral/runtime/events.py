@@ -1,0 +1,149 @@
+"""Typed records a run produces: events for progress and tracing, interrupts, trace entries.
+
+``stream(mode="events")`` yields these records and ``invoke(on_event=...)`` hands each one to
+a callback as it happens (a ``NodeStart`` before the node runs). They are frozen dataclasses
+with slots: cheap to build, safe to keep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = [
+    "CheckpointWritten",
+    "Event",
+    "Interrupt",
+    "NodeEnd",
+    "NodeStart",
+    "Paused",
+    "RouteTaken",
+    "RunEnd",
+    "StateSnapshot",
+    "SuperstepEnd",
+    "TraceRecord",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupt:
+    """A pause waiting for a person: answer it with ``invoke(Resume(value), thread_id=...)``.
+
+    ``value`` is the payload given to ``interrupt()``; it is ``None`` for a pause asked for
+    with ``interrupt_before`` / ``interrupt_after``.
+    """
+
+    id: str
+    node: str
+    value: Any = None
+    when: Literal["during", "before", "after"] = "during"
+    """Where the run paused: inside the node (``interrupt()``), before it or after it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One node run of ``run.trace``."""
+
+    step: int
+    """The run's step number of this node run (1 for the first node run of the run)."""
+    node: str
+    update: Mapping[str, Any] | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStart:
+    """A node is about to run."""
+
+    step: int
+    node: str
+    superstep: int
+    """The 1-based superstep of the run the node runs in."""
+    send: bool = False
+    """True when the run was started by a ``Send`` (the node gets the ``Send``'s arg)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEnd:
+    """A node finished; ``update`` is what it returned (``None`` for no change)."""
+
+    step: int
+    node: str
+    update: Mapping[str, Any] | None
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTaken:
+    """The run goes from ``source`` to ``target`` (``"__end__"`` when a branch finishes).
+
+    ``guard`` is ``(count, max)`` after this route was counted, for a guarded route;
+    ``via`` says how the route was chosen (``"otherwise"`` when a used-up guard redirected).
+    """
+
+    source: str
+    target: str
+    via: Literal["then", "router", "command", "send", "otherwise", "join"]
+    guard: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SuperstepEnd:
+    """A superstep's updates were merged; ``next`` names the nodes of the next one."""
+
+    superstep: int
+    steps: int
+    next: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointWritten:
+    """A checkpoint was saved."""
+
+    thread_id: str
+    checkpoint_id: str
+    superstep: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Paused:
+    """The run paused for a person; the interrupts wait for an answer."""
+
+    interrupts: tuple[Interrupt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd:
+    """The run reached ``END`` (``status == "done"``) or paused (``"interrupted"``)."""
+
+    status: str
+    steps: int
+    supersteps: int
+
+
+Event: TypeAlias = (
+    NodeStart | NodeEnd | RouteTaken | SuperstepEnd | CheckpointWritten | Paused | RunEnd
+)
+"""Any record ``stream(mode="events")`` yields."""
+
+
+@dataclass(frozen=True)
+class StateSnapshot:
+    """A thread's state at one checkpoint, as ``get_state`` and ``history`` return it."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    """The nodes the next superstep runs (empty once the run finished)."""
+    steps: int
+    supersteps: int
+    guards: dict[tuple[str, str], int]
+    checkpoint_id: str
+    parent_id: str | None
+    status: str
+    """``"running"``, ``"done"``, ``"interrupted"`` or ``"error"``."""
+    interrupts: tuple[Interrupt, ...] = ()
+    source: str = "loop"
+    """What wrote the checkpoint: ``"input"``, ``"loop"``, ``"update"`` (a fork)."""
+    runs: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,201 @@
+"""The state a node sees and how updates are merged into it.
+
+A node gets a :class:`StateView`: a read-only ``dict`` built from a shallow copy of the
+state. Assigning or deleting a key raises ``TypeError``; a list, dict, set or other mutable
+value read from it is a deep copy made on first read (and kept for that node run), so a
+node that mutates what it read changes only its own copy, never the run's state, a sibling's
+input or a checkpoint. Immutable values (numbers, strings, ``None``...) are handed out as
+they are, so reading them costs one dict lookup.
+
+:func:`apply_writes` merges the updates of one superstep into a *new* dict (the old state is
+kept intact, which is what ``err.state`` and checkpoints rely on): a key with a reducer takes
+``reducer(current, update)``, an :class:`~corral.reducers.Overwrite` replaces the value, and
+any other key is replaced; two writes of a key without a reducer in one superstep are an
+error, never last-writer-wins.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NoReturn
+
+from corral.errors import InvalidUpdateError
+from corral.reducers import Overwrite
+
+__all__ = ["Reducers", "StateView", "apply_writes", "thaw"]
+
+Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
+
+_IMMUTABLE: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None), range})
+
+
+def _read_only(what: str) -> NoReturn:
+    msg = (
+        f"cannot {what}: the state a node receives is read-only; return the keys you "
+        "change as the node's update (e.g. return {'key': new_value})"
+    )
+    raise TypeError(msg)
+
+
+class StateView(dict[str, Any]):
+    """A read-only copy of the state, as a node or router receives it.
+
+    >>> items = [1]
+    >>> view = StateView({"n": 1, "items": items})
+    >>> view["items"].append(2)
+    >>> view["items"], items
+    ([1, 2], [1])
+    >>> view["n"] = 2
+    Traceback (most recent call last):
+    TypeError: cannot set 'n': the state a node receives is read-only; ...
+    """
+
+    __slots__ = ("_owned",)
+    _owned: set[str]
+
+    def __getitem__(self, key: str) -> Any:
+        value = dict.__getitem__(self, key)
+        if type(value) in _IMMUTABLE:
+            return value
+        try:
+            owned = self._owned
+        except AttributeError:
+            owned = set()
+            self._owned = owned
+        if key in owned:
+            return value
+        mine = copy.deepcopy(value)
+        dict.__setitem__(self, key, mine)
+        owned.add(key)
+        return mine
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the value of ``key`` (a private copy if mutable), or ``default``."""
+        if dict.__contains__(self, key):
+            return self[key]
+        return default
+
+    def __iter__(self) -> Iterator[str]:
+        # Overriding __iter__ makes dict(view) and {**view} go through keys() and
+        # __getitem__, so they copy mutable values too.
+        return dict.__iter__(self)
+
+    def items(self) -> Any:
+        """Return the items, with private copies of mutable values."""
+        return [(key, self[key]) for key in dict.keys(self)]
+
+    def values(self) -> Any:
+        """Return the values, with private copies of mutable values."""
+        return [self[key] for key in dict.keys(self)]
+
+    def copy(self) -> dict[str, Any]:
+        """Return a plain, mutable dict with private copies of mutable values."""
+        return {key: self[key] for key in dict.keys(self)}
+
+    def __copy__(self) -> dict[str, Any]:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return self.copy()
+
+    def __reduce__(self) -> Any:
+        return (dict, (self.copy(),))
+
+    def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
+        out = dict(other)
+        out.update(self.copy())
+        return out
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        _read_only(f"set {key!r}")
+
+    def __delitem__(self, key: str) -> NoReturn:
+        _read_only(f"delete {key!r}")
+
+    def __ior__(self, other: Any) -> NoReturn:
+        _read_only("update the state with |=")
+
+    def clear(self) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("clear the state")
+
+    def pop(self, key: str, *default: Any) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only(f"pop {key!r}")
+
+    def popitem(self) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("pop an item")
+
+    def setdefault(self, key: str, default: Any = None) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only(f"set a default for {key!r}")
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("update the state")
+
+
+def thaw(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a deep, plain copy of a state for the caller to keep."""
+    return copy.deepcopy(dict(values))
+
+
+def apply_writes(
+    values: Mapping[str, Any],
+    writes: Sequence[tuple[str, Mapping[str, Any]]],
+    reducers: Reducers,
+    empties: Mapping[str, Any],
+    *,
+    superstep: int | None = None,
+) -> dict[str, Any]:
+    """Return a new state: ``values`` with ``writes`` merged in order.
+
+    Args:
+        writes: ``(node, update)`` pairs in merge order; their keys are already checked.
+        reducers: the reducer of every key (``None`` for last-write keys).
+        empties: the empty value a reducer starts from when its key is missing.
+        superstep: when given, two writes of one key without a reducer raise (the
+            superstep's number goes in the message); replaying saved writes passes ``None``.
+
+    Raises:
+        InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
+    """
+    new = dict(values)
+    owners: dict[str, str] | None = {} if superstep is not None and len(writes) > 1 else None
+    for node, update in writes:
+        for key, value in update.items():
+            reducer = reducers.get(key)
+            if reducer is None:
+                if owners is not None:
+                    first = owners.get(key)
+                    if first is not None:
+                        msg = (
+                            f"nodes {first!r} and {node!r} both wrote key {key!r} in "
+                            f"superstep {superstep} and {key!r} has no reducer; give it one "
+                            f"(Annotated[..., operator.add]) or write it from one node"
+                        )
+                        raise InvalidUpdateError(msg, node=node, key=key, nodes=(first, node))
+                    owners[key] = node
+                new[key] = value.value if isinstance(value, Overwrite) else value
+            elif isinstance(value, Overwrite):
+                new[key] = value.value
+            else:
+                current = new[key] if key in new else copy.copy(empties.get(key))
+                try:
+                    new[key] = reducer(current, value)
+                except Exception as exc:
+                    name = getattr(reducer, "__name__", repr(reducer))
+                    msg = (
+                        f"reducer {name!r} of key {key!r} failed on the update from node "
+                        f"{node!r} ({type(exc).__name__}: {exc}); return a value the "
+                        f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
+                    )
+                    raise InvalidUpdateError(msg, node=node, key=key) from exc
+    return new
