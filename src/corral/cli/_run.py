@@ -1,0 +1,252 @@
+"""``corral run``: run one graph with a SQLite checkpointer, progress on stderr, state on stdout.
+
+Exit codes: 0 the run finished, 3 it waits for a person, 1 it stopped on a cap, a node error
+or bad input (the checkpoint is kept, so ``--thread ID`` continues it), 2 a usage or load
+error (nothing ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import traceback
+import uuid
+from typing import Any
+
+from corral.checkpoint import SqliteSaver
+from corral.cli import DEFAULT_DB
+from corral.control import Resume
+from corral.errors import (
+    CorralError,
+    GraphError,
+    GuardExhaustedError,
+    NodeCapError,
+    NodeError,
+    StepLimitError,
+)
+from corral.loader import Target, UsageError, display_path, import_module
+from corral.runtime.app import CompiledGraph
+from corral.spec import END
+
+__all__ = ["command"]
+
+
+class BadInput(Exception):
+    """An ``--input`` or ``--resume`` value that cannot be used; the run exits with 1."""
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``corral run``; return 0 (done), 3 (interrupted), 1 (failed) or 2 (usage/load)."""
+    from corral.cli._show import LoadFailed, load_one
+
+    if args.resume is not None and args.thread is None:
+        msg = "--resume answers the interrupt of a thread; give its --thread ID too"
+        raise UsageError(msg)
+    if args.resume is not None and args.input is not None:
+        msg = "give --input (start a run) or --resume (answer an interrupt), not both"
+        raise UsageError(msg)
+    try:
+        value = _input(args)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
+    except LoadFailed:
+        return 2
+    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    folder = os.path.dirname(args.db)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    try:
+        app = _compile(target, SqliteSaver(args.db))
+    except GraphError as exc:
+        _not_compiled(target, exc)
+        return 2
+    thread = args.thread or uuid.uuid4().hex[:12]
+    cap = args.max_steps if args.max_steps is not None else app.max_steps
+    verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
+    print(
+        f"{verb} {target.label} on thread {thread} (checkpoints: {args.db}, max_steps={cap})",
+        file=sys.stderr,
+    )
+    progress = _Progress(cap)
+    try:
+        run = app.invoke(
+            value, thread_id=thread, max_steps=args.max_steps, deps=deps, on_event=progress
+        )
+    except CorralError as exc:
+        return _failed(exc, args, thread, cap)
+    print(json.dumps(run.state, indent=2, ensure_ascii=False, default=repr))
+    if run.status == "interrupted":
+        _explain_interrupts(run.interrupts, args, thread)
+        return 3
+    print(f"done: {run.steps} steps on thread {run.thread_id or thread}", file=sys.stderr)
+    return 0
+
+
+def _input(args: argparse.Namespace) -> Any:
+    """Return what ``invoke`` gets: ``Resume``, the input dict, or ``None`` to continue."""
+    if args.resume is not None:
+        return Resume(_json_or_text(args.resume))
+    if args.input is None:
+        return None if args.thread is not None else {}
+    text: str = args.input
+    where = "--input"
+    if text.startswith("@"):
+        where = text[1:]
+        try:
+            with open(where, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            msg = f"cannot read the input file {where!r}: {exc.strerror or exc}"
+            raise BadInput(msg) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = (
+            f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            """give an object such as '{"topic": "guards"}'"""
+        )
+        raise BadInput(msg) from exc
+    if not isinstance(data, dict):
+        msg = f"{where} must be a JSON object of state keys, not {type(data).__name__}"
+        raise BadInput(msg)
+    return data
+
+
+def _json_or_text(text: str) -> Any:
+    """Return ``text`` parsed as JSON, or the text itself (so ``--resume yes`` works)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _deps(spec: str, *, verbose: bool) -> Any:
+    """Import ``module:factory`` and return ``factory()`` (or the object, if not callable)."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        msg = f"--deps {spec!r} must be MODULE:FACTORY, e.g. my_tools:make_clients"
+        raise UsageError(msg)
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        if verbose and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        msg = f"--deps: {exc}"
+        raise UsageError(msg) from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        msg = f"--deps: {module_name} has no attribute {attr!r}"
+        raise UsageError(msg)
+    if not callable(factory):
+        return factory
+    try:
+        return factory()
+    except Exception as exc:
+        if verbose:
+            traceback.print_exc()
+        msg = f"--deps: {attr}() raised {type(exc).__name__}: {exc}"
+        raise UsageError(msg) from exc
+
+
+def _compile(target: Target, saver: SqliteSaver) -> CompiledGraph[Any]:
+    """Compile the target with the SQLite checkpointer, keeping a compiled app's settings."""
+    app = target.app
+    before = tuple(app.interrupt_before) if app is not None else ()
+    after = tuple(app.interrupt_after) if app is not None else ()
+    max_steps = app.max_steps if app is not None else None
+    if target.graph is not None:
+        return target.graph.compile(
+            checkpointer=saver,
+            interrupt_before=before,
+            interrupt_after=after,
+            max_steps=max_steps,
+        )
+    assert app is not None
+    return CompiledGraph(
+        app.spec,
+        checkpointer=saver,
+        interrupt_before=before,
+        interrupt_after=after,
+        max_steps=max_steps,
+    )
+
+
+class _Progress:
+    """Print one stderr line per node run, with the step against the cap and guard counts."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+
+    def __call__(self, event: object) -> None:
+        from corral.runtime.events import NodeStart, Paused, RouteTaken
+
+        if isinstance(event, NodeStart):
+            send = " (Send)" if event.send else ""
+            print(f"[{event.step}/{self.cap}] {event.node}{send}", file=sys.stderr)
+        elif isinstance(event, RouteTaken):
+            target = "END" if event.target == END else event.target
+            if event.via == "otherwise":
+                note = "guard used up"
+                print(f"        {event.source} → {target} ({note})", file=sys.stderr)
+            elif event.guard is not None:
+                count, bound = event.guard
+                print(f"        {event.source} → {target} (guard {count}/{bound})", file=sys.stderr)
+        elif isinstance(event, Paused):
+            names = ", ".join(dict.fromkeys(i.node for i in event.interrupts))
+            print(f"        paused at {names}", file=sys.stderr)
+
+
+def _resume_command(args: argparse.Namespace, thread: str, *extra: str) -> str:
+    words = ["corral", "run", args.path, "--thread", thread]
+    if args.db != DEFAULT_DB:
+        words += ["--db", args.db]
+    if args.deps:
+        words += ["--deps", args.deps]
+    return shlex.join([*words, *extra])
+
+
+def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
+    print(f"waiting for a person on thread {thread}:", file=sys.stderr)
+    for item in interrupts:
+        node = getattr(item, "node", "?")
+        payload = json.dumps(getattr(item, "value", item), ensure_ascii=False, default=repr)
+        print(f"  {node} asks: {payload}", file=sys.stderr)
+    if len(interrupts) > 1:
+        answers = {str(getattr(i, "id", "?")): "VALUE" for i in interrupts}
+        example = json.dumps(answers)
+        print("answer each interrupt by id:", file=sys.stderr)
+        print(f"  {_resume_command(args, thread, '--resume', example)}", file=sys.stderr)
+    else:
+        print("resume with (VALUE is parsed as JSON when it is JSON):", file=sys.stderr)
+        print(f"  {_resume_command(args, thread, '--resume', 'VALUE')}", file=sys.stderr)
+
+
+def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:
+    if args.verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"error: {exc}", file=sys.stderr)
+    cause = exc.__cause__
+    if isinstance(exc, NodeError) and cause is not None and str(cause) not in str(exc):
+        print(f"  caused by {type(cause).__name__}: {cause}", file=sys.stderr)
+    if isinstance(exc, StepLimitError):
+        more = _resume_command(args, thread, "--max-steps", str(cap * 2))
+        print(f"the state reached is saved; continue with:\n  {more}", file=sys.stderr)
+    elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
+        print(f"the last checkpoint of thread {thread} is kept ({args.db})", file=sys.stderr)
+    return 1
+
+
+def _not_compiled(target: Target, exc: GraphError) -> None:
+    errors = [d for d in exc.diagnostics if d.severity == "error"]
+    if not errors:
+        print(f"error: {target.label} does not compile: {exc}", file=sys.stderr)
+        return
+    print(f"error: {target.label} does not compile ({len(errors)} errors):", file=sys.stderr)
+    for d in errors:
+        print(f"  {display_path(d.file)}:{d.line}:{d.col}: {d.code} {d.message}", file=sys.stderr)
