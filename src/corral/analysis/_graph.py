@@ -284,24 +284,29 @@ class SpecGraph:
     def _fanouts(self) -> Iterator[tuple[list[str], list[str]]]:
         """Yield ``(targets that may run together, Send targets that may run repeatedly)``."""
         known = self.rank
+
+        def group(names: Iterable[str], guards: tuple[Guard, ...]) -> list[str]:
+            # A used-up guard swaps its target for its otherwise, which then runs with the
+            # other branches of the fan-out.
+            chosen = list(dict.fromkeys(names))
+            chosen += [g.otherwise for g in guards if g.target in chosen and g.otherwise]
+            return [t for t in dict.fromkeys(chosen) if t in known]
+
         starts = [n.name for n in self._first_nodes() if n.start]
         yield starts, []
         for node in self._first_nodes():
             if node.then is not None:
-                yield [t for t in dict.fromkeys(node.then) if t in known], []
+                yield group(node.then, node.guards), []
             command = node.command
-            if (
-                command is not None
-                and command.names is not None
-                and infer_command_fanout(node.func)
-            ):
-                names = [t for t in command.names if t in known]
-                yield names, [t for t in command.sends if t in known]
+            if command is not None and command.names is not None:
+                if infer_command_fanout(node.func):
+                    sends = [t for t in command.sends if t in known]
+                    yield group(command.names, node.guards), sends
         for router in self.spec.routers:
             targets = router.targets
             if targets.many and targets.names is not None and router.source in known:
-                names = [t for t in targets.names if t in known]
-                yield names, [t for t in targets.sends if t in known]
+                sends = [t for t in targets.sends if t in known]
+                yield group(targets.names, router.guards), sends
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:
         """Return the strongly connected groups of ``nodes`` with no route to another group.
