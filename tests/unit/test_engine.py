@@ -292,7 +292,7 @@ def test_mutating_what_a_node_read_cannot_corrupt_state() -> None:
 
     @g.node(then=END, wait_for=("mutate", "look"))
     def check(state: S) -> dict[str, object]:
-        return {"seen": list(state["items"]) + [str(state["nested"])]}
+        return {"seen": [*state["items"], str(state["nested"])]}
 
     items = ["a"]
     nested = {"a": [1]}
