@@ -1,0 +1,297 @@
+"""MemorySaver and SqliteSaver keep the same promises (the protocol in checkpoint/base.py)."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from corral import CheckpointError, MemorySaver, Overwrite, Send, SqliteSaver
+from corral.checkpoint import Checkpoint, Checkpointer
+from corral.errors import SerializationError
+
+Saver = MemorySaver | SqliteSaver
+MakeSaver = Callable[..., Saver]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeSaver]:
+    """Yield a factory of fresh savers of one kind; closes what it made."""
+    made: list[Saver] = []
+
+    def make(**options: Any) -> Saver:
+        saver: Saver
+        if request.param == "memory":
+            saver = MemorySaver(**options)
+        else:
+            saver = SqliteSaver(tmp_path / f"db{len(made)}" / "checkpoints.sqlite", **options)
+        made.append(saver)
+        return saver
+
+    yield make
+    for saver in made:
+        saver.close()
+
+
+def linear(saver: Checkpointer, n: int, *, every: int = 3, thread: str = "t") -> None:
+    """Put ``n`` checkpoints of a counter; a snapshot every ``every``, writes in between."""
+    state: dict[str, Any] = {"n": 0, "log": []}
+    for i in range(n):
+        state = {"n": i, "log": [*state["log"], f"entry {i}"]}
+        saver.put(
+            Checkpoint(
+                thread,
+                f"c{i}",
+                f"c{i - 1}" if i else None,
+                state if i % every == 0 else None,
+                [("count", {"n": i, "log": [f"entry {i}"]})],
+                {"step": i, "next": ["count"]},
+            )
+        )
+
+
+def ids(checkpoints: list[Checkpoint]) -> list[str]:
+    return [c.checkpoint_id for c in checkpoints]
+
+
+def test_both_savers_satisfy_the_protocol(make_saver: MakeSaver) -> None:
+    """Each saver is a Checkpointer (runtime-checkable protocol)."""
+    assert isinstance(make_saver(), Checkpointer)
+
+
+def test_unknown_thread_or_checkpoint_gives_empty_lists(make_saver: MakeSaver) -> None:
+    """Nothing saved means nothing returned, never an error."""
+    saver = make_saver()
+    assert saver.chain("nobody") == []
+    assert saver.checkpoints("nobody") == []
+    linear(saver, 2)
+    assert saver.chain("t", "no-such-id") == []
+
+
+def test_chain_runs_from_the_nearest_snapshot(make_saver: MakeSaver) -> None:
+    """chain() starts at the newest snapshot at or before the wanted checkpoint."""
+    saver = make_saver()
+    linear(saver, 8, every=3)  # snapshots at c0, c3, c6
+    assert ids(saver.chain("t")) == ["c6", "c7"]
+    assert ids(saver.chain("t", "c5")) == ["c3", "c4", "c5"]
+    assert ids(saver.chain("t", "c3")) == ["c3"]
+    assert ids(saver.chain("t", "c2")) == ["c0", "c1", "c2"]
+    head = saver.chain("t", "c5")[0]
+    assert head.snapshot == {"n": 3, "log": ["entry 0", "entry 1", "entry 2", "entry 3"]}
+
+
+def test_checkpoint_round_trips_every_field(make_saver: MakeSaver) -> None:
+    """What comes back equals what was put: ids, parent, snapshot, writes (as tuples), meta."""
+    saver = make_saver()
+    first = Checkpoint(
+        "t",
+        "a",
+        None,
+        {"pair": (1, 2), "tags": {"x"}, "when": None},
+        [("start", {"pair": (1, 2)})],
+        {"next": ["work", "work"], "sends": [Send("work", {"doc": "a.txt"})], "guards": {}},
+    )
+    second = Checkpoint(
+        "t", "b", "a", None, [("work", {"tags": Overwrite(frozenset({"y"}))}), ("b", {})], {}
+    )
+    saver.put(first)
+    saver.put(second)
+    assert saver.checkpoints("t") == [first, second]
+    assert saver.chain("t") == [first, second]
+    assert isinstance(saver.chain("t")[1].writes[0], tuple)
+
+
+def test_forks_keep_both_branches(make_saver: MakeSaver) -> None:
+    """A checkpoint whose parent is an older one starts a branch; chain follows parent_id."""
+    saver = make_saver()
+    linear(saver, 5, every=10)  # only c0 is a snapshot
+    saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}))
+    saver.put(Checkpoint("t", "fork2", "fork1", None, [("count", {"n": 101})], {}))
+    assert ids(saver.chain("t")) == ["c0", "c1", "c2", "fork1", "fork2"]
+    assert ids(saver.chain("t", "c4")) == ["c0", "c1", "c2", "c3", "c4"]
+    assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4", "fork1", "fork2"]
+    assert saver.chain("t")[-1].parent_id == "fork1"
+
+
+def test_threads_are_independent(make_saver: MakeSaver) -> None:
+    """Two threads may use the same checkpoint ids; each sees only its own."""
+    saver = make_saver()
+    linear(saver, 3, thread="x")
+    linear(saver, 2, thread="y")
+    assert ids(saver.checkpoints("x")) == ["c0", "c1", "c2"]
+    assert ids(saver.checkpoints("y")) == ["c0", "c1"]
+    assert saver.threads() == ["x", "y"]
+
+
+def test_duplicate_id_is_refused(make_saver: MakeSaver) -> None:
+    """A checkpoint id is unique within its thread; reuse is an error naming it."""
+    saver = make_saver()
+    linear(saver, 2)
+    with pytest.raises(CheckpointError, match=r"'c1' already exists in thread 't'"):
+        saver.put(Checkpoint("t", "c1", "c0", None, [], {}))
+    assert ids(saver.checkpoints("t")) == ["c0", "c1"]
+
+
+def test_unknown_parent_is_refused(make_saver: MakeSaver) -> None:
+    """A parent that the thread does not have would break every later chain."""
+    saver = make_saver()
+    with pytest.raises(CheckpointError, match=r"parent 'ghost'.*put the parent first"):
+        saver.put(Checkpoint("t", "a", "ghost", None, [], {}))
+    assert saver.checkpoints("t") == []
+
+
+def test_history_cannot_be_changed_through_objects(make_saver: MakeSaver) -> None:
+    """Mutating what was put, or what was read, leaves the stored checkpoint alone."""
+    saver = make_saver()
+    state: dict[str, Any] = {"log": ["a"], "meta": {"k": [1]}}
+    saver.put(Checkpoint("t", "a", None, state, [("n", {"log": ["a"]})], {"next": ["n"]}))
+    state["log"].append("changed")
+    state["meta"]["k"].append(2)
+    read = saver.chain("t")[0]
+    assert read.snapshot == {"log": ["a"], "meta": {"k": [1]}}
+    assert read.snapshot is not None
+    read.snapshot["log"].append("changed too")
+    read.meta["next"].append("x")
+    again = saver.chain("t")[0]
+    assert again.snapshot == {"log": ["a"], "meta": {"k": [1]}}
+    assert again.meta == {"next": ["n"]}
+
+
+def test_unstorable_state_names_the_key(make_saver: MakeSaver) -> None:
+    """A datetime in the state, with no serializer, fails the put and names where it is."""
+    saver = make_saver()
+    snapshot = {"drafts": ["a", "b", datetime.date(2026, 1, 1)]}
+    with pytest.raises(SerializationError, match=r"state\['drafts'\]\[2\]") as info:
+        saver.put(Checkpoint("t", "a", None, snapshot, [], {}))
+    assert info.value.location == "state['drafts'][2]"
+    assert saver.checkpoints("t") == []
+
+
+def test_unstorable_update_names_the_node(make_saver: MakeSaver) -> None:
+    """A bad value in a write names the key and the node that returned it."""
+    saver = make_saver()
+    with pytest.raises(SerializationError, match=r"update\['when'\] \(written by 'plan'\)"):
+        saver.put(Checkpoint("t", "a", None, None, [("plan", {"when": object()})], {}))
+
+
+class Dates:
+    def encode(self, value: Any) -> tuple[str, Any] | None:
+        if isinstance(value, datetime.date):
+            return "date", value.isoformat()
+        return None
+
+    def decode(self, tag: str, data: Any) -> Any:
+        return datetime.date.fromisoformat(data)
+
+
+def test_serializer_hook_stores_other_types(make_saver: MakeSaver) -> None:
+    """With serializer=, the saver stores and reads back values JSON cannot hold."""
+    saver = make_saver(serializer=Dates())
+    day = datetime.date(2026, 11, 30)
+    saver.put(Checkpoint("t", "a", None, {"due": [day]}, [("plan", {"due": [day]})], {}))
+    back = saver.chain("t")[0]
+    assert back.snapshot == {"due": [day]}
+    assert back.writes == [("plan", {"due": [day]})]
+
+
+def test_unicode_and_odd_floats_survive(make_saver: MakeSaver) -> None:
+    """Non-ASCII text, a lone surrogate, infinities and -0.0 come back as they went in."""
+    saver = make_saver()
+    state = {
+        "text": "naïve 日本語 " * 40,
+        "odd": "\udc80 lone",
+        "floats": [float("inf"), -float("inf"), -0.0, 1e300],
+    }
+    saver.put(Checkpoint("t", "a", None, state, [], {}))
+    back = saver.chain("t")[0].snapshot
+    assert back == state
+    assert back is not None
+    assert str(back["floats"][2]) == "-0.0"
+
+
+def test_saver_can_be_used_from_another_thread(make_saver: MakeSaver) -> None:
+    """ainvoke may put from a worker thread: the saver must not be tied to its creator."""
+    saver = make_saver()
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            linear(saver, 5, thread=f"w{k}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert sorted(saver.threads()) == ["w0", "w1", "w2", "w3"]
+    assert all(len(saver.checkpoints(f"w{k}")) == 5 for k in range(4))
+
+
+# -- a model-based property: any tree of checkpoints, any snapshot pattern ----------------
+
+operations = st.lists(
+    st.tuples(st.integers(min_value=0, max_value=1000), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(operations)
+def test_chain_matches_a_model_of_the_tree(make_saver: MakeSaver, ops: list[Any]) -> None:
+    """For random forks and snapshots, chain(id) is the parent path back to a snapshot."""
+    saver = make_saver()
+    thread = f"t{id(ops)}"
+    parents: dict[str, str | None] = {}
+    snapshots: set[str] = set()
+    order: list[str] = []
+    for k, (pick, snap, fork) in enumerate(ops):
+        checkpoint_id = f"c{k}"
+        parent = None if not order else (order[pick % len(order)] if fork else order[-1])
+        item = "x" * 200 + str(k)  # big enough to be stored once and shared
+        saver.put(
+            Checkpoint(
+                thread,
+                checkpoint_id,
+                parent,
+                {"k": k, "items": [item] * 2} if snap else None,
+                [("node", {"items": [item]})],
+                {"k": k},
+            )
+        )
+        parents[checkpoint_id] = parent
+        if snap:
+            snapshots.add(checkpoint_id)
+        order.append(checkpoint_id)
+
+    def expected(target: str) -> list[str]:
+        path: list[str] = []
+        current: str | None = target
+        while current is not None:
+            path.append(current)
+            if current in snapshots:
+                break
+            current = parents[current]
+        return path[::-1]
+
+    assert ids(saver.checkpoints(thread)) == order
+    assert ids(saver.chain(thread)) == expected(order[-1])
+    for checkpoint_id in order:
+        chain = saver.chain(thread, checkpoint_id)
+        assert ids(chain) == expected(checkpoint_id)
+        k = int(checkpoint_id[1:])
+        assert chain[-1].meta == {"k": k}
+        assert chain[-1].writes == [("node", {"items": ["x" * 200 + str(k)]})]
+        if checkpoint_id in snapshots:
+            assert chain[-1].snapshot == {"k": k, "items": ["x" * 200 + str(k)] * 2}

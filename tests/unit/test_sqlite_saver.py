@@ -1,0 +1,322 @@
+"""SqliteSaver: the file itself (opening, refusing foreign or damaged files, WAL, growth)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from corral import CheckpointError, SqliteSaver
+from corral.checkpoint import Checkpoint
+from corral.checkpoint.sqlite import SCHEMA_VERSION
+
+
+def grow(saver: SqliteSaver, steps: int, *, thread: str = "t", every: int = 20) -> int:
+    """Put ``steps`` checkpoints that each append a ~500-byte item; return the payload bytes."""
+    items: list[str] = []
+    payload = 0
+    for i in range(steps):
+        item = f"item {i} " + "abcdefghij" * 49
+        items.append(item)
+        payload += len(item)
+        saver.put(
+            Checkpoint(
+                thread,
+                f"c{i}",
+                f"c{i - 1}" if i else None,
+                {"items": list(items)} if i % every == 0 else None,
+                [("step", {"items": [item]})],
+                {"steps": i + 1},
+            )
+        )
+    return payload
+
+
+def db_size(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return path.stat().st_size
+
+
+def test_checkpoints_survive_reopening(tmp_path: Path) -> None:
+    """A new saver on the same file (a new process, say) reads what the old one wrote."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        grow(saver, 5, every=2)
+        before = saver.checkpoints("t")
+    with SqliteSaver(path) as again:
+        assert again.checkpoints("t") == before
+        assert [c.checkpoint_id for c in again.chain("t")] == ["c4"]
+
+
+def test_parent_folders_are_created(tmp_path: Path) -> None:
+    """The CLI's default .corral/checkpoints.sqlite works in a fresh project."""
+    path = tmp_path / ".corral" / "deep" / "checkpoints.sqlite"
+    with SqliteSaver(path) as saver:
+        grow(saver, 1)
+    assert path.is_file()
+
+
+def test_file_is_in_wal_mode_with_the_chosen_sync(tmp_path: Path) -> None:
+    """WAL lets readers read while one process writes."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path, synchronous="NORMAL") as saver:
+        grow(saver, 1)
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()
+        assert saver.synchronous == "NORMAL"
+    with pytest.raises(ValueError, match="'OFF'"):
+        SqliteSaver(path, synchronous="OFF")  # type: ignore[arg-type]
+
+
+def test_schema_version_is_recorded(tmp_path: Path) -> None:
+    """The file carries its layout version in a table of its own."""
+    path = tmp_path / "c.sqlite"
+    SqliteSaver(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM corral_schema").fetchall() == [(SCHEMA_VERSION,)]
+    conn.close()
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_kept(tmp_path: Path) -> None:
+    """Pointing the saver at a text file raises a clear error and leaves the file alone."""
+    path = tmp_path / "notes.txt"
+    path.write_text("my notes, not a database\n" * 100)
+    with pytest.raises(CheckpointError, match=r"notes\.txt' is not a corral checkpoint") as info:
+        SqliteSaver(path)
+    assert info.value.path == str(path)
+    assert path.read_text() == "my notes, not a database\n" * 100
+
+
+def test_a_foreign_sqlite_database_is_refused_and_kept(tmp_path: Path) -> None:
+    """Another program's database is never taken over or reset."""
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (name TEXT)")
+    conn.execute("INSERT INTO users VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CheckpointError, match=r"corral did not create.*'users'"):
+        SqliteSaver(path)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == 0
+    conn.close()
+
+
+def test_an_empty_file_becomes_a_new_database(tmp_path: Path) -> None:
+    """A zero-byte file (e.g. from `touch`) is a new, empty database."""
+    path = tmp_path / "empty.sqlite"
+    path.touch()
+    with SqliteSaver(path) as saver:
+        grow(saver, 2)
+        assert len(saver.checkpoints("t")) == 2
+
+
+def test_a_newer_layout_is_refused(tmp_path: Path) -> None:
+    """A file written by a future corral says so instead of being misread."""
+    path = tmp_path / "c.sqlite"
+    SqliteSaver(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE corral_schema SET version = 99, written_by = 'corral 9.0'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(CheckpointError, match=r"layout version 99 \(written by corral 9\.0\)"):
+        SqliteSaver(path)
+
+
+def test_a_damaged_file_gives_a_clear_error_not_an_empty_history(tmp_path: Path) -> None:
+    """Garbage over the data pages raises CheckpointError naming the file."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        grow(saver, 60)
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.seek(4096)  # keep the header page, damage everything after it
+        f.write(os.urandom(size - 4096))
+    with pytest.raises(CheckpointError) as info:
+        with SqliteSaver(path) as damaged:
+            damaged.chain("t")
+    assert str(path) in str(info.value)
+    assert info.value.path == str(path)
+
+
+def test_a_truncated_file_gives_a_clear_error(tmp_path: Path) -> None:
+    """A file cut short (a half-copied backup) is refused, not read as empty."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        grow(saver, 60)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(CheckpointError, match=r"c\.sqlite"):
+        with SqliteSaver(path) as damaged:
+            damaged.checkpoints("t")
+
+
+def test_a_damaged_row_names_the_checkpoint(tmp_path: Path) -> None:
+    """A row whose JSON was edited by hand names the checkpoint and the thread."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        grow(saver, 3)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE checkpoints SET meta = '{not json' WHERE checkpoint_id = 'c1'")
+    conn.commit()
+    conn.close()
+    with SqliteSaver(path) as saver, pytest.raises(CheckpointError, match=r"'c1' of thread 't'"):
+        saver.checkpoints("t")
+
+
+def test_a_folder_path_is_refused(tmp_path: Path) -> None:
+    """A folder where the file should be is named in the error."""
+    with pytest.raises(CheckpointError, match="is a folder"):
+        SqliteSaver(tmp_path)
+
+
+def test_closed_saver_refuses_work(tmp_path: Path) -> None:
+    """After close() every call says the saver is closed; closing twice is fine."""
+    saver = SqliteSaver(tmp_path / "c.sqlite")
+    saver.close()
+    saver.close()
+    with pytest.raises(CheckpointError, match="is closed"):
+        saver.chain("t")
+
+
+def test_in_memory_database_works() -> None:
+    """':memory:' gives a throwaway store with the same behaviour."""
+    with SqliteSaver(":memory:") as saver:
+        grow(saver, 3, every=2)
+        assert [c.checkpoint_id for c in saver.chain("t")] == ["c2"]
+
+
+def test_a_held_write_lock_times_out_with_a_clear_error(tmp_path: Path) -> None:
+    """A writer that waits longer than timeout_s gets a CheckpointError naming the knob."""
+    path = tmp_path / "c.sqlite"
+    saver = SqliteSaver(path, timeout_s=0.05)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(CheckpointError, match=r"timeout_s=0\.05"):
+            grow(saver, 1)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    grow(saver, 1)  # the failed put left nothing behind
+    assert len(saver.checkpoints("t")) == 1
+    saver.close()
+
+
+def test_storage_grows_linearly_and_stays_near_the_payload(tmp_path: Path) -> None:
+    """Snapshots refer to items already stored: bytes stay within 2.5x of the payload
+    (the benchmark measures the goal of 2x) and twice the steps cost about twice the bytes."""
+    sizes = {}
+    for steps in (200, 400):
+        path = tmp_path / f"{steps}.sqlite"
+        with SqliteSaver(path, synchronous="NORMAL") as saver:
+            payload = grow(saver, steps)
+        sizes[steps] = db_size(path)
+        assert sizes[steps] < 2.5 * payload
+    assert sizes[400] / sizes[200] < 2.3
+
+
+def test_a_resumed_process_shares_what_the_chain_already_stored(tmp_path: Path) -> None:
+    """After reopening, a snapshot does not store again the items its chain holds."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path, synchronous="NORMAL") as saver:
+        grow(saver, 39)  # snapshots at 0 and 20, writes up to 38
+
+    def blob_bytes() -> int:
+        conn = sqlite3.connect(path)
+        (total,) = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs").fetchone()
+        conn.close()
+        return int(total)
+
+    before = blob_bytes()
+    with SqliteSaver(path, synchronous="NORMAL") as resumed:
+        chain = resumed.chain("t")
+        items = [*chain[0].snapshot["items"]] if chain[0].snapshot else []
+        for c in chain[1:]:
+            items += c.writes[0][1]["items"]
+        assert len(items) == 39
+        resumed.put(Checkpoint("t", "c39", "c38", {"items": items}, [], {"steps": 40}))
+    # the new snapshot costs its list of references, not 39 items again
+    assert blob_bytes() - before < 39 * 100
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from corral import SqliteSaver
+    from corral.checkpoint import Checkpoint
+
+    path, thread, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    saver = SqliteSaver(path, synchronous="NORMAL")
+    items = []
+    for i in range(count):
+        item = f"{thread} item {i} " + "x" * 300
+        items.append(item)
+        saver.put(Checkpoint(thread, f"c{i}", f"c{i - 1}" if i else None,
+                             {"items": list(items)} if i % 7 == 0 else None,
+                             [("step", {"items": [item]})], {"i": i}))
+    saver.close()
+    """
+)
+
+
+def rebuild(saver: SqliteSaver, thread: str) -> list[str]:
+    """Rebuild the items list of a thread from its chain (snapshot + replayed writes)."""
+    chain = saver.chain(thread)
+    if not chain:
+        return []
+    assert chain[0].snapshot is not None
+    items: list[str] = list(chain[0].snapshot["items"])
+    for checkpoint in chain[1:]:
+        for _node, update in checkpoint.writes:
+            items += update["items"]
+    return items
+
+
+def test_two_processes_write_one_file_while_a_reader_reads(tmp_path: Path) -> None:
+    """Two writer processes share the file; a reader only ever sees whole checkpoints."""
+    path = tmp_path / "shared.sqlite"
+    SqliteSaver(path).close()
+    count = 60
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path), name, str(count)])
+        for name in ("alpha", "beta")
+    ]
+    reads = 0
+    with SqliteSaver(path) as reader:
+        while any(w.poll() is None for w in writers) or reads == 0:
+            for name in ("alpha", "beta"):
+                items = rebuild(reader, name)
+                # a consistent prefix of what the writer wrote, never a half checkpoint
+                assert items == [f"{name} item {i} " + "x" * 300 for i in range(len(items))]
+            reads += 1
+        assert [w.wait() for w in writers] == [0, 0]
+        for name in ("alpha", "beta"):
+            assert len(rebuild(reader, name)) == count
+            assert len(reader.checkpoints(name)) == count
+    assert reads > 0
+
+
+def test_meta_and_writes_are_stored_as_json_text(tmp_path: Path) -> None:
+    """The file holds JSON a person can read with the sqlite3 shell; never pickle."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "a", None, {"n": 1}, [("inc", {"n": 1})], {"next": ["inc"]}))
+    conn = sqlite3.connect(path)
+    snapshot, writes, meta = conn.execute(
+        "SELECT snapshot, writes, meta FROM checkpoints"
+    ).fetchone()
+    conn.close()
+    assert json.loads(snapshot) == {"n": 1}
+    assert json.loads(writes) == [["inc", {"n": 1}]]
+    assert json.loads(meta) == {"next": ["inc"]}
