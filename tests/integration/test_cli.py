@@ -197,3 +197,74 @@ def test_cycles_marks_an_unguarded_cycle() -> None:
     assert proc.stdout == (
         "g: 1 cycle\n  ask → ask    UNGUARDED (CR201): add a Guard to one of its routes\n"
     )
+
+
+def test_run_finishes_prints_the_state_and_exits_0(tmp_path: Path) -> None:
+    """``run`` prints the final state as JSON on stdout and one progress line per step."""
+    db = tmp_path / "c.sqlite"
+    proc = corral(
+        "run", f"{FIXTURES}/good.py", "--input", '{"score": 40}', "--db", str(db), "--thread", "t"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"score": 80}
+    assert proc.stderr.splitlines() == [
+        f"running cli_fixtures/good.py:g on thread t (checkpoints: {db}, max_steps=20)",
+        "[1/20] draft",
+        "[2/20] critique",
+        "        critique → revise (guard 1/3)",
+        "[3/20] revise",
+        "[4/20] critique",
+        "        critique → revise (guard 2/3)",
+        "[5/20] revise",
+        "[6/20] critique",
+        "done: 6 steps on thread t",
+    ]
+    assert db.exists()
+
+
+def test_run_waits_for_a_person_exits_3_and_the_printed_command_resumes(tmp_path: Path) -> None:
+    """An interrupt exits 3 with the payload and the exact resume command; running it ends."""
+    db = tmp_path / "c.sqlite"
+    proc = corral(
+        "run", f"{FIXTURES}/approval.py", "--input", '{"request": "refund"}', "--db", str(db)
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert json.loads(proc.stdout) == {"request": "refund", "draft": "reply to refund"}
+    lines = proc.stderr.splitlines()
+    thread = lines[0].split(" on thread ")[1].split()[0]
+    assert lines[-4:] == [
+        f"waiting for a person on thread {thread}:",
+        '  review asks: {"draft": "reply to refund"}',
+        "resume with (VALUE is parsed as JSON when it is JSON):",
+        f"  corral run cli_fixtures/approval.py --thread {thread} --db {db} --resume VALUE",
+    ]
+    command = lines[-1].split()
+    assert command[:2] == ["corral", "run"]
+    resumed = corral(*command[1:-1], "yes")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["approved"] is True
+
+
+def test_run_stopped_by_the_step_cap_exits_1_and_keeps_the_checkpoint(tmp_path: Path) -> None:
+    """A cap ends with exit 1 and a command that continues the thread with a bigger cap."""
+    db = tmp_path / "c.sqlite"
+    proc = corral(
+        "run",
+        f"{FIXTURES}/good.py",
+        "--input",
+        '{"score": 40}',
+        "--db",
+        str(db),
+        "--thread",
+        "capped",
+        "--max-steps",
+        "3",
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines()[-3:] == [
+        "error: stopped after 3 steps (max_steps=3) before running 'critique'; raise max_steps "
+        "or add a guard",
+        "the state reached is saved; continue with:",
+        f"  corral run cli_fixtures/good.py --thread capped --db {db} --max-steps 6",
+    ]

@@ -215,10 +215,18 @@ def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread:
     print(f"waiting for a person on thread {thread}:", file=sys.stderr)
     for item in interrupts:
         node = getattr(item, "node", "?")
+        when = getattr(item, "when", "during")
+        if when in ("before", "after"):
+            print(f"  paused {when} {node!r} (interrupt_{when})", file=sys.stderr)
+            continue
         payload = json.dumps(getattr(item, "value", item), ensure_ascii=False, default=repr)
         print(f"  {node} asks: {payload}", file=sys.stderr)
-    if len(interrupts) > 1:
-        answers = {str(getattr(i, "id", "?")): "VALUE" for i in interrupts}
+    asking = [i for i in interrupts if getattr(i, "when", "during") not in ("before", "after")]
+    if not asking:
+        print("go on with:", file=sys.stderr)
+        print(f"  {_resume_command(args, thread)}", file=sys.stderr)
+    elif len(asking) > 1:
+        answers = {str(getattr(i, "id", "?")): "VALUE" for i in asking}
         example = json.dumps(answers)
         print("answer each interrupt by id:", file=sys.stderr)
         print(f"  {_resume_command(args, thread, '--resume', example)}", file=sys.stderr)

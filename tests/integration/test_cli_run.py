@@ -1,0 +1,232 @@
+"""``corral run`` in-process: inputs, deps, resuming, failures and where checkpoints go.
+
+The subprocess tests in test_cli.py cover exit codes 0, 3 and 1 end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from corral.cli import main
+
+HERE = Path(__file__).resolve().parent
+GOOD = str(HERE / "cli_fixtures" / "good.py")
+
+TOOLS = '''\
+"""Deps for a corral run: a fake client."""
+
+
+class Client:
+    def __init__(self) -> None:
+        self.bonus = 40
+
+
+def make() -> Client:
+    return Client()
+
+
+def broken() -> Client:
+    raise RuntimeError("no API key")
+'''
+
+BONUS = """\
+from typing import TypedDict
+
+from corral import END, Context, Graph, MemorySaver
+
+
+class State(TypedDict):
+    score: int
+
+
+g = Graph(State)
+
+
+@g.node(start=True, then="publish")
+def bump(state: State, ctx: Context) -> dict[str, object]:
+    return {"score": state["score"] + ctx.deps.bonus}
+
+
+@g.node(then=END)
+def publish(state: State) -> dict[str, object]:
+    return {}
+
+
+app = g.compile(checkpointer=MemorySaver(), interrupt_before=["publish"])
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["run", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "runs.sqlite")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"score": ', "error: --input is not valid JSON (Expecting value at line 1 column 11)"),
+        ("[40]", "error: --input must be a JSON object of state keys, not list"),
+    ],
+)
+def test_bad_input_exits_1_before_anything_runs(
+    text: str, message: str, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Input that is not a JSON object is reported in one line; nothing is imported or run."""
+    code, out, err = run(capsys, GOOD, "--input", text, "--db", db)
+    assert (code, out) == (1, "")
+    assert err.startswith(message)
+    assert not Path(db).exists()
+
+
+def test_input_from_a_file(tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--input @file.json`` reads the input; a missing file is bad input (exit 1)."""
+    (tmp_path / "in.json").write_text('{"score": 80}')
+    code, out, _ = run(capsys, GOOD, "--input", f"@{tmp_path / 'in.json'}", "--db", db)
+    assert (code, json.loads(out)) == (0, {"score": 80})
+    code, _, err = run(capsys, GOOD, "--input", "@missing.json", "--db", db)
+    assert code == 1
+    assert err.startswith("error: cannot read the input file 'missing.json': ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--resume", "yes"], "error: --resume answers the interrupt of a thread; give its"),
+        (
+            ["--thread", "t", "--resume", "yes", "--input", "{}"],
+            "error: give --input (start a run) or --resume (answer an interrupt), not both",
+        ),
+        (["--deps", "nocolon"], "error: --deps 'nocolon' must be MODULE:FACTORY"),
+        (["--max-steps", "0"], "usage: corral run"),
+    ],
+)
+def test_usage_errors_exit_2(
+    args: list[str], message: str, db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Options that contradict each other are usage errors."""
+    code, _, err = run(capsys, GOOD, "--db", db, *args)
+    assert code == 2
+    assert err.startswith(message)
+
+
+def test_a_node_error_exits_1_and_names_the_node(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An exception in a node is one message naming the node; the checkpoint is kept."""
+    code, out, err = run(capsys, GOOD, "--input", '{"score": -40}', "--db", db, "--thread", "n")
+    assert (code, out) == (1, "")
+    assert "error: node 'revise' raised ValueError: score -40 is negative" in err
+    assert err.splitlines()[-1] == f"the last checkpoint of thread n is kept ({db})"
+    assert "Traceback" not in err
+    code, _, err = run(capsys, GOOD, "--input", '{"score": -40}', "--db", db, "--verbose")
+    assert code == 1
+    assert "Traceback (most recent call last)" in err
+
+
+def test_a_capped_run_continues_on_its_thread(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a step cap, ``--thread ID --max-steps N`` goes on from the checkpoint."""
+    args = ["--db", db, "--thread", "cap"]
+    code, _, _ = run(capsys, GOOD, "--input", '{"score": 40}', *args, "--max-steps", "4")
+    assert code == 1
+    code, out, err = run(capsys, GOOD, *args, "--max-steps", "10")
+    assert (code, json.loads(out)) == (0, {"score": 80})
+    first = err.splitlines()[0]
+    assert first.startswith("continuing ") and "good.py:g on thread cap " in first
+    assert "[5/10] revise" in err
+
+
+def test_a_graph_that_does_not_compile_is_a_load_error(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run`` compiles the graph; its findings are listed and nothing runs (exit 2)."""
+    code, out, err = run(capsys, str(HERE / "cli_fixtures" / "broken.py"), "--db", db)
+    assert (code, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[0].endswith("broken.py:g does not compile (2 errors):")
+    assert [line.split()[1] for line in lines[1:]] == ["CR201", "CR103"]
+
+
+def test_a_module_that_raised_graph_error_at_import_is_not_run(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A partial module is good enough to draw, not to run."""
+    code, _, err = run(capsys, str(HERE / "cli_fixtures" / "compiled_broken.py"), "--db", db)
+    assert code == 2
+    assert "GraphError: the graph has errors (CR101, CR103)" in err
+
+
+def test_deps_and_a_compiled_apps_interrupt_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--deps tools:make`` reaches ``ctx.deps``; the app's interrupt_before is kept."""
+    (tmp_path / "bonus_tools.py").write_text(TOOLS)
+    (tmp_path / "bonus_agent.py").write_text(BONUS)
+    monkeypatch.chdir(tmp_path)
+    args = ["bonus_agent.py:app", "--deps", "bonus_tools:make", "--thread", "b"]
+    code, out, err = run(capsys, *args, "--input", '{"score": 2}')
+    assert (code, json.loads(out)) == (3, {"score": 42})
+    assert err.splitlines()[-3:] == [
+        "  paused before 'publish' (interrupt_before)",
+        "go on with:",
+        "  corral run bonus_agent.py:app --thread b --deps bonus_tools:make",
+    ]
+    assert Path(".corral/checkpoints.sqlite").exists()  # the default --db
+    code, out, err = run(capsys, *args)
+    assert (code, json.loads(out)) == (0, {"score": 42})
+
+
+def test_deps_that_fail_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A factory that raises, or a missing one, stops before the run (exit 2)."""
+    (tmp_path / "failing_tools.py").write_text(TOOLS)
+    (tmp_path / "bonus_agent2.py").write_text(BONUS)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "bonus_agent2.py", "--deps", "failing_tools.py:broken")
+    assert code == 2
+    assert err == "error: --deps: broken() raised RuntimeError: no API key\n"
+    code, _, err = run(capsys, "bonus_agent2.py", "--deps", "failing_tools:nothing")
+    assert (code, err) == (2, "error: --deps: failing_tools has no attribute 'nothing'\n")
+
+
+def test_resume_value_is_json_when_it_parses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--resume 3`` hands the node the number 3; ``--resume yes`` the text."""
+    source = textwrap.dedent(
+        """\
+        from typing import TypedDict
+
+        from corral import END, Graph, interrupt
+
+
+        class State(TypedDict):
+            answer: object
+
+
+        g = Graph(State)
+
+
+        @g.node(start=True, then=END)
+        def ask(state: State) -> dict[str, object]:
+            return {"answer": interrupt("how many?")}
+        """
+    )
+    (tmp_path / "asker.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    for value, expected in (("3", 3), ("yes", "yes"), ('{"n": 1}', {"n": 1})):
+        code, _, err = run(capsys, "asker.py", "--thread", value, "--input", "{}")
+        assert code == 3
+        assert '  ask asks: "how many?"' in err
+        code, out, _ = run(capsys, "asker.py", "--thread", value, "--resume", value)
+        assert (code, json.loads(out)) == (0, {"answer": expected})
