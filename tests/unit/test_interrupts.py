@@ -1,0 +1,226 @@
+"""People in the loop: interrupt(), Resume, interrupt_before / interrupt_after."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    CorralError,
+    End,
+    Graph,
+    GraphError,
+    Guard,
+    MemorySaver,
+    NodeError,
+    Resume,
+    interrupt,
+)
+
+
+class S(TypedDict):
+    log: Annotated[list[str], operator.add]
+    answer: str
+
+
+def approval_graph(calls: list[str]) -> Graph[S]:
+    g = Graph(S)
+
+    @g.node(start=True, then="review")
+    def draft(state: S) -> dict[str, object]:
+        calls.append("draft")
+        return {"log": ["drafted"]}
+
+    @g.node(then=END)
+    def review(state: S) -> dict[str, object]:
+        calls.append("review")
+        answer = interrupt({"question": "ship it?"})
+        calls.append(f"review got {answer}")
+        return {"answer": answer, "log": ["reviewed"]}
+
+    return g
+
+
+def test_interrupt_pauses_and_resume_answers() -> None:
+    """interrupt() pauses the run; Resume(value) re-runs the node and interrupt() returns it."""
+    calls: list[str] = []
+    app = approval_graph(calls).compile(checkpointer=MemorySaver())
+    run = app.invoke({}, thread_id="t")
+    assert run.status == "interrupted"
+    assert [(i.node, i.value) for i in run.interrupts] == [("review", {"question": "ship it?"})]
+    assert run.steps == 1
+    assert app.get_state("t").next == ("review",)
+    done = app.invoke(Resume("yes"), thread_id="t")
+    assert done.status == "done"
+    assert done.state == {"log": ["drafted", "reviewed"], "answer": "yes"}
+    assert calls == ["draft", "review", "review", "review got yes"]
+    assert done.steps == 2, "a node run cut short by interrupt() counts once, when it completes"
+
+
+def test_several_interrupts_in_one_node_are_matched_in_order() -> None:
+    """The n-th interrupt() call of a node returns the n-th answer."""
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def ask(state: S) -> dict[str, object]:
+        first = interrupt("first?")
+        second = interrupt("second?")
+        return {"answer": f"{first}+{second}"}
+
+    app = g.compile(checkpointer=MemorySaver())
+    run = app.invoke({}, thread_id="t")
+    assert [i.value for i in run.interrupts] == ["first?"]
+    run = app.invoke(Resume("a"), thread_id="t")
+    assert [i.value for i in run.interrupts] == ["second?"]
+    run = app.invoke(Resume("b"), thread_id="t")
+    assert run.status == "done" and run.state["answer"] == "a+b"
+    assert run.steps == 1
+
+
+def test_parallel_interrupts_are_answered_by_id_and_finished_siblings_kept() -> None:
+    """Two nodes pausing in one superstep are answered with Resume({id: value});
+    a sibling that finished is not run again."""
+    calls: list[str] = []
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def left(state: S) -> dict[str, object]:
+        calls.append("left")
+        return {"log": [f"left {interrupt('left?')}"]}
+
+    @g.node(start=True, then=END)
+    def middle(state: S) -> dict[str, object]:
+        calls.append("middle")
+        return {"log": ["middle"]}
+
+    @g.node(start=True, then=END)
+    def right(state: S) -> dict[str, object]:
+        calls.append("right")
+        return {"log": [f"right {interrupt('right?')}"]}
+
+    app = g.compile(checkpointer=MemorySaver())
+    run = app.invoke({}, thread_id="t")
+    assert run.status == "interrupted"
+    ids = {i.value: i.id for i in run.interrupts}
+    assert set(ids) == {"left?", "right?"}
+    with pytest.raises(CorralError, match="pending interrupts"):
+        app.invoke(Resume("x"), thread_id="t")
+    done = app.invoke(Resume({ids["left?"]: "L", ids["right?"]: "R"}), thread_id="t")
+    assert done.state["log"] == ["left L", "middle", "right R"]
+    assert calls.count("middle") == 1
+    assert done.steps == 3 and done.supersteps == 1
+
+
+def test_interrupt_without_checkpointer_is_a_graph_error() -> None:
+    """interrupt() in a graph with no checkpointer raises GraphError, not NodeError."""
+    app = approval_graph([]).compile()
+    with pytest.raises(GraphError, match="checkpointer") as caught:
+        app.invoke({})
+    assert not isinstance(caught.value, NodeError)
+
+
+def test_interrupt_before_needs_a_checkpointer() -> None:
+    """compile(interrupt_before=...) without a checkpointer raises GraphError."""
+    with pytest.raises(GraphError, match="checkpointer"):
+        approval_graph([]).compile(interrupt_before=["review"])
+
+
+def test_interrupt_before_pauses_before_the_node_and_none_goes_on() -> None:
+    """interrupt_before pauses before the node runs; invoke(None, thread_id=T) continues."""
+    calls: list[str] = []
+    g = Graph(S)
+
+    @g.node(start=True, then="act")
+    def plan(state: S) -> dict[str, object]:
+        calls.append("plan")
+        return {"log": ["plan"]}
+
+    @g.node(then=END)
+    def act(state: S) -> dict[str, object]:
+        calls.append("act")
+        return {"log": ["act"]}
+
+    app = g.compile(checkpointer=MemorySaver(), interrupt_before=["act"])
+    run = app.invoke({}, thread_id="t")
+    assert run.status == "interrupted"
+    assert [(i.node, i.value) for i in run.interrupts] == [("act", None)]
+    assert calls == ["plan"]
+    run = app.invoke(None, thread_id="t")
+    assert run.status == "done" and calls == ["plan", "act"]
+    assert run.state["log"] == ["plan", "act"]
+
+
+def test_interrupt_before_a_start_node() -> None:
+    """A start node in interrupt_before pauses before anything runs."""
+    app = approval_graph([]).compile(checkpointer=MemorySaver(), interrupt_before=["draft"])
+    run = app.invoke({}, thread_id="t")
+    assert run.status == "interrupted" and run.steps == 0
+    assert app.get_state("t").next == ("draft",)
+
+
+def test_interrupt_after_pauses_after_the_node() -> None:
+    """interrupt_after pauses once the node's superstep is merged."""
+    calls: list[str] = []
+    g = Graph(S)
+
+    @g.node(start=True, then="act")
+    def plan(state: S) -> dict[str, object]:
+        calls.append("plan")
+        return {"log": ["plan"]}
+
+    @g.node(then=END)
+    def act(state: S) -> dict[str, object]:
+        calls.append("act")
+        return {"log": ["act"]}
+
+    app = g.compile(checkpointer=MemorySaver(), interrupt_after=["plan"])
+    run = app.invoke({}, thread_id="t")
+    assert run.status == "interrupted" and run.state["log"] == ["plan"]
+    assert run.interrupts[0].node == "plan" and run.interrupts[0].when == "after"
+    done = app.invoke(None, thread_id="t")
+    assert done.status == "done" and calls == ["plan", "act"]
+
+
+def test_resume_when_nothing_is_pending_is_refused() -> None:
+    """Resume on a finished thread says what to do instead."""
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def only(state: S) -> None:
+        return None
+
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({}, thread_id="t")
+    with pytest.raises(CorralError, match="not waiting"):
+        app.invoke(Resume("x"), thread_id="t")
+
+
+def test_interrupt_inside_a_loop_keeps_guard_counts() -> None:
+    """Guard counts and steps belong to the run across resumes."""
+
+    class Q(TypedDict):
+        n: int
+
+    g = Graph(Q)
+
+    @g.node(start=True)
+    def ask(state: Q) -> dict[str, object]:
+        value = interrupt(f"n={state['n']}")
+        return {"n": state["n"] + int(value)}
+
+    @g.router("ask", guards=[Guard("ask", max=2, otherwise=END)])
+    def more(state: Q) -> Literal["ask"] | End:
+        return "ask"
+
+    app = g.compile(checkpointer=MemorySaver())
+    run: Any = app.invoke({"n": 0}, thread_id="t")
+    payloads = []
+    while run.status == "interrupted":
+        payloads.append(run.interrupts[0].value)
+        run = app.invoke(Resume("1"), thread_id="t")
+    assert payloads == ["n=0", "n=1", "n=2"]
+    assert run.state["n"] == 3 and run.steps == 3
+    assert run.guards == {("ask", "ask"): 2}

@@ -1,0 +1,277 @@
+"""Threads with MemorySaver: resume, new runs, history, forks, time travel, checkpoints."""
+
+from __future__ import annotations
+
+import json
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    CheckpointError,
+    CompiledGraph,
+    End,
+    Graph,
+    Guard,
+    MemorySaver,
+    NodeError,
+    Overwrite,
+    Send,
+    StepLimitError,
+)
+from corral.checkpoint import Checkpoint
+from corral.runtime import CheckpointWritten
+from corral.runtime.persist import SNAPSHOT_EVERY
+
+
+class Count(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+def counter(target: int, calls: list[int] | None = None, *, extra: bool = False) -> Graph[Count]:
+    g = Graph(Count, max_steps=1000)
+
+    @g.node(start=True)
+    def count(state: Count) -> dict[str, object]:
+        if calls is not None:
+            calls.append(state["n"] + 1)
+        return {"n": state["n"] + 1, "log": [f"c{state['n'] + 1}"]}
+
+    @g.router("count", guards=[Guard("count", max=10_000)])
+    def again(state: Count) -> Literal["count"] | End:
+        return END if state["n"] >= target else "count"
+
+    if extra:
+
+        @g.node(start=True, then=END)
+        def other(state: Count) -> None:
+            return None
+
+    return g
+
+
+def test_a_thread_id_is_created_when_missing() -> None:
+    """With a checkpointer and no thread_id, invoke creates one."""
+    app = counter(3).compile(checkpointer=MemorySaver())
+    run = app.invoke({"n": 0})
+    assert isinstance(run.thread_id, str) and run.thread_id
+    assert app.get_state(run.thread_id).values["n"] == 3
+    assert run.checkpoint_id == app.get_state(run.thread_id).checkpoint_id
+
+
+def test_step_limit_then_continue_with_bigger_cap() -> None:
+    """After StepLimitError, invoke(None, thread_id=T, max_steps=bigger) goes on; no re-runs."""
+    calls: list[int] = []
+    app = counter(30, calls).compile(checkpointer=MemorySaver())
+    with pytest.raises(StepLimitError):
+        app.invoke({"n": 0}, thread_id="t", max_steps=12)
+    assert app.get_state("t").values["n"] == 12
+    run = app.invoke(None, thread_id="t", max_steps=100)
+    assert run.state["n"] == 30 and run.steps == 30
+    assert calls == list(range(1, 31)), "a finished node run never runs again"
+    assert run.state["log"] == [f"c{i}" for i in range(1, 31)]
+
+
+def test_node_error_keeps_state_and_resume_retries() -> None:
+    """A crash in a node leaves the last superstep's checkpoint; invoke(None) retries it."""
+    flaky = {"fail": True}
+    g = Graph(Count)
+
+    @g.node(start=True, then="b")
+    def a(state: Count) -> dict[str, object]:
+        return {"n": 1}
+
+    @g.node(then=END)
+    def b(state: Count) -> dict[str, object]:
+        if flaky["fail"]:
+            raise ConnectionError("flaky")
+        return {"n": state["n"] + 1}
+
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(NodeError):
+        app.invoke({"n": 0}, thread_id="t")
+    assert app.get_state("t").values["n"] == 1
+    assert app.get_state("t").next == ("b",)
+    flaky["fail"] = False
+    run = app.invoke(None, thread_id="t")
+    assert run.state["n"] == 2 and run.steps == 2
+
+
+def test_siblings_that_finished_before_an_error_do_not_rerun() -> None:
+    """When one branch of a fan-out fails, the finished branches are kept for the resume."""
+    calls: list[str] = []
+    flaky = {"fail": True}
+
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def a(state: S) -> dict[str, object]:
+        calls.append("a")
+        return {"log": ["a"]}
+
+    @g.node(start=True, then=END)
+    def b(state: S) -> dict[str, object]:
+        calls.append("b")
+        if flaky["fail"]:
+            raise RuntimeError("down")
+        return {"log": ["b"]}
+
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(NodeError):
+        app.invoke({}, thread_id="t")
+    flaky["fail"] = False
+    run = app.invoke(None, thread_id="t")
+    assert run.state["log"] == ["a", "b"]
+    assert calls == ["a", "b", "b"]
+
+
+def test_new_input_on_a_finished_thread_starts_a_new_run() -> None:
+    """invoke(input, thread_id=T) on a finished thread merges the input; counters restart."""
+    app = counter(3).compile(checkpointer=MemorySaver())
+    first = app.invoke({"n": 0}, thread_id="t")
+    assert first.steps == 3
+    second = app.invoke({"log": ["again"]}, thread_id="t")
+    assert second.steps == 1, "n is already 3, so count runs once and the router ends"
+    assert second.state["n"] == 4
+    assert second.state["log"] == ["c1", "c2", "c3", "again", "c4"]
+    assert second.guards == {("count", "count"): 0}
+
+
+def test_invoke_none_on_a_finished_thread_returns_it() -> None:
+    """Continuing a finished thread runs nothing."""
+    app = counter(2).compile(checkpointer=MemorySaver())
+    app.invoke({"n": 0}, thread_id="t")
+    run = app.invoke(None, thread_id="t")
+    assert run.status == "done" and run.state["n"] == 2 and run.trace == []
+
+
+def test_unknown_thread_is_a_clear_error() -> None:
+    """invoke(None) on a thread with no checkpoint says how to start it."""
+    app = counter(2).compile(checkpointer=MemorySaver())
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        app.invoke(None, thread_id="nope")
+
+
+def test_history_is_newest_first_and_get_state_matches() -> None:
+    """history() lists a snapshot per checkpoint, newest first."""
+    app = counter(3).compile(checkpointer=MemorySaver())
+    app.invoke({"n": 0}, thread_id="t")
+    history = app.history("t")
+    assert [h.values["n"] for h in history] == [3, 2, 1, 0]
+    assert [h.source for h in history] == ["loop", "loop", "loop", "input"]
+    assert history[0] == app.get_state("t")
+    assert history[0].status == "done" and history[0].next == ()
+    assert history[-1].next == ("count",)
+    assert history[1].guards == {("count", "count"): 2}
+
+
+def test_update_state_forks_and_keeps_history() -> None:
+    """update_state writes a new checkpoint through the reducers and leaves history intact."""
+    app = counter(5).compile(checkpointer=MemorySaver(), interrupt_before=["count"])
+    app.invoke({"n": 0}, thread_id="t")
+    before = app.history("t")
+    new_id = app.update_state("t", {"n": 3, "log": ["edited"]})
+    after = app.history("t")
+    assert len(after) == len(before) + 1 and after[1:] == before
+    state = app.get_state("t")
+    assert state.checkpoint_id == new_id and state.values == {"n": 3, "log": ["edited"]}
+    assert state.next == ("count",)
+    run = app.invoke(None, thread_id="t")
+    assert run.state["n"] == 4 and run.steps == 1
+    assert run.status == "interrupted", "interrupt_before pauses before every run of count"
+
+
+def test_update_state_as_node_takes_that_nodes_routes() -> None:
+    """With as_node, the next nodes are that node's routes on the new state."""
+    app = counter(5).compile(checkpointer=MemorySaver())
+    app.invoke({"n": 0}, thread_id="t", max_steps=100)
+    app.update_state("t", {"n": 1}, as_node="count")
+    assert app.get_state("t").next == ("count",)
+    run = app.invoke(None, thread_id="t")
+    assert run.state["n"] == 5
+
+
+def test_time_travel_from_an_older_checkpoint() -> None:
+    """invoke(None, thread_id=T, checkpoint_id=old) reruns from there as a fork."""
+    calls: list[int] = []
+    app = counter(4, calls).compile(checkpointer=MemorySaver())
+    app.invoke({"n": 0}, thread_id="t")
+    history = app.history("t")
+    old = next(h for h in history if h.values["n"] == 2)
+    calls.clear()
+    run = app.invoke(None, thread_id="t", checkpoint_id=old.checkpoint_id)
+    assert run.state["n"] == 4 and calls == [3, 4]
+    assert len(app.history("t")) == len(history) + 2
+    assert app.get_state("t", old.checkpoint_id).values["n"] == 2
+
+
+def test_a_checkpoint_from_a_changed_graph_is_refused() -> None:
+    """Resuming a thread written by a graph whose nodes changed raises CheckpointError."""
+    saver = MemorySaver()
+    with pytest.raises(StepLimitError):
+        counter(10).compile(checkpointer=saver).invoke({"n": 0}, thread_id="t", max_steps=3)
+    changed = counter(10, extra=True).compile(checkpointer=saver)
+    with pytest.raises(CheckpointError, match="different nodes or routes"):
+        changed.invoke(None, thread_id="t")
+
+
+def test_one_checkpoint_per_superstep_with_writes_and_periodic_snapshots() -> None:
+    """Each superstep puts one checkpoint of its writes; a snapshot comes every K."""
+    saver = MemorySaver()
+    puts: list[Checkpoint] = []
+    original = saver.put
+
+    def spy(checkpoint: Checkpoint) -> None:
+        puts.append(checkpoint)
+        original(checkpoint)
+
+    saver.put = spy  # type: ignore[method-assign]
+    events: list[Any] = []
+    run = (
+        counter(45)
+        .compile(checkpointer=saver)
+        .invoke({"n": 0}, thread_id="t", on_event=events.append)
+    )
+    assert len(puts) == run.supersteps + 1 == 46
+    assert sum(isinstance(e, CheckpointWritten) for e in events) == 46
+    with_snapshot = [i for i, c in enumerate(puts) if c.snapshot is not None]
+    assert with_snapshot == [0, SNAPSHOT_EVERY, 2 * SNAPSHOT_EVERY]
+    assert puts[5].writes == [("count", {"n": 5, "log": ["c5"]})]
+    for checkpoint in puts:
+        json.dumps(checkpoint.meta)
+    assert CompiledGraph(counter(45).spec(), checkpointer=saver).get_state("t").values["n"] == 45
+
+
+def test_overwrite_and_send_args_survive_replay() -> None:
+    """State rebuilt from writes equals the live state, Overwrite and Send args included."""
+
+    class S(TypedDict):
+        docs: list[str]
+        out: Annotated[list[str], operator.add]
+
+    g = Graph(S)
+
+    @g.node(start=True)
+    def split(state: S) -> dict[str, object]:
+        return {"out": Overwrite(["reset"])}
+
+    @g.router("split")
+    def fan(state: S) -> list[Send[Literal["work"]]]:
+        return [Send("work", (i, d)) for i, d in enumerate(state["docs"])]
+
+    @g.node(then=END, max_runs=5)
+    def work(arg: tuple[int, str]) -> dict[str, object]:
+        return {"out": [f"{arg[0]}:{arg[1]}"]}
+
+    app = g.compile(checkpointer=MemorySaver(), interrupt_after=["split"])
+    paused = app.invoke({"docs": ["a", "b"], "out": ["old"]}, thread_id="t")
+    assert paused.status == "interrupted" and paused.state["out"] == ["reset"]
+    run = app.invoke(None, thread_id="t")
+    assert run.state["out"] == ["reset", "0:a", "1:b"]
+    assert app.get_state("t").values == run.state
