@@ -380,3 +380,33 @@ def test_cycles_says_when_the_list_was_cut(
     assert lines[0] == "g: 2 cycles (stopped at --limit 2; there are more)"
     assert len(lines) == 3
     assert all("guarded: " in line for line in lines[1:])
+
+
+def test_a_dotted_package_is_searched_module_by_module(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``corral lint agents_pkg`` imports the package and each of its modules."""
+    package = tmp_path / "agents_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "looping.py").write_text(MODULE)
+    (package / "helpers.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable, but not a path from here
+    code, out, _ = lint(capsys, "agents_pkg")
+    assert code == 1
+    assert out.startswith(f"{package / 'looping.py'}:19:1: CR201 ")
+    code, out, _ = lint(capsys, "agents_pkg.looping:g", "--ignore", "CR201")
+    assert (code, out) == (0, "No problems found in 1 graph (1 file).\n")
+
+
+def test_a_graph_whose_schema_is_wrong_is_reported_not_crashed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``GraphError`` outside the analyser is one ``error:`` line, exit 2."""
+    (tmp_path / "bad_schema.py").write_text(
+        "from corral import Graph\n\nclass NotTyped:\n    n: int\n\ng = Graph(NotTyped)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    code, _, err = lint(capsys, "bad_schema.py")
+    assert code == 2
+    assert err.startswith("error: cannot import bad_schema.py: GraphError: state_schema ")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from corral import __version__
 from corral.cli import _lint, _show
 from corral.cli._report import FORMATS
+from corral.errors import CorralError
 from corral.loader import UsageError
 
 __all__ = ["main"]
@@ -239,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except CorralError as exc:  # e.g. a state schema that is not a TypedDict
+        if args.verbose:
+            traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
