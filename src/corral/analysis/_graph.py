@@ -25,7 +25,7 @@ from itertools import combinations
 
 import networkx as nx  # type: ignore[import-untyped]
 
-from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec
+from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
 from corral.writes import infer_command_fanout
 
 __all__ = ["SpecGraph"]
@@ -59,12 +59,19 @@ class SpecGraph:
             else:
                 graph.add_edge(edge.source, edge.target, routes=[edge])
         self.graph = graph
+        self._routers: dict[str, list[RouterSpec]] = {}
+        for router in spec.routers:
+            self._routers.setdefault(router.source, []).append(router)
 
     # -- lookups -------------------------------------------------------------------------
 
     def is_node(self, name: str) -> bool:
         """Return whether ``name`` is a registered node."""
         return name in self.rank
+
+    def routers_of(self, source: str) -> list[RouterSpec]:
+        """Return the routers registered for ``source`` (an indexed ``GraphSpec.routers_of``)."""
+        return self._routers.get(source, [])
 
     def sort(self, names: Iterable[str]) -> list[str]:
         """Return ``names`` in registration order (unknown names last, alphabetically)."""

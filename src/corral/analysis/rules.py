@@ -120,8 +120,8 @@ def _site_ignore(edge: Edge, graph: SpecGraph) -> tuple[str, ...]:
     node = graph.spec.node(edge.owner)
     if node is not None and edge.kind in ("then", "command", "otherwise"):
         return node.ignore
-    for router in graph.spec.routers:
-        if router.name == edge.owner and router.source == edge.source:
+    for router in graph.routers_of(edge.source):
+        if router.name == edge.owner:
             return router.ignore
     return ()
 
@@ -129,14 +129,14 @@ def _site_ignore(edge: Edge, graph: SpecGraph) -> tuple[str, ...]:
 # -- facts shared by rules ----------------------------------------------------------------
 
 
-def _no_way_out(spec: GraphSpec, node: NodeSpec) -> bool:
-    return not node.then and node.command is None and not spec.routers_of(node.name)
+def _no_way_out(graph: SpecGraph, node: NodeSpec) -> bool:
+    return not node.then and node.command is None and not graph.routers_of(node.name)
 
 
-def _unreadable(spec: GraphSpec, node: NodeSpec) -> bool:
+def _unreadable(graph: SpecGraph, node: NodeSpec) -> bool:
     if node.command is not None and node.command.names is None:
         return True
-    return any(r.targets.names is None for r in spec.routers_of(node.name))
+    return any(r.targets.names is None for r in graph.routers_of(node.name))
 
 
 def _excused(graph: SpecGraph) -> set[str]:
@@ -144,7 +144,7 @@ def _excused(graph: SpecGraph) -> set[str]:
     spec = graph.spec
     excused = {e.source for e in graph.unknown_targets if graph.is_node(e.source)}
     for node in _first_nodes(spec):
-        if _no_way_out(spec, node) or _unreadable(spec, node):
+        if _no_way_out(graph, node) or _unreadable(graph, node):
             excused.add(node.name)
     return excused
 
@@ -199,7 +199,7 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
                 router.ignore,
             )
     for who, source, guards, location, declared in _guard_owners(spec):
-        ignore = _ignore_of(spec, who, source)
+        ignore = _ignore_of(graph, who, source)
         for guard in guards:
             if guard.target in targets or (declared is not None and guard.target in declared):
                 continue
@@ -220,12 +220,12 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
                 )
 
 
-def _ignore_of(spec: GraphSpec, who: str, source: str) -> tuple[str, ...]:
+def _ignore_of(graph: SpecGraph, who: str, source: str) -> tuple[str, ...]:
     if who.startswith("node "):
-        node = spec.node(source)
+        node = graph.spec.node(source)
         return node.ignore if node is not None else ()
-    for router in spec.routers:
-        if who == f"router {router.name!r}" and router.source == source:
+    for router in graph.routers_of(source):
+        if who == f"router {router.name!r}":
             return router.ignore
     return ()
 
@@ -253,7 +253,7 @@ def dead_nodes(graph: SpecGraph) -> Iterator[Finding]:
     if not any(node.start for node in spec.nodes):
         return  # CR102 says it once
     reachable = graph.reachable()
-    if any(_unreadable(spec, spec_node) for n in reachable if (spec_node := spec.node(n))):
+    if any(_unreadable(graph, spec_node) for n in reachable if (spec_node := spec.node(n))):
         return  # an unreadable route (CR401) may lead anywhere
     for name in spec.names:
         if name not in reachable:
@@ -268,7 +268,7 @@ def no_way_out(graph: SpecGraph) -> Iterator[Finding]:
     """Report nodes with no ``then=``, no router and no ``Command`` annotation."""
     spec = graph.spec
     for node in _first_nodes(spec):
-        if _no_way_out(spec, node):
+        if _no_way_out(graph, node):
             yield Finding(
                 f"node {node.name!r} has no way out; give it then= (a node or END), "
                 f"a router (@g.router({node.name!r})) or a Command[Literal[...]] return "
@@ -337,7 +337,7 @@ def mixed_routing(graph: SpecGraph) -> Iterator[Finding]:
         ways: list[str] = []
         if node.then:
             ways.append("then=")
-        ways.extend(f"router {r.name!r}" for r in spec.routers_of(node.name))
+        ways.extend(f"router {r.name!r}" for r in graph.routers_of(node.name))
         if node.command is not None:
             ways.append("a Command return annotation")
         if len(ways) > 1:
@@ -420,7 +420,7 @@ def useless_guards(graph: SpecGraph) -> Iterator[Finding]:
     for who, source, guards, location, declared in _guard_owners(spec):
         if not graph.is_node(source):
             continue
-        ignore = _ignore_of(spec, who, source)
+        ignore = _ignore_of(graph, who, source)
         counted: set[str] = set()
         for guard in guards:
             nodes = (source, guard.target) if graph.is_node(guard.target) else (source,)
