@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Literal, TypedDict
 
 from corral import END, Graph, Guard
@@ -36,7 +37,7 @@ def _router_returning(*targets: str) -> Callable[[State], str]:
     def route(state: State) -> str:
         return targets[0]
 
-    route.__annotations__ = {"state": State, "return": Literal[targets]}  # type: ignore[valid-type]
+    route.__annotations__ = {"state": State, "return": Literal[targets]}
     return route
 
 
@@ -95,7 +96,7 @@ def main() -> int:
         assert found == [], found  # every cycle is guarded and END is reachable
         spec = g.spec()
         check_s = best_of(g.check)
-        analyse_s = best_of(lambda spec=spec: analyse(spec))
+        analyse_s = best_of(partial(analyse, spec))
         sample = list_cycles(spec, limit=1000)
         print(
             f"{label}: {len(spec.nodes)} nodes, {sum(1 for _ in spec.edges())} routes\n"
