@@ -12,7 +12,7 @@ import linecache
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeAlias, overload
 
 from typing_extensions import ParamSpec, TypeForm, TypeVar
 
@@ -40,6 +40,8 @@ StateT_contra = TypeVar("StateT_contra", contravariant=True)
 UpdateT_co = TypeVar("UpdateT_co", covariant=True)
 NodesT_co = TypeVar("NodesT_co", bound=str, covariant=True)
 ReturnT_co = TypeVar("ReturnT_co", covariant=True)
+FirstT = TypeVar("FirstT")
+FirstT_contra = TypeVar("FirstT_contra", contravariant=True)
 
 NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co] | None
 """What a node may return: an update, ``None`` or a ``Command`` naming nodes of the graph."""
@@ -50,38 +52,49 @@ Route: TypeAlias = NodesT_co | End | Send[NodesT_co] | Sequence[NodesT_co | End 
 class NodeFunction(Protocol[UpdateT_co, NodesT_co, ParamsT, ReturnT_co]):
     """A function that fits as a node of a graph with updates ``UpdateT`` and node names ``NodesT``.
 
-    Only static type checkers read this. Its ``__call__`` is an intersection written as two
-    overloads: the first captures the function's exact signature (``ParamsT``, ``ReturnT``),
-    so that the decorator can return it unchanged; the second is what the graph needs, so a
-    function whose return does not fit is rejected. The first parameter is not checked
-    against the state: a node that a ``Send`` targets receives the ``Send``'s argument.
+    Only type checkers read this. Its two ``__call__`` overloads are an intersection (a
+    function must fit both), not a dispatch: the first captures the function's exact
+    signature and return type (``ParamsT``, ``ReturnT``) so the decorator can hand it back
+    unchanged; the second says what the graph needs back: an update, ``None`` or a
+    ``Command`` naming nodes of the graph, or an awaitable of one (``async def``). The first
+    parameter is not checked against the state: a node that a ``Send`` targets receives the
+    ``Send``'s argument instead.
     """
 
     @overload
     def __call__(self, *args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ReturnT_co: ...
     @overload
-    def __call__(
-        self, arg: Any, /, *args: Any, **kwargs: Any
+    def __call__(  # type: ignore[overload-cannot-match]
+        self, *args: ParamsT.args, **kwargs: ParamsT.kwargs
     ) -> NodeResult[UpdateT_co, NodesT_co] | Awaitable[NodeResult[UpdateT_co, NodesT_co]]: ...
 
 
-class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):
+class RouterFunction(Protocol[StateT_contra, NodesT_co, FirstT_contra, ParamsT, ReturnT_co]):
     """A function that fits as a router of a graph with state ``StateT`` and node names ``NodesT``.
 
-    Only static type checkers read this; see :class:`NodeFunction` for how it works. A router
-    takes the state (and optionally the context) and returns a :data:`Route`, or an awaitable
-    of one when it is ``async``.
+    Only type checkers read this; like :class:`NodeFunction` its overloads are an
+    intersection. The first captures the router's signature (its first parameter's type
+    ``FirstT``, the rest ``ParamsT``, its return ``ReturnT``) and checks that the first
+    parameter takes the state; the second checks that the return is a :data:`Route` of the
+    graph's nodes, or an awaitable of one (``async def``).
+
+    The first parameter is written ``StateT | FirstT`` rather than ``StateT`` on purpose: mypy
+    picks the overloads it infers from by a pre-check in which unsolved type variables fail,
+    and this keeps a router whose state parameter is positional-only from matching only the
+    second overload (which would leave the captured types unsolved).
     """
 
-    # The two overloads are an intersection (a function must fit both), never a dispatch, so
-    # their overlap is the point.
-    @overload
-    def __call__(  # type: ignore[overload-overlap]
-        self, *args: ParamsT.args, **kwargs: ParamsT.kwargs
-    ) -> ReturnT_co: ...
     @overload
     def __call__(
-        self, state: StateT_contra, /, *args: Any, **kwargs: Any
+        self,
+        state: StateT_contra | FirstT_contra,
+        /,
+        *args: ParamsT.args,
+        **kwargs: ParamsT.kwargs,
+    ) -> ReturnT_co: ...
+    @overload
+    def __call__(  # type: ignore[overload-cannot-match]
+        self, state: FirstT_contra, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
     ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
 
 
@@ -260,7 +273,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
     def router(
         self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
-    ) -> Callable[[RouterFunction[StateT, NodesT, ParamsT, ReturnT]], Callable[ParamsT, ReturnT]]:
+    ) -> Callable[
+        [RouterFunction[StateT, NodesT, FirstT, ParamsT, ReturnT]],
+        Callable[Concatenate[FirstT, ParamsT], ReturnT],
+    ]:
         """Register the decorated function as the conditional way out of ``source``.
 
         Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
@@ -273,8 +289,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         localns = _caller_locals(1)
 
         def register(
-            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT],
-        ) -> Callable[ParamsT, ReturnT]:
+            router_func: RouterFunction[StateT, NodesT, FirstT, ParamsT, ReturnT],
+        ) -> Callable[Concatenate[FirstT, ParamsT], ReturnT]:
             func: Callable[..., Any] = router_func
             self._routers.append(
                 _RouterEntry(
