@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  corral lint examples                 check every graph under examples/\n"
             "  corral draw examples/draft_loop.py   print a Mermaid flowchart\n"
             "  corral cycles examples/draft_loop.py list the loops and their guards\n"
-            '  corral run examples/draft_loop.py --input \'{"topic": "guards"}\'\n'
+            "  corral run examples/draft_loop.py --deps examples/draft_loop.py:FakeWriter \\\n"
+            '      --input \'{"topic": "guards", "score": 0}\'\n'
             "\n"
             "`corral COMMAND --help` shows each command's options."
         ),
@@ -170,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "examples:\n"
-            '  corral run examples/draft_loop.py --input \'{"topic": "guards"}\'\n'
+            "  corral run examples/draft_loop.py --deps examples/draft_loop.py:FakeWriter \\\n"
+            '      --input \'{"topic": "guards", "score": 0}\'\n'
             "  corral run agent.py --input @request.json --deps agent_tools:make_clients\n"
             "  corral run agent.py --thread 7f3a --resume yes\n"
             "  corral run agent.py --thread 7f3a --max-steps 200     # continue after a cap"
