@@ -161,7 +161,7 @@ def test_a_run_resumed_from_any_stop_ends_like_an_uninterrupted_one(stops: list[
     app = loop_with_fanout(calls).compile(checkpointer=MemorySaver())
     run = None
     first = True
-    for cap in sorted(stops) + [100]:
+    for cap in [*sorted(stops), 100]:
         try:
             run = app.invoke({"n": 0} if first else None, thread_id="t", max_steps=cap)
         except StepLimitError:
