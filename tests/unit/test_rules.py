@@ -707,3 +707,12 @@ def test_findings_are_sorted_and_stable() -> None:
     first = fanout.g.check()
     assert first == fanout.g.check()
     assert first == sorted(first, key=lambda d: d.sort_key)
+
+
+def test_every_rule_has_a_docs_section() -> None:
+    """docs/rules.md has a section per code with its slug and severity (its examples run)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
+    for code, registered in RULES.items():
+        assert f"## {code} {registered.slug} ({registered.severity})" in text

@@ -1,0 +1,129 @@
+"""The DSL: decorators register functions unchanged and the spec records what they declared."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal, TypedDict
+
+from corral import END, Command, Context, End, Graph, Guard
+
+
+class State(TypedDict):
+    n: int
+
+
+def test_decorators_return_the_function_unchanged() -> None:
+    """@g.node and @g.router hand back the very function they decorate."""
+    g = Graph(State)
+
+    def step(state: State) -> dict[str, Any]:
+        return {"n": 1}
+
+    def route(state: State) -> End:
+        return END
+
+    assert g.node(start=True)(step) is step
+    assert g.router("step")(route) is route
+    assert step({"n": 0}) == {"n": 1}
+
+
+def test_node_name_defaults_to_function_name() -> None:
+    """A node is named after its function unless name= is given."""
+    g = Graph(State)
+
+    @g.node(start=True, then="second")
+    def first(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.node(name="second", then=END)
+    def anything(state: State) -> dict[str, Any]:
+        return {}
+
+    assert g.spec().names == ("first", "second")
+
+
+def test_spec_records_routes_guards_and_location() -> None:
+    """The spec holds then=, guards, wait_for, writes and the def line of each function."""
+    g = Graph(State)
+    guard = Guard("a", max=2, otherwise=END)
+
+    @g.node(start=True, then=("a", "b"), guards=[guard], max_runs=4)
+    def root(state: State) -> dict[str, Any]:
+        return {"n": 1}
+
+    @g.node(then=END)
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.node(then=END, wait_for=("a",), writes=("n",))
+    def b(state: State, ctx: Context) -> dict[str, Any]:
+        return {}
+
+    spec = g.spec()
+    root_spec, _, b_spec = spec.nodes
+    assert root_spec.then == ("a", "b") and root_spec.guards == (guard,)
+    assert root_spec.max_runs == 4 and root_spec.start
+    assert root_spec.writes == {"n"} and not root_spec.writes_declared
+    assert b_spec.wait_for == ("a",) and b_spec.writes_declared and b_spec.takes_ctx
+    _lines, first = inspect.getsourcelines(root)
+    assert root_spec.location.line == first + 1  # the def line, after the decorator
+    assert root_spec.location.file == __file__
+
+
+def test_command_node_targets_in_spec() -> None:
+    """A node annotated Command[Literal[...]] gets its routes from the annotation."""
+    g = Graph(State)
+
+    @g.node(start=True)
+    def agent(state: State) -> Command[Literal["tool", "__end__"]]:
+        return Command(goto=END)
+
+    @g.node(then="agent")
+    def tool(state: State) -> dict[str, Any]:
+        return {}
+
+    spec = g.spec()
+    assert spec.nodes[0].command is not None
+    assert spec.nodes[0].command.names == ("tool", END)
+    assert [(e.source, e.target, e.kind) for e in spec.edges() if e.kind == "command"] == [
+        ("agent", "tool", "command"),
+        ("agent", END, "command"),
+    ]
+
+
+def test_annotations_are_read_at_check_time() -> None:
+    """A router may name an alias that does not exist yet when it is decorated."""
+    g = Graph(State)
+
+    @g.node(start=True)
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.router("a")
+    def route(state: State) -> Later:  # noqa: F821 - defined below on purpose
+        return END
+
+    assert [d.code for d in g.check()] == ["CR401"]
+    globals()["Later"] = End
+    try:
+        assert g.check() == []
+    finally:
+        del globals()["Later"]
+
+
+def test_cycles_lists_guarded_loop() -> None:
+    """g.cycles() shows each loop with its guards and says whether it was cut."""
+    g = Graph(State)
+
+    @g.node(start=True)
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.router("a", guards=[Guard("a", max=2, otherwise=END)])
+    def again(state: State) -> Literal["a"] | End:
+        return END
+
+    cycles = g.cycles()
+    assert [(c.nodes, c.guards) for c in cycles] == [(("a",), (Guard("a", max=2, otherwise=END),))]
+    assert cycles.truncated is False  # type: ignore[attr-defined]
+    assert g.cycles(limit=0) == [] and g.cycles(limit=0).truncated  # type: ignore[attr-defined]
