@@ -410,3 +410,11 @@ def test_a_graph_whose_schema_is_wrong_is_reported_not_crashed(
     code, _, err = lint(capsys, "bad_schema.py")
     assert code == 2
     assert err.startswith("error: cannot import bad_schema.py: GraphError: state_schema ")
+
+
+def test_explain_falls_back_to_the_short_docs() -> None:
+    """A rule with no section in docs/rules.md (or no docs folder) shows its short docs."""
+    from corral.cli._rules import Rule, long_docs
+
+    rule = Rule("CR999", "made-up", "warning", "A rule for this test.", "Short docs.")
+    assert long_docs(rule) == "Short docs."

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from corral.analysis import analyse
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._report import Summary, format_github, format_json, format_sarif, format_text
-from corral.cli._rules import all_rules, find_rule
+from corral.cli._rules import all_rules, find_rule, long_docs
 from corral.errors import GraphError
 from corral.loader import LoadError, UsageError, display_path, load
 
@@ -80,7 +80,7 @@ def explain(code: str) -> int:
         return 2
     print(f"{rule.code} {rule.slug} ({rule.severity})\n")
     print(rule.summary + "\n")
-    print(rule.docs + "\n")
+    print(long_docs(rule) + "\n")
     print(f"More: {rule.help_uri}")
     return 0
 

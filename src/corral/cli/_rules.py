@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["DOCS_PAGE", "Rule", "all_rules", "find_rule"]
+__all__ = ["DOCS_PAGE", "Rule", "all_rules", "find_rule", "long_docs"]
 
 DOCS_PAGE = "docs/rules.md"
 """Where every rule has a section (anchor ``#cr201``)."""
@@ -208,6 +209,24 @@ def find_rule(code: str) -> Rule | None:
         if rule.code == wanted:
             return rule
     return None
+
+
+def long_docs(rule: Rule) -> str:
+    """Return the rule's section of ``docs/rules.md`` when corral runs from a checkout.
+
+    An installed package has no docs folder; the short docs of :class:`Rule` stand in.
+    """
+    page = Path(__file__).resolve().parents[3] / DOCS_PAGE
+    try:
+        lines = page.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return rule.docs
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"## {rule.code} ")), None)
+    if start is None:
+        return rule.docs
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = "\n".join(lines[start + 1 : end]).strip()
+    return section or rule.docs
 
 
 def _analyser_rules() -> tuple[Rule, ...]:
