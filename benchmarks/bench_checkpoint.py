@@ -124,8 +124,8 @@ def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
     g = Graph(State, max_steps=steps + 1)
 
     @g.node(start=True)
-    def chat(state: State, ctx: Any) -> dict[str, object]:
-        return {"messages": [message(ctx.step - 1 if isinstance(ctx.step, int) else 0)]}
+    def chat(state: State) -> dict[str, object]:
+        return {"messages": [message(len(state["messages"]))]}
 
     @g.router("chat", guards=[Guard("chat", max=steps - 1, otherwise=END)])
     def again(state: State) -> Literal["chat"] | End:
@@ -133,7 +133,7 @@ def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
 
     def run(path: Path, sync: str) -> list[float]:
         saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
-        stamps = [time.perf_counter()]
+        stamps: list[float] = []  # one per checkpoint: the input's, then one per superstep
 
         def on_event(event: Any) -> None:
             if type(event).__name__.lower().startswith("checkpoint"):

@@ -1,0 +1,182 @@
+"""Kill a real process mid-run, continue the thread in a new one, compare with a clean run.
+
+The graph (``crash_graph.py``, beside this file) has a fan-out, a join of branches of
+different lengths and a guarded loop. Its nodes append one line per run to an effects
+file. A run that dies at node run ``i`` and is continued with ``invoke(None, thread_id=T)``
+must end in the same state as a run that never died, and its effects must be exactly
+``clean[:died_at] + clean[superstep_start:]``: every node of a completed superstep ran once;
+only the nodes of the superstep the process died in ran again (at-least-once for them).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SCRIPT = Path(__file__).with_name("crash_graph.py")
+CRASH_EXIT = 17
+
+
+def run_graph(
+    db: Path,
+    effects: Path,
+    mode: str,
+    *,
+    crash_at: str | None = None,
+    when: str = "before",
+    variant: str = "",
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASH_", "GRAPH_"))}
+    env["GRAPH_VARIANT"] = variant
+    if crash_at is not None:
+        env |= {"CRASH_AT": crash_at, "CRASH_WHEN": when}
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(db), str(effects), "T", mode],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+@functools.cache
+def clean_run(tmp: str) -> tuple[list[str], dict[str, Any]]:
+    """Return the effects and final state of a run that is never interrupted."""
+    folder = Path(tmp)
+    done = run_graph(folder / "clean.sqlite", folder / "clean.txt", "start")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "done"
+    return lines(folder / "clean.txt"), result["state"]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str, Any]]:
+    return clean_run(str(tmp_path_factory.mktemp("clean")))
+
+
+def superstep_start(effects: list[str], index: int) -> int:
+    """Return the index of the first effect of the superstep that effect ``index`` is in."""
+    tag = effects[index].split()[0]
+    return next(i for i, line in enumerate(effects) if line.split()[0] == tag)
+
+
+def crash_and_resume(
+    folder: Path, clean: tuple[list[str], dict[str, Any]], index: int, when: str
+) -> None:
+    expected_effects, expected_state = clean
+    db, effects = folder / "run.sqlite", folder / "effects.txt"
+    for stale in (db, effects):
+        stale.unlink(missing_ok=True)
+    crashed = run_graph(db, effects, "start", crash_at=expected_effects[index], when=when)
+    assert crashed.returncode == CRASH_EXIT, crashed.stderr
+    died_at = index + (1 if when == "after" else 0)
+    assert lines(effects) == expected_effects[:died_at]
+
+    resumed = run_graph(db, effects, "resume")
+    assert resumed.returncode == 0, resumed.stderr
+    result = json.loads(resumed.stdout)
+    assert result["status"] == "done"
+    assert result["state"] == expected_state
+    start = superstep_start(expected_effects, index)
+    assert lines(effects) == expected_effects[:died_at] + expected_effects[start:]
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_killed_run_resumes_to_the_same_end(
+    clean: tuple[list[str], dict[str, Any]], tmp_path: Path, data: st.DataObject
+) -> None:
+    """Wherever the process dies, the resumed run ends like a clean one, and only the
+    superstep that was cut short runs again."""
+    index = data.draw(st.integers(min_value=0, max_value=len(clean[0]) - 1), label="node run")
+    when = data.draw(st.sampled_from(["before", "after"]), label="dies")
+    crash_and_resume(tmp_path, clean, index, when)
+
+
+@pytest.mark.parametrize(
+    ("line", "when"),
+    [
+        ("0 plan", "before"),  # dies in the very first node: only the input was saved
+        ("6 right", "after"),  # the fan-out's second branch, its sibling already done
+        ("13 left_more", "before"),  # the join is half-way: right has arrived
+        ("14 merge", "after"),  # the last node of the run, its effect done
+    ],
+)
+def test_chosen_crash_points(
+    clean: tuple[list[str], dict[str, Any]], tmp_path: Path, line: str, when: str
+) -> None:
+    """The edge cases by name: first node, a fan-out sibling, a half-joined join, the end."""
+    crash_and_resume(tmp_path, clean, clean[0].index(line), when)
+
+
+def test_clean_run_shape(clean: tuple[list[str], dict[str, Any]]) -> None:
+    """The reference run has the loop and fan-out the property relies on."""
+    effects, state = clean
+    assert effects[:5] == ["0 plan", "1 left", "1 right", "3 left_more", "4 merge"]
+    assert len(effects) == 15
+    assert state["round"] == 3 and state["bonus"] == 30
+
+
+def test_resuming_from_a_damaged_file_is_a_clear_error(
+    clean: tuple[list[str], dict[str, Any]], tmp_path: Path
+) -> None:
+    """A database damaged after the crash is reported by path; nothing restarts silently."""
+    db, effects = tmp_path / "run.sqlite", tmp_path / "effects.txt"
+    crashed = run_graph(db, effects, "start", crash_at="9 merge")
+    assert crashed.returncode == CRASH_EXIT
+    conn = sqlite3.connect(db)  # fold the WAL in, then damage the data pages
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    with db.open("r+b") as f:
+        f.seek(4096)
+        f.write(b"\xff" * (db.stat().st_size - 4096))
+    resumed = run_graph(db, effects, "resume")
+    assert resumed.returncode != 0
+    assert "CheckpointError" in resumed.stderr
+    assert str(db) in resumed.stderr
+    assert lines(effects) == clean[0][: clean[0].index("9 merge")]  # no node ran
+
+
+def test_resuming_from_a_foreign_database_is_refused(tmp_path: Path) -> None:
+    """Another program's SQLite file is refused by name, never reset."""
+    db = tmp_path / "other.db"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE orders (id INTEGER)")
+    conn.commit()
+    conn.close()
+    resumed = run_graph(db, tmp_path / "effects.txt", "resume")
+    assert resumed.returncode != 0
+    assert "corral did not create" in resumed.stderr
+    assert "'orders'" in resumed.stderr
+
+
+def test_a_changed_graph_is_detected_on_resume(tmp_path: Path) -> None:
+    """Continuing a crashed thread with a graph whose nodes changed is refused clearly."""
+    db, effects = tmp_path / "run.sqlite", tmp_path / "effects.txt"
+    crashed = run_graph(db, effects, "start", crash_at="6 left")
+    assert crashed.returncode == CRASH_EXIT
+    resumed = run_graph(db, effects, "resume", variant="audit")
+    assert resumed.returncode != 0
+    assert "CheckpointError" in resumed.stderr
+    assert "different nodes or routes" in resumed.stderr
+    assert lines(effects) == ["0 plan", "1 left", "1 right", "3 left_more", "4 merge", "5 plan"]
