@@ -32,6 +32,9 @@ _cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
 )
 
 
+_fanout_cache: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+
+
 class _Unknown(Exception):
     """A return value whose keys cannot be read from the source."""
 
@@ -81,6 +84,15 @@ def infer_command_fanout(func: Callable[..., Any]) -> bool:
     >>> infer_command_fanout(spread)
     True
     """
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return True
+    if code not in _fanout_cache:
+        _fanout_cache[code] = _command_fanout(func)
+    return _fanout_cache[code]
+
+
+def _command_fanout(func: Callable[..., Any]) -> bool:
     body = _function_body(func)
     if body is None:
         return True

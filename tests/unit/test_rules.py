@@ -716,3 +716,63 @@ def test_every_rule_has_a_docs_section() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "rules.md").read_text()
     for code, registered in RULES.items():
         assert f"## {code} {registered.slug} ({registered.severity})" in text
+
+
+def test_cr101_otherwise_names_its_guard() -> None:
+    """An unknown otherwise target names the guard it belongs to."""
+    g = Graph(State)
+
+    @g.node(start=True)
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.router("a", guards=[Guard("a", max=2, otherwise="void")])
+    def again(state: State) -> Literal["a"] | End:
+        return END
+
+    d = one(g, "CR101")
+    assert d.line == def_line(again)
+    assert d.message == (
+        "Guard('a') on router 'again' falls back to 'void', which is not a node; "
+        "fix the name or register a node named 'void'"
+    )
+
+
+def test_cr202_node_guard_on_a_router_route() -> None:
+    """A guard given to a node whose routes come from its router points at the router."""
+    g = Graph(State)
+
+    @g.node(start=True, guards=[Guard("a", max=2, otherwise=END)])
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.router("a", guards=[Guard("a", max=2, otherwise=END)])
+    def again(state: State) -> Literal["a"] | End:
+        return END
+
+    assert [d.message for d in g.check()] == [
+        "Guard('a') on node 'a' never counts: a node's guards apply to its then= and Command "
+        "routes; move it to @g.router('a', guards=[...]) on 'again'"
+    ]
+
+
+def test_same_defect_declared_twice_is_reported_once() -> None:
+    """Two guards falling back to the same unknown node give one finding."""
+    g = Graph(State)
+
+    @g.node(start=True)
+    def a(state: State) -> dict[str, Any]:
+        return {}
+
+    @g.router(
+        "a",
+        guards=[Guard("a", max=2, otherwise="void"), Guard("b", max=2, otherwise="void")],
+    )
+    def again(state: State) -> Literal["a", "b"] | End:
+        return END
+
+    @g.node(then="a")
+    def b(state: State) -> dict[str, Any]:
+        return {}
+
+    assert found(g) == [("CR101", ("a", "void"))]

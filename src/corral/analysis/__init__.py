@@ -41,6 +41,7 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
     """
     graph = SpecGraph(spec)
     found: list[Diagnostic] = []
+    seen: set[Diagnostic] = set()
     for rule in RULES.values():
         for finding in rule.check(graph):
             if _suppressed(spec, rule.code, finding):
@@ -49,18 +50,19 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
             if location is None:
                 first = next((spec.node(n) for n in finding.nodes if spec.node(n)), None)
                 location = first.location if first is not None else spec.location
-            found.append(
-                Diagnostic(
-                    code=rule.code,
-                    slug=rule.slug,
-                    severity=rule.severity,
-                    message=finding.message,
-                    nodes=finding.nodes,
-                    file=location.file,
-                    line=location.line,
-                    col=location.col,
-                )
+            diagnostic = Diagnostic(
+                code=rule.code,
+                slug=rule.slug,
+                severity=rule.severity,
+                message=finding.message,
+                nodes=finding.nodes,
+                file=location.file,
+                line=location.line,
+                col=location.col,
             )
+            if diagnostic not in seen:  # one defect declared twice is reported once
+                seen.add(diagnostic)
+                found.append(diagnostic)
     return sorted(found, key=lambda d: d.sort_key)
 
 

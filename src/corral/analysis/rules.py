@@ -18,7 +18,7 @@ from typing import Any
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Severity
-from corral.spec import END, START, Edge, GraphSpec, Guard, Location, NodeSpec
+from corral.spec import END, START, Edge, GraphSpec, Guard, Location, NodeSpec, RouterSpec
 
 __all__ = ["RULES", "Finding", "Rule", "rule"]
 
@@ -108,22 +108,26 @@ def _first_nodes(spec: GraphSpec) -> list[NodeSpec]:
     return [n for n in spec.nodes if spec.node(n.name) is n]
 
 
+def _declarer(edge: Edge, graph: SpecGraph) -> NodeSpec | RouterSpec | None:
+    """Return the router or node whose declaration holds ``edge``."""
+    if edge.kind in ("router", "send", "otherwise"):
+        for router in graph.routers_of(edge.source):
+            if router.name == edge.owner and router.location == edge.location:
+                return router
+        if edge.kind != "otherwise":
+            return None
+    return graph.spec.node(edge.source)
+
+
 def _route_owner(edge: Edge, graph: SpecGraph) -> str:
-    if edge.kind in ("router", "send") or (
-        edge.kind == "otherwise" and graph.spec.node(edge.owner) is None
-    ):
+    if isinstance(_declarer(edge, graph), RouterSpec):
         return f"router {edge.owner!r}"
     return f"node {edge.owner!r}"
 
 
 def _site_ignore(edge: Edge, graph: SpecGraph) -> tuple[str, ...]:
-    node = graph.spec.node(edge.owner)
-    if node is not None and edge.kind in ("then", "command", "otherwise"):
-        return node.ignore
-    for router in graph.routers_of(edge.source):
-        if router.name == edge.owner:
-            return router.ignore
-    return ()
+    declarer = _declarer(edge, graph)
+    return declarer.ignore if declarer is not None else ()
 
 
 # -- facts shared by rules ----------------------------------------------------------------
@@ -180,7 +184,11 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
     for edge in graph.unknown_targets:
         who = _route_owner(edge, graph)
         if edge.kind == "otherwise":
-            what = f"a guard on {who} falls back to {edge.target!r}"
+            declarer = _declarer(edge, graph)
+            guards = declarer.guards if declarer is not None else ()
+            shown = [f"Guard({g.target!r})" for g in guards if g.otherwise == edge.target]
+            verb = "fall back" if len(shown) > 1 else "falls back"
+            what = f"{_join(shown) or 'a guard'} on {who} {verb} to {edge.target!r}"
         else:
             what = f"{who} routes to {edge.target!r}"
         yield Finding(
@@ -438,7 +446,20 @@ def useless_guards(graph: SpecGraph) -> Iterator[Finding]:
             if guard.target not in declared:
                 if not graph.is_node(guard.target) and guard.target != END:
                     continue  # CR101
-                allowed = _names(declared) if declared else "no route"
+                routers = graph.routers_of(source) if who.startswith("node ") else []
+                if routers and not declared:
+                    fix = (
+                        f"a node's guards apply to its then= and Command routes; move it to "
+                        f"@g.router({source!r}, guards=[...]) on {routers[0].name!r}"
+                    )
+                    yield Finding(
+                        f"Guard({guard.target!r}) on {who} never counts: {fix}",
+                        nodes,
+                        location,
+                        ignore,
+                    )
+                    continue
+                allowed = _names(declared) if declared else "no node"
                 yield Finding(
                     f"Guard({guard.target!r}) on {who} never counts: {who} cannot route to "
                     f"{guard.target!r} (it routes to {allowed}); guard one of its routes or "
@@ -470,7 +491,15 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
     for node in _first_nodes(spec):
         if node.writes is not None and node.writes & plain:
             writes[node.name] = node.writes & plain
-    if len(writes) < 1:
+    # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
+    # pair computation when there is none.
+    sent = {t for r in spec.routers for t in r.targets.sends}
+    sent |= {t for n in spec.nodes if n.command is not None for t in n.command.sends}
+    writers: dict[str, int] = {}
+    for keys in writes.values():
+        for key in keys:
+            writers[key] = writers.get(key, 0) + 1
+    if not any(n > 1 for n in writers.values()) and not sent & set(writes):
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
