@@ -40,8 +40,6 @@ StateT_contra = TypeVar("StateT_contra", contravariant=True)
 UpdateT_co = TypeVar("UpdateT_co", covariant=True)
 NodesT_co = TypeVar("NodesT_co", bound=str, covariant=True)
 ReturnT_co = TypeVar("ReturnT_co", covariant=True)
-FirstT = TypeVar("FirstT")
-FirstT_contra = TypeVar("FirstT_contra", contravariant=True)
 
 NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co] | None
 """What a node may return: an update, ``None`` or a ``Command`` naming nodes of the graph."""
@@ -69,32 +67,31 @@ class NodeFunction(Protocol[UpdateT_co, NodesT_co, ParamsT, ReturnT_co]):
     ) -> NodeResult[UpdateT_co, NodesT_co] | Awaitable[NodeResult[UpdateT_co, NodesT_co]]: ...
 
 
-class RouterFunction(Protocol[StateT_contra, NodesT_co, FirstT_contra, ParamsT, ReturnT_co]):
+# mypy infers the variance of a protocol from its overloads as if they were a dispatch, and
+# asks for a covariant state; in this intersection the state is a parameter (contravariant).
+class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):  # type: ignore[misc]
     """A function that fits as a router of a graph with state ``StateT`` and node names ``NodesT``.
 
     Only type checkers read this; like :class:`NodeFunction` its overloads are an
-    intersection. The first captures the router's signature (its first parameter's type
-    ``FirstT``, the rest ``ParamsT``, its return ``ReturnT``) and checks that the first
-    parameter takes the state; the second checks that the return is a :data:`Route` of the
-    graph's nodes, or an awaitable of one (``async def``).
+    intersection. The first captures the parameters after the state (``ParamsT``) and the
+    return type (``ReturnT``); the second checks that the first parameter takes the state
+    and that the return is a :data:`Route` of the graph's nodes, or an awaitable of one
+    (``async def``).
 
-    The first parameter is written ``StateT | FirstT`` rather than ``StateT`` on purpose: mypy
-    picks the overloads it infers from by a pre-check in which unsolved type variables fail,
-    and this keeps a router whose state parameter is positional-only from matching only the
-    second overload (which would leave the captured types unsolved).
+    The state parameter is captured as ``Any``, not as a type variable of its own: mypy
+    chooses the overloads it infers from with a pre-check that unsolved type variables fail,
+    so a router whose only parameter is positional-only would match the second overload
+    alone and leave the captured types unsolved. The decorated router's first parameter is
+    typed as the graph's state.
     """
 
     @overload
     def __call__(
-        self,
-        state: StateT_contra | FirstT_contra,
-        /,
-        *args: ParamsT.args,
-        **kwargs: ParamsT.kwargs,
+        self, state: Any, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
     ) -> ReturnT_co: ...
     @overload
     def __call__(  # type: ignore[overload-cannot-match]
-        self, state: FirstT_contra, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
+        self, state: StateT_contra, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
     ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
 
 
@@ -274,8 +271,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     def router(
         self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
     ) -> Callable[
-        [RouterFunction[StateT, NodesT, FirstT, ParamsT, ReturnT]],
-        Callable[Concatenate[FirstT, ParamsT], ReturnT],
+        [RouterFunction[StateT, NodesT, ParamsT, ReturnT]],
+        Callable[Concatenate[StateT, ParamsT], ReturnT],
     ]:
         """Register the decorated function as the conditional way out of ``source``.
 
@@ -289,8 +286,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         localns = _caller_locals(1)
 
         def register(
-            router_func: RouterFunction[StateT, NodesT, FirstT, ParamsT, ReturnT],
-        ) -> Callable[Concatenate[FirstT, ParamsT], ReturnT]:
+            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT],
+        ) -> Callable[Concatenate[StateT, ParamsT], ReturnT]:
             func: Callable[..., Any] = router_func
             self._routers.append(
                 _RouterEntry(
