@@ -2,8 +2,9 @@
 
 This is the only module that imports networkx. :class:`SpecGraph` holds one ``DiGraph`` with
 ``START``, ``END`` and every registered node; an edge ``s → t`` carries the list of routes
-(:class:`~corral.spec.Edge`) declared from ``s`` to ``t``, and is *guarded* only when every
-one of those routes carries a guard (a guard's ``otherwise`` route never does).
+(:class:`~corral.spec.Edge`) declared from ``s`` to ``t`` (``routes``) and is marked
+``guarded`` only when every one of those routes carries a guard (a guard's ``otherwise``
+route never does).
 
 Guard coverage is polynomial: a cycle with no guarded route is a cycle of the subgraph left
 after dropping guarded edges, so it exists exactly when that subgraph has a strongly
@@ -54,10 +55,13 @@ class SpecGraph:
                 continue
             if edge.source not in self.rank and edge.source != START:
                 continue
+            guarded = edge.guard is not None
             if graph.has_edge(edge.source, edge.target):
-                graph.edges[edge.source, edge.target]["routes"].append(edge)
+                data = graph.edges[edge.source, edge.target]
+                data["routes"].append(edge)
+                data["guarded"] = data["guarded"] and guarded
             else:
-                graph.add_edge(edge.source, edge.target, routes=[edge])
+                graph.add_edge(edge.source, edge.target, routes=[edge], guarded=guarded)
         self.graph = graph
         self._routers: dict[str, list[RouterSpec]] = {}
         for router in spec.routers:
@@ -86,8 +90,10 @@ class SpecGraph:
 
     def is_guarded(self, source: str, target: str) -> bool:
         """Return whether every route from ``source`` to ``target`` carries a guard."""
-        routes = self.routes(source, target)
-        return bool(routes) and all(r.guard is not None for r in routes)
+        if not self.graph.has_edge(source, target):
+            return False
+        guarded: bool = self.graph.edges[source, target]["guarded"]
+        return guarded
 
     # -- reachability --------------------------------------------------------------------
 
