@@ -89,9 +89,10 @@ def classify(state: State) -> StateUpdate:
 
 @g.router("classify")
 def route_ticket(state: State) -> Desk:
-    category = state["category"]
-    if category == "billing" or category == "technical":
-        return category
+    if state["category"] == "billing":
+        return "billing"
+    if state["category"] == "technical":
+        return "technical"
     return "general"
 
 

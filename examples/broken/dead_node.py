@@ -1,5 +1,6 @@
 # $ corral lint examples/broken/dead_node.py
-# (recorded when the CLI lands)
+# examples/broken/dead_node.py:45:1: CR103 node 'escalate' is not reachable from the start; route to it or remove it
+# Found 1 error in 1 graph (1 file).
 # exit 1
 """BROKEN: a node nothing routes to (CR103).
 
@@ -8,6 +9,8 @@ was never updated, so no run can reach it: angry customers get the polite answer
 
 Fix: add ``"escalate"`` to the router's ``Literal`` and return it for angry tickets.
 """
+
+# ruff: noqa: E501  (the recorded lint output above is kept verbatim)
 
 from typing import Literal, TypedDict
 

@@ -1,5 +1,6 @@
 # $ corral lint examples/broken/missing_reducer.py
-# (recorded when the CLI lands)
+# examples/broken/missing_reducer.py:37:1: CR301 nodes 'logs', 'metrics' and 'deploys' can run in the same superstep and all write 'findings', which has no reducer; give the key a reducer (Annotated[list[str], operator.add]) or let one node write it
+# Found 1 error in 1 graph (1 file).
 # exit 1
 """BROKEN: three parallel branches write one list with no reducer (CR301).
 
@@ -10,6 +11,8 @@ write silently keeps one branch's findings and drops the other two. corral raise
 
 Fix: ``findings: Annotated[list[str], operator.add]``.
 """
+
+# ruff: noqa: E501  (the recorded lint output above is kept verbatim)
 
 from typing import TypedDict
 

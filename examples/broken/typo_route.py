@@ -1,14 +1,20 @@
 # $ corral lint examples/broken/typo_route.py
-# (recorded when the CLI lands)
+# examples/broken/typo_route.py:38:1: CR101 router 'route' routes to 'biling', which is not a node; fix the name (did you mean 'billing'?) or register a node named 'biling'
+# examples/broken/typo_route.py:43:1: CR103 node 'billing' is not reachable from the start; route to it or remove it
+# Found 2 errors in 1 graph (1 file).
 # exit 1
 """BROKEN: a typo in a route (CR101).
 
-The router promises ``"biling"``; there is no such node. LangGraph finds out when a ticket
-about an invoice arrives in production; corral reports it before anything runs. With a
-``Nodes = Literal[...]`` passed to ``Graph`` (see docs/typing.md), mypy reports it too.
+The router promises ``"biling"``; there is no such node, so no invoice question would ever
+reach ``billing``. A router returning plain strings finds out when the first invoice ticket
+arrives; corral reads the annotation and reports the unknown name, and the node it strands,
+before anything runs. With a ``Nodes = Literal[...]`` passed to ``Graph`` (see
+docs/typing.md), mypy reports it too.
 
 Fix: ``Literal["billing", "technical"]``.
 """
+
+# ruff: noqa: E501  (the recorded lint output above is kept verbatim)
 
 from typing import Literal, TypedDict
 

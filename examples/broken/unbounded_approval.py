@@ -1,5 +1,6 @@
 # $ corral lint examples/broken/unbounded_approval.py
-# (recorded when the CLI lands)
+# examples/broken/unbounded_approval.py:42:1: CR201 cycle draft → review → draft has no guarded route, so only max_steps stops it; add a guard to one of its routes, e.g. Guard('draft', max=3, otherwise=END) on router 'after_review' (review → draft), or on node 'draft' (draft → review)
+# Found 1 error in 1 graph (1 file).
 # exit 1
 """BROKEN: an approval loop with no guard (CR201).
 
@@ -10,6 +11,8 @@ compile a cycle that no guard bounds, and ``corral lint`` says where to put one.
 Fix: ``@g.router("review", guards=[Guard("draft", max=3, otherwise="give_up")])`` and a
 ``give_up`` node, as in ``examples/incident_response.py``.
 """
+
+# ruff: noqa: E501  (the recorded lint output above is kept verbatim)
 
 from typing import Literal, TypedDict
 

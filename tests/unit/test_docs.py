@@ -106,11 +106,29 @@ def run_markdown(path: Path) -> types.ModuleType:
                 exec(code, module.__dict__)
             except BaseException as exc:
                 where = f"{_show(path)}:{block.line}"
-                msg = f"the python block at {where} failed: {type(exc).__name__}: {exc}"
+                line = _failing_line(exc, str(path))
+                at = f" (line {line}: {_line_text(text, line)!r})" if line else ""
+                msg = f"the python block at {where} failed{at}: {type(exc).__name__}: {exc}"
                 raise AssertionError(msg) from exc
     finally:
         sys.modules.pop(name, None)
     return module
+
+
+def _failing_line(exc: BaseException, filename: str) -> int | None:
+    """Return the innermost line of ``filename`` in the traceback of ``exc``, if any."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _line_text(text: str, line: int) -> str:
+    lines = text.splitlines()
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
 def _show(path: Path) -> str:
@@ -170,7 +188,7 @@ def test_a_failing_block_names_the_file_and_line(tmp_path: Path) -> None:
     """A block that raises fails the file's test, naming the Markdown line of the block."""
     doc = tmp_path / "doc.md"
     doc.write_text("intro\n\n```python\nok = 1\n```\n\n```python\nassert ok == 2\n```\n")
-    with pytest.raises(AssertionError, match=r"doc\.md:8 failed: AssertionError"):
+    with pytest.raises(AssertionError, match=r"doc\.md:8 failed \(line 8: 'assert ok == 2'\)"):
         run_markdown(doc)
 
 
