@@ -14,6 +14,14 @@ through ``deps``; :class:`FakeTools` answers offline.
 Run it::
 
     python examples/incident_response.py
+
+Or be the person yourself: ``corral run`` checkpoints to ``.corral/checkpoints.sqlite``,
+exits 3 at the approval and prints the command that answers it::
+
+    corral run examples/incident_response.py --deps examples/incident_response.py:FakeTools \
+        --input '{"incident": "checkout API returns 500s"}' --thread inc-1
+    corral run examples/incident_response.py --deps examples/incident_response.py:FakeTools \
+        --thread inc-1 --resume "no: a rollback loses the new tax rules"
 """
 
 from __future__ import annotations
