@@ -776,3 +776,15 @@ def test_same_defect_declared_twice_is_reported_once() -> None:
         return {}
 
     assert found(g) == [("CR101", ("a", "void"))]
+
+
+def test_cr202_two_guards_on_one_route() -> None:
+    """A second guard on a route that already has one is a warning."""
+    g, router = _loop(
+        [Guard("revise", max=3, otherwise=END), Guard("revise", max=5, otherwise=END)]
+    )
+    d = one(g, "CR202")
+    assert (d.nodes, d.line) == (("critique", "revise"), def_line(router))
+    assert d.message == (
+        "router 'after_critique' has more than one guard on its route to 'revise'; keep one"
+    )

@@ -153,23 +153,49 @@ def _excused(graph: SpecGraph) -> set[str]:
     return excused
 
 
-def _guard_owners(spec: GraphSpec) -> Iterator[tuple[str, str, tuple[Guard, ...], Location, Any]]:
-    """Yield ``(who, source, guards, location, declared targets or None)`` for every declarer."""
-    for node in _first_nodes(spec):
+@dataclass(frozen=True)
+class _GuardSite:
+    """A node or router that declares guards, with what its guards may count."""
+
+    who: str
+    """``node 'a'`` or ``router 'after_a'``, for messages."""
+    source: str
+    guards: tuple[Guard, ...]
+    location: Location
+    declared: tuple[str, ...] | None
+    """The targets its own routes can take; ``None`` when its annotation is unreadable."""
+    ignore: tuple[str, ...]
+    is_node: bool
+
+
+def _guard_sites(graph: SpecGraph) -> Iterator[_GuardSite]:
+    """Yield every node and router that declares guards."""
+    for node in _first_nodes(graph.spec):
         if node.guards:
-            declared: list[str] = list(node.then or ())
+            declared: tuple[str, ...] | None = node.then or ()
             if node.command is not None:
-                if node.command.names is None:
-                    declared_or_none: list[str] | None = None
-                else:
-                    declared_or_none = declared + list(node.command.names)
-            else:
-                declared_or_none = declared
-            yield f"node {node.name!r}", node.name, node.guards, node.location, declared_or_none
-    for router in spec.routers:
+                names = node.command.names
+                declared = None if names is None else (*(node.then or ()), *names)
+            yield _GuardSite(
+                f"node {node.name!r}",
+                node.name,
+                node.guards,
+                node.location,
+                declared,
+                node.ignore,
+                is_node=True,
+            )
+    for router in graph.spec.routers:
         if router.guards:
-            names = list(router.targets.names) if router.targets.names is not None else None
-            yield f"router {router.name!r}", router.source, router.guards, router.location, names
+            yield _GuardSite(
+                f"router {router.name!r}",
+                router.source,
+                router.guards,
+                router.location,
+                router.targets.names,
+                router.ignore,
+                is_node=False,
+            )
 
 
 # -- CR1xx: structure ---------------------------------------------------------------------
@@ -206,17 +232,16 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
                 router.location,
                 router.ignore,
             )
-    for who, source, guards, location, declared in _guard_owners(spec):
-        ignore = _ignore_of(graph, who, source)
-        for guard in guards:
-            if guard.target in targets or (declared is not None and guard.target in declared):
-                continue
+    for site in _guard_sites(graph):
+        for guard in site.guards:
+            if guard.target in targets or guard.target in (site.declared or ()):
+                continue  # a known name, or an unknown route target reported above
             yield Finding(
-                f"Guard({guard.target!r}) on {who} names {guard.target!r}, which is not a node; "
-                f"{_fix_name(guard.target, targets)}",
-                (source, guard.target),
-                location,
-                ignore,
+                f"Guard({guard.target!r}) on {site.who} names {guard.target!r}, which is not "
+                f"a node; {_fix_name(guard.target, targets)}",
+                (site.source, guard.target),
+                site.location,
+                site.ignore,
             )
     for node in _first_nodes(spec):
         for waited in node.wait_for:
@@ -226,16 +251,6 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
                     f"{_fix_name(waited, known)}",
                     (node.name, waited),
                 )
-
-
-def _ignore_of(graph: SpecGraph, who: str, source: str) -> tuple[str, ...]:
-    if who.startswith("node "):
-        node = graph.spec.node(source)
-        return node.ignore if node is not None else ()
-    for router in graph.routers_of(source):
-        if who == f"router {router.name!r}":
-            return router.ignore
-    return ()
 
 
 @rule("CR102", "no-start")
@@ -424,59 +439,52 @@ def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
 @rule("CR202", "useless-guard", "warning")
 def useless_guards(graph: SpecGraph) -> Iterator[Finding]:
     """Report guards on routes that are on no cycle, or that their owner cannot take."""
-    spec = graph.spec
-    for who, source, guards, location, declared in _guard_owners(spec):
-        if not graph.is_node(source):
+    for site in _guard_sites(graph):
+        if graph.is_node(site.source):
+            yield from _useless_guards_of(graph, site)
+
+
+def _useless_guards_of(graph: SpecGraph, site: _GuardSite) -> Iterator[Finding]:
+    source, who = site.source, site.who
+    counted: set[str] = set()
+    for guard in site.guards:
+        nodes = (source, guard.target) if graph.is_node(guard.target) else (source,)
+        place = (nodes, site.location, site.ignore)
+        if guard.target in counted:
+            yield Finding(
+                f"{who} has more than one guard on its route to {guard.target!r}; keep one",
+                *place,
+            )
             continue
-        ignore = _ignore_of(graph, who, source)
-        counted: set[str] = set()
-        for guard in guards:
-            nodes = (source, guard.target) if graph.is_node(guard.target) else (source,)
-            if guard.target in counted:
+        counted.add(guard.target)
+        if site.declared is None:
+            continue  # CR401 already says the routes cannot be read
+        if guard.target not in site.declared:
+            if not graph.is_node(guard.target) and guard.target != END:
+                continue  # CR101
+            routers = graph.routers_of(source) if site.is_node else []
+            if routers and not site.declared:
                 yield Finding(
-                    f"{who} has more than one guard on its route to {guard.target!r}; keep one",
-                    nodes,
-                    location,
-                    ignore,
+                    f"Guard({guard.target!r}) on {who} never counts: a node's guards apply to "
+                    f"its then= and Command routes; move it to @g.router({source!r}, "
+                    f"guards=[...]) on {routers[0].name!r}",
+                    *place,
                 )
                 continue
-            counted.add(guard.target)
-            if declared is None:
-                continue  # CR401 already says the routes cannot be read
-            if guard.target not in declared:
-                if not graph.is_node(guard.target) and guard.target != END:
-                    continue  # CR101
-                routers = graph.routers_of(source) if who.startswith("node ") else []
-                if routers and not declared:
-                    fix = (
-                        f"a node's guards apply to its then= and Command routes; move it to "
-                        f"@g.router({source!r}, guards=[...]) on {routers[0].name!r}"
-                    )
-                    yield Finding(
-                        f"Guard({guard.target!r}) on {who} never counts: {fix}",
-                        nodes,
-                        location,
-                        ignore,
-                    )
-                    continue
-                allowed = _names(declared) if declared else "no node"
-                yield Finding(
-                    f"Guard({guard.target!r}) on {who} never counts: {who} cannot route to "
-                    f"{guard.target!r} (it routes to {allowed}); guard one of its routes or "
-                    "remove it",
-                    nodes,
-                    location,
-                    ignore,
-                )
-            elif guard.target == END or not graph.on_cycle(source, guard.target):
-                yield Finding(
-                    f"Guard({guard.target!r}) on {who} guards the route "
-                    f"{source} → {guard.target}, which is on no cycle; remove it (only cycles "
-                    "need guards; max_runs= caps a node)",
-                    nodes,
-                    location,
-                    ignore,
-                )
+            allowed = _names(site.declared) if site.declared else "no node"
+            yield Finding(
+                f"Guard({guard.target!r}) on {who} never counts: {who} cannot route to "
+                f"{guard.target!r} (it routes to {allowed}); guard one of its routes or "
+                "remove it",
+                *place,
+            )
+        elif guard.target == END or not graph.on_cycle(source, guard.target):
+            yield Finding(
+                f"Guard({guard.target!r}) on {who} guards the route "
+                f"{source} → {guard.target}, which is on no cycle; remove it (only cycles "
+                "need guards; max_runs= caps a node)",
+                *place,
+            )
 
 
 # -- CR3xx: state -------------------------------------------------------------------------
