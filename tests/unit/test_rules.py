@@ -6,7 +6,7 @@ import operator
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from graphs import draft_loop, fanout, map_reduce
+from graphs import draft_loop, fanout, map_reduce, unguarded_loop
 
 from corral import END, Command, Diagnostic, End, Graph, GraphError, Guard, Send
 from corral.analysis import RULES
@@ -788,3 +788,14 @@ def test_cr202_two_guards_on_one_route() -> None:
     assert d.message == (
         "router 'after_critique' has more than one guard on its route to 'revise'; keep one"
     )
+
+
+def test_unguarded_loop_module_points_at_its_router() -> None:
+    """The shared unguarded-loop graph has exactly one finding, at its router's def line."""
+    [d] = unguarded_loop.g.check()
+    assert (d.code, d.nodes, d.line) == (
+        "CR201",
+        ("critique", "revise"),
+        def_line(unguarded_loop.after_critique),
+    )
+    assert d.file == unguarded_loop.__file__
