@@ -41,7 +41,7 @@ from corral.runtime.events import (
     SuperstepEnd,
     TraceRecord,
 )
-from corral.runtime.state import apply_writes, thaw
+from corral.runtime.state import apply_writes, is_flat, thaw
 from corral.runtime.tables import Node, build_tables
 from corral.spec import START, GraphSpec
 
@@ -462,6 +462,22 @@ class CompiledGraph(Generic[StateT]):
         return ex
 
     def _prepare(
+        self,
+        input: Any,
+        thread_id: str | None,
+        checkpoint_id: str | None,
+        max_steps: int | None,
+        deps: Any,
+        on_event: Callable[[Event], None] | None,
+        buffer: list[Event] | None,
+    ) -> Execution:
+        ex = self._prepare_values(
+            input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer
+        )
+        ex.flat = is_flat(ex.values)
+        return ex
+
+    def _prepare_values(
         self,
         input: Any,
         thread_id: str | None,

@@ -36,6 +36,7 @@ from corral.errors import (
     RouteError,
     StepLimitError,
 )
+from corral.reducers import Overwrite
 from corral.runtime.context import Context
 from corral.runtime.events import (
     Event,
@@ -53,22 +54,12 @@ from corral.runtime.interrupts import (
     _current,
     _Pause,
 )
-from corral.runtime.state import StateView, apply_writes
-from corral.runtime.tables import Node, Router, Tables
+from corral.runtime.state import IMMUTABLE, FlatView, StateView, apply_writes, is_flat, view_of
+from corral.runtime.tables import NO_ARG, Node, Router, Tables
 from corral.spec import END
 
 __all__ = ["NO_ARG", "Execution", "Result", "Task", "run_async", "run_sync"]
 
-
-class _NoArg:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "NO_ARG"
-
-
-NO_ARG: Any = _NoArg()
-"""The argument of a task that reads the state (not started by a ``Send``)."""
 
 Task = tuple[Node, Any]
 """A node to run and its ``Send`` argument (``NO_ARG`` for a plain run)."""
@@ -79,12 +70,40 @@ Result = tuple[int, Node, "dict[str, Any] | None", "tuple[str | Send[str], ...] 
 class Execution:
     """Everything one run carries between supersteps (and saves in a checkpoint)."""
 
+    __slots__ = (
+        "answers",
+        "arrived",
+        "buffer",
+        "checkpoint_id",
+        "deps",
+        "done",
+        "emit",
+        "flat",
+        "guards",
+        "held",
+        "interrupts",
+        "max_steps",
+        "reroute",
+        "runs",
+        "saver",
+        "status",
+        "steps",
+        "supersteps",
+        "tables",
+        "tasks",
+        "thread_id",
+        "trace",
+        "values",
+    )
+
     def __init__(self, tables: Tables, *, max_steps: int, deps: Any, thread_id: str | None) -> None:
         self.tables = tables
         self.max_steps = max_steps
         self.deps = deps
         self.thread_id = thread_id
         self.values: dict[str, Any] = {}
+        self.flat = False
+        """True when every value of ``values`` is immutable (nodes then get a FlatView)."""
         self.tasks: list[Task] = []
         self.done: dict[int, Result] = {}
         """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
@@ -105,10 +124,6 @@ class Execution:
         self.buffer: list[Event] | None = None
         self.saver: Saving | None = None
         self.checkpoint_id: str | None = None
-
-    def pending_interrupts(self) -> list[dict[str, Any]]:
-        """Return the interrupts in their saved form (see ``persist``)."""
-        return []
 
 
 class Saving:
@@ -285,7 +300,7 @@ def _command_targets(node: Node, goto: Any) -> tuple[str | Send[str], ...]:
 def _call_sync(
     ex: Execution, node: Node, arg: Any, values: dict[str, Any], step: int, answers: _Answers | None
 ) -> Any:
-    state = StateView(values) if arg is NO_ARG else arg
+    state = view_of(values, ex.flat) if arg is NO_ARG else arg
     token = _current.set(answers) if answers is not None else None
     try:
         if node.takes_ctx:
@@ -473,6 +488,7 @@ def _merge(ex: Execution, results: list[Result]) -> list[tuple[str, dict[str, An
         ex.values = apply_writes(
             ex.values, writes, tables.reducers, tables.empties, superstep=ex.supersteps + 1
         )
+        ex.flat = is_flat(ex.values)
     return writes
 
 
@@ -521,12 +537,143 @@ def _pause_record(ex: Execution, index: int, node: Node, pause: _Pause) -> dict[
     }
 
 
+def _fast_steps(ex: Execution) -> None:
+    """Run single-task supersteps of a run with no events and no checkpointer, inline.
+
+    This is the hot path of a loop (one node at a time): the same steps as the general loop,
+    with the checks and the merge of one update done here rather than through the helpers.
+    It returns as soon as a superstep needs anything else (a fan-out, a ``Send``, a join, a
+    cap about to be hit), and the general loop takes over from exactly that point.
+    """
+    if ex.done or ex.reroute is not None or ex.held:
+        return
+    tables = ex.tables
+    keyset = tables.keyset
+    reducers = tables.reducers
+    runs = ex.runs
+    guards = ex.guards
+    trace_append = ex.trace.append
+    max_steps = ex.max_steps
+    flat = ex.flat
+    view: type[FlatView] = FlatView if flat else StateView
+    immutable = IMMUTABLE
+    clock = perf_counter
+    no_arg = NO_ARG
+    overwrite = Overwrite
+    tasks = ex.tasks
+    while len(tasks) == 1:
+        node, arg = tasks[0]
+        if arg is not no_arg or not node.simple:
+            return
+        name = node.name
+        step = ex.steps + 1
+        if step > max_steps:
+            return
+        values = ex.values
+        start = clock()
+        try:
+            out = node.func(view(values))
+        except InterruptWithoutCheckpointerError:
+            raise
+        except Exception as exc:
+            raise _node_error(ex, name, step, exc) from exc
+        seconds = clock() - start
+        goto: tuple[Any, ...] | None = None
+        if type(out) is dict and keyset.issuperset(out):
+            update: dict[str, Any] | None = out
+            ex.steps = step
+            runs[name] = runs.get(name, 0) + 1
+            trace_append((step, name, out, seconds))
+        else:
+            _, _, update, goto = _accept(ex, 0, node, out, step, seconds)
+        if update:
+            new = dict(values)
+            for key, value in update.items():
+                if type(value) is overwrite:
+                    value = value.value
+                elif reducers[key] is not None:
+                    new = apply_writes(
+                        values, [(name, update)], reducers, tables.empties, superstep=step
+                    )
+                    flat = is_flat(new)
+                    break
+                new[key] = value
+                if flat and type(value) not in immutable:
+                    flat = False
+            ex.values = values = new
+            ex.flat = flat
+            view = FlatView if flat else StateView
+        ex.supersteps += 1
+        router = node.router
+        target: Any
+        if node.then is not None:
+            targets: tuple[Any, ...] = node.then
+            via = "then"
+        elif router is not None:
+            try:
+                if router.takes_ctx:
+                    target = router.func(view(values), _context(ex, name, ex.steps))
+                else:
+                    target = router.func(view(values))
+            except Exception as exc:
+                raise _node_error(ex, name, ex.steps, exc, router.name) from exc
+            if type(target) is str and target in router.allowed:
+                entry = node.fast.get(target)
+                if entry is not None:
+                    following, route, most = entry
+                    if route is None or guards[route] < most:
+                        if route is not None:
+                            guards[route] += 1
+                        if following is None:
+                            ex.tasks = []
+                            return
+                        ex.tasks = tasks = [following]
+                        continue
+                targets = (target,)
+            else:
+                targets = router_targets(node, router, target)
+            via = "router"
+        elif goto is not None:
+            targets = goto
+            via = "command"
+        else:
+            targets = ()
+        if len(targets) == 1 and type(targets[0]) is str:
+            entry = node.fast.get(targets[0])
+            if entry is not None:
+                following, route, most = entry
+                if route is None or guards[route] < most:
+                    if route is not None:
+                        guards[route] += 1
+                    if following is None:
+                        ex.tasks = []
+                        return
+                    ex.tasks = tasks = [following]
+                    continue
+        _route_slow(ex, node, targets, via)
+        if ex.held:
+            return
+        tasks = ex.tasks
+
+
+def _route_slow(ex: Execution, node: Node, targets: tuple[Any, ...], via: str) -> None:
+    plain: list[Node] = []
+    sends: list[Task] = []
+    take_routes(ex, node, targets, via, plain, sends)
+    ex.tasks = next_tasks(ex, plain, sends)
+
+
 def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
     """Run ``ex`` to its end or next pause, yielding buffered events as they happen."""
     yield from _flush(ex)
     emit = ex.emit
     checkpointing = ex.saver is not None
+    fast = emit is None and not checkpointing
     while ex.status == "running" and (ex.tasks or ex.reroute):
+        if fast:
+            _fast_steps(ex)
+            if not ex.tasks:
+                break
         if ex.reroute is not None:
             results = ex.reroute
             ex.reroute = None
@@ -635,7 +782,7 @@ def _reroute_failed(
 
 
 def route_sync(ex: Execution, node: Node, router: Router) -> Any:
-    view = StateView(ex.values)
+    view = view_of(ex.values, ex.flat)
     try:
         if router.takes_ctx:
             return router.func(view, _context(ex, node.name, ex.steps))
@@ -647,7 +794,7 @@ def route_sync(ex: Execution, node: Node, router: Router) -> Any:
 async def route_async(ex: Execution, node: Node, router: Router) -> Any:
     if not router.is_async:
         return route_sync(ex, node, router)
-    view = StateView(ex.values)
+    view = view_of(ex.values, ex.flat)
     try:
         if router.takes_ctx:
             return await router.func(view, _context(ex, node.name, ex.steps))
@@ -660,7 +807,7 @@ async def _call_async(
     ex: Execution, node: Node, arg: Any, values: dict[str, Any], step: int, answers: _Answers | None
 ) -> tuple[str, Any, float]:
     """Run one task; return ``("ok", out, seconds)``, ``("pause", p, 0)`` or ``("error", e, 0)``."""
-    state = StateView(values) if arg is NO_ARG else arg
+    state = view_of(values, ex.flat) if arg is NO_ARG else arg
     if answers is not None:
         _current.set(answers)
     start = perf_counter()

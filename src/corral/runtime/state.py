@@ -5,7 +5,8 @@ state. Assigning or deleting a key raises ``TypeError``; a list, dict, set or ot
 value read from it is a deep copy made on first read (and kept for that node run), so a
 node that mutates what it read changes only its own copy, never the run's state, a sibling's
 input or a checkpoint. Immutable values (numbers, strings, ``None``...) are handed out as
-they are, so reading them costs one dict lookup.
+they are. When every value of the state is immutable, the node gets a :class:`FlatView`
+instead, which reads at plain dict speed (there is nothing to copy).
 
 :func:`apply_writes` merges the updates of one superstep into a *new* dict (the old state is
 kept intact, which is what ``err.state`` and checkpoints rely on): a key with a reducer takes
@@ -23,11 +24,22 @@ from typing import Any, NoReturn
 from corral.errors import InvalidUpdateError
 from corral.reducers import Overwrite
 
-__all__ = ["Reducers", "StateView", "apply_writes", "thaw"]
+__all__ = [
+    "IMMUTABLE",
+    "FlatView",
+    "Reducers",
+    "StateView",
+    "apply_writes",
+    "is_flat",
+    "thaw",
+    "view_of",
+]
 
 Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
 
-_IMMUTABLE: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None), range})
+IMMUTABLE: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None), range})
+"""Types whose values a node can be handed without a copy."""
+_IMMUTABLE = IMMUTABLE
 
 
 def _read_only(what: str) -> NoReturn:
@@ -38,7 +50,68 @@ def _read_only(what: str) -> NoReturn:
     raise TypeError(msg)
 
 
-class StateView(dict[str, Any]):
+class FlatView(dict[str, Any]):
+    """A read-only copy of a state whose values are all immutable (numbers, strings...).
+
+    Reading costs what a dict read costs; only the methods that would change it differ.
+    """
+
+    __slots__ = ()
+
+    def copy(self) -> dict[str, Any]:
+        """Return a plain, mutable dict with private copies of mutable values."""
+        return dict(self)
+
+    def __copy__(self) -> dict[str, Any]:
+        return self.copy()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return self.copy()
+
+    def __reduce__(self) -> Any:
+        return (dict, (self.copy(),))
+
+    def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
+        out = dict(other)
+        out.update(self.copy())
+        return out
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        _read_only(f"set {key!r}")
+
+    def __delitem__(self, key: str) -> NoReturn:
+        _read_only(f"delete {key!r}")
+
+    def __ior__(self, other: Any) -> NoReturn:
+        _read_only("update the state with |=")
+
+    def clear(self) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("clear the state")
+
+    def pop(self, key: str, *default: Any) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only(f"pop {key!r}")
+
+    def popitem(self) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("pop an item")
+
+    def setdefault(self, key: str, default: Any = None) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only(f"set a default for {key!r}")
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refuse: the state is read-only."""
+        _read_only("update the state")
+
+
+class StateView(FlatView):
     """A read-only copy of the state, as a node or router receives it.
 
     >>> items = [1]
@@ -93,53 +166,15 @@ class StateView(dict[str, Any]):
         """Return a plain, mutable dict with private copies of mutable values."""
         return {key: self[key] for key in dict.keys(self)}
 
-    def __copy__(self) -> dict[str, Any]:
-        return self.copy()
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return self.copy()
+def is_flat(values: Mapping[str, Any]) -> bool:
+    """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
+    return all(type(value) in _IMMUTABLE for value in values.values())
 
-    def __reduce__(self) -> Any:
-        return (dict, (self.copy(),))
 
-    def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        out = self.copy()
-        out.update(other)
-        return out
-
-    def __ror__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        out = dict(other)
-        out.update(self.copy())
-        return out
-
-    def __setitem__(self, key: str, value: Any) -> NoReturn:
-        _read_only(f"set {key!r}")
-
-    def __delitem__(self, key: str) -> NoReturn:
-        _read_only(f"delete {key!r}")
-
-    def __ior__(self, other: Any) -> NoReturn:
-        _read_only("update the state with |=")
-
-    def clear(self) -> NoReturn:
-        """Refuse: the state is read-only."""
-        _read_only("clear the state")
-
-    def pop(self, key: str, *default: Any) -> NoReturn:
-        """Refuse: the state is read-only."""
-        _read_only(f"pop {key!r}")
-
-    def popitem(self) -> NoReturn:
-        """Refuse: the state is read-only."""
-        _read_only("pop an item")
-
-    def setdefault(self, key: str, default: Any = None) -> NoReturn:
-        """Refuse: the state is read-only."""
-        _read_only(f"set a default for {key!r}")
-
-    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Refuse: the state is read-only."""
-        _read_only("update the state")
+def view_of(values: dict[str, Any], flat: bool) -> FlatView:
+    """Return the read-only view a node gets of ``values``."""
+    return FlatView(values) if flat else StateView(values)
 
 
 def thaw(values: Mapping[str, Any]) -> dict[str, Any]:

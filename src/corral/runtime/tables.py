@@ -13,9 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 from corral.schema import empty_value
-from corral.spec import GraphSpec, Guard
+from corral.spec import END, GraphSpec, Guard
 
-__all__ = ["Node", "Router", "Tables", "build_tables"]
+__all__ = ["NO_ARG", "Node", "Router", "Tables", "build_tables"]
+
+
+class _NoArg:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_ARG"
+
+
+NO_ARG: Any = _NoArg()
+"""The argument of a task that reads the state (not started by a ``Send``)."""
 
 
 class Router:
@@ -45,6 +56,7 @@ class Node:
 
     __slots__ = (
         "command",
+        "fast",
         "func",
         "guards",
         "is_async",
@@ -53,6 +65,7 @@ class Node:
         "name",
         "order",
         "router",
+        "simple",
         "takes_ctx",
         "then",
         "wait_for",
@@ -75,6 +88,12 @@ class Node:
         self.wait_for: frozenset[str] = frozenset()
         self.joins: tuple[str, ...] = ()
         """The join nodes whose ``wait_for`` names this node."""
+        self.simple = False
+        """True when the hot path may run it: no joins, no cap of its own, no context."""
+        self.fast: dict[str, tuple[tuple[Node, Any] | None, tuple[str, str] | None, int]] = {}
+        """Per single target: the next task (``None`` for END), the guard key and its max.
+
+        Only targets the hot path can take alone are here (not joins)."""
 
 
 class Tables:
@@ -136,6 +155,22 @@ def build_tables(spec: GraphSpec) -> Tables:
         if name in tables.nodes:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
+    for node in tables.nodes.values():
+        node.simple = not (node.joins or node.wait_for or node.max_runs or node.takes_ctx)
+        targets = list(node.then or ())
+        if node.router is not None:
+            targets.extend(node.router.allowed)
+        targets.extend(node.command or ())
+        for target in targets:
+            following = tables.nodes.get(target)
+            if target != END and (following is None or following.wait_for):
+                continue
+            task = (following, NO_ARG) if following is not None else None
+            guarded = node.guards.get(target)
+            if guarded is None:
+                node.fast[target] = (task, None, 0)
+            else:
+                node.fast[target] = (task, guarded[0], guarded[1].max)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
