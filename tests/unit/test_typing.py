@@ -1,0 +1,146 @@
+"""mypy checks routes: well-typed modules pass ``--strict``, broken ones fail where expected.
+
+One mypy run covers every file under ``tests/typing/``: the modules in ``pass/`` must have no
+error at all, and each module in ``fail/`` must have exactly the errors its lines announce
+with a ``# E: <code> "<text>"`` comment, where ``<text>`` is part of mypy's message (the
+offending literal, usually). A regression in the library's typing (a decorator that returns
+``Any``, a ``Literal`` widened to ``str``) makes an expected error disappear or an
+``assert_type`` fail, and this test with it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+from mypy import api
+
+from corral import END, Graph, GraphError
+
+ROOT = Path(__file__).resolve().parents[2]
+TYPING = ROOT / "tests" / "typing"
+PASS_FILES = sorted((TYPING / "pass").glob("*.py"))
+FAIL_FILES = sorted(p for p in (TYPING / "fail").glob("*.py") if not p.name.startswith("_"))
+SHARED_FAIL_FILES = sorted((TYPING / "fail").glob("_*.py"))
+
+_EXPECT = re.compile(r'#\s*E:\s*(?P<code>[\w-]+)\s+"(?P<text>[^"]+)"')
+_ERROR = re.compile(
+    r"^(?P<path>.+?):(?P<line>\d+): error: (?P<message>.*?)\s+\[(?P<code>[\w-]+)\]$"
+)
+
+
+@dataclass(frozen=True)
+class Error:
+    """One error mypy reported (or that a ``# E:`` comment expects)."""
+
+    line: int
+    code: str
+    text: str
+    """The whole message for a reported error; the expected part for an expected one."""
+
+
+@cache
+def run_mypy(cache_dir: str) -> tuple[dict[Path, list[Error]], str]:
+    """Run mypy once over every typing module; return the errors by file and the raw output."""
+    args = [
+        "--config-file",
+        str(ROOT / "mypy.ini"),
+        "--strict",
+        "--cache-dir",
+        cache_dir,
+        "--show-error-codes",
+        "--no-error-summary",
+        "--hide-error-context",
+        "--no-pretty",
+        "--no-color-output",
+        "--show-absolute-path",
+        *map(str, [*PASS_FILES, *SHARED_FAIL_FILES, *FAIL_FILES]),
+    ]
+    stdout, stderr, _status = api.run(args)
+    assert not stderr, stderr
+    errors: dict[Path, list[Error]] = {}
+    for raw in stdout.splitlines():
+        found = _ERROR.match(raw)
+        if found:
+            error = Error(int(found["line"]), found["code"], found["message"])
+            errors.setdefault(Path(found["path"]).resolve(), []).append(error)
+    return errors, stdout
+
+
+@pytest.fixture(scope="module")
+def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[Path, list[Error]], str]:
+    return run_mypy(str(tmp_path_factory.mktemp("mypy-cache")))
+
+
+def expected_errors(path: Path) -> list[Error]:
+    """Read the ``# E: code "text"`` comments of a module."""
+    out = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        for found in _EXPECT.finditer(line):
+            out.append(Error(number, found["code"], found["text"]))
+    return out
+
+
+def test_every_case_is_collected() -> None:
+    """The typing folders hold the modules this test expects (a rename would hide them)."""
+    assert {p.name for p in PASS_FILES} >= {"graph_types.py", "decorators.py"}
+    assert len(FAIL_FILES) >= 8
+    for path in FAIL_FILES:
+        assert expected_errors(path), f"{path.name} expects no error; add # E: comments"
+
+
+@pytest.mark.parametrize("path", PASS_FILES + SHARED_FAIL_FILES, ids=lambda p: p.name)
+def test_well_typed_module_passes_strict(
+    path: Path, mypy_errors: tuple[dict[Path, list[Error]], str]
+) -> None:
+    """A well-typed module (assert_type on graphs and decorated functions) has no error."""
+    errors, output = mypy_errors
+    assert errors.get(path.resolve(), []) == [], output
+
+
+@pytest.mark.parametrize("path", FAIL_FILES, ids=lambda p: p.name)
+def test_broken_module_fails_where_expected(
+    path: Path, mypy_errors: tuple[dict[Path, list[Error]], str]
+) -> None:
+    """Each expected error is reported on its line with its code and literal; no other is."""
+    errors, output = mypy_errors
+    actual = errors.get(path.resolve(), [])
+    expected = expected_errors(path)
+    assert [(e.line, e.code) for e in actual] == [(e.line, e.code) for e in expected], output
+    for want, got in zip(expected, actual, strict=True):
+        assert want.text in got.text, f"{path.name}:{got.line}: {got.text!r} lacks {want.text!r}"
+
+
+def test_router_error_names_the_offending_literal_and_the_nodes(
+    mypy_errors: tuple[dict[Path, list[Error]], str],
+) -> None:
+    """The message for a mistyped router target shows the typo and the graph's node names."""
+    errors, output = mypy_errors
+    reported = errors.get((TYPING / "fail" / "router_target_typo.py").resolve(), [])
+    assert reported, output
+    first = reported[0]
+    assert "Literal['revsie', '__end__']" in first.text
+    assert "RouterFunction[State, Literal['draft', 'critique', 'revise', 'work']" in first.text
+
+
+def test_nodes_literal_is_read_at_run_time() -> None:
+    """The node names passed for mypy are the ones compile() compares with the graph (CR108)."""
+    from typing import Literal, TypedDict
+
+    class State(TypedDict):
+        n: int
+
+    g = Graph(State, nodes=Literal["first", "second"])
+
+    @g.node(start=True, then=END)
+    def first(state: State) -> None:
+        return None
+
+    findings = [d for d in g.check() if d.code == "CR108"]
+    assert findings, "a name in nodes= with no node registered must be reported"
+    assert "second" in findings[0].message
+    with pytest.raises(GraphError):
+        g.compile()
