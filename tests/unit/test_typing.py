@@ -10,10 +10,12 @@ offending literal, usually). A regression in the library's typing (a decorator t
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Annotated, Literal, TypedDict
 
 import pytest
 from mypy import api
@@ -128,15 +130,10 @@ def test_router_error_names_the_offending_literal_and_the_nodes(
 
 def test_nodes_literal_is_read_at_run_time() -> None:
     """The node names passed for mypy are the ones compile() compares with the graph (CR108)."""
-    from typing import Literal, TypedDict
-
-    class State(TypedDict):
-        n: int
-
-    g = Graph(State, nodes=Literal["first", "second"])
+    g = Graph(LoopState, nodes=Literal["first", "second"])
 
     @g.node(start=True, then=END)
-    def first(state: State) -> None:
+    def first(state: LoopState) -> None:
         return None
 
     findings = [d for d in g.check() if d.code == "CR108"]
@@ -144,3 +141,37 @@ def test_nodes_literal_is_read_at_run_time() -> None:
     assert "second" in findings[0].message
     with pytest.raises(GraphError):
         g.compile()
+
+
+class LoopState(TypedDict):
+    score: int
+    drafts: Annotated[list[str], operator.add]
+
+
+class LoopUpdate(TypedDict, total=False):
+    score: int
+    drafts: list[str]
+
+
+class DriftedUpdate(TypedDict, total=False):
+    score: str
+    draft: list[str]
+
+
+def test_update_schema_is_compared_with_the_state_at_run_time() -> None:
+    """An update schema with the state's keys, all optional, passes; one that differs is CR303."""
+
+    def build(update: type[LoopUpdate] | type[DriftedUpdate]) -> Graph[LoopState, object, str]:
+        g: Graph[LoopState, object, str] = Graph(LoopState, update, Literal["only"])
+
+        @g.node(name="only", start=True, then=END)
+        def only(state: LoopState) -> None:
+            return None
+
+        return g
+
+    assert build(LoopUpdate).check() == []
+    findings = [(d.code, d.message) for d in build(DriftedUpdate).check()]
+    assert {code for code, _ in findings} == {"CR303"}
+    messages = " ".join(message for _, message in findings)
+    assert "'draft'" in messages and "'drafts'" in messages and "'score'" in messages
