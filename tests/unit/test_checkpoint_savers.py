@@ -295,3 +295,76 @@ def test_chain_matches_a_model_of_the_tree(make_saver: MakeSaver, ops: list[Any]
         assert chain[-1].writes == [("node", {"items": ["x" * 200 + str(k)]})]
         if checkpoint_id in snapshots:
             assert chain[-1].snapshot == {"k": k, "items": ["x" * 200 + str(k)] * 2}
+
+
+def big_values() -> dict[str, Any]:
+    """Values large enough that SQLite splits them and stores their parts once."""
+    words = [f"word {i} " + "x" * 60 for i in range(120)]
+    return {
+        "tuple": tuple(words),
+        "set": set(words[:50]),
+        "frozen": frozenset(words[50:90]),
+        "bytes": bytes(range(256)) * 40,
+        "int_keys": {i: w for i, w in enumerate(words[:80])},
+        "tag_lookalike": {"$corral": "tuple", "v": words[:70]},
+        "send": Send("work", {"docs": words}),
+        "overwrite": Overwrite(words[:100]),
+        "nested": {f"k{i}": {"text": w, "n": i, "flag": i % 2 == 0} for i, w in enumerate(words)},
+        "long_name_keys": {("k" * 150) + str(i): "v" * 150 for i in range(3)},
+        "mixed": [1, "short", "y" * 300, [words[0], 2.5], None, True] * 20,
+    }
+
+
+def test_big_values_of_every_kind_round_trip(make_saver: MakeSaver) -> None:
+    """Large tuples, sets, bytes, non-str-key dicts, Send and Overwrite survive storage."""
+    saver = make_saver()
+    values = big_values()
+    saver.put(Checkpoint("t", "a", None, values, [("n", values)], {"pending": values}))
+    saver.put(Checkpoint("t", "b", "a", dict(values), [("n", {"tuple": values["tuple"]})], {}))
+    first, second = saver.checkpoints("t")
+    assert first.snapshot == values
+    assert first.writes == [("n", values)]
+    assert first.meta == {"pending": values}
+    assert second.snapshot == values
+    assert type(second.snapshot["tuple"]) is tuple
+    assert type(second.snapshot["int_keys"]) is dict and 3 in second.snapshot["int_keys"]
+
+
+def test_meta_keys_can_change_appear_and_disappear(make_saver: MakeSaver) -> None:
+    """Each checkpoint's meta comes back whole, whatever changed since its parent."""
+    saver = make_saver()
+    metas: list[dict[str, Any]] = [
+        {"status": "running", "next": ["a"], "steps": 1, "runs": {"a": 1}},
+        {"status": "running", "next": ["a"], "steps": 2, "runs": {"a": 2}, "extra": [1]},
+        {"status": "done", "next": [], "steps": 2, "runs": {"a": 2}},
+        {"status": "done", "next": [], "steps": 2, "runs": {"a": 2}},
+        {"steps": True, "runs": {"a": 2.0}},  # equal in Python, different in JSON
+    ]
+    for i, meta in enumerate(metas):
+        saver.put(Checkpoint("t", f"c{i}", f"c{i - 1}" if i else None, None, [], meta))
+    saver.put(Checkpoint("t", "fork", "c1", None, [], {"forked": True}))
+    back = saver.checkpoints("t")
+    assert [c.meta for c in back] == [*metas, {"forked": True}]
+    assert type(back[4].meta["steps"]) is bool
+    assert type(back[4].meta["runs"]["a"]) is float
+    assert saver.chain("t", "c3")[-1].meta == metas[3]
+
+
+def test_a_list_item_changed_in_place_is_stored_as_it_is_now(make_saver: MakeSaver) -> None:
+    """Snapshots of a growing list reuse stored items only while they are unchanged."""
+    saver = make_saver()
+    message = {"role": "user", "content": "first version " * 20}
+    history = [message, {"role": "ai", "content": "reply " * 40}]
+    saver.put(Checkpoint("t", "a", None, {"history": list(history)}, [], {}))
+    message["content"] = "edited in place " * 20  # nodes should not do this; still stored right
+    history.append({"role": "user", "content": "more " * 40})
+    saver.put(Checkpoint("t", "b", "a", {"history": list(history)}, [], {}))
+    history[1] = (1, 2)  # replaced by a value of another type
+    saver.put(Checkpoint("t", "c", "b", {"history": list(history)}, [], {}))
+    first, second, third = (c.snapshot for c in saver.checkpoints("t"))
+    assert first is not None and second is not None and third is not None
+    assert first["history"][0]["content"] == "first version " * 20
+    reply = {"role": "ai", "content": "reply " * 40}
+    assert second["history"] == [history[0], reply, history[2]]
+    assert third["history"] == history
+    assert third["history"][1] == (1, 2)

@@ -13,8 +13,9 @@ names the kind::
 
 The invariant: ``decode(encode(x)) == x`` with the same types all the way down, for every
 value :func:`encode` accepts. A user dict that itself holds the key ``"$corral"`` is written
-in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": <int>}`` is
-reserved for stores that keep large values once and refer to them (see ``resolve``).
+in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": <int>}`` and
+``{"$corral": "refs", ...}`` are reserved for stores that keep large values once and refer
+to them (see ``resolve``); :func:`encode` never writes them.
 
 A value nothing can encode raises :class:`~corral.errors.SerializationError` naming where it
 sits (``state['drafts'][2]``), never a silent ``str()``; a *serializer* (see
@@ -266,12 +267,9 @@ class _Decoder:
         tag = tree.get(TAG)
         if tag is None:
             return {k: self.decode(v, where) for k, v in tree.items()}
-        if type(tag) is int:
-            if self.resolve is None:
-                msg = f"{where} refers to stored value {tag} but no store was given to read it"
-                raise CheckpointError(msg)
-            return self.decode(self.resolve(tag), where)
-        data = tree.get("v")
+        if type(tag) is int or tag == "refs":
+            return self.decode(self.plain(tree, where), where)
+        data = self.plain(tree.get("v"), where)
         if tag == "tuple":
             return tuple(self.decode(x, where) for x in data)
         if tag == "set":
@@ -279,20 +277,47 @@ class _Decoder:
         if tag == "frozenset":
             return frozenset(self.decode(x, where) for x in data)
         if tag == "dict":
-            return {self.decode(k, where): self.decode(v, where) for k, v in data}
+            pairs = (self.plain(pair, where) for pair in data)
+            return {self.decode(k, where): self.decode(v, where) for k, v in pairs}
         if tag == "overwrite":
             return Overwrite(self.decode(data, where))
         if tag == "send":
-            return Send(tree["node"], self.decode(data, where))
+            return Send(self.plain(tree["node"], where), self.decode(data, where))
         if tag == "bytes":
             return base64.b64decode(data)
         if tag == "ext":
-            return self._user(tree["t"], self.decode(data, where), where)
+            return self._user(self.plain(tree["t"], where), self.decode(data, where), where)
         msg = (
             f"{where} holds a value tagged {tag!r} that this version of corral cannot read; "
             "open the checkpoints with the corral version that wrote them"
         )
         raise CheckpointError(msg)
+
+    def plain(self, tree: Any, where: str) -> Any:
+        """Return ``tree`` with a reference at its top replaced by the JSON it stands for.
+
+        ``{"$corral": n}`` is one stored value; ``{"$corral": "refs", "v": [[first, count],
+        ...]}`` is a list of stored values with consecutive ids (how stores keep long lists).
+        """
+        while type(tree) is dict:
+            tag = tree.get(TAG)
+            if type(tag) is int:
+                tree = self._fetch(tag, where)
+            elif tag == "refs":
+                return [
+                    self._fetch(n, where)
+                    for first, count in tree["v"]
+                    for n in range(first, first + count)
+                ]
+            else:
+                break
+        return tree
+
+    def _fetch(self, ref: int, where: str) -> Any:
+        if self.resolve is None:
+            msg = f"{where} refers to stored value {ref} but no store was given to read it"
+            raise CheckpointError(msg)
+        return self.resolve(ref)
 
     def _user(self, tag: str, data: Any, where: str) -> Any:
         if self.serializer is None:
@@ -309,22 +334,24 @@ class _Decoder:
 
 
 def encode_checkpoint(
-    checkpoint: Checkpoint, serializer: Serializer | None = None
+    checkpoint: Checkpoint, serializer: Serializer | None = None, *, snapshot: bool = True
 ) -> tuple[Any, list[Any], Any]:
     """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
+
+    ``snapshot=False`` leaves the snapshot out (``None``), for stores that encode it their way.
 
     Raises:
         SerializationError: naming the state key, or the node whose update holds the value.
     """
-    snapshot = None
-    if checkpoint.snapshot is not None:
-        snapshot = encode(checkpoint.snapshot, serializer=serializer, where="state")
+    state = None
+    if snapshot and checkpoint.snapshot is not None:
+        state = encode(checkpoint.snapshot, serializer=serializer, where="state")
     writes = [
         [node, encode(update, serializer=serializer, where="update", owner=f"written by {node!r}")]
         for node, update in checkpoint.writes
     ]
     meta = encode(checkpoint.meta, serializer=serializer, where="meta")
-    return snapshot, writes, meta
+    return state, writes, meta
 
 
 def decode_checkpoint(

@@ -28,12 +28,20 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _encode_str
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
 
 from corral.checkpoint.base import Checkpoint
-from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint, encode_checkpoint
+from corral.checkpoint.serde import (
+    TAG,
+    Serializer,
+    decode_checkpoint,
+    encode,
+    encode_checkpoint,
+)
 from corral.errors import CheckpointError
 
 __all__ = ["SCHEMA_VERSION", "SqliteSaver"]
@@ -52,6 +60,8 @@ _BLOB_CACHE_BYTES: Final = 8 << 20
 """Bytes of blob text kept in memory for reading."""
 _KNOWN_CACHE: Final = 200_000
 """Hashes of committed blobs (and checkpoint ids) remembered before the caches are cleared."""
+_LAST_THREADS: Final = 64
+"""Threads whose last checkpoint this process remembers, to write the next one as a delta."""
 
 _SCHEMA = """
 CREATE TABLE corral_schema (
@@ -150,6 +160,8 @@ class SqliteSaver:
         """(thread, checkpoint id) -> seq, for checkpoints known to be committed."""
         self._blob_ids: dict[bytes, int] = {}
         """Content hash -> blob id, for blobs known to be committed."""
+        self._last: dict[str, _Last] = {}
+        """Per thread, what this process put last (for meta deltas and snapshot reuse)."""
         self._blob_texts: OrderedDict[int, str] = OrderedDict()
         self._blob_bytes = 0
         with self._lock:
@@ -165,14 +177,15 @@ class SqliteSaver:
             CheckpointError: the id is already taken in the thread, the parent is unknown,
                 or the file cannot be written.
         """
-        snapshot, writes, meta = encode_checkpoint(checkpoint, self.serializer)
+        # The snapshot is encoded while packing, so unchanged list items can be skipped.
+        _, writes, meta = encode_checkpoint(checkpoint, self.serializer, snapshot=False)
         with self._lock, self._errors("write a checkpoint to"):
             conn = self._connection()
             try:
-                self._put(conn, checkpoint, snapshot, writes, meta, ensure_ascii=False)
+                self._put(conn, checkpoint, writes, meta, ensure_ascii=False)
             except UnicodeEncodeError:
                 # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
-                self._put(conn, checkpoint, snapshot, writes, meta, ensure_ascii=True)
+                self._put(conn, checkpoint, writes, meta, ensure_ascii=True)
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
@@ -193,7 +206,8 @@ class SqliteSaver:
                 return []
             params = {"thread": thread, "seq": found[0]}
             rows = conn.execute(_CHAIN + " ORDER BY k.seq", params).fetchall()
-            return [self._decode(conn, thread_id, row) for row in rows]
+            metas: dict[str, Any] = {}
+            return [self._decode(conn, thread_id, row, metas) for row in rows]
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
@@ -202,7 +216,8 @@ class SqliteSaver:
             if thread is None:
                 return []
             rows = conn.execute(_ROW + " WHERE k.thread = ? ORDER BY k.seq", (thread,))
-            return [self._decode(conn, thread_id, row) for row in rows.fetchall()]
+            metas: dict[str, Any] = {}
+            return [self._decode(conn, thread_id, row, metas) for row in rows.fetchall()]
 
     # -- extras ------------------------------------------------------------------------
 
@@ -359,7 +374,6 @@ class SqliteSaver:
         self,
         conn: sqlite3.Connection,
         checkpoint: Checkpoint,
-        snapshot: Any,
         writes: list[Any],
         meta: Any,
         *,
@@ -367,6 +381,7 @@ class SqliteSaver:
     ) -> None:
         new_blobs: dict[bytes, int] = {}
         new_thread: int | None = None
+        last = self._last.get(checkpoint.thread_id)
         conn.execute("BEGIN IMMEDIATE")
         try:
             thread = self._thread(conn, checkpoint.thread_id, create=True)
@@ -374,14 +389,19 @@ class SqliteSaver:
             if checkpoint.thread_id not in self._threads:
                 new_thread = thread
             parent = self._parent(conn, thread, checkpoint)
-            packer = _Packer(conn, self._blob_ids, new_blobs, ensure_ascii)
+            packer = _Packer(conn, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
+            snapshot_text, lists = None, None
+            if checkpoint.snapshot is not None:
+                earlier = last.lists if last is not None else {}
+                snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
+            meta_texts = packer.field_texts(meta)
             row = (
                 thread,
                 checkpoint.checkpoint_id,
                 parent,
-                None if snapshot is None else packer.fields(snapshot),
+                snapshot_text,
                 "[" + ",".join(f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes) + "]",
-                packer.fields(meta),
+                _meta_text(meta_texts, checkpoint, last),
             )
             try:
                 seq = conn.execute(_INSERT, row).fetchone()[0]
@@ -402,6 +422,14 @@ class SqliteSaver:
         if len(self._seqs) > _KNOWN_CACHE:
             self._seqs.clear()
         self._seqs[thread, checkpoint.checkpoint_id] = int(seq)
+        self._last.pop(checkpoint.thread_id, None)
+        if len(self._last) >= _LAST_THREADS:
+            del self._last[next(iter(self._last))]
+        self._last[checkpoint.thread_id] = _Last(
+            checkpoint.checkpoint_id,
+            meta_texts,
+            lists if lists is not None else last.lists if last is not None else {},
+        )
 
     def _known_blobs(self, blobs: dict[bytes, int]) -> None:
         if len(self._blob_ids) + len(blobs) > _KNOWN_CACHE:
@@ -452,15 +480,29 @@ class SqliteSaver:
         finally:
             conn.execute("COMMIT")
 
-    def _decode(self, conn: sqlite3.Connection, thread_id: str, row: tuple[Any, ...]) -> Checkpoint:
+    def _decode(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        row: tuple[Any, ...],
+        metas: dict[str, Any],
+    ) -> Checkpoint:
+        """Decode one row; ``metas`` holds the meta of the rows decoded before it (by id)."""
         _seq, checkpoint_id, parent_id, snapshot, writes, meta = row
         try:
             trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
-            trees.append(json.loads(meta))
-        except ValueError as exc:
+            meta_tree = json.loads(meta)
+            if type(meta_tree) is dict and meta_tree.get(TAG) == "delta":
+                base, delta = metas[parent_id], meta_tree
+                meta_tree = {**base, **delta["v"]}
+                for key in delta.get("del", ()):
+                    meta_tree.pop(key, None)
+            metas[checkpoint_id] = meta_tree
+            trees.append(meta_tree)
+        except (ValueError, KeyError, TypeError) as exc:
             msg = (
                 f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {self.path!r} is "
-                f"damaged ({exc}); resume from an earlier checkpoint or start a new thread"
+                f"damaged ({exc!r}); resume from an earlier checkpoint or start a new thread"
             )
             raise CheckpointError(msg, path=self.path) from exc
         return decode_checkpoint(
@@ -528,7 +570,7 @@ class SqliteSaver:
 class _Packer:
     """Turns encoded trees into JSON text, storing large values once in ``blobs``."""
 
-    __slots__ = ("conn", "dumps", "known", "new")
+    __slots__ = ("conn", "dumps", "known", "new", "serializer")
 
     def __init__(
         self,
@@ -536,25 +578,53 @@ class _Packer:
         known: dict[bytes, int],
         new: dict[bytes, int],
         ensure_ascii: bool,
+        serializer: Serializer | None,
     ) -> None:
         self.conn = conn
         self.known = known
         self.new = new
+        self.serializer = serializer
         self.dumps = json.JSONEncoder(
             ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=True
         ).encode
 
     def text(self, tree: Any) -> str:
         """Return ``tree`` as JSON, or a reference when it is large enough to share."""
+        return self.item(tree)[0]
+
+    def item(self, tree: Any) -> tuple[str, int | None]:
+        """Return ``(json, blob id or None)`` for ``tree``: inline when small, else stored."""
         text: str = self.dumps(tree)
         if len(text) < _MIN_BLOB:
-            return text
+            return text, None
         kind = type(tree)
         if kind is list and len(text) >= _SMALL_ITEMS * len(tree):
-            text = "[" + ",".join([self.text(item) for item in tree]) + "]"
+            text = self.list_text([self.item(x) for x in tree])
         elif kind is dict and len(text) >= _SPLIT_DICT:
             text = self.fields(tree)
-        return text if len(text) < _MIN_BLOB else self.blob(text)
+        if len(text) < _MIN_BLOB:
+            return text, None
+        blob_id = self.blob(text)
+        return _ref(blob_id), blob_id
+
+    def list_text(self, items: list[tuple[str, int | None]]) -> str:
+        """Return a list's JSON from its items; a list of stored items as ranges of ids."""
+        if len(items) > 1 and all(blob_id is not None for _, blob_id in items):
+            ranges: list[list[int]] = []
+            for _, blob_id in items:
+                assert blob_id is not None
+                if ranges and ranges[-1][0] + ranges[-1][1] == blob_id:
+                    ranges[-1][1] += 1
+                else:
+                    ranges.append([blob_id, 1])
+            return f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
+        return "[" + ",".join([text for text, _ in items]) + "]"
+
+    def field_texts(self, tree: Any) -> dict[str, str] | str:
+        """Return the JSON of each value of a dict with str keys, or the whole JSON of others."""
+        if type(tree) is not dict or TAG in tree:
+            return self.text(tree)
+        return {k: _scalar_json(v) or self.text(v) for k, v in tree.items()}
 
     def fields(self, tree: dict[str, Any]) -> str:
         """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
@@ -564,15 +634,120 @@ class _Packer:
             return whole
         return "{" + ",".join([f"{dumps(k)}:{self.text(v)}" for k, v in tree.items()]) + "}"
 
-    def blob(self, text: str) -> str:
-        """Store ``text`` once (as far as this process knows) and return a reference to it."""
+    def snapshot(
+        self, state: dict[str, Any], earlier: dict[str, _List]
+    ) -> tuple[str, dict[str, _List]]:
+        """Encode and pack a state; a list's items that ``earlier`` packed are not redone.
+
+        An item is reused when it is the very object the previous snapshot of the thread
+        held at that index *and* still equals what was stored for it then, so a list that
+        grows by appending costs only its new items. Returns the JSON and what to remember.
+        """
+        if not all(type(k) is str for k in state) or TAG in state:
+            return self.text(encode(state, serializer=self.serializer, where="state")), {}
+        parts: list[str] = []
+        lists: dict[str, _List] = {}
+        for key, value in state.items():
+            where = f"state[{key!r}]"
+            if type(value) is list:
+                before = earlier.get(key)
+                raw, trees, items = [], [], []
+                if before is not None:
+                    old_raw, old_trees, old_items = before
+                    for i in range(min(len(value), len(old_raw))):
+                        x = value[i]
+                        if x is not old_raw[i] or not _same(x, old_trees[i]):
+                            break
+                        raw.append(x)
+                        trees.append(old_trees[i])
+                        items.append(old_items[i])
+                for i in range(len(raw), len(value)):
+                    tree = encode(value[i], serializer=self.serializer, where=f"{where}[{i}]")
+                    raw.append(value[i])
+                    trees.append(tree)
+                    items.append(self.item(tree))
+                lists[key] = (raw, trees, items)
+                text = self.list_text(items)
+                if len(text) >= _MIN_BLOB:
+                    text = _ref(self.blob(text))
+            else:
+                text = self.text(encode(value, serializer=self.serializer, where=where))
+            parts.append(f"{self.dumps(key)}:{text}")
+        return "{" + ",".join(parts) + "}", lists
+
+    def blob(self, text: str) -> int:
+        """Store ``text`` once (as far as this process knows) and return its id."""
         digest = _digest(text)
         blob_id = self.known.get(digest) or self.new.get(digest)
         if blob_id is None:
             cursor = self.conn.execute("INSERT INTO blobs (data) VALUES (?)", (text,))
             assert cursor.lastrowid is not None
             blob_id = self.new[digest] = cursor.lastrowid
-        return f'{{"{TAG}":{blob_id}}}'
+        return blob_id
+
+
+_List = tuple[list[Any], list[Any], list[tuple[str, int | None]]]
+"""What a snapshot remembers of one list: the items, their encoded trees and packed JSON."""
+
+
+@dataclass(frozen=True)
+class _Last:
+    """What this process last put in a thread, to pack the next checkpoint against it."""
+
+    checkpoint_id: str
+    meta: dict[str, str] | str
+    """The JSON of each meta value (or of the whole meta when it is not a plain dict)."""
+    lists: dict[str, _List]
+    """The lists of the thread's last snapshot, for :meth:`_Packer.snapshot`."""
+
+
+def _meta_text(texts: dict[str, str] | str, checkpoint: Checkpoint, last: _Last | None) -> str:
+    """Return the meta's JSON: only what changed since the parent when this process wrote
+    the parent, in full on a snapshot (so every chain starts from a full meta)."""
+    if isinstance(texts, str):
+        return texts
+    full = "{" + ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items()) + "}"
+    if (
+        last is None
+        or checkpoint.snapshot is not None
+        or checkpoint.parent_id != last.checkpoint_id
+        or isinstance(last.meta, str)
+    ):
+        return full
+    before = last.meta
+    changed = ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t)
+    gone = [k for k in before if k not in texts]
+    removed = f',"del":{json.dumps(gone)}' if gone else ""
+    delta = f'{{"{TAG}":"delta","v":{{{changed}}}{removed}}}'
+    return delta if len(delta) < len(full) else full
+
+
+def _scalar_json(value: Any) -> str | None:
+    """Return the JSON of a str, int, bool or None cheaply (no encoder call), else None."""
+    kind = type(value)
+    if kind is str and len(value) < _MIN_BLOB:
+        return _encode_str(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if (kind is list or kind is dict) and not value:
+        return "[]" if kind is list else "{}"
+    return None
+
+
+def _same(value: Any, tree: Any) -> bool:
+    """Return whether ``value`` still equals the tree it was stored as (False if unsure)."""
+    try:
+        return bool(value == tree)
+    except Exception:
+        return False
+
+
+def _ref(blob_id: int) -> str:
+    return f'{{"{TAG}":{blob_id}}}'
 
 
 def _digest(text: str) -> bytes:
