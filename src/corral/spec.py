@@ -200,9 +200,17 @@ class GraphSpec:
         default_factory=dict, init=False, repr=False, compare=False
     )
 
+    _routers_by_source: dict[str, tuple[RouterSpec, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
     def __post_init__(self) -> None:
         for node in self.nodes:
             self._by_name.setdefault(node.name, node)
+        grouped: dict[str, list[RouterSpec]] = {}
+        for router in self.routers:
+            grouped.setdefault(router.source, []).append(router)
+        self._routers_by_source.update((k, tuple(v)) for k, v in grouped.items())
 
     def node(self, name: str) -> NodeSpec | None:
         """Return the first node registered as ``name``, or ``None``."""
@@ -221,8 +229,8 @@ class GraphSpec:
         return None
 
     def routers_of(self, source: str) -> tuple[RouterSpec, ...]:
-        """Return every router registered for ``source``."""
-        return tuple(r for r in self.routers if r.source == source)
+        """Return every router registered for ``source``, in registration order."""
+        return self._routers_by_source.get(source, ())
 
     def edges(self) -> Iterator[Edge]:
         """Yield every possible route, ``START`` and ``otherwise`` routes included.
