@@ -762,3 +762,33 @@ def test_several_start_nodes_fan_out() -> None:
 
     run = g.compile().invoke({})
     assert run.state["log"] == ["a", "b"] and run.supersteps == 1
+
+
+def test_a_node_cannot_assign_into_a_flat_state() -> None:
+    """A state of plain values is read-only to a node too."""
+
+    def only(state: Count) -> None:
+        state["n"] = 5  # type: ignore[misc]
+
+    g = Graph(Count)
+    g.node(name="only", start=True, then=END)(only)
+    with pytest.raises(NodeError) as caught:
+        g.compile().invoke({"n": 1})
+    assert isinstance(caught.value.__cause__, TypeError)
+
+
+def test_a_node_may_return_the_values_it_read_and_changed() -> None:
+    """Reading a list, changing the copy and returning it as an update works as expected."""
+
+    class S(TypedDict):
+        items: list[str]
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def add(state: S) -> dict[str, object]:
+        items = state["items"]
+        items.append("b")
+        return {"items": items}
+
+    assert g.compile().invoke({"items": ["a"]}).state["items"] == ["a", "b"]

@@ -224,3 +224,19 @@ def test_interrupt_inside_a_loop_keeps_guard_counts() -> None:
     assert payloads == ["n=0", "n=1", "n=2"]
     assert run.state["n"] == 3 and run.steps == 3
     assert run.guards == {("ask", "ask"): 2}
+
+
+def test_interrupt_after_the_last_node_then_continue_finishes_the_thread() -> None:
+    """Continuing a pause after the last node records the thread as done."""
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def only(state: S) -> dict[str, object]:
+        return {"log": ["only"]}
+
+    app = g.compile(checkpointer=MemorySaver(), interrupt_after=["only"])
+    assert app.invoke({}, thread_id="t").status == "interrupted"
+    assert app.get_state("t").status == "interrupted"
+    run = app.invoke(None, thread_id="t")
+    assert run.status == "done" and run.state["log"] == ["only"]
+    assert app.get_state("t").status == "done"

@@ -537,6 +537,7 @@ class CompiledGraph(Generic[StateT]):
                 run=int(last.meta.get("run", 1)),
                 force_snapshot=forked,
             )
+            ex.saver.last_status = str(last.meta.get("status", ""))
             self._continue(ex, last, resume)
             return ex
         base = persist.rebuild(self._tables, chain) if chain else {}

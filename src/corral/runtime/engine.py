@@ -130,6 +130,8 @@ class Saving:
     """The persistence hooks the engine calls (implemented in ``corral.runtime.persist``)."""
 
     checkpointer: Checkpointer
+    last_status: str = ""
+    """The status of the last checkpoint written."""
 
     def save_superstep(
         self,
@@ -522,6 +524,9 @@ def pause_run(ex: Execution, pauses: list[dict[str, Any]]) -> None:
 
 def _end(ex: Execution) -> None:
     if ex.status == "running":
+        if ex.saver is not None and ex.saver.last_status not in ("", "done"):
+            # Resumed from a pause with nothing left to run: record that the run is over.
+            ex.saver.save_superstep(ex, [], [])
         ex.status = "done"
     if ex.emit is not None:
         ex.emit(RunEnd(ex.status, ex.steps, ex.supersteps))

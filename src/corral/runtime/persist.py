@@ -61,6 +61,7 @@ class ThreadSaver(Saving):
         self.since_snapshot = since_snapshot
         self.run = run
         self.force_snapshot = force_snapshot
+        self.last_status = ""
 
     def interrupt_id(self, ex: Execution, task: int, index: int, node: str) -> str:
         """Return a stable id for an interrupt of this run."""
@@ -145,6 +146,7 @@ class ThreadSaver(Saving):
         self.seq = seq
         self.since_snapshot = since
         self.force_snapshot = False
+        self.last_status = status
         ex.checkpoint_id = checkpoint_id
         if ex.emit is not None:
             ex.emit(CheckpointWritten(self.thread_id, checkpoint_id, ex.supersteps, status))

@@ -30,6 +30,7 @@ __all__ = [
     "Reducers",
     "StateView",
     "apply_writes",
+    "copy_value",
     "is_flat",
     "thaw",
     "view_of",
@@ -138,7 +139,7 @@ class StateView(FlatView):
             self._owned = owned
         if key in owned:
             return value
-        mine = copy.deepcopy(value)
+        mine = copy_value(value)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -165,6 +166,51 @@ class StateView(FlatView):
     def copy(self) -> dict[str, Any]:
         """Return a plain, mutable dict with private copies of mutable values."""
         return {key: self[key] for key in dict.keys(self)}
+
+
+def copy_value(value: Any) -> Any:
+    """Return a deep copy of ``value``: fast for JSON-like data, ``copy.deepcopy`` otherwise.
+
+    Lists, dicts, tuples and sets of plain values are copied by type (a few times faster
+    than ``copy.deepcopy``); anything else, and any structure that refers to itself, goes
+    through ``copy.deepcopy``, which also keeps shared references shared.
+
+    >>> data = {"messages": [{"role": "user", "text": "hi"}], "tags": {"a"}}
+    >>> copied = copy_value(data)
+    >>> copied == data, copied["messages"][0] is data["messages"][0]
+    (True, False)
+    """
+    try:
+        return _copy(value)
+    except RecursionError:
+        return copy.deepcopy(value)
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind in _IMMUTABLE:
+        return value
+    if kind is list:
+        out = list(value)
+        for index, item in enumerate(out):
+            if type(item) not in _IMMUTABLE:
+                out[index] = _copy(item)
+        return out
+    if kind is dict:
+        table = dict(value)
+        for key, item in table.items():
+            if type(item) not in _IMMUTABLE:
+                table[key] = _copy(item)
+        return table
+    if kind is tuple:
+        if all(type(item) in _IMMUTABLE for item in value):
+            return value
+        return tuple(_copy(item) for item in value)
+    if kind is set:
+        return set(value)
+    if kind is frozenset:
+        return value
+    return copy.deepcopy(value)
 
 
 def is_flat(values: Mapping[str, Any]) -> bool:
