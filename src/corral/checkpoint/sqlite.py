@@ -54,6 +54,8 @@ _MIN_BLOB: Final = 128
 """JSON texts shorter than this stay inline: a reference would save little."""
 _SPLIT_DICT: Final = 4096
 """Dicts shorter than this are stored whole; longer ones are split into their values."""
+_FEW: Final = 4
+"""Lists and dicts this short are split into their items without first encoding them whole."""
 _SMALL_ITEMS: Final = 32
 """Lists whose items average fewer bytes than this are stored whole (numbers, short tags)."""
 _BLOB_CACHE_BYTES: Final = 8 << 20
@@ -594,7 +596,14 @@ class _Packer:
 
     def item(self, tree: Any) -> tuple[str, int | None]:
         """Return ``(json, blob id or None)`` for ``tree``: inline when small, else stored."""
-        text: str = self.dumps(tree)
+        if type(tree) is list and 0 < len(tree) <= _FEW:
+            # A short list (a node's update, usually) is split without encoding it whole.
+            text = self.list_text([self.item(x) for x in tree])
+            if len(text) < _MIN_BLOB:
+                return text, None
+            blob_id = self.blob(text)
+            return _ref(blob_id), blob_id
+        text = self.dumps(tree)
         if len(text) < _MIN_BLOB:
             return text, None
         kind = type(tree)
@@ -629,10 +638,11 @@ class _Packer:
     def fields(self, tree: dict[str, Any]) -> str:
         """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
         dumps = self.dumps
-        whole: str = dumps(tree)
-        if len(whole) < _MIN_BLOB:
-            return whole
-        return "{" + ",".join([f"{dumps(k)}:{self.text(v)}" for k, v in tree.items()]) + "}"
+        if len(tree) > _FEW:
+            whole: str = dumps(tree)
+            if len(whole) < _MIN_BLOB:
+                return whole
+        return "{" + ",".join([f"{_encode_str(k)}:{self.text(v)}" for k, v in tree.items()]) + "}"
 
     def snapshot(
         self, state: dict[str, Any], earlier: dict[str, _List]
