@@ -198,3 +198,15 @@ def test_tracebacks_point_at_markdown_lines(tmp_path: Path) -> None:
     doc.write_text("a\nb\n```python\nimport sys\nline = sys._getframe().f_lineno\n```\n")
     module = run_markdown(doc)
     assert module.line == 5
+
+
+def test_readme_quickstart_is_the_two_commands_ci_runs() -> None:
+    """The Quickstart has exactly two commands; the second is the test command .ci/run runs."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    quickstart = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    commands = [b.code.strip() for b in read_blocks(quickstart)]
+    assert len(commands) == 2, commands
+    main_job, tests = commands
+    assert main_job.startswith("python -m pip install -e . && corral lint examples")
+    assert tests == "python -m pip install -q -e '.[dev]' && python -m pytest"
+    assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
