@@ -37,6 +37,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpoint
+from corral.runtime import CheckpointWritten
 
 SNAPSHOT_EVERY = 20
 WINDOW = 20
@@ -137,12 +138,12 @@ def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
         saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
         stamps: list[float] = []  # one per checkpoint: the input's, then one per superstep
 
-        def on_event(event: Any) -> None:
-            if type(event).__name__.lower().startswith("checkpoint"):
+        def on_event(event: object) -> None:
+            if isinstance(event, CheckpointWritten):
                 stamps.append(time.perf_counter())
 
         app = g.compile(checkpointer=saver)
-        run_ = app.invoke({"messages": []}, thread_id="bench", on_event=on_event)  # type: ignore[call-arg]
+        run_ = app.invoke({"messages": []}, thread_id="bench", on_event=on_event)
         saver.close()
         assert len(run_.state["messages"]) == steps, run_.steps
         return [b - a for a, b in itertools.pairwise(stamps)]
