@@ -208,8 +208,10 @@ def respond(
 
 def main() -> None:
     incident = "checkout API returns 500s"
-    with tempfile.TemporaryDirectory() as tmp:
-        saver = SqliteSaver(str(Path(tmp) / "incidents.sqlite"))
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        SqliteSaver(str(Path(tmp) / "incidents.sqlite")) as saver,
+    ):
         app = build(saver)
 
         tools = FakeTools()

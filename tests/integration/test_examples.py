@@ -113,11 +113,8 @@ def test_draft_loop_runs_as_a_script() -> None:
 def incident_app(tmp_path: Path) -> Iterator[Any]:
     from corral import SqliteSaver
 
-    saver = SqliteSaver(str(tmp_path / "incidents.sqlite"))
-    yield load("incident_response").build(saver)
-    close = getattr(saver, "close", None)
-    if close is not None:
-        close()
+    with SqliteSaver(str(tmp_path / "incidents.sqlite")) as saver:
+        yield load("incident_response").build(saver)
 
 
 def test_incident_investigations_merge_through_the_reducer(incident_app: Any) -> None:
@@ -167,13 +164,17 @@ def test_incident_resumes_from_sqlite_in_a_fresh_app(tmp_path: Path) -> None:
 
     incident = load("incident_response")
     path = str(tmp_path / "resume.sqlite")
-    first = incident.build(SqliteSaver(path))
-    run = first.invoke({"incident": "checkout down"}, thread_id="inc-1", deps=incident.FakeTools())
-    assert run.status == "interrupted"
+    with SqliteSaver(path) as saver:
+        first = incident.build(saver)
+        run = first.invoke(
+            {"incident": "checkout down"}, thread_id="inc-1", deps=incident.FakeTools()
+        )
+        assert run.status == "interrupted"
 
     tools = incident.FakeTools()
-    later = incident.build(SqliteSaver(path))
-    run = later.invoke(Resume("yes"), thread_id="inc-1", deps=tools)
+    with SqliteSaver(path) as saver:
+        later = incident.build(saver)
+        run = later.invoke(Resume("yes"), thread_id="inc-1", deps=tools)
     assert run.status == "done"
     assert tools.applied == ["roll back api to v2.30"]
     assert len(run.state["findings"]) == 3
