@@ -210,3 +210,22 @@ def test_readme_quickstart_is_the_two_commands_ci_runs() -> None:
     assert main_job.startswith("python -m pip install -e . && corral lint examples")
     assert tests == "python -m pip install -q -e '.[dev]' && python -m pytest"
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+_LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: _show(p))
+def test_relative_links_point_at_files_that_exist(path: Path) -> None:
+    """Every relative link of the file (outside code blocks) names a file or folder we ship."""
+    text = path.read_text(encoding="utf-8")
+    prose = _FENCED.sub("", text)
+    missing = []
+    for match in _LINK.finditer(prose):
+        target = match["target"].split("#", 1)[0]
+        if not target or "://" in target or target.startswith("mailto:"):
+            continue
+        if not (path.parent / target).exists():
+            missing.append(match["target"])
+    assert not missing, f"{_show(path)} links to missing files: {missing}"
