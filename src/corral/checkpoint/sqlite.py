@@ -1,14 +1,23 @@
 """``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
 
-Layout. ``checkpoints`` holds one row per checkpoint: its thread (a small integer from
-``threads``), its id, its parent (the parent row's ``seq``), and three JSON texts: the
-snapshot (or NULL), the writes and the meta. Values of at least ``_MIN_BLOB`` bytes of JSON
-are kept once in ``blobs``, addressed by content hash, and the texts refer to them as
-``{"$corral": <blob id>}``. A state that grows by appending to a list therefore costs each
-item once: a snapshot refers to the items the earlier writes already stored, so the file
-grows linearly with the steps even though every K-th checkpoint holds the whole state.
-Lists are split into their items; dicts only from ``_SPLIT_DICT`` bytes on, so a small
-record (a chat message) is stored whole and shared whole.
+Layout. ``checkpoints`` holds one row per checkpoint, keyed ``(thread, seq)`` (the thread
+is a small integer from ``threads``; ``seq`` counts the thread's checkpoints in the order
+they were put): its id, its parent (the parent row's ``seq``) and three JSON texts, the
+snapshot (or NULL), the writes and the meta.
+
+Storing values once. A value whose JSON is at least ``_MIN_BLOB`` bytes is kept in
+``blobs`` and the texts refer to it as ``{"$corral": <blob id>}``; the process remembers
+the content hash of every blob it wrote or read, so the same value is not stored twice. A
+list is split into its items (a list of stored items is written as ranges of ids,
+``{"$corral": "refs", "v": [[first, count], ...]}``); a dict only from ``_SPLIT_DICT``
+bytes on, so a small record (a chat message) is stored, and shared, whole. A snapshot
+therefore refers to the items the earlier writes stored instead of copying them, and the
+file grows with the new data of each step although every K-th checkpoint holds the whole
+state. Two more savings keep the per-step cost flat: a snapshot re-uses the previous
+snapshot's packing of list items that are the same objects and still equal, and a meta is
+stored as the keys that changed since its parent when this process wrote the parent
+(``{"$corral": "delta", ...}``); a snapshot row always has its full meta, so every chain
+starts from one.
 
 Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
 (one writer at a time across processes, others wait up to ``timeout_s``); readers read in a
