@@ -8,6 +8,10 @@
 
 Each figure is the best of several repeats; the ratio is what matters (both sides run in
 this process on this machine). Run: ``python benchmarks/bench_runtime.py``.
+
+When ``langgraph`` can be imported (a scratch environment, never a dependency of corral:
+``python -m venv /tmp/lg && /tmp/lg/bin/pip install langgraph -e .``), the same two graphs
+are also run on LangGraph in the same process and reported against the same hand loops.
 """
 
 from __future__ import annotations
@@ -42,8 +46,13 @@ class Count(TypedDict):
     n: int
 
 
-def counter_app() -> Any:
-    g = Graph(Count, max_steps=RUNS + 1)
+class CountWithList(TypedDict):
+    n: int
+    notes: list[str]
+
+
+def counter_app(schema: Any = Count) -> Any:
+    g = Graph(schema, max_steps=RUNS + 1)
 
     @g.node(start=True)
     def count(state: Count) -> dict[str, object]:
@@ -157,12 +166,51 @@ def hand_fanout() -> dict[str, Any]:
     return {"state": state, "supersteps": supersteps}
 
 
+# ----------------------------------------------------------------------------- LangGraph
+
+
+def langgraph_apps() -> tuple[Any, Any] | None:
+    """Build the same two graphs on LangGraph, when it is installed."""
+    try:
+        from langgraph.graph import END as LG_END
+        from langgraph.graph import START as LG_START
+        from langgraph.graph import StateGraph
+    except ImportError:
+        return None
+
+    counter = StateGraph(Count)
+    counter.add_node("count", lambda s: {"n": s["n"] + 1})
+    counter.add_edge(LG_START, "count")
+    counter.add_conditional_edges(
+        "count", lambda s: LG_END if s["n"] >= RUNS else "count", ["count", LG_END]
+    )
+
+    fan = StateGraph(Fan)
+    fan.add_node("plan", lambda s: {"lap": s["lap"] + 1})
+    fan.add_node("a", lambda s: {"found": ["a"]})
+    fan.add_node("b", lambda s: {"found": ["b"]})
+    fan.add_node("c", lambda s: {"found": ["c"]})
+    fan.add_node("join", lambda s: {})
+    fan.add_edge(LG_START, "plan")
+    for branch in ("a", "b", "c"):
+        fan.add_edge("plan", branch)
+    fan.add_edge(["a", "b", "c"], "join")
+    fan.add_conditional_edges(
+        "join", lambda s: LG_END if s["lap"] >= LAPS else "plan", ["plan", LG_END]
+    )
+    return counter.compile(), fan.compile()
+
+
 def main() -> int:
     counter = counter_app()
     run = counter.invoke({"n": 0})
     assert run.steps == RUNS and run.state["n"] == RUNS
     hand_a = best(hand_counter) / RUNS
     corral_a = best(lambda: counter.invoke({"n": 0})) / RUNS
+    # The same loop with a list in the state: nodes then get the copy-on-read StateView
+    # instead of the FlatView an all-immutable state allows.
+    listed = counter_app(CountWithList)
+    corral_a2 = best(lambda: listed.invoke({"n": 0, "notes": ["x"] * 20})) / RUNS
 
     fan = fanout_app()
     fan_run = fan.invoke({"lap": 0})
@@ -173,16 +221,40 @@ def main() -> int:
     hand_b = best(hand_fanout) / supersteps
     corral_b = best(lambda: fan.invoke({"lap": 0})) / supersteps
 
+    lg = langgraph_apps()
+    lg_a = lg_b = None
+    if lg is not None:
+        lg_counter, lg_fan = lg
+        config = {"recursion_limit": 10 * RUNS}
+        assert lg_counter.invoke({"n": 0}, config)["n"] == RUNS
+        assert lg_fan.invoke({"lap": 0, "found": []}, config) == fan_run.state
+        lg_a = best(lambda: lg_counter.invoke({"n": 0}, config), 3) / RUNS
+        lg_b = best(lambda: lg_fan.invoke({"lap": 0, "found": []}, config), 3) / supersteps
+
     print(f"python {sys.version.split()[0]}")
     print(
         f"(a) counter, {RUNS} node runs: hand loop {hand_a * 1e6:.2f} us/run, "
         f"corral {corral_a * 1e6:.2f} us/run, ratio {corral_a / hand_a:.1f}x"
     )
     print(
+        f"(a') the same with a 20-item list in the state: corral {corral_a2 * 1e6:.2f} us/run, "
+        f"ratio {corral_a2 / hand_a:.1f}x"
+    )
+    print(
         f"(b) fan-out+merge+join, {LAPS} laps = {supersteps} supersteps: hand loop "
         f"{hand_b * 1e6:.2f} us/superstep, corral {corral_b * 1e6:.2f} us/superstep, "
         f"ratio {corral_b / hand_b:.1f}x"
     )
+    if lg_a is not None and lg_b is not None:
+        import importlib.metadata
+
+        version = importlib.metadata.version("langgraph")
+        print(
+            f"LangGraph {version}, same graphs: (a) {lg_a * 1e6:.1f} us/run, ratio "
+            f"{lg_a / hand_a:.0f}x; (b) {lg_b * 1e6:.1f} us/superstep, ratio {lg_b / hand_b:.0f}x"
+        )
+    else:
+        print("LangGraph: not installed here (optional; see the module docstring)")
     return 0
 
 
