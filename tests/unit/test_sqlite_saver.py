@@ -320,3 +320,24 @@ def test_meta_and_writes_are_stored_as_json_text(tmp_path: Path) -> None:
     assert json.loads(snapshot) == {"n": 1}
     assert json.loads(writes) == [["inc", {"n": 1}]]
     assert json.loads(meta) == {"next": ["inc"]}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
+    """A saver that crosses os.fork() (multiprocessing workers) keeps working in the child."""
+    path = tmp_path / "c.sqlite"
+    saver = SqliteSaver(path)
+    grow(saver, 2)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code
+        code = 1
+        try:
+            saver.put(Checkpoint("child", "c0", None, {"from": "child"}, [], {}))
+            code = 0 if len(saver.checkpoints("t")) == 2 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert saver.chain("child")[0].snapshot == {"from": "child"}
+    grow(saver, 1, thread="parent")  # the parent's own connection still works
+    saver.close()

@@ -37,7 +37,13 @@ class Checkpoint:
 
 @runtime_checkable
 class Checkpointer(Protocol):
-    """A store of checkpoints, keyed by thread."""
+    """A store of checkpoints, keyed by thread.
+
+    The built-in savers also offer ``threads()`` (every thread id, oldest first) and
+    ``close()``; they are not part of the protocol, so a store of your own needs only the
+    three methods below. The savers raise ``CheckpointError`` for a checkpoint id already
+    used in its thread and for a parent the thread does not have.
+    """
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` durably (one transaction); raise ``CheckpointError`` on failure."""
