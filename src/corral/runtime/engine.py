@@ -560,7 +560,9 @@ def _fast_steps(ex: Execution) -> None:
     trace_append = ex.trace.append
     max_steps = ex.max_steps
     flat = ex.flat
-    view: type[FlatView] = FlatView if flat else StateView
+    # A view nobody has read a mutable value from holds nothing anyone could have changed,
+    # so the router and the next node (which read the same state) may share it.
+    shared: FlatView | None = None
     immutable = IMMUTABLE
     clock = perf_counter
     no_arg = NO_ARG
@@ -575,14 +577,19 @@ def _fast_steps(ex: Execution) -> None:
         if step > max_steps:
             return
         values = ex.values
+        if shared is not None:
+            state: FlatView = shared
+        else:
+            state = FlatView(values) if flat else StateView(values)
         start = clock()
         try:
-            out = node.func(view(values))
+            out = node.func(state)
         except InterruptWithoutCheckpointerError:
             raise
         except Exception as exc:
             raise _node_error(ex, name, step, exc) from exc
         seconds = clock() - start
+        shared = state if flat or state._owned is None else None  # type: ignore[attr-defined]
         goto: tuple[Any, ...] | None = None
         if type(out) is dict and keyset.issuperset(out):
             update: dict[str, Any] | None = out
@@ -607,7 +614,7 @@ def _fast_steps(ex: Execution) -> None:
                     flat = False
             ex.values = values = new
             ex.flat = flat
-            view = FlatView if flat else StateView
+            shared = None
         ex.supersteps += 1
         router = node.router
         target: Any
@@ -615,13 +622,18 @@ def _fast_steps(ex: Execution) -> None:
             targets: tuple[Any, ...] = node.then
             via = "then"
         elif router is not None:
+            if shared is not None:
+                state = shared
+            else:
+                state = FlatView(values) if flat else StateView(values)
             try:
                 if router.takes_ctx:
-                    target = router.func(view(values), _context(ex, name, ex.steps))
+                    target = router.func(state, _context(ex, name, ex.steps))
                 else:
-                    target = router.func(view(values))
+                    target = router.func(state)
             except Exception as exc:
                 raise _node_error(ex, name, ex.steps, exc, router.name) from exc
+            shared = state if flat or state._owned is None else None  # type: ignore[attr-defined]
             if type(target) is str and target in router.allowed:
                 entry = node.fast.get(target)
                 if entry is not None:

@@ -125,18 +125,18 @@ class StateView(FlatView):
     TypeError: cannot set 'n': the state a node receives is read-only; ...
     """
 
-    __slots__ = ("_owned",)
-    _owned: set[str]
+    # No __slots__: the class-level None below is the "nothing copied yet" default, read
+    # without raising (a missing slot would raise AttributeError, which is slow).
+    _owned: set[str] | None = None
+    """The keys whose mutable values this view already copied; ``None`` until one is read."""
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
         if type(value) in _IMMUTABLE:
             return value
-        try:
-            owned = self._owned
-        except AttributeError:
-            owned = set()
-            self._owned = owned
+        owned = self._owned
+        if owned is None:
+            owned = self._owned = set()
         if key in owned:
             return value
         mine = copy_value(value)
@@ -216,6 +216,11 @@ def _copy(value: Any) -> Any:
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
     return all(type(value) in _IMMUTABLE for value in values.values())
+
+
+def is_pristine(view: FlatView) -> bool:
+    """Return whether no mutable value was read from ``view`` (so it may be handed on)."""
+    return getattr(view, "_owned", None) is None
 
 
 def view_of(values: dict[str, Any], flat: bool) -> FlatView:
