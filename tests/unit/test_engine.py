@@ -792,3 +792,29 @@ def test_a_node_may_return_the_values_it_read_and_changed() -> None:
         return {"items": items}
 
     assert g.compile().invoke({"items": ["a"]}).state["items"] == ["a", "b"]
+
+
+def test_a_router_mutating_what_it_read_changes_nothing_for_the_next_node() -> None:
+    """A router gets its own copy too: the next node sees the state, not the router's edits."""
+
+    class S(TypedDict):
+        items: list[str]
+        seen: Annotated[list[str], operator.add]
+
+    g = Graph(S)
+
+    @g.node(start=True)
+    def first(state: S) -> None:
+        return None
+
+    @g.router("first")
+    def pick(state: S) -> Literal["second"]:
+        state["items"].append("router edit")
+        return "second"
+
+    @g.node(then=END)
+    def second(state: S) -> dict[str, object]:
+        return {"seen": list(state["items"])}
+
+    run = g.compile().invoke({"items": ["a"]})
+    assert run.state["seen"] == ["a"] and run.state["items"] == ["a"]
