@@ -16,7 +16,7 @@ file grows with the new data of each step although every K-th checkpoint holds t
 state. Two more savings keep the per-step cost flat: a snapshot re-uses the previous
 snapshot's packing of list items that are the same objects and still equal, and a meta is
 stored as the keys that changed since its parent when this process wrote the parent
-(``{"$corral": "delta", ...}``); a snapshot row always has its full meta, so every chain
+(``meta_is_delta``); a snapshot row always has its full meta, so every chain
 starts from one.
 
 Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
@@ -91,6 +91,7 @@ CREATE TABLE checkpoints (
     snapshot TEXT,
     writes TEXT NOT NULL,
     meta TEXT NOT NULL,
+    meta_is_delta INTEGER NOT NULL,
     PRIMARY KEY (thread, seq),
     UNIQUE (thread, checkpoint_id)
 ) WITHOUT ROWID;
@@ -101,14 +102,15 @@ CREATE TABLE blobs (
 """
 
 _INSERT = """
-INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, seq)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1 + coalesce(
+INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta,
+    seq)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1 + coalesce(
     (SELECT seq FROM checkpoints WHERE thread = ?1 ORDER BY seq DESC LIMIT 1), 0))
 RETURNING seq
 """
 
 _ROW = """
-SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta
+SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
 FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.thread = k.thread AND p.seq = k.parent
 """
 
@@ -412,7 +414,7 @@ class SqliteSaver:
                 parent,
                 snapshot_text,
                 "[" + ",".join(f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes) + "]",
-                _meta_text(meta_texts, checkpoint, last),
+                *_meta_text(meta_texts, checkpoint, last),
             )
             try:
                 seq = conn.execute(_INSERT, row).fetchone()[0]
@@ -499,13 +501,13 @@ class SqliteSaver:
         metas: dict[str, Any],
     ) -> Checkpoint:
         """Decode one row; ``metas`` holds the meta of the rows decoded before it (by id)."""
-        _seq, checkpoint_id, parent_id, snapshot, writes, meta = row
+        _seq, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta = row
         try:
             trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
             meta_tree = json.loads(meta)
-            if type(meta_tree) is dict and meta_tree.get(TAG) == "delta":
-                base, delta = metas[parent_id], meta_tree
-                meta_tree = {**base, **delta["v"]}
+            if meta_is_delta:
+                delta = meta_tree if meta_tree.get(TAG) == "delta" else {"v": meta_tree}
+                meta_tree = {**metas[parent_id], **delta["v"]}
                 for key in delta.get("del", ()):
                     meta_tree.pop(key, None)
             metas[checkpoint_id] = meta_tree
@@ -720,11 +722,15 @@ class _Last:
     """The lists of the thread's last snapshot, for :meth:`_Packer.snapshot`."""
 
 
-def _meta_text(texts: dict[str, str] | str, checkpoint: Checkpoint, last: _Last | None) -> str:
-    """Return the meta's JSON: only what changed since the parent when this process wrote
-    the parent, in full on a snapshot (so every chain starts from a full meta)."""
+def _meta_text(
+    texts: dict[str, str] | str, checkpoint: Checkpoint, last: _Last | None
+) -> tuple[str, bool]:
+    """Return the meta's JSON and whether it is a delta: only the keys that changed since
+    the parent when this process wrote the parent; in full on a snapshot (so every chain
+    starts from a full meta). Removed keys make it ``{"$corral": "delta", "v": ..., "del":
+    [...]}``."""
     if isinstance(texts, str):
-        return texts
+        return texts, False
     full = "{" + ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items()) + "}"
     if (
         last is None
@@ -732,13 +738,15 @@ def _meta_text(texts: dict[str, str] | str, checkpoint: Checkpoint, last: _Last 
         or checkpoint.parent_id != last.checkpoint_id
         or isinstance(last.meta, str)
     ):
-        return full
+        return full, False
     before = last.meta
     changed = ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t)
     gone = [k for k in before if k not in texts]
-    removed = f',"del":{json.dumps(gone)}' if gone else ""
-    delta = f'{{"{TAG}":"delta","v":{{{changed}}}{removed}}}'
-    return delta if len(delta) < len(full) else full
+    if gone:
+        delta = f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}'
+    else:
+        delta = "{" + changed + "}"
+    return (delta, True) if len(delta) < len(full) else (full, False)
 
 
 def _scalar_json(value: Any) -> str | None:
