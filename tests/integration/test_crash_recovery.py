@@ -180,3 +180,26 @@ def test_a_changed_graph_is_detected_on_resume(tmp_path: Path) -> None:
     assert "CheckpointError" in resumed.stderr
     assert "different nodes or routes" in resumed.stderr
     assert lines(effects) == ["0 plan", "1 left", "1 right", "3 left_more", "4 merge", "5 plan"]
+
+
+def test_two_processes_run_two_threads_on_one_file(
+    clean: tuple[list[str], dict[str, Any]], tmp_path: Path
+) -> None:
+    """Processes share one database file, each running its own thread, and both finish."""
+    db = tmp_path / "shared.sqlite"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRASH_", "GRAPH_"))}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(db), str(tmp_path / f"{name}.txt"), name, "start"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in ("A", "B")
+    ]
+    for name, proc in zip(("A", "B"), runs, strict=True):
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert json.loads(out)["state"] == clean[1]
+        assert lines(tmp_path / f"{name}.txt") == clean[0]
