@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
     from corral.spec import Cycle
 
-__all__ = ["Graph", "NodeFunction", "RouterFunction"]
+__all__ = ["Graph", "NodeDecorator", "NodeFunction", "RouterDecorator", "RouterFunction"]
 
 StateT = TypeVar("StateT")
 UpdateT = TypeVar("UpdateT", default=Mapping[str, Any])
@@ -37,12 +37,14 @@ NodesT = TypeVar("NodesT", bound=str, default=str)
 ParamsT = ParamSpec("ParamsT")
 ReturnT = TypeVar("ReturnT")
 StateT_contra = TypeVar("StateT_contra", contravariant=True)
+UpdateT_contra = TypeVar("UpdateT_contra", contravariant=True)
+NodesT_contra = TypeVar("NodesT_contra", bound=str, contravariant=True)
 UpdateT_co = TypeVar("UpdateT_co", covariant=True)
 NodesT_co = TypeVar("NodesT_co", bound=str, covariant=True)
 ReturnT_co = TypeVar("ReturnT_co", covariant=True)
 
-NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co] | None
-"""What a node may return: an update, ``None`` or a ``Command`` naming nodes of the graph."""
+NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co | End] | None
+"""What a node may return: an update, ``None`` or a ``Command`` naming nodes (or ``END``)."""
 Route: TypeAlias = NodesT_co | End | Send[NodesT_co] | Sequence[NodesT_co | End | Send[NodesT_co]]
 """What a router may return: a node name, ``END``, a ``Send``, or a list of them (fan-out)."""
 
@@ -93,6 +95,22 @@ class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):  
     def __call__(  # type: ignore[overload-cannot-match]
         self, state: StateT_contra, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
     ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
+
+
+class NodeDecorator(Protocol[UpdateT_contra, NodesT_contra]):
+    """What ``Graph.node(...)`` returns: registers a :class:`NodeFunction`, returns it unchanged."""
+
+    def __call__(
+        self, func: NodeFunction[UpdateT_contra, NodesT_contra, ParamsT, ReturnT], /
+    ) -> Callable[ParamsT, ReturnT]: ...
+
+
+class RouterDecorator(Protocol[StateT, NodesT_contra]):
+    """What ``Graph.router(...)`` returns: registers a :class:`RouterFunction`, returns it."""
+
+    def __call__(
+        self, func: RouterFunction[StateT, NodesT_contra, ParamsT, ReturnT], /
+    ) -> Callable[Concatenate[StateT, ParamsT], ReturnT]: ...
 
 
 @dataclass(frozen=True)
@@ -214,7 +232,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
-    ) -> Callable[[NodeFunction[UpdateT, NodesT, ParamsT, ReturnT]], Callable[ParamsT, ReturnT]]:
+    ) -> NodeDecorator[UpdateT, NodesT]:
         """Register the decorated function as a node; return it unchanged.
 
         For type checkers the decorator keeps the function's signature and return type
@@ -246,7 +264,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
 
         def register(
-            node_func: NodeFunction[UpdateT, NodesT, ParamsT, ReturnT],
+            node_func: NodeFunction[UpdateT, NodesT, ParamsT, ReturnT], /
         ) -> Callable[ParamsT, ReturnT]:
             func: Callable[..., Any] = node_func
             self._nodes.append(
@@ -270,10 +288,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
     def router(
         self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
-    ) -> Callable[
-        [RouterFunction[StateT, NodesT, ParamsT, ReturnT]],
-        Callable[Concatenate[StateT, ParamsT], ReturnT],
-    ]:
+    ) -> RouterDecorator[StateT, NodesT]:
         """Register the decorated function as the conditional way out of ``source``.
 
         Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
@@ -286,7 +301,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         localns = _caller_locals(1)
 
         def register(
-            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT],
+            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT], /
         ) -> Callable[Concatenate[StateT, ParamsT], ReturnT]:
             func: Callable[..., Any] = router_func
             self._routers.append(
