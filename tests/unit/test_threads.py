@@ -141,6 +141,10 @@ def test_new_input_on_a_finished_thread_starts_a_new_run() -> None:
     assert second.state["n"] == 4
     assert second.state["log"] == ["c1", "c2", "c3", "again", "c4"]
     assert second.guards == {("count", "count"): 0}
+    saver = app.checkpointer
+    assert saver is not None
+    inputs = [c for c in saver.checkpoints("t") if c.meta["source"] == "input"]
+    assert len(inputs) == 2 and all(c.snapshot is not None for c in inputs)
 
 
 def test_invoke_none_on_a_finished_thread_returns_it() -> None:

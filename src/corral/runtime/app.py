@@ -17,7 +17,6 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, CorralError, GraphError, InvalidUpdateError
-from corral.reducers import Overwrite
 from corral.runtime import persist
 from corral.runtime.engine import (
     NO_ARG,
@@ -43,7 +42,7 @@ from corral.runtime.events import (
 )
 from corral.runtime.state import apply_writes, is_flat, thaw
 from corral.runtime.tables import Node, build_tables
-from corral.spec import START, GraphSpec
+from corral.spec import GraphSpec
 
 __all__ = ["CompiledGraph", "Run"]
 
@@ -268,9 +267,21 @@ class CompiledGraph(Generic[StateT]):
             return self._stream_async_in_loop(
                 input, mode, thread_id, checkpoint_id, max_steps, deps, on_event
             )
+        return self._stream_sync(input, mode, thread_id, checkpoint_id, max_steps, deps, on_event)
+
+    def _stream_sync(
+        self,
+        input: Any,
+        mode: StreamMode,
+        thread_id: str | None,
+        checkpoint_id: str | None,
+        max_steps: int | None,
+        deps: Any,
+        on_event: Callable[[Event], None] | None,
+    ) -> Iterator[Any]:
         buffer: list[Event] = []
         ex = self._prepare(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
-        return _select(ex, run_sync(ex, self._loop), mode)
+        yield from _select(ex, run_sync(ex, self._loop), mode)
 
     def _stream_async_in_loop(
         self,
@@ -552,18 +563,12 @@ class CompiledGraph(Generic[StateT]):
             seq=int(last_meta.get("seq", 0)),
             since_snapshot=int(last_meta.get("since_snapshot", 0)),
             run=int(last_meta.get("run", 0)) + 1,
-            force_snapshot=forked,
+            force_snapshot=True,  # the first checkpoint of every run has a snapshot
         )
         ex.saver = saver_
-        writes: list[tuple[str, Mapping[str, Any]]] = []
-        fills = {
-            k: Overwrite(copy.copy(v))
-            for k, v in self._tables.empties.items()
-            if k not in base and k not in input
-        }
-        if fills and chain:
-            writes.append((START, fills))
-        writes.append(("__input__", dict(input)))
+        # The input checkpoint carries a snapshot, so the reducer keys that started empty
+        # need no write of their own.
+        writes: list[tuple[str, Mapping[str, Any]]] = [("__input__", dict(input))]
         pauses = [
             {"task": i, "node": node.name, "value": None, "when": "before"}
             for i, (node, _) in enumerate(ex.tasks)

@@ -3,9 +3,10 @@
 One checkpoint is written per superstep (plus one for the input of a run, and one for a
 superstep cut short by an interrupt or an error). It stores the superstep's writes, the
 ``(node, update)`` pairs in merge order, and a full snapshot of the state on the first
-checkpoint of a thread, on the first checkpoint of a fork, and every :data:`SNAPSHOT_EVERY`
-checkpoints; a state is rebuilt by replaying the writes after the nearest snapshot through
-the reducers, so storage grows with the number of supersteps, not with their square.
+checkpoint of every run (its input), on the first checkpoint of a fork, and every
+:data:`SNAPSHOT_EVERY` checkpoints. A state is rebuilt by replaying the writes after the
+nearest snapshot through the reducers, so storage grows with the number of supersteps, not
+with their square, and a rebuild replays fewer than :data:`SNAPSHOT_EVERY` supersteps.
 
 ``meta`` holds everything else a resumed run needs, all of it JSON-friendly (string keys,
 lists): the next tasks (with ``Send`` arguments), the step, superstep, per-node run and guard
