@@ -1,3 +1,4 @@
+# pyright: strict
 """Decorated nodes and routers keep their exact types, and well-typed routes check.
 
 Checked by ``mypy --strict`` (``mypy.ini``) and by ``tests/unit/test_typing.py``; never run.

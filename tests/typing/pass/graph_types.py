@@ -1,3 +1,4 @@
+# pyright: strict
 """The type a ``Graph`` gets from its constructor, at each level of typing effort.
 
 Checked by ``mypy --strict`` (``mypy.ini``) and by ``tests/unit/test_typing.py``; never run.
