@@ -334,11 +334,16 @@ class _Decoder:
 
 
 def encode_checkpoint(
-    checkpoint: Checkpoint, serializer: Serializer | None = None, *, snapshot: bool = True
+    checkpoint: Checkpoint,
+    serializer: Serializer | None = None,
+    *,
+    snapshot: bool = True,
+    meta: bool = True,
 ) -> tuple[Any, list[Any], Any]:
     """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
 
-    ``snapshot=False`` leaves the snapshot out (``None``), for stores that encode it their way.
+    ``snapshot=False`` and ``meta=False`` leave those parts out (``None``), for stores that
+    encode them their own way.
 
     Raises:
         SerializationError: naming the state key, or the node whose update holds the value.
@@ -350,8 +355,8 @@ def encode_checkpoint(
         [node, encode(update, serializer=serializer, where="update", owner=f"written by {node!r}")]
         for node, update in checkpoint.writes
     ]
-    meta = encode(checkpoint.meta, serializer=serializer, where="meta")
-    return state, writes, meta
+    info = encode(checkpoint.meta, serializer=serializer, where="meta") if meta else None
+    return state, writes, info
 
 
 def decode_checkpoint(

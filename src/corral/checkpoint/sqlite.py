@@ -191,14 +191,16 @@ class SqliteSaver:
                 or the file cannot be written.
         """
         # The snapshot is encoded while packing, so unchanged list items can be skipped.
-        _, writes, meta = encode_checkpoint(checkpoint, self.serializer, snapshot=False)
+        # The snapshot and meta are encoded while packing: unchanged list items and plain
+        # meta values skip the general encoder.
+        _, writes, _ = encode_checkpoint(checkpoint, self.serializer, snapshot=False, meta=False)
         with self._lock, self._errors("write a checkpoint to"):
             conn = self._connection()
             try:
-                self._put(conn, checkpoint, writes, meta, ensure_ascii=False)
+                self._put(conn, checkpoint, writes, ensure_ascii=False)
             except UnicodeEncodeError:
                 # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
-                self._put(conn, checkpoint, writes, meta, ensure_ascii=True)
+                self._put(conn, checkpoint, writes, ensure_ascii=True)
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
@@ -388,7 +390,6 @@ class SqliteSaver:
         conn: sqlite3.Connection,
         checkpoint: Checkpoint,
         writes: list[Any],
-        meta: Any,
         *,
         ensure_ascii: bool,
     ) -> None:
@@ -407,7 +408,7 @@ class SqliteSaver:
             if checkpoint.snapshot is not None:
                 earlier = last.lists if last is not None else {}
                 snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
-            meta_texts = packer.field_texts(meta)
+            meta_texts = packer.meta_texts(checkpoint.meta)
             row = (
                 thread,
                 checkpoint.checkpoint_id,
@@ -640,11 +641,15 @@ class _Packer:
             return f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
         return "[" + ",".join([text for text, _ in items]) + "]"
 
-    def field_texts(self, tree: Any) -> dict[str, str] | str:
-        """Return the JSON of each value of a dict with str keys, or the whole JSON of others."""
-        if type(tree) is not dict or TAG in tree:
-            return self.text(tree)
-        return {k: _scalar_json(v) or self.text(v) for k, v in tree.items()}
+    def meta_texts(self, meta: Any) -> dict[str, str] | str:
+        """Return the JSON of each value of a meta dict, or the whole JSON of another value."""
+        serializer = self.serializer
+        if type(meta) is not dict or TAG in meta or not all(type(k) is str for k in meta):
+            return self.text(encode(meta, serializer=serializer, where="meta"))
+        return {
+            k: _scalar_json(v) or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
+            for k, v in meta.items()
+        }
 
     def fields(self, tree: dict[str, Any]) -> str:
         """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
