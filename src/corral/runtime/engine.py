@@ -475,10 +475,8 @@ def _flush(ex: Execution) -> list[Event]:
     return out
 
 
-def _fail(
-    ex: Execution, results: list[Result], pauses: list[dict[str, Any]], error: BaseException
-) -> None:
-    """Keep the finished siblings of a failed superstep, then let ``error`` propagate."""
+def _fail(ex: Execution, results: list[Result], pauses: list[dict[str, Any]]) -> None:
+    """Keep the finished siblings of a failed superstep; the caller raises the error."""
     if ex.saver is not None and (results or pauses):
         ex.saver.save_partial(ex, results, pauses, "error")
 
@@ -719,17 +717,17 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
                     raise
                 except Exception as exc:
                     error = _node_error(ex, node.name, step, exc)
-                    _fail(ex, _with_done(ex, results), pauses, error)
+                    _fail(ex, _with_done(ex, results), pauses)
                     raise error from exc
                 try:
                     results.append(_accept(ex, index, node, out, step, perf_counter() - start))
                 except CorralError as error:
-                    _fail(ex, _with_done(ex, results), pauses, error)
+                    _fail(ex, _with_done(ex, results), pauses)
                     raise
                 if emit is not None:
                     yield from _flush(ex)
             if cap_error is not None:
-                _fail(ex, _with_done(ex, results), pauses, cap_error)
+                _fail(ex, _with_done(ex, results), pauses)
                 raise cap_error
             if ex.done:
                 results = _with_done(ex, results)
@@ -738,8 +736,8 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
                 break
             try:
                 writes = _merge(ex, results)
-            except CorralError as error:
-                _fail(ex, results, [], error)
+            except CorralError:
+                _fail(ex, results, [])
                 raise
             ex.supersteps = superstep
             if ex.tables.has_joins:
@@ -905,7 +903,7 @@ async def run_async(ex: Execution, loop: Loop) -> AsyncIterator[Event]:
             if failure is None and cap_error is not None:
                 failure = cap_error
             if failure is not None:
-                _fail(ex, _with_done(ex, results), pauses, failure)
+                _fail(ex, _with_done(ex, results), pauses)
                 raise failure
             if ex.done:
                 results = _with_done(ex, results)
@@ -914,8 +912,8 @@ async def run_async(ex: Execution, loop: Loop) -> AsyncIterator[Event]:
                 break
             try:
                 writes = _merge(ex, results)
-            except CorralError as error:
-                _fail(ex, results, [], error)
+            except CorralError:
+                _fail(ex, results, [])
                 raise
             ex.supersteps = superstep
             if ex.tables.has_joins:

@@ -87,7 +87,8 @@ class ThreadSaver(Saving):
         if pauses:
             status = "interrupted"
         else:
-            status = "running" if ex.tasks or ex.held else "done"
+            # A join still held when nothing else is left to run never runs: the run is over.
+            status = "running" if ex.tasks else "done"
         self.put(ex, writes, status, "loop", pauses)
 
     def save_partial(
