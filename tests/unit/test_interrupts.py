@@ -240,3 +240,41 @@ def test_interrupt_after_the_last_node_then_continue_finishes_the_thread() -> No
     run = app.invoke(None, thread_id="t")
     assert run.status == "done" and run.state["log"] == ["only"]
     assert app.get_state("t").status == "done"
+
+
+def test_events_show_the_pause_and_the_checkpoints() -> None:
+    """stream(mode="events") yields CheckpointWritten and a Paused record with the payload."""
+    from corral.runtime import CheckpointWritten, Paused, RunEnd
+
+    app = approval_graph([]).compile(checkpointer=MemorySaver())
+    events = list(app.stream({}, mode="events", thread_id="t"))
+    paused = [e for e in events if isinstance(e, Paused)]
+    assert [i.value for i in paused[0].interrupts] == [{"question": "ship it?"}]
+    written = [e for e in events if isinstance(e, CheckpointWritten)]
+    assert [e.status for e in written] == ["running", "running", "interrupted"]
+    assert written[-1].checkpoint_id == app.get_state("t").checkpoint_id
+    assert events[-1] == RunEnd("interrupted", 1, 1)
+
+
+def test_command_resume_is_an_alias_of_resume() -> None:
+    """invoke(Command(resume=value)) answers like Resume(value), as in LangGraph."""
+    from corral import Command
+
+    app = approval_graph([]).compile(checkpointer=MemorySaver())
+    app.invoke({}, thread_id="t")
+    assert app.invoke(Command(resume="ok"), thread_id="t").state["answer"] == "ok"
+
+
+def test_async_interrupt_without_checkpointer_is_a_graph_error() -> None:
+    """In ainvoke too, interrupt() without a checkpointer is a GraphError, not a NodeError."""
+    import asyncio
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    async def ask(state: S) -> dict[str, object]:
+        return {"answer": interrupt("?")}
+
+    with pytest.raises(GraphError) as caught:
+        asyncio.run(g.compile().ainvoke({}))
+    assert not isinstance(caught.value, NodeError)

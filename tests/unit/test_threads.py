@@ -279,3 +279,47 @@ def test_overwrite_and_send_args_survive_replay() -> None:
     run = app.invoke(None, thread_id="t")
     assert run.state["out"] == ["reset", "0:a", "1:b"]
     assert app.get_state("t").values == run.state
+
+
+def test_a_failed_route_keeps_the_merged_superstep() -> None:
+    """A guard used up without otherwise raises after the merge; the merged state is saved."""
+    calls: list[int] = []
+    g = Graph(Count)
+
+    @g.node(start=True)
+    def count(state: Count) -> dict[str, object]:
+        calls.append(state["n"])
+        return {"n": state["n"] + 1}
+
+    @g.router("count", guards=[Guard("count", max=2)])
+    def again(state: Count) -> Literal["count"] | End:
+        return "count"
+
+    from corral import GuardExhaustedError
+
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(GuardExhaustedError) as caught:
+        app.invoke({"n": 0}, thread_id="t")
+    assert caught.value.state["n"] == 3
+    state = app.get_state("t")
+    assert state.values["n"] == 3 and state.status == "error"
+    with pytest.raises(GuardExhaustedError):
+        app.invoke(None, thread_id="t")
+    assert calls == [0, 1, 2], "the routes are evaluated again; no node runs again"
+
+
+def test_thread_api_errors_are_clear() -> None:
+    """Thread calls without a checkpointer, and bad updates, say what is wrong."""
+    from corral import CorralError, InvalidUpdateError
+
+    plain = counter(2).compile()
+    with pytest.raises(CheckpointError, match="checkpointer"):
+        plain.get_state("t")
+    with pytest.raises(CorralError, match="checkpointer"):
+        plain.invoke(None, thread_id="t")
+    app = counter(2).compile(checkpointer=MemorySaver())
+    app.invoke({"n": 0}, thread_id="t")
+    with pytest.raises(InvalidUpdateError, match="'nope'"):
+        app.update_state("t", {"nope": 1})
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        app.get_state("t", "missing-id")
