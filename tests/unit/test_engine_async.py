@@ -145,3 +145,33 @@ def test_sync_graph_runs_under_ainvoke() -> None:
         return {"n": 7}
 
     assert asyncio.run(g.compile().ainvoke({"n": 0})).state["n"] == 7
+
+
+def test_caps_inside_an_async_superstep_match_the_sync_loop() -> None:
+    """With room for two more runs, an async 3-way fan-out runs two branches and stops."""
+    from corral import StepLimitError
+
+    g = Graph(S)
+
+    @g.node(start=True, then=("a", "b", "c"))
+    async def plan(state: S) -> None:
+        return None
+
+    @g.node(then=END)
+    async def a(state: S) -> dict[str, object]:
+        return {"log": ["a"]}
+
+    @g.node(then=END)
+    async def b(state: S) -> dict[str, object]:
+        return {"log": ["b"]}
+
+    @g.node(then=END)
+    async def c(state: S) -> dict[str, object]:
+        return {"log": ["c"]}
+
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(StepLimitError) as caught:
+        asyncio.run(app.ainvoke({"n": 0}, thread_id="t", max_steps=3))
+    assert (caught.value.node, caught.value.steps) == ("c", 3)
+    run = asyncio.run(app.ainvoke(None, thread_id="t"))
+    assert run.state["log"] == ["a", "b", "c"] and run.steps == 4
