@@ -354,7 +354,7 @@ def test_a_list_item_changed_in_place_is_stored_as_it_is_now(make_saver: MakeSav
     """Snapshots of a growing list reuse stored items only while they are unchanged."""
     saver = make_saver()
     message = {"role": "user", "content": "first version " * 20}
-    history = [message, {"role": "ai", "content": "reply " * 40}]
+    history: list[Any] = [message, {"role": "ai", "content": "reply " * 40}]
     saver.put(Checkpoint("t", "a", None, {"history": list(history)}, [], {}))
     message["content"] = "edited in place " * 20  # nodes should not do this; still stored right
     history.append({"role": "user", "content": "more " * 40})

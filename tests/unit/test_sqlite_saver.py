@@ -7,12 +7,16 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from corral import CheckpointError, SqliteSaver
+from corral import CheckpointError, Overwrite, Send, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
 
@@ -341,3 +345,71 @@ def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     assert saver.chain("child")[0].snapshot == {"from": "child"}
     grow(saver, 1, thread="parent")  # the parent's own connection still works
     saver.close()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal with the same types all the way down."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, (Overwrite, Send)):
+        return a == b and _same(
+            a.value if isinstance(a, Overwrite) else a.arg,
+            b.value if isinstance(b, Overwrite) else b.arg,
+        )
+    return bool(a == b)
+
+
+_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=5)
+    | st.text(min_size=120, max_size=400)  # long enough to be stored once and shared
+    | st.binary(max_size=300)
+)
+_keys = st.text(max_size=4) | st.sampled_from(["$corral", "v", "refs", "del"])
+_values = st.recursive(
+    _leaves,
+    lambda inner: (
+        st.lists(inner, max_size=12)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_keys, inner, max_size=6)
+        | st.dictionaries(st.integers(), inner, max_size=3)
+        | st.frozensets(st.text(min_size=100, max_size=200), max_size=3)
+        | st.builds(Overwrite, inner)
+        | st.builds(Send, st.just("work"), inner)
+    ),
+    max_leaves=40,
+)
+_states = st.dictionaries(st.text(min_size=1, max_size=5), _values, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(states=st.lists(_states, min_size=1, max_size=4), data=st.data())
+def test_any_values_survive_the_file(states: list[dict[str, Any]], data: st.DataObject) -> None:
+    """Random states, updates and metas (big, nested, tagged) come back type for type,
+    through snapshots, writes, meta deltas and a reopened file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c.sqlite"
+        put: list[Checkpoint] = []
+        with SqliteSaver(path, synchronous="NORMAL") as saver:
+            for i, state in enumerate(states):
+                snapshot = state if data.draw(st.booleans(), label="snapshot") else None
+                meta = {"i": i, "same": "x" * 150, "state": state if i % 2 else None}
+                checkpoint = Checkpoint(
+                    "t", f"c{i}", f"c{i - 1}" if i else None, snapshot, [("n", state)], meta
+                )
+                saver.put(checkpoint)
+                put.append(checkpoint)
+            assert all(_same(a, b) for a, b in zip(saver.checkpoints("t"), put, strict=True))
+        with SqliteSaver(path) as reopened:
+            back = reopened.checkpoints("t")
+            for got, want in zip(back, put, strict=True):
+                assert _same(got.snapshot, want.snapshot)
+                assert _same(got.writes, list(want.writes))
+                assert _same(got.meta, want.meta)
