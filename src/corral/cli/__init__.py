@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip files and folders matching this fnmatch pattern (repeatable)",
     )
     lint.add_argument("--explain", metavar="CODE", help="print the docs of one rule and exit")
+    lint.add_argument(
+        "--static",
+        action="store_true",
+        help="read the modules with mypy instead of importing them (no module code runs)",
+    )
     lint.set_defaults(handler=_lint.command)
 
     draw = commands.add_parser(

@@ -29,7 +29,12 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     select = parse_codes(args.select, "--select")
     ignore = parse_codes(args.ignore, "--ignore")
-    loaded = load(args.paths, exclude=args.exclude, only_marked=True)
+    if getattr(args, "static", False):
+        from corral.static import load_static
+
+        loaded = load_static(args.paths, exclude=args.exclude)
+    else:
+        loaded = load(args.paths, exclude=args.exclude, only_marked=True)
     failures: list[LoadError] = list(loaded.errors)
     found: list[Diagnostic] = []
     for _, err in loaded.graph_errors:
