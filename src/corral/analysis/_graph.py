@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 from itertools import combinations
 
-import networkx as nx  # type: ignore[import-untyped]
+import networkx as nx
 
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
 from corral.writes import infer_command_fanout

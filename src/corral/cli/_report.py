@@ -178,7 +178,6 @@ def _sarif_rule(rule: Rule) -> dict[str, Any]:
         "name": rule.slug,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.docs},
-        "helpUri": rule.help_uri,
         "help": {"text": rule.docs},
         "defaultConfiguration": {"level": "error" if rule.severity == "error" else "warning"},
         "properties": {"tags": [rule.slug]},

@@ -225,7 +225,8 @@ def long_docs(rule: Rule) -> str:
     if start is None:
         return rule.docs
     end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    section = "\n".join(lines[start + 1 : end]).strip()
+    body = [line for line in lines[start + 1 : end] if not line.startswith("<a id=")]
+    section = "\n".join(body).strip()
     return section or rule.docs
 
 
