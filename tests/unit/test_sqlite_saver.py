@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -413,3 +414,30 @@ def test_any_values_survive_the_file(states: list[dict[str, Any]], data: st.Data
                 assert _same(got.snapshot, want.snapshot)
                 assert _same(got.writes, list(want.writes))
                 assert _same(got.meta, want.meta)
+
+
+def test_savers_creating_one_new_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """Many savers opening a file that does not exist yet (each with its own connection, as
+    separate processes would): one creates the schema, the others wait for it, none sees a
+    half-made file ('database is locked', 'not a corral database')."""
+    failures: list[str] = []
+    for round_ in range(10):
+        path = tmp_path / f"new{round_}.sqlite"
+        barrier = threading.Barrier(8)
+
+        def open_and_put(k: int, path: Path = path, barrier: threading.Barrier = barrier) -> None:
+            barrier.wait()
+            try:
+                with SqliteSaver(path, synchronous="NORMAL") as saver:
+                    saver.put(Checkpoint(f"p{k}", "c0", None, {"who": k}, [], {}))
+            except Exception as exc:  # collected and asserted below
+                failures.append(f"{type(exc).__name__}: {exc}")
+
+        workers = [threading.Thread(target=open_and_put, args=(k,)) for k in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        assert failures == []
+        with SqliteSaver(path) as saver:
+            assert sorted(saver.threads()) == sorted(f"p{k}" for k in range(8))

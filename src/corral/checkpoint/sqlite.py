@@ -34,9 +34,10 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _encode_str
 from pathlib import Path
@@ -293,31 +294,49 @@ class SqliteSaver:
             if Path(self.path).is_dir():
                 msg = f"{self.path!r} is a folder; give SqliteSaver a file path"
                 raise CheckpointError(msg, path=self.path)
-        conn = sqlite3.connect(
-            self.path,
-            timeout=self.timeout_s,
-            isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
-            check_same_thread=False,  # ainvoke may call from worker threads; self._lock serialises
-        )
-        try:
-            self._check_header(conn)
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode != "wal" and not in_memory:
-                msg = (
-                    f"cannot put {self.path!r} in WAL mode (SQLite answered {mode!r}); "
-                    "keep checkpoints on a local disk, not a network share"
-                )
-                raise CheckpointError(msg, path=self.path)
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            self._ensure_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        # Switching a new file to WAL (or reading it while another process does) can be
+        # refused at once with SQLITE_BUSY, without the busy timeout; so opening retries.
+        deadline = time.monotonic() + self.timeout_s
+        pause = 0.001
+        while True:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.timeout_s,
+                isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
+                check_same_thread=False,  # ainvoke may call from worker threads; see _lock
+            )
+            try:
+                self._prepare(conn, in_memory)
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            except BaseException:
+                conn.close()
+                raise
+            else:
+                return conn
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _prepare(self, conn: sqlite3.Connection, in_memory: bool) -> None:
+        self._check_header(conn)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode != "wal" and not in_memory:
+            msg = (
+                f"cannot put {self.path!r} in WAL mode (SQLite answered {mode!r}); "
+                "keep checkpoints on a local disk, not a network share"
+            )
+            raise CheckpointError(msg, path=self.path)
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        self._ensure_schema(conn)
 
     def _check_header(self, conn: sqlite3.Connection) -> None:
         """Refuse a file that is not SQLite, or is SQLite written by something else."""
-        try:
+        own = not conn.in_transaction  # one read transaction: another process may be
+        try:  # creating the schema right now, and both facts must come from one moment
+            if own:
+                conn.execute("BEGIN")
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = [
                 name
@@ -325,7 +344,14 @@ class SqliteSaver:
                     "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
                 )
             ]
+            if own:
+                conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
+            if own and conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+                raise
             msg = (
                 f"{self.path!r} is not a corral checkpoint database (SQLite says: {exc}); "
                 "pass a new path, or move the file away if it is damaged"
@@ -565,7 +591,7 @@ class SqliteSaver:
         try:
             yield
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+            if _busy(exc):
                 msg = (
                     f"cannot {verb} {self.path!r}: another process held it for more than "
                     f"timeout_s={self.timeout_s}; raise timeout_s or run fewer writers at once"
@@ -768,6 +794,14 @@ def _scalar_json(value: Any) -> str | None:
     if (kind is list or kind is dict) and not value:
         return "[]" if kind is list else "{}"
     return None
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """Return whether SQLite refused because another connection holds a lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
 
 
 def _same(value: Any, tree: Any) -> bool:
