@@ -679,6 +679,8 @@ class _Packer:
 
     def fields(self, tree: dict[str, Any]) -> str:
         """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
+        if type(tree) is not dict:  # not an update the runtime writes, but stored all the same
+            return self.text(tree)
         dumps = self.dumps
         if len(tree) > _FEW:
             whole: str = dumps(tree)
