@@ -764,22 +764,19 @@ def _meta_text(
     [...]}``."""
     if isinstance(texts, str):
         return texts, False
-    full = "{" + ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items()) + "}"
     if (
         last is None
         or checkpoint.snapshot is not None
         or checkpoint.parent_id != last.checkpoint_id
         or isinstance(last.meta, str)
     ):
-        return full, False
+        return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
     before = last.meta
-    changed = ",".join(f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t)
+    changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
     gone = [k for k in before if k not in texts]
     if gone:
-        delta = f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}'
-    else:
-        delta = "{" + changed + "}"
-    return (delta, True) if len(delta) < len(full) else (full, False)
+        return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
+    return "{" + changed + "}", True
 
 
 def _scalar_json(value: Any) -> str | None:
