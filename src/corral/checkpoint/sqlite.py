@@ -191,7 +191,6 @@ class SqliteSaver:
             CheckpointError: the id is already taken in the thread, the parent is unknown,
                 or the file cannot be written.
         """
-        # The snapshot is encoded while packing, so unchanged list items can be skipped.
         # The snapshot and meta are encoded while packing: unchanged list items and plain
         # meta values skip the general encoder.
         _, writes, _ = encode_checkpoint(checkpoint, self.serializer, snapshot=False, meta=False)
@@ -211,7 +210,8 @@ class SqliteSaver:
                 return []
             if checkpoint_id is None:
                 found = conn.execute(
-                    "SELECT max(seq) FROM checkpoints WHERE thread = ?", (thread,)
+                    "SELECT seq FROM checkpoints WHERE thread = ? ORDER BY seq DESC LIMIT 1",
+                    (thread,),
                 ).fetchone()
             else:
                 found = conn.execute(
@@ -247,9 +247,9 @@ class SqliteSaver:
         """Close the file; later calls raise ``CheckpointError``. Closing twice is harmless."""
         with self._lock:
             self._closed = True
-            if self._conn is not None:
+            if self._conn is not None and self._pid == os.getpid():
                 self._conn.close()
-                self._conn = None
+            self._conn = None  # a connection inherited through fork is dropped, not closed
 
     def __enter__(self) -> SqliteSaver:
         return self
