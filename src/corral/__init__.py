@@ -14,6 +14,7 @@ from corral.errors import (
     NodeCapError,
     NodeError,
     RouteError,
+    SerializationError,
     StepLimitError,
 )
 from corral.reducers import Overwrite
@@ -56,6 +57,7 @@ __all__ = [
     "NodeCapError",
     "NodeError",
     "RouteError",
+    "SerializationError",
     "StepLimitError",
     "__version__",
 ]
