@@ -7,6 +7,16 @@ writes after it through the reducers, so storage grows linearly with the number 
 
 Checkpoints of a thread form a tree through ``parent_id`` (a fork from an old checkpoint
 starts a new branch); :meth:`Checkpointer.chain` follows it.
+
+A superstep with several tasks also records each task as it finishes, before the
+superstep's checkpoint exists: :class:`TaskWrites` (``put_writes`` / ``pending_writes``),
+keyed by the checkpoint the superstep started from and the task's position in the
+superstep's (deterministic) task order. A run that resumes from that checkpoint skips the
+tasks that have a pending write and merges their recorded updates instead, so a crash in a
+fan-out re-runs only the tasks that had not finished. Putting the next checkpoint of that
+parent supersedes its pending writes: a store drops them in the same transaction, so they
+never accumulate. Both built-in savers implement it; a store without it still works, and a
+crash then re-runs the whole cut superstep.
 """
 
 from __future__ import annotations
@@ -15,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Checkpoint", "Checkpointer"]
+__all__ = ["Checkpoint", "Checkpointer", "TaskWrites"]
 
 
 @dataclass(frozen=True)
@@ -60,4 +70,35 @@ class Checkpointer(Protocol):
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first (in the order they were put)."""
+        ...
+
+
+@runtime_checkable
+class TaskWrites(Protocol):
+    """The optional part of the protocol: finished tasks of a superstep not yet checkpointed.
+
+    The runtime calls these when its checkpointer has them (both built-in savers do). A
+    record is a dict of JSON-friendly values (as a checkpoint's ``meta`` is) that says what
+    the task returned: ``{"task": 1, "node": "left", "update": {...}, "goto": None}``.
+    """
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
+    ) -> None:
+        """Save durably (one transaction) that ``task`` of the superstep after
+        ``checkpoint_id`` finished with ``record``; a second call for the same task replaces
+        the first.
+
+        Raises:
+            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the store
+                cannot be written.
+        """
+        ...
+
+    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
+        """Return the records put for ``checkpoint_id`` and not yet superseded, by task.
+
+        A record is superseded (and a store may drop it) once a checkpoint whose parent is
+        ``checkpoint_id`` has been put. Unknown threads or checkpoints give ``{}``.
+        """
         ...

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint
-from corral.checkpoint.serde import Serializer, decode_checkpoint, encode_checkpoint
+from corral.checkpoint.serde import (
+    Serializer,
+    decode,
+    decode_checkpoint,
+    encode,
+    encode_checkpoint,
+)
 from corral.errors import CheckpointError
 
 __all__ = ["MemorySaver"]
@@ -46,6 +52,8 @@ class MemorySaver:
         self.serializer = serializer
         self._threads: dict[str, dict[str, _Stored]] = {}
         """Per thread, the checkpoints by id, in the order they were put (dicts keep it)."""
+        self._pending: dict[tuple[str, str], dict[int, Any]] = {}
+        """Per (thread, checkpoint), the encoded records of its superstep's finished tasks."""
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save an encoded copy of ``checkpoint``, so later mutation cannot change history.
@@ -60,6 +68,30 @@ class MemorySaver:
         head = (checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.parent_id)
         stored = _Stored(head, snapshot, writes, meta)
         self._threads.setdefault(checkpoint.thread_id, saved)[checkpoint.checkpoint_id] = stored
+        if checkpoint.parent_id is not None:  # its superstep is now in the checkpoint
+            self._pending.pop((checkpoint.thread_id, checkpoint.parent_id), None)
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
+    ) -> None:
+        """Save an encoded copy of a finished task's ``record`` (see ``TaskWrites``).
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the thread has no checkpoint ``checkpoint_id``.
+        """
+        if checkpoint_id not in self._threads.get(thread_id, {}):
+            raise _unknown_parent(thread_id, checkpoint_id)
+        tree = encode(record, serializer=self.serializer, where=f"task {task}")
+        self._pending.setdefault((thread_id, checkpoint_id), {})[task] = tree
+
+    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
+        """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        trees = self._pending.get((thread_id, checkpoint_id), {})
+        return {
+            task: decode(tree, serializer=self.serializer, where=f"task {task}")
+            for task, tree in sorted(trees.items())
+        }
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
@@ -98,6 +130,14 @@ class MemorySaver:
 
 def _parent_known(checkpoint: Checkpoint, saved: dict[str, _Stored]) -> bool:
     return checkpoint.parent_id is None or checkpoint.parent_id in saved
+
+
+def _unknown_parent(thread_id: str, checkpoint_id: str) -> CheckpointError:
+    msg = (
+        f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
+        f"{thread_id!r} has no such checkpoint; put the checkpoint first"
+    )
+    return CheckpointError(msg)
 
 
 def _check_put(checkpoint: Checkpoint, taken: bool, parent_known: bool) -> None:

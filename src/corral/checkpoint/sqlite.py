@@ -5,6 +5,10 @@ is a small integer from ``threads``; ``seq`` counts the thread's checkpoints in 
 they were put): its id, its parent (the parent row's ``seq``) and three JSON texts, the
 snapshot (or NULL), the writes and the meta.
 
+``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
+yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
+the next checkpoint of that parent deletes them in the same transaction.
+
 Storing values once. A value whose JSON is at least ``_MIN_BLOB`` bytes is kept in
 ``blobs`` and the texts refer to it as ``{"$corral": <blob id>}``; the process remembers
 the content hash of every blob it wrote or read, so the same value is not stored twice. A
@@ -48,6 +52,7 @@ from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import (
     TAG,
     Serializer,
+    decode,
     decode_checkpoint,
     encode,
     encode_checkpoint,
@@ -75,7 +80,19 @@ _KNOWN_CACHE: Final = 200_000
 _LAST_THREADS: Final = 64
 """Threads whose last checkpoint this process remembers, to write the next one as a delta."""
 
-_SCHEMA = """
+_PENDING = """
+CREATE TABLE IF NOT EXISTS pending_writes (
+    thread INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    task INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (thread, seq, task)
+) WITHOUT ROWID
+"""
+"""Finished tasks of a superstep whose checkpoint is not written yet (created in older files)."""
+
+_SCHEMA = (
+    """
 CREATE TABLE corral_schema (
     version INTEGER NOT NULL,
     written_by TEXT NOT NULL
@@ -101,6 +118,8 @@ CREATE TABLE blobs (
     data TEXT NOT NULL
 );
 """
+    + _PENDING
+)
 
 _INSERT = """
 INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta,
@@ -201,6 +220,55 @@ class SqliteSaver:
             except UnicodeEncodeError:
                 # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
                 self._put(conn, checkpoint, writes, ensure_ascii=True)
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
+    ) -> None:
+        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``).
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the file
+                cannot be written.
+        """
+        tree = encode(record, serializer=self.serializer, where=f"task {task}")
+        with self._lock, self._errors("record a finished task in"):
+            conn = self._connection()
+            try:
+                self._put_writes(conn, thread_id, checkpoint_id, task, tree, ensure_ascii=False)
+            except UnicodeEncodeError:
+                self._put_writes(conn, thread_id, checkpoint_id, task, tree, ensure_ascii=True)
+
+    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
+        """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return {}
+            seq = self._seq(conn, thread, checkpoint_id)
+            if seq is None:
+                return {}
+            rows = conn.execute(
+                "SELECT task, record FROM pending_writes WHERE thread = ? AND seq = ? "
+                "ORDER BY task",
+                (thread, seq),
+            ).fetchall()
+            resolve = self._resolver(conn)
+            out: dict[int, dict[str, Any]] = {}
+            for task, text in rows:
+                where = f"task {task} after checkpoint {checkpoint_id!r}"
+                try:
+                    tree = json.loads(text)
+                except ValueError as exc:
+                    msg = (
+                        f"the record of {where} of thread {thread_id!r} in {self.path!r} is "
+                        f"damaged ({exc}); resume from an earlier checkpoint or a new thread"
+                    )
+                    raise CheckpointError(msg, path=self.path) from exc
+                out[int(task)] = decode(
+                    tree, serializer=self.serializer, resolve=resolve, where=where
+                )
+            return out
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
@@ -386,6 +454,7 @@ class SqliteSaver:
                 conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
             else:
                 self._check_version(conn)
+                conn.execute(_PENDING)  # a file written before pending writes existed
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -451,6 +520,10 @@ class SqliteSaver:
                     f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
                 )
                 raise CheckpointError(msg, path=self.path) from exc
+            if parent is not None:  # the parent's superstep is now in this checkpoint
+                conn.execute(
+                    "DELETE FROM pending_writes WHERE thread = ? AND seq = ?", (thread, parent)
+                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -470,6 +543,50 @@ class SqliteSaver:
             meta_texts,
             lists if lists is not None else last.lists if last is not None else {},
         )
+
+    def _put_writes(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        checkpoint_id: str,
+        task: int,
+        tree: Any,
+        *,
+        ensure_ascii: bool,
+    ) -> None:
+        new_blobs: dict[bytes, int] = {}
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            thread = self._thread(conn, thread_id, create=False)
+            seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
+            if thread is None or seq is None:
+                msg = (
+                    f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
+                    f"{thread_id!r} has no such checkpoint; put the checkpoint first"
+                )
+                raise CheckpointError(msg, path=self.path)
+            packer = _Packer(conn, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
+            conn.execute(
+                "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) "
+                "VALUES (?, ?, ?, ?)",
+                (thread, seq, task, packer.record(tree)),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._known_blobs(new_blobs)
+
+    def _seq(self, conn: sqlite3.Connection, thread: int, checkpoint_id: str) -> int | None:
+        """Return the seq of a committed checkpoint, or ``None`` when the thread has none."""
+        seq = self._seqs.get((thread, checkpoint_id))
+        if seq is not None:
+            return seq
+        row = conn.execute(
+            "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
+            (thread, checkpoint_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
 
     def _known_blobs(self, blobs: dict[bytes, int]) -> None:
         if len(self._blob_ids) + len(blobs) > _KNOWN_CACHE:
@@ -492,21 +609,15 @@ class SqliteSaver:
     def _parent(self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint) -> int | None:
         if checkpoint.parent_id is None:
             return None
-        seq = self._seqs.get((thread, checkpoint.parent_id))
-        if seq is not None:
-            return seq
-        row = conn.execute(
-            "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
-            (thread, checkpoint.parent_id),
-        ).fetchone()
-        if row is None:
+        seq = self._seq(conn, thread, checkpoint.parent_id)
+        if seq is None:
             msg = (
                 f"checkpoint {checkpoint.checkpoint_id!r} names parent "
                 f"{checkpoint.parent_id!r}, which thread {checkpoint.thread_id!r} does not "
                 "have; put the parent first (or pass parent_id=None to start the thread)"
             )
             raise CheckpointError(msg, path=self.path)
-        return int(row[0])
+        return seq
 
     # -- reading -----------------------------------------------------------------------
 
@@ -676,6 +787,22 @@ class _Packer:
             k: _scalar_json(v) or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
             for k, v in meta.items()
         }
+
+    def record(self, tree: Any) -> str:
+        """Return a task record as JSON; its update is packed as a checkpoint's writes are,
+        so the values it stores once are the ones the superstep's checkpoint refers to."""
+        if type(tree) is not dict or TAG in tree:
+            return self.text(tree)
+        return (
+            "{"
+            + ",".join(
+                [
+                    f"{_encode_str(k)}:{self.fields(v) if k == 'update' else self.text(v)}"
+                    for k, v in tree.items()
+                ]
+            )
+            + "}"
+        )
 
     def fields(self, tree: dict[str, Any]) -> str:
         """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""

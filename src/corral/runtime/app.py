@@ -403,7 +403,7 @@ class CompiledGraph(Generic[StateT]):
                 raise GraphError(msg)
         update = _check_input(self._tables, values, writer)
         ex = self._execution(None, thread_id, deps=None, emit=None)
-        persist.load(ex, self._tables, base)
+        persist.load(ex, self._tables, base, saver)
         ex.values = apply_writes(
             state, [(writer, update)], self._tables.reducers, self._tables.empties
         )
@@ -430,8 +430,8 @@ class CompiledGraph(Generic[StateT]):
             pauses = []
             status = "running" if ex.tasks else "done"
         else:
-            if meta.get("done"):
-                extra["done"] = meta["done"]
+            if ex.done:  # finished siblings: kept in meta, or recorded after a crash
+                extra["done"] = [persist.result_json(r) for _, r in sorted(ex.done.items())]
             if "reroute" in meta:
                 extra["reroute"] = meta["reroute"]
         saver_ = persist.ThreadSaver(
@@ -537,7 +537,7 @@ class CompiledGraph(Generic[StateT]):
                 raise _unknown_thread(thread_id, None)
             last = chain[-1]
             ex.values = persist.rebuild(self._tables, chain)
-            persist.load(ex, self._tables, last)
+            persist.load(ex, self._tables, last, saver)
             ex.saver = persist.ThreadSaver(
                 saver,
                 self._tables,

@@ -132,6 +132,12 @@ class Saving:
     checkpointer: Checkpointer
     last_status: str = ""
     """The status of the last checkpoint written."""
+    records_tasks: bool = False
+    """Whether :meth:`save_task` records finished tasks (the checkpointer has ``put_writes``)."""
+
+    def save_task(self, ex: Execution, result: Result) -> None:
+        """Record durably that one task of a superstep with several tasks has finished."""
+        raise NotImplementedError
 
     def save_superstep(
         self,
@@ -232,7 +238,20 @@ def _node_error(
 
 def _accept(ex: Execution, index: int, node: Node, out: Any, step: int, seconds: float) -> Result:
     """Check a node's return value, count the run, trace it and return its result."""
-    tables = ex.tables
+    update, goto = _outcome(ex.tables, node, out)
+    ex.steps += 1
+    name = node.name
+    ex.runs[name] = ex.runs.get(name, 0) + 1
+    ex.trace.append((step, name, update, seconds))
+    if ex.emit is not None:
+        ex.emit(NodeEnd(step, name, update, seconds))
+    return (index, node, update, goto)
+
+
+def _outcome(
+    tables: Tables, node: Node, out: Any
+) -> tuple[dict[str, Any] | None, tuple[str | Send[str], ...] | None]:
+    """Return the update and ``Command`` targets of a node's return value, or raise."""
     goto: tuple[str | Send[str], ...] | None = None
     if out is None:
         update = None
@@ -257,13 +276,7 @@ def _accept(ex: Execution, index: int, node: Node, out: Any, step: int, seconds:
             f"(keys: {sorted(tables.keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    ex.steps += 1
-    name = node.name
-    ex.runs[name] = ex.runs.get(name, 0) + 1
-    ex.trace.append((step, name, update, seconds))
-    if ex.emit is not None:
-        ex.emit(NodeEnd(step, name, update, seconds))
-    return (index, node, update, goto)
+    return update, goto
 
 
 def _short(value: Any) -> str:
@@ -700,6 +713,11 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
             superstep = ex.supersteps + 1
             results = []
             pauses: list[dict[str, Any]] = []
+            # With several tasks, each finished one is recorded at once, so a crash in the
+            # superstep re-runs only the tasks that had not finished.
+            recorder = ex.saver if len(tasks) > 1 and checkpointing else None
+            if recorder is not None and not recorder.records_tasks:
+                recorder = None
             for index in allowed:
                 node, arg = tasks[index]
                 step = ex.steps + 1
@@ -720,10 +738,13 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
                     _fail(ex, _with_done(ex, results), pauses)
                     raise error from exc
                 try:
-                    results.append(_accept(ex, index, node, out, step, perf_counter() - start))
+                    result = _accept(ex, index, node, out, step, perf_counter() - start)
                 except CorralError as error:
                     _fail(ex, _with_done(ex, results), pauses)
                     raise
+                results.append(result)
+                if recorder is not None:
+                    recorder.save_task(ex, result)
                 if emit is not None:
                     yield from _flush(ex)
             if cap_error is not None:
@@ -842,6 +863,29 @@ async def _call_async(
     return ("ok", out, perf_counter() - start)
 
 
+async def _task_async(
+    ex: Execution,
+    index: int,
+    values: dict[str, Any],
+    step: int,
+    answers: _Answers | None,
+    recorder: Saving | None,
+) -> tuple[str, Any, float]:
+    """Run task ``index`` like :func:`_call_async`; record it as soon as it finished well."""
+    node, arg = ex.tasks[index]
+    kind, out, seconds = await _call_async(ex, node, arg, values, step, answers)
+    if kind == "ok" and recorder is not None:
+        try:
+            update, goto = _outcome(ex.tables, node, out)
+        except CorralError:
+            return kind, out, seconds  # reported in task order after the barrier
+        try:
+            recorder.save_task(ex, (index, node, update, goto))
+        except CorralError as exc:
+            return ("raise", exc, 0.0)
+    return kind, out, seconds
+
+
 async def run_async(ex: Execution, loop: Loop) -> AsyncIterator[Event]:
     """Run ``ex`` like :func:`run_sync`, running the tasks of a superstep concurrently."""
     for event in _flush(ex):
@@ -867,15 +911,18 @@ async def run_async(ex: Execution, loop: Loop) -> AsyncIterator[Event]:
                     emit(NodeStart(steps[index], node.name, superstep, arg is not NO_ARG))
                 for event in _flush(ex):
                     yield event
+            recorder = ex.saver if len(tasks) > 1 and checkpointing else None
+            if recorder is not None and not recorder.records_tasks:
+                recorder = None
             outcomes = await asyncio.gather(
                 *(
-                    _call_async(
+                    _task_async(
                         ex,
-                        tasks[index][0],
-                        tasks[index][1],
+                        index,
                         values,
                         steps[index],
                         _Answers(ex.answers.get(index, [])) if checkpointing else None,
+                        recorder,
                     )
                     for index in allowed
                 )

@@ -8,6 +8,14 @@ checkpoint of every run (its input), on the first checkpoint of a fork, and ever
 nearest snapshot through the reducers, so storage grows with the number of supersteps, not
 with their square, and a rebuild replays fewer than :data:`SNAPSHOT_EVERY` supersteps.
 
+In a superstep with several tasks, each task is also recorded as soon as it finishes
+(``put_writes``, when the checkpointer has it), keyed by the superstep's parent checkpoint
+and the task's index in the superstep's task order (``Send`` tasks repeat a node's name, so
+the index is the identity). A run resumed after a crash takes those tasks as finished
+instead of running them again, just as it takes the finished siblings that an interrupted
+or failed superstep keeps in its checkpoint's meta (``done``). A superstep with one task
+writes only its checkpoint: one commit per superstep.
+
 ``meta`` holds everything else a resumed run needs, all of it JSON-friendly (string keys,
 lists): the next tasks (with ``Send`` arguments), the step, superstep, per-node run and guard
 counts, the ``wait_for`` bookkeeping, pending interrupts and their answers, the finished
@@ -23,7 +31,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.checkpoint.base import Checkpoint, Checkpointer
+from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.control import Send
 from corral.errors import CheckpointError, CorralError
 from corral.runtime.engine import NO_ARG, Execution, Result, Saving, Task
@@ -31,7 +39,7 @@ from corral.runtime.events import CheckpointWritten, Interrupt, StateSnapshot
 from corral.runtime.state import apply_writes
 from corral.runtime.tables import Tables
 
-__all__ = ["SNAPSHOT_EVERY", "ThreadSaver", "load", "rebuild", "snapshot_of"]
+__all__ = ["SNAPSHOT_EVERY", "ThreadSaver", "load", "rebuild", "result_json", "snapshot_of"]
 
 SNAPSHOT_EVERY = 20
 """A checkpoint carries a full snapshot at least every this many checkpoints."""
@@ -63,6 +71,13 @@ class ThreadSaver(Saving):
         self.run = run
         self.force_snapshot = force_snapshot
         self.last_status = ""
+        self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
+        self.records_tasks = self.writes is not None
+
+    def save_task(self, ex: Execution, result: Result) -> None:
+        """Record a finished task of the superstep after the last checkpoint."""
+        assert self.writes is not None and self.parent_id is not None
+        self.writes.put_writes(self.thread_id, self.parent_id, result[0], result_json(result))
 
     def interrupt_id(self, ex: Execution, task: int, index: int, node: str) -> str:
         """Return a stable id for an interrupt of this run."""
@@ -105,9 +120,9 @@ class ThreadSaver(Saving):
         self._ids(ex, pauses)
         extra: dict[str, Any] = {}
         if results:
-            extra["done"] = [_result_json(r) for r in results]
+            extra["done"] = [result_json(r) for r in results]
         if reroute is not None:
-            extra["reroute"] = [_result_json(r) for r in reroute]
+            extra["reroute"] = [result_json(r) for r in reroute]
         self.put(ex, writes or [], status, "loop", pauses, extra)
 
     def put(
@@ -191,7 +206,7 @@ def _task_json(task: Task) -> dict[str, Any]:
     return {"node": node.name, "arg": arg}
 
 
-def _result_json(result: Result) -> dict[str, Any]:
+def result_json(result: Result) -> dict[str, Any]:
     index, node, update, goto = result
     return {
         "task": index,
@@ -276,8 +291,18 @@ def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Any:
     return node
 
 
-def load(ex: Execution, tables: Tables, checkpoint: Checkpoint) -> None:
-    """Restore the counters, tasks and bookkeeping of ``ex`` from a checkpoint's meta."""
+def load(
+    ex: Execution,
+    tables: Tables,
+    checkpoint: Checkpoint,
+    checkpointer: Checkpointer | None = None,
+) -> None:
+    """Restore the counters, tasks and bookkeeping of ``ex`` from a checkpoint's meta.
+
+    With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
+    stopped in the middle of a superstep) are taken as done and counted, so they do not run
+    again.
+    """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
     ex.tasks = [
@@ -299,6 +324,35 @@ def load(ex: Execution, tables: Tables, checkpoint: Checkpoint) -> None:
     if "reroute" in meta:
         ex.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     ex.checkpoint_id = checkpoint.checkpoint_id
+    if checkpointer is not None and len(ex.tasks) > 1 and isinstance(checkpointer, TaskWrites):
+        pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
+        for index, item in pending.items():
+            _take_pending(ex, tables, checkpoint, index, item)
+
+
+def _take_pending(
+    ex: Execution, tables: Tables, checkpoint: Checkpoint, index: int, item: Mapping[str, Any]
+) -> None:
+    """Count a recorded finished task as done, after checking it is the task it says."""
+    if index in ex.done:
+        return
+    name = item.get("node")
+    if (
+        not 0 <= index < len(ex.tasks)
+        or ex.tasks[index][0].name != name
+        or item.get("task") != index
+    ):
+        msg = (
+            f"the finished task {index} recorded after checkpoint {checkpoint.checkpoint_id!r} "
+            f"of thread {checkpoint.thread_id!r} names node {name!r}, which is not task "
+            f"{index} of that superstep; the checkpoint store is inconsistent: resume from "
+            f"an earlier checkpoint or start a new thread"
+        )
+        raise CheckpointError(msg)
+    result = _result(tables, item, checkpoint)
+    ex.done[index] = result
+    ex.steps += 1
+    ex.runs[result[1].name] = ex.runs.get(result[1].name, 0) + 1
 
 
 def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> Result:
