@@ -197,3 +197,43 @@ def test_interrupt_answers_come_back_in_order(asks: list[str]) -> None:
         run = app.invoke(Resume(run.interrupts[0].value.upper()), thread_id="t")
     assert seen == asks
     assert run.state["answers"] == [a.upper() for a in asks]
+
+
+# ---------------------------------------------------------------- copies of what nodes read
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=5))
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.text(max_size=3), inner, max_size=4),
+        st.lists(st.dictionaries(st.text(max_size=3), inner, max_size=3), max_size=4),
+        st.tuples(inner, inner),
+    ),
+    max_leaves=20,
+)
+
+
+def _mutables(value: Any, seen: list[Any]) -> list[Any]:
+    """Return every list and dict inside ``value`` (the objects a node could change)."""
+    if isinstance(value, (list, dict)):
+        seen.append(value)
+    items = value.values() if isinstance(value, dict) else value
+    if isinstance(value, (list, dict, tuple)):
+        for item in items:
+            _mutables(item, seen)
+    return seen
+
+
+@FAST
+@given(value=_values)
+def test_a_copy_of_a_read_value_shares_no_mutable_part(value: Any) -> None:
+    """copy_value (what a node gets when it reads a key) equals the value and shares no
+    list or dict with it, whatever the shape: flat lists, lists of flat dicts, nesting."""
+    from corral.runtime.state import copy_value
+
+    copied = copy_value(value)
+    assert copied == value
+    assert type(copied) is type(value)
+    originals = {id(x) for x in _mutables(value, [])}
+    assert not originals & {id(x) for x in _mutables(copied, [])}

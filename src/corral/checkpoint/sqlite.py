@@ -735,9 +735,7 @@ class _Packer:
         self.known = known
         self.new = new
         self.serializer = serializer
-        self.dumps = json.JSONEncoder(
-            ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=True
-        ).encode
+        self.dumps = _DUMPS_ASCII if ensure_ascii else _DUMPS
 
     def text(self, tree: Any) -> str:
         """Return ``tree`` as JSON, or a reference when it is large enough to share."""
@@ -784,9 +782,23 @@ class _Packer:
         if type(meta) is not dict or TAG in meta or not all(type(k) is str for k in meta):
             return self.text(encode(meta, serializer=serializer, where="meta"))
         return {
-            k: _scalar_json(v) or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
+            k: _scalar_json(v)
+            or self.short(v)
+            or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
             for k, v in meta.items()
         }
+
+    def short(self, value: Any) -> str | None:
+        """Return the JSON of a plain value (JSON types only) when it stays inline, else None.
+
+        The runtime's meta is mostly small lists and dicts of names and counts; for those
+        the encoder and the packer would produce exactly this text, at several times the
+        cost.
+        """
+        if not _plain(value):
+            return None
+        text: str = self.dumps(value)
+        return text if len(text) < _MIN_BLOB else None
 
     def record(self, tree: Any) -> str:
         """Return a task record as JSON; its update is packed as a checkpoint's writes are,
@@ -920,6 +932,52 @@ def _scalar_json(value: Any) -> str | None:
     if (kind is list or kind is dict) and not value:
         return "[]" if kind is list else "{}"
     return None
+
+
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _dumps_of(ensure_ascii: bool) -> Callable[[Any], str]:
+    """Return a compact JSON encoder for encoded trees (plain JSON values, no cycles).
+
+    ``json.JSONEncoder.encode`` builds a new C encoder on every call, which costs more
+    than encoding a small value; this builds it once. The trees come from the encoder in
+    :mod:`corral.checkpoint.serde` (or pass :func:`_plain`), so they hold no cycles and
+    the circular-reference check is left out, as ``check_circular=False`` would.
+    """
+    slow = json.JSONEncoder(
+        ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=True, check_circular=False
+    )
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # a Python without the _json accelerator
+        return slow.encode
+    quote = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    fast = make(None, slow.default, quote, None, ":", ",", False, False, True)
+
+    def dumps(tree: Any) -> str:
+        return "".join(fast(tree, 0))
+
+    return dumps
+
+
+_DUMPS: Final = _dumps_of(ensure_ascii=False)
+_DUMPS_ASCII: Final = _dumps_of(ensure_ascii=True)
+
+
+def _plain(value: Any) -> bool:
+    """Return whether ``value`` is made of JSON types only (the encoder leaves it as it is)."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind is list:
+        return all(map(_plain, value))
+    if kind is dict:
+        return (
+            TAG not in value
+            and all(type(k) is str for k in value)
+            and all(map(_plain, value.values()))
+        )
+    return False
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:

@@ -655,7 +655,7 @@ def _fast_steps(ex: Execution) -> None:
                         if following is None:
                             ex.tasks = []
                             return
-                        ex.tasks = tasks = [following]
+                        tasks[0] = following
                         continue
                 targets = (target,)
             else:
@@ -676,7 +676,7 @@ def _fast_steps(ex: Execution) -> None:
                     if following is None:
                         ex.tasks = []
                         return
-                    ex.tasks = tasks = [following]
+                    tasks[0] = following
                     continue
         _route_slow(ex, node, targets, via)
         if ex.held:

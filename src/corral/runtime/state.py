@@ -18,6 +18,7 @@ error, never last-writer-wins.
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -191,19 +192,34 @@ def _copy(value: Any) -> Any:
     if kind in _IMMUTABLE:
         return value
     if kind is list:
+        # The common shapes are checked and copied by C loops: a list of plain values
+        # (strings, numbers) costs one shallow copy, a list of flat dicts (chat messages)
+        # one dict copy per item; only other lists are walked item by item here.
+        first = type(value[0]) if value else int
+        if first in _IMMUTABLE:
+            if _all_immutable(map(type, value)):
+                return value.copy()
+        elif (
+            first is dict
+            and _DICT.issuperset(map(type, value))
+            and _all_immutable(map(type, _chain(map(dict.values, value))))
+        ):
+            return list(map(dict.copy, value))
         out = list(value)
         for index, item in enumerate(out):
             if type(item) not in _IMMUTABLE:
                 out[index] = _copy(item)
         return out
     if kind is dict:
+        if _all_immutable(map(type, value.values())):
+            return value.copy()
         table = dict(value)
         for key, item in table.items():
             if type(item) not in _IMMUTABLE:
                 table[key] = _copy(item)
         return table
     if kind is tuple:
-        if all(type(item) in _IMMUTABLE for item in value):
+        if _all_immutable(map(type, value)):
             return value
         return tuple(_copy(item) for item in value)
     if kind is set:
@@ -211,6 +227,12 @@ def _copy(value: Any) -> Any:
     if kind is frozenset:
         return value
     return copy.deepcopy(value)
+
+
+_all_immutable = IMMUTABLE.issuperset
+"""Return whether every type an iterable yields is immutable (the loop runs in C)."""
+_chain = itertools.chain.from_iterable
+_DICT = frozenset({dict})
 
 
 def is_flat(values: Mapping[str, Any]) -> bool:
