@@ -238,7 +238,12 @@ def _node_error(
 
 def _accept(ex: Execution, index: int, node: Node, out: Any, step: int, seconds: float) -> Result:
     """Check a node's return value, count the run, trace it and return its result."""
-    update, goto = _outcome(ex.tables, node, out)
+    update: dict[str, Any] | None
+    goto: tuple[str | Send[str], ...] | None
+    if type(out) is dict and ex.tables.keyset.issuperset(out):
+        update, goto = out, None  # the common case, without a call
+    else:
+        update, goto = _outcome(ex.tables, node, out)
     ex.steps += 1
     name = node.name
     ex.runs[name] = ex.runs.get(name, 0) + 1
