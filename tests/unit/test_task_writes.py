@@ -29,6 +29,7 @@ from corral import (
     interrupt,
 )
 from corral.checkpoint import Checkpoint, Checkpointer, TaskWrites
+from corral.errors import SerializationError
 
 
 class Crash(BaseException):
@@ -220,6 +221,35 @@ def test_a_write_for_an_unknown_checkpoint_is_refused(saver: MemorySaver | Sqlit
     for thread, checkpoint in (("t", "9"), ("nobody", "1")):
         with pytest.raises(CheckpointError, match=r"no such checkpoint; put the checkpoint"):
             saver.put_writes(thread, checkpoint, 0, {"task": 0, "node": "a"})
+
+
+def test_an_unstorable_update_in_a_fan_out_is_named_and_keeps_the_checkpoint(
+    saver: MemorySaver | SqliteSaver,
+) -> None:
+    """A sibling's value JSON cannot hold fails when it is recorded, naming key and node;
+    the finished siblings before it stay recorded and the thread stays resumable."""
+
+    class S(TypedDict):
+        log: Annotated[list[object], operator.add]
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def a(state: S) -> dict[str, object]:
+        return {"log": ["a"]}
+
+    @g.node(start=True, then=END)
+    def b(state: S) -> dict[str, object]:
+        return {"log": [object()]}
+
+    app = g.compile(checkpointer=saver)
+    with pytest.raises(SerializationError) as caught:
+        app.invoke({"log": []}, thread_id="t")
+    assert caught.value.location == "update['log'][0]"
+    assert "(written by 'b')" in str(caught.value)
+    snapshot = app.get_state("t")
+    assert snapshot.next == ("a", "b") and snapshot.values == {"log": []}
+    assert list(saver.pending_writes("t", snapshot.checkpoint_id)) == [0]
 
 
 def test_a_store_without_task_writes_reruns_the_whole_cut_superstep() -> None:

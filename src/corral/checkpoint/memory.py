@@ -16,8 +16,8 @@ from corral.checkpoint.serde import (
     Serializer,
     decode,
     decode_checkpoint,
-    encode,
     encode_checkpoint,
+    encode_record,
 )
 from corral.errors import CheckpointError
 
@@ -82,7 +82,7 @@ class MemorySaver:
         """
         if checkpoint_id not in self._threads.get(thread_id, {}):
             raise _unknown_parent(thread_id, checkpoint_id)
-        tree = encode(record, serializer=self.serializer, where=f"task {task}")
+        tree = encode_record(record, self.serializer)
         self._pending.setdefault((thread_id, checkpoint_id), {})[task] = tree
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:

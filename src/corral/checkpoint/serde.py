@@ -41,6 +41,7 @@ __all__ = [
     "decode_checkpoint",
     "encode",
     "encode_checkpoint",
+    "encode_record",
 ]
 
 TAG = "$corral"
@@ -357,6 +358,24 @@ def encode_checkpoint(
     ]
     info = encode(checkpoint.meta, serializer=serializer, where="meta") if meta else None
     return state, writes, info
+
+
+def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
+    """Return the encoded record of a finished task (see ``TaskWrites``).
+
+    A value it cannot store is named as in a checkpoint's writes: ``update['log'][0]
+    (written by 'b')``.
+
+    Raises:
+        SerializationError: naming the field and the node whose record holds the value.
+    """
+    node = record.get("node") if type(record) is dict else None
+    owner = f"written by {node!r}" if node is not None else ""
+    if type(record) is dict and TAG not in record and all(type(k) is str for k in record):
+        return {
+            k: encode(v, serializer=serializer, where=k, owner=owner) for k, v in record.items()
+        }
+    return encode(record, serializer=serializer, where="record", owner=owner)
 
 
 def decode_checkpoint(

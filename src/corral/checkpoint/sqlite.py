@@ -56,6 +56,7 @@ from corral.checkpoint.serde import (
     decode_checkpoint,
     encode,
     encode_checkpoint,
+    encode_record,
 )
 from corral.errors import CheckpointError
 
@@ -231,7 +232,7 @@ class SqliteSaver:
             CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the file
                 cannot be written.
         """
-        tree = encode(record, serializer=self.serializer, where=f"task {task}")
+        tree = encode_record(record, self.serializer)
         with self._lock, self._errors("record a finished task in"):
             conn = self._connection()
             try:
