@@ -357,3 +357,18 @@ class Counting(Plain):
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         return self.inner.pending_writes(thread_id, checkpoint_id)
+
+
+def test_a_file_written_before_pending_writes_existed_gets_the_table(tmp_path: Path) -> None:
+    """Opening a corral file that has no pending_writes table adds it; nothing else changes."""
+    path = tmp_path / "old.sqlite"
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "1", None, {"n": 0}))
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE pending_writes")
+    conn.commit()
+    conn.close()
+    with SqliteSaver(path) as saver:
+        saver.put_writes("t", "1", 0, {"task": 0, "node": "a", "update": {"n": 1}})
+        assert saver.pending_writes("t", "1")[0]["update"] == {"n": 1}
+        assert [c.checkpoint_id for c in saver.checkpoints("t")] == ["1"]
