@@ -15,6 +15,12 @@ so the example runs offline and a test can hand in any writer it likes.
 Run it::
 
     python examples/draft_loop.py
+
+or through the command line, which checkpoints every superstep to
+``.corral/checkpoints.sqlite`` and shows each step and guard count on stderr::
+
+    corral run examples/draft_loop.py --deps examples/draft_loop.py:FakeWriter \
+        --input '{"topic": "guards", "score": 0}'
 """
 
 from __future__ import annotations
