@@ -56,6 +56,11 @@ def fanout(calls: list[str], crash: set[str], *, is_async: bool = False) -> Grap
         return {"log": [name], "total": value}
 
     if is_async:
+        # a waits until c has finished: so when c dies, b has finished and a has not.
+        gates: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}  # one per asyncio.run
+
+        def gate() -> asyncio.Event:
+            return gates.setdefault(asyncio.get_running_loop(), asyncio.Event())
 
         @g.node(start=True, then=("a", "b", "c"))
         async def plan(state: Fan) -> dict[str, object]:
@@ -63,7 +68,7 @@ def fanout(calls: list[str], crash: set[str], *, is_async: bool = False) -> Grap
 
         @g.node(then="report")
         async def a(state: Fan) -> dict[str, object]:
-            await asyncio.sleep(0.002)  # finishes last: the crash of c comes first
+            await gate().wait()
             return body("a", 1)
 
         @g.node(then="report")
@@ -72,8 +77,10 @@ def fanout(calls: list[str], crash: set[str], *, is_async: bool = False) -> Grap
 
         @g.node(then="report")
         async def c(state: Fan) -> dict[str, object]:
-            await asyncio.sleep(0.001)
-            return body("c", 100)
+            await asyncio.sleep(0)
+            out = body("c", 100)
+            gate().set()
+            return out
 
     else:
 
