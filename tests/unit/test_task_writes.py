@@ -379,3 +379,46 @@ def test_a_file_written_before_pending_writes_existed_gets_the_table(tmp_path: P
         saver.put_writes("t", "1", 0, {"task": 0, "node": "a", "update": {"n": 1}})
         assert saver.pending_writes("t", "1")[0]["update"] == {"n": 1}
         assert [c.checkpoint_id for c in saver.checkpoints("t")] == ["1"]
+
+
+def test_a_crash_while_routing_a_fan_out_runs_no_node_again(
+    saver: MemorySaver | SqliteSaver,
+) -> None:
+    """Every node of the superstep had returned and was recorded: only the routes run again."""
+
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    g = Graph(S)
+    calls: list[str] = []
+    crash = {"route"}
+
+    @g.node(start=True)
+    def a(state: S) -> dict[str, object]:
+        calls.append("a")
+        return {"log": ["a"]}
+
+    @g.router("a")
+    def after_a(state: S) -> Literal["done"]:
+        calls.append("route")
+        if "route" in crash:
+            crash.discard("route")
+            raise Crash
+        return "done"
+
+    @g.node(start=True, then="done")
+    def b(state: S) -> dict[str, object]:
+        calls.append("b")
+        return {"log": ["b"]}
+
+    @g.node(then=END)
+    def done(state: S) -> dict[str, object]:
+        calls.append("done")
+        return {"log": ["done"]}
+
+    app = g.compile(checkpointer=saver)
+    with pytest.raises(Crash):
+        app.invoke({"log": []}, thread_id="t")
+    run = app.invoke(None, thread_id="t")
+    assert calls == ["a", "b", "route", "route", "done"]
+    assert run.state["log"] == ["a", "b", "done"] and run.steps == 3
