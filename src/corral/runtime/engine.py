@@ -755,19 +755,10 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
             if cap_error is not None:
                 _fail(ex, _with_done(ex, results), pauses)
                 raise cap_error
-            if ex.done:
-                results = _with_done(ex, results)
-            if pauses:
-                _pause_partial(ex, results, pauses)
+            merged = _barrier(ex, results, pauses, superstep)
+            if merged is None:
                 break
-            try:
-                writes = _merge(ex, results)
-            except CorralError:
-                _fail(ex, results, [])
-                raise
-            ex.supersteps = superstep
-            if ex.tables.has_joins:
-                _note_joins(ex, results)
+            results, writes = merged
         guards_before = dict(ex.guards) if checkpointing else None
         plain: list[Node] = []
         sends: list[Task] = []
@@ -790,6 +781,30 @@ def run_sync(ex: Execution, loop: Loop) -> Iterator[Event]:
         yield from _flush(ex)
     _end(ex)
     yield from _flush(ex)
+
+
+def _barrier(
+    ex: Execution, results: list[Result], pauses: list[dict[str, Any]], superstep: int
+) -> tuple[list[Result], list[tuple[str, dict[str, Any]]]] | None:
+    """Close a superstep whose tasks all ran: pause it, or merge its updates.
+
+    Return the superstep's results (with siblings finished before a pause or crash) and the
+    writes merged into the state, or ``None`` when a task paused and the run stops here.
+    """
+    if ex.done:
+        results = _with_done(ex, results)
+    if pauses:
+        _pause_partial(ex, results, pauses)
+        return None
+    try:
+        writes = _merge(ex, results)
+    except CorralError:
+        _fail(ex, results, [])
+        raise
+    ex.supersteps = superstep
+    if ex.tables.has_joins:
+        _note_joins(ex, results)
+    return results, writes
 
 
 def _with_done(ex: Execution, results: list[Result]) -> list[Result]:
@@ -957,19 +972,10 @@ async def run_async(ex: Execution, loop: Loop) -> AsyncIterator[Event]:
             if failure is not None:
                 _fail(ex, _with_done(ex, results), pauses)
                 raise failure
-            if ex.done:
-                results = _with_done(ex, results)
-            if pauses:
-                _pause_partial(ex, results, pauses)
+            merged = _barrier(ex, results, pauses, superstep)
+            if merged is None:
                 break
-            try:
-                writes = _merge(ex, results)
-            except CorralError:
-                _fail(ex, results, [])
-                raise
-            ex.supersteps = superstep
-            if ex.tables.has_joins:
-                _note_joins(ex, results)
+            results, writes = merged
         guards_before = dict(ex.guards) if checkpointing else None
         plain: list[Node] = []
         sends: list[Task] = []
