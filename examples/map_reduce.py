@@ -66,7 +66,7 @@ def fan_out(state: State) -> list[Send[Literal["summarise"]]]:
     return [Send("summarise", doc) for doc in state["documents"]]
 
 
-@g.node(then="combine")
+@g.node(then="combine", input=Document)
 def summarise(doc: Document, ctx: Context) -> StateUpdate:
     model: Summariser = ctx.deps
     return {"summaries": [f"{doc['name']}: {model.summarise(doc['text'])}"]}

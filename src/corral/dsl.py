@@ -12,7 +12,7 @@ import linecache
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, Protocol, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, Protocol, TypeAlias, overload
 
 from typing_extensions import ParamSpec, TypeForm, TypeVar
 
@@ -36,7 +36,9 @@ UpdateT = TypeVar("UpdateT", default=Mapping[str, Any])
 NodesT = TypeVar("NodesT", bound=str, default=str)
 ParamsT = ParamSpec("ParamsT")
 ReturnT = TypeVar("ReturnT")
+InputT = TypeVar("InputT")
 StateT_contra = TypeVar("StateT_contra", contravariant=True)
+StateT_co = TypeVar("StateT_co", covariant=True)
 UpdateT_contra = TypeVar("UpdateT_contra", contravariant=True)
 NodesT_contra = TypeVar("NodesT_contra", bound=str, contravariant=True)
 UpdateT_co = TypeVar("UpdateT_co", covariant=True)
@@ -49,23 +51,30 @@ Route: TypeAlias = NodesT_co | End | Send[NodesT_co] | Sequence[NodesT_co | End 
 """What a router may return: a node name, ``END``, a ``Send``, or a list of them (fan-out)."""
 
 
-class NodeFunction(Protocol[UpdateT_co, NodesT_co, ParamsT, ReturnT_co]):
-    """A function that fits as a node of a graph with updates ``UpdateT`` and node names ``NodesT``.
+class NodeFunction(Protocol[StateT_contra, UpdateT_co, NodesT_co, ParamsT, ReturnT_co]):
+    """A function that fits as a node taking ``StateT``, on a graph with ``UpdateT``, ``NodesT``.
 
     Only type checkers read this. Its two ``__call__`` overloads are an intersection (a
     function must fit both), not a dispatch: the first captures the function's exact
     signature and return type (``ParamsT``, ``ReturnT``) so the decorator can hand it back
-    unchanged; the second says what the graph needs back: an update, ``None`` or a
-    ``Command`` naming nodes of the graph, or an awaitable of one (``async def``). The first
-    parameter is not checked against the state: a node that a ``Send`` targets receives the
-    ``Send``'s argument instead.
+    unchanged; the second says what the graph needs: a first parameter that takes
+    ``StateT`` (the graph's state, or the ``input=`` type of a node a ``Send`` runs), and a
+    return that is an update, ``None`` or a ``Command`` naming nodes of the graph, or an
+    awaitable of one (``async def``).
+
+    The second overload's ``*args: Any, **kwargs: Any`` stand for "any further parameters"
+    (a ``ctx``), so only the first parameter and the return are checked there. mypy picks
+    the overloads it infers ``ParamsT`` from with a pre-check, and a function whose first
+    parameter is positional-only (``state: State, /``) passes that pre-check for the second
+    overload alone, which leaves ``ParamsT`` unsolved: mypy then rejects the node. Write the
+    state parameter without ``/`` (pyright accepts both).
     """
 
     @overload
     def __call__(self, *args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ReturnT_co: ...
     @overload
-    def __call__(  # type: ignore[overload-cannot-match]
-        self, *args: ParamsT.args, **kwargs: ParamsT.kwargs
+    def __call__(
+        self, state: StateT_contra, /, *args: Any, **kwargs: Any
     ) -> NodeResult[UpdateT_co, NodesT_co] | Awaitable[NodeResult[UpdateT_co, NodesT_co]]: ...
 
 
@@ -97,11 +106,15 @@ class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):  
     ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
 
 
-class NodeDecorator(Protocol[UpdateT_contra, NodesT_contra]):
-    """What ``Graph.node(...)`` returns: registers a :class:`NodeFunction`, returns it unchanged."""
+class NodeDecorator(Protocol[StateT_co, UpdateT_contra, NodesT_contra]):
+    """What ``Graph.node(...)`` returns: registers a :class:`NodeFunction`, returns it unchanged.
+
+    ``StateT_co`` is what the node's first parameter must take: the graph's state, or the
+    ``input=`` type for a node that a ``Send`` runs.
+    """
 
     def __call__(
-        self, func: NodeFunction[UpdateT_contra, NodesT_contra, ParamsT, ReturnT], /
+        self, func: NodeFunction[StateT_co, UpdateT_contra, NodesT_contra, ParamsT, ReturnT], /
     ) -> Callable[ParamsT, ReturnT]: ...
 
 
@@ -126,6 +139,7 @@ class _NodeEntry:
     wait_for: tuple[str, ...]
     writes: tuple[str, ...] | None
     ignore: tuple[str, ...]
+    input: Any = None
 
 
 @dataclass(frozen=True)
@@ -221,9 +235,17 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         label = f" {self.name!r}" if self.name else ""
         return f"<Graph{label} state={self.state_schema.__qualname__} nodes={len(self._nodes)}>"
 
+    # Two overloads so that mypy checks a node's first parameter against the state, or
+    # against the ``input=`` type of a node that a ``Send`` runs. ``Sequence[Never]`` in the
+    # first one's ``name`` accepts no name a user would write (the implementation rejects
+    # anything but a str); it is there because when no overload matches, mypy explains the
+    # failure with an overload whose parameters "look like" the arguments, and without it a
+    # typo such as ``name="drfat"`` would get "no overload variant matches argument type
+    # str" instead of an ``arg-type`` error naming the literal and the graph's names.
+    @overload
     def node(
         self,
-        name: NodesT | None = None,
+        name: NodesT | Sequence[Never] | None = None,
         *,
         start: bool = False,
         then: NodesT | End | Sequence[NodesT | End] | None = None,
@@ -232,13 +254,55 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
-    ) -> NodeDecorator[UpdateT, NodesT]:
+        input: None = None,
+    ) -> NodeDecorator[StateT, UpdateT, NodesT]: ...
+    @overload
+    def node(
+        self,
+        name: NodesT | Sequence[Never] | None = None,
+        *,
+        start: bool = False,
+        then: NodesT | End | Sequence[NodesT | End] | None = None,
+        max_runs: int | None = None,
+        guards: Sequence[Guard] = (),
+        wait_for: Sequence[NodesT] = (),
+        writes: Sequence[str] | None = None,
+        ignore: Sequence[str] = (),
+        input: TypeForm[InputT],
+    ) -> NodeDecorator[InputT, UpdateT, NodesT]: ...
+    def node(
+        self,
+        name: NodesT | Sequence[Never] | None = None,
+        *,
+        start: bool = False,
+        then: NodesT | End | Sequence[NodesT | End] | None = None,
+        max_runs: int | None = None,
+        guards: Sequence[Guard] = (),
+        wait_for: Sequence[NodesT] = (),
+        writes: Sequence[str] | None = None,
+        ignore: Sequence[str] = (),
+        input: TypeForm[Any] | None = None,
+    ) -> NodeDecorator[Any, UpdateT, NodesT]:
         """Register the decorated function as a node; return it unchanged.
 
         For type checkers the decorator keeps the function's signature and return type
-        exactly, and rejects a function whose return does not fit the graph: an update
+        exactly, and rejects a function that does not fit the graph: its first parameter must
+        take the state (or the ``input=`` type), and its return must be an update
         (``UpdateT``), ``None`` or a ``Command`` naming nodes of the graph, or an awaitable of
         one of these for an ``async def``.
+
+        >>> from typing import TypedDict
+        >>> from corral import Send
+        >>> class Doc(TypedDict):
+        ...     text: str
+        >>> class Docs(TypedDict):
+        ...     docs: list[str]
+        >>> g = Graph(Docs)
+        >>> @g.node(input=Doc, then="__end__")
+        ... def summarise(doc: Doc) -> None:
+        ...     return None
+        >>> g.spec().node("summarise").input is Doc
+        True
 
         Args:
             name: the node's name; the function's name when omitted.
@@ -249,8 +313,15 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             wait_for: nodes that must all have run since this node last ran (a join).
             writes: the state keys the node writes, when inference cannot see them.
             ignore: rule codes (or prefixes) not to report for this node.
+            input: the type of the argument a ``Send`` runs this node with, when it is not
+                run with the state (LangGraph's ``input_schema``); mypy then checks the
+                node's first parameter against it. Recorded as :attr:`NodeSpec.input`.
         """
         localns = _caller_locals(1)
+        if name is not None and not isinstance(name, str):
+            msg = f"node name={name!r} is not a str; pass the node's name, or omit it"
+            raise GraphError(msg)
+        node_name = name
         if isinstance(then, str):
             then_routes: tuple[str, ...] | None = (then,)
         elif then is None:
@@ -264,13 +335,13 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
 
         def register(
-            node_func: NodeFunction[UpdateT, NodesT, ParamsT, ReturnT], /
+            node_func: NodeFunction[Any, UpdateT, NodesT, ParamsT, ReturnT], /
         ) -> Callable[ParamsT, ReturnT]:
             func: Callable[..., Any] = node_func
             self._nodes.append(
                 _NodeEntry(
                     func=func,
-                    name=name if name is not None else func.__name__,
+                    name=node_name if node_name is not None else func.__name__,
                     localns=localns,
                     location=_def_location(func),
                     start=start,
@@ -280,6 +351,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     wait_for=tuple(wait_for),
                     writes=tuple(writes) if writes is not None else None,
                     ignore=tuple(ignore),
+                    input=input,
                 )
             )
             return node_func
@@ -372,6 +444,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             takes_ctx=_takes_ctx(entry.func),
             is_async=inspect.iscoroutinefunction(entry.func),
             ignore=entry.ignore,
+            input=entry.input,
         )
 
     def check(self) -> list[Diagnostic]:

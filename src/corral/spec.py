@@ -131,6 +131,8 @@ class NodeSpec:
     is_async: bool = False
     ignore: tuple[str, ...] = ()
     """Rule code prefixes suppressed for findings on this node."""
+    input: Any = None
+    """The type of the ``Send`` argument the node runs with (``input=``); ``None`` for the state."""
 
 
 @dataclass(frozen=True)

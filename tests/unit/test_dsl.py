@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal, TypedDict
+import operator
+from typing import Annotated, Any, Literal, TypedDict
 
-from corral import END, Command, Context, End, Graph, Guard
+from corral import END, Command, Context, End, Graph, Guard, Send
 
 
 class State(TypedDict):
@@ -127,3 +128,48 @@ def test_cycles_lists_guarded_loop() -> None:
     assert [(c.nodes, c.guards) for c in cycles] == [(("a",), (Guard("a", max=2, otherwise=END),))]
     assert cycles.truncated is False  # type: ignore[attr-defined]
     assert g.cycles(limit=0) == [] and g.cycles(limit=0).truncated  # type: ignore[attr-defined]
+
+
+class Page(TypedDict):
+    url: str
+
+
+def test_input_type_lands_on_the_spec_and_the_send_argument_reaches_the_node() -> None:
+    """input= is recorded on NodeSpec.input (None for state nodes); the node gets the arg."""
+
+    class Crawl(TypedDict):
+        urls: list[str]
+        n: Annotated[int, operator.add]
+
+    g = Graph(Crawl)
+
+    @g.node(start=True)
+    def plan(state: Crawl) -> None:
+        return None
+
+    @g.router("plan")
+    def fan_out(state: Crawl) -> list[Send[Literal["fetch"]]]:
+        return [Send("fetch", Page(url=u)) for u in state["urls"]]
+
+    @g.node(then=END, input=Page)
+    def fetch(page: Page) -> dict[str, Any]:
+        assert set(page) == {"url"}, "a Send node is run with the Send's argument"
+        return {"n": len(page["url"])}
+
+    spec = g.spec()
+    assert spec.node("fetch") is not None and spec.node("fetch").input is Page
+    assert spec.node("plan") is not None and spec.node("plan").input is None
+    assert g.check() == []
+    run = g.compile().invoke({"urls": ["ab"], "n": 0})
+    assert run.state["n"] == 2
+
+
+def test_node_name_must_be_a_string() -> None:
+    """A name that is not a str is refused when the decorator is built, naming the value."""
+    import pytest
+
+    from corral import GraphError
+
+    g = Graph(State)
+    with pytest.raises(GraphError, match=r"name=\[\] is not a str"):
+        g.node(name=[])  # type: ignore[call-overload]

@@ -89,7 +89,8 @@ def expected_errors(path: Path) -> list[Error]:
 def test_every_case_is_collected() -> None:
     """The typing folders hold the modules this test expects (a rename would hide them)."""
     assert {p.name for p in PASS_FILES} >= {"graph_types.py", "decorators.py"}
-    assert len(FAIL_FILES) >= 8
+    assert {p.name for p in FAIL_FILES} >= {"node_state.py", "send_input.py", "router_state.py"}
+    assert len(FAIL_FILES) >= 10
     for path in FAIL_FILES:
         assert expected_errors(path), f"{path.name} expects no error; add # E: comments"
 
@@ -126,6 +127,21 @@ def test_router_error_names_the_offending_literal_and_the_nodes(
     first = reported[0]
     assert "Literal['revsie', '__end__']" in first.text
     assert "RouterFunction[State, Literal['draft', 'critique', 'revise', 'work']" in first.text
+
+
+def test_node_state_error_names_the_parameter_type_and_the_state(
+    mypy_errors: tuple[dict[Path, list[Error]], str],
+) -> None:
+    """A node taking the wrong state: the message shows its type and the one the graph needs."""
+    errors, output = mypy_errors
+    reported = errors.get((TYPING / "fail" / "node_state.py").resolve(), [])
+    assert reported, output
+    assert "Callable[[OtherState], StateUpdate]" in reported[0].text
+    assert "NodeFunction[State, StateUpdate, Literal['draft'" in reported[0].text
+    sends = errors.get((TYPING / "fail" / "send_input.py").resolve(), [])
+    assert sends, output
+    assert "Callable[[int], StateUpdate]" in sends[0].text
+    assert "NodeFunction[Document, StateUpdate," in sends[0].text
 
 
 def test_nodes_literal_is_read_at_run_time() -> None:

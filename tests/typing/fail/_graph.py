@@ -25,3 +25,10 @@ Nodes = Literal["draft", "critique", "revise", "work"]
 
 g = Graph(State, StateUpdate, Nodes)
 loose = Graph(State)
+
+
+class Document(TypedDict):
+    """What a `Send` hands to the node it runs."""
+
+    name: str
+    text: str

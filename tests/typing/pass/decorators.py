@@ -2,8 +2,10 @@
 """Decorated nodes and routers keep their exact types, and well-typed routes check.
 
 Checked by ``mypy --strict`` (``mypy.ini``) and by ``tests/unit/test_typing.py``; never run.
-The ``assert_type`` checks use positional-only state parameters where they compare with a
-``Callable[...]``, because a ``Callable`` type has no parameter names to compare.
+The ``assert_type`` checks on routers use positional-only state parameters where they compare
+with a ``Callable[...]``, because a ``Callable`` type has no parameter names to compare. Nodes
+keep their parameter names, so their checks call them by keyword instead (mypy rejects a node
+whose first parameter is positional-only: see ``corral.dsl.NodeFunction``).
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ ctx: Context = Context(deps=None, node="draft", step=1, thread_id=None, runs={},
 
 
 @g.node(start=True, then="critique")
-def draft(state: State, /) -> StateUpdate:
+def draft(state: State) -> StateUpdate:
     return {"drafts": ["v1"]}
 
 
-assert_type(draft, Callable[[State], StateUpdate])
+assert_type(draft(state=s), StateUpdate)
 
 
 @g.node(guards=[Guard("revise", max=3, otherwise=END)])
@@ -59,18 +61,18 @@ assert_type(critique(state=s, ctx=ctx), Command[Literal["revise", "finish"]])
 
 
 @g.node(then=("critique", END), max_runs=5, wait_for=["draft"], writes=("drafts",))
-async def revise(state: State, /) -> StateUpdate | None:
+async def revise(state: State) -> StateUpdate | None:
     return None if state["score"] >= 80 else {"drafts": ["v+"]}
 
 
 async def await_revise() -> None:
     # Awaited rather than compared with Coroutine[...]: pyright says CoroutineType.
-    assert_type(await revise(s), StateUpdate | None)
+    assert_type(await revise(state=s), StateUpdate | None)
 
 
-@g.node(name="work", then="finish")
+@g.node(name="work", then="finish", input=Doc)
 def work_on(doc: Doc, ctx: Context) -> StateUpdate:
-    """A node that a ``Send`` targets takes the ``Send``'s argument, not the state."""
+    """A node that a ``Send`` runs takes the ``Send``'s argument (``input=``), not the state."""
     return {"drafts": [doc["name"]]}
 
 
@@ -78,8 +80,12 @@ assert_type(work_on(doc={"name": "a"}, ctx=ctx), StateUpdate)
 
 
 @g.node(then=END)
-def finish(state: State) -> None:
+def finish(state: Mapping[str, Any]) -> None:
+    """A node may take a wider type than the state (here any mapping)."""
     return None
+
+
+assert_type(finish(state={"any": "mapping"}), None)  # the parameter's own type is kept
 
 
 @g.node()
@@ -161,3 +167,39 @@ def anywhere(state: State) -> Literal["first", "somewhere"] | End:
 @loose.node()
 def commands(state: State) -> Command[Literal["first"]] | dict[str, int]:
     return Command(goto="first", update={"score": 2})
+
+
+class Scored(TypedDict):
+    """A part of the state: every ``State`` is a ``Scored`` (a supertype of the state)."""
+
+    score: int
+
+
+@loose.node(then=END)
+def read_score(state: Scored, ctx: Context) -> None:
+    return None
+
+
+@loose.node(then=END)
+def anything(state: object) -> None:
+    return None
+
+
+# Any type works as a Send node's input: a TypedDict, a dataclass, a builtin, a generic.
+@loose.node(then=END, input=str)
+def shout(text: str) -> dict[str, object]:
+    return {"topic": text.upper()}
+
+
+assert_type(shout(text="a"), dict[str, object])
+
+
+@loose.node(then=END, input=list[str])
+async def join_words(words: list[str], ctx: Context) -> dict[str, object]:
+    return {"topic": " ".join(words)}
+
+
+@loose.node(then=END, input=Doc)
+def loose_doc(doc: Mapping[str, object]) -> None:
+    """A Send node may take a wider type than its ``input=`` too."""
+    return None
