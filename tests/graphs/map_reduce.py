@@ -25,7 +25,7 @@ def fan(state: State) -> list[Send[Literal["work"]]]:
     return [Send("work", doc) for doc in state["docs"]]
 
 
-@g.node(then="reduce")
+@g.node(then="reduce", input=str)
 def work(doc: str) -> dict[str, object]:
     return {"summaries": [doc[:10]]}
 
