@@ -67,7 +67,10 @@ class NodeFunction(Protocol[StateT_contra, UpdateT_co, NodesT_co, ParamsT, Retur
     the overloads it infers ``ParamsT`` from with a pre-check, and a function whose first
     parameter is positional-only (``state: State, /``) passes that pre-check for the second
     overload alone, which leaves ``ParamsT`` unsolved: mypy then rejects the node. Write the
-    state parameter without ``/`` (pyright accepts both).
+    state parameter without ``/`` (pyright accepts both). Capturing the first parameter as
+    ``Any`` apart from the rest, as :class:`RouterFunction` does, would avoid that but give
+    the decorated node the state's type and no name for its first parameter; a node (unlike
+    a router) is often called by hand, in tests, so its exact signature is kept instead.
     """
 
     @overload
