@@ -2,8 +2,9 @@
 
 ``split`` reads the documents; its router returns one ``Send("summarise", doc)`` per
 document, so ``summarise`` runs once per document, all in the same superstep, each with its
-own document as its input instead of the state. Their summaries merge through the
-``summaries`` reducer, and ``combine`` runs once, after every branch has finished.
+own document as its input instead of the state (``input=Document`` tells mypy so). Their
+summaries merge through the ``summaries`` reducer, and ``combine`` runs once, after every
+branch has finished.
 
 ``summaries`` must have a reducer: several runs of one node in one superstep write it, and
 without one ``corral lint`` reports CR301 (parallel write) instead of letting one summary
