@@ -298,7 +298,8 @@ class _Decoder:
         """Return ``tree`` with a reference at its top replaced by the JSON it stands for.
 
         ``{"$corral": n}`` is one stored value; ``{"$corral": "refs", "v": [[first, count],
-        ...]}`` is a list of stored values with consecutive ids (how stores keep long lists).
+        ...]}`` is a list of stored values with consecutive ids (how stores keep long lists);
+        a run ``[first, count, step]`` takes every ``step``-th id.
         """
         while type(tree) is dict:
             tag = tree.get(TAG)
@@ -307,8 +308,8 @@ class _Decoder:
             elif tag == "refs":
                 return [
                     self._fetch(n, where)
-                    for first, count in tree["v"]
-                    for n in range(first, first + count)
+                    for first, count, *step in tree["v"]
+                    for n in range(first, first + count * (step[0] if step else 1), *step)
                 ]
             else:
                 break

@@ -1,23 +1,29 @@
 """``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
 
-Layout. ``checkpoints`` holds one row per checkpoint, keyed ``(thread, seq)`` (the thread
-is a small integer from ``threads``; ``seq`` counts the thread's checkpoints in the order
-they were put): its id, its parent (the parent row's ``seq``) and three JSON texts, the
-snapshot (or NULL), the writes and the meta.
+Layout. ``checkpoints`` is one table of two kinds of rows, numbered by ``seq`` in the order
+they were put: a *checkpoint* row (its thread, a small integer from ``threads``; its id;
+its parent, the parent row's ``seq``; and three JSON texts, the snapshot (or NULL), the
+writes and the meta) and a *value* row (``data``: the JSON of one stored value, with
+``thread`` NULL). A put appends the values its checkpoint stores and then the checkpoint
+itself to the end of that one table, and one entry to the index of checkpoint ids: two
+pages written per superstep, where a separate table of values made it three. Rows of a
+thread are found through that index; the newest one is the largest ``seq`` among the
+thread's entries (an index scan that grows with the thread, once per ``chain``).
+The view ``blobs`` shows the value rows.
 
 ``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
 yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
 the next checkpoint of that parent deletes them in the same transaction.
 
-Storing values once. A value whose JSON is at least ``_MIN_BLOB`` bytes is kept in
-``blobs`` and the texts refer to it as ``{"$corral": <blob id>}``; the process remembers
-the content hash of every blob it wrote or read, so the same value is not stored twice. A
-list is split into its items (a list of stored items is written as ranges of ids,
-``{"$corral": "refs", "v": [[first, count], ...]}``); a dict only from ``_SPLIT_DICT``
-bytes on, so a small record (a chat message) is stored, and shared, whole. A snapshot
-therefore refers to the items the earlier writes stored instead of copying them, and the
-file grows with the new data of each step although every K-th checkpoint holds the whole
-state. Two more savings keep the per-step cost flat: a snapshot re-uses the previous
+Storing values once. A value whose JSON is at least ``_MIN_BLOB`` bytes is kept in a value
+row and the texts refer to it as ``{"$corral": <seq>}``; the process remembers the content
+hash of every value it wrote or read, so the same value is not stored twice. A list is
+split into its items (a list of stored items is written as runs of ids, ``{"$corral":
+"refs", "v": [[first, count], [first, count, step], ...]}``); a dict only from
+``_SPLIT_DICT`` bytes on, so a small record (a chat message) is stored, and shared, whole. A
+snapshot therefore refers to the items the earlier writes stored instead of copying them,
+and the file grows with the new data of each step although every K-th checkpoint holds the
+whole state. Two more savings keep the per-step cost flat: a snapshot re-uses the previous
 snapshot's packing of list items that are the same objects and still equal, and a meta is
 stored as the keys that changed since its parent when this process wrote the parent
 (``meta_is_delta``); a snapshot row always has its full meta, so every chain
@@ -62,7 +68,7 @@ from corral.errors import CheckpointError
 
 __all__ = ["SCHEMA_VERSION", "SqliteSaver"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The layout version this corral writes and reads."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
@@ -103,50 +109,48 @@ CREATE TABLE threads (
     name TEXT NOT NULL UNIQUE
 );
 CREATE TABLE checkpoints (
-    thread INTEGER NOT NULL REFERENCES threads (id),
-    seq INTEGER NOT NULL,
-    checkpoint_id TEXT NOT NULL,
+    seq INTEGER PRIMARY KEY,
+    thread INTEGER REFERENCES threads (id),
+    checkpoint_id TEXT,
     parent INTEGER,
     snapshot TEXT,
-    writes TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    meta_is_delta INTEGER NOT NULL,
-    PRIMARY KEY (thread, seq),
-    UNIQUE (thread, checkpoint_id)
-) WITHOUT ROWID;
-CREATE TABLE blobs (
-    id INTEGER PRIMARY KEY,
-    data TEXT NOT NULL
+    writes TEXT,
+    meta TEXT,
+    meta_is_delta INTEGER,
+    data TEXT,
+    CHECK ((thread IS NULL) = (data IS NOT NULL))
 );
+CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
+    WHERE thread IS NOT NULL;
+CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL;
 """
     + _PENDING
 )
 
 _INSERT = """
-INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta,
-    seq)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1 + coalesce(
-    (SELECT seq FROM checkpoints WHERE thread = ?1 ORDER BY seq DESC LIMIT 1), 0))
-RETURNING seq
+INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 """
+
+_INSERT_VALUE = "INSERT INTO checkpoints (data) VALUES (?)"
 
 _ROW = """
 SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
-FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.thread = k.thread AND p.seq = k.parent
+FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
 """
 
 _CHAIN = """
 WITH RECURSIVE up(seq, parent, stop) AS (
     SELECT seq, parent, snapshot IS NOT NULL OR parent IS NULL
-    FROM checkpoints WHERE thread = :thread AND seq = :seq
+    FROM checkpoints WHERE seq = :seq AND thread = :thread
     UNION ALL
     SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
-    FROM checkpoints AS c JOIN up ON c.thread = :thread AND c.seq = up.parent
+    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.thread = :thread
     WHERE NOT up.stop
 )
 """ + _ROW.replace(
     "FROM checkpoints AS k",
-    "FROM up JOIN checkpoints AS k ON k.thread = :thread AND k.seq = up.seq",
+    "FROM up JOIN checkpoints AS k ON k.seq = up.seq AND k.thread = :thread",
 )
 
 
@@ -279,8 +283,7 @@ class SqliteSaver:
                 return []
             if checkpoint_id is None:
                 found = conn.execute(
-                    "SELECT seq FROM checkpoints WHERE thread = ? ORDER BY seq DESC LIMIT 1",
-                    (thread,),
+                    "SELECT max(seq) FROM checkpoints WHERE thread = ?", (thread,)
                 ).fetchone()
             else:
                 found = conn.execute(
@@ -514,7 +517,8 @@ class SqliteSaver:
                 *_meta_text(meta_texts, checkpoint, last),
             )
             try:
-                seq = conn.execute(_INSERT, row).fetchone()[0]
+                seq = conn.execute(_INSERT, row).lastrowid
+                assert seq is not None
             except sqlite3.IntegrityError as exc:
                 msg = (
                     f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
@@ -668,8 +672,10 @@ class SqliteSaver:
         def resolve(blob_id: int) -> Any:
             text = self._blob_texts.get(blob_id)
             if text is None:
-                row = conn.execute("SELECT data FROM blobs WHERE id = ?", (blob_id,)).fetchone()
-                if row is None:
+                row = conn.execute(
+                    "SELECT data FROM checkpoints WHERE seq = ?", (blob_id,)
+                ).fetchone()
+                if row is None or row[0] is None:
                     msg = (
                         f"{self.path!r} is damaged: stored value {blob_id} is missing; "
                         "resume from an earlier checkpoint or start a new thread"
@@ -767,14 +773,7 @@ class _Packer:
     def list_text(self, items: list[tuple[str, int | None]]) -> str:
         """Return a list's JSON from its items; a list of stored items as ranges of ids."""
         if len(items) > 1 and all(blob_id is not None for _, blob_id in items):
-            ranges: list[list[int]] = []
-            for _, blob_id in items:
-                assert blob_id is not None
-                if ranges and ranges[-1][0] + ranges[-1][1] == blob_id:
-                    ranges[-1][1] += 1
-                else:
-                    ranges.append([blob_id, 1])
-            return f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
+            return f'{{"{TAG}":"refs","v":{self.dumps(_ranges(items))}}}'
         return "[" + ",".join([text for text, _ in items]) + "]"
 
     def meta_texts(self, meta: Any) -> dict[str, str] | str:
@@ -874,7 +873,7 @@ class _Packer:
         digest = _digest(text)
         blob_id = self.known.get(digest) or self.new.get(digest)
         if blob_id is None:
-            cursor = self.conn.execute("INSERT INTO blobs (data) VALUES (?)", (text,))
+            cursor = self.conn.execute(_INSERT_VALUE, (text,))
             assert cursor.lastrowid is not None
             blob_id = self.new[digest] = cursor.lastrowid
         return blob_id
@@ -995,6 +994,31 @@ def _same(value: Any, tree: Any) -> bool:
         return bool(value == tree)
     except Exception:
         return False
+
+
+def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
+    """Return the ids of stored items as ``[first, count]`` runs of consecutive ids, or
+    ``[first, count, step]`` runs of evenly spaced ids (a thread's values lie between its
+    checkpoint rows, so the items its supersteps appended are usually two ids apart).
+
+    >>> _ranges([("", 3), ("", 5), ("", 7), ("", 8), ("", 9)])
+    [[3, 3, 2], [8, 2]]
+    """
+    ranges: list[list[int]] = []
+    for _, blob_id in items:
+        assert blob_id is not None
+        last = ranges[-1] if ranges else None
+        if last is None:
+            ranges.append([blob_id, 1])
+        elif last[1] == 1 and blob_id > last[0]:
+            last[1] = 2
+            if blob_id - last[0] != 1:
+                last.append(blob_id - last[0])
+        elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
+            last[1] += 1
+        else:
+            ranges.append([blob_id, 1])
+    return ranges
 
 
 def _ref(blob_id: int) -> str:
