@@ -71,6 +71,8 @@ class ThreadSaver(Saving):
         self.run = run
         self.force_snapshot = force_snapshot
         self.last_status = ""
+        self.token = secrets.token_hex(4)
+        """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
         self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
         self.records_tasks = self.writes is not None
 
@@ -136,7 +138,7 @@ class ThreadSaver(Saving):
     ) -> None:
         """Write one checkpoint of ``ex`` as it is now."""
         seq = self.seq + 1
-        checkpoint_id = f"{seq:08d}-{secrets.token_hex(4)}"
+        checkpoint_id = f"{seq:08d}-{self.token}"
         if (
             self.parent_id is None
             or self.force_snapshot
@@ -179,7 +181,7 @@ def _meta(
     since: int,
     run: int,
 ) -> dict[str, Any]:
-    return {
+    meta = {
         "format": FORMAT,
         "seq": seq,
         "run": run,
@@ -191,12 +193,23 @@ def _meta(
         "supersteps": ex.supersteps,
         "runs": dict(ex.runs),
         "guards": [[source_, target, count] for (source_, target), count in ex.guards.items()],
-        "arrived": {join: sorted(nodes) for join, nodes in ex.arrived.items() if nodes},
-        "held": list(ex.held),
-        "interrupts": [dict(p) for p in pauses],
-        "answers": {str(task): list(values) for task, values in ex.answers.items() if values},
         "since_snapshot": since,
     }
+    # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
+    # default it), which keeps the stored meta and the work of storing it small.
+    if ex.arrived:
+        arrived = {join: sorted(nodes) for join, nodes in ex.arrived.items() if nodes}
+        if arrived:
+            meta["arrived"] = arrived
+    if ex.held:
+        meta["held"] = list(ex.held)
+    if pauses:
+        meta["interrupts"] = [dict(p) for p in pauses]
+    if ex.answers:
+        answers = {str(task): list(values) for task, values in ex.answers.items() if values}
+        if answers:
+            meta["answers"] = answers
+    return meta
 
 
 def _task_json(task: Task) -> dict[str, Any]:
