@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import sqlite3
 import threading
@@ -843,30 +844,58 @@ class _Packer:
         for key, value in state.items():
             where = f"state[{key!r}]"
             if type(value) is list:
-                before = earlier.get(key)
-                raw, trees, items = [], [], []
-                if before is not None:
-                    old_raw, old_trees, old_items = before
-                    for i in range(min(len(value), len(old_raw))):
-                        x = value[i]
-                        if x is not old_raw[i] or not _same(x, old_trees[i]):
-                            break
-                        raw.append(x)
-                        trees.append(old_trees[i])
-                        items.append(old_items[i])
+                raw, trees, items, ranges = self.reuse(value, earlier.get(key))
                 for i in range(len(raw), len(value)):
                     tree = encode(value[i], serializer=self.serializer, where=f"{where}[{i}]")
                     raw.append(value[i])
                     trees.append(tree)
-                    items.append(self.item(tree))
-                lists[key] = (raw, trees, items)
-                text = self.list_text(items)
+                    item = self.item(tree)
+                    items.append(item)
+                    if ranges is not None:
+                        if item[1] is None:
+                            ranges = None
+                        else:
+                            _extend(ranges, item[1])
+                lists[key] = (raw, trees, items, ranges)
+                if ranges is not None and len(items) > 1:
+                    text = f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
+                else:
+                    text = self.list_text(items)
                 if len(text) >= _MIN_BLOB:
                     text = _ref(self.blob(text))
             else:
                 text = self.text(encode(value, serializer=self.serializer, where=where))
             parts.append(f"{self.dumps(key)}:{text}")
         return "{" + ",".join(parts) + "}", lists
+
+    @staticmethod
+    def reuse(value: list[Any], before: _List | None) -> _List:
+        """Return the packing of the longest prefix of ``value`` that ``before`` holds: the
+        same objects, still equal to what was stored for them (checked by C loops when the
+        whole earlier list is a prefix, the usual append-only case)."""
+        if before is None:
+            return [], [], [], []
+        old_raw, old_trees, old_items, old_ranges = before
+        count = len(old_raw)
+        if (
+            count <= len(value)
+            and all(map(_is, value, old_raw))
+            and _same(value[:count], old_trees)
+        ):
+            ranges = None if old_ranges is None else [run.copy() for run in old_ranges]
+            return old_raw.copy(), old_trees.copy(), old_items.copy(), ranges
+        n = 0
+        for x, old, tree in zip(value, old_raw, old_trees, strict=False):
+            if x is not old or not _same(x, tree):
+                break
+            n += 1
+        items = old_items[:n]
+        ranges = [] if all(blob_id is not None for _, blob_id in items) else None
+        if ranges is not None:
+            for _, blob_id in items:
+                assert blob_id is not None
+                _extend(ranges, blob_id)
+        return old_raw[:n], old_trees[:n], items, ranges
 
     def blob(self, text: str) -> int:
         """Store ``text`` once (as far as this process knows) and return its id."""
@@ -879,8 +908,9 @@ class _Packer:
         return blob_id
 
 
-_List = tuple[list[Any], list[Any], list[tuple[str, int | None]]]
-"""What a snapshot remembers of one list: the items, their encoded trees and packed JSON."""
+_List = tuple[list[Any], list[Any], list[tuple[str, int | None]], list[list[int]] | None]
+"""What a snapshot remembers of one list: the items, their encoded trees and packed JSON,
+and the runs of ids of the stored items (``None`` when an item is inline)."""
 
 
 @dataclass(frozen=True)
@@ -1007,18 +1037,26 @@ def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
     ranges: list[list[int]] = []
     for _, blob_id in items:
         assert blob_id is not None
-        last = ranges[-1] if ranges else None
-        if last is None:
-            ranges.append([blob_id, 1])
-        elif last[1] == 1 and blob_id > last[0]:
-            last[1] = 2
-            if blob_id - last[0] != 1:
-                last.append(blob_id - last[0])
-        elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
-            last[1] += 1
-        else:
-            ranges.append([blob_id, 1])
+        _extend(ranges, blob_id)
     return ranges
+
+
+def _extend(ranges: list[list[int]], blob_id: int) -> None:
+    """Add ``blob_id`` to the runs of :func:`_ranges`."""
+    last = ranges[-1] if ranges else None
+    if last is None:
+        ranges.append([blob_id, 1])
+    elif last[1] == 1 and blob_id > last[0]:
+        last[1] = 2
+        if blob_id - last[0] != 1:
+            last.append(blob_id - last[0])
+    elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
+        last[1] += 1
+    else:
+        ranges.append([blob_id, 1])
+
+
+_is: Final = operator.is_
 
 
 def _ref(blob_id: int) -> str:
