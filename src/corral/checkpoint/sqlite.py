@@ -788,14 +788,22 @@ class _Packer:
     def meta_texts(self, meta: Any) -> dict[str, str] | str:
         """Return the JSON of each value of a meta dict, or the whole JSON of another value."""
         serializer = self.serializer
-        if type(meta) is not dict or TAG in meta or not all(type(k) is str for k in meta):
+        if type(meta) is not dict or TAG in meta or not _STR.issuperset(map(type, meta)):
             return self.text(encode(meta, serializer=serializer, where="meta"))
-        return {
-            k: _scalar_json(v)
-            or self.short(v)
-            or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
-            for k, v in meta.items()
-        }
+        texts: dict[str, str] = {}
+        for k, v in meta.items():
+            kind = type(v)  # the runtime's meta is mostly ints and short strings
+            if kind is int:
+                texts[k] = int.__repr__(v)
+            elif kind is str and len(v) < _MIN_BLOB:
+                texts[k] = _encode_str(v)
+            else:
+                texts[k] = (
+                    _scalar_json(v)
+                    or self.short(v)
+                    or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
+                )
+        return texts
 
     def short(self, value: Any) -> str | None:
         """Return the JSON of a plain value (JSON types only) when it stays inline, else None.
@@ -972,6 +980,7 @@ def _scalar_json(value: Any) -> str | None:
 
 
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_STR: Final = frozenset({str})
 
 
 def _dumps_of(ensure_ascii: bool) -> Callable[[Any], str]:
@@ -1006,13 +1015,16 @@ def _plain(value: Any) -> bool:
     kind = type(value)
     if kind in _PLAIN_SCALARS:
         return True
-    if kind is list:
-        return all(map(_plain, value))
+    if kind is list:  # a list or dict of scalars is checked by one C loop
+        return _PLAIN_SCALARS.issuperset(map(type, value)) or all(map(_plain, value))
     if kind is dict:
         return (
             TAG not in value
-            and all(type(k) is str for k in value)
-            and all(map(_plain, value.values()))
+            and _STR.issuperset(map(type, value))
+            and (
+                _PLAIN_SCALARS.issuperset(map(type, value.values()))
+                or all(map(_plain, value.values()))
+            )
         )
     return False
 
