@@ -199,12 +199,10 @@ def _copy(value: Any) -> Any:
         if first in _IMMUTABLE:
             if _all_immutable(map(type, value)):
                 return value.copy()
-        elif (
-            first is dict
-            and _DICT.issuperset(map(type, value))
-            and _all_immutable(map(type, _chain(map(dict.values, value))))
-        ):
-            return list(map(dict.copy, value))
+        elif first is dict:
+            noted = _noted(value)
+            if noted or (noted is None and _flat_dicts(value)):
+                return list(map(dict.copy, value))
         out = list(value)
         for index, item in enumerate(out):
             if type(item) not in _IMMUTABLE:
@@ -233,6 +231,79 @@ _all_immutable = IMMUTABLE.issuperset
 """Return whether every type an iterable yields is immutable (the loop runs in C)."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
+
+_FLAT_LISTS: dict[int, tuple[list[Any], int, bool]] = {}
+"""``id(list) -> (list, length, flat)`` for lists of dicts that a merge made and checked.
+
+A reducer that appends to a list of chat messages returns a new list holding the old items
+and the new ones; the merge checks only the new ones (when the old list was noted) and
+notes whether the result is a list of flat dicts, so a node reading the list copies it
+without checking every item again (the check costs as much as the copy). Entries hold their
+list, so an id is never reused while noted; the table is cleared when it grows past
+``_FLAT_LISTS_MAX``. Items are not copied at the merge: a node that keeps a reference to
+what it returned and later changes it changes the state, noted or not.
+"""
+_FLAT_LISTS_MAX = 256
+
+
+def _flat_dicts(items: list[Any]) -> bool:
+    """Return whether ``items`` are all plain dicts of immutable values (C loops)."""
+    return _DICT.issuperset(map(type, items)) and _all_immutable(
+        map(type, _chain(map(dict.values, items)))
+    )
+
+
+def _noted(value: list[Any]) -> bool | None:
+    """Return what a merge noted about ``value`` as it is now (flat dicts or not), or None."""
+    noted = _FLAT_LISTS.get(id(value))
+    if noted is None or noted[0] is not value or noted[1] != len(value):
+        return None
+    return noted[2]
+
+
+def _note_merged(current: Any, merged: Any) -> None:
+    """Note whether ``merged`` (a reducer's result) is a list of flat dicts, checking only
+    the items after the prefix it shares with ``current`` when ``current`` was noted (an
+    equal prefix: equal items have the same shape, and appended items are the same objects).
+
+    >>> old = [{"a": 1}]
+    >>> _note_merged(None, old); _noted(old)
+    True
+    >>> new = old + [{"b": "x"}]
+    >>> _note_merged(old, new); _noted(new)
+    True
+    >>> nested = new + [{"c": [1]}]
+    >>> _note_merged(new, nested); _noted(nested)
+    False
+    >>> _noted(nested + [{"d": 1}]) is None
+    True
+    """
+    if type(merged) is not list or not merged or type(merged[0]) is not dict:
+        return
+    start = 0
+    if type(current) is list and len(merged) >= len(current):
+        noted = _noted(current)
+        if noted is not None and _same_prefix(merged, current):
+            if not noted:  # a shared prefix that is not flat: neither is the whole
+                _remember(merged, False)
+                return
+            start = len(current)
+    _remember(merged, _flat_dicts(merged[start:] if start else merged))
+
+
+def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
+    """Return whether ``merged`` starts with ``current``'s items: the same objects, as a
+    reducer that appends leaves them (the list comparison tries identity first, in C)."""
+    try:
+        return bool(merged[: len(current)] == current)
+    except Exception:  # an item's __eq__ failed: check it all, as if nothing was noted
+        return False
+
+
+def _remember(merged: list[Any], flat: bool) -> None:
+    if len(_FLAT_LISTS) >= _FLAT_LISTS_MAX:
+        _FLAT_LISTS.clear()
+    _FLAT_LISTS[id(merged)] = (merged, len(merged), flat)
 
 
 def is_flat(values: Mapping[str, Any]) -> bool:
@@ -297,7 +368,7 @@ def apply_writes(
             else:
                 current = new[key] if key in new else copy.copy(empties.get(key))
                 try:
-                    new[key] = reducer(current, value)
+                    new[key] = merged = reducer(current, value)
                 except Exception as exc:
                     name = getattr(reducer, "__name__", repr(reducer))
                     msg = (
@@ -306,4 +377,6 @@ def apply_writes(
                         f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
                     )
                     raise InvalidUpdateError(msg, node=node, key=key) from exc
+                if type(merged) is list and merged and type(merged[0]) is dict:
+                    _note_merged(current, merged)
     return new
