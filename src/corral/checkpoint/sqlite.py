@@ -61,7 +61,6 @@ from corral.checkpoint.serde import (
     decode,
     decode_checkpoint,
     encode,
-    encode_checkpoint,
     encode_record,
 )
 from corral.errors import CheckpointError
@@ -216,8 +215,16 @@ class SqliteSaver:
                 or the file cannot be written.
         """
         # The snapshot and meta are encoded while packing: unchanged list items and plain
-        # meta values skip the general encoder.
-        _, writes, _ = encode_checkpoint(checkpoint, self.serializer, snapshot=False, meta=False)
+        # meta values skip the general encoder; so do updates of JSON values only (the
+        # encoder would return an equal copy, and packing only reads them).
+        writes = [
+            [node, update]
+            if _plain(update)
+            else encode(
+                update, serializer=self.serializer, where="update", owner=f"written by {node!r}"
+            )
+            for node, update in checkpoint.writes
+        ]
         with self._lock:  # errors converted inline: a context manager costs ~1 us a put
             try:
                 conn = self._connection()
