@@ -217,12 +217,16 @@ class SqliteSaver:
         # The snapshot and meta are encoded while packing: unchanged list items and plain
         # meta values skip the general encoder; so do updates of JSON values only (the
         # encoder would return an equal copy, and packing only reads them).
+        serializer = self.serializer
         writes = [
-            [node, update]
-            if _plain(update)
-            else encode(
-                update, serializer=self.serializer, where="update", owner=f"written by {node!r}"
-            )
+            [
+                node,
+                update
+                if _plain(update)
+                else encode(
+                    update, serializer=serializer, where="update", owner=f"written by {node!r}"
+                ),
+            ]
             for node, update in checkpoint.writes
         ]
         with self._lock:  # errors converted inline: a context manager costs ~1 us a put
