@@ -257,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
     except Exception as exc:
         if args.verbose:
             traceback.print_exc()
@@ -267,8 +269,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     finally:
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            code = _reader_went_away()
     return code
+
+
+def _reader_went_away() -> int:
+    """Stop quietly when the reader of stdout has gone (``corral draw x.py | head -5``).
+
+    Later writes (and the interpreter's flush at exit) go to ``os.devnull``, so Python does
+    not print a second error; 141 is what a shell reports for a process ended by SIGPIPE.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
 
 
 def _make_output_safe() -> None:
