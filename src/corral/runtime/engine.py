@@ -564,7 +564,9 @@ def _fast_steps(ex: Execution) -> None:
     This is the hot path of a loop (one node at a time): the same steps as the general loop,
     with the checks and the merge of one update done here rather than through the helpers.
     It returns as soon as a superstep needs anything else (a fan-out, a ``Send``, a join, a
-    cap about to be hit), and the general loop takes over from exactly that point.
+    cap about to be hit), and the general loop takes over from exactly that point. The step
+    counts and the state live in locals; they go back to ``ex`` before any helper that reads
+    them and on every exit (the ``finally``), errors included.
     """
     if ex.done or ex.reroute is not None or ex.held:
         return
@@ -584,74 +586,100 @@ def _fast_steps(ex: Execution) -> None:
     no_arg = NO_ARG
     overwrite = Overwrite
     tasks = ex.tasks
-    while len(tasks) == 1:
-        node, arg = tasks[0]
-        if arg is not no_arg or not node.simple:
-            return
-        name = node.name
-        step = ex.steps + 1
-        if step > max_steps:
-            return
-        values = ex.values
-        if shared is not None:
-            state: FlatView = shared
-        else:
-            state = FlatView(values) if flat else StateView(values)
-        start = clock()
-        try:
-            out = node.func(state)
-        except InterruptWithoutCheckpointerError:
-            raise
-        except Exception as exc:
-            raise _node_error(ex, name, step, exc) from exc
-        seconds = clock() - start
-        shared = state if flat or state._owned is None else None  # type: ignore[attr-defined]
-        goto: tuple[Any, ...] | None = None
-        if type(out) is dict and keyset.issuperset(out):
-            update: dict[str, Any] | None = out
-            ex.steps = step
-            runs[name] = runs.get(name, 0) + 1
-            trace_append((step, name, out, seconds))
-        else:
-            _, _, update, goto = _accept(ex, 0, node, out, step, seconds)
-        if update:
-            new = dict(values)
-            for key, value in update.items():
-                if type(value) is overwrite:
-                    value = value.value
-                elif reducers[key] is not None:
-                    new = apply_writes(
-                        values, [(name, update)], reducers, tables.empties, superstep=step
-                    )
-                    flat = is_flat(new)
-                    break
-                new[key] = value
-                if flat and type(value) not in immutable:
-                    flat = False
-            ex.values = values = new
-            ex.flat = flat
-            shared = None
-        ex.supersteps += 1
-        router = node.router
-        target: Any
-        if node.then is not None:
-            targets: tuple[Any, ...] = node.then
-            via = "then"
-        elif router is not None:
+    steps = ex.steps
+    supersteps = ex.supersteps
+    values = ex.values
+    try:
+        while len(tasks) == 1:
+            node, arg = tasks[0]
+            if arg is not no_arg or not node.simple:
+                return
+            step = steps + 1
+            if step > max_steps:
+                return
+            name, func, then, router, route_func, route_ctx, allowed, fast = node.hot
             if shared is not None:
-                state = shared
+                state: FlatView = shared
             else:
                 state = FlatView(values) if flat else StateView(values)
+            start = clock()
             try:
-                if router.takes_ctx:
-                    target = router.func(state, _context(ex, name, ex.steps))
-                else:
-                    target = router.func(state)
+                out = func(state)
+            except InterruptWithoutCheckpointerError:
+                raise
             except Exception as exc:
-                raise _node_error(ex, name, ex.steps, exc, router.name) from exc
+                raise _node_error(ex, name, step, exc) from exc
+            seconds = clock() - start
             shared = state if flat or state._owned is None else None  # type: ignore[attr-defined]
-            if type(target) is str and target in router.allowed:
-                entry = node.fast.get(target)
+            goto: tuple[Any, ...] | None = None
+            if type(out) is dict and keyset.issuperset(out):
+                update: dict[str, Any] | None = out
+                steps = step
+                runs[name] = runs.get(name, 0) + 1
+                trace_append((step, name, out, seconds))
+            else:
+                ex.steps = steps
+                _, _, update, goto = _accept(ex, 0, node, out, step, seconds)
+                steps = ex.steps
+            if update:
+                new = dict(values)
+                for key, value in update.items():
+                    if type(value) is overwrite:
+                        value = value.value
+                    elif reducers[key] is not None:
+                        new = apply_writes(
+                            values, [(name, update)], reducers, tables.empties, superstep=step
+                        )
+                        flat = is_flat(new)
+                        break
+                    new[key] = value
+                    if flat and type(value) not in immutable:
+                        flat = False
+                values = new
+                shared = None
+            supersteps += 1
+            target: Any
+            if then is not None:
+                targets: tuple[Any, ...] = then
+                via = "then"
+            elif route_func is not None:
+                if shared is not None:
+                    state = shared
+                else:
+                    state = FlatView(values) if flat else StateView(values)
+                try:
+                    if route_ctx:
+                        ex.steps, ex.supersteps = steps, supersteps
+                        ex.values, ex.flat = values, flat
+                        target = route_func(state, _context(ex, name, steps))
+                    else:
+                        target = route_func(state)
+                except Exception as exc:
+                    raise _node_error(ex, name, steps, exc, router.name) from exc
+                shared = state if flat or state._owned is None else None  # type: ignore[attr-defined]
+                if type(target) is str and target in allowed:
+                    entry = fast.get(target)
+                    if entry is not None:
+                        following, route, most = entry
+                        if route is None or guards[route] < most:
+                            if route is not None:
+                                guards[route] += 1
+                            if following is None:
+                                ex.tasks = []
+                                return
+                            tasks[0] = following
+                            continue
+                    targets = (target,)
+                else:
+                    targets = router_targets(node, router, target)
+                via = "router"
+            elif goto is not None:
+                targets = goto
+                via = "command"
+            else:
+                targets = ()
+            if len(targets) == 1 and type(targets[0]) is str:
+                entry = fast.get(targets[0])
                 if entry is not None:
                     following, route, most = entry
                     if route is None or guards[route] < most:
@@ -662,31 +690,13 @@ def _fast_steps(ex: Execution) -> None:
                             return
                         tasks[0] = following
                         continue
-                targets = (target,)
-            else:
-                targets = router_targets(node, router, target)
-            via = "router"
-        elif goto is not None:
-            targets = goto
-            via = "command"
-        else:
-            targets = ()
-        if len(targets) == 1 and type(targets[0]) is str:
-            entry = node.fast.get(targets[0])
-            if entry is not None:
-                following, route, most = entry
-                if route is None or guards[route] < most:
-                    if route is not None:
-                        guards[route] += 1
-                    if following is None:
-                        ex.tasks = []
-                        return
-                    tasks[0] = following
-                    continue
-        _route_slow(ex, node, targets, via)
-        if ex.held:
-            return
-        tasks = ex.tasks
+            ex.steps, ex.supersteps, ex.values, ex.flat = steps, supersteps, values, flat
+            _route_slow(ex, node, targets, via)
+            if ex.held:
+                return
+            tasks = ex.tasks
+    finally:
+        ex.steps, ex.supersteps, ex.values, ex.flat = steps, supersteps, values, flat
 
 
 def _route_slow(ex: Execution, node: Node, targets: tuple[Any, ...], via: str) -> None:

@@ -59,6 +59,7 @@ class Node:
         "fast",
         "func",
         "guards",
+        "hot",
         "is_async",
         "joins",
         "max_runs",
@@ -94,6 +95,8 @@ class Node:
         """Per single target: the next task (``None`` for END), the guard key and its max.
 
         Only targets the hot path can take alone are here (not joins)."""
+        self.hot: tuple[Any, ...] = ()
+        """What the engine's hot path reads of a node, in one tuple (set by ``build_tables``)."""
 
 
 class Tables:
@@ -171,6 +174,17 @@ def build_tables(spec: GraphSpec) -> Tables:
                 node.fast[target] = (task, None, 0)
             else:
                 node.fast[target] = (task, guarded[0], guarded[1].max)
+        router = node.router
+        node.hot = (
+            node.name,
+            node.func,
+            node.then,
+            router,
+            router.func if router is not None else None,
+            router.takes_ctx if router is not None else False,
+            router.allowed if router is not None else (),
+            node.fast,
+        )
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
