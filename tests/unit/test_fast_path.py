@@ -1,0 +1,73 @@
+"""The engine's inline path for one-node supersteps agrees with the general loop.
+
+A run with no events and no checkpointer takes the inline path; passing ``on_event`` makes
+the same graph take the general loop. Both must give the same run, the same context to a
+router that takes one, and the same facts on errors.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+from corral import END, Context, End, Graph, Guard, GuardExhaustedError, NodeError
+
+
+class Tally(TypedDict):
+    n: int
+    seen: Annotated[list[int], operator.add]
+
+
+def loop(seen: list[tuple[int, int, int]], *, fail_at: int = 0) -> Graph[Tally]:
+    g = Graph(Tally, max_steps=40)
+
+    @g.node(start=True)
+    def count(state: Tally) -> dict[str, object]:
+        if state["n"] + 1 == fail_at:
+            raise ValueError("boom")
+        # Every third run also appends, so the state switches between flat and not.
+        if state["n"] % 3 == 2:
+            return {"n": state["n"] + 1, "seen": [state["n"]]}
+        return {"n": state["n"] + 1}
+
+    @g.router("count", guards=[Guard("count", max=5)])
+    def again(state: Tally, ctx: Context[None]) -> Literal["count"] | End:
+        seen.append((ctx.step, ctx.runs("count"), state["n"]))
+        return END if state["n"] >= 9 else "count"
+
+    return g
+
+
+def run_both(**kwargs: Any) -> list[tuple[Any, list[tuple[int, int, int]]]]:
+    out = []
+    for events in (False, True):
+        seen: list[tuple[int, int, int]] = []
+        app = loop(seen, **kwargs).compile()
+        on_event = (lambda event: None) if events else None
+        try:
+            run = app.invoke({"n": 0}, on_event=on_event)
+            result: Any = (run.state, run.steps, run.supersteps, dict(run.guards), run.status)
+        except (NodeError, GuardExhaustedError) as err:
+            result = (type(err).__name__, str(err), getattr(err, "state", None))
+        out.append((result, seen))
+    return out
+
+
+def test_router_context_and_guard_exhaustion_match_the_general_loop() -> None:
+    """The guard allows 5 returns to 'count' (6 runs); the 6th return raises, same state."""
+    inline, general = run_both()
+    assert inline == general
+    result, seen = inline
+    assert result[0] == "GuardExhaustedError"
+    assert result[2] == {"n": 6, "seen": [2, 5]}
+    assert seen == [(step, step, step) for step in range(1, 7)]
+
+
+def test_node_error_mid_loop_matches_the_general_loop() -> None:
+    """A node failing at its 4th run names step 4 on both paths."""
+    inline, general = run_both(fail_at=4)
+    assert inline == general
+    result, seen = inline
+    assert result[0] == "NodeError"
+    assert "(step 4)" in result[1]
+    assert seen == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
