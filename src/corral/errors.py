@@ -129,12 +129,25 @@ class InvalidUpdateError(CorralError, ValueError):
 
 
 class NodeError(CorralError):
-    """An exception raised inside a node or router; the original is ``__cause__``."""
+    """An exception raised inside a node or router; the original is ``__cause__``.
 
-    def __init__(self, message: str, *, node: str, step: int) -> None:
+    ``attempts`` is how many times the node was tried (more than 1 under a ``Retry``).
+    """
+
+    def __init__(self, message: str, *, node: str, step: int, attempts: int = 1) -> None:
         super().__init__(message)
         self.node = node
         self.step = step
+        self.attempts = attempts
+
+
+class NodeTimeoutError(CorralError, TimeoutError):
+    """An async node that ran longer than its ``timeout=`` seconds and was cancelled."""
+
+    def __init__(self, message: str, *, node: str, timeout_s: float) -> None:
+        super().__init__(message)
+        self.node = node
+        self.timeout_s = timeout_s
 
 
 class CheckpointError(CorralError):
@@ -155,3 +168,25 @@ class SerializationError(CheckpointError, TypeError):
         super().__init__(message)
         self.location = location
         self.value_type = value_type
+
+
+class ConcurrentRunError(CheckpointError):
+    """A checkpoint refused because its parent is no longer the thread's newest checkpoint.
+
+    Another run of the same thread committed first; nothing of this run's step was stored.
+    ``expected`` is the parent this run wrote against, ``newest`` the thread's newest.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        thread_id: str,
+        expected: str | None,
+        newest: str | None,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.thread_id = thread_id
+        self.expected = expected
+        self.newest = newest
