@@ -20,6 +20,7 @@ from corral.errors import (
     StepLimitError,
 )
 from corral.reducers import Overwrite
+from corral.retry import Retry
 from corral.runtime import CompiledGraph, Context, Run, interrupt
 from corral.spec import END, START, Cycle, End, Guard
 
@@ -32,6 +33,7 @@ __all__ = [
     "End",
     "Graph",
     "Guard",
+    "Retry",
     # what nodes and routers return
     "Command",
     "Overwrite",
