@@ -7,6 +7,7 @@ module globals and the locals captured when its decorator ran.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import linecache
 import sys
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, Protocol, Ty
 
 from typing_extensions import ParamSpec, TypeForm, TypeVar
 
-from corral import targets
+from corral import _subgraph, targets
 from corral.control import Command, Send
 from corral.errors import GraphError
+from corral.retry import Retry
 from corral.schema import read_schema
 from corral.spec import End, GraphSpec, Guard, Location, NodeSpec, RouterSpec
 from corral.writes import infer_writes
@@ -143,6 +145,9 @@ class _NodeEntry:
     writes: tuple[str, ...] | None
     ignore: tuple[str, ...]
     input: Any = None
+    retry: Retry | None = None
+    timeout_s: float | None = None
+    subgraph: _subgraph.SubgraphEntry | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +186,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         *,
         name: str | None = None,
         max_steps: int = 50,
+        retry: Retry | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -191,6 +197,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         *,
         name: str | None = None,
         max_steps: int = 50,
+        retry: Retry | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -201,6 +208,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         nodes: TypeForm[NodesT],
         name: str | None = None,
         max_steps: int = 50,
+        retry: Retry | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -211,6 +219,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         *,
         name: str | None = None,
         max_steps: int = 50,
+        retry: Retry | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -220,6 +229,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         *,
         name: str | None = None,
         max_steps: int = 50,
+        retry: Retry | None = None,
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
@@ -229,6 +239,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.nodes_literal = nodes
         self.name = name
         self.max_steps = max_steps
+        self.retry = _subgraph.check_retry(retry, "Graph")
         self._keys = read_schema(state_schema)
         self._location = _caller_location(1)
         self._nodes: list[_NodeEntry] = []
@@ -258,6 +269,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
         input: None = None,
+        retry: Retry | None = None,
+        timeout: float | None = None,
     ) -> NodeDecorator[StateT, UpdateT, NodesT]: ...
     @overload
     def node(
@@ -272,6 +285,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
         input: TypeForm[InputT],
+        retry: Retry | None = None,
+        timeout: float | None = None,
     ) -> NodeDecorator[InputT, UpdateT, NodesT]: ...
     def node(
         self,
@@ -285,6 +300,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
         input: TypeForm[Any] | None = None,
+        retry: Retry | None = None,
+        timeout: float | None = None,
     ) -> NodeDecorator[Any, UpdateT, NodesT]:
         """Register the decorated function as a node; return it unchanged.
 
@@ -319,6 +336,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             input: the type of the argument a ``Send`` runs this node with, when it is not
                 run with the state (LangGraph's ``input_schema``); mypy then checks the
                 node's first parameter against it. Recorded as :attr:`NodeSpec.input`.
+            retry: run the node again on a transient error (the graph's ``retry=`` if omitted).
+            timeout: seconds an async node may run before it is cancelled.
         """
         localns = _caller_locals(1)
         if name is not None and not isinstance(name, str):
@@ -336,17 +355,20 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         ):
             msg = f"max_runs={max_runs!r} must be a whole number of runs, 1 or more"
             raise GraphError(msg)
+        node_retry = _subgraph.check_retry(retry, "node")
+        timeout_s = _subgraph.check_timeout(timeout)
 
         def register(
             node_func: NodeFunction[Any, UpdateT, NodesT, ParamsT, ReturnT], /
         ) -> Callable[ParamsT, ReturnT]:
             func: Callable[..., Any] = node_func
+            code = getattr(func, "__code__", None)
             self._nodes.append(
                 _NodeEntry(
                     func=func,
-                    name=node_name if node_name is not None else func.__name__,
+                    name=node_name if node_name is not None else _subgraph.default_name(func),
                     localns=localns,
-                    location=_def_location(func),
+                    location=_def_location(func) if code is not None else _caller_location(1),
                     start=start,
                     then=then_routes,
                     max_runs=max_runs,
@@ -355,11 +377,58 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     writes=tuple(writes) if writes is not None else None,
                     ignore=tuple(ignore),
                     input=input,
+                    retry=node_retry,
+                    timeout_s=timeout_s,
                 )
             )
             return node_func
 
         return register
+
+    def subgraph(
+        self,
+        name: NodesT,
+        child: Graph[Any, Any, Any],
+        *,
+        start: bool = False,
+        then: NodesT | End | Sequence[NodesT | End] | None = None,
+        guards: Sequence[Guard] = (),
+        wait_for: Sequence[NodesT] = (),
+        max_runs: int | None = None,
+        input: Callable[[StateT], Mapping[str, Any]] | None = None,
+        output: Callable[[Any], UpdateT] | None = None,
+        ignore: Sequence[str] = (),
+    ) -> None:
+        """Register ``child`` (a ``Graph``, not compiled) to run as the node ``name``.
+
+        The child gets the parent's values of the keys both schemas share (or ``input(state)``)
+        and runs to its end; its nodes' writes to shared keys are then applied to the parent
+        in order, through the parent's reducers (or ``output(child_state)`` is applied once).
+
+        >>> from typing import TypedDict
+        >>> class State(TypedDict):
+        ...     n: int
+        >>> child = Graph(State)
+        >>> @child.node(start=True, then="__end__")
+        ... def bump(state: State) -> dict[str, int]:
+        ...     return {"n": state["n"] + 1}
+        >>> g = Graph(State)
+        >>> g.subgraph("inner", child, start=True, then="__end__")
+        >>> g.spec().node("inner").writes
+        frozenset({'n'})
+        """
+        _subgraph.check_child(self, child, name)
+        register = self.node(
+            name, start=start, then=then, max_runs=max_runs, guards=guards, wait_for=wait_for,
+            ignore=ignore,
+        )  # fmt: skip
+        register(_subgraph.stand_in(name))
+        entry = self._nodes[-1]
+        self._nodes[-1] = dataclasses.replace(
+            entry,
+            location=_caller_location(1),
+            subgraph=_subgraph.SubgraphEntry(child, input, output),
+        )
 
     def router(
         self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
@@ -428,6 +497,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         )
 
     def _node_spec(self, entry: _NodeEntry) -> NodeSpec:
+        if entry.subgraph is not None:
+            return _subgraph.node_spec(entry, self._keys)
         if entry.writes is not None:
             writes: frozenset[str] | None = frozenset(entry.writes)
         else:
@@ -448,6 +519,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             is_async=inspect.iscoroutinefunction(entry.func),
             ignore=entry.ignore,
             input=entry.input,
+            retry=entry.retry if entry.retry is not None else self.retry,
+            timeout_s=entry.timeout_s,
         )
 
     def check(self) -> list[Diagnostic]:

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+if TYPE_CHECKING:
+    from corral.retry import Retry
 
 __all__ = [
     "END",
@@ -28,6 +31,7 @@ __all__ = [
     "Location",
     "NodeSpec",
     "RouterSpec",
+    "SubgraphSpec",
     "TargetSet",
 ]
 
@@ -133,6 +137,28 @@ class NodeSpec:
     """Rule code prefixes suppressed for findings on this node."""
     input: Any = None
     """The type of the ``Send`` argument the node runs with (``input=``); ``None`` for the state."""
+    retry: Retry | None = None
+    """The retry policy of the node (its own ``retry=``, else the graph's); ``None``: no retry."""
+    timeout_s: float | None = None
+    """Seconds an async node may run before it is cancelled (``timeout=``)."""
+    subgraph: SubgraphSpec | None = None
+    """The child graph this node runs (``g.subgraph``); ``None`` for a function node."""
+
+
+@dataclass(frozen=True)
+class SubgraphSpec:
+    """A child graph that runs as one node of its parent (registered with ``g.subgraph``)."""
+
+    graph: GraphSpec
+    """The child's own spec."""
+    shared: tuple[str, ...]
+    """The keys both state schemas have, in the parent's order."""
+    input: Callable[[Any], Any] | None = None
+    """Maps the parent's state (or a ``Send`` argument) to the child's input; ``None``: the
+    shared keys."""
+    output: Callable[[Any], Any] | None = None
+    """Maps the child's final state to one parent update; ``None``: the child's writes to
+    shared keys are applied one by one."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ def test_every_code_is_registered_once() -> None:
         "CR106": "duplicate-node",
         "CR107": "mixed-routing",
         "CR108": "node-names",
+        "CR110": "graph-as-node",
+        "CR111": "sync-timeout",
         "CR201": "unguarded-cycle",
         "CR202": "useless-guard",
         "CR301": "parallel-write",

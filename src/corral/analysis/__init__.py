@@ -9,6 +9,7 @@ from __future__ import annotations
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
 from corral.analysis.rules import RULES, Finding, Rule
+from corral.analysis.subgraphs import child_diagnostics
 from corral.spec import Cycle, GraphSpec
 
 __all__ = ["RULES", "CycleList", "Diagnostic", "Rule", "analyse", "list_cycles"]
@@ -63,6 +64,7 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
             if diagnostic not in seen:  # one defect declared twice is reported once
                 seen.add(diagnostic)
                 found.append(diagnostic)
+    found.extend(d for d in child_diagnostics(spec, analyse) if d not in seen)
     return sorted(found, key=lambda d: d.sort_key)
 
 
