@@ -107,9 +107,7 @@ def _reading_spec(graph: Graph[Any, Any, Any], name: str) -> Iterator[None]:
         _reading.chain = chain
 
 
-def read_child(
-    entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]
-) -> SubgraphSpec:
+def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]) -> SubgraphSpec:
     """Read the child's spec now and return the node's :class:`SubgraphSpec`."""
     with _reading_spec(entry.child, name):
         child = entry.child.spec()

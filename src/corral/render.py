@@ -60,34 +60,76 @@ class _Arrow:
     """``solid``, ``thick``, ``dashed`` or ``dotted``."""
 
 
-def render_mermaid(spec: GraphSpec) -> str:
-    """Return the graph as a Mermaid ``flowchart`` (paste it into Markdown or mermaid.live)."""
-    names = _node_names(spec)
-    ids = _mermaid_ids(names)
+@dataclass(frozen=True)
+class _Box:
+    """One drawn node; ``name`` is unique in the whole drawing (a path inside subgraphs)."""
+
+    name: str
+    label: str
+    shape: str
+    """``box``, ``oval`` (START and END) or ``subgraph`` (a collapsed child graph)."""
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    """A child graph drawn inside its parent: a Mermaid ``subgraph`` block or a DOT cluster."""
+
+    name: str
+    label: str
+    items: tuple[_Box | _Cluster, ...]
+
+
+@dataclass(frozen=True)
+class _Drawing:
+    """What both languages draw: boxes and clusters, arrows, and joins as comments."""
+
+    items: tuple[_Box | _Cluster, ...]
+    arrows: tuple[_Arrow, ...]
+    notes: tuple[tuple[str, tuple[str, ...]], ...]
+    """``(join, waited-for nodes)`` for each ``wait_for`` join, by drawn name."""
+
+
+def render_mermaid(spec: GraphSpec, *, collapse: bool = False) -> str:
+    """Return the graph as a Mermaid ``flowchart`` (paste it into Markdown or mermaid.live).
+
+    A subgraph's child is drawn as a ``subgraph`` block holding its own nodes, entered at
+    its ``START`` and left from its ``END``; with ``collapse=True`` it is one node.
+    """
+    drawing = _draw(spec, collapse)
+    ids = _mermaid_ids(_all_names(drawing.items))
     lines: list[str] = []
     if spec.name:
         lines += ["---", f"title: {spec.name}", "---"]
     lines.append("flowchart TD")
-    for name in names:
-        label = _mermaid_text(_node_label(spec, name))
-        if name in (START, END):
-            lines.append(f'    {ids[name]}(["{label}"])')
-        else:
-            lines.append(f'    {ids[name]}["{label}"]')
+    lines.extend(_mermaid_items(drawing.items, ids, "    "))
     arrows = {"solid": "-->", "thick": "==>", "dashed": "-.->", "dotted": "-.->"}
-    for arrow in _arrows(spec):
+    for arrow in drawing.arrows:
         link = arrows[arrow.line]
         label = f'|"{_mermaid_text(arrow.label)}"|' if arrow.label else ""
         lines.append(f"    {ids[arrow.source]} {link}{label} {ids[arrow.target]}")
-    for node in spec.nodes:
-        if node.wait_for:
-            waits = ", ".join(node.wait_for)
-            lines.append(f"    %% {node.name} waits for {waits}")
+    for join, waited in drawing.notes:
+        lines.append(f"    %% {join} waits for {', '.join(waited)}")
     return "\n".join(lines)
 
 
-def render_dot(spec: GraphSpec) -> str:
+def _mermaid_items(items: tuple[_Box | _Cluster, ...], ids: dict[str, str], pad: str) -> list[str]:
+    lines: list[str] = []
+    shapes = {"oval": '(["{}"])', "box": '["{}"]', "subgraph": '[["{}"]]'}
+    for item in items:
+        if isinstance(item, _Cluster):
+            lines.append(f'{pad}subgraph {ids[item.name]}["{_mermaid_text(item.label)}"]')
+            lines.extend(_mermaid_items(item.items, ids, pad + "    "))
+            lines.append(f"{pad}end")
+        else:
+            shape = shapes[item.shape].format(_mermaid_text(item.label))
+            lines.append(f"{pad}{ids[item.name]}{shape}")
+    return lines
+
+
+def render_dot(spec: GraphSpec, *, collapse: bool = False) -> str:
     """Return the graph as Graphviz DOT text (``corral draw x.py --format dot | dot -Tsvg``).
+
+    A subgraph's child is drawn as a cluster; with ``collapse=True`` it is one node.
 
     >>> from typing import TypedDict
     >>> from corral import Graph
@@ -106,29 +148,87 @@ def render_dot(spec: GraphSpec) -> str:
         "only" -> "__end__";
     }
     """
+    drawing = _draw(spec, collapse)
     title = _dot_text(spec.name or "corral")
     lines = [f'digraph "{title}" {{', "    node [shape=box, style=rounded];"]
-    for name in _node_names(spec):
-        label = _dot_text(_node_label(spec, name))
-        shape = ", shape=oval" if name in (START, END) else ""
-        lines.append(f'    "{_dot_text(name)}" [label="{label}"{shape}];')
+    lines.extend(_dot_items(drawing.items, "    "))
     styles = {
         "solid": "",
         "thick": "penwidth=2",
         "dashed": "style=dashed",
         "dotted": "style=dotted",
     }
-    for arrow in _arrows(spec):
+    for arrow in drawing.arrows:
         attrs = [styles[arrow.line]] if styles[arrow.line] else []
         if arrow.label:
             attrs.append(f'label="{_dot_text(arrow.label)}"')
         suffix = f" [{', '.join(attrs)}]" if attrs else ""
         lines.append(f'    "{_dot_text(arrow.source)}" -> "{_dot_text(arrow.target)}"{suffix};')
-    for node in spec.nodes:
-        if node.wait_for:
-            lines.append(f"    // {_dot_text(node.name)} waits for {', '.join(node.wait_for)}")
+    for join, waited in drawing.notes:
+        lines.append(f"    // {_dot_text(join)} waits for {', '.join(waited)}")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _dot_items(items: tuple[_Box | _Cluster, ...], pad: str) -> list[str]:
+    lines: list[str] = []
+    shapes = {"oval": ", shape=oval", "box": "", "subgraph": ", peripheries=2"}
+    for item in items:
+        if isinstance(item, _Cluster):
+            lines.append(f'{pad}subgraph "cluster_{_dot_text(item.name)}" {{')
+            lines.append(f'{pad}    label="{_dot_text(item.label)}";')
+            lines.extend(_dot_items(item.items, pad + "    "))
+            lines.append(f"{pad}}}")
+        else:
+            label = _dot_text(item.label)
+            lines.append(f'{pad}"{_dot_text(item.name)}" [label="{label}"{shapes[item.shape]}];')
+    return lines
+
+
+def _draw(spec: GraphSpec, collapse: bool, prefix: str = "") -> _Drawing:
+    """Lay ``spec`` out, its children expanded unless ``collapse``; names get ``prefix``."""
+    expanded: dict[str, GraphSpec] = {}
+    if not collapse:
+        for node in spec.nodes:
+            if node.subgraph is not None and spec.node(node.name) is node:
+                expanded[node.name] = node.subgraph.graph
+    items: list[_Box | _Cluster] = []
+    arrows: list[_Arrow] = []
+    inner_arrows: list[_Arrow] = []
+    notes: list[tuple[str, tuple[str, ...]]] = []
+    for name in _node_names(spec):
+        label = _node_label(spec, name)
+        if name in expanded:
+            inner = _draw(expanded[name], collapse, f"{prefix}{name}/")
+            items.append(_Cluster(prefix + name, label, inner.items))
+            inner_arrows.extend(inner.arrows)
+            notes.extend(inner.notes)
+            continue
+        found = spec.node(name)
+        shape = "oval" if name in (START, END) else "box"
+        if found is not None and found.subgraph is not None:
+            shape = "subgraph"
+        items.append(_Box(prefix + name, label, shape))
+
+    def drawn(name: str, end: str) -> str:
+        return f"{prefix}{name}/{end}" if name in expanded else prefix + name
+
+    for arrow in _arrows(spec):
+        source, target = drawn(arrow.source, END), drawn(arrow.target, START)
+        arrows.append(_Arrow(source, target, arrow.label, arrow.line))
+    for node in spec.nodes:
+        if node.wait_for:
+            notes.append((prefix + node.name, tuple(prefix + w for w in node.wait_for)))
+    return _Drawing(tuple(items), (*arrows, *inner_arrows), tuple(notes))
+
+
+def _all_names(items: tuple[_Box | _Cluster, ...]) -> list[str]:
+    names: list[str] = []
+    for item in items:
+        names.append(item.name)
+        if isinstance(item, _Cluster):
+            names.extend(_all_names(item.items))
+    return names
 
 
 def _node_names(spec: GraphSpec) -> list[str]:

@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Print one graph as a Mermaid flowchart (default) or Graphviz DOT text.\n"
             "Solid arrows are fixed routes, thick ones fan-outs, dashed ones conditional\n"
             "routes; a guarded route is labelled with its bound (≤3) and a dotted arrow\n"
-            "shows where the run goes once the guard is used up."
+            "shows where the run goes once the guard is used up. A subgraph is drawn as a\n"
+            "block holding its child's nodes (--collapse: as one node)."
         ),
         epilog=(
             "examples:\n"
@@ -138,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument("path", metavar="PATH", help=_PATH_HELP)
     draw.add_argument(
         "--format", choices=("mermaid", "dot"), default="mermaid", help="default: mermaid"
+    )
+    draw.add_argument(
+        "--collapse", action="store_true", help="draw each subgraph as one node, not its nodes"
     )
     draw.set_defaults(handler=_show.draw)
 

@@ -68,7 +68,8 @@ def draw(args: argparse.Namespace) -> int:
     except LoadFailed:
         return 2
     spec = target.spec()
-    print(render_dot(spec) if args.format == "dot" else render_mermaid(spec))
+    render = render_dot if args.format == "dot" else render_mermaid
+    print(render(spec, collapse=args.collapse))
     return 0
 
 
