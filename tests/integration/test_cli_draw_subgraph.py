@@ -8,7 +8,7 @@ import pytest
 
 from corral.cli import main
 
-FIXTURE = str(Path(__file__).parent / "cli_fixtures" / "team.py")
+FIXTURE = str(Path(__file__).parents[1] / "graphs" / "team_draw.py")
 
 
 def test_mermaid_draws_the_child_as_a_subgraph_block(capsys: pytest.CaptureFixture[str]) -> None:
