@@ -11,7 +11,7 @@ that every consumer sees the same edge set.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -123,6 +123,8 @@ class NodeSpec:
     """Fixed routes from ``then=``; ``None`` when the node has none."""
     command: TargetSet | None = None
     """Targets from a `Command[Literal[...]]` annotation; `None` if not a command node."""
+    command_fanout: bool = False
+    """True when the node may return a ``Command`` whose ``goto`` names several targets."""
     max_runs: int | None = None
     guards: tuple[Guard, ...] = ()
     """Guards on the node's own routes (``then=`` or ``Command``)."""
@@ -175,6 +177,8 @@ class RouterSpec:
     takes_ctx: bool = False
     is_async: bool = False
     ignore: tuple[str, ...] = ()
+    max_sends: int | None = None
+    """The most ``Send`` values one call may return (``max_sends=``); ``None`` when undeclared."""
 
 
 EdgeKind = Literal["start", "then", "router", "command", "send", "otherwise"]
@@ -321,7 +325,3 @@ def _otherwise_edges(
         if guard.otherwise is not None:
             yield Edge(source, guard.otherwise, "otherwise", None, False, location, owner)
 
-
-def state_keys(keys: tuple[KeySpec, ...]) -> Mapping[str, KeySpec]:
-    """Return the keys by name."""
-    return {k.name: k for k in keys}

@@ -41,7 +41,7 @@ from corral.spec import (
     RouterSpec,
     TargetSet,
 )
-from corral.writes import infer_writes
+from corral.writes import infer_command_fanout, infer_writes
 
 if TYPE_CHECKING:
     from mypy import nodes as mypy_nodes
@@ -264,13 +264,15 @@ class _Reader:
         stub = _stub(decorated, path)
         writes = frozenset(writes_value) if writes_value is not None else infer_writes(stub)
         name = _constant(args["name"]) if "name" in args else None
+        command = _command_targets(func)
         return NodeSpec(
             name=name if name is not None else func.name,
             func=stub,
             location=_def_location(func, path),
             start=bool(_constant(args["start"])) if "start" in args else False,
             then=then_routes,
-            command=_command_targets(func),
+            command=command,
+            command_fanout=command is not None and infer_command_fanout(stub),
             max_runs=_constant(args["max_runs"]) if "max_runs" in args else None,
             guards=_guards(args.get("guards")),
             wait_for=tuple(_constant(args["wait_for"])) if "wait_for" in args else (),

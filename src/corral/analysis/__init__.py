@@ -2,17 +2,32 @@
 
 :func:`analyse` runs every rule of :mod:`corral.analysis.rules` and returns every finding at
 once; :func:`list_cycles` enumerates elementary cycles for display (never to decide a rule).
+
+Importing this package is cheap: networkx and the rules are imported the first time the
+analyser runs, so ``import corral`` (which needs only :class:`Diagnostic`) does not pay for
+them when a program only runs graphs.
 """
 
 from __future__ import annotations
 
-from corral.analysis._graph import SpecGraph
+from typing import TYPE_CHECKING, Any
+
 from corral.analysis.diagnostic import Diagnostic
-from corral.analysis.rules import RULES, Finding, Rule
-from corral.analysis.subgraphs import child_diagnostics
 from corral.spec import Cycle, GraphSpec
 
+if TYPE_CHECKING:
+    from corral.analysis.rules import RULES, Finding, Rule
+
 __all__ = ["RULES", "CycleList", "Diagnostic", "Rule", "analyse", "list_cycles"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("RULES", "Rule"):
+        from corral.analysis import rules
+
+        return getattr(rules, name)
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
 class CycleList(list[Cycle]):
@@ -40,6 +55,10 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
     >>> [(d.code, d.nodes) for d in analyse(g.spec())]
     [('CR105', ('loop',)), ('CR201', ('loop',))]
     """
+    from corral.analysis._graph import SpecGraph
+    from corral.analysis.rules import RULES
+    from corral.analysis.subgraphs import child_diagnostics
+
     graph = SpecGraph(spec)
     found: list[Diagnostic] = []
     seen: set[Diagnostic] = set()
@@ -100,6 +119,8 @@ def list_cycles(spec: GraphSpec, *, limit: int = 1000) -> CycleList:
     if limit < 0:
         msg = f"limit={limit!r} must be 0 or more"
         raise ValueError(msg)
+    from corral.analysis._graph import SpecGraph
+
     cycles, truncated = SpecGraph(spec).cycles(limit)
     result = CycleList(cycles)
     result.truncated = truncated

@@ -27,7 +27,6 @@ from itertools import combinations
 import networkx as nx
 
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
-from corral.writes import infer_command_fanout
 
 __all__ = ["SpecGraph"]
 
@@ -312,7 +311,7 @@ class SpecGraph:
                 yield group(node.then, node.guards), []
             command = node.command
             if command is not None and command.names is not None:
-                if infer_command_fanout(node.func):
+                if node.command_fanout:
                     sends = [t for t in command.sends if t in known]
                     yield group(command.names, node.guards), sends
         for router in self.spec.routers:

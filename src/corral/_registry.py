@@ -1,0 +1,177 @@
+"""What ``Graph``'s decorators record, and how a record becomes a spec.
+
+Decorating records a function and where it was defined (:class:`NodeEntry`,
+:class:`RouterEntry`); nothing is resolved or run. When the graph is checked, a record
+becomes a :class:`~corral.spec.NodeSpec` or :class:`~corral.spec.RouterSpec`: route
+annotations are read (:mod:`corral.targets`) and the keys a node writes are inferred from its
+source (:mod:`corral.writes`), so every layer after the DSL reads facts from the spec and none
+of them parses user code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from corral import _subgraph, targets
+from corral.errors import GraphError
+from corral.retry import Retry
+from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
+from corral.writes import infer_command_fanout, infer_writes
+
+__all__ = [
+    "NodeEntry",
+    "RouterEntry",
+    "caller_locals",
+    "caller_location",
+    "def_location",
+    "literal_names",
+    "node_spec",
+    "router_spec",
+]
+
+
+@dataclass(frozen=True)
+class NodeEntry:
+    """What ``@g.node(...)`` recorded about one function."""
+
+    func: Callable[..., Any]
+    name: str
+    localns: Mapping[str, Any] | None
+    """The locals of the frame that called the decorator, for resolving annotations."""
+    location: Location
+    start: bool
+    then: tuple[str, ...] | None
+    max_runs: int | None
+    guards: tuple[Guard, ...]
+    wait_for: tuple[str, ...]
+    writes: tuple[str, ...] | None
+    ignore: tuple[str, ...]
+    input: Any = None
+    retry: Retry | None = None
+    timeout_s: float | None = None
+    subgraph: _subgraph.SubgraphEntry | None = None
+
+
+@dataclass(frozen=True)
+class RouterEntry:
+    """What ``@g.router(...)`` recorded about one function."""
+
+    func: Callable[..., Any]
+    source: str
+    localns: Mapping[str, Any] | None
+    location: Location
+    guards: tuple[Guard, ...]
+    ignore: tuple[str, ...]
+    max_sends: int | None = None
+
+
+def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) -> NodeSpec:
+    """Return the spec of a recorded node, reading its annotation and inferring its writes.
+
+    ``keys`` are the graph's state keys (a subgraph node shares some with its child) and
+    ``retry`` the graph's default retry policy.
+    """
+    if entry.subgraph is not None:
+        return _subgraph.node_spec(entry, keys)
+    if entry.writes is not None:
+        writes: frozenset[str] | None = frozenset(entry.writes)
+    else:
+        writes = infer_writes(entry.func)
+    command = targets.read_command_targets(entry.func, entry.localns)
+    return NodeSpec(
+        name=entry.name,
+        func=entry.func,
+        location=entry.location,
+        start=entry.start,
+        then=entry.then,
+        command=command,
+        command_fanout=command is not None and infer_command_fanout(entry.func),
+        max_runs=entry.max_runs,
+        guards=entry.guards,
+        wait_for=entry.wait_for,
+        writes=writes,
+        writes_declared=entry.writes is not None,
+        takes_ctx=takes_ctx(entry.func),
+        is_async=inspect.iscoroutinefunction(entry.func),
+        ignore=entry.ignore,
+        input=entry.input,
+        retry=entry.retry if entry.retry is not None else retry,
+        timeout_s=entry.timeout_s,
+    )
+
+
+def router_spec(entry: RouterEntry) -> RouterSpec:
+    """Return the spec of a recorded router, reading its return annotation."""
+    return RouterSpec(
+        source=entry.source,
+        name=entry.func.__name__,
+        func=entry.func,
+        location=entry.location,
+        targets=targets.read_router_targets(entry.func, entry.localns),
+        guards=entry.guards,
+        takes_ctx=takes_ctx(entry.func),
+        is_async=inspect.iscoroutinefunction(entry.func),
+        ignore=entry.ignore,
+        max_sends=entry.max_sends,
+    )
+
+
+def literal_names(form: Any) -> tuple[str, ...]:
+    names = targets.read_literal_form(form)
+    if names is None:
+        msg = f"nodes={form!r} is not a Literal of node names; pass Literal['a', 'b', ...]"
+        raise GraphError(msg)
+    return names
+
+
+def takes_ctx(func: Callable[..., Any]) -> bool:
+    """Return whether ``func`` takes a second positional parameter (the context)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
+
+
+def caller_locals(depth: int) -> Mapping[str, Any] | None:
+    """Capture the locals of the frame that called the decorator factory.
+
+    At module level the frame's locals are its globals, already reachable from the
+    function, so nothing is captured.
+    """
+    frame = sys._getframe(depth + 1)
+    if frame.f_locals is frame.f_globals:
+        return None
+    return dict(frame.f_locals)
+
+
+def caller_location(depth: int) -> Location:
+    frame = sys._getframe(depth + 1)
+    return Location(frame.f_code.co_filename, frame.f_lineno, 1)
+
+
+def def_location(func: Callable[..., Any]) -> Location:
+    """Return the location of the ``def`` line (decorators come before it)."""
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return Location(getattr(func, "__module__", "<unknown>") or "<unknown>", 0, 0)
+    filename = code.co_filename
+    line = code.co_firstlineno
+    for offset in range(0, 200):
+        text = linecache.getline(filename, line + offset)
+        if not text:
+            break
+        stripped = text.lstrip()
+        if stripped.startswith(("def ", "async def ")):
+            return Location(filename, line + offset, len(text) - len(stripped) + 1)
+    return Location(filename, line, 1)

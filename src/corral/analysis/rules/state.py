@@ -1,0 +1,136 @@
+"""CR3xx: what nodes write to the state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from corral.analysis._graph import SpecGraph
+from corral.analysis.rules._base import (
+    Finding,
+    close_match,
+    first_nodes,
+    quote_names,
+    rule,
+    show_type,
+)
+
+
+@rule("CR301", "parallel-write")
+def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
+    """Report keys without a reducer written by nodes that may run in the same superstep.
+
+    Branches of one fan-out (a `then=` tuple, a list-returning router, several start nodes)
+    and several `Send` runs of one node run in the same superstep. If two of them write a key
+    with no reducer, the run raises `InvalidUpdateError`; other frameworks silently keep one.
+
+    Fix: give the key a reducer, e.g. `findings: Annotated[list[str], operator.add]`, or
+    write distinct keys.
+    """
+    spec = graph.spec
+    plain = {key.name for key in spec.keys if key.reducer is None}
+    writes: dict[str, frozenset[str]] = {}
+    for node in first_nodes(spec):
+        if node.writes is not None and node.writes & plain:
+            writes[node.name] = node.writes & plain
+    # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
+    # pair computation when there is none.
+    sent = {t for r in spec.routers for t in r.targets.sends}
+    sent |= {t for n in spec.nodes if n.command is not None for t in n.command.sends}
+    writers: dict[str, int] = {}
+    for keys in writes.values():
+        for key in keys:
+            writers[key] = writers.get(key, 0) + 1
+    if not any(n > 1 for n in writers.values()) and not sent & set(writes):
+        return
+    involved: dict[str, set[str]] = {}
+    repeated: dict[str, set[str]] = {}
+    for a, b in graph.coactive_pairs():
+        if a not in writes or b not in writes:
+            continue
+        for key in writes[a] & writes[b]:
+            if a == b:
+                repeated.setdefault(key, set()).add(a)
+            else:
+                involved.setdefault(key, set()).update((a, b))
+    fix = "give the key a reducer (Annotated[list[str], operator.add]) or let one node write it"
+    for key in [k.name for k in spec.keys]:
+        if key in involved:
+            nodes = graph.sort(involved[key])
+            yield Finding(
+                f"nodes {quote_names(nodes)} can run in the same superstep and all write {key!r}, "
+                f"which has no reducer; {fix}",
+                tuple(nodes),
+            )
+        for name in graph.sort(repeated.get(key, ())):
+            yield Finding(
+                f"node {name!r} can run several times in one superstep (Send) and writes "
+                f"{key!r}, which has no reducer; {fix}",
+                (name,),
+            )
+
+
+@rule("CR302", "unknown-key")
+def unknown_keys(graph: SpecGraph) -> Iterator[Finding]:
+    """Report nodes that write keys the state schema does not have.
+
+    A node returns (or declares with `writes=`) a key the state `TypedDict` does not have;
+    the run would raise `InvalidUpdateError`.
+
+    Fix: add the key to the state schema, or correct its spelling.
+    """
+    spec = graph.spec
+    keys = [k.name for k in spec.keys]
+    for spec_node in first_nodes(spec):
+        if spec_node.writes is None:
+            continue
+        unknown = sorted(spec_node.writes - set(keys))
+        if not unknown:
+            continue
+        hints = [m for name in unknown if (m := close_match(name, keys)) is not None]
+        hint = f" (did you mean {quote_names(hints)}?)" if hints else ""
+        noun = "a key" if len(unknown) == 1 else "keys"
+        which = "which is not" if len(unknown) == 1 else "which are not"
+        yield Finding(
+            f"node {spec_node.name!r} writes {quote_names(unknown)}, {which} {noun} of the state "
+            f"schema; fix the name{hint} or add it to the state",
+            (spec_node.name,),
+        )
+
+
+@rule("CR303", "update-schema")
+def update_schema(graph: SpecGraph) -> Iterator[Finding]:
+    """Report keys or value types where ``update_schema`` and ``state_schema`` differ.
+
+    The `update_schema` passed to `Graph` must have the same keys and value types as the
+    state schema (all optional).
+
+    Fix: make the two `TypedDict`s agree.
+    """
+    spec = graph.spec
+    if spec.update_keys is None:
+        return
+    update = {k.name: k for k in spec.update_keys}
+    state = {k.name: k for k in spec.keys}
+    for name, key in state.items():
+        if name not in update:
+            yield Finding(
+                f"update_schema has no key {name!r}, which state_schema has; add it to "
+                "update_schema",
+                (),
+                spec.location,
+            )
+        elif update[name].type != key.type:
+            yield Finding(
+                f"update_schema key {name!r} has type {show_type(update[name].type)}, but "
+                f"state_schema says {show_type(key.type)}; make the types the same",
+                (),
+                spec.location,
+            )
+    for name in update:
+        if name not in state:
+            yield Finding(
+                f"update_schema key {name!r} is not in state_schema; remove it or add it to "
+                "the state",
+                (),
+                spec.location,
+            )
