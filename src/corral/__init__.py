@@ -18,6 +18,7 @@ from corral.errors import (
     RouteError,
     SerializationError,
     StepLimitError,
+    ToolError,
 )
 from corral.reducers import Overwrite
 from corral.retry import Retry
@@ -65,5 +66,6 @@ __all__ = [
     "RouteError",
     "SerializationError",
     "StepLimitError",
+    "ToolError",
     "__version__",
 ]

@@ -23,6 +23,7 @@ __all__ = [
     "RouteError",
     "SerializationError",
     "StepLimitError",
+    "ToolError",
 ]
 
 
@@ -190,3 +191,15 @@ class ConcurrentRunError(CheckpointError):
         self.thread_id = thread_id
         self.expected = expected
         self.newest = newest
+
+
+class ToolError(CorralError, TypeError):
+    """A function that cannot be a tool of a ``Toolbox`` (``corral.agents``).
+
+    Raised when the toolbox is built, never while it runs: a failing tool call becomes a
+    tool message marked ``is_error`` instead. ``tool`` names the function.
+    """
+
+    def __init__(self, message: str, *, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool

@@ -1,0 +1,92 @@
+"""What a model is to corral: a callable from messages and tool schemas to an assistant message.
+
+Any callable fits, sync or async: a scripted fake in a test, a provider adapter
+(``corral.agents.openai``, ``corral.agents.anthropic``), or a function of your own around
+another client. A model that streams takes a keyword parameter ``emit`` and calls it with a
+:class:`TokenEvent` for each piece of text as it arrives; the model node passes it
+``ctx.emit``, so the tokens reach ``stream(mode="custom")`` while the model is still running.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict
+
+from corral.agents.messages import AssistantMessage, Message, new_id
+from corral.agents.toolbox import ToolSchema
+
+__all__ = ["Emit", "Model", "TokenEvent", "is_async_model", "takes_emit", "validate_reply"]
+
+
+class TokenEvent(TypedDict):
+    """A piece of the model's text, emitted while it streams: ``{"type": "token", "text"}``."""
+
+    type: Literal["token"]
+    text: str
+
+
+Emit: TypeAlias = Callable[[TokenEvent], None]
+"""Where a streaming model sends its tokens (``ctx.emit`` inside the model node)."""
+
+
+class Model(Protocol):
+    """A model: ``(messages, tool_schemas) -> AssistantMessage``, or an awaitable of one.
+
+    A streaming model also takes ``emit`` (a keyword); see :data:`Emit`.
+    """
+
+    def __call__(
+        self, messages: Sequence[Message], tools: Sequence[ToolSchema], /
+    ) -> AssistantMessage | Awaitable[AssistantMessage]: ...
+
+
+def is_async_model(model: Callable[..., Any]) -> bool:
+    """Return whether calling ``model`` gives a coroutine (an ``async def`` or ``__call__``)."""
+    if inspect.iscoroutinefunction(model):
+        return True
+    call = getattr(type(model), "__call__", None)  # noqa: B004 - the method, not callable()
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def takes_emit(model: Callable[..., Any]) -> bool:
+    """Return whether ``model`` takes an ``emit`` keyword (it streams tokens)."""
+    try:
+        params = inspect.signature(model).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get("emit")
+    return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
+
+
+def validate_reply(reply: object, model: object) -> AssistantMessage:
+    """Return the model's reply as a complete assistant message (with an id).
+
+    Raises:
+        TypeError: the reply is not an assistant message; the model node's ``NodeError``
+            carries it.
+    """
+    if not isinstance(reply, Mapping) or reply.get("role") != "assistant":
+        msg = (
+            f"model {model!r} returned {reply!r}, not an assistant message; return "
+            "{'role': 'assistant', 'content': ..., 'tool_calls': [...]} (see agents.assistant)"
+        )
+        raise TypeError(msg)
+    calls = list(reply.get("tool_calls") or [])
+    for call in calls:
+        if not isinstance(call, Mapping) or not {"id", "name", "arguments"} <= set(call):
+            msg = (
+                f"model {model!r} returned the tool call {call!r}; a tool call is "
+                "{'id': str, 'name': str, 'arguments': dict}"
+            )
+            raise TypeError(msg)
+    message: AssistantMessage = {
+        "role": "assistant",
+        "content": str(reply.get("content") or ""),
+        "tool_calls": [
+            {"id": str(c["id"]), "name": str(c["name"]), "arguments": dict(c["arguments"])}
+            for c in calls
+        ],
+        "id": str(reply.get("id") or new_id()),
+    }
+    return message
