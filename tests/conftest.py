@@ -1,0 +1,34 @@
+"""Fixtures shared by every test folder: a real PostgreSQL server for the Postgres tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from postgres_cluster import Cluster, find_bin
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """Start one throwaway PostgreSQL server for the session (skip when none is installed).
+
+    In CI (``CI`` set) missing binaries are an error, not a skip: ``.ci/run`` installs them.
+    """
+    bin_dir = find_bin()
+    if bin_dir is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL binaries are missing in CI; .ci/run installs them")
+        pytest.skip("PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/pg_ctl)")
+    cluster = Cluster(bin_dir)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> str:
+    """Return the URL of a new, empty database on the session's server."""
+    return postgres_cluster.new_database()
