@@ -2,7 +2,7 @@
 
 from corral import reducers
 from corral.analysis.diagnostic import Diagnostic
-from corral.checkpoint import Checkpointer, MemorySaver, SqliteSaver
+from corral.checkpoint import Checkpointer, MemorySaver, PostgresSaver, SqliteSaver
 from corral.control import Command, Resume, Send
 from corral.dsl import Graph
 from corral.errors import (
@@ -49,6 +49,7 @@ __all__ = [
     # checkpoints
     "Checkpointer",
     "MemorySaver",
+    "PostgresSaver",
     "SqliteSaver",
     # analysis
     "Cycle",

@@ -1,4 +1,4 @@
-"""MemorySaver and SqliteSaver keep the same promises (the protocol in checkpoint/base.py)."""
+"""MemorySaver, SqliteSaver and PostgresSaver keep the same promises (checkpoint/base.py)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral import CheckpointError, MemorySaver, Overwrite, Send, SqliteSaver
+from corral import (
+    CheckpointError,
+    ConcurrentRunError,
+    MemorySaver,
+    Overwrite,
+    PostgresSaver,
+    Send,
+    SqliteSaver,
+)
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.errors import SerializationError
 
-Saver = MemorySaver | SqliteSaver
+Saver = MemorySaver | SqliteSaver | PostgresSaver
 MakeSaver = Callable[..., Saver]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def make_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeSaver]:
     """Yield a factory of fresh savers of one kind; closes what it made."""
     made: list[Saver] = []
@@ -29,6 +37,9 @@ def make_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeS
         saver: Saver
         if request.param == "memory":
             saver = MemorySaver(**options)
+        elif request.param == "postgres":
+            cluster = request.getfixturevalue("postgres_cluster")
+            saver = PostgresSaver(cluster.new_database(), **options)
         else:
             saver = SqliteSaver(tmp_path / f"db{len(made)}" / "checkpoints.sqlite", **options)
         made.append(saver)
@@ -54,6 +65,12 @@ def linear(saver: Checkpointer, n: int, *, every: int = 3, thread: str = "t") ->
                 {"step": i, "next": ["count"]},
             )
         )
+
+
+def refuses_forks(saver: Saver) -> bool:
+    """Return whether ``saver`` applies the compare-and-set rule (API section 14): a
+    checkpoint whose parent is not the thread's newest is refused."""
+    return isinstance(saver, PostgresSaver)
 
 
 def ids(checkpoints: list[Checkpoint]) -> list[str]:
@@ -111,6 +128,12 @@ def test_forks_keep_both_branches(make_saver: MakeSaver) -> None:
     """A checkpoint whose parent is an older one starts a branch; chain follows parent_id."""
     saver = make_saver()
     linear(saver, 5, every=10)  # only c0 is a snapshot
+    if refuses_forks(saver):
+        with pytest.raises(ConcurrentRunError) as info:
+            saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}))
+        assert (info.value.thread_id, info.value.expected, info.value.newest) == ("t", "c2", "c4")
+        assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4"]
+        return
     saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}))
     saver.put(Checkpoint("t", "fork2", "fork1", None, [("count", {"n": 101})], {}))
     assert ids(saver.chain("t")) == ["c0", "c1", "c2", "fork1", "fork2"]
@@ -260,6 +283,10 @@ def test_chain_matches_a_model_of_the_tree(make_saver: MakeSaver, ops: list[Any]
         checkpoint_id = f"c{k}"
         parent = None if not order else (order[pick % len(order)] if fork else order[-1])
         item = "x" * 200 + str(k)  # big enough to be stored once and shared
+        if refuses_forks(saver) and order and parent != order[-1]:
+            with pytest.raises(ConcurrentRunError):
+                saver.put(Checkpoint(thread, checkpoint_id, parent, None, [], {"k": k}))
+            parent = order[-1]
         saver.put(
             Checkpoint(
                 thread,
@@ -342,7 +369,8 @@ def test_meta_keys_can_change_appear_and_disappear(make_saver: MakeSaver) -> Non
     ]
     for i, meta in enumerate(metas):
         saver.put(Checkpoint("t", f"c{i}", f"c{i - 1}" if i else None, None, [], meta))
-    saver.put(Checkpoint("t", "fork", "c1", None, [], {"forked": True}))
+    fork = "c4" if refuses_forks(saver) else "c1"
+    saver.put(Checkpoint("t", "fork", fork, None, [], {"forked": True}))
     back = saver.checkpoints("t")
     assert [c.meta for c in back] == [*metas, {"forked": True}]
     assert type(back[4].meta["steps"]) is bool

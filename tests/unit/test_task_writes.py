@@ -23,6 +23,7 @@ from corral import (
     CheckpointError,
     Graph,
     MemorySaver,
+    PostgresSaver,
     Resume,
     Send,
     SqliteSaver,
@@ -110,11 +111,17 @@ def fanout(calls: list[str], crash: set[str], *, is_async: bool = False) -> Grap
 CLEAN = {"log": ["plan", "a", "b", "c", "report"], "total": 1111}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemorySaver | SqliteSaver]:
-    made: MemorySaver | SqliteSaver = (
-        MemorySaver() if request.param == "memory" else SqliteSaver(tmp_path / "c.sqlite")
-    )
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[MemorySaver | SqliteSaver | PostgresSaver]:
+    made: MemorySaver | SqliteSaver | PostgresSaver
+    if request.param == "memory":
+        made = MemorySaver()
+    elif request.param == "postgres":
+        made = PostgresSaver(request.getfixturevalue("postgres_url"))
+    else:
+        made = SqliteSaver(tmp_path / "c.sqlite")
     yield made
     made.close()
 
@@ -220,6 +227,9 @@ def test_pending_writes_are_superseded_by_the_next_checkpoint(
         conn = sqlite3.connect(saver.path)
         assert conn.execute("SELECT count(*) FROM pending_writes").fetchone() == (0,)
         conn.close()
+    if isinstance(saver, PostgresSaver):
+        with saver.pool.connection() as pg:
+            assert pg.execute("SELECT count(*) FROM corral_pending").fetchone() == (0,)
 
 
 def test_a_write_for_an_unknown_checkpoint_is_refused(saver: MemorySaver | SqliteSaver) -> None:

@@ -1,0 +1,39 @@
+"""Open the checkpointer a ``--db`` option names: a PostgreSQL URL or a SQLite file path."""
+
+from __future__ import annotations
+
+import os
+
+from corral.checkpoint.postgres import PostgresSaver
+from corral.checkpoint.sqlite import SqliteSaver
+
+__all__ = ["is_postgres_url", "open_saver"]
+
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(db: str) -> bool:
+    """Return whether ``db`` names a PostgreSQL database rather than a SQLite file.
+
+    >>> is_postgres_url("postgresql://db.example/agents"), is_postgres_url("runs/c.sqlite")
+    (True, False)
+    """
+    return db.startswith(_SCHEMES)
+
+
+def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
+    """Return a ``PostgresSaver`` for a ``postgresql://`` URL, else a ``SqliteSaver`` for the
+    file ``db`` (its folder is created).
+
+    Args:
+        max_size: the most connections a ``PostgresSaver`` opens at once.
+
+    Raises:
+        CheckpointError: the database cannot be opened (the message says why).
+    """
+    if is_postgres_url(db):
+        return PostgresSaver(db, max_size=max_size)
+    folder = os.path.dirname(db)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    return SqliteSaver(db)
