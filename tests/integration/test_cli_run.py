@@ -230,3 +230,26 @@ def test_resume_value_is_json_when_it_parses(
         assert '  ask asks: "how many?"' in err
         code, out, _ = run(capsys, "asker.py", "--thread", value, "--resume", value)
         assert (code, json.loads(out)) == (0, {"answer": expected})
+
+
+def test_a_postgres_url_keeps_the_thread(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db postgresql://...`` keeps checkpoints in PostgreSQL; a capped run goes on."""
+    args = ["--db", postgres_url, "--thread", "cap"]
+    code, _, _ = run(capsys, GOOD, "--input", '{"score": 40}', *args, "--max-steps", "4")
+    assert code == 1
+    code, out, err = run(capsys, GOOD, *args, "--max-steps", "10")
+    assert (code, json.loads(out)) == (0, {"score": 80})
+    assert "[5/10] revise" in err
+
+
+def test_a_postgres_url_without_a_server_is_an_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreachable server is one ``error:`` line naming the database, no traceback."""
+    url = f"postgresql://u:pw@/agents?host={tmp_path}&port=1"
+    code, _, err = run(capsys, GOOD, "--input", '{"score": 40}', "--db", url)
+    assert code == 2
+    assert err.startswith("error: cannot connect to 'postgresql:///agents?host=")
+    assert "Traceback" not in err and "pw" not in err

@@ -199,9 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--db",
-        metavar="FILE",
+        metavar="FILE|URL",
         default=DEFAULT_DB,
-        help=f"SQLite checkpoint file (default: {DEFAULT_DB})",
+        help=f"SQLite checkpoint file or postgresql:// URL (default: {DEFAULT_DB})",
     )
     run.add_argument(
         "--resume",

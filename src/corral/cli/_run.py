@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import traceback
 import uuid
 from typing import Any
 
-from corral.checkpoint import SqliteSaver
+from corral.checkpoint import Checkpointer, open_saver
 from corral.cli import DEFAULT_DB
 from corral.control import Resume
 from corral.errors import (
@@ -58,11 +57,8 @@ def command(args: argparse.Namespace) -> int:
     except LoadFailed:
         return 2
     deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
-    folder = os.path.dirname(args.db)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
     try:
-        app = _compile(target, SqliteSaver(args.db))
+        app = _compile(target, open_saver(args.db))
     except GraphError as exc:
         _not_compiled(target, exc)
         return 2
@@ -154,8 +150,8 @@ def _deps(spec: str, *, verbose: bool) -> Any:
         raise UsageError(msg) from exc
 
 
-def _compile(target: Target, saver: SqliteSaver) -> CompiledGraph[Any]:
-    """Compile the target with the SQLite checkpointer, keeping a compiled app's settings."""
+def _compile(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
+    """Compile the target with the checkpointer of --db, keeping a compiled app's settings."""
     app = target.app
     before = tuple(app.interrupt_before) if app is not None else ()
     after = tuple(app.interrupt_after) if app is not None else ()
