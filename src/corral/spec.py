@@ -179,6 +179,8 @@ class RouterSpec:
     ignore: tuple[str, ...] = ()
     max_sends: int | None = None
     """The most ``Send`` values one call may return (``max_sends=``); ``None`` when undeclared."""
+    unmapped: tuple[str, ...] = ()
+    """Values the router can return that its LangGraph ``path_map`` does not map (CR109)."""
 
 
 EdgeKind = Literal["start", "then", "router", "command", "send", "otherwise"]
@@ -228,6 +230,8 @@ class GraphSpec:
     """The names from the ``nodes=`` ``Literal``, when given."""
     update_keys: tuple[KeySpec, ...] | None = None
     """The keys of ``update_schema``, when given."""
+    framework: Literal["corral", "langgraph"] = "corral"
+    """Whose semantics run the graph: corral's, or LangGraph's (read by ``corral.langgraph``)."""
     _by_name: dict[str, NodeSpec] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )

@@ -48,17 +48,19 @@ def test_every_code_is_registered_once() -> None:
         "CR106": "duplicate-node",
         "CR107": "mixed-routing",
         "CR108": "node-names",
+        "CR109": "unmapped-route",
         "CR110": "graph-as-node",
         "CR111": "sync-timeout",
         "CR201": "unguarded-cycle",
         "CR202": "useless-guard",
+        "CR204": "counter-loop",
         "CR301": "parallel-write",
         "CR302": "unknown-key",
         "CR303": "update-schema",
         "CR401": "untyped-route",
     }
     assert {code: r.slug for code, r in RULES.items()} == expected
-    assert [c for c, r in RULES.items() if r.severity == "warning"] == ["CR202"]
+    assert [c for c, r in RULES.items() if r.severity == "warning"] == ["CR202", "CR204"]
 
 
 def test_clean_graphs_have_no_findings() -> None:

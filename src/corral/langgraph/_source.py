@@ -1,0 +1,221 @@
+"""What a LangGraph node's or router's source says that LangGraph itself does not record.
+
+LangGraph keeps no list of a router's ``Send`` targets, of the strings a router without a
+``Literal`` annotation returns, or of the graphs a node runs by hand; this module reads
+them from the function's source with :mod:`ast` (or from its code object), never running
+it. Anything it cannot read is reported as unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from corral.spec import Location
+
+__all__ = [
+    "SendTargets",
+    "def_location",
+    "graphs_read",
+    "is_compiled",
+    "is_builder",
+    "returned_literals",
+    "returns_command",
+    "send_targets",
+]
+
+
+def _type_names(obj: object) -> set[str]:
+    return {cls.__name__ for cls in type(obj).__mro__}
+
+
+def is_compiled(obj: object) -> bool:
+    """Return whether ``obj`` is a compiled LangGraph graph (a ``Pregel`` with a builder)."""
+    return "Pregel" in _type_names(obj) and hasattr(obj, "builder")
+
+
+def is_builder(obj: object) -> bool:
+    """Return whether ``obj`` is a LangGraph ``StateGraph`` (read by class and attribute names)."""
+    return (
+        "StateGraph" in _type_names(obj)
+        and hasattr(obj, "branches")
+        and hasattr(obj, "nodes")
+        and not isinstance(obj, type)
+    )
+
+
+def def_location(func: Callable[..., Any]) -> Location | None:
+    """Return where ``func``'s ``def`` line is, or ``None`` when it has no source file."""
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    filename, line = code.co_filename, code.co_firstlineno
+    for offset in range(200):
+        text = linecache.getline(filename, line + offset)
+        if not text:
+            break
+        stripped = text.lstrip()
+        if stripped.startswith(("def ", "async def ")):
+            return Location(filename, line + offset, len(text) - len(stripped) + 1)
+    return Location(filename, line, 1)
+
+
+def _body(func: Callable[..., Any]) -> list[ast.stmt] | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    name = getattr(func, "__name__", "")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            return node.body
+    lambdas = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
+    if name == "<lambda>" and len(lambdas) == 1:
+        return [ast.Return(lambdas[0].body)]
+    return None
+
+
+def _call_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    return None
+
+
+@dataclass(frozen=True)
+class SendTargets:
+    """The node names of the ``Send(...)`` calls in a function."""
+
+    names: tuple[str, ...] = ()
+    computed: bool = False
+    """True when some ``Send`` names its node with something other than a string literal."""
+
+
+def send_targets(func: Callable[..., Any]) -> SendTargets:
+    """Return the targets of the ``Send("node", ...)`` calls in ``func``'s source.
+
+    >>> def fan(state):
+    ...     return [Send("grade", {"doc": d}) for d in state["docs"]]
+    >>> send_targets(fan)
+    SendTargets(names=('grade',), computed=False)
+    """
+    body = _body(func)
+    if body is None:
+        return SendTargets()
+    names: list[str] = []
+    computed = False
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if _call_name(node) != "Send":
+            continue
+        assert isinstance(node, ast.Call)
+        target = node.args[0] if node.args else None
+        for keyword in node.keywords:
+            if keyword.arg == "node":
+                target = keyword.value
+        if isinstance(target, ast.Constant) and isinstance(target.value, str):
+            if target.value not in names:
+                names.append(target.value)
+        else:
+            computed = True
+    return SendTargets(tuple(names), computed)
+
+
+def _own_returns(body: list[ast.stmt]) -> Iterator[ast.Return]:
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def returned_literals(func: Callable[..., Any]) -> tuple[str, ...] | None:
+    """Return the strings ``func`` returns, or ``None`` when some return is not a literal.
+
+    A name (``END``) counts when ``func``'s globals bind it to a string.
+
+    >>> END = "__end__"
+    >>> def route(state):
+    ...     if state["done"]:
+    ...         return END
+    ...     return "tools" if state["calls"] else "answer"
+    >>> returned_literals(route)
+    ('__end__', 'tools', 'answer')
+    """
+    body = _body(func)
+    if body is None:
+        return None
+    scope: dict[str, Any] = getattr(func, "__globals__", {})
+    found: list[str] = []
+    returns = sorted(_own_returns(body), key=lambda r: (r.lineno, r.col_offset))
+    for ret in returns:
+        values = [ret.value]
+        while values:
+            value = values.pop(0)
+            if isinstance(value, ast.IfExp):
+                values += [value.body, value.orelse]
+                continue
+            text: Any = None
+            if isinstance(value, ast.Constant):
+                text = value.value
+            elif isinstance(value, ast.Name):
+                text = scope.get(value.id)
+            if not isinstance(text, str):
+                return None
+            if text not in found:
+                found.append(text)
+    return tuple(found) if found else None
+
+
+def returns_command(func: Callable[..., Any]) -> bool:
+    """Return whether ``func`` builds a ``Command`` (and so may route with ``goto``)."""
+    raw = getattr(func, "__annotations__", {}).get("return")
+    if raw is not None and "Command" in str(raw):
+        return True
+    body = _body(func)
+    if body is None:
+        return False
+    return any(_call_name(n) == "Command" for stmt in body for n in ast.walk(stmt))
+
+
+def _code_names(code: types.CodeType) -> Iterator[str]:
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_names(const)
+
+
+def graphs_read(func: Callable[..., Any]) -> list[tuple[str, Any]]:
+    """Return the compiled LangGraph graphs ``func``'s code reads by name (globals or closure).
+
+    This finds graphs run by hand inside a node (``sub.invoke(...)``, ``await
+    asyncio.gather(sub.ainvoke(...))``), including from nested functions and comprehensions.
+    """
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return []
+    scope: dict[str, Any] = dict(getattr(func, "__globals__", {}))
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    found: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    names = [*code.co_freevars, *_code_names(code)]
+    for name in names:
+        value = scope.get(name)
+        if value is not None and id(value) not in seen and is_compiled(value):
+            seen.add(id(value))
+            found.append((name, value))
+    return found
