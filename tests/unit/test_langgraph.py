@@ -268,7 +268,7 @@ def test_subgraph_node_and_graphs_run_by_hand_are_checked() -> None:
         found = check(lg.nested(by_hand=node))
         assert codes(found) == expected
         assert found[0].message.startswith(
-            f"in graph 'research' run by node 'research': no path from node 'inner_loop'"
+            "in graph 'research' run by node 'research': no path from node 'inner_loop'"
         )
         assert found[0].line == def_line(lg.inner_loop)
 
