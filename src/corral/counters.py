@@ -12,9 +12,9 @@ local holding one, or ``state["k"] += n`` / ``state["k"] = <increment>`` in the 
 return that hands the key (or the whole state) back. A comparison is any ``<``, ``<=``,
 ``>``, ``>=``, ``==`` or ``!=`` with a read of ``k`` on one side.
 
-:func:`counter_loop` puts the facts together for one cycle of a :class:`GraphSpec`; the
-LangGraph rules use it for CR204, and a corral graph's CR201 can use it to say that a hand
-counter should become a ``Guard``.
+:func:`read_counters` returns the facts as a :class:`~corral.spec.CounterFacts`, which a
+reader stores on the spec (``NodeSpec.counters``, ``RouterSpec.counters``); the analyser
+puts them together per cycle (CR204) without parsing anything itself.
 
 >>> def bump(state):
 ...     return {"tries": state.get("tries", 0) + 1}
@@ -29,37 +29,15 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from corral.spec import GraphSpec
-from corral.writes import infer_writes
+from corral.spec import CounterFacts
 
-__all__ = ["CounterLoop", "bumped_keys", "compared_keys", "counter_loop", "incremented_keys"]
+__all__ = ["bumped_keys", "compared_keys", "incremented_keys", "read_counters"]
 
 _COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
-
-
-@dataclass(frozen=True)
-class CounterLoop:
-    """What one cycle's way out is chosen by, as far as the source shows."""
-
-    chooser: str
-    """Who picks the way out: ``router 'should_retry'`` or ``node 'review'``."""
-    key: str | None = None
-    """The counter: compared by the chooser and returned incremented by ``counter_node``."""
-    counter_node: str | None = None
-    """A node on the cycle that returns ``key`` incremented."""
-    discarded: tuple[str, ...] = ()
-    """Keys the chooser compares and increments itself (a router's changes are not kept)."""
-    unwritten: tuple[str, ...] = ()
-    """Keys the chooser compares that no node writes."""
-
-    @property
-    def counted(self) -> bool:
-        """Return whether a node on the cycle increments a key the chooser compares."""
-        return self.key is not None
 
 
 @dataclass
@@ -246,44 +224,6 @@ def bumped_keys(func: Callable[..., Any]) -> frozenset[str]:
     return frozenset(_bumps(fn)) if fn is not None else frozenset()
 
 
-def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
-    """Return what chooses the way out of ``cycle``, with its counter if it has one.
-
-    A chooser is a router of a node on the cycle, or a node on the cycle with ``Command``
-    targets, that can route off the cycle (to ``END`` or another node). ``None`` when the
-    cycle has no chooser whose targets are known.
-
-    Args:
-        spec: the graph.
-        cycle: the nodes of one cycle, in route order.
-    """
-    members = set(cycle)
-    choosers: list[tuple[str, Callable[..., Any], bool]] = []
-    for router in spec.routers:
-        names = router.targets.names
-        if router.source in members and names is not None and not set(names) <= members:
-            choosers.append((f"router {router.name!r}", router.func, True))
-    for name in cycle:
-        node = spec.node(name)
-        if node is None or node.command is None or node.command.names is None:
-            continue
-        if not set(node.command.names) <= members:
-            choosers.append((f"node {name!r}", node.func, False))
-    if not choosers:
-        return None
-    writes = [infer_writes(n.func) for n in spec.nodes]
-    written = set().union(*(w for w in writes if w is not None))
-    unknown_writer = any(w is None for w in writes)
-    first: CounterLoop | None = None
-    for who, func, is_router in choosers:
-        compared = compared_keys(func)
-        for key in sorted(compared):
-            for name in cycle:
-                node = spec.node(name)
-                if node is not None and key in incremented_keys(node.func):
-                    return CounterLoop(who, key, name)
-        discarded = tuple(sorted(compared & bumped_keys(func))) if is_router else ()
-        unwritten = () if unknown_writer else tuple(sorted(compared - written - set(discarded)))
-        if first is None or (not (first.discarded or first.unwritten) and (discarded or unwritten)):
-            first = CounterLoop(who, discarded=discarded, unwritten=unwritten)
-    return first
+def read_counters(func: Callable[..., Any]) -> CounterFacts:
+    """Return what ``func``'s source says about loop counters (empty when it is unreadable)."""
+    return CounterFacts(incremented_keys(func), compared_keys(func), bumped_keys(func))

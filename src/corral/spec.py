@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "END",
     "START",
+    "CounterFacts",
     "Cycle",
     "Edge",
     "EdgeKind",
@@ -112,6 +113,18 @@ class KeySpec:
 
 
 @dataclass(frozen=True)
+class CounterFacts:
+    """What a node's or router's source says about loop counters (see :mod:`corral.counters`)."""
+
+    increments: frozenset[str] = frozenset()
+    """State keys the function returns incremented (``{"n": state["n"] + 1}``)."""
+    compares: frozenset[str] = frozenset()
+    """State keys the function compares with something (a bound)."""
+    bumps: frozenset[str] = frozenset()
+    """State keys the function increments in place (``state["n"] += 1``)."""
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     """One registered node."""
 
@@ -145,6 +158,8 @@ class NodeSpec:
     """Seconds an async node may run before it is cancelled (``timeout=``)."""
     subgraph: SubgraphSpec | None = None
     """The child graph this node runs (``g.subgraph``); ``None`` for a function node."""
+    counters: CounterFacts | None = None
+    """What the node's source says about loop counters; ``None`` when not read."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +196,8 @@ class RouterSpec:
     """The most ``Send`` values one call may return (``max_sends=``); ``None`` when undeclared."""
     unmapped: tuple[str, ...] = ()
     """Values the router can return that its LangGraph ``path_map`` does not map (CR109)."""
+    counters: CounterFacts | None = None
+    """What the router's source says about loop counters; ``None`` when not read."""
 
 
 EdgeKind = Literal["start", "then", "router", "command", "send", "otherwise"]

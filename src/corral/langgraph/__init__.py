@@ -26,11 +26,10 @@ from typing import Any
 
 from corral.analysis.diagnostic import Diagnostic
 from corral.langgraph._read import builder_of, read
-from corral.langgraph._rules import APPLIES, REWORDED, langgraph_findings
 from corral.langgraph._source import graphs_read, is_builder, is_compiled
 from corral.spec import GraphSpec
 
-__all__ = ["APPLIES", "check", "is_langgraph", "spec"]
+__all__ = ["check", "is_langgraph", "spec"]
 
 
 def is_langgraph(obj: object) -> bool:
@@ -61,6 +60,7 @@ def check(graph: Any) -> list[Diagnostic]:
 def _check(graph: Any, label: str | None, seen: set[int]) -> list[Diagnostic]:
     # The analyser imports this package (to register CR109 and CR204), so it is read late.
     from corral.analysis import analyse
+    from corral.analysis.rules.langgraph import APPLIES, REWORDED, langgraph_findings
 
     builder = builder_of(graph)
     seen.add(id(builder))

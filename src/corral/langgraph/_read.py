@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from corral.counters import read_counters
 from corral.langgraph._source import (
     def_location,
     is_builder,
@@ -49,7 +50,7 @@ from corral.spec import (
     TargetSet,
 )
 from corral.targets import read_literal_form, read_return_annotation
-from corral.writes import infer_writes
+from corral.writes import infer_command_fanout, infer_writes
 
 __all__ = ["Reading", "builder_of", "read"]
 
@@ -187,7 +188,13 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
             problem = "it sends to a node named at run time (Send(<expression>, ...))"
         targets = TargetSet(None, problem=problem)
     return RouterSpec(
-        source, name, func or (lambda state: None), location, targets, unmapped=unmapped
+        source,
+        name,
+        func or (lambda state: None),
+        location,
+        targets,
+        unmapped=unmapped,
+        counters=read_counters(func) if func is not None else None,
     )
 
 
@@ -292,9 +299,11 @@ def _node(
         start=name in starts,
         then=fixed,
         command=command,
+        command_fanout=command is not None and func is not None and infer_command_fanout(func),
         wait_for=tuple(wait_for.get(name, ())),
         writes=infer_writes(func) if func is not None else None,
         is_async=inspect.iscoroutinefunction(func),
+        counters=read_counters(func) if func is not None else None,
     )
 
 

@@ -54,7 +54,8 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
             site_ignore(edge, graph),
         )
     for router in spec.routers:
-        if not graph.is_node(router.source):
+        starts = (router.source, spec.framework) == (START, "langgraph")  # a LangGraph entry router
+        if not graph.is_node(router.source) and not starts:
             yield Finding(
                 f"router {router.name!r} is registered for {router.source!r}, which is not a "
                 f"node; {fix_name(router.source, known)}",

@@ -1,42 +1,46 @@
-"""The rules that hold under LangGraph's semantics, and their LangGraph wording.
+"""LangGraph graphs: CR109, CR204, and the findings that LangGraph's semantics word differently.
 
 LangGraph has no guards: a cycle ends only when a router (or a node returning ``Command``)
 chooses to leave it, and otherwise the run stops at ``recursion_limit`` with
-``GraphRecursionError``. So every cycle is reported (CR201) unless its way out is chosen by
-a counter that a node on the cycle increments (CR204, a warning: the bound is hand-made, so
-check it). Which cycles need a cut is the analyser's decision (its CR201 rule); this module
-only says it in LangGraph's terms, with the counter facts of :mod:`corral.counters`.
+``GraphRecursionError``. So every cycle is reported (CR201) unless its way out is chosen
+by a counter that a node on the cycle increments (CR204, a warning: the bound is hand-made,
+so check it). Which cycles need a cut stays the decision of CR201's rule; this module only
+says it in LangGraph's terms, from the counter facts the reader stored on the spec
+(:class:`~corral.spec.CounterFacts`; nothing is parsed here).
 
-CR109 and CR204 are registered in the analyser's rule table (importing this module
-registers them); they find nothing on a corral graph, whose routers have no ``path_map``
-and whose cycles keep CR201.
+CR109 and CR204 find nothing on a corral graph: its routers have no ``path_map``, and its
+counter loops stay CR201, where a ``Guard`` is the fix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
-from corral.analysis.rules import RULES, Finding, rule
-from corral.counters import CounterLoop, counter_loop
-from corral.spec import END, START, GraphSpec, Location
+from corral.analysis.rules._base import RULES, Finding, quote_names, rule
+from corral.spec import END, START, CounterFacts, GraphSpec, Location
 
-__all__ = ["APPLIES", "REWORDED", "counter_loops", "langgraph_findings", "unmapped_routes"]
+__all__ = [
+    "APPLIES",
+    "REWORDED",
+    "CounterLoop",
+    "counter_loop",
+    "counter_loops",
+    "langgraph_findings",
+    "unmapped_routes",
+]
 
 APPLIES = ("CR101", "CR103", "CR105", "CR109", "CR201", "CR204", "CR301", "CR302", "CR401")
 """The codes that hold under LangGraph's semantics (not CR104: LangGraph ends a run at a node
 with no edges; not CR107: a node's fixed edges, conditional edges and ``Command`` all fire)."""
 
 REWORDED = ("CR105", "CR201", "CR401")
-"""The codes whose LangGraph findings come from this module rather than the analyser's rule."""
+"""The codes whose LangGraph findings :func:`langgraph_findings` words in LangGraph's terms."""
 
 _PORT = "or port the loop to corral with a Guard"
-
-
-def _quoted(names: Iterable[str]) -> str:
-    shown = [repr(n) for n in names]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+_NO_FACTS = CounterFacts()
 
 
 def _source_text(source: str) -> str:
@@ -45,18 +49,24 @@ def _source_text(source: str) -> str:
 
 @rule("CR109", "unmapped-route")
 def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
-    """Report LangGraph routers that can return a value their ``path_map`` does not map."""
+    """(LangGraph) A router can return a value its path_map does not map.
+
+    A LangGraph router's return value is looked up in the `path_map` of its
+    `add_conditional_edges`; a value the map lacks raises `KeyError` at run time. The values
+    are read from the router's `Literal` annotation or the literals it returns
+    (`tools_condition` returns `"tools"` or `END`).
+
+    Fix: add the missing value to the `path_map`, e.g. `{"tools": "tools", END: END}`.
+    """
     for router in graph.spec.routers:
         if not router.unmapped:
             continue
         missing = router.unmapped
-        example = ", ".join(
-            "END: END" if value == END else f"{value!r}: <node>" for value in missing
-        )
+        example = ", ".join("END: END" if v == END else f"{v!r}: <node>" for v in missing)
         noun = "value" if len(missing) == 1 else "values"
         yield Finding(
-            f"router {router.name!r} can return {_quoted(missing)}, which its path_map does "
-            f"not map, so LangGraph raises KeyError when it does; add the {noun} to the "
+            f"router {router.name!r} can return {quote_names(missing)}, which its path_map "
+            f"does not map, so LangGraph raises KeyError when it does; add the {noun} to the "
             f"path_map of add_conditional_edges({_source_text(router.source)}, "
             f"{router.name}, ...), e.g. {{{example}}}",
             (router.source,) if graph.is_node(router.source) else (),
@@ -64,8 +74,61 @@ def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
         )
 
 
+@dataclass(frozen=True)
+class CounterLoop:
+    """What chooses one cycle's way out, as far as the source shows."""
+
+    chooser: str
+    """Who picks the way out: ``router 'should_retry'`` or ``node 'review'``."""
+    key: str | None = None
+    """The counter: compared by the chooser and returned incremented by ``counter_node``."""
+    counter_node: str | None = None
+    """A node on the cycle that returns ``key`` incremented."""
+    discarded: tuple[str, ...] = ()
+    """Keys the chooser (a router) compares and increments itself: LangGraph drops them."""
+    unwritten: tuple[str, ...] = ()
+    """Keys the chooser compares that no node writes."""
+
+
+def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
+    """Return what chooses the way out of ``cycle``, with its counter if it has one.
+
+    A chooser is a router of a node on the cycle, or a node on the cycle with ``Command``
+    targets, that can route off the cycle. ``None`` when there is none.
+    """
+    members = set(cycle)
+    choosers: list[tuple[str, CounterFacts, bool]] = []
+    for router in spec.routers:
+        names = router.targets.names
+        if router.source in members and names is not None and not set(names) <= members:
+            choosers.append((f"router {router.name!r}", router.counters or _NO_FACTS, True))
+    for name in cycle:
+        node = spec.node(name)
+        if node is not None and node.command is not None and node.command.names is not None:
+            if not set(node.command.names) <= members:
+                choosers.append((f"node {name!r}", node.counters or _NO_FACTS, False))
+    if not choosers:
+        return None
+    writes = [n.writes for n in spec.nodes]
+    written = set().union(*(w for w in writes if w is not None))
+    unknown_writer = any(w is None for w in writes)
+    found: CounterLoop | None = None
+    for who, facts, is_router in choosers:
+        for key in sorted(facts.compares):
+            for name in cycle:
+                node = spec.node(name)
+                if node is not None and key in (node.counters or _NO_FACTS).increments:
+                    return CounterLoop(who, key, name)
+        discarded = tuple(sorted(facts.compares & facts.bumps)) if is_router else ()
+        unwritten = () if unknown_writer else tuple(sorted(facts.compares - written))
+        unwritten = tuple(k for k in unwritten if k not in discarded)
+        if found is None or not (found.discarded or found.unwritten):
+            found = CounterLoop(who, discarded=discarded, unwritten=unwritten)
+    return found
+
+
 def _cycles(graph: SpecGraph) -> Iterator[tuple[Finding, CounterLoop | None]]:
-    """Yield each cycle the analyser's CR201 reports, with what chooses its way out."""
+    """Yield each cycle CR201's rule reports, with what chooses its way out."""
     for finding in RULES["CR201"].check(graph):
         yield finding, counter_loop(graph.spec, finding.nodes)
 
@@ -76,7 +139,15 @@ def _shown(nodes: tuple[str, ...]) -> str:
 
 @rule("CR204", "counter-loop", "warning")
 def counter_loops(graph: SpecGraph) -> Iterator[Finding]:
-    """Report LangGraph cycles bounded only by a hand-made counter in the state."""
+    """(LangGraph) A cycle is bounded only by a hand-made counter in the state.
+
+    The cycle's way out is chosen by comparing a state key with a bound, and a node on the
+    cycle returns that key incremented. LangGraph has no guards, so this is how loops are
+    bounded by hand; it works only if every path through the loop increments the key and
+    the bound is below `recursion_limit`. On corral graphs the same pattern is CR201.
+
+    Fix: check the counter, or port the loop to corral with a `Guard`.
+    """
     if graph.spec.framework != "langgraph":
         return
     for finding, loop in _cycles(graph):
@@ -93,10 +164,7 @@ def counter_loops(graph: SpecGraph) -> Iterator[Finding]:
 
 
 def _cycle_message(nodes: tuple[str, ...], loop: CounterLoop | None) -> str:
-    if loop is None:
-        where = "a conditional edge out of it"
-    else:
-        where = f"a route out in {loop.chooser}"
+    where = "a conditional edge out of it" if loop is None else f"a route out in {loop.chooser}"
     notes = ""
     if loop is not None:
         for key in loop.discarded:
@@ -119,9 +187,8 @@ def _cycle_message(nodes: tuple[str, ...], loop: CounterLoop | None) -> str:
 
 def _langgraph_cycles(graph: SpecGraph) -> Iterator[Finding]:
     for finding, loop in _cycles(graph):
-        if loop is not None and loop.key is not None:
-            continue  # CR204
-        yield Finding(_cycle_message(finding.nodes, loop), finding.nodes, finding.location)
+        if loop is None or loop.key is None:  # else CR204
+            yield Finding(_cycle_message(finding.nodes, loop), finding.nodes, finding.location)
 
 
 def _langgraph_stuck(graph: SpecGraph) -> Iterator[Finding]:
@@ -137,8 +204,8 @@ def _langgraph_stuck(graph: SpecGraph) -> Iterator[Finding]:
             )
         else:
             message = (
-                f"nodes {_quoted(finding.nodes)} only route among themselves and never reach "
-                "END; give one of them an edge or a conditional edge to END"
+                f"nodes {quote_names(finding.nodes)} only route among themselves and never "
+                "reach END; give one of them an edge or a conditional edge to END"
             )
         yield Finding(message, finding.nodes, finding.location)
 
@@ -183,7 +250,7 @@ def _place(code: str, finding: Finding, spec: GraphSpec) -> Diagnostic:
 
 
 def langgraph_findings(spec: GraphSpec) -> list[Diagnostic]:
-    """Return the findings of the reworded rules (CR105, CR201, CR401) in LangGraph's terms."""
+    """Return the findings of the :data:`REWORDED` codes in LangGraph's terms."""
     graph = SpecGraph(spec)
     found = [_place("CR105", f, spec) for f in _langgraph_stuck(graph)]
     found += [_place("CR201", f, spec) for f in _langgraph_cycles(graph)]
