@@ -116,7 +116,7 @@ def test_arguments_that_are_not_json_come_back_as_a_repairable_error() -> None:
     assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"city": "Oslo"'
     assert sent[2]["content"] == (
         "error: the arguments for tool 'get_weather' are not valid JSON: "
-        "'{\"city\": \"Oslo\"'; send a JSON object"
+        '\'{"city": "Oslo"\'; send a JSON object'
     )
 
 

@@ -1,0 +1,223 @@
+"""A model from the Anthropic messages API (extra ``corral[anthropic]``).
+
+>>> from anthropic import Anthropic                                   # doctest: +SKIP
+>>> model = anthropic_model(Anthropic(), "claude-opus-4-1")           # doctest: +SKIP
+>>> graph = react_agent(model, [add])                                 # doctest: +SKIP
+
+The system messages become the request's ``system`` text; an assistant message becomes
+``text`` and ``tool_use`` blocks; tool results become ``tool_result`` blocks (with
+``is_error``) in a user turn, and consecutive user turns are joined into one, as the API
+wants the roles to alternate. The reply's ``text`` blocks are joined into the content and
+its ``tool_use`` blocks become tool calls; the message id is kept. An ``AsyncAnthropic``
+client gives an async model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, overload
+
+from anthropic import Anthropic, AsyncAnthropic
+
+from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
+from corral.agents.model import Emit
+from corral.agents.toolbox import ToolSchema
+
+__all__ = [
+    "AnthropicModel",
+    "AsyncAnthropicModel",
+    "anthropic_model",
+    "from_anthropic",
+    "to_anthropic_messages",
+    "to_anthropic_tools",
+]
+
+
+@overload
+def anthropic_model(
+    client: Anthropic,
+    model: str,
+    *,
+    max_tokens: int = 1024,
+    stream: bool = False,
+    **params: Any,
+) -> AnthropicModel: ...
+@overload
+def anthropic_model(
+    client: AsyncAnthropic,
+    model: str,
+    *,
+    max_tokens: int = 1024,
+    stream: bool = False,
+    **params: Any,
+) -> AsyncAnthropicModel: ...
+def anthropic_model(
+    client: Anthropic | AsyncAnthropic,
+    model: str,
+    *,
+    max_tokens: int = 1024,
+    stream: bool = False,
+    **params: Any,
+) -> AnthropicModel | AsyncAnthropicModel:
+    """Return a model that calls ``client.messages.create(model=model, ...)``.
+
+    Args:
+        client: an ``Anthropic`` client (a sync model) or ``AsyncAnthropic`` (an async one).
+        model: the model's name, e.g. ``"claude-opus-4-1"``.
+        max_tokens: the most tokens of one reply (the API requires it).
+        stream: stream the reply (``client.messages.stream``) and emit its text as token
+            events.
+        params: more arguments for every request (``metadata=...``, ``thinking=...``).
+    """
+    settings = {"max_tokens": max_tokens, **params}
+    if isinstance(client, AsyncAnthropic):
+        return AsyncAnthropicModel(client, model, stream=stream, params=settings)
+    return AnthropicModel(client, model, stream=stream, params=settings)
+
+
+class AnthropicModel:
+    """A sync model around an ``Anthropic`` client (see :func:`anthropic_model`)."""
+
+    def __init__(
+        self, client: Anthropic, model: str, *, stream: bool = False, params: dict[str, Any]
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.stream = stream
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"anthropic_model({self.model!r})"
+
+    def __call__(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        /,
+        *,
+        emit: Emit | None = None,
+    ) -> AssistantMessage:
+        request = _request(self.model, messages, tools, self.params)
+        if not self.stream:
+            return from_anthropic(self.client.messages.create(**request))
+        with self.client.messages.stream(**request) as stream:
+            for text in stream.text_stream:
+                if emit is not None:
+                    emit({"type": "token", "text": text})
+            return from_anthropic(stream.get_final_message())
+
+
+class AsyncAnthropicModel:
+    """An async model around an ``AsyncAnthropic`` client (see :func:`anthropic_model`)."""
+
+    def __init__(
+        self, client: AsyncAnthropic, model: str, *, stream: bool = False, params: dict[str, Any]
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.stream = stream
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"anthropic_model({self.model!r})"
+
+    async def __call__(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        /,
+        *,
+        emit: Emit | None = None,
+    ) -> AssistantMessage:
+        request = _request(self.model, messages, tools, self.params)
+        if not self.stream:
+            return from_anthropic(await self.client.messages.create(**request))
+        async with self.client.messages.stream(**request) as stream:
+            async for text in stream.text_stream:
+                if emit is not None:
+                    emit({"type": "token", "text": text})
+            return from_anthropic(await stream.get_final_message())
+
+
+def _request(
+    model: str, messages: Sequence[Message], tools: Sequence[ToolSchema], params: dict[str, Any]
+) -> dict[str, Any]:
+    system, turns = to_anthropic_messages(messages)
+    request: dict[str, Any] = {"model": model, "messages": turns}
+    if system:
+        request["system"] = system
+    if tools:
+        request["tools"] = to_anthropic_tools(tools)
+    request.update(params)
+    return request
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """Return the system text and the conversation as messages-API turns.
+
+    >>> to_anthropic_messages([
+    ...     {"role": "system", "content": "Be brief."},
+    ...     {"role": "tool", "tool_call_id": "t1", "content": "5", "is_error": False},
+    ...     {"role": "user", "content": "thanks"}])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ('Be brief.', [{'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1',
+      'content': '5', 'is_error': False}, {'type': 'text', 'text': 'thanks'}]}])
+    """
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "system":
+            system.append(message["content"])
+            continue
+        if message["role"] == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message["content"]:
+                blocks.append({"type": "text", "text": message["content"]})
+            blocks.extend(
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                for c in message["tool_calls"]
+            )
+            if not blocks:
+                blocks.append({"type": "text", "text": "(no answer)"})
+            turns.append({"role": "assistant", "content": blocks})
+            continue
+        if message["role"] == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message["content"],
+                "is_error": message["is_error"],
+            }
+        else:
+            block = {"type": "text", "text": message["content"]}
+        if turns and turns[-1]["role"] == "user":
+            turns[-1]["content"].append(block)
+        else:
+            turns.append({"role": "user", "content": [block]})
+    return "\n\n".join(system), turns
+
+
+def to_anthropic_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:
+    """Return the tool schemas as messages-API tools (``input_schema``)."""
+    return [
+        {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+        for t in tools
+    ]
+
+
+def from_anthropic(message: Any) -> AssistantMessage:
+    """Return a messages-API ``Message`` as an assistant message (text and tool calls)."""
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for block in message.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            calls.append({"id": block.id, "name": block.name, "arguments": dict(arguments)})
+    return {
+        "role": "assistant",
+        "content": "".join(text),
+        "tool_calls": calls,
+        "id": message.id or new_id(),
+    }
