@@ -21,9 +21,11 @@ __all__ = [
     "NodeCapError",
     "NodeError",
     "RouteError",
+    "RunFailedError",
     "SerializationError",
     "StepLimitError",
     "ToolError",
+    "WaitTimeoutError",
 ]
 
 
@@ -203,3 +205,26 @@ class ToolError(CorralError, TypeError):
     def __init__(self, message: str, *, tool: str) -> None:
         super().__init__(message)
         self.tool = tool
+
+
+class RunFailedError(CorralError):
+    """A queued run that a worker ended with an error (``app.wait`` raises it).
+
+    ``error`` is the worker's one-line account (``NodeError: node 'fetch' raised ...``).
+    """
+
+    def __init__(self, message: str, *, thread_id: str, run_id: int, error: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.error = error
+
+
+class WaitTimeoutError(CorralError, TimeoutError):
+    """``app.wait(thread_id, timeout=...)`` ran out of time before the thread's run ended."""
+
+    def __init__(self, message: str, *, thread_id: str, timeout_s: float, status: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.timeout_s = timeout_s
+        self.status = status

@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Sequence
 
 from corral import __version__
-from corral.cli import _lint, _show
+from corral.cli import _lint, _serve, _show
 from corral.cli._report import FORMATS
 from corral.errors import CorralError
 from corral.loader import UsageError
@@ -217,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="call FACTORY() from MODULE (a dotted name or a .py file) and pass it as deps",
     )
     run.set_defaults(handler=_run_command)
+    _serve.add_parser(commands, parents=[common], formatter_class=_formatter)
     return parser
 
 

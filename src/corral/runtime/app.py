@@ -335,6 +335,28 @@ class CompiledGraph(Generic[StateT]):
 
     # ------------------------------------------------------------------ threads
 
+    def submit(self, input: Mapping[str, Any] | Resume | None, *, thread_id: str) -> int:
+        """Queue a run of ``thread_id`` for a worker (``corral worker``); return its id.
+
+        The queue lives in the checkpointer's database (``PostgresSaver``, or a
+        ``SqliteSaver`` file for workers on one machine). ``Resume(value)`` answers the
+        thread's interrupt; ``None`` continues it. See ``docs/scaling.md``.
+        """
+        from corral.workers import submit
+
+        return submit(self, input, thread_id=thread_id)
+
+    def wait(self, thread_id: str, timeout: float | None = None) -> Run:
+        """Return the :class:`Run` of the thread's newest queued run once a worker ended it.
+
+        Raises:
+            RunFailedError: the run failed in the worker.
+            WaitTimeoutError: ``timeout`` seconds passed first.
+        """
+        from corral.workers import wait
+
+        return wait(self, thread_id, timeout)
+
     def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
         """Return the thread's state at its last checkpoint (or at ``checkpoint_id``).
 

@@ -1,0 +1,109 @@
+"""Durable workers: runs queued in the checkpointer's database, run by ``corral worker``.
+
+``app.submit(input, thread_id=T)`` adds a run to the queue; a :class:`Worker` (or the
+``corral worker`` command, on any number of machines) takes it under a lease and runs it;
+``app.wait(T)`` returns its :class:`~corral.Run`. See ``docs/scaling.md``.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any
+
+from corral.checkpoint.postgres import PostgresSaver
+from corral.checkpoint.sqlite import SqliteSaver
+from corral.errors import CorralError, RunFailedError, WaitTimeoutError
+from corral.runtime.app import CompiledGraph, Run
+from corral.workers.queue import FINISHED, RunQueue, dump_input
+from corral.workers.worker import Worker
+
+__all__ = ["Worker", "queue_for", "submit", "wait"]
+
+_QUEUES: weakref.WeakKeyDictionary[Any, RunQueue] = weakref.WeakKeyDictionary()
+
+
+def queue_for(app: CompiledGraph[Any]) -> RunQueue:
+    """Return the run queue in the database of ``app``'s checkpointer.
+
+    Raises:
+        CorralError: the checkpointer keeps no queue (memory, a store of your own).
+    """
+    saver = app.checkpointer
+    known = _QUEUES.get(saver) if saver is not None else None
+    if known is not None:
+        return known
+    queue: RunQueue
+    if isinstance(saver, PostgresSaver):
+        from corral.workers._postgres import PostgresQueue
+
+        queue = PostgresQueue(saver.pool, saver.where)
+    elif isinstance(saver, SqliteSaver) and saver.path != ":memory:":
+        from corral.workers._sqlite import SqliteQueue
+
+        queue = SqliteQueue(saver.path, saver.timeout_s)
+    else:
+        msg = (
+            f"submit() and wait() queue runs in the checkpointer's database, and {saver!r} "
+            "has none; compile with checkpointer=PostgresSaver(url) or SqliteSaver(path)"
+        )
+        raise CorralError(msg)
+    _QUEUES[saver] = queue
+    return queue
+
+
+def submit(app: CompiledGraph[Any], input: Any, *, thread_id: str) -> int:
+    """Queue a run of ``thread_id`` from ``input`` (or ``Resume(value)``, or ``None`` to
+    continue); return the queued run's id. A worker runs it."""
+    if not isinstance(thread_id, str) or not thread_id:
+        msg = f"submit() needs a thread_id, a non-empty str, not {thread_id!r}"
+        raise CorralError(msg)
+    queue = queue_for(app)
+    text, resume = dump_input(input, getattr(app.checkpointer, "serializer", None))
+    return queue.submit(thread_id, text, resume)
+
+
+def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) -> Run:
+    """Return the :class:`~corral.Run` of the thread's newest queued run once it ended.
+
+    Raises:
+        RunFailedError: the worker ended the run with an error (it says which).
+        WaitTimeoutError: ``timeout`` seconds passed first.
+        CorralError: nothing was ever submitted to the thread.
+    """
+    queue = queue_for(app)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        outcome = queue.outcome(thread_id)
+        if outcome is None:
+            msg = f"thread {thread_id!r} has no queued run; submit one with app.submit(...)"
+            raise CorralError(msg)
+        if outcome.status in FINISHED:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            msg = (
+                f"run {outcome.run_id} of thread {thread_id!r} is still {outcome.status} "
+                f"after timeout={timeout}; wait longer, or check that a worker runs "
+                "(corral worker PATH --db URL)"
+            )
+            raise WaitTimeoutError(
+                msg, thread_id=thread_id, timeout_s=float(timeout or 0), status=outcome.status
+            )
+        time.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
+        pause = min(pause * 1.5, 0.2)
+    if outcome.status == "failed":
+        error = outcome.error or "unknown error"
+        msg = f"run {outcome.run_id} of thread {thread_id!r} failed in a worker: {error}"
+        raise RunFailedError(msg, thread_id=thread_id, run_id=outcome.run_id, error=error)
+    snap = app.get_state(thread_id)
+    return Run(
+        snap.values,
+        steps=snap.steps,
+        supersteps=snap.supersteps,
+        status=outcome.status,
+        interrupts=snap.interrupts,
+        guards=snap.guards,
+        thread_id=thread_id,
+        checkpoint_id=snap.checkpoint_id,
+    )

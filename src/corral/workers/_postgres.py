@@ -1,0 +1,132 @@
+"""The run queue in PostgreSQL: ``FOR UPDATE SKIP LOCKED`` claims, leases on the server clock.
+
+Times are the server's (``now()``), so workers on machines whose clocks disagree still agree
+on when a lease expired. A claim is one statement: the subquery picks and locks the oldest
+ready run, skipping rows another worker is claiming at that moment, and the ``UPDATE`` takes
+it; each other call is one conditional ``UPDATE`` (see :mod:`corral.workers.queue`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from corral.checkpoint._pg_schema import error_for
+from corral.workers.queue import Outcome, QueuedRun
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+__all__ = ["PostgresQueue"]
+
+_READY = """
+    (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < now()))
+    AND NOT EXISTS (
+        SELECT 1 FROM corral_runs AS e
+        WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
+"""
+
+_CLAIM = f"""
+UPDATE corral_runs SET status = 'running', owner = %(owner)s, attempts = attempts + 1,
+    lease_until = now() + make_interval(secs => %(lease)s)
+WHERE id = (
+    SELECT r.id FROM corral_runs AS r WHERE {_READY}
+    ORDER BY r.id FOR UPDATE SKIP LOCKED LIMIT 1)
+RETURNING id, thread, input, resume, base, attempts
+"""
+
+
+class PostgresQueue:
+    """The queue of a :class:`~corral.checkpoint.PostgresSaver`'s database (same pool)."""
+
+    def __init__(self, pool: ConnectionPool[Any], where: str) -> None:
+        self.pool = pool
+        self.where = where
+
+    @contextmanager
+    def _conn(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
+        import psycopg
+
+        from corral.errors import CheckpointError
+
+        try:
+            with self.pool.connection() as conn:
+                if not conn.autocommit:
+                    conn.autocommit = True
+                yield conn
+        except psycopg.Error as exc:
+            raise error_for(verb, self.where, exc) from exc
+        except Exception as exc:  # psycopg_pool.PoolTimeout: the server is not reachable
+            if type(exc).__name__ != "PoolTimeout":
+                raise
+            msg = f"cannot {verb} {self.where!r}: no connection ({exc}); is the server up?"
+            raise CheckpointError(msg, path=self.where) from exc
+
+    def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
+        with self._conn("queue a run in") as conn:
+            row = conn.execute(
+                "INSERT INTO corral_runs (thread, input, resume) VALUES (%s, %s, %s) RETURNING id",
+                (thread_id, input, resume),
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    def claim(self, owner: str, lease_s: float) -> QueuedRun | None:
+        with self._conn("take a run from") as conn:
+            row = conn.execute(_CLAIM, {"owner": owner, "lease": lease_s}).fetchone()
+        if row is None:
+            return None
+        run_id, thread, input, resume, base, attempts = row
+        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts))
+
+    def start(self, run_id: int, owner: str, base: str) -> bool:
+        with self._conn("start a run in") as conn:
+            cur = conn.execute(
+                "UPDATE corral_runs SET base = %s WHERE id = %s AND owner = %s "
+                "AND status = 'running'",
+                (base, run_id, owner),
+            )
+            return cur.rowcount == 1
+
+    def renew(self, owner: str, run_ids: list[int], lease_s: float) -> set[int]:
+        if not run_ids:
+            return set()
+        with self._conn("renew leases in") as conn:
+            rows = conn.execute(
+                "UPDATE corral_runs SET lease_until = now() + make_interval(secs => %s) "
+                "WHERE id = ANY(%s) AND owner = %s AND status = 'running' RETURNING id",
+                (lease_s, run_ids, owner),
+            ).fetchall()
+            return {int(r[0]) for r in rows}
+
+    def finish(self, run_id: int, owner: str, status: str, error: str | None) -> bool:
+        with self._conn("finish a run in") as conn:
+            cur = conn.execute(
+                "UPDATE corral_runs SET status = %s, error = %s, finished = now(), "
+                "lease_until = NULL WHERE id = %s AND owner = %s AND status = 'running'",
+                (status, error, run_id, owner),
+            )
+            return cur.rowcount == 1
+
+    def release(self, run_id: int, owner: str) -> bool:
+        with self._conn("release a run in") as conn:
+            cur = conn.execute(
+                "UPDATE corral_runs SET status = 'queued', owner = NULL, lease_until = NULL "
+                "WHERE id = %s AND owner = %s AND status = 'running'",
+                (run_id, owner),
+            )
+            return cur.rowcount == 1
+
+    def outcome(self, thread_id: str) -> Outcome | None:
+        with self._conn("read runs from") as conn:
+            row = conn.execute(
+                "SELECT id, status, error FROM corral_runs WHERE thread = %s "
+                "ORDER BY id DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
+        return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
+
+    def close(self) -> None:
+        """Leave the pool to its saver."""

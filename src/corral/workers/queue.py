@@ -1,0 +1,126 @@
+"""The run queue: runs submitted to a thread, taken by workers under a lease.
+
+A queued run is a row of ``corral_runs`` in the checkpointer's own database (PostgreSQL for
+workers on many machines, the SQLite file for workers on one). Its life::
+
+    queued --claim--> running --finish--> done | interrupted | failed
+                        |  ^
+                        |  +-- claim again once lease_until has passed (its worker died)
+                        +--release--> queued   (a worker that stops gives it back)
+
+Invariants. A worker holds a run only while ``lease_until`` is in the future and renews it
+by heartbeat; a claim takes a run that is queued or whose lease expired, and never a run of
+a thread that has an older run still queued or running, so the runs of one thread go one
+after another in submission order. Every change a worker makes to a run it holds is
+conditional on ``owner`` still being itself, so a worker whose lease was taken over cannot
+mark the run finished. The lease is only a way to hand work out: what makes two workers
+that both believe they hold a thread safe is the checkpointer's compare-and-set (a step
+committed against a stale parent is refused), so no node's committed run is ever stored
+twice.
+
+``base`` is the thread's newest checkpoint id when the run was first started ("" for a new
+thread). A worker that takes a run over compares it with the thread's newest checkpoint:
+equal means nothing of the run was committed, so it starts the run from its input again;
+different means it continues the thread from its last checkpoint (``invoke(None)``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from corral.checkpoint.serde import Serializer, decode, encode
+from corral.control import Resume
+
+__all__ = ["FINISHED", "Outcome", "QueuedRun", "RunQueue", "dump_input", "load_input"]
+
+FINISHED: Final = frozenset({"done", "interrupted", "failed"})
+"""The statuses of a run that left the queue."""
+
+
+@dataclass(frozen=True)
+class QueuedRun:
+    """One run a worker has claimed."""
+
+    id: int
+    thread_id: str
+    input: str | None
+    """The JSON of the input (or of the ``Resume`` value); ``None`` continues the thread."""
+    resume: bool
+    """Whether ``input`` answers an interrupt (``Resume(value)``)."""
+    base: str | None
+    """The thread's newest checkpoint when the run first started; ``None`` if it never did."""
+    attempts: int
+    """How many times a worker claimed it (more than one after a takeover)."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where the newest run of a thread stands."""
+
+    run_id: int
+    status: str
+    error: str | None
+
+
+class RunQueue(Protocol):
+    """The operations workers and ``app.submit`` / ``app.wait`` need from a queue store."""
+
+    where: str
+    """The database, for messages (no password)."""
+
+    def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
+        """Queue a run of ``thread_id``; return its id."""
+        ...
+
+    def claim(self, owner: str, lease_s: float) -> QueuedRun | None:
+        """Take the oldest run that is ready (queued, or its lease expired), or ``None``."""
+        ...
+
+    def start(self, run_id: int, owner: str, base: str) -> bool:
+        """Record ``base`` for a run started for the first time; ``False`` if not held."""
+        ...
+
+    def renew(self, owner: str, run_ids: list[int], lease_s: float) -> set[int]:
+        """Extend the leases of the runs ``owner`` still holds; return their ids."""
+        ...
+
+    def finish(self, run_id: int, owner: str, status: str, error: str | None) -> bool:
+        """Mark a held run finished; ``False`` when ``owner`` no longer holds it."""
+        ...
+
+    def release(self, run_id: int, owner: str) -> bool:
+        """Put a held run back in the queue (its worker is stopping)."""
+        ...
+
+    def outcome(self, thread_id: str) -> Outcome | None:
+        """Return the status of the newest run submitted to the thread."""
+        ...
+
+    def close(self) -> None:
+        """Close what the queue opened."""
+        ...
+
+
+def dump_input(value: Any, serializer: Serializer | None = None) -> tuple[str | None, bool]:
+    """Return the stored form of what ``submit`` was given: ``(json, is_resume)``.
+
+    >>> dump_input(Resume("yes")), dump_input({"n": (1, 2)})
+    (('"yes"', True), ('{"n":{"$corral":"tuple","v":[1,2]}}', False))
+    """
+    if value is None:
+        return None, False
+    resume = isinstance(value, Resume)
+    raw = value.value if isinstance(value, Resume) else value
+    tree = encode(raw, serializer=serializer, where="input")
+    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False), resume
+
+
+def load_input(run: QueuedRun, serializer: Serializer | None = None) -> Any:
+    """Return what ``invoke`` gets for a queued run: its input, ``Resume(value)`` or ``None``."""
+    if run.input is None:
+        return None
+    where = f"the input of queued run {run.id}"
+    value = decode(json.loads(run.input), serializer=serializer, where=where)
+    return Resume(value) if run.resume else value

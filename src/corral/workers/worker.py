@@ -1,0 +1,275 @@
+"""``Worker``: takes queued runs of one graph and runs them, holding each under a lease.
+
+A worker runs ``concurrency`` runs at once, one per thread, plus a heartbeat thread that
+renews the leases of the runs it holds every ``heartbeat_s``. A run is started from its
+input, or, when an earlier worker already committed part of it, continued from the
+thread's last checkpoint (see :mod:`corral.workers.queue`), so a committed node never
+runs again.
+
+What can go wrong, and what the worker does:
+
+- Its commit is refused (``ConcurrentRunError``): another worker wrote the thread first,
+  because this worker's lease expired while a node ran. If the lease is still its own (the
+  other writer was a worker that had lost it), it continues from the new last checkpoint;
+  otherwise it drops the run, whose new owner carries on.
+- The database is unreachable (``CheckpointError``): it waits and tries again, continuing
+  from the last checkpoint, for as long as its lease can still be valid; after that the
+  run is left to whoever claims it next.
+- The graph raises: the run is marked ``failed`` with a one-line reason (``app.wait``
+  raises ``RunFailedError``). An interrupted run is marked ``interrupted`` and leaves the
+  queue until ``app.submit(Resume(value), thread_id=...)``.
+- ``stop()`` (SIGTERM under ``corral worker``): it takes no new run, lets the runs it holds
+  finish for up to ``grace_s``, then releases those still running back to the queue.
+
+Every event is one JSON line on ``log`` (stderr by default): ``{"ts": ..., "worker": ...,
+"event": "claimed", "run": 12, "thread": "t-1", "attempt": 1}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from corral.errors import CheckpointError, ConcurrentRunError, CorralError, SerializationError
+from corral.runtime.app import CompiledGraph
+from corral.workers.queue import QueuedRun, RunQueue, load_input
+
+__all__ = ["Worker"]
+
+
+class Worker:
+    """Runs the queued runs of ``app`` (whose checkpointer holds the queue).
+
+    Args:
+        app: the compiled graph, with a ``PostgresSaver`` or a ``SqliteSaver``.
+        concurrency: runs at once (one thread each).
+        lease_s: how long a claimed run stays this worker's without a heartbeat; a run
+            whose worker died is taken over this long after its last heartbeat.
+        heartbeat_s: how often leases are renewed (default ``lease_s / 3``).
+        poll_s: how long an idle worker waits before asking the queue again.
+        grace_s: after ``stop()``, how long runs may take to finish before release.
+        log: where the JSON event lines go (``None``: nowhere).
+        name: this worker's id in the queue and the log (default ``host:pid:random``).
+    """
+
+    def __init__(
+        self,
+        app: CompiledGraph[Any],
+        *,
+        concurrency: int = 1,
+        lease_s: float = 30.0,
+        heartbeat_s: float | None = None,
+        poll_s: float = 0.5,
+        grace_s: float = 30.0,
+        log: TextIO | None = sys.stderr,
+        name: str | None = None,
+    ) -> None:
+        from corral.workers import queue_for
+
+        if concurrency < 1:
+            msg = f"concurrency={concurrency!r} must be at least 1"
+            raise ValueError(msg)
+        self.app = app
+        self.queue: RunQueue = queue_for(app)
+        self.concurrency = concurrency
+        self.lease_s = lease_s
+        self.heartbeat_s = heartbeat_s if heartbeat_s is not None else lease_s / 3
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+        self.log = log
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.finished = 0
+        """Runs this worker marked done, interrupted or failed."""
+        self._stop = threading.Event()
+        self._held: set[int] = set()
+        self._lost: set[int] = set()
+        self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(self, *, until_idle: bool = False) -> int:
+        """Work until :meth:`stop` (or, with ``until_idle``, until the queue has nothing
+        ready); return how many runs this worker finished."""
+        self.emit("started", concurrency=self.concurrency, lease_s=self.lease_s)
+        beat = threading.Thread(target=self._heartbeat, name="corral-heartbeat", daemon=True)
+        beat.start()
+        pool = [
+            threading.Thread(
+                target=self._take, args=(until_idle,), name=f"corral-run-{i}", daemon=True
+            )
+            for i in range(self.concurrency)
+        ]
+        for thread in pool:
+            thread.start()
+        stopping_since: float | None = None
+        while any(thread.is_alive() for thread in pool):
+            for thread in pool:
+                thread.join(timeout=0.05)
+            if self._stop.is_set():
+                stopping_since = stopping_since or time.monotonic()
+                if time.monotonic() - stopping_since >= self.grace_s:
+                    self._release_all()
+                    break
+        self._stop.set()
+        beat.join(timeout=self.heartbeat_s + 1)
+        self.emit("stopped", finished=self.finished)
+        return self.finished
+
+    def stop(self) -> None:
+        """Take no new run; finish (or, after ``grace_s``, release) the ones held."""
+        if not self._stop.is_set():
+            self.emit("stopping", holding=sorted(self._held), grace_s=self.grace_s)
+        self._stop.set()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """Write one structured line: ``{"ts", "worker", "event", ...fields}``."""
+        if self.log is None:
+            return
+        record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "worker": self.name}
+        record["event"] = event
+        line = json.dumps({**record, **fields}, default=str, ensure_ascii=False)
+        with self._log_lock:
+            try:
+                self.log.write(line + "\n")
+                self.log.flush()
+            except (OSError, ValueError):
+                pass  # a closed stderr must not stop the work
+
+    # -- the threads -------------------------------------------------------------------
+
+    def _take(self, until_idle: bool) -> None:
+        pause = self.poll_s
+        while not self._stop.is_set():
+            try:
+                run = self.queue.claim(self.name, self.lease_s)
+            except CheckpointError as exc:
+                self.emit("queue_error", error=str(exc))
+                self._stop.wait(min(pause, 2.0))
+                pause = min(pause * 2, 5.0)
+                continue
+            pause = self.poll_s
+            if run is None:
+                if until_idle:
+                    return
+                self._stop.wait(self.poll_s)
+                continue
+            with self._lock:
+                self._held.add(run.id)
+                self._lost.discard(run.id)
+            try:
+                self._execute(run)
+            finally:
+                with self._lock:
+                    self._held.discard(run.id)
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            with self._lock:
+                held = sorted(self._held)
+            if not held:
+                continue
+            try:
+                kept = self.queue.renew(self.name, held, self.lease_s)
+            except CheckpointError as exc:
+                self.emit("heartbeat_error", error=str(exc))
+                continue
+            for run_id in set(held) - kept:
+                with self._lock:
+                    still = run_id in self._held
+                    if still:
+                        self._lost.add(run_id)
+                if still:
+                    self.emit("lease_lost", run=run_id)
+
+    def _release_all(self) -> None:
+        with self._lock:
+            held = sorted(self._held)
+        for run_id in held:
+            try:
+                released = self.queue.release(run_id, self.name)
+            except CheckpointError as exc:
+                self.emit("release_error", run=run_id, error=str(exc))
+                continue
+            self.emit("released", run=run_id, released=released)
+
+    # -- one run -----------------------------------------------------------------------
+
+    def _execute(self, run: QueuedRun) -> None:
+        """Run (or continue) one claimed run until it ends, is lost, or fails."""
+        self.emit("claimed", run=run.id, thread=run.thread_id, attempt=run.attempts)
+        base = run.base
+        retry_until = time.monotonic() + self.lease_s
+        pause = 0.05
+        while True:
+            try:
+                if base is None:
+                    base = self._newest(run.thread_id)
+                    if not self.queue.start(run.id, self.name, base):
+                        self.emit("lost", run=run.id, thread=run.thread_id)
+                        return
+                fresh = self._newest(run.thread_id) == base
+                value = load_input(run, self._serializer()) if fresh else None
+                result = self.app.invoke(value, thread_id=run.thread_id)
+            except ConcurrentRunError as exc:
+                self.emit("conflict", run=run.id, thread=run.thread_id, newest=exc.newest)
+                if not self._still_held(run.id):
+                    self.emit("lost", run=run.id, thread=run.thread_id)
+                    return
+                continue
+            except SerializationError as exc:
+                self._finish(run, "failed", f"{type(exc).__name__}: {exc}")
+                return
+            except CheckpointError as exc:
+                self.emit("store_error", run=run.id, thread=run.thread_id, error=str(exc))
+                if time.monotonic() > retry_until or self._stop.is_set():
+                    self.emit("abandoned", run=run.id, thread=run.thread_id)
+                    return
+                self._stop.wait(pause)
+                pause = min(pause * 2, 1.0)
+                if self._renewed(run.id):
+                    retry_until = time.monotonic() + self.lease_s
+                continue
+            except (CorralError, Exception) as exc:
+                self._finish(run, "failed", f"{type(exc).__name__}: {exc}")
+                return
+            status = "interrupted" if result.status == "interrupted" else "done"
+            self._finish(run, status, None, steps=result.steps)
+            return
+
+    def _finish(self, run: QueuedRun, status: str, error: str | None, **extra: Any) -> None:
+        try:
+            marked = self.queue.finish(run.id, self.name, status, error)
+        except CheckpointError as exc:
+            self.emit("store_error", run=run.id, thread=run.thread_id, error=str(exc))
+            marked = False  # the lease lapses; whoever takes it over finds the run ended
+        if marked:
+            self.finished += 1
+        fields = {"error": error} if error else {}
+        self.emit(status, run=run.id, thread=run.thread_id, recorded=marked, **fields, **extra)
+
+    def _newest(self, thread_id: str) -> str:
+        chain = self.app.checkpointer.chain(thread_id) if self.app.checkpointer else []
+        return chain[-1].checkpoint_id if chain else ""
+
+    def _serializer(self) -> Any:
+        return getattr(self.app.checkpointer, "serializer", None)
+
+    def _still_held(self, run_id: int) -> bool:
+        with self._lock:
+            if run_id in self._lost:
+                return False
+        return self._renewed(run_id)
+
+    def _renewed(self, run_id: int) -> bool:
+        try:
+            return run_id in self.queue.renew(self.name, [run_id], self.lease_s)
+        except CheckpointError:
+            return False

@@ -1,0 +1,183 @@
+"""Durable workers: app.submit / app.wait and ``corral worker``, on PostgreSQL and SQLite.
+
+Faults (killed workers, expired leases, a database restart) are in test_worker_faults.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graphs.worker_graph import CLEAN, g
+
+from corral import CompiledGraph, CorralError, MemorySaver, PostgresSaver, Resume, SqliteSaver
+from corral.errors import RunFailedError, WaitTimeoutError
+from corral.workers import Worker
+
+HERE = Path(__file__).resolve().parent
+GRAPH = f"{HERE.parent / 'graphs' / 'worker_graph.py'}:g"
+
+
+def start(topic: str = "x") -> dict[str, Any]:
+    return {"topic": topic, "log": [], "total": 0, "answer": ""}
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The --db of a fresh store: a PostgreSQL URL or a SQLite file."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return str(tmp_path / "runs.sqlite")
+
+
+@pytest.fixture
+def app(db: str) -> Iterator[CompiledGraph[Any]]:
+    saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
+    yield g.compile(checkpointer=saver)
+    saver.close()
+
+
+def drain(app: CompiledGraph[Any], concurrency: int = 2) -> int:
+    """Run a worker in this process until no queued run is ready."""
+    worker = Worker(app, concurrency=concurrency, poll_s=0.01, log=None)
+    return worker.run(until_idle=True)
+
+
+def test_a_submitted_run_ends_like_invoke(app: CompiledGraph[Any]) -> None:
+    """submit queues, a worker runs, wait returns the Run an invoke would have."""
+    app.submit(start(), thread_id="t1")
+    assert drain(app) == 1
+    run = app.wait("t1", timeout=10)
+    expected = g.compile(checkpointer=MemorySaver()).invoke(start())
+    assert (run.status, run.state, run.thread_id) == ("done", expected.state, "t1")
+    assert {k: run.state[k] for k in CLEAN} == CLEAN
+
+
+def test_many_runs_and_runs_of_one_thread_go_in_order(app: CompiledGraph[Any]) -> None:
+    """Ten threads at once; two runs of one thread run one after the other."""
+    for i in range(10):
+        app.submit(start(), thread_id=f"t{i}")
+    app.submit({"topic": "again", "log": ["second"]}, thread_id="t0")
+    assert drain(app, concurrency=4) == 11
+    for i in range(1, 10):
+        assert app.wait(f"t{i}", timeout=10).state["total"] == 11_111
+    again = app.wait("t0", timeout=10).state
+    assert again["log"] == [*CLEAN["log"], "second", *CLEAN["log"]]
+    assert again["total"] == 22_222 and again["topic"] == "again"
+
+
+def test_an_interrupted_run_waits_for_resume(app: CompiledGraph[Any]) -> None:
+    """An interrupt leaves the queue; submit(Resume(v)) continues the thread."""
+    app.submit(start("ask"), thread_id="t")
+    drain(app)
+    paused = app.wait("t", timeout=10)
+    assert paused.status == "interrupted"
+    assert [i.value for i in paused.interrupts] == ["publish?"]
+    assert drain(app) == 0, "nothing runs until it is answered"
+    app.submit(Resume("ship it"), thread_id="t")
+    drain(app)
+    done = app.wait("t", timeout=10)
+    assert done.status == "done" and done.state["answer"] == "ship it"
+    assert done.state["log"] == CLEAN["log"]
+
+
+def test_a_failed_run_is_reported_by_wait(app: CompiledGraph[Any]) -> None:
+    """A node that raises: the run is failed and wait raises RunFailedError naming it."""
+    app.submit(start("boom"), thread_id="t")
+    drain(app)
+    with pytest.raises(RunFailedError, match=r"run \d+ of thread 't' failed in a worker") as info:
+        app.wait("t", timeout=10)
+    assert "publish" in info.value.error and "the printer is on fire" in info.value.error
+    assert info.value.thread_id == "t"
+
+
+def test_wait_without_a_worker_times_out(app: CompiledGraph[Any]) -> None:
+    """No worker: wait(timeout=...) raises WaitTimeoutError saying the run is queued."""
+    app.submit(start(), thread_id="t")
+    with pytest.raises(WaitTimeoutError, match=r"still queued after timeout=0.05") as info:
+        app.wait("t", timeout=0.05)
+    assert info.value.status == "queued" and isinstance(info.value, TimeoutError)
+    with pytest.raises(CorralError, match=r"thread 'nobody' has no queued run"):
+        app.wait("nobody")
+
+
+def test_submit_needs_a_store_with_a_queue() -> None:
+    """MemorySaver keeps no queue: submit says which checkpointers do."""
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(CorralError, match=r"PostgresSaver\(url\) or SqliteSaver\(path\)"):
+        app.submit(start(), thread_id="t")
+
+
+def worker_process(db: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``corral worker`` on the test graph in a child process."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "corral", "worker", GRAPH, "--db", db, "--poll", "0.02", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def events(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def test_the_worker_command_runs_queued_runs(app: CompiledGraph[Any], db: str) -> None:
+    """corral worker --until-idle runs what is queued; events are JSON lines on stderr."""
+    for i in range(3):
+        app.submit(start(), thread_id=f"t{i}")
+    proc = worker_process(db, "--until-idle", "--concurrency", "2")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    kinds = [e["event"] for e in events(err)]
+    assert kinds[0] == "started" and kinds[-1] == "stopped"
+    assert kinds.count("claimed") == 3 and kinds.count("done") == 3
+    assert all(app.wait(f"t{i}", timeout=1).state["total"] == 11_111 for i in range(3))
+
+
+def test_sigterm_releases_a_run_that_does_not_finish(
+    app: CompiledGraph[Any], db: str, tmp_path: Path
+) -> None:
+    """SIGTERM: no new run is taken; a held run still going after --grace goes back to the
+    queue, and another worker finishes it from its last checkpoint."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    app.submit(start(), thread_id="t")
+    proc = worker_process(db, "--grace", "0.2", env={"CORRAL_HOLD_FLAG": str(hold)})
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"claimed"' in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    kinds = [e["event"] for e in events(err)]
+    assert "stopping" in kinds and "released" in kinds and kinds[-1] == "stopped"
+    hold.unlink()
+    assert drain(app) == 1
+    run = app.wait("t", timeout=10)
+    assert run.state["log"] == CLEAN["log"]
+
+
+def test_two_workers_share_the_queue(app: CompiledGraph[Any]) -> None:
+    """Two workers on one database: every run is done exactly once."""
+    for i in range(12):
+        app.submit(start(), thread_id=f"t{i}")
+    counts: list[int] = []
+    threads = [threading.Thread(target=lambda: counts.append(drain(app, 2))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(counts) == 12
+    for i in range(12):
+        assert app.wait(f"t{i}", timeout=1).state["log"] == CLEAN["log"]
