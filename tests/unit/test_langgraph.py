@@ -350,3 +350,20 @@ def test_old_attribute_names_read_the_same(make: Any) -> None:
     assert routes(old) == routes(real) == routes(Pregel(old))
     assert spec(old).keys == spec(real).keys
     assert check(old) == check(real) == check(Pregel(old))
+
+
+def test_branch_then_of_langgraph_02() -> None:
+    """0.2's add_conditional_edges(..., then=) routes each target on to ``then``."""
+    real = StateGraph(lg.State)
+    for name, func in (("plan", lg.plan), ("write", lg.write), ("review", lg.review)):
+        real.add_node(name, func)
+    real.add_node("final", lg.merge)
+    real.add_edge(START, "plan")
+    real.add_conditional_edges("plan", lg.should_write, ["write", "review"])
+    real.add_edge("final", END)
+    old = StateGraph02(real)
+    for branch in old.branches["plan"].values():
+        branch.then = "final"
+    assert {("write", "final", "then"), ("review", "final", "then")} <= routes(old)
+    assert ("write", END, "then") in routes(real)
+    assert check(old) == []
