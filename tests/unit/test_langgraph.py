@@ -367,3 +367,36 @@ def test_branch_then_of_langgraph_02() -> None:
     assert {("write", "final", "then"), ("review", "final", "then")} <= routes(old)
     assert ("write", END, "then") in routes(real)
     assert check(old) == []
+
+
+# -- port ----------------------------------------------------------------------------------------
+
+
+def ported(builder: Any) -> Any:
+    """Return the corral Graph of the module ``port`` writes for ``builder``."""
+    text = corral.langgraph.port(builder, module="graphs.langgraph_graphs", name="graph")
+    namespace: dict[str, Any] = {}
+    exec(compile(text, "<port>", "exec"), namespace)
+    return namespace["g"]
+
+
+def test_port_puts_a_guard_where_cr201_cuts_and_the_port_checks_clean() -> None:
+    """The unbounded loop's port has a Guard placeholder on the router CR201 names."""
+    text = corral.langgraph.port(lg.unbounded(), module="graphs.langgraph_graphs", name="graph")
+    assert "from graphs.langgraph_graphs import State, plan, review" in text
+    assert "@g.router('review', guards=[Guard('plan', max=3, otherwise=END)])" in text
+    assert "def should_revise(state: State) -> Literal['plan'] | End:" in text
+    g = ported(lg.unbounded())
+    assert g.check() == []
+    run = g.compile().invoke({"answer": "bad", "n": 0, "tries": 0, "docs": [], "log": []})
+    assert run.steps == 8  # plan, review, then three more rounds until the guard ends it
+
+
+@pytest.mark.parametrize("make", [lg.fan_in, lambda: lg.mapped(as_list=False), lg.counted])
+def test_ported_graphs_have_the_same_routes(make: Any) -> None:
+    """Fixed routes, joins and path_map routers keep their routes in the port."""
+    g = ported(make())
+    corral_routes = {(e.source, e.target) for e in g.spec().edges() if e.kind != "otherwise"}
+    assert corral_routes == {(s, t) for s, t, _ in routes(make())}
+    in_langgraph = {d.code for d in check(make()) if d.code not in ("CR109", "CR201", "CR204")}
+    assert {d.code for d in g.check()} == in_langgraph  # the loop is guarded; CR301 stays

@@ -3,7 +3,8 @@
 LangGraph is an optional extra (``pip install corral[langgraph]``) and is never imported
 here: its structures are read by attribute name. :func:`spec` reads one graph;
 :func:`check` runs the rules that hold under LangGraph's semantics on it, and on every
-graph it contains (subgraph nodes, and compiled graphs a node runs by hand).
+graph it contains (subgraph nodes, and compiled graphs a node runs by hand); :func:`port`
+writes a corral module skeleton for it.
 
 >>> from typing import TypedDict
 >>> from langgraph.graph import StateGraph, START, END
@@ -25,11 +26,12 @@ import dataclasses
 from typing import Any
 
 from corral.analysis.diagnostic import Diagnostic
+from corral.langgraph._port import port
 from corral.langgraph._read import builder_of, read
 from corral.langgraph._source import graphs_read, is_builder, is_compiled
 from corral.spec import GraphSpec
 
-__all__ = ["check", "is_langgraph", "spec"]
+__all__ = ["check", "is_langgraph", "port", "spec"]
 
 
 def is_langgraph(obj: object) -> bool:

@@ -257,9 +257,9 @@ def read(graph: Any, name: str | None = None) -> Reading:
         for key, branch in dict(branches).items():
             router = _router(source, key, branch, fallback)
             routers.append(router)
-            after = getattr(branch, "then", None)  # 0.2: add_conditional_edges(..., then=)
+            after: str | None = getattr(branch, "then", None)  # 0.2: then= of the branch
             for target in router.targets.names or () if after else ():
-                if target != END and after not in then.setdefault(target, []):
+                if after and target != END and after not in then.setdefault(target, []):
                     then[target].append(after)
             if source == START:
                 starts.update(router.targets.names or ())
