@@ -60,7 +60,7 @@ from corral.checkpoint.serde import (
     encode,
     encode_record,
 )
-from corral.checkpoint.sqlite import _digest, _Last, _meta_text, _Packer, _plain
+from corral.checkpoint.sqlite.packing import Last, Packer, digest, meta_text, plain
 from corral.errors import CheckpointError, ConcurrentRunError
 
 if TYPE_CHECKING:
@@ -107,19 +107,18 @@ class _Ids:
 
 
 class _BlobRows:
-    """Stands in for a database connection while packing: collects the new values and
-    numbers them from a block of ids, so they are written with the checkpoint itself."""
+    """The ``store`` of a :class:`Packer`: collects the new values and numbers them from a
+    block of ids, so they are written with the checkpoint itself."""
 
     def __init__(self, conn: psycopg.Connection[Any], ids: _Ids) -> None:
         self.conn = conn
         self.ids = ids
         self.rows: list[tuple[int, str]] = []
-        self.lastrowid = 0
 
-    def execute(self, sql: str, params: tuple[str]) -> _BlobRows:
-        self.lastrowid = self.ids.take(self.conn)
-        self.rows.append((self.lastrowid, params[0]))
-        return self
+    def store(self, text: str) -> int:
+        blob_id = self.ids.take(self.conn)
+        self.rows.append((blob_id, text))
+        return blob_id
 
 
 class PostgresSaver:
@@ -179,7 +178,7 @@ class PostgresSaver:
         self._lock = threading.Lock()
         self._ids = _Ids()
         self._blob_ids: dict[bytes, int] = {}
-        self._last: dict[str, _Last] = {}
+        self._last: dict[str, Last] = {}
         self._blob_texts: OrderedDict[int, str] = OrderedDict()
         self._blob_bytes = 0
         self._closed = False
@@ -198,7 +197,7 @@ class PostgresSaver:
             [
                 node,
                 update
-                if _plain(update)
+                if plain(update)
                 else encode(
                     update, serializer=self.serializer, where="update", owner=f"written by {node!r}"
                 ),
@@ -219,7 +218,7 @@ class PostgresSaver:
         with self._connection("record a finished task in") as conn:
             for ascii_only in (False, True):
                 sink = _BlobRows(conn, self._ids)
-                packer = _Packer(sink, self._blob_ids, {}, ascii_only, self.serializer)  # type: ignore[arg-type]
+                packer = Packer(sink.store, self._blob_ids, {}, ascii_only, self.serializer)
                 try:
                     text = packer.record(tree)
                     cur = conn.execute(
@@ -342,13 +341,13 @@ class PostgresSaver:
     ) -> None:
         last = self._last.get(checkpoint.thread_id)
         sink = _BlobRows(conn, self._ids)
-        packer = _Packer(sink, self._blob_ids, {}, ensure_ascii, self.serializer)  # type: ignore[arg-type]
+        packer = Packer(sink.store, self._blob_ids, {}, ensure_ascii, self.serializer)
         snapshot_text, lists = None, None
         if checkpoint.snapshot is not None:
             earlier = last.lists if last is not None else {}
             snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
         meta_texts = packer.meta_texts(checkpoint.meta)
-        meta, delta = _meta_text(meta_texts, checkpoint, last)
+        meta, delta = meta_text(meta_texts, checkpoint, last)
         writes_text = (
             "[" + ",".join([f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes]) + "]"
         )
@@ -378,7 +377,7 @@ class PostgresSaver:
             self._last.pop(checkpoint.thread_id, None)
             if len(self._last) >= _LAST_THREADS:
                 del self._last[next(iter(self._last))]
-            self._last[checkpoint.thread_id] = _Last(
+            self._last[checkpoint.thread_id] = Last(
                 checkpoint.checkpoint_id,
                 meta_texts,
                 lists if lists is not None else last.lists if last is not None else {},
@@ -490,7 +489,7 @@ class PostgresSaver:
         with self._lock:
             self._blob_texts[blob_id] = text
             self._blob_bytes += len(text)
-            self._blob_ids[_digest(text)] = blob_id  # a resumed run shares what it read
+            self._blob_ids[digest(text)] = blob_id  # a resumed run shares what it read
             while self._blob_bytes > _BLOB_CACHE_BYTES and self._blob_texts:
                 _, old = self._blob_texts.popitem(last=False)
                 self._blob_bytes -= len(old)

@@ -1,0 +1,37 @@
+"""``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
+
+Layout. ``checkpoints`` is one table of two kinds of rows, numbered by ``seq`` in the order
+they were put: a *checkpoint* row (its thread, a small integer from ``threads``; its id;
+its parent, the parent row's ``seq``; and three JSON texts, the snapshot (or NULL), the
+writes and the meta) and a *value* row (``data``: the JSON of one stored value, with
+``thread`` NULL). A put appends the values its checkpoint stores and then the checkpoint
+itself to the end of that one table, and one entry to the index of checkpoint ids: two
+pages written per superstep, where a separate table of values made it three. Rows of a
+thread are found through that index; the newest one is the largest ``seq`` among the
+thread's entries (an index scan that grows with the thread, once per ``chain``).
+The view ``blobs`` shows the value rows.
+
+``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
+yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
+the next checkpoint of that parent deletes them in the same transaction.
+
+Storing values once, and the deltas of metas and snapshots: see
+:mod:`corral.checkpoint.sqlite.packing` (shared with ``PostgresSaver``).
+
+Modules: ``saver`` (:class:`SqliteSaver`), ``_schema`` (the tables, opening a file and
+checking it is a corral file of this version), ``packing`` (encoded trees to JSON texts that
+store large values once), ``jsontext`` (the compact JSON encoder). None imports ``corral``
+itself, only its ``checkpoint`` and ``errors`` modules.
+
+Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
+(one writer at a time across processes, others wait up to ``timeout_s``); readers read in a
+transaction of their own and see only committed checkpoints. Rows and blobs are never updated
+or deleted, so whatever a process has cached about them stays true. The file carries an
+``application_id`` and a ``corral_schema`` version row: a file corral did not write, or a
+damaged one, raises ``CheckpointError`` naming the path, never a silent reset.
+"""
+
+from corral.checkpoint.sqlite._schema import SCHEMA_VERSION
+from corral.checkpoint.sqlite.saver import SqliteSaver
+
+__all__ = ["SCHEMA_VERSION", "SqliteSaver"]

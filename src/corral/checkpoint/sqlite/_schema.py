@@ -1,0 +1,268 @@
+"""The layout of a corral SQLite file, and opening one: creating it or checking it is ours.
+
+The file carries an ``application_id`` and a ``corral_schema`` version row: a file corral
+did not write, or a damaged one, raises ``CheckpointError`` naming the path, never a silent
+reset. See :mod:`corral.checkpoint.sqlite` for the tables.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import suppress
+from importlib import metadata
+from pathlib import Path
+from typing import Final
+
+from corral.errors import CheckpointError
+
+__all__ = [
+    "CHAIN",
+    "INSERT",
+    "INSERT_VALUE",
+    "ROW",
+    "SCHEMA_VERSION",
+    "busy",
+    "error_for",
+    "open_file",
+]
+
+SCHEMA_VERSION: Final = 2
+"""The layout version this corral writes and reads."""
+_APPLICATION_ID: Final = 0x4352524C
+"""``PRAGMA application_id`` of a corral file ("CRRL")."""
+
+_PENDING = """
+CREATE TABLE IF NOT EXISTS pending_writes (
+    thread INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    task INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (thread, seq, task)
+) WITHOUT ROWID
+"""
+"""Finished tasks of a superstep whose checkpoint is not written yet (created in older files)."""
+
+_SCHEMA = (
+    """
+CREATE TABLE corral_schema (
+    version INTEGER NOT NULL,
+    written_by TEXT NOT NULL
+);
+CREATE TABLE threads (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE checkpoints (
+    seq INTEGER PRIMARY KEY,
+    thread INTEGER REFERENCES threads (id),
+    checkpoint_id TEXT,
+    parent INTEGER,
+    snapshot TEXT,
+    writes TEXT,
+    meta TEXT,
+    meta_is_delta INTEGER,
+    data TEXT,
+    CHECK ((thread IS NULL) = (data IS NOT NULL))
+);
+CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
+    WHERE thread IS NOT NULL;
+CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL;
+"""
+    + _PENDING
+)
+
+INSERT = """
+INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+INSERT_VALUE = "INSERT INTO checkpoints (data) VALUES (?)"
+
+ROW = """
+SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
+FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
+"""
+
+CHAIN = """
+WITH RECURSIVE up(seq, parent, stop) AS (
+    SELECT seq, parent, snapshot IS NOT NULL OR parent IS NULL
+    FROM checkpoints WHERE seq = :seq AND thread = :thread
+    UNION ALL
+    SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
+    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.thread = :thread
+    WHERE NOT up.stop
+)
+""" + ROW.replace(
+    "FROM checkpoints AS k",
+    "FROM up JOIN checkpoints AS k ON k.seq = up.seq AND k.thread = :thread",
+)
+
+
+def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connection:
+    """Return a connection to the corral file at ``path``, created or checked (SQLite errors
+    pass through; :func:`error_for` turns them into ``CheckpointError``)."""
+    in_memory = path == ":memory:" or path.startswith("file::memory:")
+    if not in_memory:
+        folder = Path(path).parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            msg = f"cannot create the folder {str(folder)!r} for checkpoints: {exc}"
+            raise CheckpointError(msg, path=path) from exc
+        if Path(path).is_dir():
+            msg = f"{path!r} is a folder; give SqliteSaver a file path"
+            raise CheckpointError(msg, path=path)
+    # Switching a new file to WAL (or reading it while another process does) can be
+    # refused at once with SQLITE_BUSY, without the busy timeout; so opening retries.
+    deadline = time.monotonic() + timeout_s
+    pause = 0.001
+    while True:
+        conn = sqlite3.connect(
+            path,
+            timeout=timeout_s,
+            isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
+            check_same_thread=False,  # ainvoke may call from worker threads; see _lock
+        )
+        try:
+            _prepare(conn, path, synchronous, in_memory)
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            if not busy(exc) or time.monotonic() >= deadline:
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        else:
+            return conn
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: bool) -> None:
+    _check_header(conn, path)
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if mode != "wal" and not in_memory:
+        msg = (
+            f"cannot put {path!r} in WAL mode (SQLite answered {mode!r}); "
+            "keep checkpoints on a local disk, not a network share"
+        )
+        raise CheckpointError(msg, path=path)
+    conn.execute(f"PRAGMA synchronous = {synchronous}")
+    _ensure_schema(conn, path)
+
+
+def _check_header(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a file that is not SQLite, or is SQLite written by something else."""
+    own = not conn.in_transaction  # one read transaction: another process may be
+    try:  # creating the schema right now, and both facts must come from one moment
+        if own:
+            conn.execute("BEGIN")
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        if own:
+            conn.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        if own and conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+            raise
+        msg = (
+            f"{path!r} is not a corral checkpoint database (SQLite says: {exc}); "
+            "pass a new path, or move the file away if it is damaged"
+        )
+        raise CheckpointError(msg, path=path) from exc
+    if app_id == _APPLICATION_ID or (app_id == 0 and not tables):
+        return
+    shown = ", ".join(repr(t) for t in tables[:5]) + (", ..." if len(tables) > 5 else "")
+    msg = (
+        f"{path!r} is a SQLite database that corral did not create "
+        f"(application_id={app_id}, tables: {shown or 'none'}); "
+        "give SqliteSaver a path of its own"
+    )
+    raise CheckpointError(msg, path=path)
+
+
+def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Create the tables in a new file, or check the version of an existing one."""
+    conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file: one creates
+    try:
+        _check_header(conn, path)  # another process may have written it meanwhile
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == 0:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO corral_schema VALUES (?, ?)",
+                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+            )
+            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        else:
+            _check_version(conn, path)
+            conn.execute(_PENDING)  # a file written before pending writes existed
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _check_version(conn: sqlite3.Connection, path: str) -> None:
+    try:
+        row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
+    except sqlite3.DatabaseError as exc:
+        msg = (
+            f"{path!r} is marked as a corral database but has no readable schema "
+            f"version ({exc}); the file is damaged, move it away and start a new one"
+        )
+        raise CheckpointError(msg, path=path) from exc
+    if row is None or row[0] != SCHEMA_VERSION:
+        version, writer = row if row is not None else (None, "an unknown writer")
+        msg = (
+            f"{path!r} holds checkpoints in layout version {version!r} "
+            f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
+            "use the corral version that wrote them, or a new path"
+        )
+        raise CheckpointError(msg, path=path)
+
+
+def error_for(
+    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError
+) -> CheckpointError:
+    """Return the ``CheckpointError`` for an error of SQLite while doing ``verb``."""
+    if isinstance(exc, sqlite3.OperationalError):
+        if busy(exc):
+            msg = (
+                f"cannot {verb} {path!r}: another process held it for more than "
+                f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
+            )
+        else:
+            msg = f"cannot {verb} {path!r}: {exc}"
+    else:
+        msg = (
+            f"cannot {verb} {path!r}: {exc}; the file is damaged or not a corral "
+            "database: move it away (resume is impossible from it) or pass a new path"
+        )
+    return CheckpointError(msg, path=path)
+
+
+def busy(exc: sqlite3.OperationalError) -> bool:
+    """Return whether SQLite refused because another connection holds a lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _corral_version() -> str:
+    """Return the installed corral's version, for the file's ``written_by``."""
+    try:
+        return metadata.version("corral")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"

@@ -1,0 +1,360 @@
+"""Packing encoded trees into JSON texts that store each large value once.
+
+Shared by :class:`~corral.checkpoint.SqliteSaver` and :class:`~corral.checkpoint.
+PostgresSaver`; nothing here knows a database. A :class:`Packer` is given a ``store``
+function that saves one value's JSON text and returns its id (an ``INSERT`` for SQLite, a
+row collected for the next statement for PostgreSQL) and the content hashes of the values
+already stored.
+
+Storing values once. A value whose JSON is at least ``MIN_BLOB`` bytes is stored through
+``store`` and the texts refer to it as ``{"$corral": <id>}``; the saver remembers the
+content hash of every value it wrote or read, so the same value is not stored twice. A
+list is split into its items (a list of stored items is written as runs of ids,
+``{"$corral": "refs", "v": [[first, count], [first, count, step], ...]}``); a dict only
+from ``_SPLIT_DICT`` bytes on, so a small record (a chat message) is stored, and shared,
+whole. A snapshot therefore refers to the items the earlier writes stored instead of
+copying them. Two more savings keep the per-step cost flat: a snapshot re-uses the
+previous snapshot's packing of list items that are the same objects and still equal
+(:class:`Last`), and a meta is stored as the keys that changed since its parent when this
+process wrote the parent (:func:`meta_text`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii as _encode_str
+from typing import Any, Final, NamedTuple
+
+from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import TAG, Serializer, encode
+from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
+
+__all__ = ["MIN_BLOB", "Last", "ListPacking", "Packer", "digest", "meta_text", "plain", "ref"]
+
+MIN_BLOB: Final = 128
+"""JSON texts shorter than this stay inline: a reference would save little."""
+_SPLIT_DICT: Final = 4096
+"""Dicts shorter than this are stored whole; longer ones are split into their values."""
+_FEW: Final = 4
+"""Lists and dicts this short are split into their items without first encoding them whole."""
+_SMALL_ITEMS: Final = 32
+"""Lists whose items average fewer bytes than this are stored whole (numbers, short tags)."""
+
+
+class Packer:
+    """Turns encoded trees into JSON text, storing large values once in a value row."""
+
+    __slots__ = ("dumps", "known", "new", "serializer", "store")
+
+    def __init__(
+        self,
+        store: Callable[[str], int],
+        known: dict[bytes, int],
+        new: dict[bytes, int],
+        ensure_ascii: bool,
+        serializer: Serializer | None,
+    ) -> None:
+        self.store = store
+        self.known = known
+        self.new = new
+        self.serializer = serializer
+        self.dumps = DUMPS_ASCII if ensure_ascii else DUMPS
+
+    def text(self, tree: Any) -> str:
+        """Return ``tree`` as JSON, or a reference when it is large enough to share."""
+        return self.item(tree)[0]
+
+    def item(self, tree: Any) -> tuple[str, int | None]:
+        """Return ``(json, blob id or None)`` for ``tree``: inline when small, else stored."""
+        if type(tree) is list and 0 < len(tree) <= _FEW:
+            # A short list (a node's update, usually) is split without encoding it whole.
+            text = self.list_text([self.item(x) for x in tree])
+            if len(text) < MIN_BLOB:
+                return text, None
+            blob_id = self.blob(text)
+            return ref(blob_id), blob_id
+        text = self.dumps(tree)
+        if len(text) < MIN_BLOB:
+            return text, None
+        kind = type(tree)
+        if kind is list and len(text) >= _SMALL_ITEMS * len(tree):
+            text = self.list_text([self.item(x) for x in tree])
+        elif kind is dict and len(text) >= _SPLIT_DICT:
+            text = self.fields(tree)
+        if len(text) < MIN_BLOB:
+            return text, None
+        blob_id = self.blob(text)
+        return ref(blob_id), blob_id
+
+    def list_text(self, items: list[tuple[str, int | None]]) -> str:
+        """Return a list's JSON from its items; a list of stored items as ranges of ids."""
+        if len(items) > 1 and all(blob_id is not None for _, blob_id in items):
+            return f'{{"{TAG}":"refs","v":{self.dumps(_ranges(items))}}}'
+        return "[" + ",".join([text for text, _ in items]) + "]"
+
+    def meta_texts(self, meta: Any) -> dict[str, str] | str:
+        """Return the JSON of each value of a meta dict, or the whole JSON of another value."""
+        serializer = self.serializer
+        if type(meta) is not dict or TAG in meta or not _STR.issuperset(map(type, meta)):
+            return self.text(encode(meta, serializer=serializer, where="meta"))
+        texts: dict[str, str] = {}
+        for k, v in meta.items():
+            kind = type(v)  # the runtime's meta is mostly ints and short strings
+            if kind is int:
+                texts[k] = int.__repr__(v)
+            elif kind is str and len(v) < MIN_BLOB:
+                texts[k] = _encode_str(v)
+            else:
+                texts[k] = (
+                    _scalar_json(v)
+                    or self.short(v)
+                    or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
+                )
+        return texts
+
+    def short(self, value: Any) -> str | None:
+        """Return the JSON of a plain value (JSON types only) when it stays inline, else None.
+
+        The runtime's meta is mostly small lists and dicts of names and counts; for those
+        the encoder and the packer would produce exactly this text, at several times the
+        cost.
+        """
+        if not plain(value):
+            return None
+        text: str = self.dumps(value)
+        return text if len(text) < MIN_BLOB else None
+
+    def record(self, tree: Any) -> str:
+        """Return a task record as JSON; its update is packed as a checkpoint's writes are,
+        so the values it stores once are the ones the superstep's checkpoint refers to."""
+        if type(tree) is not dict or TAG in tree:
+            return self.text(tree)
+        return (
+            "{"
+            + ",".join(
+                [
+                    f"{_encode_str(k)}:{self.fields(v) if k == 'update' else self.text(v)}"
+                    for k, v in tree.items()
+                ]
+            )
+            + "}"
+        )
+
+    def fields(self, tree: dict[str, Any]) -> str:
+        """Return a dict as JSON with each value through :meth:`text` (the dict stays inline)."""
+        if type(tree) is not dict:  # not an update the runtime writes, but stored all the same
+            return self.text(tree)
+        dumps = self.dumps
+        if len(tree) > _FEW:
+            whole: str = dumps(tree)
+            if len(whole) < MIN_BLOB:
+                return whole
+        return "{" + ",".join([f"{_encode_str(k)}:{self.text(v)}" for k, v in tree.items()]) + "}"
+
+    def snapshot(
+        self, state: dict[str, Any], earlier: dict[str, ListPacking]
+    ) -> tuple[str, dict[str, ListPacking]]:
+        """Encode and pack a state; a list's items that ``earlier`` packed are not redone.
+
+        An item is reused when it is the very object the previous snapshot of the thread
+        held at that index *and* still equals what was stored for it then, so a list that
+        grows by appending costs only its new items. Returns the JSON and what to remember.
+        """
+        if not all(type(k) is str for k in state) or TAG in state:
+            return self.text(encode(state, serializer=self.serializer, where="state")), {}
+        parts: list[str] = []
+        lists: dict[str, ListPacking] = {}
+        for key, value in state.items():
+            where = f"state[{key!r}]"
+            if type(value) is list:
+                raw, trees, items, ranges = self.reuse(value, earlier.get(key))
+                for i in range(len(raw), len(value)):
+                    tree = encode(value[i], serializer=self.serializer, where=f"{where}[{i}]")
+                    raw.append(value[i])
+                    trees.append(tree)
+                    item = self.item(tree)
+                    items.append(item)
+                    if ranges is not None:
+                        if item[1] is None:
+                            ranges = None
+                        else:
+                            _extend(ranges, item[1])
+                lists[key] = (raw, trees, items, ranges)
+                if ranges is not None and len(items) > 1:
+                    text = f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
+                else:
+                    text = self.list_text(items)
+                if len(text) >= MIN_BLOB:
+                    text = ref(self.blob(text))
+            else:
+                text = self.text(encode(value, serializer=self.serializer, where=where))
+            parts.append(f"{self.dumps(key)}:{text}")
+        return "{" + ",".join(parts) + "}", lists
+
+    @staticmethod
+    def reuse(value: list[Any], before: ListPacking | None) -> ListPacking:
+        """Return the packing of the longest prefix of ``value`` that ``before`` holds: the
+        same objects, still equal to what was stored for them (checked by C loops when the
+        whole earlier list is a prefix, the usual append-only case)."""
+        if before is None:
+            return [], [], [], []
+        old_raw, old_trees, old_items, old_ranges = before
+        count = len(old_raw)
+        if (
+            count <= len(value)
+            and all(map(_is, value, old_raw))
+            and _same(value[:count], old_trees)
+        ):
+            ranges = None if old_ranges is None else [run.copy() for run in old_ranges]
+            return old_raw.copy(), old_trees.copy(), old_items.copy(), ranges
+        n = 0
+        for x, old, tree in zip(value, old_raw, old_trees, strict=False):
+            if x is not old or not _same(x, tree):
+                break
+            n += 1
+        items = old_items[:n]
+        ranges = [] if all(blob_id is not None for _, blob_id in items) else None
+        if ranges is not None:
+            for _, blob_id in items:
+                assert blob_id is not None
+                _extend(ranges, blob_id)
+        return old_raw[:n], old_trees[:n], items, ranges
+
+    def blob(self, text: str) -> int:
+        """Store ``text`` once (as far as this process knows) and return its id."""
+        key = digest(text)
+        blob_id = self.known.get(key) or self.new.get(key)
+        if blob_id is None:
+            blob_id = self.new[key] = self.store(text)
+        return blob_id
+
+
+ListPacking = tuple[list[Any], list[Any], list[tuple[str, int | None]], list[list[int]] | None]
+"""What a snapshot remembers of one list: the items, their encoded trees and packed JSON,
+and the runs of ids of the stored items (``None`` when an item is inline)."""
+
+
+class Last(NamedTuple):
+    """What this process last put in a thread, to pack the next checkpoint against it."""
+
+    checkpoint_id: str
+    meta: dict[str, str] | str
+    """The JSON of each meta value (or of the whole meta when it is not a plain dict)."""
+    lists: dict[str, ListPacking]
+    """The lists of the thread's last snapshot, for :meth:`Packer.snapshot`."""
+
+
+def meta_text(
+    texts: dict[str, str] | str, checkpoint: Checkpoint, last: Last | None
+) -> tuple[str, bool]:
+    """Return the meta's JSON and whether it is a delta: only the keys that changed since
+    the parent when this process wrote the parent; in full on a snapshot (so every chain
+    starts from a full meta). Removed keys make it ``{"$corral": "delta", "v": ..., "del":
+    [...]}``."""
+    if isinstance(texts, str):
+        return texts, False
+    if (
+        last is None
+        or checkpoint.snapshot is not None
+        or checkpoint.parent_id != last.checkpoint_id
+        or isinstance(last.meta, str)
+    ):
+        return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
+    before = last.meta
+    changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
+    gone = [k for k in before if k not in texts]
+    if gone:
+        return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
+    return "{" + changed + "}", True
+
+
+def _scalar_json(value: Any) -> str | None:
+    """Return the JSON of a str, int, bool or None cheaply (no encoder call), else None."""
+    kind = type(value)
+    if kind is str and len(value) < MIN_BLOB:
+        return _encode_str(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if (kind is list or kind is dict) and not value:
+        return "[]" if kind is list else "{}"
+    return None
+
+
+_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_STR: Final = frozenset({str})
+
+
+def plain(value: Any) -> bool:
+    """Return whether ``value`` is made of JSON types only (the encoder leaves it as it is)."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind is list:  # a list or dict of scalars is checked by one C loop
+        return _PLAIN_SCALARS.issuperset(map(type, value)) or all(map(plain, value))
+    if kind is dict:
+        return (
+            TAG not in value
+            and _STR.issuperset(map(type, value))
+            and (
+                _PLAIN_SCALARS.issuperset(map(type, value.values()))
+                or all(map(plain, value.values()))
+            )
+        )
+    return False
+
+
+def _same(value: Any, tree: Any) -> bool:
+    """Return whether ``value`` still equals the tree it was stored as (False if unsure)."""
+    try:
+        return bool(value == tree)
+    except Exception:
+        return False
+
+
+def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
+    """Return the ids of stored items as ``[first, count]`` runs of consecutive ids, or
+    ``[first, count, step]`` runs of evenly spaced ids (a thread's values lie between its
+    checkpoint rows, so the items its supersteps appended are usually two ids apart).
+
+    >>> _ranges([("", 3), ("", 5), ("", 7), ("", 8), ("", 9)])
+    [[3, 3, 2], [8, 2]]
+    """
+    ranges: list[list[int]] = []
+    for _, blob_id in items:
+        assert blob_id is not None
+        _extend(ranges, blob_id)
+    return ranges
+
+
+def _extend(ranges: list[list[int]], blob_id: int) -> None:
+    """Add ``blob_id`` to the runs of :func:`_ranges`."""
+    last = ranges[-1] if ranges else None
+    if last is None:
+        ranges.append([blob_id, 1])
+    elif last[1] == 1 and blob_id > last[0]:
+        last[1] = 2
+        if blob_id - last[0] != 1:
+            last.append(blob_id - last[0])
+    elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
+        last[1] += 1
+    else:
+        ranges.append([blob_id, 1])
+
+
+_is: Final = operator.is_
+
+
+def ref(blob_id: int) -> str:
+    return f'{{"{TAG}":{blob_id}}}'
+
+
+def digest(text: str) -> bytes:
+    """Return the content hash of a blob's text."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

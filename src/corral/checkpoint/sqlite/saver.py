@@ -1,0 +1,507 @@
+"""``SqliteSaver``: the checkpointer over one SQLite file.
+
+The layout and its invariants are described in :mod:`corral.checkpoint.sqlite`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Final, Literal
+
+from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import (
+    TAG,
+    Serializer,
+    decode,
+    decode_checkpoint,
+    encode,
+    encode_record,
+)
+from corral.checkpoint.sqlite._schema import (
+    CHAIN,
+    INSERT,
+    INSERT_VALUE,
+    ROW,
+    error_for,
+    open_file,
+)
+from corral.checkpoint.sqlite.packing import Last, Packer, digest, meta_text, plain
+from corral.errors import CheckpointError
+
+__all__ = ["SqliteSaver"]
+
+_BLOB_CACHE_BYTES: Final = 8 << 20
+"""Bytes of blob text kept in memory for reading."""
+_KNOWN_CACHE: Final = 200_000
+"""Hashes of committed blobs (and checkpoint ids) remembered before the caches are cleared."""
+_LAST_THREADS: Final = 64
+"""Threads whose last checkpoint this process remembers, to write the next one as a delta."""
+
+
+class SqliteSaver:
+    """A checkpointer backed by one SQLite file, safe for several processes at once.
+
+    Args:
+        path: the database file; its folder is created. ``":memory:"`` keeps it in memory.
+        serializer: teaches the encoding values JSON cannot hold (see
+            :class:`~corral.checkpoint.serde.Serializer`); pass the same one to read them.
+        synchronous: ``"FULL"`` (default) syncs every checkpoint to disk, so a committed
+            checkpoint survives a power cut; ``"NORMAL"`` syncs less often (in WAL mode a
+            process crash still loses nothing, a power cut may lose the newest checkpoints).
+        timeout_s: how long a writer waits for another process's transaction to finish.
+
+    >>> with SqliteSaver(":memory:") as saver:
+    ...     saver.put(Checkpoint("t", "1", None, {"n": 1}))
+    ...     saver.put(Checkpoint("t", "2", "1", None, [("inc", {"n": 2})]))
+    ...     [(c.checkpoint_id, c.writes) for c in saver.chain("t")]
+    [('1', []), ('2', [('inc', {'n': 2})])]
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        serializer: Serializer | None = None,
+        synchronous: Literal["FULL", "NORMAL"] = "FULL",
+        timeout_s: float = 30.0,
+    ) -> None:
+        if synchronous not in ("FULL", "NORMAL"):
+            msg = f"synchronous={synchronous!r} is not a SQLite sync level; use 'FULL' or 'NORMAL'"
+            raise ValueError(msg)
+        self.path = os.fspath(path)
+        self.serializer = serializer
+        self.synchronous = synchronous
+        self.timeout_s = timeout_s
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        self._closed = False
+        self._threads: dict[str, int] = {}
+        """Thread name -> row id, for threads known to be committed."""
+        self._seqs: dict[tuple[int, str], int] = {}
+        """(thread, checkpoint id) -> seq, for checkpoints known to be committed."""
+        self._blob_ids: dict[bytes, int] = {}
+        """Content hash -> blob id, for blobs known to be committed."""
+        self._last: dict[str, Last] = {}
+        """Per thread, what this process put last (for meta deltas and snapshot reuse)."""
+        self._blob_texts: OrderedDict[int, str] = OrderedDict()
+        self._blob_bytes = 0
+        with self._lock:
+            self._connection()
+
+    # -- the protocol ------------------------------------------------------------------
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Save ``checkpoint`` in one transaction.
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the id is already taken in the thread, the parent is unknown,
+                or the file cannot be written.
+        """
+        # The snapshot and meta are encoded while packing: unchanged list items and plain
+        # meta values skip the general encoder; so do updates of JSON values only (the
+        # encoder would return an equal copy, and packing only reads them).
+        serializer = self.serializer
+        writes = [
+            [
+                node,
+                update
+                if plain(update)
+                else encode(
+                    update, serializer=serializer, where="update", owner=f"written by {node!r}"
+                ),
+            ]
+            for node, update in checkpoint.writes
+        ]
+        with self._lock:  # errors converted inline: a context manager costs ~1 us a put
+            try:
+                conn = self._connection()
+                try:
+                    self._put(conn, checkpoint, writes, ensure_ascii=False)
+                except UnicodeEncodeError:
+                    # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
+                    self._put(conn, checkpoint, writes, ensure_ascii=True)
+            except sqlite3.DatabaseError as exc:
+                raise error_for(self.path, self.timeout_s, "write a checkpoint to", exc) from exc
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
+    ) -> None:
+        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``).
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the file
+                cannot be written.
+        """
+        tree = encode_record(record, self.serializer)
+        with self._lock, self._errors("record a finished task in"):
+            conn = self._connection()
+            try:
+                self._put_writes(conn, thread_id, checkpoint_id, task, tree, ensure_ascii=False)
+            except UnicodeEncodeError:
+                self._put_writes(conn, thread_id, checkpoint_id, task, tree, ensure_ascii=True)
+
+    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
+        """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return {}
+            seq = self._seq(conn, thread, checkpoint_id)
+            if seq is None:
+                return {}
+            rows = conn.execute(
+                "SELECT task, record FROM pending_writes WHERE thread = ? AND seq = ? "
+                "ORDER BY task",
+                (thread, seq),
+            ).fetchall()
+            resolve = self._resolver(conn)
+            out: dict[int, dict[str, Any]] = {}
+            for task, text in rows:
+                where = f"task {task} after checkpoint {checkpoint_id!r}"
+                try:
+                    tree = json.loads(text)
+                except ValueError as exc:
+                    msg = (
+                        f"the record of {where} of thread {thread_id!r} in {self.path!r} is "
+                        f"damaged ({exc}); resume from an earlier checkpoint or a new thread"
+                    )
+                    raise CheckpointError(msg, path=self.path) from exc
+                out[int(task)] = decode(
+                    tree, serializer=self.serializer, resolve=resolve, where=where
+                )
+            return out
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return []
+            if checkpoint_id is None:
+                found = conn.execute(
+                    "SELECT max(seq) FROM checkpoints WHERE thread = ?", (thread,)
+                ).fetchone()
+            else:
+                found = conn.execute(
+                    "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
+                    (thread, checkpoint_id),
+                ).fetchone()
+            if found is None or found[0] is None:
+                return []
+            params = {"thread": thread, "seq": found[0]}
+            rows = conn.execute(CHAIN + " ORDER BY k.seq", params).fetchall()
+            metas: dict[str, Any] = {}
+            return [self._decode(conn, thread_id, row, metas) for row in rows]
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        """Return every checkpoint of the thread, oldest first."""
+        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            if thread is None:
+                return []
+            rows = conn.execute(ROW + " WHERE k.thread = ? ORDER BY k.seq", (thread,))
+            metas: dict[str, Any] = {}
+            return [self._decode(conn, thread_id, row, metas) for row in rows.fetchall()]
+
+    # -- extras ------------------------------------------------------------------------
+
+    def threads(self) -> list[str]:
+        """Return the ids of every thread with a checkpoint, in the order they began."""
+        with self._lock, self._errors("read threads from"), self._read() as conn:
+            rows = conn.execute("SELECT name FROM threads ORDER BY id").fetchall()
+            return [name for (name,) in rows]
+
+    def close(self) -> None:
+        """Close the file; later calls raise ``CheckpointError``. Closing twice is harmless."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None  # a connection inherited through fork is dropped, not closed
+
+    def __enter__(self) -> SqliteSaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteSaver({self.path!r})"
+
+    # -- opening -----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        """Return this process's connection, opening (and checking) the file on first use."""
+        if self._closed:
+            msg = f"the SqliteSaver for {self.path!r} is closed; create a new one to go on"
+            raise CheckpointError(msg, path=self.path)
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        # First use, or a forked child: a SQLite connection must not cross a fork.
+        self._conn = None
+        self._seqs.clear()
+        with self._errors("open"):
+            conn = open_file(self.path, self.synchronous, self.timeout_s)
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _put(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        writes: list[Any],
+        *,
+        ensure_ascii: bool,
+    ) -> None:
+        new_blobs: dict[bytes, int] = {}
+        new_thread: int | None = None
+        last = self._last.get(checkpoint.thread_id)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            thread = self._thread(conn, checkpoint.thread_id, create=True)
+            assert thread is not None
+            if checkpoint.thread_id not in self._threads:
+                new_thread = thread
+            parent = self._parent(conn, thread, checkpoint)
+            packer = Packer(
+                _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
+            )
+            snapshot_text, lists = None, None
+            if checkpoint.snapshot is not None:
+                earlier = last.lists if last is not None else {}
+                snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
+            meta_texts = packer.meta_texts(checkpoint.meta)
+            row = (
+                thread,
+                checkpoint.checkpoint_id,
+                parent,
+                snapshot_text,
+                "["
+                + ",".join([f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes])
+                + "]",
+                *meta_text(meta_texts, checkpoint, last),
+            )
+            try:
+                seq = conn.execute(INSERT, row).lastrowid
+                assert seq is not None
+            except sqlite3.IntegrityError as exc:
+                msg = (
+                    f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
+                    f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+                )
+                raise CheckpointError(msg, path=self.path) from exc
+            if parent is not None:  # the parent's superstep is now in this checkpoint
+                conn.execute(
+                    "DELETE FROM pending_writes WHERE thread = ? AND seq = ?", (thread, parent)
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        # Only now is it all committed, so only now may the caches remember it.
+        if new_thread is not None:
+            self._threads[checkpoint.thread_id] = new_thread
+        self._known_blobs(new_blobs)
+        if len(self._seqs) > _KNOWN_CACHE:
+            self._seqs.clear()
+        self._seqs[thread, checkpoint.checkpoint_id] = int(seq)
+        self._last.pop(checkpoint.thread_id, None)
+        if len(self._last) >= _LAST_THREADS:
+            del self._last[next(iter(self._last))]
+        self._last[checkpoint.thread_id] = Last(
+            checkpoint.checkpoint_id,
+            meta_texts,
+            lists if lists is not None else last.lists if last is not None else {},
+        )
+
+    def _put_writes(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        checkpoint_id: str,
+        task: int,
+        tree: Any,
+        *,
+        ensure_ascii: bool,
+    ) -> None:
+        new_blobs: dict[bytes, int] = {}
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            thread = self._thread(conn, thread_id, create=False)
+            seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
+            if thread is None or seq is None:
+                msg = (
+                    f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
+                    f"{thread_id!r} has no such checkpoint; put the checkpoint first"
+                )
+                raise CheckpointError(msg, path=self.path)
+            packer = Packer(
+                _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) "
+                "VALUES (?, ?, ?, ?)",
+                (thread, seq, task, packer.record(tree)),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self._known_blobs(new_blobs)
+
+    def _seq(self, conn: sqlite3.Connection, thread: int, checkpoint_id: str) -> int | None:
+        """Return the seq of a committed checkpoint, or ``None`` when the thread has none."""
+        seq = self._seqs.get((thread, checkpoint_id))
+        if seq is not None:
+            return seq
+        row = conn.execute(
+            "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
+            (thread, checkpoint_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _known_blobs(self, blobs: dict[bytes, int]) -> None:
+        if len(self._blob_ids) + len(blobs) > _KNOWN_CACHE:
+            self._blob_ids.clear()
+        self._blob_ids.update(blobs)
+
+    def _thread(self, conn: sqlite3.Connection, name: str, *, create: bool) -> int | None:
+        known = self._threads.get(name)
+        if known is not None:
+            return known
+        if create:
+            conn.execute("INSERT OR IGNORE INTO threads (name) VALUES (?)", (name,))
+        row = conn.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        if not create:
+            self._threads[name] = row[0]  # read inside a transaction: it is committed
+        return int(row[0])
+
+    def _parent(self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint) -> int | None:
+        if checkpoint.parent_id is None:
+            return None
+        seq = self._seq(conn, thread, checkpoint.parent_id)
+        if seq is None:
+            msg = (
+                f"checkpoint {checkpoint.checkpoint_id!r} names parent "
+                f"{checkpoint.parent_id!r}, which thread {checkpoint.thread_id!r} does not "
+                "have; put the parent first (or pass parent_id=None to start the thread)"
+            )
+            raise CheckpointError(msg, path=self.path)
+        return seq
+
+    # -- reading -----------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """Yield the connection inside a read transaction: one consistent, committed view."""
+        conn = self._connection()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _decode(
+        self,
+        conn: sqlite3.Connection,
+        thread_id: str,
+        row: tuple[Any, ...],
+        metas: dict[str, Any],
+    ) -> Checkpoint:
+        """Decode one row; ``metas`` holds the meta of the rows decoded before it (by id)."""
+        _seq, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta = row
+        try:
+            trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
+            meta_tree = json.loads(meta)
+            if meta_is_delta:
+                delta = meta_tree if meta_tree.get(TAG) == "delta" else {"v": meta_tree}
+                meta_tree = {**metas[parent_id], **delta["v"]}
+                for key in delta.get("del", ()):
+                    meta_tree.pop(key, None)
+            metas[checkpoint_id] = meta_tree
+            trees.append(meta_tree)
+        except (ValueError, KeyError, TypeError) as exc:
+            msg = (
+                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {self.path!r} is "
+                f"damaged ({exc!r}); resume from an earlier checkpoint or start a new thread"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
+        return decode_checkpoint(
+            (thread_id, checkpoint_id, parent_id),
+            *trees,
+            serializer=self.serializer,
+            resolve=self._resolver(conn),
+        )
+
+    def _resolver(self, conn: sqlite3.Connection) -> Callable[[int], Any]:
+        def resolve(blob_id: int) -> Any:
+            text = self._blob_texts.get(blob_id)
+            if text is None:
+                row = conn.execute(
+                    "SELECT data FROM checkpoints WHERE seq = ?", (blob_id,)
+                ).fetchone()
+                if row is None or row[0] is None:
+                    msg = (
+                        f"{self.path!r} is damaged: stored value {blob_id} is missing; "
+                        "resume from an earlier checkpoint or start a new thread"
+                    )
+                    raise CheckpointError(msg, path=self.path)
+                text = str(row[0])
+                self._remember(blob_id, text)
+                # Whatever this process has read it can share: a resumed run's next
+                # snapshot refers to the items its chain already stored.
+                self._blob_ids[digest(text)] = blob_id
+            else:
+                self._blob_texts.move_to_end(blob_id)
+            try:
+                return json.loads(text)
+            except ValueError as exc:
+                msg = f"{self.path!r} is damaged: stored value {blob_id} is not JSON ({exc})"
+                raise CheckpointError(msg, path=self.path) from exc
+
+        return resolve
+
+    def _remember(self, blob_id: int, text: str) -> None:
+        self._blob_texts[blob_id] = text
+        self._blob_bytes += len(text)
+        while self._blob_bytes > _BLOB_CACHE_BYTES and self._blob_texts:
+            _, old = self._blob_texts.popitem(last=False)
+            self._blob_bytes -= len(old)
+
+    @contextmanager
+    def _errors(self, verb: str) -> Iterator[None]:
+        """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise error_for(self.path, self.timeout_s, verb, exc) from exc
+
+
+def _store_in(conn: sqlite3.Connection) -> Callable[[str], int]:
+    """Return the ``store`` function of a :class:`Packer` writing value rows through ``conn``."""
+
+    def store(text: str) -> int:
+        blob_id = conn.execute(INSERT_VALUE, (text,)).lastrowid
+        assert blob_id is not None
+        return blob_id
+
+    return store
