@@ -18,6 +18,7 @@ from corral.errors import (
     RouteError,
     SerializationError,
     StepLimitError,
+    StuckJoinError,
     ToolError,
 )
 from corral.reducers import Overwrite
@@ -68,5 +69,6 @@ __all__ = [
     "SerializationError",
     "StepLimitError",
     "ToolError",
+    "StuckJoinError",
     "__version__",
 ]

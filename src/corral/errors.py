@@ -22,8 +22,12 @@ __all__ = [
     "NodeError",
     "RouteError",
     "RunFailedError",
+    "RunningLoopError",
     "SerializationError",
     "StepLimitError",
+    "StreamModeError",
+    "StuckJoinError",
+    "ThreadStateError",
     "ToolError",
     "WaitTimeoutError",
 ]
@@ -113,6 +117,25 @@ class RouteError(CorralError, ValueError):
         self.router = router
         self.value = value
         self.allowed: tuple[str, ...] = tuple(allowed)
+
+
+class StuckJoinError(RouteError):
+    """A run would end while a ``wait_for`` join still waits for some of its nodes (CR304)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        join: str,
+        waiting_for: Sequence[str],
+        wait_for: Sequence[str],
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, router=join, value=None, allowed=wait_for)
+        self.join = join
+        self.waiting_for: tuple[str, ...] = tuple(waiting_for)
+        """The nodes of its ``wait_for`` that have not run since the join's last run."""
+        self.state: dict[str, Any] = dict(state or {})
 
 
 class InvalidUpdateError(CorralError, ValueError):
@@ -228,3 +251,27 @@ class WaitTimeoutError(CorralError, TimeoutError):
         self.thread_id = thread_id
         self.timeout_s = timeout_s
         self.status = status
+
+
+class ThreadStateError(CorralError, ValueError):
+    """A call asks a thread for what its state cannot give (continue, answer, resume)."""
+
+    def __init__(self, message: str, *, thread_id: str | None = None) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+
+class StreamModeError(CorralError, ValueError):
+    """``stream``/``astream`` got a ``mode`` that is not one of the stream modes."""
+
+    def __init__(self, message: str, *, mode: object) -> None:
+        super().__init__(message)
+        self.mode = mode
+
+
+class RunningLoopError(CorralError, RuntimeError):
+    """A graph with async nodes was run synchronously inside a running event loop."""
+
+    def __init__(self, message: str, *, method: str) -> None:
+        super().__init__(message)
+        self.method = method

@@ -37,7 +37,8 @@ def read_schema(schema: type[Any], *, role: str = "state_schema") -> tuple[KeySp
     keys: list[KeySpec] = []
     for name, hint in hints.items():
         value_type, reducer = _split(hint)
-        keys.append(KeySpec(name, value_type, reducer))
+        empty = empty_value(value_type) if reducer is not None else None
+        keys.append(KeySpec(name, value_type, reducer, empty))
     return tuple(keys)
 
 

@@ -110,6 +110,8 @@ class KeySpec:
     """The declared value type, without ``Annotated`` metadata."""
     reducer: Callable[[Any, Any], Any] | None = None
     """The merge function from ``Annotated[T, reducer]``, or ``None`` (last write wins)."""
+    empty: Any = field(default=None, compare=False, hash=False)
+    """The value a reducer starts from when the key is missing (``[]`` for a list), or ``None``."""
 
 
 @dataclass(frozen=True)

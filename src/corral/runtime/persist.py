@@ -32,14 +32,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
-from corral.control import Send
 from corral.errors import CheckpointError, CorralError
-from corral.runtime.engine import NO_ARG, Execution, Result, Saving, Task
 from corral.runtime.events import CheckpointWritten, Interrupt, StateSnapshot
+from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
 from corral.runtime.state import apply_writes
-from corral.runtime.tables import Tables
+from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
-__all__ = ["SNAPSHOT_EVERY", "ThreadSaver", "load", "rebuild", "result_json", "snapshot_of"]
+__all__ = [
+    "SNAPSHOT_EVERY",
+    "ThreadWriter",
+    "load",
+    "pause_json",
+    "pause_of",
+    "rebuild",
+    "result_json",
+    "snapshot_of",
+]
 
 SNAPSHOT_EVERY = 20
 """A checkpoint carries a full snapshot at least every this many checkpoints."""
@@ -47,7 +55,7 @@ SNAPSHOT_EVERY = 20
 FORMAT = 1
 
 
-class ThreadSaver(Saving):
+class ThreadWriter(CheckpointWriter):
     """Writes the checkpoints of one run of one thread."""
 
     def __init__(
@@ -76,67 +84,69 @@ class ThreadSaver(Saving):
         self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
         self.records_tasks = self.writes is not None
 
-    def save_task(self, ex: Execution, result: Result) -> None:
+    def save_task(self, rs: RunState, result: TaskResult) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
         assert self.writes is not None and self.parent_id is not None
-        self.writes.put_writes(self.thread_id, self.parent_id, result[0], result_json(result))
+        self.writes.put_writes(self.thread_id, self.parent_id, result.position, result_json(result))
 
-    def interrupt_id(self, ex: Execution, task: int, index: int, node: str) -> str:
+    def interrupt_id(self, rs: RunState, task: int, index: int, node: str) -> str:
         """Return a stable id for an interrupt of this run."""
-        text = f"{self.thread_id}|{self.run}|{ex.supersteps}|{task}|{index}|{node}"
+        text = f"{self.thread_id}|{self.run}|{rs.supersteps}|{task}|{index}|{node}"
         return hashlib.sha1(text.encode()).hexdigest()[:12]
 
-    def _ids(self, ex: Execution, pauses: list[dict[str, Any]]) -> None:
+    def name_pauses(self, rs: RunState, pauses: list[Pause]) -> None:
+        """Give every pause of ``pauses`` that has none its stable id."""
         for pause in pauses:
-            if "id" not in pause:
-                which = pause.get("index")
-                index = which if isinstance(which, int) else -1 if pause["when"] == "before" else -2
-                pause["id"] = self.interrupt_id(ex, pause["task"], index, pause["node"])
+            if pause.id is None:
+                which = pause.index
+                index = which if which is not None else -1 if pause.when == "before" else -2
+                pause.id = self.interrupt_id(rs, pause.task, index, pause.node)
 
     def save_superstep(
         self,
-        ex: Execution,
+        rs: RunState,
         writes: list[tuple[str, dict[str, Any]]],
-        pauses: list[dict[str, Any]],
+        pauses: list[Pause],
     ) -> None:
         """Write the checkpoint of a finished superstep."""
-        self._ids(ex, pauses)
+        self.name_pauses(rs, pauses)
         if pauses:
             status = "interrupted"
         else:
-            # A join still held when nothing else is left to run never runs: the run is over.
-            status = "running" if ex.tasks else "done"
-        self.put(ex, writes, status, "loop", pauses)
+            # A join still held when nothing else is left to run never runs: the run ends
+            # with StuckJoinError (CR304), and the checkpoint says so.
+            status = "running" if rs.tasks else "error" if rs.held else "done"
+        self.put(rs, writes, status, "loop", pauses)
 
     def save_partial(
         self,
-        ex: Execution,
-        results: list[Result],
-        pauses: list[dict[str, Any]],
+        rs: RunState,
+        results: list[TaskResult],
+        pauses: list[Pause],
         status: str,
         *,
-        reroute: list[Result] | None = None,
+        reroute: list[TaskResult] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
     ) -> None:
         """Write the checkpoint of a superstep cut short (interrupt or error)."""
-        self._ids(ex, pauses)
+        self.name_pauses(rs, pauses)
         extra: dict[str, Any] = {}
         if results:
             extra["done"] = [result_json(r) for r in results]
         if reroute is not None:
             extra["reroute"] = [result_json(r) for r in reroute]
-        self.put(ex, writes or [], status, "loop", pauses, extra)
+        self.put(rs, writes or [], status, "loop", pauses, extra)
 
     def put(
         self,
-        ex: Execution,
+        rs: RunState,
         writes: Sequence[tuple[str, Mapping[str, Any]]],
         status: str,
         source: str,
-        pauses: list[dict[str, Any]],
+        pauses: list[Pause],
         extra: dict[str, Any] | None = None,
     ) -> None:
-        """Write one checkpoint of ``ex`` as it is now."""
+        """Write one checkpoint of ``rs`` as it is now."""
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
         if (
@@ -144,12 +154,12 @@ class ThreadSaver(Saving):
             or self.force_snapshot
             or self.since_snapshot + 1 >= SNAPSHOT_EVERY
         ):
-            snapshot: dict[str, Any] | None = dict(ex.values)
+            snapshot: dict[str, Any] | None = dict(rs.values)
             since = 0
         else:
             snapshot = None
             since = self.since_snapshot + 1
-        meta = _meta(ex, self.tables, status, source, pauses, seq, since, self.run)
+        meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
         if extra:
             meta.update(extra)
         checkpoint = Checkpoint(
@@ -166,17 +176,17 @@ class ThreadSaver(Saving):
         self.since_snapshot = since
         self.force_snapshot = False
         self.last_status = status
-        ex.checkpoint_id = checkpoint_id
-        if ex.emit is not None:
-            ex.emit(CheckpointWritten(self.thread_id, checkpoint_id, ex.supersteps, status))
+        rs.checkpoint_id = checkpoint_id
+        if rs.emit is not None:
+            rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
 
 def _meta(
-    ex: Execution,
+    rs: RunState,
     tables: Tables,
     status: str,
     source: str,
-    pauses: list[dict[str, Any]],
+    pauses: list[Pause],
     seq: int,
     since: int,
     run: int,
@@ -188,45 +198,71 @@ def _meta(
         "status": status,
         "source": source,
         "fingerprint": tables.fingerprint,
-        "next": [_task_json(task) for task in ex.tasks],
-        "steps": ex.steps,
-        "supersteps": ex.supersteps,
-        "runs": dict(ex.runs),
-        "guards": [[source_, target, count] for (source_, target), count in ex.guards.items()],
+        "next": [_task_json(task) for task in rs.tasks],
+        "steps": rs.steps,
+        "supersteps": rs.supersteps,
+        "runs": dict(rs.runs),
+        "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
         "since_snapshot": since,
     }
     # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
     # default it), which keeps the stored meta and the work of storing it small.
-    if ex.arrived:
-        arrived = {join: sorted(nodes) for join, nodes in ex.arrived.items() if nodes}
+    if rs.arrived:
+        arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
         if arrived:
             meta["arrived"] = arrived
-    if ex.held:
-        meta["held"] = list(ex.held)
+    if rs.held:
+        meta["held"] = list(rs.held)
     if pauses:
-        meta["interrupts"] = [dict(p) for p in pauses]
-    if ex.answers:
-        answers = {str(task): list(values) for task, values in ex.answers.items() if values}
+        meta["interrupts"] = [pause_json(p) for p in pauses]
+    if rs.answers:
+        answers = {str(task): list(values) for task, values in rs.answers.items() if values}
         if answers:
             meta["answers"] = answers
     return meta
 
 
 def _task_json(task: Task) -> dict[str, Any]:
-    node, arg = task
-    if arg is NO_ARG:
-        return {"node": node.name}
-    return {"node": node.name, "arg": arg}
+    if task.arg is NO_ARG:
+        return {"node": task.node.name}
+    return {"node": task.node.name, "arg": task.arg}
 
 
-def result_json(result: Result) -> dict[str, Any]:
-    index, node, update, goto = result
+def result_json(result: TaskResult) -> dict[str, Any]:
+    """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
     return {
-        "task": index,
-        "node": node.name,
-        "update": update,
-        "goto": list(goto) if goto is not None else None,
+        "task": result.position,
+        "node": result.node.name,
+        "update": result.update,
+        "goto": list(result.goto) if result.goto is not None else None,
     }
+
+
+def pause_json(pause: Pause) -> dict[str, Any]:
+    """Return the JSON form of a pause, as ``meta["interrupts"]`` holds it."""
+    out: dict[str, Any] = {
+        "task": pause.task,
+        "node": pause.node,
+        "value": pause.value,
+        "when": pause.when,
+    }
+    if pause.index is not None:
+        out["index"] = pause.index
+    if pause.id is not None:
+        out["id"] = pause.id
+    return out
+
+
+def pause_of(item: Mapping[str, Any]) -> Pause:
+    """Return the pause saved as ``item`` in a checkpoint's ``meta["interrupts"]``."""
+    return Pause(
+        int(item["task"]),
+        str(item["node"]),
+        item.get("value"),
+        item.get("when", "during"),
+        item.get("index"),
+        item.get("id"),
+    )
 
 
 def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
@@ -292,7 +328,7 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
         raise CheckpointError(msg)
 
 
-def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Any:
+def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Node:
     node = tables.nodes.get(name)
     if node is None:
         msg = (
@@ -305,12 +341,12 @@ def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Any:
 
 
 def load(
-    ex: Execution,
+    rs: RunState,
     tables: Tables,
     checkpoint: Checkpoint,
     checkpointer: Checkpointer | None = None,
 ) -> None:
-    """Restore the counters, tasks and bookkeeping of ``ex`` from a checkpoint's meta.
+    """Restore the counters, tasks and bookkeeping of ``rs`` from a checkpoint's meta.
 
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
@@ -318,41 +354,41 @@ def load(
     """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
-    ex.tasks = [
-        (_node(tables, t["node"], checkpoint), t["arg"] if "arg" in t else NO_ARG)
+    rs.tasks = [
+        Task(_node(tables, t["node"], checkpoint), t["arg"] if "arg" in t else NO_ARG)
         for t in meta.get("next", [])
     ]
-    ex.steps = int(meta.get("steps", 0))
-    ex.supersteps = int(meta.get("supersteps", 0))
-    ex.runs = {str(k): int(v) for k, v in meta.get("runs", {}).items()}
+    rs.steps = int(meta.get("steps", 0))
+    rs.supersteps = int(meta.get("supersteps", 0))
+    rs.runs = {str(k): int(v) for k, v in meta.get("runs", {}).items()}
     for source, target, count in meta.get("guards", []):
-        ex.guards[(source, target)] = int(count)
-    ex.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
-    ex.held = list(meta.get("held", []))
-    ex.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
-    ex.done = {}
+        rs.guards[(source, target)] = int(count)
+    rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
+    rs.held = list(meta.get("held", []))
+    rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
+    rs.done = {}
     for item in meta.get("done", []):
         result = _result(tables, item, checkpoint)
-        ex.done[result[0]] = result
+        rs.done[result.position] = result
     if "reroute" in meta:
-        ex.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
-    ex.checkpoint_id = checkpoint.checkpoint_id
-    if checkpointer is not None and len(ex.tasks) > 1 and isinstance(checkpointer, TaskWrites):
+        rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
+    rs.checkpoint_id = checkpoint.checkpoint_id
+    if checkpointer is not None and len(rs.tasks) > 1 and isinstance(checkpointer, TaskWrites):
         pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
         for index, item in pending.items():
-            _take_pending(ex, tables, checkpoint, index, item)
+            _take_pending(rs, tables, checkpoint, index, item)
 
 
 def _take_pending(
-    ex: Execution, tables: Tables, checkpoint: Checkpoint, index: int, item: Mapping[str, Any]
+    rs: RunState, tables: Tables, checkpoint: Checkpoint, index: int, item: Mapping[str, Any]
 ) -> None:
     """Count a recorded finished task as done, after checking it is the task it says."""
-    if index in ex.done:
+    if index in rs.done:
         return
     name = item.get("node")
     if (
-        not 0 <= index < len(ex.tasks)
-        or ex.tasks[index][0].name != name
+        not 0 <= index < len(rs.tasks)
+        or rs.tasks[index].node.name != name
         or item.get("task") != index
     ):
         msg = (
@@ -363,14 +399,14 @@ def _take_pending(
         )
         raise CheckpointError(msg)
     result = _result(tables, item, checkpoint)
-    ex.done[index] = result
-    ex.steps += 1
-    ex.runs[result[1].name] = ex.runs.get(result[1].name, 0) + 1
+    rs.done[index] = result
+    rs.steps += 1
+    rs.runs[result.node.name] = rs.runs.get(result.node.name, 0) + 1
 
 
-def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> Result:
+def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> TaskResult:
     goto = item.get("goto")
-    return (
+    return TaskResult(
         int(item["task"]),
         _node(tables, item["node"], checkpoint),
         item.get("update"),
@@ -406,8 +442,3 @@ def snapshot_of(values: dict[str, Any], checkpoint: Checkpoint) -> StateSnapshot
         source=str(meta.get("source", "loop")),
         runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
     )
-
-
-def is_send(value: Any) -> bool:
-    """Return whether a saved goto item is a ``Send``."""
-    return isinstance(value, Send)

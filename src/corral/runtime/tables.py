@@ -1,8 +1,9 @@
 """Dispatch tables built once at compile time from a :class:`~corral.spec.GraphSpec`.
 
-The engine's hot path reads these instead of the spec: each node knows its function, how it
-leaves (fixed ``then`` targets, a router, or ``Command`` targets), its guards keyed by target,
-the joins that wait for it and its caps, so a node run costs a few attribute reads.
+The runtime reads these instead of the spec: each node knows its function, how it leaves
+(fixed ``then`` targets, a router, or ``Command`` targets), its guards keyed by target, the
+joins that wait for it and its caps, so a node run costs a few attribute reads. Only the spec
+is read here (not the DSL): the empty value of a reducer key comes from ``KeySpec.empty``.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from corral.schema import empty_value
 from corral.spec import END, GraphSpec, Guard
 
-__all__ = ["NO_ARG", "Node", "Router", "Tables", "build_tables"]
+__all__ = ["NO_ARG", "AloneRoute", "Node", "Router", "Tables", "Task", "build_tables"]
 
 
 class _NoArg:
@@ -29,10 +29,28 @@ NO_ARG: Any = _NoArg()
 """The argument of a task that reads the state (not started by a ``Send``)."""
 
 
+class Task(NamedTuple):
+    """A node to run and its ``Send`` argument (``NO_ARG`` for a run that reads the state)."""
+
+    node: Node
+    arg: Any
+
+
+class AloneRoute(NamedTuple):
+    """A route that leads to one plain task (or ``END``) on its own, with its guard."""
+
+    tasks: tuple[Task, ...]
+    """The next superstep's tasks: the target alone, or none for ``END``."""
+    guard: tuple[str, str] | None
+    """The guard key ``(source, target)`` of the route, if guarded."""
+    max: int
+    """The guard's ``max`` (0 for an unguarded route)."""
+
+
 class Router:
     """A router as the engine calls it."""
 
-    __slots__ = ("allowed", "func", "guards", "is_async", "many", "name", "takes_ctx")
+    __slots__ = ("allowed", "func", "is_async", "many", "name", "takes_ctx")
 
     def __init__(
         self,
@@ -55,18 +73,17 @@ class Node:
     """A node as the engine runs it."""
 
     __slots__ = (
+        "alone",
         "command",
-        "fast",
         "func",
         "guards",
-        "hot",
+        "inline",
         "is_async",
         "joins",
         "max_runs",
         "name",
         "order",
         "router",
-        "simple",
         "takes_ctx",
         "then",
         "wait_for",
@@ -89,14 +106,12 @@ class Node:
         self.wait_for: frozenset[str] = frozenset()
         self.joins: tuple[str, ...] = ()
         """The join nodes whose ``wait_for`` names this node."""
-        self.simple = False
-        """True when the hot path may run it: no joins, no cap of its own, no context."""
-        self.fast: dict[str, tuple[tuple[Node, Any] | None, tuple[str, str] | None, int]] = {}
-        """Per single target: the next task (``None`` for END), the guard key and its max.
+        self.inline = False
+        """Whether the inline path may run it: no join, no cap of its own, no context."""
+        self.alone: dict[str, AloneRoute] = {}
+        """Per target that leads to one plain task (or END): that route, for the inline path.
 
-        Only targets the hot path can take alone are here (not joins)."""
-        self.hot: tuple[Any, ...] = ()
-        """What the engine's hot path reads of a node, in one tuple (set by ``build_tables``)."""
+        Joins are not here: a route into a join is taken by the superstep core."""
 
 
 class Tables:
@@ -110,8 +125,12 @@ class Tables:
         }
         self.keyset: frozenset[str] = frozenset(self.reducers)
         self.empties: dict[str, Any] = {
-            key.name: empty_value(key.type) for key in spec.keys if key.reducer is not None
+            key.name: key.empty for key in spec.keys if key.reducer is not None
         }
+        self.last_write: frozenset[str] = frozenset(
+            key.name for key in spec.keys if key.reducer is None
+        )
+        """The keys without a reducer: a write replaces their value."""
         self.starts: tuple[str, ...] = ()
         self.guard_keys: tuple[tuple[str, str], ...] = ()
         self.has_async = False
@@ -159,32 +178,8 @@ def build_tables(spec: GraphSpec) -> Tables:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
-        node.simple = not (node.joins or node.wait_for or node.max_runs or node.takes_ctx)
-        targets = list(node.then or ())
-        if node.router is not None:
-            targets.extend(node.router.allowed)
-        targets.extend(node.command or ())
-        for target in targets:
-            following = tables.nodes.get(target)
-            if target != END and (following is None or following.wait_for):
-                continue
-            task = (following, NO_ARG) if following is not None else None
-            guarded = node.guards.get(target)
-            if guarded is None:
-                node.fast[target] = (task, None, 0)
-            else:
-                node.fast[target] = (task, guarded[0], guarded[1].max)
-        router = node.router
-        node.hot = (
-            node.name,
-            node.func,
-            node.then,
-            router,
-            router.func if router is not None else None,
-            router.takes_ctx if router is not None else False,
-            router.allowed if router is not None else (),
-            node.fast,
-        )
+        node.inline = not (node.joins or node.wait_for or node.max_runs or node.takes_ctx)
+        node.alone = _alone_routes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -194,6 +189,25 @@ def build_tables(spec: GraphSpec) -> Tables:
     )
     tables.fingerprint = fingerprint(spec)
     return tables
+
+
+def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
+    targets = list(node.then or ())
+    if node.router is not None:
+        targets.extend(node.router.allowed)
+    targets.extend(node.command or ())
+    routes: dict[str, AloneRoute] = {}
+    for target in targets:
+        following = tables.nodes.get(target)
+        if target != END and (following is None or following.wait_for):
+            continue
+        tasks = (Task(following, NO_ARG),) if following is not None else ()
+        guarded = node.guards.get(target)
+        if guarded is None:
+            routes[target] = AloneRoute(tasks, None, 0)
+        else:
+            routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max)
+    return routes
 
 
 def fingerprint(spec: GraphSpec) -> str:

@@ -1,0 +1,262 @@
+"""The drivers: they call nodes and routers (and await them), and hand the results to the core.
+
+Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around it:
+
+    while running(rs):
+        superstep = Superstep(rs)           # the calls allowed now, with their step numbers
+        for call in superstep.calls:        # the sync driver, one at a time;
+            out = call_node_sync(rs, call)  # the async driver, all at once (gather)
+            superstep.finished(call, out)   # or .paused(...) / .failed(...)
+        routing = superstep.close()         # merge at the barrier (None: paused)
+        for result in routing.results:
+            routing.take(result, call the result's router)
+        routing.finish()                    # next tasks, checkpoint, pauses
+
+Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
+point where a caller may look. **Every node run goes through one call site per driver**:
+:func:`call_node_sync` and :func:`call_node_async`. That is where a retry loop wraps the
+call, where an async timeout wraps the await, and where per-attempt events can be emitted.
+A run with no event receiver and no checkpointer takes the inline path
+(:mod:`corral.runtime.inline`) for its one-node supersteps first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Generator, Iterator
+from time import perf_counter
+from typing import Any
+
+from corral.errors import CorralError
+from corral.runtime.events import Event
+from corral.runtime.inline import run_inline
+from corral.runtime.interrupts import InterruptWithoutCheckpointerError, _Answers, _current, _Pause
+from corral.runtime.run_state import Call, RunState, TaskResult
+from corral.runtime.state import view_of
+from corral.runtime.superstep import Routing, Superstep, end_run, router_error, running
+from corral.runtime.tables import NO_ARG, Node, Router
+
+__all__ = [
+    "call_node_async",
+    "call_node_sync",
+    "call_router_async",
+    "call_router_sync",
+    "run_async",
+    "run_sync",
+]
+
+
+def flush(rs: RunState) -> list[Event]:
+    """Return (and forget) the events buffered for a streaming caller."""
+    buffer = rs.buffer
+    if not buffer:
+        return []
+    out = list(buffer)
+    buffer.clear()
+    return out
+
+
+# --------------------------------------------------------------------------- call sites
+
+
+def call_node_sync(
+    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
+) -> tuple[Any, float]:
+    """Run one node; return what it returned and the seconds it took (0.0 when not timed).
+
+    Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``).
+    """
+    node = call.node
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+    token = _current.set(_Answers(answers)) if answers is not None else None
+    start = perf_counter() if rs.timed else 0.0
+    try:
+        if node.takes_ctx:
+            out = node.func(state, rs.context(node.name, call.step))
+        else:
+            out = node.func(state)
+    finally:
+        if token is not None:
+            _current.reset(token)
+    return out, (perf_counter() - start if rs.timed else 0.0)
+
+
+async def call_node_async(
+    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
+) -> tuple[Any, float]:
+    """Run one node (awaiting it if async) like :func:`call_node_sync`."""
+    node = call.node
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+    if answers is not None:
+        _current.set(_Answers(answers))  # each gathered task runs in its own context copy
+    start = perf_counter() if rs.timed else 0.0
+    if node.takes_ctx:
+        out = node.func(state, rs.context(node.name, call.step))
+    else:
+        out = node.func(state)
+    if node.is_async:
+        out = await out
+    return out, (perf_counter() - start if rs.timed else 0.0)
+
+
+def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
+    """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
+    view = view_of(rs.values, rs.flat)
+    try:
+        if router.takes_ctx:
+            return router.func(view, rs.context(node.name, rs.steps))
+        return router.func(view)
+    except Exception as exc:
+        raise router_error(router.name, node.name, rs.steps, exc) from exc
+
+
+async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
+    """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
+    if not router.is_async:
+        return call_router_sync(rs, node, router)
+    view = view_of(rs.values, rs.flat)
+    try:
+        if router.takes_ctx:
+            return await router.func(view, rs.context(node.name, rs.steps))
+        return await router.func(view)
+    except Exception as exc:
+        raise router_error(router.name, node.name, rs.steps, exc) from exc
+
+
+# --------------------------------------------------------------------------- sync
+
+
+def run_sync(rs: RunState) -> Iterator[Event]:
+    """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
+    yield from flush(rs)
+    inline = rs.emit is None and rs.checkpoints is None
+    while running(rs):
+        if inline:
+            run_inline(rs)
+            if not running(rs):
+                break
+        routing = rs_routing(rs)
+        if routing is None:
+            routing = yield from _superstep_sync(rs)
+            if routing is None:
+                break
+        try:
+            for result in routing.results:
+                router = result.node.router
+                raw = call_router_sync(rs, result.node, router) if router is not None else None
+                routing.take(result, raw)
+        except CorralError:
+            routing.failed()
+            raise
+        routing.finish()
+        yield from flush(rs)
+    end_run(rs)
+    yield from flush(rs)
+
+
+def rs_routing(rs: RunState) -> Routing | None:
+    """Return the routing a resumed run must finish first (its routers failed), if any."""
+    if rs.reroute is None:
+        return None
+    results: list[TaskResult] = rs.reroute
+    rs.reroute = None
+    return Routing(rs, results, [])
+
+
+def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
+    """Run one superstep's calls one at a time; return its routing (``None``: paused)."""
+    superstep = Superstep(rs)
+    for call in superstep.calls:
+        superstep.started(call)
+        yield from flush(rs)
+        try:
+            out, seconds = call_node_sync(rs, call, superstep.values, superstep.answers(call))
+        except _Pause as pause:
+            superstep.paused(call, pause)
+            continue
+        except InterruptWithoutCheckpointerError:
+            raise
+        except Exception as exc:
+            superstep.failed(call, exc)
+            break
+        if not superstep.finished(call, out, seconds):
+            break
+        yield from flush(rs)
+    return superstep.close()
+
+
+# --------------------------------------------------------------------------- async
+
+
+async def run_async(rs: RunState) -> AsyncIterator[Event]:
+    """Run ``rs`` like :func:`run_sync`, running the tasks of a superstep concurrently."""
+    for event in flush(rs):
+        yield event
+    while running(rs):
+        routing = rs_routing(rs)
+        if routing is None:
+            superstep = Superstep(rs)
+            for call in superstep.calls:
+                superstep.started(call)
+            for event in flush(rs):
+                yield event
+            outcomes = await asyncio.gather(*(_task_async(superstep, c) for c in superstep.calls))
+            try:
+                _hand_back(superstep, outcomes)
+            finally:
+                for event in flush(rs):
+                    yield event
+            routing = superstep.close()
+            if routing is None:
+                break
+        try:
+            for result in routing.results:
+                router = result.node.router
+                raw = None
+                if router is not None:
+                    raw = await call_router_async(rs, result.node, router)
+                routing.take(result, raw)
+        except CorralError:
+            routing.failed()
+            raise
+        routing.finish()
+        for event in flush(rs):
+            yield event
+    end_run(rs)
+    for event in flush(rs):
+        yield event
+
+
+async def _task_async(superstep: Superstep, call: Call) -> tuple[str, Any, float]:
+    """Run one call; return ``("ok", out, seconds)``, ``("pause", p, 0)``, ``("error", e, 0)``.
+
+    A task that finished well is recorded at once (when the superstep records its tasks), so
+    a crash while its siblings still run does not run it again.
+    """
+    rs = superstep.rs
+    try:
+        out, seconds = await call_node_async(rs, call, superstep.values, superstep.answers(call))
+    except _Pause as pause:
+        return ("pause", pause, 0.0)
+    except InterruptWithoutCheckpointerError as exc:
+        return ("raise", exc, 0.0)
+    except Exception as exc:
+        return ("error", exc, 0.0)
+    try:
+        superstep.record_early(call, out)
+    except CorralError as exc:
+        return ("raise", exc, 0.0)
+    return ("ok", out, seconds)
+
+
+def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any, float]]) -> None:
+    """Hand the outcomes of the gathered calls to the core, in task order."""
+    for call, (kind, out, seconds) in zip(superstep.calls, outcomes, strict=True):
+        if kind == "raise":
+            raise out
+        if kind == "pause":
+            superstep.paused(call, out)
+        elif kind == "error":
+            superstep.failed(call, out)
+        else:
+            superstep.finished(call, out, seconds, recorded=True)

@@ -1,0 +1,147 @@
+"""The inline path: one-node supersteps of a run that nobody watches, without the planning.
+
+A loop (one node at a time, a router back to it) is the most common shape of an agent, and a
+run with no event receiver and no checkpointer has nothing to report between its supersteps.
+For such a run :func:`run_inline` takes the supersteps that have one task, a node that may
+run inline (:attr:`Node.inline`: no join, no ``max_runs``, no ``ctx``) and no ``Send``
+argument, and does for each exactly what the general path does, with less bookkeeping:
+
+- the step cap is checked before the run (the general path raises it: ``run_inline`` returns
+  instead, and the driver's :class:`~corral.runtime.superstep.Superstep` raises);
+- the return value is accepted by the core's :func:`~corral.runtime.superstep.accept` unless
+  it is a dict of known keys (then it is counted and traced here);
+- the update is merged by ``apply_writes`` unless every key it writes has no reducer and
+  every value is immutable (then a dict copy with the update is the merge);
+- a route that leads to one plain task on its own (:attr:`Node.alone`, guard not used up) is
+  taken here; any other route is taken by the core's ``take_routes`` / ``next_tasks``.
+
+Invariant: when ``run_inline`` returns (or raises), ``RunState`` is what the general path
+would have made of the same supersteps, so the driver's loop goes on from there; the
+equivalence is tested three ways (tests/unit/test_equivalence.py) and its speed is measured
+by benchmarks/bench_runtime.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.runtime.interrupts import InterruptWithoutCheckpointerError
+from corral.runtime.run_state import Call, RunState, Targets
+from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
+from corral.runtime.superstep import (
+    accept,
+    leave_targets,
+    next_tasks,
+    node_error,
+    router_error,
+    take_routes,
+)
+from corral.runtime.tables import NO_ARG, Node, Router
+
+__all__ = ["run_inline"]
+
+_all_immutable = IMMUTABLE.issuperset
+
+
+def run_inline(rs: RunState) -> None:
+    """Run the one-node supersteps of ``rs`` that may run inline, until one may not."""
+    if rs.done or rs.reroute is not None or rs.held:
+        return
+    keyset = rs.tables.keyset
+    runs = rs.runs
+    trace = rs.trace.append
+    # A view nobody has read a mutable value from holds nothing anyone could have changed,
+    # so the router and the next node (which read the same state) may share it.
+    view: FlatView | None = None
+    tasks = rs.tasks
+    while len(tasks) == 1:
+        node, arg = tasks[0]
+        step = rs.steps + 1
+        if arg is not NO_ARG or not node.inline or step > rs.max_steps:
+            return
+        if view is None:
+            view = view_of(rs.values, rs.flat)
+        try:
+            out = node.func(view)
+        except InterruptWithoutCheckpointerError:
+            raise
+        except Exception as exc:
+            raise node_error(node.name, step, exc) from exc
+        if type(out) is dict and keyset.issuperset(out):
+            rs.steps = step
+            runs[node.name] = runs.get(node.name, 0) + 1
+            trace((step, node.name, out, 0.0))
+            update: dict[str, Any] | None = out
+            goto: Targets | None = None
+        else:
+            _, _, update, goto = accept(rs, Call(0, node, arg, step), out, 0.0)
+        if update:
+            _merge(rs, node, update)
+            view = None
+        elif not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
+            view = None
+        rs.supersteps += 1
+        if node.router is not None:
+            if view is None:
+                view = view_of(rs.values, rs.flat)
+            raw = _route(rs, node, node.router, view)
+            if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
+                view = None
+        else:
+            raw = None
+        tasks = _leave(rs, node, goto, raw)
+
+
+def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
+    tables = rs.tables
+    if tables.last_write.issuperset(update) and _all_immutable(map(type, update.values())):
+        # Plain replacements by immutable values: what apply_writes does, without its loop.
+        values = rs.values.copy()
+        values.update(update)
+        rs.values = values
+    else:
+        rs.values = apply_writes(
+            rs.values,
+            [(node.name, update)],
+            tables.reducers,
+            tables.empties,
+            superstep=rs.supersteps + 1,
+        )
+        rs.flat = is_flat(rs.values)
+
+
+def _route(rs: RunState, node: Node, router: Router, view: FlatView) -> Any:
+    try:
+        if router.takes_ctx:
+            return router.func(view, rs.context(node.name, rs.steps))
+        return router.func(view)
+    except Exception as exc:
+        raise router_error(router.name, node.name, rs.steps, exc) from exc
+
+
+def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> list[Any]:
+    """Take the routes of ``node``; return the next tasks (also set on ``rs``)."""
+    alone = None
+    if node.router is not None:
+        if type(raw) is str and raw in node.router.allowed:
+            alone = node.alone.get(raw)
+    elif goto is None and node.then is not None and len(node.then) == 1:
+        alone = node.alone.get(node.then[0])
+    elif goto is not None and len(goto) == 1 and type(goto[0]) is str:
+        alone = node.alone.get(goto[0])
+    if alone is not None:
+        key = alone.guard
+        if key is None:
+            rs.tasks = list(alone.tasks)
+            return rs.tasks
+        count = rs.guards[key]
+        if count < alone.max:
+            rs.guards[key] = count + 1
+            rs.tasks = list(alone.tasks)
+            return rs.tasks
+    targets, via = leave_targets(node, goto, raw)
+    plain: list[Node] = []
+    sends: list[Any] = []
+    take_routes(rs, node, targets, via, plain, sends)
+    rs.tasks = next_tasks(rs, plain, sends)
+    return rs.tasks if not rs.held else []

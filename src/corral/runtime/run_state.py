@@ -1,0 +1,212 @@
+"""The record of one run: its state, counters, tasks and pauses, and the typed records in it.
+
+A :class:`RunState` is everything a run carries from one superstep to the next and saves in a
+checkpoint. The superstep core (:mod:`corral.runtime.superstep`) changes it; the drivers
+(:mod:`corral.runtime.drivers`) only read the tasks to call. The small records here replace
+tuples read by index: a :class:`Task` to run, a :class:`Call` (a task of the current superstep
+with its index and step number), a :class:`TaskResult` (what a finished task hands to the
+barrier) and a :class:`Pause` (a run stopped for a person).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from corral.runtime.context import Context
+from corral.runtime.events import Event, Interrupt
+from corral.runtime.tables import Node, Tables, Task
+
+if TYPE_CHECKING:
+    from corral.control import Send
+
+__all__ = [
+    "TRACE_LIMIT",
+    "Call",
+    "CheckpointWriter",
+    "Pause",
+    "RunState",
+    "Task",
+    "TaskResult",
+]
+
+TRACE_LIMIT = 100
+"""``run.trace`` keeps the records of this many most recent node runs (see docs/concepts.md)."""
+
+Targets = tuple["str | Send[str]", ...]
+"""Route targets: node names (or ``END``) and ``Send`` items."""
+
+
+class Call(NamedTuple):
+    """A task of the current superstep that may run now."""
+
+    position: int
+    """Its position in the superstep: the merge order and the key of its saved records."""
+    node: Node
+    arg: Any
+    step: int
+    """The run's step number this node run will have (``ctx.step``)."""
+
+
+class TaskResult(NamedTuple):
+    """A finished task: its update and, for a ``Command``, the targets it chose."""
+
+    position: int
+    """Its position in its superstep (``Call.position``)."""
+    node: Node
+    update: dict[str, Any] | None
+    goto: Targets | None
+
+
+@dataclass(slots=True)
+class Pause:
+    """A run stopped for a person: before, inside (``interrupt()``) or after a node."""
+
+    task: int
+    """The index of the task in its superstep."""
+    node: str
+    value: Any
+    when: Literal["before", "during", "after"]
+    index: int | None = None
+    """Which ``interrupt()`` call of the node run paused (``during`` only)."""
+    id: str | None = None
+    """The stable id a ``Resume({id: value})`` answers; set when the pause is saved."""
+
+    def interrupt(self) -> Interrupt:
+        """Return the public record of this pause."""
+        assert self.id is not None
+        return Interrupt(self.id, self.node, self.value, self.when)
+
+
+class CheckpointWriter:
+    """Where the core saves a run's checkpoints (implemented in :mod:`corral.runtime.persist`).
+
+    The core calls these at the points a checkpoint is due; a run without a checkpointer has
+    none (``RunState.checkpoints is None``).
+    """
+
+    last_status: str = ""
+    """The status of the last checkpoint written."""
+    records_tasks: bool = False
+    """Whether :meth:`save_task` records finished tasks (the checkpointer has ``put_writes``)."""
+
+    def save_task(self, rs: RunState, result: TaskResult) -> None:
+        """Record durably that one task of a superstep with several tasks has finished."""
+        raise NotImplementedError
+
+    def save_superstep(
+        self, rs: RunState, writes: list[tuple[str, dict[str, Any]]], pauses: list[Pause]
+    ) -> None:
+        """Write the checkpoint of a finished superstep."""
+        raise NotImplementedError
+
+    def save_partial(
+        self,
+        rs: RunState,
+        results: list[TaskResult],
+        pauses: list[Pause],
+        status: str,
+        *,
+        reroute: list[TaskResult] | None = None,
+        writes: list[tuple[str, dict[str, Any]]] | None = None,
+    ) -> None:
+        """Write the checkpoint of a superstep cut short (interrupt or error)."""
+        raise NotImplementedError
+
+
+class RunState:
+    """Everything one run carries between supersteps (and saves in a checkpoint)."""
+
+    __slots__ = (
+        "answers",
+        "arrived",
+        "buffer",
+        "checkpoint_id",
+        "checkpoints",
+        "deps",
+        "done",
+        "emit",
+        "flat",
+        "guards",
+        "held",
+        "interrupts",
+        "max_steps",
+        "pause_after",
+        "pause_before",
+        "reroute",
+        "runs",
+        "status",
+        "steps",
+        "supersteps",
+        "tables",
+        "tasks",
+        "thread_id",
+        "timed",
+        "trace",
+        "values",
+    )
+
+    def __init__(self, tables: Tables, *, max_steps: int, deps: Any, thread_id: str | None) -> None:
+        self.tables = tables
+        self.max_steps = max_steps
+        self.deps = deps
+        self.thread_id = thread_id
+        self.values: dict[str, Any] = {}
+        self.flat = False
+        """True when every value of ``values`` is immutable (nodes then get a FlatView)."""
+        self.tasks: list[Task] = []
+        """The tasks of the next (or current) superstep, in merge order."""
+        self.done: dict[int, TaskResult] = {}
+        """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
+        self.answers: dict[int, list[Any]] = {}
+        """Answers to ``interrupt()`` calls, per task index of the current superstep."""
+        self.reroute: list[TaskResult] | None = None
+        """Tasks whose routes failed after their updates were merged: route them first."""
+        self.steps = 0
+        self.supersteps = 0
+        self.runs: dict[str, int] = {}
+        self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
+        self.arrived: dict[str, set[str]] = {}
+        """Per join: the nodes it waits for that finished a run since its own last run."""
+        self.held: list[str] = []
+        """Joins that a route reached and that still wait for some of their nodes."""
+        self.status = "running"
+        self.interrupts: list[Interrupt] = []
+        self.pause_before: frozenset[str] = frozenset()
+        self.pause_after: frozenset[str] = frozenset()
+        self.trace: deque[tuple[int, str, dict[str, Any] | None, float]] = deque(maxlen=TRACE_LIMIT)
+        self.emit: Callable[[Event], None] | None = None
+        """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one."""
+        self.timed = False
+        """Whether node runs are timed (only when someone receives events)."""
+        self.buffer: list[Event] | None = None
+        """Events a streaming driver has still to yield."""
+        self.checkpoints: CheckpointWriter | None = None
+        self.checkpoint_id: str | None = None
+
+    def context(self, node: str, step: int) -> Context[Any]:
+        """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
+        return Context(
+            deps=self.deps,
+            node=node,
+            step=step,
+            thread_id=self.thread_id,
+            runs=self.runs,
+            guards=self.guards,
+        )
+
+    def listen(self, listener: Callable[[Event], None]) -> None:
+        """Send every event of this run to ``listener`` too (telemetry, progress)."""
+        previous = self.emit
+        if previous is None:
+            self.emit = listener
+        else:
+
+            def both(event: Event) -> None:
+                previous(event)
+                listener(event)
+
+            self.emit = both
+        self.timed = True

@@ -1,0 +1,598 @@
+"""The superstep core: every rule of a run, with no I/O of its own.
+
+A run is a sequence of supersteps. In each one the active tasks (a node, or a node with a
+``Send`` argument) all read the same state; their updates are merged at the barrier in task
+order (node registration order, ``Send`` runs in the order sent); then the routes of the
+tasks that ran are taken on the merged state, giving the next tasks (plain targets
+de-duplicated, every ``Send`` its own task). A join (``wait_for``) is held until every node
+it waits for has finished a run since the join's own last run; a run that would end while a
+join still waits raises :class:`~corral.errors.StuckJoinError`.
+
+Bounds are checked before each node run: the run's step count against ``max_steps`` and the
+node's run count against ``max_runs``; a guarded route is counted when taken and, once used
+up, redirected to its guard's ``otherwise`` target (or the run stops with
+``GuardExhaustedError``). A node run counts when it completes, so one cut short by
+``interrupt()`` counts once, when it finally completes.
+
+This module decides; it never calls a node or a router and never awaits (the shape of
+``graphlib.TopologicalSorter``: the caller owns the loop). A driver
+(:mod:`corral.runtime.drivers`) asks a :class:`Superstep` for the calls it may make, hands
+back each outcome (:meth:`Superstep.finished`, :meth:`~Superstep.paused`,
+:meth:`~Superstep.failed`), closes the barrier, calls the routers the core names and hands
+their answers to a :class:`Routing`. Checkpoints are written through
+``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.control import Command, Send
+from corral.errors import (
+    CorralError,
+    GuardExhaustedError,
+    InvalidUpdateError,
+    NodeCapError,
+    NodeError,
+    RouteError,
+    StepLimitError,
+    StuckJoinError,
+)
+from corral.runtime.events import NodeEnd, NodeStart, Paused, RouteTaken, RunEnd, SuperstepEnd
+from corral.runtime.interrupts import _Pause
+from corral.runtime.run_state import Call, Pause, RunState, Targets, Task, TaskResult
+from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.tables import NO_ARG, Node, Router
+from corral.spec import END
+
+__all__ = [
+    "Routing",
+    "Superstep",
+    "accept",
+    "end_run",
+    "leave_targets",
+    "node_error",
+    "pause_run",
+    "router_error",
+    "router_targets",
+]
+
+
+# --------------------------------------------------------------------------- caps
+
+
+def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | None:
+    """Return the error a run of ``node`` would hit now, or ``None`` if it may run."""
+    if steps >= rs.max_steps:
+        msg = (
+            f"stopped after {steps} steps (max_steps={rs.max_steps}) before running "
+            f"{node.name!r}; raise max_steps or add a guard"
+        )
+        return StepLimitError(
+            msg, steps=steps, max_steps=rs.max_steps, node=node.name, state=rs.values
+        )
+    if node.max_runs is not None and runs >= node.max_runs:
+        msg = (
+            f"node {node.name!r} already ran {runs} times (max_runs={node.max_runs}); "
+            f"raise its max_runs or guard the route that leads back to it"
+        )
+        return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
+    return None
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def node_error(node: str, step: int, exc: BaseException) -> NodeError:
+    """Return the error that reports ``exc`` raised by a node run."""
+    msg = (
+        f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}); fix it, or catch "
+        f"the error inside it and return an update that records it"
+    )
+    return NodeError(msg, node=node, step=step)
+
+
+def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeError:
+    """Return the error that reports ``exc`` raised by the router of ``node``."""
+    msg = (
+        f"router {router!r} of node {node!r} raised {type(exc).__name__}: {exc} (step "
+        f"{step}); fix it, or catch the error inside it and return an update that records it"
+    )
+    return NodeError(msg, node=node, step=step)
+
+
+def accept(rs: RunState, call: Call, out: Any, seconds: float) -> TaskResult:
+    """Check a node's return value, count the run, trace it and return its result."""
+    node = call.node
+    if type(out) is dict and rs.tables.keyset.issuperset(out):
+        update: dict[str, Any] | None = out
+        goto = None
+    else:
+        update, goto = outcome(rs, node, out)
+    rs.steps += 1
+    name = node.name
+    rs.runs[name] = rs.runs.get(name, 0) + 1
+    rs.trace.append((call.step, name, update, seconds))
+    if rs.emit is not None:
+        rs.emit(NodeEnd(call.step, name, update, seconds))
+    return TaskResult(call.position, node, update, goto)
+
+
+def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
+    """Return the update and ``Command`` targets of a node's return value, or raise."""
+    goto: Targets | None = None
+    if out is None:
+        update = None
+    elif type(out) is dict:
+        update = out
+    elif isinstance(out, Command):
+        update = dict(out.update) if out.update is not None else None
+        if out.goto is not None:
+            goto = _command_targets(node, out.goto)
+    elif isinstance(out, dict):
+        update = dict(out)
+    else:
+        msg = (
+            f"node {node.name!r} returned {type(out).__name__} {_short(out)}; return a dict "
+            f"of the keys it changes, None for no change, or a Command"
+        )
+        raise InvalidUpdateError(msg, node=node.name)
+    keyset = rs.tables.keyset
+    if update is not None and not keyset.issuperset(update):
+        bad = next(k for k in update if k not in keyset)
+        msg = (
+            f"node {node.name!r} wrote key {bad!r}, which is not in the state schema "
+            f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
+        )
+        raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
+    return update, goto
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _command_targets(node: Node, goto: Any) -> Targets:
+    allowed = node.command or ()
+    items: tuple[Any, ...] = tuple(goto) if isinstance(goto, (list, tuple)) else (goto,)
+    for item in items:
+        target = item.node if isinstance(item, Send) else item
+        if isinstance(target, str) and target in allowed:
+            continue
+        if node.command is None:
+            msg = (
+                f"node {node.name!r} returned Command(goto={goto!r}) but its return "
+                f"annotation names no Command targets; annotate it "
+                f"-> Command[Literal[...]] or route it with then= or a router"
+            )
+        else:
+            msg = (
+                f"node {node.name!r} returned Command(goto={goto!r}), and {target!r} "
+                f"is not one of its routes {list(allowed)}; goto one of them or add it "
+                f"to its Command[Literal[...]] annotation"
+            )
+        raise RouteError(msg, router=node.name, value=goto, allowed=allowed)
+    return items
+
+
+# --------------------------------------------------------------------------- a superstep
+
+
+class Superstep:
+    """One superstep's calls and what came back from them, up to its barrier.
+
+    ``calls`` are the tasks that may run now, in task order, each with its step number;
+    ``cap_error`` is the bound hit after them. A failure or a cap hit is raised by
+    :meth:`close`, after the finished siblings were saved.
+    """
+
+    __slots__ = (
+        "calls",
+        "cap_error",
+        "failure",
+        "number",
+        "pauses",
+        "record",
+        "results",
+        "rs",
+        "values",
+    )
+
+    def __init__(self, rs: RunState) -> None:
+        self.rs = rs
+        self.values = rs.values
+        """The state every task of this superstep reads."""
+        self.number = rs.supersteps + 1
+        self.results: list[TaskResult] = []
+        self.pauses: list[Pause] = []
+        self.calls: list[Call] = []
+        self.cap_error: CorralError | None = None
+        self.failure: CorralError | None = None
+        """The first node failure or invalid return value of this superstep."""
+        writer = rs.checkpoints
+        # With several tasks, each finished one is recorded at once, so a crash in the
+        # superstep re-runs only the tasks that had not finished.
+        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self._plan()
+
+    def _plan(self) -> None:
+        rs = self.rs
+        steps = rs.steps
+        planned: dict[str, int] = {}
+        for index, (node, arg) in enumerate(rs.tasks):
+            if index in rs.done:
+                continue
+            runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
+            error = cap_error(rs, node, steps, runs)
+            if error is not None:
+                self.cap_error = error
+                return
+            steps += 1
+            planned[node.name] = planned.get(node.name, 0) + 1
+            self.calls.append(Call(index, node, arg, steps))
+
+    def started(self, call: Call) -> None:
+        """Note that ``call`` is about to run."""
+        emit = self.rs.emit
+        if emit is not None:
+            emit(NodeStart(call.step, call.node.name, self.number, call.arg is not NO_ARG))
+
+    def answers(self, call: Call) -> list[Any] | None:
+        """Return the answers to ``call``'s ``interrupt()`` calls (``None``: no checkpointer)."""
+        rs = self.rs
+        return rs.answers.get(call.position, []) if rs.checkpoints is not None else None
+
+    def record_early(self, call: Call, out: Any) -> None:
+        """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
+        if not self.record:
+            return
+        try:
+            update, goto = outcome(self.rs, call.node, out)
+        except CorralError:
+            return  # reported in task order by finished()
+        assert self.rs.checkpoints is not None
+        self.rs.checkpoints.save_task(self.rs, TaskResult(call.position, call.node, update, goto))
+
+    def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+        """Accept what ``call`` returned; return ``False`` if it was invalid (see ``close``)."""
+        try:
+            result = accept(self.rs, call, out, seconds)
+        except CorralError as error:
+            if self.failure is None:
+                self.failure = error
+            return False
+        self.results.append(result)
+        if self.record and not recorded:
+            assert self.rs.checkpoints is not None
+            self.rs.checkpoints.save_task(self.rs, result)
+        return True
+
+    def paused(self, call: Call, pause: _Pause) -> None:
+        """Note that ``call`` stopped at an unanswered ``interrupt()``."""
+        self.pauses.append(
+            Pause(call.position, call.node.name, pause.payload, "during", pause.index)
+        )
+
+    def failed(self, call: Call, exc: Exception) -> None:
+        """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
+        if self.failure is None:
+            error = node_error(call.node.name, call.step, exc)
+            error.__cause__ = exc
+            self.failure = error
+
+    def keep_finished(self) -> None:
+        """Keep the finished siblings of a failed superstep; the caller raises the error."""
+        writer = self.rs.checkpoints
+        results = self._with_done()
+        if writer is not None and (results or self.pauses):
+            writer.save_partial(self.rs, results, self.pauses, "error")
+
+    def _with_done(self) -> list[TaskResult]:
+        done = self.rs.done
+        if not done:
+            return self.results
+        merged = [*done.values(), *self.results]
+        merged.sort(key=_result_position)
+        return merged
+
+    def close(self) -> Routing | None:
+        """Close the barrier: raise a cap hit, pause, or merge and return the routing.
+
+        Returns ``None`` when a task paused: the run stops here until it is resumed.
+        """
+        rs = self.rs
+        error = self.failure or self.cap_error
+        if error is not None:
+            self.keep_finished()
+            raise error
+        results = self._with_done()
+        if self.pauses:
+            assert rs.checkpoints is not None  # interrupt() raises without one
+            rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
+            pause_run(rs, self.pauses)
+            return None
+        writes = [(r.node.name, r.update) for r in results if r.update]
+        if writes:
+            try:
+                rs.values = apply_writes(
+                    rs.values,
+                    writes,
+                    rs.tables.reducers,
+                    rs.tables.empties,
+                    superstep=self.number,
+                )
+            except CorralError:
+                self.keep_finished()
+                raise
+            rs.flat = is_flat(rs.values)
+        rs.supersteps = self.number
+        if rs.tables.has_joins:
+            _note_joins(rs, results)
+        return Routing(rs, results, writes)
+
+
+def _result_position(result: TaskResult) -> int:
+    return result.position
+
+
+def _note_joins(rs: RunState, results: list[TaskResult]) -> None:
+    for result in results:
+        if result.node.wait_for:
+            rs.arrived[result.node.name] = set()
+    for result in results:
+        for join in result.node.joins:
+            rs.arrived.setdefault(join, set()).add(result.node.name)
+
+
+# --------------------------------------------------------------------------- routing
+
+
+def router_targets(node: Node, router: Router, raw: Any) -> Targets:
+    """Return the targets a router's return value names, or raise ``RouteError``."""
+    allowed = router.allowed
+    if type(raw) is str:
+        if raw in allowed:
+            return (raw,)
+    elif isinstance(raw, Send):
+        if raw.node in allowed:
+            return (raw,)
+    elif isinstance(raw, (list, tuple)) and router.many:
+        if all(
+            isinstance(item, (str, Send))
+            and (item.node if isinstance(item, Send) else item) in allowed
+            for item in raw
+        ):
+            return tuple(raw)
+    if isinstance(raw, (list, tuple)) and not router.many:
+        why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
+    else:
+        why = f"not one of its routes {list(allowed)}"
+    msg = (
+        f"router {router.name!r} (after node {node.name!r}) returned {raw!r}, which is "
+        f"{why}; return one of them or add it to its return annotation"
+    )
+    raise RouteError(msg, router=router.name, value=raw, allowed=allowed)
+
+
+def leave_targets(node: Node, goto: Targets | None, raw: Any) -> tuple[Targets, str]:
+    """Return where a finished node goes and how the way was chosen.
+
+    ``raw`` is its router's return value (for a node with a router); ``goto`` the targets of
+    the ``Command`` it returned. A ``Command`` node that returned no ``goto`` (a plain dict,
+    ``None``, ``Command(update=...)``) ends its branch.
+    """
+    if node.then is not None:
+        return node.then, "then"
+    if node.router is not None:
+        return router_targets(node, node.router, raw), "router"
+    if goto is not None:
+        return goto, "command"
+    return (), "command"
+
+
+class Routing:
+    """The routes of one superstep's finished tasks, taken in task order.
+
+    A driver calls :meth:`take` once per result (in order, calling the node's router first
+    when :attr:`TaskResult.node` has one, so a router that reads ``ctx.guards`` sees the
+    routes its earlier siblings took), then :meth:`finish`. When a router fails,
+    :meth:`failed` saves the merged superstep so a resumed run routes it again.
+    """
+
+    __slots__ = ("guards_before", "plain", "results", "rs", "sends", "writes")
+
+    def __init__(
+        self, rs: RunState, results: list[TaskResult], writes: list[tuple[str, dict[str, Any]]]
+    ) -> None:
+        self.rs = rs
+        self.results = results
+        self.writes = writes
+        self.plain: list[Node] = []
+        self.sends: list[Task] = []
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+
+    def take(self, result: TaskResult, raw: Any = None) -> None:
+        """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
+        targets, via = leave_targets(result.node, result.goto, raw)
+        take_routes(self.rs, result.node, targets, via, self.plain, self.sends)
+
+    def failed(self) -> None:
+        """Save the merged superstep with its routes still to take (a router failed)."""
+        rs = self.rs
+        if rs.checkpoints is None or self.guards_before is None:
+            return
+        rs.guards = self.guards_before
+        rs.checkpoints.save_partial(rs, [], [], "error", reroute=self.results, writes=self.writes)
+
+    def finish(self) -> None:
+        """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
+        rs = self.rs
+        tasks = next_tasks(rs, self.plain, self.sends)
+        pauses = pauses_at_barrier(rs, self.results, tasks)
+        rs.tasks = tasks
+        rs.done = {}
+        rs.answers = {}
+        if rs.emit is not None:
+            rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
+        if rs.checkpoints is not None:
+            rs.checkpoints.save_superstep(rs, self.writes, pauses)
+        if pauses:
+            pause_run(rs, pauses)
+
+
+def take_routes(
+    rs: RunState,
+    node: Node,
+    targets: Targets,
+    via: str,
+    plain: list[Node],
+    sends: list[Task],
+) -> None:
+    """Count the guards of ``targets`` and add the tasks they lead to."""
+    nodes = rs.tables.nodes
+    for item in targets:
+        if type(item) is str:
+            name: str = item
+            arg = NO_ARG
+            kind = via
+        else:
+            assert isinstance(item, Send)
+            name = item.node
+            arg = item.arg
+            kind = "send"
+        counted: tuple[int, int] | None = None
+        guarded = node.guards.get(name)
+        if guarded is not None:
+            name, counted, used_up = _count_guard(rs, node, name, guarded)
+            if used_up:
+                arg = NO_ARG
+                kind = "otherwise"
+        if rs.emit is not None:
+            rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
+        if name == END:
+            continue
+        target = nodes[name]
+        if arg is not NO_ARG:
+            sends.append(Task(target, arg))
+        elif target.wait_for:
+            if name not in rs.held:
+                rs.held.append(name)
+        elif target not in plain:
+            plain.append(target)
+
+
+def _count_guard(
+    rs: RunState, node: Node, name: str, guarded: Any
+) -> tuple[str, tuple[int, int], bool]:
+    """Count a guarded route; return the target taken, ``(count, max)`` and if used up."""
+    key, guard = guarded
+    count = rs.guards.get(key, 0)
+    if count < guard.max:
+        rs.guards[key] = count + 1
+        return name, (count + 1, guard.max), False
+    if guard.otherwise is not None:
+        return guard.otherwise, (count, guard.max), True
+    msg = (
+        f"route {node.name!r} → {name!r} was already taken {guard.max} times "
+        f"(Guard max={guard.max}) and its guard has no otherwise target; raise "
+        f"max or give it one: Guard({name!r}, max={guard.max}, otherwise=END)"
+    )
+    raise GuardExhaustedError(msg, source=node.name, target=name, max=guard.max, state=rs.values)
+
+
+def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]:
+    """Return the next superstep's tasks: routed nodes, released joins, then sends, in order."""
+    if rs.held:
+        nodes = rs.tables.nodes
+        still: list[str] = []
+        for name in rs.held:
+            join = nodes[name]
+            if join.wait_for <= rs.arrived.get(name, set()):
+                if join not in plain:
+                    plain.append(join)
+                if rs.emit is not None:
+                    rs.emit(RouteTaken(name, name, "join"))
+            else:
+                still.append(name)
+        rs.held = still
+    tasks = [Task(n, NO_ARG) for n in plain]
+    if sends:
+        tasks.extend(sends)
+    if len(tasks) > 1:
+        tasks.sort(key=_task_order)
+    return tasks
+
+
+def _task_order(task: Task) -> int:
+    return task.node.order
+
+
+def pauses_at_barrier(rs: RunState, results: list[TaskResult], tasks: list[Task]) -> list[Pause]:
+    """Return the ``interrupt_after`` pauses of ``results``, then ``interrupt_before``'s."""
+    pauses: list[Pause] = []
+    if rs.pause_after:
+        for result in results:
+            if result.node.name in rs.pause_after:
+                pauses.append(Pause(result.position, result.node.name, None, "after"))
+    if rs.pause_before:
+        pauses.extend(pauses_before(rs, tasks))
+    return pauses
+
+
+def pauses_before(rs: RunState, tasks: list[Task]) -> list[Pause]:
+    """Return the ``interrupt_before`` pauses of ``tasks`` (one per node)."""
+    pauses: list[Pause] = []
+    seen: set[str] = set()
+    for index, task in enumerate(tasks):
+        name = task.node.name
+        if name in rs.pause_before and name not in seen:
+            seen.add(name)
+            pauses.append(Pause(index, name, None, "before"))
+    return pauses
+
+
+# --------------------------------------------------------------------------- run ends
+
+
+def pause_run(rs: RunState, pauses: list[Pause]) -> None:
+    """Stop the run for a person: its status and interrupts say what it waits for."""
+    rs.status = "interrupted"
+    rs.interrupts = [pause.interrupt() for pause in pauses]
+    if rs.emit is not None:
+        rs.emit(Paused(tuple(rs.interrupts)))
+
+
+def running(rs: RunState) -> bool:
+    """Return whether the run has a superstep (or a routing) left to do."""
+    return rs.status == "running" and bool(rs.tasks or rs.reroute)
+
+
+def end_run(rs: RunState) -> None:
+    """End a run that has nothing left to run (or paused), or raise for a stuck join."""
+    if rs.status == "running":
+        if rs.held:
+            raise stuck_join(rs)
+        writer = rs.checkpoints
+        if writer is not None and writer.last_status not in ("", "done"):
+            # Resumed from a pause with nothing left to run: record that the run is over.
+            writer.save_superstep(rs, [], [])
+        rs.status = "done"
+    if rs.emit is not None:
+        rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps))
+
+
+def stuck_join(rs: RunState) -> StuckJoinError:
+    """Return the error of a run that would end while a ``wait_for`` join still waits."""
+    name = rs.held[0]
+    join = rs.tables.nodes[name]
+    arrived = rs.arrived.get(name, set())
+    missing = tuple(sorted(join.wait_for - arrived))
+    msg = (
+        f"the run would end while join {name!r} still waits for {list(missing)} "
+        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
+        f"drop them from its wait_for (CR304)"
+    )
+    return StuckJoinError(
+        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
+    )

@@ -1,0 +1,374 @@
+"""Threads: starting a run, continuing or resuming a saved one, forking, reading its history.
+
+:func:`start` turns the arguments of ``invoke``/``stream`` into a :class:`RunState` ready for a
+driver: a fresh run from an input, a new run on a finished thread, a thread continued from its
+last checkpoint (or an older one: a fork), or a pause answered with ``Resume``. The reading and
+writing of a thread's checkpoints (``get_state``, ``history``, ``update_state``) live here too;
+:mod:`corral.runtime.persist` holds the checkpoint format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from corral.checkpoint.base import Checkpoint, Checkpointer
+from corral.control import Command, Resume
+from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
+from corral.runtime import persist
+from corral.runtime.drivers import call_router_async, call_router_sync
+from corral.runtime.events import Event, StateSnapshot
+from corral.runtime.run_state import RunState
+from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.superstep import (
+    leave_targets,
+    next_tasks,
+    pause_run,
+    pauses_before,
+    take_routes,
+)
+from corral.runtime.tables import NO_ARG, Node, Tables, Task
+
+__all__ = ["Settings", "get_state", "history", "start", "update_state"]
+
+
+class Settings(NamedTuple):
+    """What a compiled graph fixes for all of its runs."""
+
+    tables: Tables
+    checkpointer: Checkpointer | None
+    max_steps: int
+    pause_before: frozenset[str]
+    pause_after: frozenset[str]
+
+
+def check_cap(max_steps: Any) -> int:
+    """Return ``max_steps`` if it is a whole number of node runs, 1 or more; else raise."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
+        raise GraphError(msg)
+    return max_steps
+
+
+def new_run(
+    settings: Settings, max_steps: int | None, thread_id: str | None, deps: Any
+) -> RunState:
+    """Return an empty run of the graph (no state, no tasks yet)."""
+    cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
+    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id)
+    rs.pause_before = settings.pause_before
+    rs.pause_after = settings.pause_after
+    return rs
+
+
+def start(
+    settings: Settings,
+    input: Any,
+    *,
+    thread_id: str | None,
+    checkpoint_id: str | None,
+    max_steps: int | None,
+    deps: Any,
+    emit: Callable[[Event], None] | None,
+    buffer: list[Event] | None,
+) -> RunState:
+    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver."""
+    resume = _resume_of(input)
+    continuing = input is None or resume is not None
+    saver = settings.checkpointer
+    if saver is None:
+        if continuing or checkpoint_id is not None:
+            what = "Resume(...)" if resume is not None else "invoke(None, ...)"
+            msg = (
+                f"{what} continues a saved thread and needs a checkpointer; compile with "
+                "g.compile(checkpointer=MemorySaver()) and pass thread_id="
+            )
+            raise ThreadStateError(msg, thread_id=thread_id)
+        rs = new_run(settings, max_steps, thread_id, deps)
+        _watch(rs, emit, buffer)
+        _start_fresh(rs, {}, input)
+        return rs
+    if thread_id is None:
+        if continuing:
+            msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
+            raise ThreadStateError(msg)
+        thread_id = uuid.uuid4().hex
+        chain: list[Checkpoint] = []
+    else:
+        chain = saver.chain(thread_id, checkpoint_id)
+        if (checkpoint_id is not None or continuing) and not chain:
+            raise unknown_thread(thread_id, checkpoint_id)
+    rs = new_run(settings, max_steps, thread_id, deps)
+    _watch(rs, emit, buffer)
+    forked = checkpoint_id is not None and _is_fork(saver, thread_id, checkpoint_id)
+    if continuing:
+        _continue(rs, saver, chain, forked, resume)
+    else:
+        _start_on_thread(rs, saver, chain, input)
+    return rs
+
+
+def _resume_of(input: Any) -> Resume | None:
+    if isinstance(input, Command) and input.resume is not None:
+        return Resume(input.resume)
+    if isinstance(input, Resume):
+        return input
+    return None
+
+
+def _watch(rs: RunState, emit: Callable[[Event], None] | None, buffer: list[Event] | None) -> None:
+    if buffer is not None:
+        rs.buffer = buffer
+        rs.listen(buffer.append)
+    if emit is not None:
+        rs.listen(emit)
+
+
+def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
+    tables = rs.tables
+    update = check_input(tables, input, "__input__")
+    values = dict(base)
+    for key, empty in tables.empties.items():
+        if key not in values:
+            values[key] = copy.copy(empty)
+    rs.values = apply_writes(values, [("__input__", update)], tables.reducers, tables.empties)
+    rs.flat = is_flat(rs.values)
+    rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
+
+
+def _writer(
+    saver: Checkpointer, rs: RunState, last: Checkpoint | None, *, new_run: bool, forked: bool
+) -> persist.ThreadWriter:
+    meta = last.meta if last is not None else {}
+    run = int(meta.get("run", 0 if new_run else 1))
+    assert rs.thread_id is not None
+    return persist.ThreadWriter(
+        saver,
+        rs.tables,
+        rs.thread_id,
+        parent_id=last.checkpoint_id if last is not None else None,
+        seq=int(meta.get("seq", 0)),
+        since_snapshot=int(meta.get("since_snapshot", 0)),
+        run=run + 1 if new_run else run,
+        force_snapshot=forked or new_run,  # the first checkpoint of every run has a snapshot
+    )
+
+
+def _start_on_thread(
+    rs: RunState, saver: Checkpointer, chain: list[Checkpoint], input: Any
+) -> None:
+    base = persist.rebuild(rs.tables, chain) if chain else {}
+    _start_fresh(rs, base, input)
+    writer = _writer(saver, rs, chain[-1] if chain else None, new_run=True, forked=False)
+    rs.checkpoints = writer
+    # The input checkpoint carries a snapshot, so the reducer keys that started empty
+    # need no write of their own.
+    pauses = pauses_before(rs, rs.tasks)
+    writer.name_pauses(rs, pauses)
+    status = "interrupted" if pauses else "running"
+    writer.put(rs, [("__input__", dict(input))], status, "input", pauses)
+    if pauses:
+        pause_run(rs, pauses)
+
+
+def _continue(
+    rs: RunState,
+    saver: Checkpointer,
+    chain: list[Checkpoint],
+    forked: bool,
+    resume: Resume | None,
+) -> None:
+    last = chain[-1]
+    rs.values = persist.rebuild(rs.tables, chain)
+    rs.flat = is_flat(rs.values)
+    persist.load(rs, rs.tables, last, saver)
+    writer = _writer(saver, rs, last, new_run=False, forked=forked)
+    writer.last_status = str(last.meta.get("status", ""))
+    rs.checkpoints = writer
+    meta = last.meta
+    status = meta.get("status")
+    pending = [persist.pause_of(p) for p in meta.get("interrupts", [])]
+    if status == "done" and not rs.tasks:
+        rs.status = "done"
+        if resume is not None:
+            msg = (
+                f"thread {last.thread_id!r} finished and is not waiting for an answer; "
+                "start a new run with invoke(input, thread_id=...)"
+            )
+            raise ThreadStateError(msg, thread_id=last.thread_id)
+        return
+    if resume is None:
+        return
+    if not pending:
+        msg = (
+            f"thread {last.thread_id!r} is not waiting for an answer (status "
+            f"{status!r}); continue it with invoke(None, thread_id=...)"
+        )
+        raise ThreadStateError(msg, thread_id=last.thread_id)
+    during = [p for p in pending if p.when == "during"]
+    ids = [p.id for p in during if p.id is not None]
+    answers = _match_answers(last.thread_id, ids, resume.value)
+    for pause in during:
+        if pause.id in answers:
+            rs.answers.setdefault(pause.task, []).append(answers[pause.id])
+
+
+def _match_answers(thread_id: str, ids: list[str], value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping) and value and all(k in ids for k in value):
+        return dict(value)
+    if len(ids) <= 1:
+        return dict.fromkeys(ids, value)
+    msg = (
+        f"thread {thread_id!r} has {len(ids)} pending interrupts ({ids}); answer each with "
+        "Resume({interrupt_id: value, ...})"
+    )
+    raise ThreadStateError(msg, thread_id=thread_id)
+
+
+def _is_fork(saver: Checkpointer, thread_id: str, checkpoint_id: str) -> bool:
+    latest = saver.chain(thread_id)
+    return not latest or latest[-1].checkpoint_id != checkpoint_id
+
+
+def unknown_thread(thread_id: str, checkpoint_id: str | None) -> CheckpointError:
+    """Return the error for a thread (or checkpoint of it) the checkpointer does not have."""
+    if checkpoint_id is not None:
+        msg = (
+            f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}; pick one from "
+            "app.history(thread_id)"
+        )
+    else:
+        msg = (
+            f"thread {thread_id!r} has no checkpoint to continue from; start it with "
+            f"invoke(input, thread_id={thread_id!r})"
+        )
+    return CheckpointError(msg)
+
+
+def check_input(tables: Tables, input: Any, writer: str) -> dict[str, Any]:
+    """Return ``input`` as an update of state keys, or raise ``InvalidUpdateError``."""
+    what = "the input" if writer == "__input__" else "the update"
+    if not isinstance(input, Mapping):
+        msg = (
+            f"{what} is {type(input).__name__} {input!r:.60}; pass a dict of state keys "
+            "(or None / Resume(...) to continue a thread)"
+        )
+        raise InvalidUpdateError(msg, node=writer)
+    for key in input:
+        if key not in tables.keyset:
+            msg = (
+                f"{what} has key {key!r}, which is not in the state schema "
+                f"(keys: {sorted(tables.keyset)}); remove it or add it to the schema"
+            )
+            raise InvalidUpdateError(msg, node=writer, key=key if isinstance(key, str) else None)
+    return dict(input)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def get_state(
+    tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None
+) -> StateSnapshot:
+    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``)."""
+    chain = saver.chain(thread_id, checkpoint_id)
+    if not chain:
+        raise unknown_thread(thread_id, checkpoint_id)
+    values = persist.rebuild(tables, chain)
+    return persist.snapshot_of(values, chain[-1])
+
+
+def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
+    """Return every checkpoint of the thread as a snapshot, newest first."""
+    states: dict[str, dict[str, Any]] = {}
+    out: list[StateSnapshot] = []
+    for checkpoint in saver.checkpoints(thread_id):
+        if checkpoint.snapshot is not None:
+            values = dict(checkpoint.snapshot)
+        else:
+            parent = states.get(checkpoint.parent_id or "")
+            if parent is None:
+                chain = saver.chain(thread_id, checkpoint.checkpoint_id)
+                values = persist.rebuild(tables, chain)
+            else:
+                values = apply_writes(
+                    parent, list(checkpoint.writes), tables.reducers, tables.empties
+                )
+        states[checkpoint.checkpoint_id] = values
+        out.append(persist.snapshot_of(values, checkpoint))
+    out.reverse()
+    return out
+
+
+# --------------------------------------------------------------------------- forking
+
+
+def update_state(
+    settings: Settings,
+    saver: Checkpointer,
+    thread_id: str,
+    values: Mapping[str, Any],
+    as_node: str | None,
+    checkpoint_id: str | None,
+) -> str:
+    """Write ``values`` into the thread as a new checkpoint (a fork); return its id."""
+    tables = settings.tables
+    chain = saver.chain(thread_id, checkpoint_id)
+    if not chain:
+        raise unknown_thread(thread_id, checkpoint_id)
+    base = chain[-1]
+    node: Node | None = None
+    if as_node is not None:
+        node = tables.nodes.get(as_node)
+        if node is None:
+            msg = f"as_node={as_node!r} is not a node; name one of {list(tables.nodes)}"
+            raise GraphError(msg)
+    writer_name = as_node if as_node is not None else "__update__"
+    update = check_input(tables, values, writer_name)
+    rs = new_run(settings, None, thread_id, None)
+    state = persist.rebuild(tables, chain)
+    persist.load(rs, tables, base, saver)
+    rs.values = apply_writes(state, [(writer_name, update)], tables.reducers, tables.empties)
+    rs.flat = is_flat(rs.values)
+    meta = base.meta
+    pauses = [persist.pause_of(p) for p in meta.get("interrupts", [])]
+    extra: dict[str, Any] = {}
+    status = str(meta.get("status", "running"))
+    if node is not None:
+        _route_as(rs, node)
+        pauses = []
+        status = "running" if rs.tasks else "done"
+    else:
+        if rs.done:  # finished siblings: kept in meta, or recorded after a crash
+            extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
+        if "reroute" in meta:
+            extra["reroute"] = meta["reroute"]
+    writer = _writer(saver, rs, base, new_run=False, forked=True)
+    writer.since_snapshot = 0
+    writer.put(rs, [(writer_name, update)], status, "update", pauses, extra)
+    assert rs.checkpoint_id is not None
+    return rs.checkpoint_id
+
+
+def _route_as(rs: RunState, node: Node) -> None:
+    """Take the routes of ``node`` as if it had just run (``update_state(as_node=...)``).
+
+    A ``Command`` node's update carries no ``goto`` here, so, like a node with ``then=``,
+    its next tasks are the routes it may take: the thread continues from there.
+    """
+    raw: Any = None
+    if node.router is not None:
+        if node.router.is_async:
+            raw = asyncio.run(call_router_async(rs, node, node.router))
+        else:
+            raw = call_router_sync(rs, node, node.router)
+    goto = tuple(node.command) if node.command is not None else None
+    targets, via = leave_targets(node, goto, raw)
+    plain: list[Node] = []
+    sends: list[Task] = []
+    take_routes(rs, node, targets, via, plain, sends)
+    rs.tasks = next_tasks(rs, plain, sends)
+    rs.answers = {}
