@@ -68,7 +68,7 @@ __all__ = [
     "RouteError",
     "SerializationError",
     "StepLimitError",
-    "ToolError",
     "StuckJoinError",
+    "ToolError",
     "__version__",
 ]
