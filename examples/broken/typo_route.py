@@ -1,14 +1,13 @@
 # $ corral lint examples/broken/typo_route.py
-# examples/broken/typo_route.py:38:1: CR101 router 'route' routes to 'biling', which is not a node; fix the name (did you mean 'billing'?) or register a node named 'biling'
-# examples/broken/typo_route.py:43:1: CR103 node 'billing' is not reachable from the start; route to it or remove it
-# Found 2 errors in 1 graph (1 file).
+# examples/broken/typo_route.py:37:1: CR101 router 'route' routes to 'biling', which is not a node; fix the name (did you mean 'billing'?) or register a node named 'biling'
+# Found 1 error in 1 graph (1 file).
 # exit 1
 """BROKEN: a typo in a route (CR101).
 
 The router promises ``"biling"``; there is no such node, so no invoice question would ever
 reach ``billing``. A router returning plain strings finds out when the first invoice ticket
-arrives; corral reads the annotation and reports the unknown name, and the node it strands,
-before anything runs. With a ``Nodes = Literal[...]`` passed to ``Graph`` (see
+arrives; corral reads the annotation and reports the unknown name before anything runs (once:
+``billing``, which the typo strands, is not reported as dead until the name is fixed). With a ``Nodes = Literal[...]`` passed to ``Graph`` (see
 docs/typing.md), mypy reports it too.
 
 Fix: ``Literal["billing", "technical"]``.

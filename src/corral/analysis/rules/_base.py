@@ -29,6 +29,7 @@ __all__ = [
     "has_unreadable_route",
     "join_words",
     "quote_names",
+    "routes_unresolved",
     "route_owner",
     "rule",
     "show_type",
@@ -163,6 +164,22 @@ def has_unreadable_route(graph: SpecGraph, node: NodeSpec) -> bool:
     if node.command is not None and node.command.names is None:
         return True
     return any(r.targets.names is None for r in graph.routers_of(node.name))
+
+
+def routes_unresolved(graph: SpecGraph) -> bool:
+    """Return whether some route is already reported as misspelt or unreadable.
+
+    A route to a name that is no node (CR101), a router registered for a name that is no
+    node (CR101), or an annotation that names no targets (CR401) may be meant to lead
+    anywhere, so what it leaves unreachable (CR103) or off every cycle (CR202) is not
+    reported until it is fixed: one mistake, one finding.
+    """
+    if graph.unknown_targets:
+        return True
+    spec = graph.spec
+    if any(not graph.is_node(r.source) or r.targets.names is None for r in spec.routers):
+        return True
+    return any(n.command is not None and n.command.names is None for n in spec.nodes)
 
 
 def excused_nodes(graph: SpecGraph) -> set[str]:

@@ -11,6 +11,7 @@ from corral.analysis.rules._base import (
     guard_sites,
     quote_names,
     route_owner,
+    routes_unresolved,
     rule,
     site_ignore,
 )
@@ -75,12 +76,13 @@ def useless_guards(graph: SpecGraph) -> Iterator[Finding]:
     Fix: move the guard to a route on the cycle, or remove it. To keep it on purpose,
     suppress the warning for that node: `@g.node(ignore=("CR202",))`.
     """
+    unresolved = routes_unresolved(graph)
     for site in guard_sites(graph):
         if graph.is_node(site.source):
-            yield from _useless_guards_of(graph, site)
+            yield from _useless_guards_of(graph, site, unresolved)
 
 
-def _useless_guards_of(graph: SpecGraph, site: GuardSite) -> Iterator[Finding]:
+def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> Iterator[Finding]:
     source, who = site.source, site.who
     counted: set[str] = set()
     for guard in site.guards:
@@ -114,7 +116,8 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite) -> Iterator[Finding]:
                 "remove it",
                 *place,
             )
-        elif guard.target == END or not graph.on_cycle(source, guard.target):
+        elif guard.target == END or not (unresolved or graph.on_cycle(source, guard.target)):
+            # With a misspelt route (CR101) the cycle may be what it fails to close.
             yield Finding(
                 f"Guard({guard.target!r}) on {who} guards the route "
                 f"{source} → {guard.target}, which is on no cycle; remove it (only cycles "

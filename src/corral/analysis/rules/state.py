@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterator
+from typing import Any
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.rules._base import (
@@ -52,8 +54,9 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
                 repeated.setdefault(key, set()).add(a)
             else:
                 involved.setdefault(key, set()).update((a, b))
-    fix = "give the key a reducer (Annotated[list[str], operator.add]) or let one node write it"
-    for key in [k.name for k in spec.keys]:
+    for key_spec in spec.keys:
+        key = key_spec.name
+        fix = reducer_fix(key_spec.type)
         if key in involved:
             nodes = graph.sort(involved[key])
             yield Finding(
@@ -67,6 +70,32 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
                 f"{key!r}, which has no reducer; {fix}",
                 (name,),
             )
+
+
+def reducer_fix(value_type: Any) -> str:
+    """Return the CR301 fix for a key of ``value_type``: a reducer that fits the type.
+
+    >>> reducer_fix(list[str])
+    'give the key a reducer (Annotated[list[str], operator.add]) or let one node write it'
+    >>> reducer_fix(dict[str, int])
+    'give the key a reducer (Annotated[dict[str, int], reducers.merge]) or let one node write it'
+    >>> reducer_fix(str).startswith("let one node write it")
+    True
+    """
+    origin = typing.get_origin(value_type) or value_type
+    shown = show_type(value_type)
+    if origin in (list, tuple, int, float):
+        reducer = "operator.add"
+    elif isinstance(origin, type) and issubclass(origin, dict):
+        reducer = "reducers.merge"
+    elif origin in (set, frozenset):
+        reducer = "reducers.union"
+    else:
+        return (
+            "let one node write it, or give the key a reducer that says how to combine two "
+            f"values (Annotated[{shown}, your_function])"
+        )
+    return f"give the key a reducer (Annotated[{shown}, {reducer}]) or let one node write it"
 
 
 @rule("CR302", "unknown-key")

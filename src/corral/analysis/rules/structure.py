@@ -13,10 +13,10 @@ from corral.analysis.rules._base import (
     fix_name,
     guard_sites,
     has_no_way_out,
-    has_unreadable_route,
     join_words,
     quote_names,
     route_owner,
+    routes_unresolved,
     rule,
     site_ignore,
 )
@@ -118,11 +118,9 @@ def dead_nodes(graph: SpecGraph) -> Iterator[Finding]:
     spec = graph.spec
     if not any(node.start for node in spec.nodes):
         return  # CR102 says it once
+    if routes_unresolved(graph):
+        return  # a misspelt (CR101) or unreadable (CR401) route may lead anywhere
     reachable = graph.reachable()
-    if any(
-        has_unreadable_route(graph, spec_node) for n in reachable if (spec_node := spec.node(n))
-    ):
-        return  # an unreadable route (CR401) may lead anywhere
     for name in spec.names:
         if name not in reachable:
             yield Finding(

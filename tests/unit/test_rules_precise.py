@@ -1,0 +1,108 @@
+"""Findings that say each thing once: a misspelt name is one finding, fixes fit the key's type."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal, TypedDict
+
+import pytest
+
+from corral import END, End, Graph, Guard, reducers
+
+
+class State(TypedDict):
+    n: int
+    notes: Annotated[list[str], operator.add]
+
+
+def codes(g: Graph[State]) -> list[str]:
+    return [d.code for d in g.check()]
+
+
+def joni_graph(then: str) -> Graph[State]:
+    """A plan → (a, b) → join → review ⇄ fix graph with one route name as given."""
+    g = Graph(State)
+
+    @g.node(start=True, then=("a", "b"))
+    def plan(state: State) -> None: ...
+
+    @g.node(then="join")
+    def a(state: State) -> None: ...
+
+    @g.node(then=then)
+    def b(state: State) -> None: ...
+
+    @g.node(wait_for=("a", "b"), then="review")
+    def join(state: State) -> None: ...
+
+    @g.node()
+    def review(state: State) -> None: ...
+
+    @g.router("review", guards=[Guard("fix", max=2, otherwise=END)])
+    def after_review(state: State) -> Literal["fix"] | End:
+        return END
+
+    @g.node(then="review", guards=[Guard("review", max=3, otherwise=END)])
+    def fix(state: State) -> None: ...
+
+    return g
+
+
+def test_a_misspelt_name_is_one_finding() -> None:
+    """``then="joni"`` is CR101 alone: nothing it leaves unreachable, no useless guard."""
+    assert codes(joni_graph("joni")) == ["CR101"]
+
+
+def test_the_graph_with_the_name_fixed_is_clean_apart_from_its_own_warnings() -> None:
+    """Once the name is fixed, the findings the misspelling held back are judged for real."""
+    assert [c for c in codes(joni_graph("join")) if c != "CR202"] == []
+
+
+def test_dead_nodes_are_reported_when_no_name_is_misspelt() -> None:
+    """A node nothing routes to is CR103 when every route name resolves."""
+    g = Graph(State)
+
+    @g.node(start=True, then=END)
+    def first(state: State) -> None: ...
+
+    @g.node(then=END)
+    def orphan(state: State) -> None: ...
+
+    assert [(d.code, d.nodes) for d in g.check()] == [("CR103", ("orphan",))]
+
+
+class Typed(TypedDict):
+    items: list[str]
+    cost: int
+    meta: dict[str, str]
+    tags: set[str]
+    best: str
+
+
+@pytest.mark.parametrize(
+    ("key", "fix"),
+    [
+        ("items", "give the key a reducer (Annotated[list[str], operator.add])"),
+        ("cost", "give the key a reducer (Annotated[int, operator.add])"),
+        ("meta", "give the key a reducer (Annotated[dict[str, str], reducers.merge])"),
+        ("tags", "give the key a reducer (Annotated[set[str], reducers.union])"),
+        ("best", "let one node write it, or give the key a reducer that says how to combine"),
+    ],
+)
+def test_the_parallel_write_fix_fits_the_key_type(key: str, fix: str) -> None:
+    """CR301 suggests operator.add for lists and numbers, merge for dicts, union for sets."""
+    g = Graph(Typed)
+
+    @g.node(start=True, then=("a", "b"))
+    def plan(state: Typed) -> None: ...
+
+    @g.node(then=END, writes=(key,))
+    def a(state: Typed) -> None: ...
+
+    @g.node(then=END, writes=(key,))
+    def b(state: Typed) -> None: ...
+
+    (finding,) = g.check()
+    assert finding.code == "CR301"
+    assert fix in finding.message, finding.message
+    assert reducers.merge and reducers.union  # the names the messages point to exist
