@@ -72,6 +72,17 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
             )
 
 
+_REDUCER_BY_TYPE = {
+    "list": "operator.add",
+    "tuple": "operator.add",
+    "int": "operator.add",
+    "float": "operator.add",
+    "dict": "reducers.merge",
+    "set": "reducers.union",
+    "frozenset": "reducers.union",
+}
+
+
 def reducer_fix(value_type: Any) -> str:
     """Return the CR301 fix for a key of ``value_type``: a reducer that fits the type.
 
@@ -82,15 +93,16 @@ def reducer_fix(value_type: Any) -> str:
     >>> reducer_fix(str).startswith("let one node write it")
     True
     """
-    origin = typing.get_origin(value_type) or value_type
-    shown = show_type(value_type)
-    if origin in (list, tuple, int, float):
-        reducer = "operator.add"
-    elif isinstance(origin, type) and issubclass(origin, dict):
-        reducer = "reducers.merge"
-    elif origin in (set, frozenset):
-        reducer = "reducers.union"
+    if isinstance(value_type, str):  # a type read statically, as text (``lint --static``)
+        shown = value_type
+        head = value_type.split("[", 1)[0].rsplit(".", 1)[-1]
     else:
+        shown = show_type(value_type)
+        origin = typing.get_origin(value_type) or value_type
+        is_dict = isinstance(origin, type) and issubclass(origin, dict)
+        head = "dict" if is_dict else getattr(origin, "__name__", "")
+    reducer = _REDUCER_BY_TYPE.get(head)
+    if reducer is None:
         return (
             "let one node write it, or give the key a reducer that says how to combine two "
             f"values (Annotated[{shown}, your_function])"
