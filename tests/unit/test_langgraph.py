@@ -201,11 +201,11 @@ def test_counter_incremented_off_the_loop_stays_cr201() -> None:
 
 
 def test_unknown_target_and_dead_nodes() -> None:
-    """CR101 for an edge to an unknown node, CR103 for nodes nothing reaches."""
+    """CR101 for an edge to an unknown node, CR103 for nodes nothing reaches even once the
+    name is fixed ('write', which the typo strands, is not reported: one mistake, one finding)."""
     found = check(lg.broken_edges())
     assert codes(found) == [
         ("CR101", ("plan", "wirte")),
-        ("CR103", ("write",)),
         ("CR103", ("orphan",)),
     ]
     assert "did you mean 'write'?" in found[0].message

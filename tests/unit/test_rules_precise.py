@@ -106,3 +106,35 @@ def test_the_parallel_write_fix_fits_the_key_type(key: str, fix: str) -> None:
     assert finding.code == "CR301"
     assert fix in finding.message, finding.message
     assert reducers.merge and reducers.union  # the names the messages point to exist
+
+
+def test_a_node_dead_even_once_the_name_is_fixed_is_still_reported() -> None:
+    """A typo close to a node's name is read as that node; what stays dead is CR103."""
+    g = Graph(State)
+
+    @g.node(start=True, then="finsh")
+    def first(state: State) -> None: ...
+
+    @g.node(then=END)
+    def finish(state: State) -> None: ...
+
+    @g.node(then=END)
+    def orphan(state: State) -> None: ...
+
+    assert [(d.code, d.nodes) for d in g.check()] == [
+        ("CR101", ("first", "finsh")),
+        ("CR103", ("orphan",)),
+    ]
+
+
+def test_a_name_close_to_nothing_holds_back_every_dead_node() -> None:
+    """A route name close to no node may be meant for any node: no CR103 until it is fixed."""
+    g = Graph(State)
+
+    @g.node(start=True, then="zzzzzz")
+    def first(state: State) -> None: ...
+
+    @g.node(then=END)
+    def orphan(state: State) -> None: ...
+
+    assert [d.code for d in g.check()] == ["CR101"]

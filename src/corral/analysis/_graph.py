@@ -19,6 +19,7 @@ of nodes (see :meth:`SpecGraph.coactive_pairs`).
 
 from __future__ import annotations
 
+import difflib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from functools import cached_property
@@ -102,9 +103,48 @@ class SpecGraph:
         lengths: dict[str, int] = nx.single_source_shortest_path_length(self.graph, START)
         return lengths
 
-    def reachable(self) -> set[str]:
-        """Return the nodes some path from ``START`` reaches."""
+    def reachable(self, *, repaired: bool = False) -> set[str]:
+        """Return the nodes some path from ``START`` reaches.
+
+        With ``repaired``, misspelt names are read as the names they are closest to
+        (:attr:`repairs`), so what a typo strands is not reported as dead.
+        """
+        if repaired and self.repairs:
+            lengths = nx.single_source_shortest_path_length(self._repaired, START)
+            return {n for n in lengths if n in self.rank}
         return {n for n in self.distance if n in self.rank}
+
+    @cached_property
+    def repairs(self) -> list[tuple[str, str]] | None:
+        """Return the routes misspelt names would be once fixed, or ``None`` if one cannot be.
+
+        A route to a name that is no node is read as a route to the closest node name (or
+        ``END``); a router registered for a name that is no node is read as the router of the
+        closest node. ``None`` when some name is close to none.
+        """
+        names = [*self.spec.names, END]
+        found: list[tuple[str, str]] = []
+        for edge in self.unknown_targets:
+            match = difflib.get_close_matches(edge.target, names, n=1, cutoff=0.6)
+            if not match:
+                return None
+            found.append((edge.source, match[0]))
+        for router in self.spec.routers:
+            if router.source in self.rank:
+                continue
+            match = difflib.get_close_matches(router.source, self.spec.names, n=1, cutoff=0.6)
+            if not match:
+                return None
+            for target in router.targets.names or ():
+                if target in self.rank or target == END:
+                    found.append((match[0], target))
+        return found
+
+    @cached_property
+    def _repaired(self) -> nx.DiGraph[str]:
+        repaired = self.graph.copy()
+        repaired.add_edges_from(self.repairs or ())
+        return repaired
 
     def finishing(self, excused: Iterable[str] = ()) -> set[str]:
         """Return the nodes from which a path reaches ``END``.
@@ -139,18 +179,28 @@ class SpecGraph:
     @cached_property
     def _components(self) -> dict[str, int]:
         """Return the strongly connected component index of every node (all routes)."""
-        nodes_only = self.graph.subgraph(self.spec.names)
+        return self._component_index(self.graph)
+
+    @cached_property
+    def _repaired_components(self) -> dict[str, int]:
+        return self._component_index(self._repaired)
+
+    def _component_index(self, graph: nx.DiGraph[str]) -> dict[str, int]:
+        nodes_only = graph.subgraph(self.spec.names)
         index: dict[str, int] = {}
         for i, component in enumerate(nx.strongly_connected_components(nodes_only)):
             for node in component:
                 index[node] = i
         return index
 
-    def on_cycle(self, source: str, target: str) -> bool:
-        """Return whether the route ``source → target`` lies on some cycle."""
+    def on_cycle(self, source: str, target: str, *, repaired: bool = False) -> bool:
+        """Return whether the route ``source → target`` lies on some cycle.
+
+        With ``repaired``, misspelt names are read as the names they are closest to.
+        """
         if source == target:
             return True
-        comp = self._components
+        comp = self._repaired_components if repaired and self.repairs else self._components
         return source in comp and comp.get(source) == comp.get(target)
 
     def unguarded_components(self) -> list[list[str]]:

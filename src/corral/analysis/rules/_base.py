@@ -167,17 +167,17 @@ def has_unreadable_route(graph: SpecGraph, node: NodeSpec) -> bool:
 
 
 def routes_unresolved(graph: SpecGraph) -> bool:
-    """Return whether some route is already reported as misspelt or unreadable.
+    """Return whether some route cannot be read, or names a node too far from any name.
 
-    A route to a name that is no node (CR101), a router registered for a name that is no
-    node (CR101), or an annotation that names no targets (CR401) may be meant to lead
-    anywhere, so what it leaves unreachable (CR103) or off every cycle (CR202) is not
-    reported until it is fixed: one mistake, one finding.
+    An annotation that names no targets (CR401), or a name that is no node and close to
+    none (CR101), may be meant to lead anywhere, so what it leaves unreachable (CR103) or
+    off every cycle (CR202) is not reported until it is fixed: one mistake, one finding. A
+    misspelt name close to a node's is read as that node instead (``repaired=True``).
     """
-    if graph.unknown_targets:
+    if graph.repairs is None:
         return True
     spec = graph.spec
-    if any(not graph.is_node(r.source) or r.targets.names is None for r in spec.routers):
+    if any(r.targets.names is None for r in spec.routers):
         return True
     return any(n.command is not None and n.command.names is None for n in spec.nodes)
 

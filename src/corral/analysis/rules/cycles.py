@@ -116,8 +116,9 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
                 "remove it",
                 *place,
             )
-        elif guard.target == END or not (unresolved or graph.on_cycle(source, guard.target)):
-            # With a misspelt route (CR101) the cycle may be what it fails to close.
+        elif guard.target == END or not (
+            unresolved or graph.on_cycle(source, guard.target, repaired=True)
+        ):
             yield Finding(
                 f"Guard({guard.target!r}) on {who} guards the route "
                 f"{source} → {guard.target}, which is on no cycle; remove it (only cycles "

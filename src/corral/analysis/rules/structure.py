@@ -120,7 +120,7 @@ def dead_nodes(graph: SpecGraph) -> Iterator[Finding]:
         return  # CR102 says it once
     if routes_unresolved(graph):
         return  # a misspelt (CR101) or unreadable (CR401) route may lead anywhere
-    reachable = graph.reachable()
+    reachable = graph.reachable(repaired=True)
     for name in spec.names:
         if name not in reachable:
             yield Finding(
