@@ -18,7 +18,6 @@ targets, so ``draw`` and ``cycles`` can show the defect.
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import importlib.util
 import os
@@ -34,27 +33,43 @@ from typing import Any
 from corral.dsl import Graph
 from corral.errors import GraphError
 from corral.runtime.app import CompiledGraph
+from corral.sources import (
+    MAX_FILE_BYTES,
+    SourceFile,
+    UnreadableFile,
+    UsageError,
+    check_regular,
+    display_path,
+    exclude_patterns,
+    is_excluded,
+    mentions_corral,
+    python_files,
+    read_source,
+)
 from corral.spec import GraphSpec
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "LoadError",
     "Loaded",
+    "SourceFile",
     "Target",
+    "UnreadableFile",
     "UsageError",
     "display_path",
+    "exclude_patterns",
+    "find_targets",
+    "is_excluded",
+    "mentions_corral",
+    "import_modules",
+    "is_module_name",
     "load",
+    "python_files",
+    "read_source",
     "split_selector",
 ]
 
-SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules"})
-"""Folder names never searched (besides hidden folders and virtual environments)."""
-
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_MARKER = re.compile(rb"\bcorral\b")
-
-
-class UsageError(Exception):
-    """A command line that names something that does not exist; the CLI exits with 2."""
 
 
 @dataclass
@@ -98,6 +113,8 @@ class LoadError:
     @property
     def message(self) -> str:
         """Return one line naming the file and the exception."""
+        if isinstance(self.exc, UnreadableFile):
+            return f"cannot read {self.source}: it {self.exc.problem}"
         text = str(self.exc).strip().splitlines()
         detail = f": {text[0]}" if text else ""
         return f"cannot import {self.source}: {type(self.exc).__name__}{detail}"
@@ -113,25 +130,6 @@ class Loaded:
     """Modules whose import raised ``GraphError``: ``(source, error)``."""
     modules: int = 0
     """How many modules were imported (or tried)."""
-
-
-def display_path(path: str | os.PathLike[str]) -> str:
-    """Return ``path`` relative to the current directory when it is under it, else absolute.
-
-    >>> display_path(os.path.join(os.getcwd(), "a", "b.py")) == os.path.join("a", "b.py")
-    True
-    """
-    text = os.fspath(path)
-    if text.startswith("<"):
-        return text
-    absolute = os.path.abspath(text)
-    try:
-        relative = os.path.relpath(absolute, os.getcwd())
-    except ValueError:
-        return absolute
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
-        return absolute
-    return relative
 
 
 def split_selector(argument: str) -> tuple[str, str | None]:
@@ -170,7 +168,7 @@ def load(
     """
     loaded = Loaded()
     seen: dict[int, Target] = {}
-    patterns = [_normalise_pattern(p) for p in exclude]
+    patterns = exclude_patterns(exclude)
     for argument in paths:
         path, wanted = split_selector(argument)
         found: list[Target] = []
@@ -182,7 +180,7 @@ def load(
                 else:
                     loaded.errors.append(error)
             if module is not None:
-                found.extend(_targets(module, source, seen, failed=error is not None))
+                found.extend(find_targets(module, source, seen, failed=error is not None))
         if wanted is not None:
             picked = [t for t in found if wanted in t.aliases]
             if not picked and not loaded.errors and not loaded.graph_errors:
@@ -195,76 +193,45 @@ def load(
     return loaded
 
 
-def _normalise_pattern(pattern: str) -> str:
-    pattern = pattern.rstrip("/\\") or pattern
-    if any(ch in pattern for ch in "*?["):
-        return pattern
-    return os.path.normpath(pattern)
+def is_module_name(path: str) -> bool:
+    """Return whether ``path`` names a module (dotted) rather than an existing file or folder."""
+    return _is_dotted(path)
 
 
-def is_excluded(path: str, patterns: Sequence[str]) -> bool:
-    """Return whether ``path``, its name or one of its parent folders matches a pattern."""
-    if not patterns:
-        return False
-    shown = os.path.normpath(display_path(path))
-    candidates = {shown, os.path.abspath(path), os.path.basename(shown)}
-    parts = Path(shown).parts
-    for i in range(1, len(parts)):
-        candidates.add(os.path.join(*parts[:i]))
-    return any(fnmatch.fnmatch(c, p) for c in candidates for p in patterns)
+def import_modules(
+    path: str, *, dotted: bool, only_marked: bool
+) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+    """Import one ``.py`` file, or a dotted module and its submodules, as :func:`load` does.
+
+    Yields ``(source, module, error)`` per module; a module that failed has ``error`` set
+    (and ``module`` too when it defined something before failing).
+    """
+    if dotted:
+        yield from _import_dotted(path, only_marked)
+    else:
+        yield _import_file(path)
 
 
 def _modules(
     path: str, patterns: Sequence[str], only_marked: bool
 ) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
-    if os.path.isdir(path):
-        for file in _walk(path, patterns):
-            if only_marked and not _mentions_corral(file):
-                continue
-            yield _import_file(file)
-    elif os.path.isfile(path):
-        if not path.endswith((".py", ".pyw")):
-            msg = f"{path!r} is not a Python file; give a .py file, a folder or a module name"
-            raise UsageError(msg)
-        if is_excluded(path, patterns) or (only_marked and not _mentions_corral(path)):
-            return
-        yield _import_file(path)
-    elif _DOTTED.fullmatch(path) and not path.endswith(".py"):
+    if _is_dotted(path):
         yield from _import_dotted(path, only_marked)
-    else:
-        msg = f"{path!r} does not exist; give a .py file, a folder or a dotted module name"
-        raise UsageError(msg)
+        return
+    for file in python_files(path, patterns, only_marked=only_marked):
+        if file.problem is not None:
+            source = display_path(file.path)
+            yield source, None, _error(source, file.problem)
+        else:
+            yield _import_file(file.path)
 
 
-def _walk(folder: str, patterns: Sequence[str]) -> Iterator[str]:
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not _skipped_dir(os.path.join(root, d))
-            and not is_excluded(os.path.join(root, d), patterns)
-        )
-        for name in sorted(files):
-            file = os.path.join(root, name)
-            if name.endswith(".py") and not is_excluded(file, patterns):
-                yield file
-
-
-def _skipped_dir(path: str) -> bool:
-    name = os.path.basename(path)
+def _is_dotted(path: str) -> bool:
     return (
-        name.startswith(".")
-        or name in SKIPPED_DIRS
-        or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
+        not os.path.lexists(path)
+        and _DOTTED.fullmatch(path) is not None
+        and not path.endswith(".py")
     )
-
-
-def _mentions_corral(file: str) -> bool:
-    try:
-        with open(file, "rb") as handle:
-            return _MARKER.search(handle.read()) is not None
-    except OSError:
-        return True  # let the import report why the file cannot be read
 
 
 def _module_name(file: Path) -> tuple[str, Path]:
@@ -327,7 +294,7 @@ def _import_dotted(
             origin = info.origin
             if origin is None:
                 continue
-            if only_marked and not _mentions_corral(origin):
+            if only_marked and not mentions_corral(origin):
                 continue
             yield _import_file(origin)
 
@@ -373,10 +340,15 @@ def _same_file(module: types.ModuleType, file: Path) -> bool:
         return False
 
 
-def _targets(
+def find_targets(
     module: types.ModuleType, source: str, seen: dict[int, Target], *, failed: bool
 ) -> list[Target]:
-    """Return the module's graph targets, skipping ones already found in an earlier module."""
+    """Return the module's graph targets, skipping ones already found in an earlier module.
+
+    This is the one place that decides what counts as a graph in a module (``lint``,
+    ``draw``, ``cycles``, ``run`` and the lint worker all call it); a new kind of graph
+    object is recognised by extending it.
+    """
     found: list[Target] = []
     apps: list[tuple[str, CompiledGraph[Any]]] = []
     for attr, value in list(vars(module).items()):
@@ -429,9 +401,13 @@ def import_module(name_or_path: str) -> types.ModuleType:
         UsageError: the name is neither an existing file nor an importable module.
         ImportError: the module failed to import; the original exception is ``__cause__``.
     """
-    if os.path.isfile(name_or_path):
+    if os.path.lexists(name_or_path) and not os.path.isdir(name_or_path):
+        try:
+            check_regular(name_or_path)
+        except UnreadableFile as exc:
+            raise UsageError(str(exc)) from exc
         _, module, error = _import_file(name_or_path)
-    elif _DOTTED.fullmatch(name_or_path) and not name_or_path.endswith(".py"):
+    elif _is_dotted(name_or_path):
         _, module, error = next(_import_dotted(name_or_path, only_marked=False))
     else:
         msg = f"{name_or_path!r} is neither a .py file nor an importable module name"

@@ -25,11 +25,12 @@ dependency of corral: this module imports it only when called.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from corral.loader import Loaded, LoadError, Target, UsageError, is_excluded
+from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
+from corral.sources import display_path, exclude_patterns, python_files
 from corral.spec import (
     END,
     START,
@@ -55,7 +56,6 @@ _SEND = "corral.control.Send"
 _COMMAND = "corral.control.Command"
 _CONSTANTS = {"corral.spec.END": END, "corral.spec.START": START}
 _SEQUENCES = {"builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence"}
-_SKIPPED = {"__pycache__", "site-packages", "node_modules", "venv", ".venv"}
 
 
 class StaticError(Exception):
@@ -88,26 +88,70 @@ def load_static(paths: Sequence[str], *, exclude: Sequence[str] = ()) -> Loaded:
         from mypy import build
         from mypy.errors import CompileError
         from mypy.find_sources import create_source_list
-        from mypy.options import Options
     except ImportError as exc:  # pragma: no cover - mypy is a dev dependency
         msg = "corral lint --static needs mypy (pip install mypy); or lint without --static"
         raise UsageError(msg) from exc
-    files = list(_files(paths, exclude))
-    loaded = Loaded(modules=len(files))
-    if not files:
-        return loaded
+    loaded = Loaded()
+    for argument in paths:
+        path, wanted = split_selector(argument)
+        files = _files(path, exclude, loaded)
+        loaded.modules += len(files)
+        found = Loaded()
+        for batch in _batches(files, create_source_list):
+            _read_batch(batch, found, build, CompileError)
+        if wanted is not None:
+            found.targets = [t for t in found.targets if wanted in t.aliases]
+            if not found.targets and not found.errors:
+                msg = f"{path} defines no graph called {wanted!r}"
+                raise UsageError(msg)
+        loaded.targets.extend(found.targets)
+        loaded.errors.extend(found.errors)
+    return loaded
+
+
+def _options() -> Any:
+    from mypy.options import Options
+
     options = Options()
     options.preserve_asts = True
     options.export_types = True
     options.incremental = False
     options.follow_imports = "silent"
     options.python_version = (3, 11)
+    return options
+
+
+def _batches(files: list[str], create_source_list: Any) -> list[list[Any]]:
+    """Split the files into builds in which no two files have the same module name.
+
+    Two scripts called ``agent.py`` in different folders are both module ``agent`` to mypy,
+    which refuses a build holding both; each goes into its own build instead (the first
+    build that has no ``agent`` yet), and graphs are read per build, so they never mix.
+    """
+    if not files:
+        return []
+    batches: list[list[Any]] = []
+    taken: list[set[str]] = []
+    for source in create_source_list(files, _options()):
+        for batch, names in zip(batches, taken, strict=True):
+            if source.module not in names:
+                batch.append(source)
+                names.add(source.module)
+                break
+        else:
+            batches.append([source])
+            taken.append({source.module})
+    return batches
+
+
+def _read_batch(sources: list[Any], loaded: Loaded, build: Any, compile_error: Any) -> None:
+    """Build one batch with mypy and add its graphs (or its errors) to ``loaded``."""
     try:
-        sources = create_source_list(files, options)
-        result = build.build(sources, options)
-    except CompileError as exc:
-        loaded.errors.append(LoadError(", ".join(files), exc, "\n".join(exc.messages)))
-        return loaded
+        result = build.build(sources, _options())
+    except compile_error as exc:
+        names = ", ".join(s.path for s in sources)
+        loaded.errors.append(LoadError(names, exc, "\n".join(exc.messages)))
+        return
     wanted = {s.module for s in sources}
     trees = [result.graph[m].tree for m in sorted(wanted) if m in result.graph]
     reader = _Reader(result.types)
@@ -127,36 +171,20 @@ def load_static(paths: Sequence[str], *, exclude: Sequence[str] = ()) -> Loaded:
         loaded.targets.append(StaticTarget(name, graph.path, aliases=(name,), static_spec=spec))
     for path, line, problem in reader.errors:
         loaded.errors.append(LoadError(f"{path}:{line}", problem, str(problem)))
-    return loaded
 
 
-def _files(paths: Sequence[str], exclude: Sequence[str]) -> Iterator[str]:
-    for path in paths:
-        if os.path.isdir(path):
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(
-                    d
-                    for d in dirs
-                    if not d.startswith(".")
-                    and d not in _SKIPPED
-                    and not is_excluded(os.path.join(root, d), exclude)
-                )
-                for name in sorted(names):
-                    file = os.path.join(root, name)
-                    if name.endswith(".py") and not is_excluded(file, exclude):
-                        if _mentions_corral(file):
-                            yield file
-        elif os.path.isfile(path):
-            if not is_excluded(path, exclude):
-                yield path
+def _files(path: str, exclude: Sequence[str], loaded: Loaded) -> list[str]:
+    """Return the files under ``path`` that ``corral lint`` (without --static) would import."""
+    if not os.path.lexists(path):
+        msg = f"{path!r} does not exist; corral lint --static takes .py files and folders"
+        raise UsageError(msg)
+    files = []
+    for file in python_files(path, exclude_patterns(exclude), only_marked=True):
+        if file.problem is None:
+            files.append(file.path)
         else:
-            msg = f"{path!r} does not exist; corral lint --static takes .py files and folders"
-            raise UsageError(msg)
-
-
-def _mentions_corral(file: str) -> bool:
-    with open(file, "rb") as handle:
-        return b"corral" in handle.read()
+            loaded.errors.append(LoadError(display_path(file.path), file.problem, ""))
+    return files
 
 
 @dataclass
@@ -577,7 +605,11 @@ def _stub(decorated: mypy_nodes.Decorator, path: str) -> Callable[..., Any]:
     first = min([decorated.func.line, *(d.line for d in decorated.original_decorators)])
     name = decorated.func.name
     namespace: dict[str, Any] = {}
-    code = compile("\n" * (first - 1) + f"def {name}(*args, **kwargs): pass\n", path, "exec")
+    # The docstring makes stubs of same-named functions at the same line of two files
+    # unequal: code objects compare without their file name, and the inference cache is
+    # keyed by code object, so without it one file's writes would be read for the other's.
+    body = f"def {name}(*args, **kwargs):\n    {path!r}\n"
+    code = compile("\n" * (first - 1) + body, path, "exec")
     exec(code, namespace)
     stub: Callable[..., Any] = namespace[name]
     return stub

@@ -69,8 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="report unbounded cycles, dead nodes and the other rules",
         description=(
-            "Import the modules under PATH (their module-level code runs, as under pytest),\n"
-            "check every graph they define, and print one line per finding.\n"
+            "Import the modules under PATH (their module-level code runs, as under pytest,\n"
+            "in a separate worker process), check every graph they define, and print one\n"
+            "line per finding. A module that hangs, crashes or exits while importing is a\n"
+            "load error; the other files are still checked.\n"
             "\n"
             "exit codes: 0 no error found (warnings alone exit 0), 1 an error was found,\n"
             "            2 a usage error or a module that cannot be imported"
@@ -109,6 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="PATTERN",
         help="skip files and folders matching this fnmatch pattern (repeatable)",
+    )
+    lint.add_argument(
+        "--import-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="stop importing a module after this long; it is a load error (default: 10)",
     )
     lint.add_argument("--explain", metavar="CODE", help="print the docs of one rule and exit")
     lint.add_argument(
@@ -234,6 +243,17 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         msg = f"{text!r} is not a whole number, 1 or more"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        msg = f"{text!r} is not a number of seconds above 0"
         raise argparse.ArgumentTypeError(msg)
     return value
 

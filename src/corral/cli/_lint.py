@@ -6,18 +6,50 @@ import argparse
 import dataclasses
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from corral.analysis import analyse
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._report import Summary, format_github, format_json, format_sarif, format_text
 from corral.cli._rules import all_rules, find_rule, long_docs
-from corral.errors import GraphError
-from corral.loader import LoadError, UsageError, display_path, load
+from corral.cli._worker import Failure, ModuleReport, Request, Worker, check_target
+from corral.loader import (
+    UsageError,
+    display_path,
+    exclude_patterns,
+    is_module_name,
+    python_files,
+    split_selector,
+)
 
-__all__ = ["command", "is_selected", "parse_codes"]
+__all__ = ["Collected", "collect", "collect_static", "command", "is_selected", "parse_codes"]
 
 _PREFIX = re.compile(r"CR\d{0,3}")
+
+
+@dataclasses.dataclass
+class Collected:
+    """Everything lint found over all its paths, before filtering and printing."""
+
+    findings: list[Diagnostic] = dataclasses.field(default_factory=list)
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+    graphs: int = 0
+    modules: int = 0
+
+    def add(self, report: ModuleReport, wanted: str | None) -> None:
+        """Add one module's report, keeping only the graph ``wanted`` when it is given."""
+        self.modules += 1
+        if report.failure is not None:
+            self.failures.append(report.failure)
+        if report.graph_error:
+            self.graphs += 1
+            self.findings.extend(report.graph_error)
+        for target in report.targets:
+            if target.failed or (wanted is not None and wanted not in target.aliases):
+                continue
+            self.graphs += 1
+            self.findings.extend(target.diagnostics)
+            if target.failure is not None:
+                self.failures.append(target.failure)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -30,33 +62,14 @@ def command(args: argparse.Namespace) -> int:
     select = parse_codes(args.select, "--select")
     ignore = parse_codes(args.ignore, "--ignore")
     if getattr(args, "static", False):
-        from corral.static import load_static
-
-        loaded = load_static(args.paths, exclude=args.exclude)
+        collected = collect_static(args.paths, args.exclude)
     else:
-        loaded = load(args.paths, exclude=args.exclude, only_marked=True)
-    failures: list[LoadError] = list(loaded.errors)
-    found: list[Diagnostic] = []
-    for _, err in loaded.graph_errors:
-        found.extend(err.diagnostics)
-    graphs = len(loaded.graph_errors)
-    for target in loaded.targets:
-        if target.failed:
-            continue  # its module failed to import; that failure is what gets reported
-        graphs += 1
-        try:
-            found.extend(analyse(target.spec()))
-        except GraphError as exc:
-            if exc.diagnostics:
-                found.extend(exc.diagnostics)
-            else:
-                failures.append(_target_error(target.label, exc))
-        except Exception as exc:
-            failures.append(_target_error(target.label, exc))
-    kept = [d for d in _unique(found) if is_selected(d.code, select, ignore)]
+        collected = collect(args.paths, args.exclude, timeout_s=args.import_timeout)
+    kept = [d for d in _unique(collected.findings) if is_selected(d.code, select, ignore)]
     shown = sorted((_displayed(d) for d in kept), key=lambda d: d.sort_key)
+    failures = collected.failures
     for failure in failures:
-        if args.verbose:
+        if args.verbose and failure.formatted:
             print(failure.formatted, file=sys.stderr, end="")
         print(f"error: {failure.message}", file=sys.stderr)
     errors = [(f.source, f.message) for f in failures]
@@ -67,13 +80,77 @@ def command(args: argparse.Namespace) -> int:
     elif args.format == "github":
         output = format_github(shown, errors)
     else:
-        summary = Summary(graphs=graphs, files=loaded.modules, failed=len(failures))
+        summary = Summary(graphs=collected.graphs, files=collected.modules, failed=len(failures))
         output = format_text(shown, summary)
     if output:
         print(output)
     if failures:
         return 2
     return 1 if any(d.severity == "error" for d in shown) else 0
+
+
+def collect(paths: Sequence[str], exclude: Sequence[str], *, timeout_s: float) -> Collected:
+    """Import and check every module under ``paths``, each in the worker process.
+
+    Raises:
+        UsageError: a path that does not exist, or a ``:name`` that no module defines.
+    """
+    collected = Collected()
+    patterns = exclude_patterns(exclude)
+    with Worker(timeout_s=timeout_s) as worker:
+        for argument in paths:
+            path, wanted = split_selector(argument)
+            requests = _requests(path, patterns, collected)
+            reports = [r for reply in worker.run(requests) for r in reply]
+            if wanted is not None:
+                _check_wanted(path, wanted, reports)
+            for report in reports:
+                collected.add(report, wanted)
+    return collected
+
+
+def _check_wanted(path: str, wanted: str, reports: Sequence[ModuleReport]) -> None:
+    if any(r.failure is not None or r.graph_error for r in reports):
+        return
+    names = sorted({a for r in reports for t in r.targets for a in t.aliases})
+    if wanted not in names:
+        have = ", ".join(names) if names else "no graphs"
+        msg = f"{path} defines no graph called {wanted!r} (it has: {have})"
+        raise UsageError(msg)
+
+
+def _requests(path: str, patterns: Sequence[str], collected: Collected) -> Iterator[Request]:
+    if is_module_name(path):
+        yield Request(path, dotted=True)
+        return
+    for file in python_files(path, patterns, only_marked=True):
+        if file.problem is None:
+            yield Request(file.path)
+        else:
+            source = display_path(file.path)
+            collected.modules += 1
+            collected.failures.append(
+                Failure(source, f"cannot read {source}: it {file.problem.problem}")
+            )
+
+
+def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
+    """Read every graph under ``paths`` with mypy (no module code runs) and check it."""
+    from corral.static import load_static
+
+    loaded = load_static(paths, exclude=exclude)
+    collected = Collected(modules=loaded.modules)
+    collected.failures.extend(Failure(e.source, e.message, e.formatted) for e in loaded.errors)
+    for _, err in loaded.graph_errors:
+        collected.graphs += 1
+        collected.findings.extend(err.diagnostics)
+    for target in loaded.targets:
+        report = check_target(target)
+        collected.graphs += 1
+        collected.findings.extend(report.diagnostics)
+        if report.failure is not None:
+            collected.failures.append(report.failure)
+    return collected
 
 
 def explain(code: str) -> int:
@@ -132,22 +209,3 @@ def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 def _displayed(diagnostic: Diagnostic) -> Diagnostic:
     return dataclasses.replace(diagnostic, file=display_path(diagnostic.file))
-
-
-def _target_error(label: str, exc: BaseException) -> LoadError:
-    import traceback
-
-    formatted = "".join(traceback.format_exception(exc))
-    return _GraphLoadError(label, exc, formatted)
-
-
-@dataclasses.dataclass(frozen=True)
-class _GraphLoadError(LoadError):
-    """A graph found but not checkable (its spec cannot be built)."""
-
-    @property
-    def message(self) -> str:
-        """Return one line naming the graph and the exception."""
-        text = str(self.exc).strip().splitlines()
-        detail = f": {text[0]}" if text else ""
-        return f"cannot check {self.source}: {type(self.exc).__name__}{detail}"
