@@ -229,7 +229,6 @@ def _duplicate_tree(root: Path) -> Path:
         "examples",
         "examples/broken",
         "tests/integration/cli_fixtures",
-        "tests/graphs",
         "DUPLICATES",
     ],
 )
