@@ -92,10 +92,23 @@ class Target:
         """Return ``source:name``, the way a user names this target on the command line."""
         return f"{self.source}:{self.name}"
 
+    module: types.ModuleType | None = field(default=None, repr=False)
+    """The module of a failed target: Python drops a module whose import failed from
+    ``sys.modules``, where ``typing.get_type_hints`` looks up the names of string
+    annotations (``from __future__ import annotations``); :meth:`spec` puts it back while
+    it reads the graph."""
+
     def spec(self) -> GraphSpec:
         """Return the target's spec (read now for a ``Graph``, as compiled for an app)."""
         if self.graph is not None:
-            return self.graph.spec()
+            module = self.module
+            if module is None or sys.modules.get(module.__name__) is not None:
+                return self.graph.spec()
+            sys.modules[module.__name__] = module
+            try:
+                return self.graph.spec()
+            finally:
+                sys.modules.pop(module.__name__, None)
         assert self.app is not None
         return self.app.spec
 
@@ -359,6 +372,7 @@ def find_targets(
                     known.aliases = (*known.aliases, attr)
                 continue
             target = Target(attr, source, graph=value, aliases=(attr,), failed=failed)
+            target.module = module if failed else None
             seen[id(value)] = target
             found.append(target)
         elif isinstance(value, CompiledGraph):

@@ -347,4 +347,3 @@ def _otherwise_edges(
     for guard in guards:
         if guard.otherwise is not None:
             yield Edge(source, guard.otherwise, "otherwise", None, False, location, owner)
-

@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip files and folders matching this fnmatch pattern (repeatable)",
     )
     lint.add_argument(
+        "--docs-url",
+        metavar="URL",
+        help="address of the published rules page; SARIF rules link to URL#cr201 (helpUri)",
+    )
+    lint.add_argument(
         "--import-timeout",
         type=_seconds,
         default=10.0,
@@ -204,7 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the input state as JSON, or @file.json (default: {} for a new thread)",
     )
     run.add_argument(
-        "--thread", metavar="ID", help="thread to start or continue (default: a new one)"
+        "--thread",
+        type=_thread_id,
+        metavar="ID",
+        help="thread to start or continue (default: a new one)",
     )
     run.add_argument(
         "--db",
@@ -247,6 +255,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _thread_id(text: str) -> str:
+    if not text.strip():
+        msg = "a thread id cannot be empty; give an id, or leave --thread out for a new thread"
+        raise argparse.ArgumentTypeError(msg)
+    return text
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -260,6 +275,7 @@ def _seconds(text: str) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``corral`` command line with ``argv`` and return its exit code."""
+    _reopen_closed_streams()
     _make_output_safe()
     parser = build_parser()
     try:
@@ -310,6 +326,18 @@ def _reader_went_away() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return 141
+
+
+def _reopen_closed_streams() -> None:
+    """Write to ``os.devnull`` when stdout or stderr was closed (``corral run ... >&-``).
+
+    Python sets ``sys.stdout`` to ``None`` when fd 1 is closed at start; without this the
+    first flush is an ``AttributeError`` after a run that worked.
+    """
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")
 
 
 def _make_output_safe() -> None:

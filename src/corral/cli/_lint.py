@@ -76,7 +76,7 @@ def command(args: argparse.Namespace) -> int:
     if args.format == "json":
         output = format_json(shown)
     elif args.format == "sarif":
-        output = format_sarif(shown, all_rules(), errors)
+        output = format_sarif(shown, all_rules(), errors, docs_url=args.docs_url)
     elif args.format == "github":
         output = format_github(shown, errors)
     else:

@@ -118,8 +118,12 @@ def format_sarif(
     found: Sequence[Diagnostic],
     rules: Sequence[Rule],
     load_errors: Sequence[tuple[str, str]] = (),
+    docs_url: str | None = None,
 ) -> str:
     """Return a SARIF 2.1.0 log with metadata for every rule and one result per finding.
+
+    With ``docs_url`` (the address of the published rules page), each rule gets a
+    ``helpUri``: that address with the rule's anchor (``...#cr201``).
 
     >>> from corral.cli._rules import all_rules
     >>> d = Diagnostic("CR201", "unguarded-cycle", "error", "cycle a → a", ("a",), "a.py", 9, 1)
@@ -160,7 +164,7 @@ def format_sarif(
                         "name": "corral",
                         "version": __version__,
                         "semanticVersion": __version__,
-                        "rules": [_sarif_rule(rule) for rule in rules],
+                        "rules": [_sarif_rule(rule, docs_url) for rule in rules],
                     }
                 },
                 "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
@@ -172,8 +176,8 @@ def format_sarif(
     return json.dumps(log, indent=2, ensure_ascii=False)
 
 
-def _sarif_rule(rule: Rule) -> dict[str, Any]:
-    return {
+def _sarif_rule(rule: Rule, docs_url: str | None) -> dict[str, Any]:
+    described: dict[str, Any] = {
         "id": rule.code,
         "name": rule.slug,
         "shortDescription": {"text": rule.summary},
@@ -182,6 +186,9 @@ def _sarif_rule(rule: Rule) -> dict[str, Any]:
         "defaultConfiguration": {"level": "error" if rule.severity == "error" else "warning"},
         "properties": {"tags": [rule.slug]},
     }
+    if docs_url:
+        described["helpUri"] = f"{docs_url.partition('#')[0]}#{rule.code.lower()}"
+    return described
 
 
 def _sarif_location(file: str, line: int, col: int) -> dict[str, Any]:

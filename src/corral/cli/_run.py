@@ -19,6 +19,7 @@ from corral.checkpoint import Checkpointer, open_saver
 from corral.cli import DEFAULT_DB
 from corral.control import Resume
 from corral.errors import (
+    CheckpointError,
     CorralError,
     GraphError,
     GuardExhaustedError,
@@ -63,6 +64,12 @@ def command(args: argparse.Namespace) -> int:
         _not_compiled(target, exc)
         return 2
     thread = args.thread or uuid.uuid4().hex[:12]
+    if args.thread is not None:
+        try:
+            _check_thread(app, args, value)
+        except BadInput as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
     print(
@@ -94,24 +101,43 @@ def _input(args: argparse.Namespace) -> Any:
     where = "--input"
     if text.startswith("@"):
         where = text[1:]
-        try:
-            with open(where, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as exc:
-            msg = f"cannot read the input file {where!r}: {exc.strerror or exc}"
-            raise BadInput(msg) from exc
+        text = _read_input_file(where)
+    data = _parse_json(text, where)
+    if not isinstance(data, dict):
+        msg = f"{where} must be a JSON object of state keys, not {type(data).__name__}"
+        raise BadInput(msg)
+    return data
+
+
+def _read_input_file(where: str) -> str:
     try:
-        data = json.loads(text)
+        with open(where, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        msg = f"cannot read the input file {where!r}: {exc.strerror or exc}"
+        raise BadInput(msg) from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        msg = (
+            f"the input file {where!r} is not UTF-8 text (byte {raw[exc.start]:#04x} at "
+            f"offset {exc.start}); save it as UTF-8 JSON"
+        )
+        raise BadInput(msg) from exc
+
+
+def _parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         msg = (
             f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             """give an object such as '{"topic": "guards"}'"""
         )
         raise BadInput(msg) from exc
-    if not isinstance(data, dict):
-        msg = f"{where} must be a JSON object of state keys, not {type(data).__name__}"
-        raise BadInput(msg)
-    return data
+    except RecursionError as exc:
+        msg = f"{where} is nested too deeply to read (JSON arrays or objects inside each other)"
+        raise BadInput(msg) from exc
 
 
 def _json_or_text(text: str) -> Any:
@@ -120,6 +146,9 @@ def _json_or_text(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+    except RecursionError as exc:
+        msg = "--resume is nested too deeply to read (JSON arrays or objects inside each other)"
+        raise BadInput(msg) from exc
 
 
 def _deps(spec: str, *, verbose: bool) -> Any:
@@ -173,18 +202,60 @@ def _compile(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
     )
 
 
+def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any) -> None:
+    """Refuse, with the command to use instead, a --thread/--resume that cannot go on.
+
+    The runtime's own messages give Python advice (``invoke(...)``, ``Resume({...})``);
+    the command line names its options instead.
+    """
+    thread: str = args.thread
+    start = _resume_command(args, thread, "--input", "JSON")
+    try:
+        snapshot = app.get_state(thread)
+    except CheckpointError:
+        if value is None or isinstance(value, Resume):
+            msg = f"thread {thread!r} has no checkpoint in {args.db}; start it with: {start}"
+            raise BadInput(msg) from None
+        return
+    if not isinstance(value, Resume):
+        return
+    asking = [i for i in snapshot.interrupts if getattr(i, "when", "during") == "during"]
+    if snapshot.status != "interrupted" or not snapshot.interrupts:
+        msg = (
+            f"thread {thread!r} is not waiting for an answer (status {snapshot.status!r}); "
+            f"leave out --resume to continue it, or start a new run with: {start}"
+        )
+        raise BadInput(msg)
+    ids = [str(i.id) for i in asking]
+    answer = value.value
+    if len(ids) > 1 and not (isinstance(answer, dict) and answer and set(answer) <= set(ids)):
+        example = json.dumps(dict.fromkeys(ids, "VALUE"))
+        msg = (
+            f"thread {thread!r} has {len(ids)} pending interrupts; answer each by id: "
+            f"{_resume_command(args, thread, '--resume', example)}"
+        )
+        raise BadInput(msg)
+
+
 class _Progress:
-    """Print one stderr line per node run, with the step against the cap and guard counts."""
+    """Print one stderr line per node run, with the step against the cap and guard counts.
+
+    The number shown is the engine's step count, but never the same number twice: nodes
+    of one superstep that do not finish (two ``Send`` runs that both ask a person) have
+    not been counted yet, and each still gets its own line number.
+    """
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
+        self.shown = 0
 
     def __call__(self, event: object) -> None:
         from corral.runtime.events import NodeStart, Paused, RouteTaken
 
         if isinstance(event, NodeStart):
             send = " (Send)" if event.send else ""
-            print(f"[{event.step}/{self.cap}] {event.node}{send}", file=sys.stderr)
+            self.shown = max(self.shown + 1, event.step)
+            print(f"[{self.shown}/{self.cap}] {event.node}{send}", file=sys.stderr)
         elif isinstance(event, RouteTaken):
             target = "END" if event.target == END else event.target
             if event.via == "otherwise":
@@ -216,7 +287,7 @@ def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread:
             print(f"  paused {when} {node!r} (interrupt_{when})", file=sys.stderr)
             continue
         payload = json.dumps(getattr(item, "value", item), ensure_ascii=False, default=repr)
-        print(f"  {node} asks: {payload}", file=sys.stderr)
+        print(f"  {node} asks (id {getattr(item, 'id', '?')}): {payload}", file=sys.stderr)
     asking = [i for i in interrupts if getattr(i, "when", "during") not in ("before", "after")]
     if not asking:
         print("go on with:", file=sys.stderr)

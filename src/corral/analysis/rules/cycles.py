@@ -74,7 +74,9 @@ def useless_guards(graph: SpecGraph) -> Iterator[Finding]:
     annotation). Usually a leftover from a refactor, or a guard on the wrong router.
 
     Fix: move the guard to a route on the cycle, or remove it. To keep it on purpose,
-    suppress the warning for that node: `@g.node(ignore=("CR202",))`.
+    suppress the warning where the guard is declared: on its router,
+    `@g.router("review", guards=[...], ignore=("CR202",))`; on a node's `then=` route,
+    `@g.node(then=..., guards=[...], ignore=("CR202",))`.
     """
     unresolved = routes_unresolved(graph)
     for site in guard_sites(graph):
