@@ -231,9 +231,13 @@ def test_run_waits_for_a_person_exits_3_and_the_printed_command_resumes(tmp_path
     assert json.loads(proc.stdout) == {"request": "refund", "draft": "reply to refund"}
     lines = proc.stderr.splitlines()
     thread = lines[0].split(" on thread ")[1].split()[0]
+    asking = lines[-3]
+    assert asking.startswith("  review asks (id ") and asking.endswith(
+        '): {"draft": "reply to refund"}'
+    )
     assert lines[-4:] == [
         f"waiting for a person on thread {thread}:",
-        '  review asks: {"draft": "reply to refund"}',
+        asking,
         "resume with (VALUE is parsed as JSON when it is JSON):",
         f"  corral run cli_fixtures/approval.py --thread {thread} --db {db} --resume VALUE",
     ]

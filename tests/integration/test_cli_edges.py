@@ -121,7 +121,7 @@ def test_a_closed_stdout_is_not_a_traceback(command: str, here: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         check=False,
-        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 - the child starts with fd 1 closed
+        preexec_fn=lambda: os.close(1),
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "AttributeError" not in done.stderr

@@ -264,9 +264,7 @@ def test_same_named_nodes_in_two_files_keep_their_own_writes(
 
     monkeypatch.chdir(_duplicate_tree(tmp_path))
     writes = {
-        (t.source, n.name): n.writes
-        for t in load_static(["pair"]).targets
-        for n in t.spec().nodes
+        (t.source, n.name): n.writes for t in load_static(["pair"]).targets for n in t.spec().nodes
     }
     assert writes[(os.path.join("pair", "alpha.py"), "work")] == {"a"}
     assert writes[(os.path.join("pair", "beta.py"), "work")] == {"b"}
