@@ -35,12 +35,12 @@ flowchart TD
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 from corral.spec import END, START, Edge, GraphSpec, Guard
 
-__all__ = ["render_dot", "render_mermaid"]
+__all__ = ["Taken", "render_dot", "render_mermaid"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MERMAID_KEYWORDS = frozenset(
@@ -58,6 +58,37 @@ class _Arrow:
     label: str
     line: str
     """``solid``, ``thick``, ``dashed`` or ``dotted``."""
+    taken: bool = False
+    """One thread took this route (drawn emphasised)."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What one thread did, to draw over its graph (``corral draw --thread``)."""
+
+    routes: Mapping[tuple[str, str, bool], int]
+    """How many times each route ``(source, target, otherwise)`` was taken (``START`` and
+    ``END`` at the ends; ``otherwise`` is true for a guard's fallback route)."""
+    guards: Mapping[tuple[str, str], int]
+    """Each guard's count at the thread's newest checkpoint, by guarded route."""
+
+
+def _overlay(drawing: _Drawing, taken: Taken | None) -> _Drawing:
+    """Return ``drawing`` with the taken routes marked and labelled ``×N`` and guard counts."""
+    if taken is None:
+        return drawing
+    arrows = []
+    for arrow in drawing.arrows:
+        key = (arrow.source, arrow.target)
+        parts = arrow.label.split(" ") if arrow.label else []
+        count = taken.routes.get((*key, arrow.line == "dotted"), 0)
+        used = taken.guards.get(key)
+        if used is not None:
+            parts = [f"{used}/{p[1:]} used" if p.startswith("≤") else p for p in parts]
+        if count:
+            parts.append(f"×{count}")
+        arrows.append(replace(arrow, label=" ".join(parts), taken=count > 0))
+    return replace(drawing, arrows=tuple(arrows))
 
 
 @dataclass(frozen=True)
@@ -89,13 +120,15 @@ class _Drawing:
     """``(join, waited-for nodes)`` for each ``wait_for`` join, by drawn name."""
 
 
-def render_mermaid(spec: GraphSpec, *, collapse: bool = False) -> str:
+def render_mermaid(spec: GraphSpec, *, collapse: bool = False, taken: Taken | None = None) -> str:
     """Return the graph as a Mermaid ``flowchart`` (paste it into Markdown or mermaid.live).
 
     A subgraph's child is drawn as a ``subgraph`` block holding its own nodes, entered at
-    its ``START`` and left from its ``END``; with ``collapse=True`` it is one node.
+    its ``START`` and left from its ``END``; with ``collapse=True`` it is one node. With
+    ``taken`` (what one thread did), the routes it took are drawn thick and red, labelled
+    with how many times, and each guard's count is shown against its max.
     """
-    drawing = _draw(spec, collapse)
+    drawing = _overlay(_draw(spec, collapse), taken)
     ids = _mermaid_ids(_all_names(drawing.items))
     lines: list[str] = []
     if spec.name:
@@ -109,6 +142,9 @@ def render_mermaid(spec: GraphSpec, *, collapse: bool = False) -> str:
         lines.append(f"    {ids[arrow.source]} {link}{label} {ids[arrow.target]}")
     for join, waited in drawing.notes:
         lines.append(f"    %% {join} waits for {', '.join(waited)}")
+    for index, arrow in enumerate(drawing.arrows):
+        if arrow.taken:
+            lines.append(f"    linkStyle {index} stroke:#d62728,stroke-width:3px")
     return "\n".join(lines)
 
 
@@ -126,7 +162,7 @@ def _mermaid_items(items: tuple[_Box | _Cluster, ...], ids: dict[str, str], pad:
     return lines
 
 
-def render_dot(spec: GraphSpec, *, collapse: bool = False) -> str:
+def render_dot(spec: GraphSpec, *, collapse: bool = False, taken: Taken | None = None) -> str:
     """Return the graph as Graphviz DOT text (``corral draw x.py --format dot | dot -Tsvg``).
 
     A subgraph's child is drawn as a cluster; with ``collapse=True`` it is one node.
@@ -148,7 +184,7 @@ def render_dot(spec: GraphSpec, *, collapse: bool = False) -> str:
         "only" -> "__end__";
     }
     """
-    drawing = _draw(spec, collapse)
+    drawing = _overlay(_draw(spec, collapse), taken)
     title = _dot_text(spec.name or "corral")
     lines = [f'digraph "{title}" {{', "    node [shape=box, style=rounded];"]
     lines.extend(_dot_items(drawing.items, "    "))
@@ -160,6 +196,8 @@ def render_dot(spec: GraphSpec, *, collapse: bool = False) -> str:
     }
     for arrow in drawing.arrows:
         attrs = [styles[arrow.line]] if styles[arrow.line] else []
+        if arrow.taken:
+            attrs.append('color="#d62728", penwidth=3')
         if arrow.label:
             attrs.append(f'label="{_dot_text(arrow.label)}"')
         suffix = f" [{', '.join(attrs)}]" if attrs else ""

@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from corral import __version__
 from corral.cli import _lint, _serve, _show
@@ -157,6 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
     draw.add_argument(
         "--collapse", action="store_true", help="draw each subgraph as one node, not its nodes"
     )
+    draw.add_argument(
+        "--thread",
+        metavar="ID",
+        help="draw the routes this thread took (thick, ×N) and its guard counts (with --db)",
+    )
+    draw.add_argument(
+        "--db",
+        metavar="URL",
+        default=DEFAULT_DB,
+        help=f"where --thread's checkpoints are: SQLite file or postgresql:// URL ({DEFAULT_DB})",
+    )
     draw.set_defaults(handler=_show.draw)
 
     cycles = commands.add_parser(
@@ -234,8 +246,60 @@ def build_parser() -> argparse.ArgumentParser:
         help="call FACTORY() from MODULE (a dotted name or a .py file) and pass it as deps",
     )
     run.set_defaults(handler=_run_command)
+    _add_thread_commands(commands, common)
     _serve.add_parser(commands, parents=[common], formatter_class=_formatter)
     return parser
+
+
+def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``threads``, ``history`` and ``show``: read a checkpoint database, never write."""
+    from corral.cli import _threads
+
+    db = argparse.ArgumentParser(add_help=False)
+    db.add_argument(
+        "--db",
+        metavar="URL",
+        default=DEFAULT_DB,
+        help=f"SQLite file or postgresql:// URL (default: {DEFAULT_DB})",
+    )
+    db.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    listing = commands.add_parser(
+        "threads",
+        parents=[common, db],
+        help="list the threads of a checkpoint database",
+        description="List every thread: its status, steps, checkpoints and next nodes.",
+        formatter_class=_formatter,
+    )
+    listing.set_defaults(handler=_threads.threads)
+    past = commands.add_parser(
+        "history",
+        parents=[common, db],
+        help="list the checkpoints of one thread",
+        description=(
+            "One row per checkpoint of THREAD, oldest first: its id, the step count, the\n"
+            "nodes that ran, the status and the keys they wrote."
+        ),
+        epilog="examples:\n  corral history t1 --db runs.sqlite --format json",
+        formatter_class=_formatter,
+    )
+    past.add_argument("thread", metavar="THREAD")
+    past.set_defaults(handler=_threads.history)
+    now = commands.add_parser(
+        "show",
+        parents=[common, db],
+        help="show one thread: state, next nodes, guards, pending interrupts",
+        description=(
+            "Show THREAD at its newest checkpoint: status, next nodes, guard counts,\n"
+            "pending interrupts with their ids and the command that answers them, and the\n"
+            "state. --graph PATH adds each guard's max and rebuilds the state with the\n"
+            "graph's reducers when the checkpoint holds only what changed."
+        ),
+        epilog="examples:\n  corral show t1 --db runs.sqlite --graph agent.py",
+        formatter_class=_formatter,
+    )
+    now.add_argument("thread", metavar="THREAD")
+    now.add_argument("--graph", metavar="PATH", help=_PATH_HELP)
+    now.set_defaults(handler=_threads.show)
 
 
 def _run_command(args: argparse.Namespace) -> int:

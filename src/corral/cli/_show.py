@@ -69,7 +69,12 @@ def draw(args: argparse.Namespace) -> int:
         return 2
     spec = target.spec()
     render = render_dot if args.format == "dot" else render_mermaid
-    print(render(spec, collapse=args.collapse))
+    taken = None
+    if getattr(args, "thread", None) is not None:
+        from corral.cli._threads import read_thread, taken_routes
+
+        taken = taken_routes(read_thread(args.db, args.thread), spec)
+    print(render(spec, collapse=args.collapse, taken=taken))
     return 0
 
 

@@ -1,0 +1,328 @@
+"""``corral threads``, ``history`` and ``show``: what a checkpoint database holds, without Python.
+
+They read the checkpoints (through the same ``open_saver`` as ``corral run --db``) and never
+write. Everything they print comes from each checkpoint's metadata (status, step count,
+next nodes, guard counts, pending interrupts) and its writes (which nodes ran, which keys
+they wrote). Two things need the graph, given with ``--graph PATH``: a guard's maximum, and
+the state when the newest checkpoint stores only what changed (the state is then rebuilt
+with the graph's reducers, exactly as ``get_state`` does). Tables are cut to 80 columns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from corral.checkpoint import Checkpoint, Checkpointer
+from corral.loader import UsageError
+from corral.render import Taken
+from corral.spec import END, START, GraphSpec
+
+__all__ = [
+    "HistoryRow",
+    "history",
+    "history_rows",
+    "open_existing",
+    "read_thread",
+    "show",
+    "taken_routes",
+    "threads",
+]
+
+_WIDTH = 80
+_INPUT = "__input__"
+
+
+def open_existing(db: str) -> Checkpointer:
+    """Open ``db`` for reading; a SQLite path that does not exist is a usage error."""
+    from corral.checkpoint import open_saver
+    from corral.checkpoint._open import is_postgres_url
+
+    if not is_postgres_url(db) and not os.path.isfile(db):
+        msg = f"no checkpoint database at {db!r}; give the file `corral run --db` wrote to"
+        raise UsageError(msg)
+    saver: Checkpointer = open_saver(db)
+    return saver
+
+
+def _thread_ids(saver: Checkpointer) -> list[str]:
+    listing = getattr(saver, "threads", None)
+    if listing is None:  # pragma: no cover - every corral saver lists its threads
+        msg = f"{type(saver).__name__} cannot list its threads"
+        raise UsageError(msg)
+    ids: list[str] = listing()
+    return ids
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One checkpoint of a thread, as ``corral history`` shows it."""
+
+    checkpoint_id: str
+    step: int
+    """Node runs so far in this run (``steps`` of the checkpoint)."""
+    nodes: tuple[str, ...]
+    """The nodes whose writes this checkpoint holds (``input`` for the run's input)."""
+    keys: tuple[str, ...]
+    """The state keys those writes set."""
+    status: str
+
+
+def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
+    """Return one row per checkpoint, oldest first."""
+    rows = []
+    for checkpoint in checkpoints:
+        nodes = tuple(dict.fromkeys("input" if n == _INPUT else n for n, _ in checkpoint.writes))
+        keys = tuple(dict.fromkeys(k for _, update in checkpoint.writes for k in update))
+        meta = checkpoint.meta
+        rows.append(
+            HistoryRow(
+                checkpoint.checkpoint_id,
+                int(meta.get("steps", 0)),
+                nodes,
+                keys,
+                str(meta.get("status", "running")),
+            )
+        )
+    return rows
+
+
+def _ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
+    found = saver.checkpoints(thread)
+    if not found:
+        msg = f"thread {thread!r} has no checkpoints in this database; `corral threads` lists them"
+        raise UsageError(msg)
+    return sorted(found, key=lambda c: int(c.meta.get("seq", 0)) or 0)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """Return rows in columns; the last column takes what is left of 80 characters."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    widths = [min(w, 24) for w in widths]
+    rest = max(_WIDTH - sum(w + 2 for w in widths), 10)
+    lines = []
+    for row in [header, *rows]:
+        cells = [_cut(cell, w).ljust(w) for cell, w in zip(row, widths, strict=False)]
+        lines.append(("  ".join([*cells, _cut(row[-1], rest)])).rstrip())
+    return "\n".join(lines)
+
+
+def taken_routes(checkpoints: Sequence[Checkpoint], spec: GraphSpec) -> Taken:
+    """Return the routes a thread took and its guard counts, read from its checkpoints.
+
+    A checkpoint holds the writes of the nodes that ran in one superstep and the nodes the
+    next one runs; a route ``a → b`` of the graph is counted once each time ``a`` ran and
+    ``b`` was next (``START`` for the input, ``END`` when the run finished after ``a``). It
+    counts as a guard's fallback when that guard was used up and its own target is not next.
+    """
+    edges = {(e.source, e.target) for e in spec.edges()}
+    fallbacks = _fallbacks(spec)
+    routes: dict[tuple[str, str, bool], int] = {}
+    for checkpoint in checkpoints:
+        ran = {START if n == _INPUT else n for n, _ in checkpoint.writes}
+        if not ran:
+            continue  # a pause or a fork: no node ran
+        meta = checkpoint.meta
+        following = {str(t.get("node")) for t in meta.get("next", [])}
+        if meta.get("status") == "done":
+            following.add(END)
+        counts = {(str(s), str(t)): int(n) for s, t, n in meta.get("guards", [])}
+        for source in ran:
+            for target in following:
+                if (source, target) not in edges:
+                    continue
+                via = any(
+                    counts.get((source, guarded), 0) >= bound and guarded not in following
+                    for guarded, bound in fallbacks.get((source, target), ())
+                )
+                key = (source, target, via)
+                routes[key] = routes.get(key, 0) + 1
+    last = checkpoints[-1].meta if checkpoints else {}
+    guards = {(str(s), str(t)): int(n) for s, t, n in last.get("guards", [])}
+    return Taken(routes, guards)
+
+
+def _fallbacks(spec: GraphSpec) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """Return the guards ``(target, max)`` behind each fallback route ``(source, otherwise)``."""
+    found: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    owners = [(n.name, n.guards) for n in spec.nodes]
+    owners += [(r.source, r.guards) for r in spec.routers]
+    for source, guards in owners:
+        for guard in guards:
+            target = guard.otherwise if guard.otherwise is not None else ""
+            found.setdefault((source, target), []).append((guard.target, guard.max))
+    return found
+
+
+def read_thread(db: str, thread: str) -> list[Checkpoint]:
+    """Return the checkpoints of ``thread`` in ``db``, oldest first."""
+    return _ordered(open_existing(db), thread)
+
+
+def threads(args: argparse.Namespace) -> int:
+    """Print every thread of ``--db`` with its status and step count."""
+    saver = open_existing(args.db)
+    found: list[dict[str, Any]] = []  # the JSON rows
+    for thread in _thread_ids(saver):
+        chain = _ordered(saver, thread)
+        last = chain[-1].meta
+        found.append(
+            {
+                "thread": thread,
+                "status": str(last.get("status", "running")),
+                "steps": int(last.get("steps", 0)),
+                "checkpoints": len(chain),
+                "next": [t.get("node") for t in last.get("next", [])],
+            }
+        )
+    if args.format == "json":
+        print(json.dumps(found, indent=2))
+        return 0
+    if not found:
+        print(f"no threads in {args.db}")
+        return 0
+    rows = [
+        (t["thread"], t["status"], str(t["steps"]), str(t["checkpoints"]), ", ".join(t["next"]))
+        for t in found
+    ]
+    print(_table(("THREAD", "STATUS", "STEPS", "CHECKPOINTS", "NEXT"), rows))
+    return 0
+
+
+def history(args: argparse.Namespace) -> int:
+    """Print one row per checkpoint of ``THREAD``, oldest first."""
+    saver = open_existing(args.db)
+    rows = history_rows(_ordered(saver, args.thread))
+    if args.format == "json":
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+        return 0
+    shown = [
+        (r.checkpoint_id, str(r.step), ", ".join(r.nodes) or "-", r.status, ", ".join(r.keys))
+        for r in rows
+    ]
+    print(_table(("CHECKPOINT", "STEP", "NODES", "STATUS", "KEYS WRITTEN"), shown))
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    """Print the thread's state, next nodes, guards and pending interrupts."""
+    saver = open_existing(args.db)
+    chain = _ordered(saver, args.thread)
+    last = chain[-1]
+    meta = last.meta
+    maxima: dict[tuple[str, str], int] = {}
+    state: dict[str, Any] | None = dict(last.snapshot) if last.snapshot is not None else None
+    if args.graph:
+        app = _app(args.graph, saver, verbose=args.verbose)
+        state = app.get_state(args.thread).values
+        maxima = _guard_maxima(app)
+    interrupts = [dict(p) for p in meta.get("interrupts") or []]
+    report = {
+        "thread": args.thread,
+        "checkpoint": last.checkpoint_id,
+        "status": str(meta.get("status", "running")),
+        "steps": int(meta.get("steps", 0)),
+        "next": [t.get("node") for t in meta.get("next", [])],
+        "guards": [
+            {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
+            for s, t, n in meta.get("guards", [])
+        ],
+        "interrupts": [
+            {
+                "id": p.get("id"),
+                "node": p.get("node"),
+                "when": p.get("when"),
+                "value": p.get("value"),
+            }
+            for p in interrupts
+        ],
+        "state": state,
+        "resume": _resume(args, interrupts),
+    }
+    if args.format == "json":
+        print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
+        return 0
+    print(_show_text(report, graph_given=bool(args.graph)))
+    return 0
+
+
+def _app(path: str, saver: Checkpointer, *, verbose: bool) -> Any:
+    from corral.cli._run import _compile
+    from corral.cli._show import LoadFailed, load_one
+
+    try:
+        target = load_one(path, verbose=verbose, allow_partial=False)
+    except LoadFailed as exc:
+        msg = f"--graph {path}: the module could not be loaded"
+        raise UsageError(msg) from exc
+    return _compile(target, saver)
+
+
+def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:
+    spec = app.spec
+    found: dict[tuple[str, str], int] = {}
+    for node in spec.nodes:
+        for guard in node.guards:
+            found[(node.name, guard.target)] = guard.max
+    for router in spec.routers:
+        for guard in router.guards:
+            found[(router.source, guard.target)] = guard.max
+    return found
+
+
+def _resume(args: argparse.Namespace, interrupts: list[dict[str, Any]]) -> str | None:
+    """Return the exact ``corral run`` command that answers the pending interrupts."""
+    if not interrupts:
+        return None
+    from corral.cli import DEFAULT_DB
+
+    words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
+    if args.db != DEFAULT_DB:
+        words += ["--db", args.db]
+    asking = [p for p in interrupts if p.get("when", "during") == "during"]
+    if not asking:
+        return shlex.join(words)
+    if len(asking) == 1:
+        return shlex.join([*words, "--resume", "VALUE"])
+    answers = json.dumps({str(p.get("id")): "VALUE" for p in asking})
+    return shlex.join([*words, "--resume", answers])
+
+
+def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
+    lines = [
+        f"thread {report['thread']}: {report['status']} after {report['steps']} steps "
+        f"(checkpoint {report['checkpoint']})",
+        f"next: {', '.join(report['next']) or '(nothing: the run finished)'}",
+    ]
+    if report["guards"]:
+        lines.append("guards:")
+        for g in report["guards"]:
+            bound = f"/{g['max']}" if g["max"] is not None else ""
+            used = " (used up)" if g["max"] is not None and g["count"] >= g["max"] else ""
+            lines.append(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}")
+        if not graph_given:
+            lines.append("  (give --graph PATH to see each guard's max)")
+    if report["interrupts"]:
+        lines.append("waiting for a person:")
+        for p in report["interrupts"]:
+            value = json.dumps(p["value"], ensure_ascii=False, default=repr)
+            lines.append(_cut(f"  {p['node']} asks (id {p['id']}): {value}", _WIDTH))
+        lines.append("resume with (VALUE is parsed as JSON when it is JSON):")
+        lines.append(f"  {report['resume']}")
+    if report["state"] is None:
+        lines.append("state: the newest checkpoint stores only what changed; give")
+        lines.append("  --graph PATH to rebuild it with the graph's reducers")
+    else:
+        lines.append("state:")
+        text = json.dumps(report["state"], indent=2, ensure_ascii=False, default=repr)
+        lines.extend("  " + _cut(line, _WIDTH - 2) for line in text.splitlines())
+    return "\n".join(lines)

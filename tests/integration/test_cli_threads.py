@@ -1,0 +1,164 @@
+"""``corral threads``, ``history``, ``show`` and ``draw --thread`` (issue 14, points 2-3).
+
+A thread is made with ``corral run`` on a graph with a guarded loop and an approval; the
+commands read its checkpoint file and must say what happened, within 80 columns.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corral.cli import main
+
+AGENT = """\
+from typing import Literal, TypedDict
+
+from corral import END, Graph, Guard, interrupt
+
+
+class State(TypedDict):
+    text: str
+    score: int
+    approved: bool
+
+
+g = Graph(State, name="agent")
+
+
+@g.node(start=True, then="review")
+def draft(state: State) -> dict[str, object]:
+    return {"text": state["text"] + "!"}
+
+
+@g.node()
+def review(state: State) -> dict[str, object]:
+    return {"score": state["score"] + 1}
+
+
+@g.router("review", guards=[Guard("draft", max=2, otherwise="approve")])
+def after_review(state: State) -> Literal["draft", "approve"]:
+    return "draft"
+
+
+@g.node(then=END)
+def approve(state: State) -> dict[str, object]:
+    return {"approved": interrupt({"text": state["text"]}) == "yes"}
+"""
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """A checkpoint file with thread t1 paused at approve after the guard was used up."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "agent.py").write_text(AGENT)
+    code = main(
+        ["run", "agent.py", "--db", "c.sqlite", "--thread", "t1", "--input",
+         '{"text": "hi", "score": 0}']
+    )  # fmt: skip
+    assert code == 3
+    capsys.readouterr()
+    return "c.sqlite"
+
+
+def out_of(capsys: pytest.CaptureFixture[str], *argv: str, narrow: bool = True) -> str:
+    """Return stdout of a command that succeeds; tables and text fit 80 columns."""
+    assert main(list(argv)) == 0
+    out, _ = capsys.readouterr()
+    assert not narrow or all(len(line) <= 80 for line in out.splitlines()), out
+    return out
+
+
+def test_threads_lists_each_thread(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """One row per thread: id, status, steps, checkpoints, next nodes."""
+    out = out_of(capsys, "threads", "--db", db)
+    assert out.splitlines()[0].split() == ["THREAD", "STATUS", "STEPS", "CHECKPOINTS", "NEXT"]
+    assert out.splitlines()[1].split() == ["t1", "interrupted", "6", "8", "approve"]
+    rows = json.loads(out_of(capsys, "threads", "--db", db, "--format", "json"))
+    assert rows == [
+        {"thread": "t1", "status": "interrupted", "steps": 6, "checkpoints": 8, "next": ["approve"]}
+    ]
+
+
+def test_history_has_one_row_per_checkpoint(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nodes that ran and keys written, oldest first; the same as JSON."""
+    rows = json.loads(out_of(capsys, "history", "t1", "--db", db, "--format", "json"))
+    assert [(r["step"], r["nodes"], r["keys"], r["status"]) for r in rows] == [
+        (0, ["input"], ["text", "score"], "running"),
+        (1, ["draft"], ["text"], "running"),
+        (2, ["review"], ["score"], "running"),
+        (3, ["draft"], ["text"], "running"),
+        (4, ["review"], ["score"], "running"),
+        (5, ["draft"], ["text"], "running"),
+        (6, ["review"], ["score"], "running"),
+        (6, [], [], "interrupted"),
+    ]
+    text = out_of(capsys, "history", "t1", "--db", db)
+    assert text.splitlines()[0].split() == [
+        "CHECKPOINT",
+        "STEP",
+        "NODES",
+        "STATUS",
+        "KEYS",
+        "WRITTEN",
+    ]
+    assert text.splitlines()[3].split()[1:] == ["2", "review", "running", "score"]
+    assert len(text.splitlines()) == len(rows) + 1
+
+
+def test_show_gives_guards_interrupt_ids_and_the_resume_command(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Guards against their max (with --graph), the interrupt id, the exact command."""
+    out = out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py")
+    assert out.splitlines()[0].startswith("thread t1: interrupted after 6 steps")
+    assert "next: approve" in out
+    assert "  review → draft: 2/2 (used up)" in out
+    report = json.loads(out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py",
+                               "--format", "json"))  # fmt: skip
+    [asked] = report["interrupts"]
+    assert f"  approve asks (id {asked['id']}): " in out
+    assert report["resume"] == "corral run agent.py --thread t1 --db c.sqlite --resume VALUE"
+    assert report["resume"] in out
+    assert report["state"] == {"text": "hi!!!", "score": 3}
+    # The printed command does resume the thread.
+    assert main(["run", "agent.py", "--thread", "t1", "--db", db, "--resume", "yes"]) == 0
+
+
+def test_show_without_the_graph_says_what_it_needs(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --graph: counts without max, PATH in the command, a note for the state."""
+    out = out_of(capsys, "show", "t1", "--db", db)
+    assert "  review → draft: 2\n" in out
+    assert "corral run PATH --thread t1 --db c.sqlite --resume VALUE" in out
+
+
+def test_draw_thread_marks_the_routes_taken_with_counts(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Taken routes are thick and red with ×N; the guard shows 2/2 used; DOT too."""
+    out = out_of(capsys, "draw", "agent.py", "--thread", "t1", "--db", db)
+    assert '    review -.->|"2/2 used ×2"| draft' in out
+    assert '    draft -->|"×3"| review' in out
+    assert '    review -.->|"draft used up ×1"| approve' in out
+    assert "linkStyle" in out
+    dot = out_of(
+        capsys, "draw", "agent.py", "--thread", "t1", "--db", db, "--format", "dot", narrow=False
+    )
+    assert (
+        '"review" -> "draft" [style=dashed, color="#d62728", penwidth=3, label="2/2 used ×2"];'
+        in dot
+    )
+
+
+def test_a_missing_database_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SQLite path that does not exist is not created: exit 2, named."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["threads", "--db", "nope.sqlite"]) == 2
+    assert "no checkpoint database at 'nope.sqlite'" in capsys.readouterr().err
+    assert not (tmp_path / "nope.sqlite").exists()
