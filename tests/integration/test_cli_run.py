@@ -6,6 +6,7 @@ The subprocess tests in test_cli.py cover exit codes 0, 3 and 1 end to end.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -227,7 +228,7 @@ def test_resume_value_is_json_when_it_parses(
     for value, expected in (("3", 3), ("yes", "yes"), ('{"n": 1}', {"n": 1})):
         code, _, err = run(capsys, "asker.py", "--thread", value, "--input", "{}")
         assert code == 3
-        assert '  ask asks: "how many?"' in err
+        assert re.search(r'  ask asks \(id [0-9a-f]+\): "how many\?"', err)
         code, out, _ = run(capsys, "asker.py", "--thread", value, "--resume", value)
         assert (code, json.loads(out)) == (0, {"answer": expected})
 
