@@ -27,7 +27,7 @@ from corral.agents.messages import (
     tool_result,
 )
 from corral.agents.model import Emit, TokenEvent, is_async_model, takes_emit, validate_reply
-from corral.agents.toolbox import Toolbox
+from corral.agents.toolbox import Toolbox, ToolFunction
 from corral.dsl import Graph
 from corral.errors import GraphError
 from corral.runtime.context import Context
@@ -54,7 +54,7 @@ def needs_tools(state: AgentState) -> Literal["tools"] | End:
     return "tools" if last is not None and last["tool_calls"] else END
 
 
-def tool_node(toolbox: Toolbox | Sequence[Callable[..., Any]]) -> Callable[..., Any]:
+def tool_node(toolbox: Toolbox | Sequence[ToolFunction]) -> Callable[..., Any]:
     """Return a node that runs every tool call of the last assistant message.
 
     The node returns ``{"messages": [tool messages, in call order]}``; it is ``async`` (and
@@ -158,7 +158,7 @@ def give_up_node(max_turns: int) -> Callable[..., Any]:
 @overload
 def react_agent(
     model: Callable[..., Any],
-    toolbox: Toolbox | Sequence[Callable[..., Any]],
+    toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
     system: str | None = None,
@@ -169,7 +169,7 @@ def react_agent(
 @overload
 def react_agent(
     model: Callable[..., Any],
-    toolbox: Toolbox | Sequence[Callable[..., Any]],
+    toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
     system: str | None = None,
@@ -180,7 +180,7 @@ def react_agent(
 ) -> Graph[StateT]: ...
 def react_agent(
     model: Callable[..., Any],
-    toolbox: Toolbox | Sequence[Callable[..., Any]],
+    toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
     system: str | None = None,

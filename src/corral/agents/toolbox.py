@@ -19,7 +19,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from corral.agents.messages import ToolCall, ToolMessage, tool_result
 from corral.errors import GraphError, ToolError
@@ -32,7 +32,16 @@ except ImportError as exc:  # pragma: no cover - the extra is part of the dev in
     msg = "corral.agents needs pydantic 2; install it with: pip install 'corral[agents]'"
     raise ImportError(msg) from exc
 
-__all__ = ["INVALID_JSON_KEY", "ToolSchema", "Toolbox"]
+__all__ = ["INVALID_JSON_KEY", "ToolFunction", "ToolSchema", "Toolbox"]
+
+if TYPE_CHECKING:
+    # mypy types ``[f, g]`` of functions with different signatures as ``list[function]``,
+    # which is no ``Callable``; naming it here lets ``Toolbox([f, g])`` type-check.
+    from builtins import function as _AnyFunction
+
+    ToolFunction: TypeAlias = Callable[..., Any] | _AnyFunction
+else:
+    ToolFunction = Callable[..., Any]
 
 INVALID_JSON_KEY = "__invalid_json__"
 """The only key of a call's ``arguments`` when a provider sent text that is not JSON.
@@ -89,7 +98,7 @@ class Toolbox:
 
     def __init__(
         self,
-        tools: Iterable[Callable[..., Any]],
+        tools: Iterable[ToolFunction],
         *,
         timeout_s: float | None = None,
         _depth: int = 1,
@@ -229,7 +238,7 @@ def _caller_locals(depth: int) -> dict[str, Any] | None:
     return None if frame.f_locals is frame.f_globals else dict(frame.f_locals)
 
 
-def _read_tool(func: Callable[..., Any], localns: Mapping[str, Any] | None = None) -> _Tool:
+def _read_tool(func: ToolFunction, localns: Mapping[str, Any] | None = None) -> _Tool:
     """Build a tool from a function's signature, type hints and docstring."""
     name = getattr(func, "__name__", None)
     if not isinstance(name, str) or not callable(func):
