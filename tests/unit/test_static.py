@@ -30,8 +30,11 @@ def test_static_lint_prints_what_import_lint_prints(
 ) -> None:
     """On the examples, --static gives the same findings, output and exit code."""
     monkeypatch.chdir(ROOT)
-    imported = lint(capsys, folder)
-    static = lint(capsys, "--static", folder)
+    # react_agent.py's graph is built by a function (corral.agents.react_agent), which
+    # --static cannot see without running code (see corral.static); compare the rest.
+    skip = ("--exclude", "examples/react_agent.py")
+    imported = lint(capsys, folder, *skip)
+    static = lint(capsys, "--static", folder, *skip)
     assert static == imported
     if folder.endswith("broken"):
         assert imported[0] == 1 and "CR201" in imported[1]
@@ -77,6 +80,7 @@ def test_static_specs_equal_imported_specs_on_the_examples() -> None:
     imported = {
         (os.path.abspath(t.source), t.name): t.spec()
         for t in load([str(EXAMPLES)], only_marked=True).targets
+        if os.path.basename(t.source) != "react_agent.py"  # built by a function: not static
     }
     static = load_static([str(EXAMPLES)])
     assert static.errors == []
