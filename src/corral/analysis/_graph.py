@@ -303,15 +303,7 @@ class SpecGraph:
         may be released in the superstep after any of them runs. Routers and guards are
         read as "may take any of their routes", so the relation over-approximates.
         """
-        succ: dict[str, set[tuple[str, bool]]] = {n: set() for n in self.spec.names}
-        for edge in self.edges:
-            if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in self.rank:
-                succ[edge.source].add((edge.target, edge.kind == "send"))
-        for node in self._first_nodes():
-            for waited in node.wait_for:
-                if waited in succ:
-                    succ[waited].add((node.name, False))
-
+        succ = self._successors()
         pairs: set[tuple[str, str]] = set()
         queue: deque[tuple[str, str]] = deque()
 
@@ -335,6 +327,18 @@ class SpecGraph:
                     elif a_send or b_send:
                         add(a2, a2)
         return pairs
+
+    def _successors(self) -> dict[str, set[tuple[str, bool]]]:
+        """Return each node's successors, flagged when reached by a ``Send`` (joins included)."""
+        succ: dict[str, set[tuple[str, bool]]] = {n: set() for n in self.spec.names}
+        for edge in self.edges:
+            if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in self.rank:
+                succ[edge.source].add((edge.target, edge.kind == "send"))
+        for node in self._first_nodes():
+            for waited in node.wait_for:
+                if waited in succ:
+                    succ[waited].add((node.name, False))
+        return succ
 
     def _first_nodes(self) -> Iterator[NodeSpec]:
         seen: set[str] = set()

@@ -31,9 +31,10 @@ from corral.errors import CorralError
 from corral.runtime.events import Event
 from corral.runtime.inline import run_inline
 from corral.runtime.interrupts import InterruptWithoutCheckpointerError, _Answers, _current, _Pause
+from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, RunState, TaskResult
 from corral.runtime.state import view_of
-from corral.runtime.superstep import Routing, Superstep, end_run, router_error, running
+from corral.runtime.superstep import Superstep, end_run, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
 __all__ = [
@@ -67,7 +68,7 @@ def call_node_sync(
     Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``).
     """
     node = call.node
-    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
     token = _current.set(_Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
@@ -86,7 +87,7 @@ async def call_node_async(
 ) -> tuple[Any, float]:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
     node = call.node
-    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
     if answers is not None:
         _current.set(_Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
@@ -101,7 +102,7 @@ async def call_node_async(
 
 def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
     """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
-    view = view_of(rs.values, rs.flat)
+    view = view_of(rs.values, rs.flat, rs.notes)
     try:
         if router.takes_ctx:
             return router.func(view, rs.context(node.name, rs.steps))
@@ -114,7 +115,7 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
     """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
     if not router.is_async:
         return call_router_sync(rs, node, router)
-    view = view_of(rs.values, rs.flat)
+    view = view_of(rs.values, rs.flat, rs.notes)
     try:
         if router.takes_ctx:
             return await router.func(view, rs.context(node.name, rs.steps))

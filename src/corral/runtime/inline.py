@@ -26,16 +26,10 @@ from __future__ import annotations
 from typing import Any
 
 from corral.runtime.interrupts import InterruptWithoutCheckpointerError
+from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
-from corral.runtime.superstep import (
-    accept,
-    leave_targets,
-    next_tasks,
-    node_error,
-    router_error,
-    take_routes,
-)
+from corral.runtime.superstep import accept, node_error, router_error
 from corral.runtime.tables import NO_ARG, Node, Router
 
 __all__ = ["run_inline"]
@@ -60,7 +54,7 @@ def run_inline(rs: RunState) -> None:
         if arg is not NO_ARG or not node.inline or step > rs.max_steps:
             return
         if view is None:
-            view = view_of(rs.values, rs.flat)
+            view = view_of(rs.values, rs.flat, rs.notes)
         try:
             out = node.func(view)
         except InterruptWithoutCheckpointerError:
@@ -83,7 +77,7 @@ def run_inline(rs: RunState) -> None:
         rs.supersteps += 1
         if node.router is not None:
             if view is None:
-                view = view_of(rs.values, rs.flat)
+                view = view_of(rs.values, rs.flat, rs.notes)
             raw = _route(rs, node, node.router, view)
             if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
                 view = None
@@ -106,6 +100,7 @@ def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
             tables.reducers,
             tables.empties,
             superstep=rs.supersteps + 1,
+            notes=rs.notes,
         )
         rs.flat = is_flat(rs.values)
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
-from corral.runtime.events import Event, Interrupt
+from corral.runtime.events import Event, Interrupt, Paused
+from corral.runtime.state import ListNotes
 from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -133,6 +134,7 @@ class RunState:
         "held",
         "interrupts",
         "max_steps",
+        "notes",
         "pause_after",
         "pause_before",
         "reroute",
@@ -185,6 +187,8 @@ class RunState:
         """Events a streaming driver has still to yield."""
         self.checkpoints: CheckpointWriter | None = None
         self.checkpoint_id: str | None = None
+        self.notes = ListNotes()
+        """What this run's merges noted about the lists they made (dropped with the run)."""
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
@@ -196,6 +200,13 @@ class RunState:
             runs=self.runs,
             guards=self.guards,
         )
+
+    def pause(self, pauses: list[Pause]) -> None:
+        """Stop the run for a person: its status and interrupts say what it waits for."""
+        self.status = "interrupted"
+        self.interrupts = [pause.interrupt() for pause in pauses]
+        if self.emit is not None:
+            self.emit(Paused(tuple(self.interrupts)))
 
     def listen(self, listener: Callable[[Event], None]) -> None:
         """Send every event of this run to ``listener`` too (telemetry, progress)."""

@@ -28,6 +28,7 @@ from corral.reducers import Overwrite
 __all__ = [
     "IMMUTABLE",
     "FlatView",
+    "ListNotes",
     "Reducers",
     "StateView",
     "apply_writes",
@@ -130,6 +131,8 @@ class StateView(FlatView):
     # without raising (a missing slot would raise AttributeError, which is slow).
     _owned: set[str] | None = None
     """The keys whose mutable values this view already copied; ``None`` until one is read."""
+    _notes: ListNotes | None = None
+    """What the run's merges noted about its lists (copying a noted list skips its check)."""
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
@@ -140,7 +143,7 @@ class StateView(FlatView):
             owned = self._owned = set()
         if key in owned:
             return value
-        mine = copy_value(value)
+        mine = copy_value(value, self._notes)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -169,7 +172,7 @@ class StateView(FlatView):
         return {key: self[key] for key in dict.keys(self)}
 
 
-def copy_value(value: Any) -> Any:
+def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
     """Return a deep copy of ``value``: fast for JSON-like data, ``copy.deepcopy`` otherwise.
 
     Lists, dicts, tuples and sets of plain values are copied by type (a few times faster
@@ -182,68 +185,57 @@ def copy_value(value: Any) -> Any:
     (True, False)
     """
     try:
-        return _copy(value)
+        return _copy(value, notes)
     except RecursionError:
         return copy.deepcopy(value)
 
 
-def _copy(value: Any) -> Any:
+def _copy(value: Any, notes: ListNotes | None) -> Any:
     kind = type(value)
-    if kind in _IMMUTABLE:
+    if kind in _IMMUTABLE or kind is frozenset:
         return value
     if kind is list:
-        # The common shapes are checked and copied by C loops: a list of plain values
-        # (strings, numbers) costs one shallow copy, a list of flat dicts (chat messages)
-        # one dict copy per item; only other lists are walked item by item here.
-        first = type(value[0]) if value else int
-        if first in _IMMUTABLE:
-            if _all_immutable(map(type, value)):
-                return value.copy()
-        elif first is dict:
-            noted = _noted(value)
-            if noted or (noted is None and _flat_dicts(value)):
-                return list(map(dict.copy, value))
-        out = list(value)
-        for index, item in enumerate(out):
-            if type(item) not in _IMMUTABLE:
-                out[index] = _copy(item)
-        return out
+        return _copy_list(value, notes)
     if kind is dict:
         if _all_immutable(map(type, value.values())):
             return value.copy()
         table = dict(value)
         for key, item in table.items():
             if type(item) not in _IMMUTABLE:
-                table[key] = _copy(item)
+                table[key] = _copy(item, notes)
         return table
     if kind is tuple:
         if _all_immutable(map(type, value)):
             return value
-        return tuple(_copy(item) for item in value)
+        return tuple(_copy(item, notes) for item in value)
     if kind is set:
         return set(value)
-    if kind is frozenset:
-        return value
     return copy.deepcopy(value)
+
+
+def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
+    # The common shapes are checked and copied by C loops: a list of plain values
+    # (strings, numbers) costs one shallow copy, a list of flat dicts (chat messages)
+    # one dict copy per item; only other lists are walked item by item here.
+    first = type(value[0]) if value else int
+    if first in _IMMUTABLE:
+        if _all_immutable(map(type, value)):
+            return value.copy()
+    elif first is dict:
+        noted = notes.noted(value) if notes is not None else None
+        if noted or (noted is None and _flat_dicts(value)):
+            return list(map(dict.copy, value))
+    out = list(value)
+    for index, item in enumerate(out):
+        if type(item) not in _IMMUTABLE:
+            out[index] = _copy(item, notes)
+    return out
 
 
 _all_immutable = IMMUTABLE.issuperset
 """Return whether every type an iterable yields is immutable (the loop runs in C)."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
-
-_FLAT_LISTS: dict[int, tuple[list[Any], int, bool]] = {}
-"""``id(list) -> (list, length, flat)`` for lists of dicts that a merge made and checked.
-
-A reducer that appends to a list of chat messages returns a new list holding the old items
-and the new ones; the merge checks only the new ones (when the old list was noted) and
-notes whether the result is a list of flat dicts, so a node reading the list copies it
-without checking every item again (the check costs as much as the copy). Entries hold their
-list, so an id is never reused while noted; the table is cleared when it grows past
-``_FLAT_LISTS_MAX``. Items are not copied at the merge: a node that keeps a reference to
-what it returned and later changes it changes the state, noted or not.
-"""
-_FLAT_LISTS_MAX = 256
 
 
 def _flat_dicts(items: list[Any]) -> bool:
@@ -253,42 +245,70 @@ def _flat_dicts(items: list[Any]) -> bool:
     )
 
 
-def _noted(value: list[Any]) -> bool | None:
-    """Return what a merge noted about ``value`` as it is now (flat dicts or not), or None."""
-    noted = _FLAT_LISTS.get(id(value))
-    if noted is None or noted[0] is not value or noted[1] != len(value):
-        return None
-    return noted[2]
+class ListNotes:
+    """What the merges of one run noted about the lists of dicts they made.
 
+    A reducer that appends to a list of chat messages returns a new list holding the old
+    items and the new ones; the merge checks only the new ones (when the old list was noted)
+    and notes whether the result is a list of flat dicts, so a node reading the list copies
+    it without checking every item again (the check costs as much as the copy). Entries hold
+    their list, so an id is never reused while noted; the table is cleared when it grows past
+    ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
+    outlives it. Items are not copied at the merge: a node that keeps a reference to what it
+    returned and later changes it changes the state, noted or not.
 
-def _note_merged(current: Any, merged: Any) -> None:
-    """Note whether ``merged`` (a reducer's result) is a list of flat dicts, checking only
-    the items after the prefix it shares with ``current`` when ``current`` was noted (an
-    equal prefix: equal items have the same shape, and appended items are the same objects).
-
+    >>> notes = ListNotes()
     >>> old = [{"a": 1}]
-    >>> _note_merged(None, old); _noted(old)
+    >>> notes.note_merged(None, old); notes.noted(old)
     True
     >>> new = old + [{"b": "x"}]
-    >>> _note_merged(old, new); _noted(new)
+    >>> notes.note_merged(old, new); notes.noted(new)
     True
     >>> nested = new + [{"c": [1]}]
-    >>> _note_merged(new, nested); _noted(nested)
+    >>> notes.note_merged(new, nested); notes.noted(nested)
     False
-    >>> _noted(nested + [{"d": 1}]) is None
+    >>> notes.noted(nested + [{"d": 1}]) is None
     True
     """
-    if type(merged) is not list or not merged or type(merged[0]) is not dict:
-        return
-    start = 0
-    if type(current) is list and len(merged) >= len(current):
-        noted = _noted(current)
-        if noted is not None and _same_prefix(merged, current):
-            if not noted:  # a shared prefix that is not flat: neither is the whole
-                _remember(merged, False)
-                return
-            start = len(current)
-    _remember(merged, _flat_dicts(merged[start:] if start else merged))
+
+    __slots__ = ("table",)
+
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self.table: dict[int, tuple[list[Any], int, bool]] = {}
+        """``id(list) -> (list, length, flat)`` for lists of dicts a merge made and checked."""
+
+    def noted(self, value: list[Any]) -> bool | None:
+        """Return what a merge noted about ``value`` as it is now (flat dicts or not)."""
+        noted = self.table.get(id(value))
+        if noted is None or noted[0] is not value or noted[1] != len(value):
+            return None
+        return noted[2]
+
+    def note_merged(self, current: Any, merged: Any) -> None:
+        """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
+
+        Only the items after the prefix it shares with ``current`` are checked when
+        ``current`` was noted (an equal prefix: equal items have the same shape, and
+        appended items are the same objects).
+        """
+        if type(merged) is not list or not merged or type(merged[0]) is not dict:
+            return
+        start = 0
+        if type(current) is list and len(merged) >= len(current):
+            noted = self.noted(current)
+            if noted is not None and _same_prefix(merged, current):
+                if not noted:  # a shared prefix that is not flat: neither is the whole
+                    self._remember(merged, False)
+                    return
+                start = len(current)
+        self._remember(merged, _flat_dicts(merged[start:] if start else merged))
+
+    def _remember(self, merged: list[Any], flat: bool) -> None:
+        if len(self.table) >= self.LIMIT:
+            self.table.clear()
+        self.table[id(merged)] = (merged, len(merged), flat)
 
 
 def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
@@ -300,25 +320,19 @@ def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
         return False
 
 
-def _remember(merged: list[Any], flat: bool) -> None:
-    if len(_FLAT_LISTS) >= _FLAT_LISTS_MAX:
-        _FLAT_LISTS.clear()
-    _FLAT_LISTS[id(merged)] = (merged, len(merged), flat)
-
-
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
     return all(type(value) in _IMMUTABLE for value in values.values())
 
 
-def is_pristine(view: FlatView) -> bool:
-    """Return whether no mutable value was read from ``view`` (so it may be handed on)."""
-    return getattr(view, "_owned", None) is None
-
-
-def view_of(values: dict[str, Any], flat: bool) -> FlatView:
-    """Return the read-only view a node gets of ``values``."""
-    return FlatView(values) if flat else StateView(values)
+def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) -> FlatView:
+    """Return the read-only view a node gets of ``values`` (``notes``: its run's)."""
+    if flat:
+        return FlatView(values)
+    view = StateView(values)
+    if notes is not None:
+        view._notes = notes
+    return view
 
 
 def thaw(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -333,6 +347,7 @@ def apply_writes(
     empties: Mapping[str, Any],
     *,
     superstep: int | None = None,
+    notes: ListNotes | None = None,
 ) -> dict[str, Any]:
     """Return a new state: ``values`` with ``writes`` merged in order.
 
@@ -342,6 +357,7 @@ def apply_writes(
         empties: the empty value a reducer starts from when its key is missing.
         superstep: when given, two writes of one key without a reducer raise (the
             superstep's number goes in the message); replaying saved writes passes ``None``.
+        notes: the run's notes on the lists of dicts a reducer makes (see ``ListNotes``).
 
     Raises:
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
@@ -377,6 +393,6 @@ def apply_writes(
                         f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
                     )
                     raise InvalidUpdateError(msg, node=node, key=key) from exc
-                if type(merged) is list and merged and type(merged[0]) is dict:
-                    _note_merged(current, merged)
+                if notes is not None and type(merged) is list:
+                    notes.note_merged(current, merged)
     return new

@@ -21,15 +21,9 @@ from corral.errors import CheckpointError, GraphError, InvalidUpdateError, Threa
 from corral.runtime import persist
 from corral.runtime.drivers import call_router_async, call_router_sync
 from corral.runtime.events import Event, StateSnapshot
+from corral.runtime.routing import leave_targets, next_tasks, pauses_before, take_routes
 from corral.runtime.run_state import RunState
 from corral.runtime.state import apply_writes, is_flat
-from corral.runtime.superstep import (
-    leave_targets,
-    next_tasks,
-    pause_run,
-    pauses_before,
-    take_routes,
-)
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["Settings", "get_state", "history", "start", "update_state"]
@@ -134,7 +128,9 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
     for key, empty in tables.empties.items():
         if key not in values:
             values[key] = copy.copy(empty)
-    rs.values = apply_writes(values, [("__input__", update)], tables.reducers, tables.empties)
+    rs.values = apply_writes(
+        values, [("__input__", update)], tables.reducers, tables.empties, notes=rs.notes
+    )
     rs.flat = is_flat(rs.values)
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
@@ -171,7 +167,7 @@ def _start_on_thread(
     status = "interrupted" if pauses else "running"
     writer.put(rs, [("__input__", dict(input))], status, "input", pauses)
     if pauses:
-        pause_run(rs, pauses)
+        rs.pause(pauses)
 
 
 def _continue(

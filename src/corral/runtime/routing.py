@@ -1,0 +1,237 @@
+"""Routing: where the tasks of a closed superstep go, and what the next superstep runs.
+
+After the barrier merged a superstep's updates, the routes of its finished tasks are taken in
+task order on the merged state: fixed ``then`` targets, the value a router returned (checked
+against its annotation), or the targets of a returned ``Command`` (none: the branch ends).
+A guarded route is counted when taken; once used up it goes to its guard's ``otherwise``
+target, or the run stops with ``GuardExhaustedError``. Plain targets are de-duplicated, each
+``Send`` is its own task, a ``wait_for`` join is held until every node it waits for has run
+since its own last run, and the next tasks are sorted by registration order (the merge
+order). Like :mod:`corral.runtime.superstep`, nothing here calls a router: a driver calls it
+and hands the value to :meth:`Routing.take`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.control import Send
+from corral.errors import GuardExhaustedError, RouteError
+from corral.runtime.events import RouteTaken, SuperstepEnd
+from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskResult
+from corral.runtime.tables import NO_ARG, Node, Router
+from corral.spec import END
+
+__all__ = [
+    "Routing",
+    "leave_targets",
+    "next_tasks",
+    "pauses_at_barrier",
+    "pauses_before",
+    "router_targets",
+    "take_routes",
+]
+
+
+def router_targets(node: Node, router: Router, raw: Any) -> Targets:
+    """Return the targets a router's return value names, or raise ``RouteError``."""
+    allowed = router.allowed
+    if type(raw) is str:
+        if raw in allowed:
+            return (raw,)
+    elif isinstance(raw, Send):
+        if raw.node in allowed:
+            return (raw,)
+    elif isinstance(raw, (list, tuple)) and router.many:
+        if all(
+            isinstance(item, (str, Send))
+            and (item.node if isinstance(item, Send) else item) in allowed
+            for item in raw
+        ):
+            return tuple(raw)
+    if isinstance(raw, (list, tuple)) and not router.many:
+        why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
+    else:
+        why = f"not one of its routes {list(allowed)}"
+    msg = (
+        f"router {router.name!r} (after node {node.name!r}) returned {raw!r}, which is "
+        f"{why}; return one of them or add it to its return annotation"
+    )
+    raise RouteError(msg, router=router.name, value=raw, allowed=allowed)
+
+
+def leave_targets(node: Node, goto: Targets | None, raw: Any) -> tuple[Targets, str]:
+    """Return where a finished node goes and how the way was chosen.
+
+    ``raw`` is its router's return value (for a node with a router); ``goto`` the targets of
+    the ``Command`` it returned. A ``Command`` node that returned no ``goto`` (a plain dict,
+    ``None``, ``Command(update=...)``) ends its branch.
+    """
+    if node.then is not None:
+        return node.then, "then"
+    if node.router is not None:
+        return router_targets(node, node.router, raw), "router"
+    if goto is not None:
+        return goto, "command"
+    return (), "command"
+
+
+class Routing:
+    """The routes of one superstep's finished tasks, taken in task order.
+
+    A driver calls :meth:`take` once per result (in order, calling the node's router first
+    when :attr:`TaskResult.node` has one, so a router that reads ``ctx.guards`` sees the
+    routes its earlier siblings took), then :meth:`finish`. When a router fails,
+    :meth:`failed` saves the merged superstep so a resumed run routes it again.
+    """
+
+    __slots__ = ("guards_before", "plain", "results", "rs", "sends", "writes")
+
+    def __init__(
+        self, rs: RunState, results: list[TaskResult], writes: list[tuple[str, dict[str, Any]]]
+    ) -> None:
+        self.rs = rs
+        self.results = results
+        self.writes = writes
+        self.plain: list[Node] = []
+        self.sends: list[Task] = []
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+
+    def take(self, result: TaskResult, raw: Any = None) -> None:
+        """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
+        targets, via = leave_targets(result.node, result.goto, raw)
+        take_routes(self.rs, result.node, targets, via, self.plain, self.sends)
+
+    def failed(self) -> None:
+        """Save the merged superstep with its routes still to take (a router failed)."""
+        rs = self.rs
+        if rs.checkpoints is None or self.guards_before is None:
+            return
+        rs.guards = self.guards_before
+        rs.checkpoints.save_partial(rs, [], [], "error", reroute=self.results, writes=self.writes)
+
+    def finish(self) -> None:
+        """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
+        rs = self.rs
+        tasks = next_tasks(rs, self.plain, self.sends)
+        pauses = pauses_at_barrier(rs, self.results, tasks)
+        rs.tasks = tasks
+        rs.done = {}
+        rs.answers = {}
+        if rs.emit is not None:
+            rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
+        if rs.checkpoints is not None:
+            rs.checkpoints.save_superstep(rs, self.writes, pauses)
+        if pauses:
+            rs.pause(pauses)
+
+
+def take_routes(
+    rs: RunState,
+    node: Node,
+    targets: Targets,
+    via: str,
+    plain: list[Node],
+    sends: list[Task],
+) -> None:
+    """Count the guards of ``targets`` and add the tasks they lead to."""
+    nodes = rs.tables.nodes
+    for item in targets:
+        if type(item) is str:
+            name: str = item
+            arg = NO_ARG
+            kind = via
+        else:
+            assert isinstance(item, Send)
+            name = item.node
+            arg = item.arg
+            kind = "send"
+        counted: tuple[int, int] | None = None
+        guarded = node.guards.get(name)
+        if guarded is not None:
+            name, counted, used_up = _count_guard(rs, node, name, guarded)
+            if used_up:
+                arg = NO_ARG
+                kind = "otherwise"
+        if rs.emit is not None:
+            rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
+        if name == END:
+            continue
+        target = nodes[name]
+        if arg is not NO_ARG:
+            sends.append(Task(target, arg))
+        elif target.wait_for:
+            if name not in rs.held:
+                rs.held.append(name)
+        elif target not in plain:
+            plain.append(target)
+
+
+def _count_guard(
+    rs: RunState, node: Node, name: str, guarded: Any
+) -> tuple[str, tuple[int, int], bool]:
+    """Count a guarded route; return the target taken, ``(count, max)`` and if used up."""
+    key, guard = guarded
+    count = rs.guards.get(key, 0)
+    if count < guard.max:
+        rs.guards[key] = count + 1
+        return name, (count + 1, guard.max), False
+    if guard.otherwise is not None:
+        return guard.otherwise, (count, guard.max), True
+    msg = (
+        f"route {node.name!r} → {name!r} was already taken {guard.max} times "
+        f"(Guard max={guard.max}) and its guard has no otherwise target; raise "
+        f"max or give it one: Guard({name!r}, max={guard.max}, otherwise=END)"
+    )
+    raise GuardExhaustedError(msg, source=node.name, target=name, max=guard.max, state=rs.values)
+
+
+def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]:
+    """Return the next superstep's tasks: routed nodes, released joins, then sends, in order."""
+    if rs.held:
+        nodes = rs.tables.nodes
+        still: list[str] = []
+        for name in rs.held:
+            join = nodes[name]
+            if join.wait_for <= rs.arrived.get(name, set()):
+                if join not in plain:
+                    plain.append(join)
+                if rs.emit is not None:
+                    rs.emit(RouteTaken(name, name, "join"))
+            else:
+                still.append(name)
+        rs.held = still
+    tasks = [Task(n, NO_ARG) for n in plain]
+    if sends:
+        tasks.extend(sends)
+    if len(tasks) > 1:
+        tasks.sort(key=_task_order)
+    return tasks
+
+
+def _task_order(task: Task) -> int:
+    return task.node.order
+
+
+def pauses_at_barrier(rs: RunState, results: list[TaskResult], tasks: list[Task]) -> list[Pause]:
+    """Return the ``interrupt_after`` pauses of ``results``, then ``interrupt_before``'s."""
+    pauses: list[Pause] = []
+    if rs.pause_after:
+        for result in results:
+            if result.node.name in rs.pause_after:
+                pauses.append(Pause(result.position, result.node.name, None, "after"))
+    if rs.pause_before:
+        pauses.extend(pauses_before(rs, tasks))
+    return pauses
+
+
+def pauses_before(rs: RunState, tasks: list[Task]) -> list[Pause]:
+    """Return the ``interrupt_before`` pauses of ``tasks`` (one per node)."""
+    pauses: list[Pause] = []
+    seen: set[str] = set()
+    for index, task in enumerate(tasks):
+        name = task.node.name
+        if name in rs.pause_before and name not in seen:
+            seen.add(name)
+            pauses.append(Pause(index, name, None, "before"))
+    return pauses
