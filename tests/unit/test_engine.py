@@ -27,6 +27,9 @@ from corral import (
 )
 from corral.runtime import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd, TraceRecord
 
+pytestmark = pytest.mark.usefixtures("engine_path")
+"""Each test runs three ways: invoke, invoke through the general path, ainvoke."""
+
 
 class Score(TypedDict):
     score: int

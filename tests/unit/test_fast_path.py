@@ -10,7 +10,12 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
+import pytest
+
 from corral import END, Context, End, Graph, Guard, GuardExhaustedError, NodeError
+
+pytestmark = pytest.mark.usefixtures("engine_path")
+"""Each test runs three ways: invoke, invoke through the general path, ainvoke."""
 
 
 class Tally(TypedDict):

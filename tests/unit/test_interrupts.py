@@ -20,6 +20,9 @@ from corral import (
     interrupt,
 )
 
+pytestmark = pytest.mark.usefixtures("engine_path")
+"""Each test runs three ways: invoke, invoke through the general path, ainvoke."""
+
 
 class S(TypedDict):
     log: Annotated[list[str], operator.add]

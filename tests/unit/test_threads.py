@@ -25,6 +25,9 @@ from corral.checkpoint import Checkpoint
 from corral.runtime import CheckpointWritten
 from corral.runtime.persist import SNAPSHOT_EVERY
 
+pytestmark = pytest.mark.usefixtures("engine_path")
+"""Each test runs three ways: invoke, invoke through the general path, ainvoke."""
+
 
 class Count(TypedDict):
     n: int
