@@ -84,7 +84,10 @@ class Run:
 
     @property
     def trace(self) -> list[TraceRecord]:
-        """Return one record per node run of this call: step, node, update, seconds."""
+        """Return the records of the last 100 node runs of this call (step, node, update, seconds).
+
+        ``seconds`` is measured only when someone receives the run's events; else ``0.0``.
+        """
         if self._trace is None:
             self._trace = [TraceRecord(*item) for item in self._raw_trace]
         return self._trace

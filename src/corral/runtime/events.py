@@ -43,7 +43,7 @@ class Interrupt:
 
 @dataclass(frozen=True, slots=True)
 class TraceRecord:
-    """One node run of ``run.trace``."""
+    """One node run of ``run.trace`` (which keeps the most recent 100)."""
 
     step: int
     """The run's step number of this node run (1 for the first node run of the run)."""
