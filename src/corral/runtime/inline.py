@@ -30,7 +30,7 @@ from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
 from corral.runtime.superstep import accept, node_error, router_error
-from corral.runtime.tables import NO_ARG, Node, Router
+from corral.runtime.tables import NO_ARG, Node, Router, Task
 
 __all__ = ["run_inline"]
 
@@ -41,11 +41,22 @@ def run_inline(rs: RunState) -> None:
     """Run the one-node supersteps of ``rs`` that may run inline, until one may not."""
     if rs.done or rs.reroute is not None or rs.held:
         return
+    try:
+        _run(rs)
+    finally:
+        if type(rs.values) is not dict:  # the last merge's view is the state: hand back a dict
+            rs.values = dict(rs.values)
+
+
+def _run(rs: RunState) -> None:
     keyset = rs.tables.keyset
     runs = rs.runs
+    guards = rs.guards
     trace = rs.trace.append
-    # A view nobody has read a mutable value from holds nothing anyone could have changed,
-    # so the router and the next node (which read the same state) may share it.
+    # ``view`` is what the next reader (the router, then the next node) gets. A view nobody
+    # has read a mutable value from holds nothing anyone could have changed, so they may
+    # share it; after a merge of plain immutable values into a flat state, the new view *is*
+    # the new state (one dict built per superstep), never changed after it is handed out.
     view: FlatView | None = None
     tasks = rs.tasks
     while len(tasks) == 1:
@@ -65,32 +76,54 @@ def run_inline(rs: RunState) -> None:
             rs.steps = step
             runs[node.name] = runs.get(node.name, 0) + 1
             trace((step, node.name, out, 0.0))
-            update: dict[str, Any] | None = out
             goto: Targets | None = None
+            view = _merged(rs, node, out, view) if out else _kept(rs, view)
         else:
             _, _, update, goto = accept(rs, Call(0, node, arg, step), out, 0.0)
-        if update:
-            _merge(rs, node, update)
-            view = None
-        elif not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
-            view = None
+            view = _merged(rs, node, update, view) if update else _kept(rs, view)
         rs.supersteps += 1
-        if node.router is not None:
-            if view is None:
-                view = view_of(rs.values, rs.flat, rs.notes)
-            raw = _route(rs, node, node.router, view)
-            if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
-                view = None
-        else:
-            raw = None
-        tasks = _leave(rs, node, goto, raw)
+        router = node.router
+        if router is None or node.then is not None:
+            tasks = _leave(rs, node, goto, None)
+            continue
+        if view is None:
+            view = view_of(rs.values, rs.flat, rs.notes)
+        raw = _route(rs, node, router, view)
+        view = _kept(rs, view)
+        alone = node.alone.get(raw) if type(raw) is str else None
+        if alone is None or (alone.guard is not None and guards[alone.guard] >= alone.max):
+            tasks = _leave(rs, node, None, raw)
+            continue
+        if alone.guard is not None:
+            guards[alone.guard] += 1
+        tasks = rs.tasks = list(alone.tasks)
+
+
+def _kept(rs: RunState, view: FlatView) -> FlatView | None:
+    """Return ``view`` if the next reader may share it (nothing mutable was read from it)."""
+    return view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
+
+
+def _merged(rs: RunState, node: Node, update: dict[str, Any], view: FlatView) -> FlatView | None:
+    """Merge ``update`` into the state; return the view the next reader may share, if any."""
+    if (
+        rs.flat
+        and rs.tables.last_write.issuperset(update)
+        and _all_immutable(map(type, update.values()))
+    ):
+        new = FlatView(rs.values)
+        dict.update(new, update)
+        rs.values = new
+        return new
+    _merge(rs, node, update)
+    return None
 
 
 def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
     tables = rs.tables
     if tables.last_write.issuperset(update) and _all_immutable(map(type, update.values())):
         # Plain replacements by immutable values: what apply_writes does, without its loop.
-        values = rs.values.copy()
+        values = dict(rs.values)
         values.update(update)
         rs.values = values
     else:
@@ -114,16 +147,10 @@ def _route(rs: RunState, node: Node, router: Router, view: FlatView) -> Any:
         raise router_error(router.name, node.name, rs.steps, exc) from exc
 
 
-def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> list[Any]:
+def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> list[Task]:
     """Take the routes of ``node``; return the next tasks (also set on ``rs``)."""
-    alone = None
-    if node.router is not None:
-        if type(raw) is str and raw in node.router.allowed:
-            alone = node.alone.get(raw)
-    elif goto is None and node.then is not None and len(node.then) == 1:
-        alone = node.alone.get(node.then[0])
-    elif goto is not None and len(goto) == 1 and type(goto[0]) is str:
-        alone = node.alone.get(goto[0])
+    target = raw if node.then is None and node.router is not None else _single(node, goto)
+    alone = node.alone.get(target) if type(target) is str else None
     if alone is not None:
         key = alone.guard
         if key is None:
@@ -136,7 +163,15 @@ def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> list[Any
             return rs.tasks
     targets, via = leave_targets(node, goto, raw)
     plain: list[Node] = []
-    sends: list[Any] = []
+    sends: list[Task] = []
     take_routes(rs, node, targets, via, plain, sends)
     rs.tasks = next_tasks(rs, plain, sends)
     return rs.tasks if not rs.held else []
+
+
+def _single(node: Node, goto: Targets | None) -> Any:
+    """Return the one target a ``then`` or ``Command`` way out names, if it names one."""
+    targets = node.then if node.then is not None else goto
+    if targets is not None and len(targets) == 1:
+        return targets[0]
+    return None

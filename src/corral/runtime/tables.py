@@ -192,10 +192,14 @@ def build_tables(spec: GraphSpec) -> Tables:
 
 
 def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
-    targets = list(node.then or ())
-    if node.router is not None:
-        targets.extend(node.router.allowed)
-    targets.extend(node.command or ())
+    # The targets of the node's way out, in the order the runtime reads them (then=, a
+    # router, a Command), so a route is never taken alone from another way.
+    if node.then is not None:
+        targets: tuple[str, ...] = node.then
+    elif node.router is not None:
+        targets = node.router.allowed
+    else:
+        targets = node.command or ()
     routes: dict[str, AloneRoute] = {}
     for target in targets:
         following = tables.nodes.get(target)
