@@ -60,16 +60,17 @@ def flush(rs: RunState) -> list[Event]:
 # --------------------------------------------------------------------------- call sites
 
 
-def call_node_sync(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> tuple[Any, float]:
+def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
     """Run one node; return what it returned and the seconds it took (0.0 when not timed).
 
-    Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``).
+    Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``). With a
+    checkpointer, ``interrupt()`` inside the node returns the answers given so far.
     """
     node = call.node
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-    token = _current.set(_Answers(answers)) if answers is not None else None
+    token = None
+    if rs.checkpoints is not None:
+        token = _current.set(_Answers(rs.answers.get(call.position, [])))
     start = perf_counter() if rs.timed else 0.0
     try:
         if node.takes_ctx:
@@ -82,14 +83,12 @@ def call_node_sync(
     return out, (perf_counter() - start if rs.timed else 0.0)
 
 
-async def call_node_async(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> tuple[Any, float]:
+async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
     node = call.node
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-    if answers is not None:
-        _current.set(_Answers(answers))  # each gathered task runs in its own context copy
+    if rs.checkpoints is not None:  # each gathered task runs in its own context copy
+        _current.set(_Answers(rs.answers.get(call.position, [])))
     start = perf_counter() if rs.timed else 0.0
     if node.takes_ctx:
         out = node.func(state, rs.context(node.name, call.step))
@@ -136,7 +135,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
             run_inline(rs)
             if not running(rs):
                 break
-        routing = rs_routing(rs)
+        routing = rs_routing(rs) if rs.reroute is not None else None
         if routing is None:
             routing = yield from _superstep_sync(rs)
             if routing is None:
@@ -150,7 +149,8 @@ def run_sync(rs: RunState) -> Iterator[Event]:
             routing.failed()
             raise
         routing.finish()
-        yield from flush(rs)
+        if rs.buffer:
+            yield from flush(rs)
     end_run(rs)
     yield from flush(rs)
 
@@ -167,11 +167,14 @@ def rs_routing(rs: RunState) -> Routing | None:
 def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
     """Run one superstep's calls one at a time; return its routing (``None``: paused)."""
     superstep = Superstep(rs)
+    values = superstep.values
+    watched = rs.buffer is not None or rs.emit is not None
     for call in superstep.calls:
-        superstep.started(call)
-        yield from flush(rs)
+        if watched:
+            superstep.started(call)
+            yield from flush(rs)
         try:
-            out, seconds = call_node_sync(rs, call, superstep.values, superstep.answers(call))
+            out, seconds = call_node_sync(rs, call, values)
         except _Pause as pause:
             superstep.paused(call, pause)
             continue
@@ -182,7 +185,8 @@ def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
             break
         if not superstep.finished(call, out, seconds):
             break
-        yield from flush(rs)
+        if watched:
+            yield from flush(rs)
     return superstep.close()
 
 
@@ -236,7 +240,7 @@ async def _task_async(superstep: Superstep, call: Call) -> tuple[str, Any, float
     """
     rs = superstep.rs
     try:
-        out, seconds = await call_node_async(rs, call, superstep.values, superstep.answers(call))
+        out, seconds = await call_node_async(rs, call, superstep.values)
     except _Pause as pause:
         return ("pause", pause, 0.0)
     except InterruptWithoutCheckpointerError as exc:

@@ -22,6 +22,9 @@ from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskResult
 from corral.runtime.tables import NO_ARG, Node, Router
 from corral.spec import END
 
+_new = tuple.__new__
+"""Build a record (a NamedTuple) without its Python-level ``__new__``."""
+
 __all__ = [
     "Routing",
     "leave_targets",
@@ -114,7 +117,9 @@ class Routing:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
         rs = self.rs
         tasks = next_tasks(rs, self.plain, self.sends)
-        pauses = pauses_at_barrier(rs, self.results, tasks)
+        pauses = (
+            pauses_at_barrier(rs, self.results, tasks) if rs.pause_after or rs.pause_before else []
+        )
         rs.tasks = tasks
         rs.done = {}
         rs.answers = {}
@@ -159,7 +164,7 @@ def take_routes(
             continue
         target = nodes[name]
         if arg is not NO_ARG:
-            sends.append(Task(target, arg))
+            sends.append(_new(Task, (target, arg)))
         elif target.wait_for:
             if name not in rs.held:
                 rs.held.append(name)
@@ -201,7 +206,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
             else:
                 still.append(name)
         rs.held = still
-    tasks = [Task(n, NO_ARG) for n in plain]
+    tasks = [_new(Task, (n, NO_ARG)) for n in plain]
     if sends:
         tasks.extend(sends)
     if len(tasks) > 1:

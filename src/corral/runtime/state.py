@@ -322,7 +322,7 @@ def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
 
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    return all(type(value) in _IMMUTABLE for value in values.values())
+    return _all_immutable(map(type, values.values()))
 
 
 def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) -> FlatView:

@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 
+_new = tuple.__new__
+"""Build a record (a NamedTuple) without its Python-level ``__new__``: a third of the time."""
+
+
 # --------------------------------------------------------------------------- caps
 
 
@@ -110,7 +114,7 @@ def accept(rs: RunState, call: Call, out: Any, seconds: float) -> TaskResult:
     rs.trace.append((call.step, name, update, seconds))
     if rs.emit is not None:
         rs.emit(NodeEnd(call.step, name, update, seconds))
-    return TaskResult(call.position, node, update, goto)
+    return _new(TaskResult, (call.position, node, update, goto))
 
 
 def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
@@ -225,18 +229,13 @@ class Superstep:
                 return
             steps += 1
             planned[node.name] = planned.get(node.name, 0) + 1
-            self.calls.append(Call(index, node, arg, steps))
+            self.calls.append(_new(Call, (index, node, arg, steps)))
 
     def started(self, call: Call) -> None:
         """Note that ``call`` is about to run."""
         emit = self.rs.emit
         if emit is not None:
             emit(NodeStart(call.step, call.node.name, self.number, call.arg is not NO_ARG))
-
-    def answers(self, call: Call) -> list[Any] | None:
-        """Return the answers to ``call``'s ``interrupt()`` calls (``None``: no checkpointer)."""
-        rs = self.rs
-        return rs.answers.get(call.position, []) if rs.checkpoints is not None else None
 
     def record_early(self, call: Call, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
