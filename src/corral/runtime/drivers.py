@@ -133,7 +133,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     while running(rs):
         if inline:
             run_inline(rs)
-            if not running(rs):
+            if not rs.tasks:  # the inline path leaves no reroute and never pauses
                 break
         routing = rs_routing(rs) if rs.reroute is not None else None
         if routing is None:

@@ -102,8 +102,12 @@ class Routing:
 
     def take(self, result: TaskResult, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
-        targets, via = leave_targets(result.node, result.goto, raw)
-        take_routes(self.rs, result.node, targets, via, self.plain, self.sends)
+        node = result.node
+        if node.then is not None:  # what leave_targets returns first, without the call
+            take_routes(self.rs, node, node.then, "then", self.plain, self.sends)
+            return
+        targets, via = leave_targets(node, result.goto, raw)
+        take_routes(self.rs, node, targets, via, self.plain, self.sends)
 
     def failed(self) -> None:
         """Save the merged superstep with its routes still to take (a router failed)."""

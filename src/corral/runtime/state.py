@@ -330,7 +330,7 @@ def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) 
     if flat:
         return FlatView(values)
     view = StateView(values)
-    if notes is not None:
+    if notes is not None and notes.table:  # only then is it worth an instance attribute
         view._notes = notes
     return view
 
@@ -393,6 +393,7 @@ def apply_writes(
                         f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
                     )
                     raise InvalidUpdateError(msg, node=node, key=key) from exc
-                if notes is not None and type(merged) is list:
-                    notes.note_merged(current, merged)
+                if notes is not None and type(merged) is list and merged:
+                    if type(merged[0]) is dict:
+                        notes.note_merged(current, merged)
     return new

@@ -218,18 +218,22 @@ class Superstep:
     def _plan(self) -> None:
         rs = self.rs
         steps = rs.steps
+        max_steps = rs.max_steps
+        done = rs.done
         planned: dict[str, int] = {}
+        calls = self.calls
         for index, (node, arg) in enumerate(rs.tasks):
-            if index in rs.done:
+            if index in done:
                 continue
-            runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
-            error = cap_error(rs, node, steps, runs)
-            if error is not None:
-                self.cap_error = error
-                return
+            if steps >= max_steps or node.max_runs is not None:
+                runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
+                error = cap_error(rs, node, steps, runs)
+                if error is not None:
+                    self.cap_error = error
+                    return
+                planned[node.name] = planned.get(node.name, 0) + 1
             steps += 1
-            planned[node.name] = planned.get(node.name, 0) + 1
-            self.calls.append(_new(Call, (index, node, arg, steps)))
+            calls.append(_new(Call, (index, node, arg, steps)))
 
     def started(self, call: Call) -> None:
         """Note that ``call`` is about to run."""
@@ -300,7 +304,7 @@ class Superstep:
         if error is not None:
             self.keep_finished()
             raise error
-        results = self._with_done()
+        results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
