@@ -17,6 +17,7 @@ __all__ = [
     "CorralError",
     "GraphError",
     "GuardExhaustedError",
+    "InterruptWithoutCheckpointerError",
     "InvalidUpdateError",
     "NodeCapError",
     "NodeError",
@@ -47,6 +48,10 @@ class GraphError(CorralError):
     def __init__(self, message: str, *, diagnostics: Sequence[Diagnostic] = ()) -> None:
         super().__init__(message)
         self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+
+
+class InterruptWithoutCheckpointerError(GraphError):
+    """``interrupt()`` was called where no checkpointer can keep the paused run."""
 
 
 class _RunLimitError(CorralError, RuntimeError):

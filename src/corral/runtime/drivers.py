@@ -27,10 +27,10 @@ from collections.abc import AsyncIterator, Generator, Iterator
 from time import perf_counter
 from typing import Any
 
-from corral.errors import CorralError
+from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.events import Event
 from corral.runtime.inline import run_inline
-from corral.runtime.interrupts import InterruptWithoutCheckpointerError, _Answers, _current, _Pause
+from corral.runtime.interrupts import _Answers, _current, _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, RunState, TaskResult
 from corral.runtime.state import view_of

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral.runtime.interrupts import InterruptWithoutCheckpointerError
+from corral.errors import InterruptWithoutCheckpointerError
 from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
-from corral.errors import GraphError
+from corral.errors import InterruptWithoutCheckpointerError
 
 __all__ = ["interrupt"]
 
@@ -34,10 +34,6 @@ class _Pause(BaseException):
         super().__init__(payload)
         self.payload = payload
         self.index = index
-
-
-class InterruptWithoutCheckpointerError(GraphError):
-    """``interrupt()`` was called where no checkpointer can keep the paused run."""
 
 
 _current: ContextVar[_Answers | None] = ContextVar("corral_interrupt", default=None)
