@@ -49,10 +49,13 @@ def run_inline(rs: RunState) -> None:
 
 
 def _run(rs: RunState) -> None:
-    keyset = rs.tables.keyset
+    tables = rs.tables
+    keyset = tables.keyset
+    last_write = tables.last_write
     runs = rs.runs
     guards = rs.guards
     trace = rs.trace.append
+    no_arg = NO_ARG
     # ``view`` is what the next reader (the router, then the next node) gets. A view nobody
     # has read a mutable value from holds nothing anyone could have changed, so they may
     # share it; after a merge of plain immutable values into a flat state, the new view *is*
@@ -62,7 +65,7 @@ def _run(rs: RunState) -> None:
     while len(tasks) == 1:
         node, arg = tasks[0]
         step = rs.steps + 1
-        if arg is not NO_ARG or not node.inline or step > rs.max_steps:
+        if arg is not no_arg or not node.inline or step > rs.max_steps:
             return
         if view is None:
             view = view_of(rs.values, rs.flat, rs.notes)
@@ -72,31 +75,53 @@ def _run(rs: RunState) -> None:
             raise
         except Exception as exc:
             raise node_error(node.name, step, exc) from exc
+        goto: Targets | None = None
         if type(out) is dict and keyset.issuperset(out):
             rs.steps = step
-            runs[node.name] = runs.get(node.name, 0) + 1
-            trace((step, node.name, out, 0.0))
-            goto: Targets | None = None
-            view = _merged(rs, node, out, view) if out else _kept(rs, view)
+            name = node.name
+            runs[name] = runs.get(name, 0) + 1
+            trace((step, name, out, 0.0))
+            update: dict[str, Any] | None = out
         else:
             _, _, update, goto = accept(rs, Call(0, node, arg, step), out, 0.0)
-            view = _merged(rs, node, update, view) if update else _kept(rs, view)
+        if not update:
+            view = _kept(rs, view)
+        elif (
+            rs.flat and last_write.issuperset(update) and _all_immutable(map(type, update.values()))
+        ):
+            view = FlatView(rs.values)
+            _dict_update(view, update)
+            rs.values = view
+        else:
+            _merge(rs, node, update)
+            view = None
         rs.supersteps += 1
         router = node.router
-        if router is None or node.then is not None:
-            tasks = _leave(rs, node, goto, None)
+        if router is None or node.then is not None or router.takes_ctx:
+            tasks, view = _leave_with(rs, node, goto, view)
             continue
-        if view is None:
-            view = view_of(rs.values, rs.flat, rs.notes)
-        raw = _route(rs, node, router, view)
-        view = _kept(rs, view)
+        view = view_of(rs.values, rs.flat, rs.notes) if view is None else view
+        try:
+            raw = router.func(view)
+        except Exception as exc:
+            raise router_error(router.name, node.name, rs.steps, exc) from exc
+        if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
+            view = None
         alone = node.alone.get(raw) if type(raw) is str else None
-        if alone is None or (alone.guard is not None and guards[alone.guard] >= alone.max):
+        if alone is None:
             tasks = _leave(rs, node, None, raw)
             continue
-        if alone.guard is not None:
-            guards[alone.guard] += 1
-        tasks = rs.tasks = list(alone.tasks)
+        following, key, most = alone
+        if key is not None:
+            count = guards[key]
+            if count >= most:
+                tasks = _leave(rs, node, None, raw)
+                continue
+            guards[key] = count + 1
+        tasks = rs.tasks = list(following)
+
+
+_dict_update = dict.update
 
 
 def _kept(rs: RunState, view: FlatView) -> FlatView | None:
@@ -104,19 +129,17 @@ def _kept(rs: RunState, view: FlatView) -> FlatView | None:
     return view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
 
 
-def _merged(rs: RunState, node: Node, update: dict[str, Any], view: FlatView) -> FlatView | None:
-    """Merge ``update`` into the state; return the view the next reader may share, if any."""
-    if (
-        rs.flat
-        and rs.tables.last_write.issuperset(update)
-        and _all_immutable(map(type, update.values()))
-    ):
-        new = FlatView(rs.values)
-        dict.update(new, update)
-        rs.values = new
-        return new
-    _merge(rs, node, update)
-    return None
+def _leave_with(
+    rs: RunState, node: Node, goto: Targets | None, view: FlatView | None
+) -> tuple[list[Task], FlatView | None]:
+    """Call the router of ``node`` if it has one, then take its routes (the general way)."""
+    raw = None
+    if node.router is not None:
+        if view is None:
+            view = view_of(rs.values, rs.flat, rs.notes)
+        raw = _route(rs, node, node.router, view)
+        view = _kept(rs, view)
+    return _leave(rs, node, goto, raw), view
 
 
 def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
