@@ -13,6 +13,7 @@ and hands the value to :meth:`Routing.take`.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
@@ -102,11 +103,11 @@ class Routing:
 
     def take(self, result: TaskResult, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
-        node = result.node
+        _, node, _, goto = result
         if node.then is not None:  # what leave_targets returns first, without the call
             take_routes(self.rs, node, node.then, "then", self.plain, self.sends)
             return
-        targets, via = leave_targets(node, result.goto, raw)
+        targets, via = leave_targets(node, goto, raw)
         take_routes(self.rs, node, targets, via, self.plain, self.sends)
 
     def failed(self) -> None:
@@ -210,7 +211,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
             else:
                 still.append(name)
         rs.held = still
-    tasks = [_new(Task, (n, NO_ARG)) for n in plain]
+    tasks = [n.task for n in plain]
     if sends:
         tasks.extend(sends)
     if len(tasks) > 1:
@@ -218,8 +219,8 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
     return tasks
 
 
-def _task_order(task: Task) -> int:
-    return task.node.order
+_task_order = attrgetter("node.order")
+"""The merge order of a task: its node's registration index (read in C)."""
 
 
 def pauses_at_barrier(rs: RunState, results: list[TaskResult], tasks: list[Task]) -> list[Pause]:

@@ -85,6 +85,7 @@ class Node:
         "order",
         "router",
         "takes_ctx",
+        "task",
         "then",
         "wait_for",
     )
@@ -106,6 +107,8 @@ class Node:
         self.wait_for: frozenset[str] = frozenset()
         self.joins: tuple[str, ...] = ()
         """The join nodes whose ``wait_for`` names this node."""
+        self.task = Task(self, NO_ARG)
+        """The task that runs this node on the state (not from a ``Send``)."""
         self.inline = False
         """Whether the inline path may run it: no join, no cap of its own, no context."""
         self.alone: dict[str, AloneRoute] = {}
@@ -205,7 +208,7 @@ def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
         following = tables.nodes.get(target)
         if target != END and (following is None or following.wait_for):
             continue
-        tasks = (Task(following, NO_ARG),) if following is not None else ()
+        tasks = (following.task,) if following is not None else ()
         guarded = node.guards.get(target)
         if guarded is None:
             routes[target] = AloneRoute(tasks, None, 0)
