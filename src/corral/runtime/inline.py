@@ -56,6 +56,8 @@ def _run(rs: RunState) -> None:
     guards = rs.guards
     trace = rs.trace.append
     no_arg = NO_ARG
+    max_steps = rs.max_steps
+    steps = rs.steps
     # ``view`` is what the next reader (the router, then the next node) gets. A view nobody
     # has read a mutable value from holds nothing anyone could have changed, so they may
     # share it; after a merge of plain immutable values into a flat state, the new view *is*
@@ -64,8 +66,8 @@ def _run(rs: RunState) -> None:
     tasks = rs.tasks
     while len(tasks) == 1:
         node, arg = tasks[0]
-        step = rs.steps + 1
-        if arg is not no_arg or not node.inline or step > rs.max_steps:
+        step = steps + 1
+        if arg is not no_arg or not node.inline or step > max_steps:
             return
         if view is None:
             view = view_of(rs.values, rs.flat, rs.notes)
@@ -77,13 +79,14 @@ def _run(rs: RunState) -> None:
             raise node_error(node.name, step, exc) from exc
         goto: Targets | None = None
         if type(out) is dict and keyset.issuperset(out):
-            rs.steps = step
+            rs.steps = steps = step
             name = node.name
             runs[name] = runs.get(name, 0) + 1
             trace((step, name, out, 0.0))
             update: dict[str, Any] | None = out
         else:
             _, _, update, goto = accept(rs, Call(0, node, arg, step), out, 0.0)
+            steps = rs.steps
         if not update:
             view = _kept(rs, view)
         elif (
