@@ -13,12 +13,15 @@ from typing import Any
 
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
-from corral.errors import CorralError, RunFailedError, WaitTimeoutError
+from corral.errors import CheckpointError, CorralError, RunFailedError, WaitTimeoutError
 from corral.runtime.app import CompiledGraph, Run
 from corral.workers.queue import FINISHED, RunQueue, dump_input
 from corral.workers.worker import Worker
 
 __all__ = ["Worker", "queue_for", "submit", "wait"]
+
+_UNREACHABLE_S = 30.0
+"""How long ``wait`` keeps asking a database that does not answer before it gives up."""
 
 _QUEUES: weakref.WeakKeyDictionary[Any, RunQueue] = weakref.WeakKeyDictionary()
 
@@ -74,8 +77,19 @@ def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) 
     queue = queue_for(app)
     deadline = None if timeout is None else time.monotonic() + timeout
     pause = 0.005
+    unreachable_since: float | None = None
     while True:
-        outcome = queue.outcome(thread_id)
+        try:
+            outcome = queue.outcome(thread_id)
+        except CheckpointError:
+            # A database that restarts is waited for, up to _UNREACHABLE_S at a stretch.
+            now = time.monotonic()
+            unreachable_since = unreachable_since or now
+            if now - unreachable_since > _UNREACHABLE_S or (deadline and now >= deadline):
+                raise
+            time.sleep(0.1)
+            continue
+        unreachable_since = None
         if outcome is None:
             msg = f"thread {thread_id!r} has no queued run; submit one with app.submit(...)"
             raise CorralError(msg)
