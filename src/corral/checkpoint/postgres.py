@@ -96,14 +96,17 @@ class _Ids:
     def __init__(self) -> None:
         self.next = 0
         self.end = 0
+        self.lock = threading.Lock()
+        """Puts from several threads (a worker's runs) take ids from one block."""
 
     def take(self, conn: psycopg.Connection[Any]) -> int:
-        if self.next >= self.end:
-            row = conn.execute("SELECT nextval('corral_blob_ids')").fetchone()
-            assert row is not None
-            self.next, self.end = int(row[0]), int(row[0]) + _ID_BLOCK
-        self.next += 1
-        return self.next - 1
+        with self.lock:
+            if self.next >= self.end:
+                row = conn.execute("SELECT nextval('corral_blob_ids')").fetchone()
+                assert row is not None
+                self.next, self.end = int(row[0]), int(row[0]) + _ID_BLOCK
+            self.next += 1
+            return self.next - 1
 
 
 class _BlobRows:

@@ -98,6 +98,7 @@ class Worker:
     def run(self, *, until_idle: bool = False) -> int:
         """Work until :meth:`stop` (or, with ``until_idle``, until the queue has nothing
         ready); return how many runs this worker finished."""
+        self._stop.clear()  # a worker may be run again after it stopped
         self.emit("started", concurrency=self.concurrency, lease_s=self.lease_s)
         beat = threading.Thread(target=self._heartbeat, name="corral-heartbeat", daemon=True)
         beat.start()
