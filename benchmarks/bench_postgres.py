@@ -23,6 +23,7 @@ server's default durability: ``fsync=on``, ``synchronous_commit=on``) and prints
 from __future__ import annotations
 
 import argparse
+import itertools
 import operator
 import os
 import statistics
@@ -32,7 +33,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -97,7 +98,7 @@ def engine(url: str, steps: int, thread: str) -> list[float]:
     app.invoke({"n": 0, "messages": []}, thread_id=thread)
     saver.close()
     marks = saver.marks
-    return [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(marks)]
 
 
 def per_step(cluster: Cluster, steps: int, rounds: int) -> None:
@@ -172,6 +173,9 @@ WORK = textwrap.dedent(
 )
 
 
+DRAIN = ["--until-idle", "--poll", "0.05"]
+
+
 def cpu_of(pids: list[int]) -> float:
     """Return the CPU seconds (user + system) the processes and their children used so far."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -209,8 +213,7 @@ def throughput(cluster: Cluster, runs: int, folder: Path) -> None:
         start = time.perf_counter()
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "corral", "worker", f"{module}:g", "--db", url]
-                + ["--until-idle", "--poll", "0.05"],
+                [sys.executable, "-m", "corral", "worker", f"{module}:g", "--db", url, *DRAIN],
                 stderr=subprocess.DEVNULL,
             )
             for _ in range(workers)
