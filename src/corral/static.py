@@ -24,11 +24,13 @@ dependency of corral: this module imports it only when called.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from corral import _subgraph
 from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
 from corral.sources import display_path, exclude_patterns, python_files
 from corral.spec import (
@@ -40,6 +42,7 @@ from corral.spec import (
     Location,
     NodeSpec,
     RouterSpec,
+    SubgraphSpec,
     TargetSet,
 )
 from corral.writes import infer_command_fanout, infer_writes
@@ -161,7 +164,14 @@ def _read_batch(sources: list[Any], loaded: Loaded, build: Any, compile_error: A
     for tree in trees:
         if tree is not None:
             reader.find_functions(tree)
-    for graph in reader.graphs.values():
+    shown = list(reader.graphs.values())
+    # A child graph defined in a module that was only imported is read too, not reported.
+    for module in reader.child_modules():
+        state = result.graph.get(module)
+        if state is not None and state.tree is not None and module not in wanted:
+            reader.find_graphs(state.tree)
+            reader.find_functions(state.tree)
+    for graph in shown:
         try:
             spec = reader.spec(graph)
         except StaticError as exc:
@@ -194,6 +204,11 @@ class _Graph:
     call: mypy_nodes.CallExpr
     nodes: list[NodeSpec] = field(default_factory=list)
     routers: list[RouterSpec] = field(default_factory=list)
+    children: dict[str, tuple[str, frozenset[str] | None | tuple[()]]] = field(
+        default_factory=dict
+    )
+    """Subgraph node name -> (the child's full name, the keys ``output=`` writes: ``()``
+    without ``output=``, ``None`` when they cannot be read)."""
 
 
 class _Reader:
@@ -225,6 +240,8 @@ class _Reader:
         from mypy import nodes
 
         for stmt in tree.defs:
+            if isinstance(stmt, nodes.ExpressionStmt) and isinstance(stmt.expr, nodes.CallExpr):
+                self._subgraph_call(stmt.expr, tree.path)
             if not isinstance(stmt, nodes.Decorator):
                 continue
             for decorator in stmt.original_decorators:
@@ -245,6 +262,74 @@ class _Reader:
                         graph.routers.append(self._router(stmt, decorator, tree.path))
                 except StaticError as exc:
                     self.errors.append((tree.path, decorator.line, exc))
+
+    def _subgraph_call(self, call: mypy_nodes.CallExpr, path: str) -> None:
+        """Record ``g.subgraph("name", child, ...)`` as a node of ``g`` that runs ``child``."""
+        from mypy import nodes
+
+        callee = call.callee
+        if not (
+            isinstance(callee, nodes.MemberExpr)
+            and callee.name == "subgraph"
+            and isinstance(callee.expr, nodes.RefExpr)
+        ):
+            return
+        graph = self.graphs.get(callee.expr.fullname or "")
+        if graph is None:
+            return
+        try:
+            args = _arguments(call, ("name", "child"))
+            name = _constant(args["name"])
+            child = args.get("child")
+            child_name = child.fullname if isinstance(child, nodes.RefExpr) else ""
+            then = args.get("then")
+            then_routes: tuple[str, ...] | None = None
+            if then is not None and not _is_none(then):
+                value = _constant(then)
+                then_routes = (value,) if isinstance(value, str) else tuple(value)
+            node = NodeSpec(
+                name=name,
+                func=_subgraph.stand_in(name),
+                location=Location(path, call.line, 1),
+                start=bool(_constant(args["start"])) if "start" in args else False,
+                then=then_routes,
+                max_runs=_constant(args["max_runs"]) if "max_runs" in args else None,
+                guards=_guards(args.get("guards")),
+                wait_for=tuple(_constant(args["wait_for"])) if "wait_for" in args else (),
+                ignore=tuple(_constant(args["ignore"])) if "ignore" in args else (),
+            )
+        except StaticError as exc:
+            self.errors.append((path, call.line, exc))
+            return
+        graph.nodes.append(node)
+        output = args.get("output")
+        written = _output_keys(output) if output is not None and not _is_none(output) else ()
+        graph.children[name] = (child_name or "", written)
+
+    def child_modules(self) -> list[str]:
+        """Return the modules of child graphs not read yet."""
+        names = {c for g in self.graphs.values() for c, _ in g.children.values()}
+        return sorted({n.rpartition(".")[0] for n in names if n and n not in self.graphs})
+
+    def _with_children(self, graph: _Graph, keys: tuple[KeySpec, ...]) -> tuple[NodeSpec, ...]:
+        """Return the graph's nodes, each subgraph node holding its child's spec."""
+        out: list[NodeSpec] = []
+        for node in graph.nodes:
+            child = graph.children.get(node.name)
+            target = self.graphs.get(child[0]) if child is not None else None
+            if child is None or target is None or target is graph:
+                out.append(node)
+                continue
+            spec = self.spec(target)
+            names = {k.name for k in spec.keys}
+            sub = SubgraphSpec(spec, tuple(k.name for k in keys if k.name in names))
+            writes = _subgraph.writes_of(sub) if child[1] == () else child[1] or None
+            out.append(
+                dataclasses.replace(
+                    node, subgraph=sub, writes=writes, is_async=_subgraph.is_async(spec)
+                )
+            )
+        return tuple(out)
 
     # -- building ------------------------------------------------------------------------
 
@@ -270,7 +355,7 @@ class _Reader:
             name=name,
             location=Location(graph.path, graph.call.line, 1),
             keys=keys,
-            nodes=tuple(graph.nodes),
+            nodes=self._with_children(graph, keys),
             routers=tuple(graph.routers),
             max_steps=max_steps,
             node_names=node_names,
@@ -359,6 +444,19 @@ def _arguments(
             msg = f"line {call.line}: *args/**kwargs in a graph declaration cannot be read"
             raise StaticError(msg)
     return out
+
+
+def _output_keys(expr: mypy_nodes.Expression) -> frozenset[str] | None:
+    """Return the keys of ``lambda final: {"k": ...}``, as inference reads them at run time."""
+    from mypy import nodes
+
+    if not isinstance(expr, nodes.LambdaExpr):
+        return None
+    body = expr.expr()
+    if not isinstance(body, nodes.DictExpr):
+        return None
+    keys = [k.value for k, _ in body.items if isinstance(k, nodes.StrExpr)]
+    return frozenset(keys) if len(keys) == len(body.items) else None
 
 
 def _is_none(expr: mypy_nodes.Expression) -> bool:

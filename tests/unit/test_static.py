@@ -215,3 +215,60 @@ def test_computed_argument_is_a_load_error(
     code, _, err = lint(capsys, "--static", str(module))
     assert code == 2
     assert "agent.py:13" in err and "computed at run time" in err
+
+
+def test_subgraphs_are_read_with_their_children(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """g.subgraph(...) is a node holding its child; the child's findings are named by path."""
+    _write(tmp_path, "team/__init__.py", "")
+    _write(
+        tmp_path,
+        "team/child.py",
+        """
+        import operator
+        from typing import Annotated, TypedDict
+        from corral import END, Graph
+
+        class State(TypedDict):
+            notes: Annotated[list[str], operator.add]
+
+        child = Graph(State)
+
+        @child.node(start=True, then="loop")
+        def loop(state: State) -> dict[str, list[str]]:
+            return {"notes": ["x"]}
+        """,
+    )
+    parent = _write(
+        tmp_path,
+        "team/parent.py",
+        """
+        import operator
+        from typing import Annotated, TypedDict
+        from corral import END, Graph
+        from team.child import child
+
+        class State(TypedDict):
+            notes: Annotated[list[str], operator.add]
+            report: str
+
+        g = Graph(State)
+        g.subgraph("research", child, start=True, then="write")
+        g.subgraph("summary", child, then=END, output=lambda s: {"report": s["notes"][0]})
+
+        @g.node(then="summary")
+        def write(state: State) -> None:
+            return None
+        """,
+    )
+    static = load_static([str(parent)])
+    [target] = [t for t in static.targets if t.name == "g"]
+    spec = target.spec()
+    research, summary = spec.node("research"), spec.node("summary")
+    assert research is not None and research.subgraph is not None
+    assert research.writes == frozenset({"notes"}) and research.location.line == 12
+    assert summary is not None and summary.writes == frozenset({"report"})
+    code, out, _ = lint(capsys, "--static", str(parent))
+    assert code == 1
+    assert "CR201 in subgraph 'research': cycle loop → loop" in out
