@@ -204,7 +204,7 @@ class _Graph:
     call: mypy_nodes.CallExpr
     nodes: list[NodeSpec] = field(default_factory=list)
     routers: list[RouterSpec] = field(default_factory=list)
-    children: dict[str, tuple[str, frozenset[str] | None | tuple[()]]] = field(
+    children: dict[str, tuple[str, frozenset[str] | tuple[()] | None]] = field(
         default_factory=dict
     )
     """Subgraph node name -> (the child's full name, the keys ``output=`` writes: ``()``
