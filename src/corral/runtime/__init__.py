@@ -4,9 +4,11 @@ from corral.runtime.app import CompiledGraph, Run
 from corral.runtime.context import Context
 from corral.runtime.events import (
     CheckpointWritten,
+    Custom,
     Event,
     Interrupt,
     NodeEnd,
+    NodeRetry,
     NodeStart,
     Paused,
     RouteTaken,
@@ -21,9 +23,11 @@ __all__ = [
     "CheckpointWritten",
     "CompiledGraph",
     "Context",
+    "Custom",
     "Event",
     "Interrupt",
     "NodeEnd",
+    "NodeRetry",
     "NodeStart",
     "Paused",
     "RouteTaken",

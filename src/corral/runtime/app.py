@@ -14,26 +14,24 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
-from corral.errors import CheckpointError, RunningLoopError, StreamModeError
-from corral.runtime import threads
+from corral.errors import CheckpointError, RunningLoopError
+from corral.runtime import streams, threads
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import (
     Event,
     Interrupt,
-    NodeEnd,
     StateSnapshot,
-    SuperstepEnd,
     TraceRecord,
 )
 from corral.runtime.run_state import RunState
-from corral.runtime.state import thaw
+from corral.runtime.streams import StreamMode
+from corral.runtime.subgraphs import ChildGraph, paused_children
 from corral.runtime.tables import build_tables
 from corral.spec import GraphSpec
 
 __all__ = ["CompiledGraph", "Run"]
 
 StateT = TypeVar("StateT")
-StreamMode = Literal["updates", "values", "events"]
 
 
 class Run:
@@ -129,6 +127,10 @@ class CompiledGraph(Generic[StateT]):
         self.interrupt_after = tuple(interrupt_after)
         self.max_steps = threads.check_cap(max_steps) if max_steps is not None else spec.max_steps
         self._tables = build_tables(spec)
+        for node_spec in spec.nodes:
+            if node_spec.subgraph is not None:
+                node = self._tables.nodes[node_spec.name]
+                node.child = ChildGraph(node_spec.name, node_spec.subgraph, checkpointer)
         self._settings = threads.Settings(
             self._tables,
             checkpointer,
@@ -240,11 +242,23 @@ class CompiledGraph(Generic[StateT]):
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[Event]: ...
+    @overload
     def stream(
         self,
         input: Mapping[str, Any] | Resume | Command[Any] | None,
         *,
-        mode: StreamMode = "updates",
+        mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        max_steps: int | None = None,
+        deps: Any = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> Iterator[tuple[str, Any]]: ...
+    def stream(
+        self,
+        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        *,
+        mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
@@ -254,36 +268,41 @@ class CompiledGraph(Generic[StateT]):
         """Run like :meth:`invoke`, yielding as it goes.
 
         ``mode="updates"`` yields ``(node, update)`` per node run, ``"values"`` the whole
-        state after each superstep, ``"events"`` the typed event records.
+        state after each superstep, ``"events"`` the typed event records, ``"custom"``
+        ``(node, value)`` per ``ctx.emit(value)`` (before that node's update); a list of
+        modes yields ``(mode, item)`` pairs.
         """
-        _check_mode(mode)
+        modes = streams.check_mode(mode)
         if self._tables.has_async:
             _refuse_running_loop("stream")
         buffer: list[Event] = []
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         if self._tables.has_async:
-            return _drive_in_new_loop(_select_async(rs, run_async(rs), mode))
-        return _select(rs, run_sync(rs), mode)
+            return _drive_in_new_loop(streams.select_async(rs, run_async(rs), modes))
+        return streams.select(rs, run_sync(rs), modes)
 
     def astream(
         self,
         input: Mapping[str, Any] | Resume | Command[Any] | None,
         *,
-        mode: StreamMode = "updates",
+        mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> AsyncIterator[Any]:
-        """Run like :meth:`ainvoke`, yielding like :meth:`stream`.
+        """Run like :meth:`ainvoke`, yielding like :meth:`stream`, live.
 
-        The input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
+        The run is driven by a task of its own, so each item reaches the consumer as it
+        happens: a node's ``ctx.emit`` tokens arrive while that node is still running. The
+        input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
         """
-        _check_mode(mode)
-        buffer: list[Event] = []
+        modes = streams.check_mode(mode)
+        buffer = streams.LiveBuffer(modes)
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
-        return _select_async(rs, run_async(rs), mode)
+        buffer.attach(rs)
+        return streams.live(run_async(rs), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -309,13 +328,23 @@ class CompiledGraph(Generic[StateT]):
 
         return wait(self, thread_id, timeout)
 
-    def get_state(self, thread_id: str, checkpoint_id: str | None = None) -> StateSnapshot:
+    def get_state(
+        self, thread_id: str, checkpoint_id: str | None = None, *, subgraphs: bool = False
+    ) -> StateSnapshot:
         """Return the thread's state at its last checkpoint (or at ``checkpoint_id``).
+
+        With ``subgraphs=True`` the snapshot's ``subgraphs`` maps the path of each child
+        that is paused inside this run (``"review"``, and ``"outer/inner"`` when nested) to
+        that child's own snapshot.
 
         Raises:
             CheckpointError: the graph has no checkpointer, or the thread is unknown.
         """
-        return threads.get_state(self._tables, self._saver("get_state"), thread_id, checkpoint_id)
+        saver = self._saver("get_state")
+        snapshot = threads.get_state(self._tables, saver, thread_id, checkpoint_id)
+        if not subgraphs:
+            return snapshot
+        return paused_children(self._tables, saver, snapshot, thread_id)
 
     def history(self, thread_id: str) -> list[StateSnapshot]:
         """Return every checkpoint of the thread as a snapshot, newest first."""
@@ -375,37 +404,6 @@ class CompiledGraph(Generic[StateT]):
         )
 
 
-_SKIP: Any = object()
-
-
-def _pick(rs: RunState, event: Event, mode: StreamMode) -> Any:
-    if mode == "events":
-        return event
-    if mode == "updates":
-        if isinstance(event, NodeEnd):
-            return (event.node, dict(event.update) if event.update is not None else {})
-        return _SKIP
-    if isinstance(event, SuperstepEnd):
-        return thaw(rs.values)
-    return _SKIP
-
-
-def _select(rs: RunState, events: Iterator[Event], mode: StreamMode) -> Iterator[Any]:
-    for event in events:
-        item = _pick(rs, event, mode)
-        if item is not _SKIP:
-            yield item
-
-
-async def _select_async(
-    rs: RunState, events: AsyncIterator[Event], mode: StreamMode
-) -> AsyncIterator[Any]:
-    async for event in events:
-        item = _pick(rs, event, mode)
-        if item is not _SKIP:
-            yield item
-
-
 def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
     """Yield what an async iterator yields, driving it on an event loop of its own."""
     loop = asyncio.new_event_loop()
@@ -432,12 +430,6 @@ def _run_of(rs: RunState) -> Run:
         checkpoint_id=rs.checkpoint_id,
         trace=rs.trace,
     )
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in ("updates", "values", "events"):
-        msg = f"stream mode {mode!r} is not one of 'updates', 'values', 'events'; pass one of them"
-        raise StreamModeError(msg, mode=mode)
 
 
 def _refuse_running_loop(what: str) -> None:

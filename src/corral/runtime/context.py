@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic
 
@@ -21,7 +21,7 @@ class Context(Generic[DepsT]):
     ``ctx: Context[MyDeps]`` to have mypy check its use.
     """
 
-    __slots__ = ("_guards", "_runs", "deps", "node", "step", "thread_id")
+    __slots__ = ("_emit", "_guards", "_runs", "deps", "node", "step", "thread_id")
 
     def __init__(
         self,
@@ -32,6 +32,7 @@ class Context(Generic[DepsT]):
         thread_id: str | None,
         runs: Mapping[str, int],
         guards: Mapping[tuple[str, str], int],
+        emit: Callable[[str, int, Any], None] | None = None,
     ) -> None:
         self.deps: DepsT = deps
         """Whatever the caller passed as ``deps=``."""
@@ -42,6 +43,17 @@ class Context(Generic[DepsT]):
         self.thread_id = thread_id
         self._runs = runs
         self._guards = guards
+        self._emit = emit
+
+    def emit(self, value: Any) -> None:
+        """Send ``value`` as a custom event (a token, a progress note) while the node runs.
+
+        ``stream(mode="custom")`` yields it as ``(node, value)``; ``astream`` and
+        ``on_event`` get it at once, while the node is still running. With no one
+        listening it costs nothing.
+        """
+        if self._emit is not None:
+            self._emit(self.node, self.step, value)
 
     def runs(self, node: str) -> int:
         """Return how many times ``node`` has finished a run in this run so far."""

@@ -23,17 +23,19 @@ A run with no event receiver and no checkpointer takes the inline path
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from time import perf_counter
 from typing import Any
 
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
+from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
 from corral.runtime.inline import run_inline
 from corral.runtime.interrupts import _Answers, _current, _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, RunState, TaskResult
 from corral.runtime.state import view_of
+from corral.runtime.subgraphs import run_child_async, run_child_sync
 from corral.runtime.superstep import Superstep, end_run, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
@@ -66,15 +68,20 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``). With a
     checkpointer, ``interrupt()`` inside the node returns the answers given so far.
     """
-    position, node, arg, step = call
-    state = view_of(values, rs.flat, rs.notes) if arg is NO_ARG else arg
-    token = None
-    if rs.checkpoints is not None:
-        token = _current.set(_Answers(rs.answers.get(position, [])))
+    node = call.node
+    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
+    if node.child is not None:
+        return run_child_sync(rs, call, values, answers), 0.0
+    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+    token = _current.set(_Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
-        if node.takes_ctx:
-            out = node.func(state, rs.context(node.name, step))
+        if node.retry is not None:
+            ctx = rs.context(node.name, call.step) if node.takes_ctx else None
+            record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
+            out = call_sync(node.retry, _caller(node.func, state, ctx), record)
+        elif node.takes_ctx:
+            out = node.func(state, rs.context(node.name, call.step))
         else:
             out = node.func(state)
     finally:
@@ -86,17 +93,33 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
 async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
     node = call.node
+    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
+    if node.child is not None:
+        return await run_child_async(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-    if rs.checkpoints is not None:  # each gathered task runs in its own context copy
-        _current.set(_Answers(rs.answers.get(call.position, [])))
+    if answers is not None:
+        _current.set(_Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
-    if node.takes_ctx:
-        out = node.func(state, rs.context(node.name, call.step))
+    if node.retry is not None or node.timeout_s is not None:
+        ctx = rs.context(node.name, call.step) if node.takes_ctx else None
+        record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
+        call_once = _caller(node.func, state, ctx)
+        out = await call_async(node.retry, call_once, record, timeout_s=node.timeout_s)
     else:
-        out = node.func(state)
-    if node.is_async:
-        out = await out
+        if node.takes_ctx:
+            out = node.func(state, rs.context(node.name, call.step))
+        else:
+            out = node.func(state)
+        if node.is_async:
+            out = await out
     return out, (perf_counter() - start if rs.timed else 0.0)
+
+
+def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]:
+    """Return a call of ``func`` from its start, the way a retry makes it again."""
+    if ctx is None:
+        return lambda: func(state)
+    return lambda: func(state, ctx)
 
 
 def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:

@@ -13,9 +13,11 @@ from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "CheckpointWritten",
+    "Custom",
     "Event",
     "Interrupt",
     "NodeEnd",
+    "NodeRetry",
     "NodeStart",
     "Paused",
     "RouteTaken",
@@ -50,6 +52,10 @@ class TraceRecord:
     node: str
     update: Mapping[str, Any] | None
     seconds: float
+    attempt: int = 1
+    """Which attempt this was; a node under a ``Retry`` has one record per attempt."""
+    error: str | None = None
+    """Why the attempt failed (``"ConnectionError: reset"``), for an attempt that was retried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,30 @@ class NodeEnd:
     node: str
     update: Mapping[str, Any] | None
     seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRetry:
+    """An attempt of a node under a ``Retry`` failed; the node runs again after ``delay_s``."""
+
+    step: int
+    node: str
+    attempt: int
+    """The attempt that failed (1 for the first)."""
+    error: str
+    """The error, as ``"ConnectionError: reset"``."""
+    delay_s: float
+    """Seconds until the next attempt."""
+
+
+@dataclass(frozen=True, slots=True)
+class Custom:
+    """A value a node sent with ``ctx.emit(value)`` while it ran (tokens, progress)."""
+
+    node: str
+    value: Any
+    step: int = 0
+    """The step of the node run that sent it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +154,15 @@ class RunEnd:
 
 
 Event: TypeAlias = (
-    NodeStart | NodeEnd | RouteTaken | SuperstepEnd | CheckpointWritten | Paused | RunEnd
+    NodeStart
+    | NodeEnd
+    | NodeRetry
+    | Custom
+    | RouteTaken
+    | SuperstepEnd
+    | CheckpointWritten
+    | Paused
+    | RunEnd
 )
 """Any record ``stream(mode="events")`` yields."""
 
@@ -147,3 +185,6 @@ class StateSnapshot:
     source: str = "loop"
     """What wrote the checkpoint: ``"input"``, ``"loop"``, ``"update"`` (a fork)."""
     runs: dict[str, int] = field(default_factory=dict)
+    subgraphs: dict[str, StateSnapshot] = field(default_factory=dict)
+    """With ``get_state(thread, subgraphs=True)``: the paused children, by path
+    (``"review"``, ``"outer/inner"``)."""

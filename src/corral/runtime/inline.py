@@ -146,6 +146,8 @@ def _leave_with(
 
 
 def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
+    if rs.log is not None:
+        rs.log.append((node.name, update))
     tables = rs.tables
     if tables.last_write.issuperset(update) and _all_immutable(map(type, update.values())):
         # Plain replacements by immutable values: what apply_writes does, without its loop.

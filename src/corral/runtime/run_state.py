@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
-from corral.runtime.events import Event, Interrupt, Paused
+from corral.runtime.events import Custom, Event, Interrupt, Paused
 from corral.runtime.state import ListNotes
 from corral.runtime.tables import Node, Tables, Task
 
@@ -133,11 +133,13 @@ class RunState:
         "guards",
         "held",
         "interrupts",
+        "log",
         "max_steps",
         "notes",
         "pause_after",
         "pause_before",
         "reroute",
+        "retried",
         "runs",
         "status",
         "steps",
@@ -189,6 +191,11 @@ class RunState:
         self.checkpoint_id: str | None = None
         self.notes = ListNotes()
         """What this run's merges noted about the lists they made (dropped with the run)."""
+        self.retried: dict[int, int] = {}
+        """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
+        self.log: list[tuple[str, dict[str, Any]]] | None = None
+        """Every write merged, in order, when someone reads them back (a subgraph's child
+        run without a checkpointer); ``None``: not kept."""
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
@@ -199,6 +206,7 @@ class RunState:
             thread_id=self.thread_id,
             runs=self.runs,
             guards=self.guards,
+            emit=self.custom if self.emit is not None else None,
         )
 
     def pause(self, pauses: list[Pause]) -> None:
@@ -207,6 +215,11 @@ class RunState:
         self.interrupts = [pause.interrupt() for pause in pauses]
         if self.emit is not None:
             self.emit(Paused(tuple(self.interrupts)))
+
+    def custom(self, node: str, step: int, value: Any) -> None:
+        """Send what a node passed to ``ctx.emit`` to whoever receives events, at once."""
+        if self.emit is not None:
+            self.emit(Custom(node, value, step))
 
     def listen(self, listener: Callable[[Event], None]) -> None:
         """Send every event of this run to ``listener`` too (telemetry, progress)."""

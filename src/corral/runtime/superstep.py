@@ -37,11 +37,13 @@ from corral.errors import (
     StepLimitError,
     StuckJoinError,
 )
+from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RunEnd
 from corral.runtime.interrupts import _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
 from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.subgraphs import ChildOutcome, ChildPause, accept_child, expand, kept
 from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
@@ -83,12 +85,14 @@ def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | 
 
 
 def node_error(node: str, step: int, exc: BaseException) -> NodeError:
-    """Return the error that reports ``exc`` raised by a node run."""
+    """Return the error that reports ``exc`` raised by a node run (after all its attempts)."""
+    tries = attempts_of(exc)
+    after = f" on attempt {tries} of {tries}" if tries > 1 else ""
     msg = (
-        f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}); fix it, or catch "
-        f"the error inside it and return an update that records it"
+        f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
+        f"catch the error inside it and return an update that records it"
     )
-    return NodeError(msg, node=node, step=step)
+    return NodeError(msg, node=node, step=step, attempts=tries)
 
 
 def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeError:
@@ -106,12 +110,18 @@ def accept(rs: RunState, call: Call, out: Any, seconds: float) -> TaskResult:
     if type(out) is dict and rs.tables.keyset.issuperset(out):
         update: dict[str, Any] | None = out
         goto = None
+    elif type(out) is ChildOutcome:
+        return accept_child(rs, call, out)
     else:
         update, goto = outcome(rs, node, out)
     rs.steps += 1
     name = node.name
     rs.runs[name] = rs.runs.get(name, 0) + 1
-    rs.trace.append((step, name, update, seconds))
+    if rs.retried and position in rs.retried:
+        attempt = rs.retried.pop(position)
+        rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
+    else:
+        rs.trace.append((step, name, update, seconds))
     if rs.emit is not None:
         rs.emit(NodeEnd(step, name, update, seconds))
     return _new(TaskResult, (position, node, update, goto))
@@ -243,7 +253,7 @@ class Superstep:
 
     def record_early(self, call: Call, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
-        if not self.record:
+        if not self.record or call.node.child is not None:
             return
         try:
             update, goto = outcome(self.rs, call.node, out)
@@ -261,13 +271,19 @@ class Superstep:
                 self.failure = error
             return False
         self.results.append(result)
-        if self.record and not recorded:
+        if self.record and not recorded and call.node.child is None:
             assert self.rs.checkpoints is not None
             self.rs.checkpoints.save_task(self.rs, result)
         return True
 
     def paused(self, call: Call, pause: _Pause) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
+        if isinstance(pause, ChildPause):  # inside a subgraph: named by its path
+            inner = pause.interrupt
+            self.pauses.append(
+                Pause(call.position, inner.node, inner.value, "during", pause.index, inner.id)
+            )
+            return
         self.pauses.append(
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
         )
@@ -275,6 +291,9 @@ class Superstep:
     def failed(self, call: Call, exc: Exception) -> None:
         """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
         if self.failure is None:
+            if call.node.child is not None and isinstance(exc, CorralError):
+                self.failure = exc  # a subgraph's child already said what failed, by path
+                return
             error = node_error(call.node.name, call.step, exc)
             error.__cause__ = exc
             self.failure = error
@@ -282,7 +301,7 @@ class Superstep:
     def keep_finished(self) -> None:
         """Keep the finished siblings of a failed superstep; the caller raises the error."""
         writer = self.rs.checkpoints
-        results = self._with_done()
+        results = kept(self.rs, self._with_done())
         if writer is not None and (results or self.pauses):
             writer.save_partial(self.rs, results, self.pauses, "error")
 
@@ -307,10 +326,12 @@ class Superstep:
         results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
-            rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
+            rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
             rs.pause(self.pauses)
             return None
-        writes = [(node.name, update) for _, node, update, _ in results if update]
+        writes = expand(results)
+        if rs.log is not None:
+            rs.log.extend(writes)
         if writes:
             try:
                 rs.values = apply_writes(

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from corral.retry import Retry
 from corral.spec import END, GraphSpec, Guard
 
 __all__ = ["NO_ARG", "AloneRoute", "Node", "Router", "Tables", "Task", "build_tables"]
@@ -74,6 +75,7 @@ class Node:
 
     __slots__ = (
         "alone",
+        "child",
         "command",
         "func",
         "guards",
@@ -83,10 +85,12 @@ class Node:
         "max_runs",
         "name",
         "order",
+        "retry",
         "router",
         "takes_ctx",
         "task",
         "then",
+        "timeout_s",
         "wait_for",
     )
 
@@ -115,6 +119,12 @@ class Node:
         """Per target that leads to one plain task (or END): that route, for the inline path.
 
         Joins are not here: a route into a join is taken by the superstep core."""
+        self.retry: Retry | None = None
+        self.timeout_s: float | None = None
+        """Seconds an async node may run (``timeout=``)."""
+        self.child: Any = None
+        """The :class:`~corral.runtime.subgraphs.ChildGraph` a subgraph node runs (set by the
+        app, which knows the checkpointer)."""
 
 
 class Tables:
@@ -151,6 +161,8 @@ def build_tables(spec: GraphSpec) -> Tables:
         node.takes_ctx = ns.takes_ctx
         node.is_async = ns.is_async
         node.max_runs = ns.max_runs
+        node.retry = ns.retry
+        node.timeout_s = ns.timeout_s
         node.then = ns.then
         if ns.command is not None:
             node.command = ns.command.names or ()
@@ -181,7 +193,9 @@ def build_tables(spec: GraphSpec) -> Tables:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
-        node.inline = not (node.joins or node.wait_for or node.max_runs or node.takes_ctx)
+        node.inline = not (
+            node.joins or node.wait_for or node.max_runs or node.takes_ctx or node.retry
+        ) and not _is_subgraph(spec, node.name)
         node.alone = _alone_routes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
@@ -192,6 +206,11 @@ def build_tables(spec: GraphSpec) -> Tables:
     )
     tables.fingerprint = fingerprint(spec)
     return tables
+
+
+def _is_subgraph(spec: GraphSpec, name: str) -> bool:
+    found = spec.node(name)
+    return found is not None and found.subgraph is not None
 
 
 def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:

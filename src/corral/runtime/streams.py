@@ -1,0 +1,147 @@
+"""What ``stream`` and ``astream`` yield: the items of one mode, or of several.
+
+A run's events are picked per mode: ``"updates"`` takes each ``NodeEnd`` as ``(node,
+update)``, ``"values"`` each ``SuperstepEnd`` as the whole state, ``"custom"`` each
+``Custom`` (what a node passed to ``ctx.emit``) as ``(node, value)``, and ``"events"`` every
+record. A list of modes yields ``(mode, item)`` pairs, in the order the events happened.
+
+``astream`` delivers live: the run is driven by a task of its own and every event is picked
+the moment it is emitted (so ``"values"`` sees the state of that moment) and queued for the
+consumer, who therefore gets a node's custom events while that node is still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal
+
+from corral.errors import StreamModeError
+from corral.runtime.events import Custom, Event, NodeEnd, SuperstepEnd
+from corral.runtime.run_state import RunState
+from corral.runtime.state import thaw
+
+__all__ = ["MODES", "LiveBuffer", "StreamMode", "check_mode", "live", "select", "select_async"]
+
+StreamMode = Literal["updates", "values", "events", "custom"]
+MODES: tuple[str, ...] = ("updates", "values", "events", "custom")
+"""Every stream mode."""
+
+_SKIP: Any = object()
+
+
+def check_mode(mode: str | Sequence[str]) -> str | tuple[str, ...]:
+    """Return ``mode`` (a list as a tuple) if every mode in it is known; else raise."""
+    modes = (mode,) if isinstance(mode, str) else tuple(mode)
+    for one in modes:
+        if one not in MODES:
+            msg = (
+                f"stream mode {one!r} is not one of {', '.join(map(repr, MODES))}; pass one "
+                "of them, or a list of them"
+            )
+            raise StreamModeError(msg, mode=str(one))
+    if not modes:
+        msg = "stream mode [] names no mode; pass one of them, or a list of them"
+        raise StreamModeError(msg, mode="[]")
+    return mode if isinstance(mode, str) else modes
+
+
+def _pick(rs: RunState, event: Event, mode: str) -> Any:
+    if mode == "events":
+        return event
+    if mode == "updates":
+        if isinstance(event, NodeEnd):
+            return (event.node, dict(event.update) if event.update is not None else {})
+        return _SKIP
+    if mode == "custom":
+        return (event.node, event.value) if isinstance(event, Custom) else _SKIP
+    if isinstance(event, SuperstepEnd):
+        return thaw(rs.values)
+    return _SKIP
+
+
+def picks(rs: RunState, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
+    """Return what ``event`` gives in ``mode`` (``(mode, item)`` pairs for a list of modes)."""
+    if isinstance(mode, str):
+        item = _pick(rs, event, mode)
+        return [] if item is _SKIP else [item]
+    out: list[Any] = []
+    for one in mode:
+        item = _pick(rs, event, one)
+        if item is not _SKIP:
+            out.append((one, item))
+    return out
+
+
+def select(rs: RunState, events: Iterator[Event], mode: str | tuple[str, ...]) -> Iterator[Any]:
+    """Yield the items of ``mode`` from a sync run's events."""
+    for event in events:
+        yield from picks(rs, event, mode)
+
+
+async def select_async(
+    rs: RunState, events: AsyncIterator[Event], mode: str | tuple[str, ...]
+) -> AsyncIterator[Any]:
+    """Yield the items of ``mode`` from an async run's events, as the driver yields them."""
+    async for event in events:
+        for item in picks(rs, event, mode):
+            yield item
+
+
+_END: Any = object()
+
+
+class LiveBuffer(list[Event]):
+    """A stream's event buffer that picks each event as it is emitted and queues the items.
+
+    It stays empty (so the driver has nothing to flush); events emitted before the run is
+    attached are picked when it is.
+    """
+
+    def __init__(self, mode: str | tuple[str, ...]) -> None:
+        super().__init__()
+        self.mode = mode
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.rs: RunState | None = None
+        self.early: list[Event] = []
+
+    def append(self, event: Event) -> None:
+        """Pick ``event`` now and queue its items for the consumer."""
+        if self.rs is None:
+            self.early.append(event)
+            return
+        for item in picks(self.rs, event, self.mode):
+            self.queue.put_nowait(item)
+
+    def attach(self, rs: RunState) -> None:
+        """Start picking for ``rs`` (and pick what it emitted while it was set up)."""
+        self.rs = rs
+        early, self.early = self.early, []
+        for event in early:
+            self.append(event)
+
+
+async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterator[Any]:
+    """Drive a run in a task of its own; yield its items as they are queued."""
+
+    async def drive() -> None:
+        try:
+            async for _ in events:
+                pass
+        finally:
+            buffer.queue.put_nowait(_END)
+
+    task = asyncio.ensure_future(drive())
+    try:
+        while True:
+            item = await buffer.queue.get()
+            if item is _END:
+                break
+            yield item
+        await task  # the run's error, if it failed
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
