@@ -10,7 +10,9 @@ With ``CRASH_AT="<line>"`` in the environment, the process dies with ``os._exit(
 node run whose line that is: before its side effect (``CRASH_WHEN=before``, the default) or
 just after it (``CRASH_WHEN=after``), and in either case before the node returns.
 
-``GRAPH_VARIANT=audit`` builds a changed graph (one more node) to resume with.
+``GRAPH_VARIANT=audit`` builds a changed graph (one more node) to resume with;
+``GRAPH_VARIANT=subgraph`` makes ``left_more`` a subgraph of two nodes (``more_a``, ``more_b``),
+so a crash can cut a run inside a child that sits in a fan-out and a guarded loop.
 
 Each round: ``plan`` fans out to ``left`` and ``right``; ``left`` goes on to ``left_more``;
 ``merge`` waits for ``left_more`` and ``right``; a guarded route loops back to ``plan``.
@@ -65,9 +67,23 @@ def left(state: State) -> dict[str, object]:
     return {"log": [effect(state, "left")]}
 
 
-@g.node(then="merge")
-def left_more(state: State) -> dict[str, object]:
-    return {"log": [effect(state, "left_more")], "bonus": state["bonus"] + 10}
+if VARIANT == "subgraph":  # left_more is a graph of two nodes, run as one subgraph node
+    inner = Graph(State, name="inner")
+
+    @inner.node(start=True, then="more_b")
+    def more_a(state: State) -> dict[str, object]:
+        return {"log": [effect(state, "left_more/more_a")]}
+
+    @inner.node(then=END)
+    def more_b(state: State) -> dict[str, object]:
+        return {"log": [effect(state, "left_more/more_b")], "bonus": state["bonus"] + 10}
+
+    g.subgraph("left_more", inner, then="merge")
+else:
+
+    @g.node(then="merge")
+    def left_more(state: State) -> dict[str, object]:
+        return {"log": [effect(state, "left_more")], "bonus": state["bonus"] + 10}
 
 
 @g.node(then="audit" if VARIANT == "audit" else "merge")

@@ -57,10 +57,10 @@ def lines(path: Path) -> list[str]:
 
 
 @functools.cache
-def clean_run(tmp: str) -> tuple[list[str], dict[str, Any]]:
+def clean_run(tmp: str, variant: str = "") -> tuple[list[str], dict[str, Any]]:
     """Return the effects and final state of a run that is never interrupted."""
     folder = Path(tmp)
-    done = run_graph(folder / "clean.sqlite", folder / "clean.txt", "start")
+    done = run_graph(folder / "clean.sqlite", folder / "clean.txt", "start", variant=variant)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "done"
@@ -73,18 +73,24 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str
 
 
 def crash_and_resume(
-    folder: Path, clean: tuple[list[str], dict[str, Any]], index: int, when: str
+    folder: Path,
+    clean: tuple[list[str], dict[str, Any]],
+    index: int,
+    when: str,
+    variant: str = "",
 ) -> None:
     expected_effects, expected_state = clean
     db, effects = folder / "run.sqlite", folder / "effects.txt"
     for stale in (db, effects):
         stale.unlink(missing_ok=True)
-    crashed = run_graph(db, effects, "start", crash_at=expected_effects[index], when=when)
+    crashed = run_graph(
+        db, effects, "start", crash_at=expected_effects[index], when=when, variant=variant
+    )
     assert crashed.returncode == CRASH_EXIT, crashed.stderr
     died_at = index + (1 if when == "after" else 0)
     assert lines(effects) == expected_effects[:died_at]
 
-    resumed = run_graph(db, effects, "resume")
+    resumed = run_graph(db, effects, "resume", variant=variant)
     assert resumed.returncode == 0, resumed.stderr
     result = json.loads(resumed.stdout)
     assert result["status"] == "done"
@@ -206,3 +212,57 @@ def test_two_processes_run_two_threads_on_one_file(
         assert proc.returncode == 0, err
         assert json.loads(out)["state"] == clean[1]
         assert lines(tmp_path / f"{name}.txt") == clean[0]
+
+
+@pytest.fixture(scope="module")
+def clean_sub(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str, Any]]:
+    return clean_run(str(tmp_path_factory.mktemp("clean_sub")), "subgraph")
+
+
+def test_the_subgraph_variant_matches_the_plain_graph(
+    clean: tuple[list[str], dict[str, Any]], clean_sub: tuple[list[str], dict[str, Any]]
+) -> None:
+    """With left_more as a subgraph of two nodes, each round runs one more node run."""
+    effects, state = clean_sub
+    assert effects[:6] == [
+        "0 plan",
+        "1 left",
+        "1 right",
+        "3 left_more/more_a",
+        "4 left_more/more_b",
+        "5 merge",
+    ]
+    assert len(effects) == 18
+    assert state["bonus"] == clean[1]["bonus"] and state["total"] == clean[1]["total"]
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_a_run_killed_inside_a_subgraph_resumes_inside_it(
+    clean_sub: tuple[list[str], dict[str, Any]], tmp_path: Path, data: st.DataObject
+) -> None:
+    """A crash anywhere, also between or inside the child's nodes, resumes where it was: a
+    finished child node never runs again, and the run ends like a clean one."""
+    index = data.draw(st.integers(min_value=0, max_value=len(clean_sub[0]) - 1), label="run")
+    when = data.draw(st.sampled_from(["before", "after"]), label="dies")
+    crash_and_resume(tmp_path, clean_sub, index, when, "subgraph")
+
+
+@pytest.mark.parametrize(
+    ("line", "when"),
+    [
+        ("3 left_more/more_a", "after"),  # the child's first node finished, the second not
+        ("4 left_more/more_b", "before"),  # dies in the child's last node
+        ("4 left_more/more_b", "after"),  # the child finished, the parent's superstep not
+        ("9 left_more/more_a", "before"),  # the second round's entry into the child
+    ],
+)
+def test_chosen_crash_points_in_a_subgraph(
+    clean_sub: tuple[list[str], dict[str, Any]], tmp_path: Path, line: str, when: str
+) -> None:
+    """Inside the child, between its nodes, and after it finished before the parent saved."""
+    crash_and_resume(tmp_path, clean_sub, clean_sub[0].index(line), when, "subgraph")
