@@ -25,6 +25,7 @@ started from the parent's list; handing back its final list would duplicate it).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
@@ -43,7 +44,8 @@ from corral.runtime.events import (
 )
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, RunState, TaskResult
-from corral.runtime.tables import NO_ARG, Tables
+from corral.runtime.state import is_flat
+from corral.runtime.tables import NO_ARG, Tables, Task
 from corral.spec import SubgraphSpec
 
 if TYPE_CHECKING:
@@ -215,6 +217,8 @@ class ChildGraph:
                emit: Callable[[Event], None] | None) -> RunState | None:  # fmt: skip
         from corral.runtime import threads
 
+        if thread is None and self.sub.input is None:
+            return self._start_plain(state, budget, top, deps, emit)
         start, finished = self.plan(state, thread, answers)
         if finished:
             return None
@@ -230,6 +234,34 @@ class ChildGraph:
         )
         if thread is None:
             rs.log = []  # the writes are read back from it (a thread keeps them otherwise)
+        return rs
+
+    def _start_plain(self, state: Mapping[str, Any], budget: int, top: tuple[int, int],
+                     deps: Any, emit: Callable[[Event], None] | None) -> RunState:  # fmt: skip
+        """Start an entry with no thread and no ``input=``: the shared values, as they are.
+
+        What ``threads.start`` does for a fresh run, without checking or merging an input
+        whose keys are the child's by construction (they are the shared keys).
+        """
+        from corral.runtime import threads
+
+        settings = self.app._settings
+        rs = threads.new_run(settings, self._cap(budget), None, deps)
+        relay = self.forward(emit, top[0])
+        if relay is not None:
+            rs.listen(relay)
+        tables = settings.tables
+        empties = tables.empties
+        values = {k: copy.copy(v) for k, v in empties.items()}
+        shared = self.shared
+        # A reducer key gets its own copy, as merging the input from empty would give it.
+        values.update(
+            (k, copy.copy(v) if k in empties else v) for k, v in state.items() if k in shared
+        )
+        rs.values = values
+        rs.flat = is_flat(values)
+        rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
+        rs.log = []
         return rs
 
     def run_sync(
