@@ -1,0 +1,113 @@
+"""The cost of entering a subgraph, against the same nodes inlined in the parent.
+
+Both graphs run the same three-node chain (``a`` → ``b`` → ``c``, each appending to a list
+through ``operator.add``) ``ENTRIES`` times in a guarded loop:
+
+- inlined: the three nodes are the parent's, and a router after ``c`` loops back to ``a``;
+- subgraph: the three nodes are a child graph, and the parent's only node is
+  ``g.subgraph("work", child)`` with a router looping back to it.
+
+The overhead of one entry is the difference of the two times divided by ``ENTRIES``, shown
+in units of one inlined node run (the inlined time divided by its ``3 * ENTRIES`` node runs).
+The goal is at most ~3 node runs per entry without a checkpointer. With a ``MemorySaver``
+both sides checkpoint; the child then also runs on a thread of its own, so an entry costs
+its own checkpoints (its input, one per superstep) on top.
+
+Each figure is the best of several repeats; run: ``python benchmarks/bench_subgraph.py``.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypedDict
+
+from corral import END, End, Graph, Guard, MemorySaver
+
+ENTRIES = 200
+REPEATS = 7
+
+
+class State(TypedDict):
+    log: Annotated[list[int], operator.add]
+
+
+def best(func: Callable[[], Any], repeats: int = REPEATS) -> float:
+    """Return the best wall time of ``func`` over ``repeats`` calls."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def chain(g: Graph[State], last: str | None) -> None:
+    """Register a → b → c on ``g``; ``c`` goes to ``last`` (or has a router added later)."""
+
+    @g.node(start=True, then="b")
+    def a(state: State) -> dict[str, Any]:
+        return {"log": [1]}
+
+    @g.node(then="c")
+    def b(state: State) -> dict[str, Any]:
+        return {"log": [2]}
+
+    @g.node(then=last)
+    def c(state: State) -> dict[str, Any]:
+        return {"log": [3]}
+
+
+def inlined() -> Graph[State]:
+    g = Graph(State, max_steps=10 * ENTRIES)
+    chain(g, None)
+
+    @g.router("c", guards=[Guard("a", max=ENTRIES - 1, otherwise=END)])
+    def again(state: State) -> Literal["a"] | End:
+        return "a"
+
+    return g
+
+
+def nested() -> Graph[State]:
+    child = Graph(State)
+    chain(child, END)
+    g = Graph(State, max_steps=10 * ENTRIES)
+    g.subgraph("work", child, start=True)
+
+    @g.router("work", guards=[Guard("work", max=ENTRIES - 1, otherwise=END)])
+    def again(state: State) -> Literal["work"] | End:
+        return "work"
+
+    return g
+
+
+def measure(checkpointed: bool) -> tuple[float, float]:
+    """Return the inlined and the subgraph times of one whole run."""
+    plain, sub = inlined(), nested()
+    if checkpointed:
+        apps = (plain.compile(checkpointer=MemorySaver()), sub.compile(checkpointer=MemorySaver()))
+    else:
+        apps = (plain.compile(), sub.compile())
+    for app in apps:
+        run = app.invoke({})
+        assert run.steps == 3 * ENTRIES and len(run.state["log"]) == 3 * ENTRIES
+    return best(lambda: apps[0].invoke({})), best(lambda: apps[1].invoke({}))
+
+
+def main() -> None:
+    for checkpointed in (False, True):
+        t_inline, t_sub = measure(checkpointed)
+        per_run = t_inline / (3 * ENTRIES)
+        per_entry = (t_sub - t_inline) / ENTRIES
+        label = "MemorySaver" if checkpointed else "no checkpointer"
+        print(
+            f"{label:>16}: inlined {t_inline * 1e3:7.2f} ms, subgraph {t_sub * 1e3:7.2f} ms "
+            f"({t_sub / t_inline:4.2f}x); one entry costs {per_entry * 1e6:6.1f} us = "
+            f"{per_entry / per_run:4.1f} node runs ({per_run * 1e6:.1f} us each)"
+        )
+
+
+if __name__ == "__main__":
+    main()
