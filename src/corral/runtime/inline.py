@@ -90,7 +90,10 @@ def _run(rs: RunState) -> None:
         if not update:
             view = _kept(rs, view)
         elif (
-            rs.flat and last_write.issuperset(update) and _all_immutable(map(type, update.values()))
+            rs.flat
+            and rs.log is None  # a subgraph's child run reads its writes back from the log
+            and last_write.issuperset(update)
+            and _all_immutable(map(type, update.values()))
         ):
             view = FlatView(rs.values)
             _dict_update(view, update)
