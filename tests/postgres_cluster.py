@@ -3,9 +3,11 @@
 The cluster listens on a unix socket in a temporary folder only (``listen_addresses=''``,
 no TCP port is opened), trusts local connections, and is made with ``initdb`` and run with
 ``pg_ctl``. As root, both run as the ``postgres`` user through ``runuser`` (PostgreSQL
-refuses to run as root), so the folder is made readable for that user. Durability settings
+refuses to run as root), so the folder is made readable for that user. The disk flushes
 are turned off (``fsync=off``): a test cluster dies with the test session anyway, and a
-test must not wait for the disk. The benchmarks start their own cluster with the defaults.
+test must not wait for the disk. ``synchronous_commit`` stays on: a commit is in the WAL
+(the OS's page cache) before the client hears of it, so a server crash (``pg_ctl stop -m
+immediate``) keeps every acknowledged commit, as a real server does. The benchmarks start their own cluster with the defaults.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class Cluster:
             )
         options = f"-c listen_addresses='' -c unix_socket_directories='{self.socket}'"
         if not self.durable:
-            options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
+            options += " -c fsync=off -c full_page_writes=off"
         options += " -c max_connections=200"
         self._run(
             str(self.bin_dir / "pg_ctl"),

@@ -212,10 +212,14 @@ class Worker:
         while True:
             try:
                 if base is None:
-                    base = self._newest(run.thread_id)
-                    if not self.queue.start(run.id, self.name, base):
+                    # The base counts only once it is stored: a takeover reads it to tell
+                    # a fresh start from a continuation, so a start the store did not take
+                    # (an error) is asked again, never run on an unrecorded base.
+                    newest = self._newest(run.thread_id)
+                    if not self.queue.start(run.id, self.name, newest):
                         self.emit("lost", run=run.id, thread=run.thread_id)
                         return
+                    base = newest
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
                 result = self.app.invoke(value, thread_id=run.thread_id)
