@@ -7,7 +7,8 @@ refuses to run as root), so the folder is made readable for that user. The disk 
 are turned off (``fsync=off``): a test cluster dies with the test session anyway, and a
 test must not wait for the disk. ``synchronous_commit`` stays on: a commit is in the WAL
 (the OS's page cache) before the client hears of it, so a server crash (``pg_ctl stop -m
-immediate``) keeps every acknowledged commit, as a real server does. The benchmarks start their own cluster with the defaults.
+immediate``) keeps every acknowledged commit, as a real server does. The benchmarks start
+their own cluster with the defaults.
 """
 
 from __future__ import annotations
