@@ -111,7 +111,11 @@ def test_cannot_finish_matches_walk(spec: GraphSpec) -> None:
 @SETTINGS
 @given(graph_specs())
 def test_unguarded_cycles_match_walk(spec: GraphSpec) -> None:
-    """CR201 fires once per group of unguarded cycles, each with a real unguarded witness."""
+    """CR201 fires for every group of unguarded cycles, each finding a real unguarded cycle.
+
+    (That the routes it picks cut every cycle, and are fewest, is checked on the cutting
+    algorithm itself in test_cycle_cuts.py.)
+    """
     free = successors(spec, unguarded_only=True)
     nodes = [n.name for n in spec.nodes]
     on_cycle = {n for n in nodes if n in walk(free[n], free)}
@@ -120,7 +124,7 @@ def test_unguarded_cycles_match_walk(spec: GraphSpec) -> None:
         for n in on_cycle
     }
     witnesses = findings(spec, "CR201")
-    assert len(witnesses) == len(groups)
+    assert len(witnesses) >= len(groups)
     seen_groups = set()
     for path in witnesses:
         for i, source in enumerate(path):

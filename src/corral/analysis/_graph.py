@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from functools import cached_property
 from itertools import combinations
 
 import networkx as nx
 
+from corral.analysis._cuts import Cut, cut_group, shortest_cycle
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
 
 __all__ = ["SpecGraph"]
@@ -211,6 +212,35 @@ class SpecGraph:
             if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
                 found.append(self.sort(component))
         return sorted(found, key=lambda c: self.rank[c[0]])
+
+    def cycle_cuts(
+        self,
+        component: list[str],
+        cuttable: Callable[[tuple[str, str]], bool],
+        score: Callable[[tuple[str, str]], tuple[Hashable, ...]],
+    ) -> tuple[list[Cut], list[list[str]]]:
+        """Return the routes to guard in one unguarded group, and its uncuttable cycles.
+
+        See :mod:`corral.analysis._cuts`; each uncuttable cycle is given as its nodes,
+        starting at the one closest to ``START``.
+        """
+        members = set(component)
+        sub = self.unguarded
+        pairs = [(s, t) for s in component for t in sub.successors(s) if t in members]
+        cuts, stuck = cut_group(component, pairs, cuttable, score)
+        cuts = [cut._replace(cycle=self._from_entry(cut.cycle)) for cut in cuts]
+        cycles = []
+        for group in stuck:
+            inside = set(group)
+            fixed = [p for p in pairs if p[0] in inside and p[1] in inside and not cuttable(p)]
+            first = min(group, key=self._entry_key)
+            cycles.append(list(shortest_cycle(first, fixed)))
+        return cuts, cycles
+
+    def _from_entry(self, cycle: tuple[str, ...]) -> tuple[str, ...]:
+        """Return ``cycle`` rotated to start at its node closest to ``START``."""
+        first = cycle.index(min(cycle, key=self._entry_key))
+        return cycle[first:] + cycle[:first]
 
     def _entry_key(self, node: str) -> tuple[int, int]:
         return (self.distance.get(node, len(self.rank) + 1), self.rank[node])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.rules._base import (
@@ -22,47 +22,75 @@ _KIND_PREFERENCE = {"router": 0, "send": 0, "command": 1, "then": 2}
 
 @rule("CR201", "unguarded-cycle")
 def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
-    """Report each group of cycles with no guarded route, with one witness cycle.
+    """Report the routes to guard so that every cycle has a guarded route.
 
     Every cycle must pass through at least one guarded route, or a run could loop until the
-    global step cap. The message shows the cycle, e.g. `critique → revise → critique`, and the
-    finding points at a router (or node) of the cycle where a guard would cut it.
+    global step cap. For each group of cycles with no guarded route (a strongly connected
+    group of unguarded routes) the rule picks a small set of routes whose guards would bound
+    every cycle of the group, and reports each route of the set once, with a cycle that
+    route closes, e.g. `critique → revise → critique`, at the router (or node) that declares
+    it. A self-loop inside a larger loop is its own finding. The suggested route is one a
+    router declares where there is one (a guard sits most naturally there), and among those
+    a back route: one that returns towards the start, not the first step of the happy path.
 
-    Fix: add a guard to a route on the cycle, e.g.
+    Fix: add a guard to the route, e.g.
     `@g.router("critique", guards=[Guard("revise", max=3, otherwise=END)])`.
     """
     for component in graph.unguarded_components():
-        path = graph.witness(component)
-        shown = " → ".join([*path, path[0]])
-        options: list[Edge] = []
-        for i, source in enumerate(path):
-            target = path[(i + 1) % len(path)]
-            for route in graph.routes(source, target):
-                if route.guard is None and route.kind in _KIND_PREFERENCE and route not in options:
-                    options.append(route)
-        others = [n for n in component if n not in path]
-        tail = f"; {quote_names(others)} also loop with it" if others else ""
-        if not options:
+        cuts, stuck = graph.cycle_cuts(component, _cuttable(graph), _score(graph))
+        for nodes in stuck:
+            shown = " → ".join([*nodes, nodes[0]])
             yield Finding(
                 f"cycle {shown} closes only through guards' otherwise routes, which cannot be "
-                "guarded; send those guards' otherwise elsewhere (e.g. END)" + tail,
-                tuple(path),
+                "guarded; send those guards' otherwise elsewhere (e.g. END)",
+                tuple(nodes),
             )
-            continue
-        options.sort(
-            key=lambda e: (_KIND_PREFERENCE[e.kind], e.target != path[0], path.index(e.source))
-        )
-        best = options[0]
-        where = [f"{route_owner(e, graph)} ({e.source} → {e.target})" for e in options]
-        alternatives = f", or on {', '.join(where[1:])}" if len(where) > 1 else ""
-        yield Finding(
-            f"cycle {shown} has no guarded route, so only max_steps stops it; add a guard to "
-            f"one of its routes, e.g. Guard({best.target!r}, max=3, otherwise=END) on "
-            f"{where[0]}{alternatives}{tail}",
-            tuple(path),
-            best.location,
-            site_ignore(best, graph),
-        )
+        for cut in cuts:
+            yield _cut_finding(graph, cut.pair, cut.cycle)
+
+
+def _unguarded_routes(graph: SpecGraph, source: str, target: str) -> list[Edge]:
+    return [r for r in graph.routes(source, target) if r.guard is None]
+
+
+def _cuttable(graph: SpecGraph) -> Callable[[tuple[str, str]], bool]:
+    def cuttable(pair: tuple[str, str]) -> bool:
+        routes = _unguarded_routes(graph, *pair)
+        return bool(routes) and all(r.kind in _KIND_PREFERENCE for r in routes)
+
+    return cuttable
+
+
+def _score(graph: SpecGraph) -> Callable[[tuple[str, str]], tuple[int, int, int, int]]:
+    far = len(graph.rank) + 1
+    distance = graph.distance
+
+    def score(pair: tuple[str, str]) -> tuple[int, int, int, int]:
+        source, target = pair
+        forward = distance.get(target, far) > distance.get(source, far)
+        kinds = [_KIND_PREFERENCE.get(r.kind, 3) for r in _unguarded_routes(graph, *pair)]
+        return (max(kinds, default=3), int(forward), graph.rank[source], graph.rank[target])
+
+    return score
+
+
+def _cut_finding(graph: SpecGraph, pair: tuple[str, str], cycle: tuple[str, ...]) -> Finding:
+    shown = " → ".join([*cycle, cycle[0]])
+    score = _score(graph)
+    steps = [(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))]
+    others = sorted((p for p in steps if p != pair and _cuttable(graph)(p)), key=score)
+    options = [r for p in (pair, *others) for r in _unguarded_routes(graph, *p)]
+    best = options[0]
+    where = [f"{route_owner(e, graph)} ({e.source} → {e.target})" for e in options]
+    alternatives = f", or on {', '.join(where[1:])}" if len(where) > 1 else ""
+    return Finding(
+        f"cycle {shown} has no guarded route, so only max_steps stops it; add a guard to "
+        f"one of its routes, e.g. Guard({best.target!r}, max=3, otherwise=END) on "
+        f"{where[0]}{alternatives}",
+        cycle,
+        best.location,
+        site_ignore(best, graph),
+    )
 
 
 @rule("CR202", "useless-guard", "warning")
