@@ -93,7 +93,9 @@ def main() -> int:
         ("dense 16-node complete graph, all routes guarded", complete_graph(), 0.05),
     ):
         found = g.check()
-        assert found == [], found  # every cycle is guarded and END is reachable
+        # every cycle is guarded and END is reachable (CR203 may warn: max_steps=50 is far
+        # below what these guards allow)
+        assert [d for d in found if d.code != "CR203"] == [], found
         spec = g.spec()
         check_s = best_of(g.check)
         analyse_s = best_of(partial(analyse, spec))

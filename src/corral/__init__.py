@@ -1,6 +1,7 @@
 """corral: agents and looping workflows as annotated Python modules, checked before they run."""
 
 from corral import reducers
+from corral.analysis.bound import Bound
 from corral.analysis.diagnostic import Diagnostic
 from corral.checkpoint import Checkpointer, MemorySaver, PostgresSaver, SqliteSaver
 from corral.control import Command, Resume, Send
@@ -53,6 +54,7 @@ __all__ = [
     "PostgresSaver",
     "SqliteSaver",
     # analysis
+    "Bound",
     "Cycle",
     "Diagnostic",
     # errors

@@ -10,6 +10,7 @@ of them parses user code.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 import sys
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import _subgraph, targets
-from corral.errors import GraphError
+from corral.control import Send
+from corral.errors import GraphError, RouteError
 from corral.retry import Retry
 from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
 from corral.writes import infer_command_fanout, infer_writes
@@ -29,6 +31,7 @@ __all__ = [
     "caller_locals",
     "caller_location",
     "def_location",
+    "limit_sends",
     "literal_names",
     "node_spec",
     "router_spec",
@@ -107,10 +110,13 @@ def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) 
 
 def router_spec(entry: RouterEntry) -> RouterSpec:
     """Return the spec of a recorded router, reading its return annotation."""
+    func = entry.func
+    if entry.max_sends is not None:
+        func = limit_sends(func, entry.max_sends)
     return RouterSpec(
         source=entry.source,
         name=entry.func.__name__,
-        func=entry.func,
+        func=func,
         location=entry.location,
         targets=targets.read_router_targets(entry.func, entry.localns),
         guards=entry.guards,
@@ -119,6 +125,38 @@ def router_spec(entry: RouterEntry) -> RouterSpec:
         ignore=entry.ignore,
         max_sends=entry.max_sends,
     )
+
+
+def limit_sends(func: Callable[..., Any], limit: int) -> Callable[..., Any]:
+    """Return ``func`` checked to return at most ``limit`` ``Send`` values per call.
+
+    The spec holds the checked function, so every engine path enforces ``max_sends=``, the
+    width ``g.bound()`` relies on; the function the user decorated is left as it was.
+    """
+    name = getattr(func, "__name__", repr(func))
+
+    def check(result: Any) -> Any:
+        if isinstance(result, (list, tuple)):
+            sends = sum(1 for item in result if isinstance(item, Send))
+            if sends > limit:
+                msg = (
+                    f"router {name!r} returned {sends} Send values, more than its "
+                    f"max_sends={limit}; raise max_sends or send fewer"
+                )
+                raise RouteError(msg, router=name, value=result, allowed=())
+        return result
+
+    if inspect.iscoroutinefunction(func):
+
+        async def limited_async(*args: Any, **kwargs: Any) -> Any:
+            return check(await func(*args, **kwargs))
+
+        return functools.wraps(func)(limited_async)
+
+    def limited(*args: Any, **kwargs: Any) -> Any:
+        return check(func(*args, **kwargs))
+
+    return functools.wraps(func)(limited)
 
 
 def literal_names(form: Any) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ from corral.signatures import (
 from corral.spec import End, GraphSpec, Guard
 
 if TYPE_CHECKING:
+    from corral.analysis.bound import Bound
     from corral.analysis.diagnostic import Diagnostic
     from corral.checkpoint.base import Checkpointer
     from corral.runtime.app import CompiledGraph
@@ -322,18 +323,31 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         )
 
     def router(
-        self, source: NodesT, *, guards: Sequence[Guard] = (), ignore: Sequence[str] = ()
+        self,
+        source: NodesT,
+        *,
+        guards: Sequence[Guard] = (),
+        ignore: Sequence[str] = (),
+        max_sends: int | None = None,
     ) -> RouterDecorator[StateT, NodesT]:
         """Register the decorated function as the conditional way out of ``source``.
 
         Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
         ``list[Literal[...]]`` (fan-out) or ``list[Send[Literal[...]]]`` (map-reduce).
+        ``max_sends=N`` declares that one call returns at most ``N`` ``Send`` values, which
+        lets :meth:`bound` count them; a call that returns more raises ``RouteError``
+        (wrapped in ``NodeError``, like any router failure).
 
         For type checkers the decorator keeps the function's signature and return type
         exactly, and rejects a router whose first parameter does not take the state or whose
         return names a node the graph's ``nodes=`` ``Literal`` does not list.
         """
         localns = caller_locals(1)
+        if max_sends is not None and (
+            isinstance(max_sends, bool) or not isinstance(max_sends, int) or max_sends < 0
+        ):
+            msg = f"max_sends={max_sends!r} must be a whole number of Send values, 0 or more"
+            raise GraphError(msg)
 
         def register(
             router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT], /
@@ -347,6 +361,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     location=def_location(func),
                     guards=tuple(guards),
                     ignore=tuple(ignore),
+                    max_sends=max_sends,
                 )
             )
             return router_func
@@ -386,6 +401,16 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         from corral.analysis import list_cycles
 
         return list_cycles(self.spec(), limit=limit)
+
+    def bound(self) -> Bound:
+        """Return a sound upper bound on the node runs of one run, per run and per node.
+
+        ``steps`` is ``None`` when nothing bounds a run (an unguarded cycle, a ``Send``
+        router without ``max_sends=``); ``reason`` says why. See :class:`~corral.Bound`.
+        """
+        from corral.analysis.bound import bound_of
+
+        return bound_of(self.spec())
 
     def compile(
         self,

@@ -195,6 +195,7 @@ def test_cycles_marks_an_unguarded_cycle() -> None:
     assert proc.returncode == 0
     assert proc.stdout == (
         "g: 1 cycle\n  ask → ask    UNGUARDED (CR201): add a Guard to one of its routes\n"
+        "bound: unbounded: a cycle has no guarded route (CR201)\n"
     )
 
 

@@ -378,8 +378,9 @@ def test_cycles_says_when_the_list_was_cut(
     assert main(["cycles", "mesh.py", "--limit", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "g: 2 cycles (stopped at --limit 2; there are more)"
-    assert len(lines) == 3
-    assert all("guarded: " in line for line in lines[1:])
+    assert len(lines) == 4
+    assert all("guarded: " in line for line in lines[1:3])
+    assert lines[3].startswith("bound: ")
 
 
 def test_a_dotted_package_is_searched_module_by_module(

@@ -53,6 +53,7 @@ def test_every_code_is_registered_once() -> None:
         "CR111": "sync-timeout",
         "CR201": "unguarded-cycle",
         "CR202": "useless-guard",
+        "CR203": "cap-below-bound",
         "CR204": "counter-loop",
         "CR301": "parallel-write",
         "CR302": "unknown-key",
@@ -60,7 +61,7 @@ def test_every_code_is_registered_once() -> None:
         "CR401": "untyped-route",
     }
     assert {code: r.slug for code, r in RULES.items()} == expected
-    assert [c for c, r in RULES.items() if r.severity == "warning"] == ["CR202", "CR204"]
+    assert [c for c, r in RULES.items() if r.severity == "warning"] == ["CR202", "CR203", "CR204"]
 
 
 def test_clean_graphs_have_no_findings() -> None:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from corral.analysis.bound import Bound, bound_of
 from corral.analysis.diagnostic import Diagnostic
 from corral.spec import Cycle, GraphSpec
 
 if TYPE_CHECKING:
     from corral.analysis.rules import RULES, Finding, Rule
 
-__all__ = ["RULES", "CycleList", "Diagnostic", "Rule", "analyse", "list_cycles"]
+__all__ = ["RULES", "Bound", "CycleList", "Diagnostic", "Rule", "analyse", "bound", "list_cycles"]
 
 
 def __getattr__(name: str) -> Any:
@@ -125,3 +126,8 @@ def list_cycles(spec: GraphSpec, *, limit: int = 1000) -> CycleList:
     result = CycleList(cycles)
     result.truncated = truncated
     return result
+
+
+def bound(spec: GraphSpec) -> Bound:
+    """Return how many node runs one run of ``spec`` can take (see :mod:`.bound`)."""
+    return bound_of(spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from corral.analysis import list_cycles
+from corral.analysis import bound, list_cycles
 from corral.loader import Target, UsageError, load, split_selector
 from corral.render import render_dot, render_mermaid
 from corral.spec import END, Cycle, Guard
@@ -85,9 +85,11 @@ def cycles(args: argparse.Namespace) -> int:
     except LoadFailed:
         return 2
     limit: int = args.limit
-    found = list_cycles(target.spec(), limit=limit + 1)
+    spec = target.spec()
+    found = list_cycles(spec, limit=limit + 1)
     cut = bool(getattr(found, "truncated", False)) or len(found) > limit
     print(format_cycles(target.name, list(found)[:limit], cut=cut, limit=limit))
+    print(f"bound: {bound(spec)}")
     return 0
 
 

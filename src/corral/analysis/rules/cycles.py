@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from corral.analysis._graph import SpecGraph
+from corral.analysis.bound import bound_of
 from corral.analysis.rules._base import (
     Finding,
     GuardSite,
@@ -155,3 +156,28 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
                 "need guards; max_runs= caps a node)",
                 *place,
             )
+
+
+@rule("CR203", "cap-below-bound", "warning")
+def cap_below_bound(graph: SpecGraph) -> Iterator[Finding]:
+    """Report a ``max_steps`` below the most node runs the guards allow (``g.bound()``).
+
+    The guards bound every cycle, so a run ends after at most `g.bound().steps` node runs;
+    a `max_steps` below that can stop with `StepLimitError` a run that the guards would
+    have ended. The message gives both numbers and a path that reaches the bound.
+
+    Fix: raise `max_steps` to the bound (on `Graph(...)`, `compile()` or `invoke()`), or
+    lower a guard's `max`.
+    """
+    spec = graph.spec
+    found = bound_of(spec, graph.edges)
+    if found.steps is None or spec.max_steps >= found.steps:
+        return
+    how = f", e.g. {found.path}" if found.path else ""
+    yield Finding(
+        f"max_steps={spec.max_steps} is below the {found.steps} node runs the guards allow"
+        f"{how}; the cap can stop a run the guards would end: raise max_steps to "
+        f"{found.steps} or lower a guard's max",
+        (),
+        spec.location,
+    )

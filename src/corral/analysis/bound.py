@@ -1,0 +1,426 @@
+"""How many node runs one run can take: ``g.bound()``, read from the spec alone.
+
+**Per node.** Every run of a node is caused by a route taken into it (or by the start). A
+route ``s → n`` is taken at most once per run of ``s`` (``w`` times for a router declaring
+``max_sends=w``), and a guarded route at most ``max`` times in a whole run. So the runs of
+``n`` are at most its start count plus, over its incoming routes, ``runs(s)`` (unguarded)
+or ``min(max, runs(s))`` (guarded), capped by ``max_runs`` and, for a ``wait_for`` join,
+by the runs of each node it waits for. Once CR201 holds, the unguarded routes form no
+cycle, so these inequalities are solved in topological order of the unguarded routes,
+reading a guarded route as its constant ``max``; further passes replace constants by
+``min(max, runs(s))`` while that lowers anything. Every pass gives a sound bound.
+
+**Per run.** With fan-out (a ``then=`` tuple, a list router, several start nodes, a
+``Command`` that may go to several nodes, ``Send``, joins, subgraphs) several nodes run
+per superstep, and the run's bound is the sum of the per-node bounds. Without fan-out, one
+node runs at a time and a run is a walk, so the bound is the longest walk the guards allow,
+found on the strongly connected groups of the graph in topological order:
+
+- a node on no cycle adds one run to the longest walk into it;
+- a group that is one simple cycle with one guarded route (``max=m``), no ``max_runs``, and
+  no other route inside it is walked exactly: entered at ``x``, the walk can go round ``m``
+  times past the guard and stop at any node ``y`` before the guard is used up again, so it
+  runs ``pos(y) + 1 + k * (m - [y is past the guard])`` nodes (``k`` nodes in the cycle);
+- any other group is sound but loose: between two guarded routes the walk follows
+  unguarded routes, which form no cycle, so it runs at most ``(1 + sum of the group's
+  guard maxima) * (longest unguarded path in the group)`` nodes, and never more than the
+  sum of the group's per-node bounds.
+
+That makes the bound exact on graphs without fan-out whose cycles are disjoint and each
+cut by one guard (the walk reaching it is returned as the witness), and sound everywhere
+else. Everything is linear in the size of the graph, apart from the exact cycle formula,
+which is quadratic in the size of one cycle with many entries (bounded by a limit).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from corral.analysis._cuts import strongly_connected
+from corral.spec import END, START, Edge, GraphSpec, NodeSpec
+
+__all__ = ["Bound", "bound_of"]
+
+_PASSES = 4
+"""Refinement passes over the per-node inequalities after the first."""
+_EXACT_CYCLE_WORK = 10_000
+"""The most ``entries * nodes`` for which a simple guarded cycle is walked exactly."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The most node runs one run of a graph can take, per run and per node.
+
+    >>> from typing import Literal, TypedDict
+    >>> from corral import END, End, Graph, Guard
+    >>> class State(TypedDict):
+    ...     n: int
+    >>> g = Graph(State)
+    >>> @g.node(start=True, then="critique")
+    ... def draft(state: State) -> None: ...
+    >>> @g.node()
+    ... def critique(state: State) -> None: ...
+    >>> @g.router("critique", guards=[Guard("revise", max=2, otherwise=END)])
+    ... def after(state: State) -> Literal["revise"] | End:
+    ...     return "revise"
+    >>> @g.node(then="critique")
+    ... def revise(state: State) -> None: ...
+    >>> b = g.bound()
+    >>> b.steps, b.per_node["critique"]
+    (6, 3)
+    >>> str(b)
+    '6 node runs: draft → (critique → revise) ×2 → critique'
+    """
+
+    steps: int | None
+    """A sound upper bound on the node runs of one run; ``None`` when none can be given."""
+    per_node: Mapping[str, int | None]
+    """A sound upper bound on the runs of each node (a subgraph's nodes as ``child/node``)."""
+    witness: tuple[str, ...] | None = None
+    """A path of node runs that reaches ``steps``, when one is known (the bound is exact)."""
+    reason: str | None = None
+    """Why ``steps`` is ``None`` (an unguarded cycle, a ``Send`` with no ``max_sends``)."""
+    path: str = field(default="", compare=False)
+    """The witness written short: a cycle taken several times as ``(a → b) ×3``."""
+
+    def __str__(self) -> str:
+        if self.steps is None:
+            return f"unbounded: {self.reason}"
+        shown = f": {self.path}" if self.path else " (no single path is known to reach it)"
+        return f"{self.steps} node runs{shown}"
+
+
+@dataclass
+class _Facts:
+    """The spec's routes as the bound reads them."""
+
+    spec: GraphSpec
+    nodes: list[NodeSpec]
+    names: set[str]
+    incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
+    """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
+    succ: dict[str, list[str]] = field(default_factory=dict)
+    """Every route between nodes (guarded too)."""
+    starts: list[str] = field(default_factory=list)
+    single: bool = True
+    """True when one node runs at a time (no fan-out of any kind)."""
+    unbounded: str | None = None
+
+
+def bound_of(spec: GraphSpec, edges: Iterable[Edge] | None = None) -> Bound:
+    """Return the :class:`Bound` of ``spec`` (see the module docstring for how).
+
+    ``edges`` are ``spec.edges()`` when the caller already has them.
+    """
+    facts = _read(spec, spec.edges() if edges is None else edges)
+    if facts.unbounded is not None:
+        return _unbounded(facts, facts.unbounded)
+    order = _unguarded_order(facts)
+    if order is None:
+        return _unbounded(facts, "a cycle has no guarded route (CR201)")
+    runs = _per_node(facts, order)
+    child_steps: dict[str, int] = {}
+    per_node: dict[str, int | None] = dict(runs)
+    for node in facts.nodes:
+        if node.subgraph is None:
+            continue
+        child = bound_of(node.subgraph.graph)
+        if child.steps is None:
+            return _unbounded(facts, f"subgraph {node.name!r}: {child.reason}")
+        child_steps[node.name] = child.steps
+        for name, count in child.per_node.items():
+            per_node[f"{node.name}/{name}"] = None if count is None else count * runs[node.name]
+    total = sum(runs[n] * child_steps.get(n, 1) for n in runs)
+    if not facts.single or child_steps:
+        return Bound(total, per_node)
+    walk, witness = _longest_walk(facts, runs)
+    if walk > total:
+        return Bound(total, per_node)
+    if witness is None:
+        return Bound(walk, per_node)
+    nodes, text = witness
+    return Bound(walk, per_node, nodes, path=text)
+
+
+def _unbounded(facts: _Facts, reason: str) -> Bound:
+    return Bound(None, {n.name: None for n in facts.nodes}, reason=reason)
+
+
+def _first_nodes(spec: GraphSpec) -> Iterator[NodeSpec]:
+    return (n for n in spec.nodes if spec.node(n.name) is n)
+
+
+def _read(spec: GraphSpec, edges: Iterable[Edge]) -> _Facts:
+    nodes = list(_first_nodes(spec))
+    facts = _Facts(spec, nodes, {n.name for n in nodes})
+    facts.starts = [n.name for n in nodes if n.start]
+    facts.single = len(facts.starts) <= 1
+    pairs: dict[tuple[str, str], list[Edge]] = {}
+    for edge in edges:
+        if edge.source == START or edge.target == END:
+            continue
+        if edge.source not in facts.names or edge.target not in facts.names:
+            continue
+        pairs.setdefault((edge.source, edge.target), []).append(edge)
+        if edge.many:
+            facts.single = False
+    for router in spec.routers:
+        if router.targets.sends and router.source in facts.names:
+            facts.single = False
+            if router.max_sends is None and facts.unbounded is None:
+                facts.unbounded = (
+                    f"router {router.name!r} returns Send values and declares no max_sends; "
+                    f"give it @g.router({router.source!r}, max_sends=N)"
+                )
+    for node in nodes:
+        if node.command is not None and node.command.sends and facts.unbounded is None:
+            facts.unbounded = f"node {node.name!r} may return Command(goto=Send(...)) values"
+        if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
+            facts.single = False
+    widths = {r.source: r.max_sends or 1 for r in spec.routers}
+    facts.incoming = {n: [] for n in facts.names}
+    facts.succ = {n: [] for n in facts.names}
+    for (source, target), routes in pairs.items():
+        facts.succ[source].append(target)
+        width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
+        guarded = all(r.guard is not None for r in routes)
+        cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
+        facts.incoming[target].append((source, cap, width))
+    return facts
+
+
+def _unguarded_order(facts: _Facts) -> list[str] | None:
+    """Return the nodes in topological order of the unguarded routes, or ``None`` on a cycle."""
+    indegree = {n: 0 for n in facts.names}
+    out: dict[str, list[str]] = {n: [] for n in facts.names}
+    for target, sources in facts.incoming.items():
+        for source, cap, _width in sources:
+            if cap is None:
+                if source == target:
+                    return None
+                out[source].append(target)
+                indegree[target] += 1
+    queue = deque(n.name for n in facts.nodes if indegree[n.name] == 0)
+    order: list[str] = []
+    while queue:
+        node = queue.popleft()
+        order.append(node)
+        for child in out[node]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                queue.append(child)
+    return order if len(order) == len(indegree) else None
+
+
+def _per_node(
+    facts: _Facts,
+    order: list[str],
+    starts: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Solve the per-node inequalities over the nodes of ``order`` (topological).
+
+    Routes from nodes outside ``order`` are left out: ``starts`` stands for them.
+    """
+    if starts is None:
+        starts = {n: 1 for n in facts.starts}
+    members = set(order)
+    specs = {n.name: n for n in facts.nodes}
+    runs: dict[str, int] = {}
+    for _ in range(_PASSES + 1):
+        changed = False
+        for name in order:
+            total = starts.get(name, 0)
+            for source, cap, width in facts.incoming[name]:
+                if source not in members:
+                    continue
+                known = runs.get(source)
+                if cap is None:
+                    total += width * (known or 0)
+                else:
+                    total += cap if known is None else min(cap, width * known)
+            node = specs[name]
+            if node.max_runs is not None:
+                total = min(total, node.max_runs)
+            for waited in node.wait_for:
+                if waited in runs:
+                    total = min(total, runs[waited])
+            if runs.get(name) != total:
+                changed = True
+                runs[name] = total
+        if not changed:
+            break
+    return runs
+
+
+@dataclass(frozen=True)
+class _Step:
+    """How the longest walk ending at a node gets there."""
+
+    length: int
+    before: str | None
+    """The node the walk left to enter this node's group; ``None`` from the start."""
+    nodes: tuple[str, ...]
+    """The walk's nodes inside the group, ending at this node."""
+    text: str
+    exact: bool
+
+
+def _longest_walk(
+    facts: _Facts, runs: Mapping[str, int]
+) -> tuple[int, tuple[tuple[str, ...], str] | None]:
+    """Return the longest walk the guards allow and, when it is exact, the walk itself."""
+    names = [n.name for n in facts.nodes]
+    groups = strongly_connected(names, facts.succ)
+    groups.reverse()  # Tarjan yields sinks first
+    group_of = {n: i for i, group in enumerate(groups) for n in group}
+    order = _unguarded_order(facts) or names
+    steps: dict[str, _Step] = {}
+    for i, group in enumerate(groups):
+        entries: dict[str, tuple[int, str | None, bool]] = {}
+        for node in group:
+            best: tuple[int, str | None, bool] | None = (
+                (0, None, True) if node in facts.starts else None
+            )
+            for source, cap, _width in facts.incoming[node]:
+                if group_of[source] == i or cap == 0 or source not in steps:
+                    continue
+                before = steps[source]
+                if best is None or before.length > best[0]:
+                    best = (before.length, source, before.exact)
+            if best is not None:
+                entries[node] = best
+        if entries:
+            steps.update(_walk_group(facts, runs, group, entries, order))
+    if not steps:
+        return 0, None
+    last = max(names, key=lambda n: steps[n].length if n in steps else -1)
+    return steps[last].length, _witness(steps, last)
+
+
+def _walk_group(
+    facts: _Facts,
+    runs: Mapping[str, int],
+    group: list[str],
+    entries: Mapping[str, tuple[int, str | None, bool]],
+    order: list[str],
+) -> dict[str, _Step]:
+    members = set(group)
+    inside = [(s, cap) for n in group for s, cap, _w in facts.incoming[n] if s in members]
+    looped = len(group) > 1 or bool(inside)
+    if not looped:
+        (node,) = group
+        length, before, exact = entries[node]
+        return {node: _Step(length + 1, before, (node,), node, exact)}
+    cycle = _simple_guarded_cycle(facts, group)
+    if cycle is not None and len(entries) * len(group) <= _EXACT_CYCLE_WORK:
+        return _walk_cycle(cycle[0], cycle[1], cycle[2], entries)
+    entry_runs = _per_node(facts, [n for n in order if n in members], dict.fromkeys(entries, 1))
+    caps = sum(cap for _s, cap in inside if cap is not None)
+    inner = min(
+        sum(runs[n] for n in group),
+        sum(entry_runs.values()),
+        (1 + caps) * _longest_unguarded_path(facts, group, order),
+    )
+    length, before, _exact = max(entries.values(), key=lambda e: e[0])
+    return {node: _Step(length + inner, before, (node,), "", exact=False) for node in group}
+
+
+def _simple_guarded_cycle(facts: _Facts, group: list[str]) -> tuple[list[str], int, int] | None:
+    """Return ``(cycle, index of the guarded route's source, max)`` or ``None``.
+
+    Only for a group that is exactly one cycle, with exactly one guarded route and no
+    ``max_runs`` on its nodes.
+    """
+    members = set(group)
+    specs = {n.name: n for n in facts.nodes}
+    if any(specs[n].max_runs is not None for n in group):
+        return None
+    nexts: dict[str, str] = {}
+    guarded: list[tuple[str, int]] = []
+    for target in group:
+        for source, cap, _width in facts.incoming[target]:
+            if source not in members:
+                continue
+            if source in nexts:
+                return None
+            nexts[source] = target
+            if cap is not None:
+                guarded.append((source, cap))
+    if len(nexts) != len(group) or len(guarded) != 1:
+        return None
+    cycle = [group[0]]
+    while nexts[cycle[-1]] != cycle[0]:
+        cycle.append(nexts[cycle[-1]])
+        if len(cycle) > len(group):
+            return None
+    if len(cycle) != len(group):
+        return None
+    source, cap = guarded[0]
+    return cycle, cycle.index(source), cap
+
+
+def _walk_cycle(
+    cycle: list[str],
+    guard_at: int,
+    times: int,
+    entries: Mapping[str, tuple[int, str | None, bool]],
+) -> dict[str, _Step]:
+    k = len(cycle)
+    index = {n: i for i, n in enumerate(cycle)}
+    found: dict[str, _Step] = {}
+    for y in cycle:
+        best: _Step | None = None
+        for x, (length, before, exact) in entries.items():
+            start = index[x]
+            pos = (index[y] - start) % k
+            past_guard = pos > (guard_at - start) % k
+            laps = times - int(past_guard)
+            if laps < 0:
+                continue
+            total = length + laps * k + pos + 1
+            if best is None or total > best.length:
+                lap = [cycle[(start + i) % k] for i in range(k)]
+                nodes = tuple(lap * laps + lap[: pos + 1])
+                best = _Step(total, before, nodes, _lap_text(lap, laps, pos), exact)
+        if best is not None:
+            found[y] = best
+    return found
+
+
+def _lap_text(lap: list[str], laps: int, pos: int) -> str:
+    rest = " → ".join(lap[: pos + 1])
+    if laps < 2:
+        return " → ".join(lap * laps + lap[: pos + 1])
+    return f"({' → '.join(lap)}) ×{laps} → {rest}"
+
+
+def _longest_unguarded_path(facts: _Facts, group: list[str], order: list[str]) -> int:
+    """Return the most nodes on a path of unguarded routes inside ``group``."""
+    members = set(group)
+    longest: dict[str, int] = {}
+    for name in order:
+        if name not in members:
+            continue
+        before = [
+            longest[s]
+            for s, cap, _w in facts.incoming[name]
+            if cap is None and s in members and s in longest
+        ]
+        longest[name] = 1 + max(before, default=0)
+    return max(longest.values(), default=1)
+
+
+def _witness(steps: Mapping[str, _Step], last: str) -> tuple[tuple[str, ...], str] | None:
+    parts: list[_Step] = []
+    node: str | None = last
+    while node is not None:
+        step = steps[node]
+        if not step.exact:
+            return None
+        parts.append(step)
+        node = step.before
+    parts.reverse()
+    nodes = tuple(n for part in parts for n in part.nodes)
+    return nodes, " → ".join(part.text for part in parts)

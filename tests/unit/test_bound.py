@@ -1,0 +1,208 @@
+"""g.bound(): never below a real run, exact on disjoint singly-guarded cycles; CR203."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corral import END, End, Graph, Guard
+from corral.analysis._cuts import strongly_connected
+from corral.spec import GraphSpec
+
+
+class State(TypedDict):
+    n: int
+
+
+def _node(state: State) -> None:
+    return None
+
+
+def _router(*targets: str) -> Any:
+    def route(state: State) -> str:
+        return targets[0]
+
+    route.__annotations__ = {"state": State, "return": Literal[targets]}
+    return route
+
+
+@st.composite
+def guarded_graphs(draw: st.DrawFn) -> Graph[State]:
+    """Small graphs with one start and no fan-out: routers or then=, random guards."""
+    size = draw(st.integers(1, 5))
+    names = [f"n{i}" for i in range(size)]
+    g = Graph(State, max_steps=10_000)
+    for i, name in enumerate(names):
+        targets = draw(
+            st.lists(st.sampled_from([*names, END]), min_size=1, max_size=3, unique=True)
+        )
+        guards = []
+        for target in targets:
+            if target != END and draw(st.booleans()):
+                otherwise = draw(st.sampled_from([None, END, *names]))
+                guards.append(Guard(target, max=draw(st.integers(0, 2)), otherwise=otherwise))
+        max_runs = draw(st.sampled_from([None, None, None, 1, 2]))
+        if len(targets) == 1 and draw(st.booleans()):
+            g.node(name, start=i == 0, then=targets[0], guards=guards, max_runs=max_runs)(_node)
+        else:
+            g.node(name, start=i == 0, max_runs=max_runs)(_node)
+            g.router(name, guards=guards)(_router(*targets))
+    return g
+
+
+def longest_run(spec: GraphSpec) -> int:
+    """Explore every router choice; return the most node runs any run takes."""
+    nodes = {n.name: n for n in spec.nodes}
+    routes: dict[str, list[str]] = {}
+    guards: dict[tuple[str, str], Guard] = {}
+    for node in spec.nodes:
+        if node.then is not None:
+            routes[node.name] = list(node.then)
+            guards.update({(node.name, gd.target): gd for gd in node.guards})
+    for router in spec.routers:
+        routes[router.source] = list(router.targets.names or ())
+        guards.update({(router.source, gd.target): gd for gd in router.guards})
+    best = 0
+
+    def visit(
+        node: str, steps: int, runs: dict[str, int], counts: dict[tuple[str, str], int]
+    ) -> None:
+        nonlocal best
+        cap = nodes[node].max_runs
+        if cap is not None and runs.get(node, 0) >= cap:
+            best = max(best, steps)  # NodeCapError: the run ends before this node runs
+            return
+        steps += 1
+        best = max(best, steps)
+        runs = {**runs, node: runs.get(node, 0) + 1}
+        for target in routes[node]:
+            guard = guards.get((node, target))
+            nxt: str | None = target
+            new_counts = counts
+            if guard is not None:
+                used = counts.get((node, target), 0)
+                if used < guard.max:
+                    new_counts = {**counts, (node, target): used + 1}
+                else:
+                    nxt = guard.otherwise
+            if nxt is None or nxt == END:
+                continue
+            visit(nxt, steps, runs, new_counts)
+
+    start = next(n.name for n in spec.nodes if n.start)
+    visit(start, 0, {}, {})
+    return best
+
+
+def in_exact_class(spec: GraphSpec) -> bool:
+    """Cycles disjoint, each one simple cycle with exactly one guarded route, no max_runs."""
+    succ: dict[str, set[str]] = {n.name: set() for n in spec.nodes}
+    guarded: dict[tuple[str, str], bool] = {}
+    for edge in spec.edges():
+        if edge.source in succ and edge.target in succ:
+            succ[edge.source].add(edge.target)
+            pair = (edge.source, edge.target)
+            guarded[pair] = guarded.get(pair, True) and edge.guard is not None
+    for group in strongly_connected(list(succ), succ):
+        members = set(group)
+        inside = [(s, t) for s in group for t in succ[s] if t in members]
+        if not inside:
+            continue
+        if len(inside) != len(group) or sum(guarded[p] for p in inside) != 1:
+            return False
+        if any(n.max_runs is not None for n in spec.nodes if n.name in members):
+            return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(guarded_graphs())
+def test_the_bound_is_never_below_a_run_and_exact_on_its_class(g: Graph[State]) -> None:
+    """Brute force over every router choice: bound ≥ every run; = the longest on the class."""
+    found = g.check()
+    if any(d.code in ("CR201", "CR105") for d in found):
+        return
+    spec = g.spec()
+    bound = g.bound()
+    assert bound.steps is not None
+    longest = longest_run(spec)
+    assert bound.steps >= longest
+    if in_exact_class(spec):
+        assert bound.steps == longest
+        assert bound.witness is not None and len(bound.witness) == bound.steps
+
+
+def loop(max_steps: int, times: int = 3) -> Graph[State]:
+    g = Graph(State, max_steps=max_steps)
+
+    @g.node(start=True, then="critique")
+    def draft(state: State) -> None: ...
+
+    @g.node()
+    def critique(state: State) -> None: ...
+
+    @g.router("critique", guards=[Guard("revise", max=times, otherwise=END)])
+    def after(state: State) -> Literal["revise"] | End:
+        return END
+
+    @g.node(then="critique")
+    def revise(state: State) -> None: ...
+
+    return g
+
+
+def test_bound_of_a_guarded_loop_with_its_witness() -> None:
+    """draft → (critique → revise) ×3 → critique: 8 node runs."""
+    bound = loop(50).bound()
+    assert (bound.steps, dict(bound.per_node)) == (8, {"draft": 1, "critique": 4, "revise": 3})
+    assert bound.witness == ("draft", *("critique", "revise") * 3, "critique")
+    assert str(bound) == "8 node runs: draft → (critique → revise) ×3 → critique"
+
+
+def test_cap_below_bound_warns_with_both_numbers_and_the_path() -> None:
+    """CR203: max_steps=5 is below 8."""
+    [d] = loop(5).check()
+    assert (d.code, d.severity) == ("CR203", "warning")
+    assert d.message == (
+        "max_steps=5 is below the 8 node runs the guards allow, e.g. draft → (critique → "
+        "revise) ×3 → critique; the cap can stop a run the guards would end: raise max_steps "
+        "to 8 or lower a guard's max"
+    )
+    assert loop(8).check() == []
+
+
+def test_an_unguarded_cycle_has_no_bound() -> None:
+    """No guard, no bound; the reason says why."""
+    g = Graph(State)
+
+    @g.node(start=True, then="a")
+    def a(state: State) -> None: ...
+
+    bound = g.bound()
+    assert bound.steps is None and bound.reason is not None and "CR201" in bound.reason
+
+
+def test_send_without_a_declared_width_has_no_bound_and_names_the_router() -> None:
+    """A Send router with no max_sends= cannot be bounded; with it, it can."""
+    from corral import Send
+
+    for width in (None, 4):
+        g = Graph(State)
+
+        @g.node(start=True)
+        def plan(state: State) -> None: ...
+
+        @g.router("plan", max_sends=width)
+        def fan(state: State) -> list[Send[Literal["work"]]]:
+            return [Send("work", 1)]
+
+        @g.node(then=END)
+        def work(state: int) -> None: ...
+
+        bound = g.bound()
+        if width is None:
+            assert bound.steps is None and bound.reason is not None and "'fan'" in bound.reason
+        else:
+            assert bound.steps == 5 and bound.per_node["work"] == 4
