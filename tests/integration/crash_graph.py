@@ -98,7 +98,7 @@ if VARIANT == "audit":  # a later version of the graph, with one more node
         return {}
 
 
-@g.node(wait_for=("left_more", "right"))
+@g.node(wait_for=("left_more", "audit" if VARIANT == "audit" else "right"))  # CR304
 def merge(state: State) -> dict[str, object]:
     return {"log": [effect(state, "merge")], "total": state["total"] * 2 + state["bonus"]}
 

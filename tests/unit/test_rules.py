@@ -58,6 +58,7 @@ def test_every_code_is_registered_once() -> None:
         "CR301": "parallel-write",
         "CR302": "unknown-key",
         "CR303": "update-schema",
+        "CR304": "stuck-join",
         "CR401": "untyped-route",
     }
     assert {code: r.slug for code, r in RULES.items()} == expected

@@ -138,3 +138,56 @@ def test_a_name_close_to_nothing_holds_back_every_dead_node() -> None:
     def orphan(state: State) -> None: ...
 
     assert [d.code for d in g.check()] == ["CR101"]
+
+
+def test_a_join_re_entered_while_what_it_waits_for_cannot_run_again_is_cr304() -> None:
+    """join waits for a, but only loops back to itself: the second time it would wait forever."""
+    g = Graph(State)
+
+    @g.node(start=True, then="join")
+    def a(state: State) -> None: ...
+
+    @g.node(wait_for=("a",))
+    def join(state: State) -> None: ...
+
+    @g.router("join", guards=[Guard("again", max=2, otherwise=END)])
+    def after(state: State) -> Literal["again"] | End:
+        return END
+
+    @g.node(then="join")
+    def again(state: State) -> None: ...
+
+    codes_nodes = [(d.code, d.nodes) for d in g.check()]
+    assert ("CR304", ("join", "again")) in codes_nodes  # a route from outside the list
+    g2 = Graph(State)
+
+    @g2.node(start=True, then="join")
+    def first(state: State) -> None: ...
+
+    @g2.node(wait_for=("first",))
+    def join2(state: State) -> None: ...
+
+    assert any(d.code == "CR101" for d in g2.check())  # 'join' is not a node of g2
+
+
+def test_a_join_whose_waited_nodes_loop_with_it_is_quiet() -> None:
+    """plan → (a, b) → join → plan (guarded): a and b run again before join is re-entered."""
+    g = Graph(State)
+
+    @g.node(start=True, then=("a", "b"))
+    def plan(state: State) -> None: ...
+
+    @g.node(then="join")
+    def a(state: State) -> None: ...
+
+    @g.node(then="join")
+    def b(state: State) -> None: ...
+
+    @g.node(wait_for=("a", "b"))
+    def join(state: State) -> None: ...
+
+    @g.router("join", guards=[Guard("plan", max=2, otherwise=END)])
+    def after(state: State) -> Literal["plan"] | End:
+        return END
+
+    assert [d.code for d in g.check() if d.code == "CR304"] == []

@@ -15,6 +15,7 @@ from corral.analysis.rules._base import (
     rule,
     show_type,
 )
+from corral.spec import START
 
 
 @rule("CR301", "parallel-write")
@@ -175,3 +176,69 @@ def update_schema(graph: SpecGraph) -> Iterator[Finding]:
                 (),
                 spec.location,
             )
+
+
+@rule("CR304", "stuck-join")
+def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
+    """Report ``wait_for`` joins where a run would wait forever and end silently.
+
+    A join runs once every node in its `wait_for` has run since its own last run. A route
+    into it from a node outside that list wakes it with nothing to release it, and a join
+    that a route re-enters waits for nodes that may never run again after it: in both
+    cases the run ends quietly there (at run time a run that ends with a join still waiting
+    raises `RouteError`).
+
+    Fix: list every node that routes to the join in its `wait_for` (or route those nodes
+    to one of the listed ones), and make sure every listed node can run again after the
+    join before a route comes back to it.
+    """
+    incoming: dict[str, list[str]] = {}
+    succ: dict[str, list[str]] = {}
+    for edge in graph.edges:
+        incoming.setdefault(edge.target, []).append(edge.source)
+        succ.setdefault(edge.source, []).append(edge.target)
+    for node in first_nodes(graph.spec):
+        if not node.wait_for:
+            continue
+        listed = quote_names(node.wait_for)
+        outsiders = False
+        for source in dict.fromkeys(incoming.get(node.name, ())):
+            if source in node.wait_for:
+                continue
+            outsiders = True
+            who = "the start" if source == START else f"node {source!r}"
+            yield Finding(
+                f"{who} routes to the join {node.name!r}, which waits for {listed}: a run "
+                f"that arrives from {'it' if source == START else repr(source)} waits there "
+                f"forever and ends silently; add {source!r} to wait_for, or route it to one "
+                "of the nodes the join waits for",
+                (node.name,) if source == START else (node.name, source),
+                node.location,
+                node.ignore,
+            )
+        after = _reachable_from(node.name, succ)
+        if outsiders or node.name not in after:
+            continue  # reported above, or the join runs at most once
+        for waited in node.wait_for:
+            if graph.is_node(waited) and waited not in after:
+                yield Finding(
+                    f"the join {node.name!r} can run again after a route re-enters it, but "
+                    f"{waited!r}, which it waits for, cannot run after it; the second time "
+                    "the run would wait there forever and end silently: route back through "
+                    f"{waited!r} or drop it from wait_for",
+                    (node.name, waited),
+                    node.location,
+                    node.ignore,
+                )
+
+
+def _reachable_from(start: str, succ: dict[str, list[str]]) -> set[str]:
+    """Return the nodes some route path of one or more routes from ``start`` reaches."""
+    seen: set[str] = set()
+    stack = list(succ.get(start, ()))
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(succ.get(node, ()))
+    return seen
