@@ -67,12 +67,6 @@ def linear(saver: Checkpointer, n: int, *, every: int = 3, thread: str = "t") ->
         )
 
 
-def refuses_forks(saver: Saver) -> bool:
-    """Return whether ``saver`` applies the compare-and-set rule (API section 14): a
-    checkpoint whose parent is not the thread's newest is refused."""
-    return isinstance(saver, PostgresSaver)
-
-
 def ids(checkpoints: list[Checkpoint]) -> list[str]:
     return [c.checkpoint_id for c in checkpoints]
 
@@ -128,18 +122,28 @@ def test_forks_keep_both_branches(make_saver: MakeSaver) -> None:
     """A checkpoint whose parent is an older one starts a branch; chain follows parent_id."""
     saver = make_saver()
     linear(saver, 5, every=10)  # only c0 is a snapshot
-    if refuses_forks(saver):
-        with pytest.raises(ConcurrentRunError) as info:
-            saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}))
-        assert (info.value.thread_id, info.value.expected, info.value.newest) == ("t", "c2", "c4")
-        assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4"]
-        return
-    saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}))
+    saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}, newest_read="c4"))
     saver.put(Checkpoint("t", "fork2", "fork1", None, [("count", {"n": 101})], {}))
     assert ids(saver.chain("t")) == ["c0", "c1", "c2", "fork1", "fork2"]
     assert ids(saver.chain("t", "c4")) == ["c0", "c1", "c2", "c3", "c4"]
     assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4", "fork1", "fork2"]
     assert saver.chain("t")[-1].parent_id == "fork1"
+
+
+def test_a_stale_parent_is_refused_by_every_saver(make_saver: MakeSaver) -> None:
+    """A put against a parent that is no longer the newest raises ConcurrentRunError and
+    stores nothing; a fork names the newest it read, and a stale one is refused too."""
+    saver = make_saver()
+    linear(saver, 5, every=10)
+    with pytest.raises(ConcurrentRunError) as info:
+        saver.put(Checkpoint("t", "late", "c2", None, [("edit", {"n": 100})], {}))
+    assert (info.value.thread_id, info.value.expected, info.value.newest) == ("t", "c2", "c4")
+    with pytest.raises(ConcurrentRunError) as info:
+        saver.put(Checkpoint("t", "f", "c2", None, [], {}, newest_read="c3"))
+    assert (info.value.expected, info.value.newest) == ("c3", "c4")
+    with pytest.raises(ConcurrentRunError):
+        saver.put(Checkpoint("t", "again", None, {"n": 0}))
+    assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4"]
 
 
 def test_threads_are_independent(make_saver: MakeSaver) -> None:
@@ -283,10 +287,10 @@ def test_chain_matches_a_model_of_the_tree(make_saver: MakeSaver, ops: list[Any]
         checkpoint_id = f"c{k}"
         parent = None if not order else (order[pick % len(order)] if fork else order[-1])
         item = "x" * 200 + str(k)  # big enough to be stored once and shared
-        if refuses_forks(saver) and order and parent != order[-1]:
+        newest = order[-1] if order else None
+        if parent != newest:
             with pytest.raises(ConcurrentRunError):
                 saver.put(Checkpoint(thread, checkpoint_id, parent, None, [], {"k": k}))
-            parent = order[-1]
         saver.put(
             Checkpoint(
                 thread,
@@ -295,6 +299,7 @@ def test_chain_matches_a_model_of_the_tree(make_saver: MakeSaver, ops: list[Any]
                 {"k": k, "items": [item] * 2} if snap else None,
                 [("node", {"items": [item]})],
                 {"k": k},
+                newest_read=newest if parent != newest else None,
             )
         )
         parents[checkpoint_id] = parent
@@ -369,8 +374,7 @@ def test_meta_keys_can_change_appear_and_disappear(make_saver: MakeSaver) -> Non
     ]
     for i, meta in enumerate(metas):
         saver.put(Checkpoint("t", f"c{i}", f"c{i - 1}" if i else None, None, [], meta))
-    fork = "c4" if refuses_forks(saver) else "c1"
-    saver.put(Checkpoint("t", "fork", fork, None, [], {"forked": True}))
+    saver.put(Checkpoint("t", "fork", "c1", None, [], {"forked": True}, newest_read="c4"))
     back = saver.checkpoints("t")
     assert [c.meta for c in back] == [*metas, {"forked": True}]
     assert type(back[4].meta["steps"]) is bool

@@ -104,7 +104,7 @@ PUT_NEXT = (
     """
 WITH cas AS (
     UPDATE corral_threads SET newest = %(id)s
-    WHERE name = %(thread)s AND newest = %(parent)s RETURNING name
+    WHERE name = %(thread)s AND newest = %(expected)s RETURNING name
 )"""
     + _PUT_TAIL
 )

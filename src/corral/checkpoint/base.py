@@ -8,6 +8,13 @@ writes after it through the reducers, so storage grows linearly with the number 
 Checkpoints of a thread form a tree through ``parent_id`` (a fork from an old checkpoint
 starts a new branch); :meth:`Checkpointer.chain` follows it.
 
+Compare-and-set. A thread has one *newest* checkpoint: the last one put. A put says which
+newest it was written against (:attr:`Checkpoint.expected`: its parent, or for the first
+checkpoint of a fork the newest the writer read) and a store refuses it, atomically, with
+:class:`~corral.errors.ConcurrentRunError` when the thread's newest is another one by then.
+Two runs of one thread that continue from one checkpoint therefore never both commit: the
+one that loses learns it before running its next node, and no update is lost silently.
+
 A superstep with several tasks also records each task as it finishes, before the
 superstep's checkpoint exists: :class:`TaskWrites` (``put_writes`` / ``pending_writes``),
 keyed by the checkpoint the superstep started from and the task's position in the
@@ -25,7 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Checkpoint", "Checkpointer", "TaskWrites"]
+from corral.errors import CheckpointError, ConcurrentRunError
+
+__all__ = ["Checkpoint", "Checkpointer", "TaskWrites", "check_thread_id", "stale_parent"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,40 @@ class Checkpoint:
     """The ``(node, update)`` pairs merged into the parent's state to give this one."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Everything else a resumed run needs (next nodes, counters, interrupts, ...)."""
+    newest_read: str | None = None
+    """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
+    newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
+    to be the newest."""
+
+    @property
+    def expected(self) -> str | None:
+        """The checkpoint that must be the thread's newest for this put to be accepted."""
+        return self.parent_id if self.newest_read is None else self.newest_read
+
+
+def check_thread_id(thread_id: object) -> None:
+    """Raise ``CheckpointError`` for a thread id that is not a ``str`` (every saver keys by str)."""
+    if type(thread_id) is not str:
+        msg = (
+            f"thread_id={thread_id!r} is a {type(thread_id).__name__}, not a str; "
+            f"pass a str such as {str(thread_id)[:40]!r}"
+        )
+        raise CheckpointError(msg)
+
+
+def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) -> CheckpointError:
+    """Return the ``ConcurrentRunError`` for a put refused because the thread moved on.
+
+    ``newest`` is the thread's newest checkpoint, ``where`` the store (a path or a URL).
+    """
+    thread, new, expected = checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.expected
+    msg = (
+        f"checkpoint {new!r} of thread {thread!r} was written after {expected!r}, but the "
+        f"thread's newest checkpoint is now {newest!r}: another run of the thread committed "
+        "first and this run's step was not stored; continue the thread with "
+        "invoke(None, thread_id=...) to go on from there"
+    )
+    return ConcurrentRunError(msg, thread_id=thread, expected=expected, newest=newest, path=where)
 
 
 @runtime_checkable
@@ -52,11 +95,14 @@ class Checkpointer(Protocol):
     The built-in savers also offer ``threads()`` (every thread id, oldest first) and
     ``close()``; they are not part of the protocol, so a store of your own needs only the
     three methods below. The savers raise ``CheckpointError`` for a checkpoint id already
-    used in its thread and for a parent the thread does not have.
+    used in its thread and for a parent the thread does not have, and
+    ``ConcurrentRunError`` when :attr:`Checkpoint.expected` is not the thread's newest.
     """
 
     def put(self, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` durably (one transaction); raise ``CheckpointError`` on failure."""
+        """Save ``checkpoint`` durably (one transaction) if the thread's newest checkpoint is
+        ``checkpoint.expected``; raise ``ConcurrentRunError`` if not, ``CheckpointError`` on
+        other failures."""
         ...
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:

@@ -8,10 +8,11 @@ hold fails here too, and what comes back is a fresh copy, never the object that 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
-from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
 from corral.checkpoint.serde import (
     Serializer,
     decode,
@@ -54,6 +55,8 @@ class MemorySaver:
         """Per thread, the checkpoints by id, in the order they were put (dicts keep it)."""
         self._pending: dict[tuple[str, str], dict[int, Any]] = {}
         """Per (thread, checkpoint), the encoded records of its superstep's finished tasks."""
+        self._lock = threading.Lock()
+        """Held while a put checks the thread's newest checkpoint and adds its own."""
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save an encoded copy of ``checkpoint``, so later mutation cannot change history.
@@ -61,15 +64,22 @@ class MemorySaver:
         Raises:
             SerializationError: a value JSON cannot hold (the message names where it sits).
             CheckpointError: the id is already taken in the thread, or the parent is unknown.
+            ConcurrentRunError: the thread's newest checkpoint is not ``checkpoint.expected``.
         """
-        saved = self._threads.get(checkpoint.thread_id, {})
-        _check_put(checkpoint, checkpoint.checkpoint_id in saved, _parent_known(checkpoint, saved))
+        check_thread_id(checkpoint.thread_id)
         snapshot, writes, meta = encode_checkpoint(checkpoint, self.serializer)
         head = (checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.parent_id)
         stored = _Stored(head, snapshot, writes, meta)
-        self._threads.setdefault(checkpoint.thread_id, saved)[checkpoint.checkpoint_id] = stored
-        if checkpoint.parent_id is not None:  # its superstep is now in the checkpoint
-            self._pending.pop((checkpoint.thread_id, checkpoint.parent_id), None)
+        with self._lock:
+            saved = self._threads.get(checkpoint.thread_id, {})
+            taken = checkpoint.checkpoint_id in saved
+            _check_put(checkpoint, taken, _parent_known(checkpoint, saved))
+            newest = next(reversed(saved)) if saved else None
+            if newest != checkpoint.expected:
+                raise stale_parent(checkpoint, newest, None)
+            self._threads.setdefault(checkpoint.thread_id, saved)[checkpoint.checkpoint_id] = stored
+            if checkpoint.parent_id is not None:  # its superstep is now in the checkpoint
+                self._pending.pop((checkpoint.thread_id, checkpoint.parent_id), None)
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -80,6 +90,7 @@ class MemorySaver:
             SerializationError: a value JSON cannot hold (the message names where it sits).
             CheckpointError: the thread has no checkpoint ``checkpoint_id``.
         """
+        check_thread_id(thread_id)
         if checkpoint_id not in self._threads.get(thread_id, {}):
             raise _unknown_parent(thread_id, checkpoint_id)
         tree = encode_record(record, self.serializer)
@@ -95,6 +106,7 @@ class MemorySaver:
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
+        check_thread_id(thread_id)
         saved = self._threads.get(thread_id)
         if not saved:
             return []
@@ -113,6 +125,7 @@ class MemorySaver:
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
+        check_thread_id(thread_id)
         return [self._decode(stored) for stored in self._threads.get(thread_id, {}).values()]
 
     def threads(self) -> list[str]:

@@ -358,13 +358,14 @@ class PostgresSaver:
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "parent": checkpoint.parent_id,
+            "expected": checkpoint.expected,
             "snapshot": snapshot_text,
             "writes": writes_text,
             "meta": meta,
             "delta": delta,
             **_blob_params(sink),
         }
-        sql = PUT_FIRST if checkpoint.parent_id is None else PUT_NEXT
+        sql = PUT_FIRST if checkpoint.expected is None else PUT_NEXT
         try:
             row = conn.execute(sql, params).fetchone()
         except _unique_violation() as exc:

@@ -26,8 +26,9 @@ ever builds one of the types above or calls the serializer the store was given.
 from __future__ import annotations
 
 import base64
+import reprlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from corral.checkpoint.base import Checkpoint
 from corral.control import Send
@@ -35,6 +36,8 @@ from corral.errors import CheckpointError, SerializationError
 from corral.reducers import Overwrite
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "TAG",
     "Serializer",
     "decode",
@@ -48,6 +51,40 @@ TAG = "$corral"
 """The key that marks a tagged object."""
 
 _PLAIN = (str, int, float, bool, type(None))
+
+MAX_DEPTH: Final = 200
+"""Containers nested deeper than this are refused (a list that holds itself is nested
+forever): every stored value can then be read back within Python's recursion limit."""
+MAX_INT_DIGITS: Final = 4300
+"""Ints with more digits are refused: Python reads no longer JSON number by default
+(``sys.get_int_max_str_digits()``), so another process could not read the checkpoint."""
+_TOO_BIG: Final = 10**MAX_INT_DIGITS
+_TOO_DEEP: Final = (
+    f"it is nested more than {MAX_DEPTH} levels deep, or holds itself (a cycle); "
+    "store a flatter value, or an id instead of the object itself"
+)
+
+
+def _shown(value: Any) -> str:
+    """Return a short repr of a value that could not be stored (never failing itself)."""
+    try:
+        shown = _SHORT.repr(value)
+    except Exception:  # a repr that fails, or an int too long to print
+        shown = f"<{type(value).__name__} object>"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+_SHORT: Final = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxother = 60
+
+
+def _too_many_digits(value: int) -> str:
+    digits = int(value.bit_length() * 0.30103) + 1
+    return (
+        f"it has about {digits} digits, more than the {MAX_INT_DIGITS} a JSON number may have "
+        "(Python refuses longer ones when reading); store it as a str or as bytes"
+    )
 
 
 @runtime_checkable
@@ -131,6 +168,25 @@ class _Unstorable(Exception):
         self.cause = cause
         self.path: list[str] = []
         """Path parts, innermost first (``["[2]", "['drafts']"]``)."""
+        self.inner: Any = value
+        """The value whose encoding raised, as seen from the container being left."""
+
+    def within(self, container: Any, *places: Any) -> _Unstorable:
+        """Add the part of the path that leads from ``container`` to :attr:`inner`.
+
+        ``places`` are ``(pairs, part)``: ``(label, child)`` pairs and the format of a
+        label. The failing child is found by identity, so nothing is encoded again (which
+        would cost twice per level, exponential in the nesting).
+        """
+        for pairs, part in zip(places[::2], places[1::2], strict=True):
+            for label, child in pairs:
+                if child is self.inner:
+                    self.path.append(part.format(label))
+                    self.inner = container
+                    return self
+        self.path.append("[?]")
+        self.inner = container
+        return self
 
 
 class _Encoder:
@@ -151,75 +207,67 @@ class _Encoder:
             return self.tree(value)
         except _Unstorable as err:
             location = where + "".join(reversed(err.path))
+            shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"
             kind = type(err.value).__name__
-            shown = repr(err.value)
-            shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            msg = f"cannot store the {kind} {shown} at {location}{self.owner} in a checkpoint; "
+            shown = _shown(err.value)
+            msg = f"cannot store the {kind} {shown} at {shown_at}{self.owner} in a checkpoint; "
             msg += err.problem
             raise SerializationError(msg, location=location, value_type=type(err.value)) from (
                 err.cause
             )
 
-    def tree(self, value: Any) -> Any:
+    def tree(self, value: Any, depth: int = 0) -> Any:
         kind = type(value)
         if kind in _PLAIN:
+            if kind is int and not -_TOO_BIG < value < _TOO_BIG:
+                raise _Unstorable(value, _too_many_digits(value))
             return value
+        if depth >= MAX_DEPTH:
+            raise _Unstorable(value, _TOO_DEEP)
+        inner = depth + 1
         if kind is list:
             try:
-                return [self.tree(item) for item in value]
-            except _Unstorable:
-                raise self._locate(enumerate(value), "[{!r}]") from None
+                return [self.tree(item, inner) for item in value]
+            except _Unstorable as err:
+                raise err.within(value, enumerate(value), "[{!r}]") from None
         if kind is dict:
             if all(type(k) is str for k in value) and TAG not in value:
                 try:
-                    return {k: self.tree(v) for k, v in value.items()}
-                except _Unstorable:
-                    raise self._locate(value.items(), "[{!r}]") from None
+                    return {k: self.tree(v, inner) for k, v in value.items()}
+                except _Unstorable as err:
+                    raise err.within(value, value.items(), "[{!r}]") from None
             try:
-                pairs = [[self.tree(k), self.tree(v)] for k, v in value.items()]
-            except _Unstorable:
+                pairs = [[self.tree(k, inner), self.tree(v, inner)] for k, v in value.items()]
+            except _Unstorable as err:
                 keys = ((k, k) for k in value)
-                raise self._locate(keys, "<key {!r}>", value.items(), "[{!r}]") from None
+                raise err.within(value, keys, "<key {!r}>", value.items(), "[{!r}]") from None
             return {TAG: "dict", "v": pairs}
         if kind is tuple:
             try:
-                return {TAG: "tuple", "v": [self.tree(item) for item in value]}
-            except _Unstorable:
-                raise self._locate(enumerate(value), "[{!r}]") from None
+                return {TAG: "tuple", "v": [self.tree(item, inner) for item in value]}
+            except _Unstorable as err:
+                raise err.within(value, enumerate(value), "[{!r}]") from None
         if kind is set or kind is frozenset:
             try:
-                items = [self.tree(x) for x in _ordered(value)]
-            except _Unstorable:
-                raise self._locate(((x, x) for x in value), "<item {!r}>") from None
+                items = [self.tree(x, inner) for x in _ordered(value)]
+            except _Unstorable as err:
+                raise err.within(value, ((x, x) for x in value), "<item {!r}>") from None
             return {TAG: "set" if kind is set else "frozenset", "v": items}
         if kind is Overwrite:
-            return {TAG: "overwrite", "v": self._inside(value.value, ".value")}
+            try:
+                return {TAG: "overwrite", "v": self.tree(value.value, inner)}
+            except _Unstorable as err:
+                raise err.within(value, [(None, value.value)], ".value") from None
         if kind is Send:
-            return {TAG: "send", "node": value.node, "v": self._inside(value.arg, ".arg")}
+            try:
+                return {TAG: "send", "node": value.node, "v": self.tree(value.arg, inner)}
+            except _Unstorable as err:
+                raise err.within(value, [(None, value.arg)], ".arg") from None
         if kind is bytes:
             return {TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
-        return self._user(value)
+        return self._user(value, inner)
 
-    def _inside(self, value: Any, part: str) -> Any:
-        try:
-            return self.tree(value)
-        except _Unstorable as err:
-            err.path.append(part)
-            raise
-
-    def _locate(self, *places: Any) -> _Unstorable:
-        """Encode the ``(label, value)`` pairs of each ``(pairs, part)`` again to find which
-        failed (this runs only on failure, so the hot path keeps no labels)."""
-        for items, part in zip(places[::2], places[1::2], strict=True):
-            for label, item in items:
-                try:
-                    self.tree(item)
-                except _Unstorable as err:
-                    err.path.append(part.format(label))
-                    return err
-        return _Unstorable(places[0], "the value changed while it was being stored")
-
-    def _user(self, value: Any) -> Any:
+    def _user(self, value: Any, depth: int) -> Any:
         if self.serializer is not None:
             try:
                 handled = self.serializer.encode(value)
@@ -234,7 +282,7 @@ class _Encoder:
                         "encode() must turn it into JSON-friendly data"
                     )
                     raise _Unstorable(value, problem)
-                return {TAG: "ext", "t": str(tag), "v": self.tree(data)}
+                return {TAG: "ext", "t": str(tag), "v": self.tree(data, depth)}
         problem = (
             "use JSON-friendly values (str, int, float, bool, None, list, dict, tuple, set) "
             "or pass serializer= to the checkpointer"

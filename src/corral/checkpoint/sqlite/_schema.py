@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Final
@@ -22,12 +23,14 @@ __all__ = [
     "INSERT_VALUE",
     "ROW",
     "SCHEMA_VERSION",
+    "STALE",
     "busy",
     "error_for",
     "open_file",
+    "transaction",
 ]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The layout version this corral writes and reads."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
@@ -43,16 +46,44 @@ CREATE TABLE IF NOT EXISTS pending_writes (
 """
 """Finished tasks of a superstep whose checkpoint is not written yet (created in older files)."""
 
+_NEWEST = (
+    # The compare-and-set: a checkpoint row must name the thread's newest as its parent (a
+    # fork first moves the pointer to its parent, checking the newest it read). Triggers
+    # keep a put to one INSERT of the row; the pointer row is written in the same page
+    # write as the checkpoint's, inside the put's transaction.
+    """
+CREATE TRIGGER IF NOT EXISTS newest_only BEFORE INSERT ON checkpoints
+WHEN NEW.thread IS NOT NULL
+    AND NEW.parent IS NOT (SELECT newest FROM threads WHERE id = NEW.thread)
+BEGIN
+    SELECT RAISE(ABORT, 'corral: the parent is not the newest checkpoint');
+END
+""",
+    """
+CREATE TRIGGER IF NOT EXISTS becomes_newest AFTER INSERT ON checkpoints
+WHEN NEW.thread IS NOT NULL
+BEGIN
+    UPDATE threads SET newest = NEW.seq WHERE id = NEW.thread;
+    DELETE FROM pending_writes WHERE thread = NEW.thread AND seq = NEW.parent;
+END
+""",
+)
+STALE: Final = "corral: the parent is not the newest checkpoint"
+"""The message of the trigger that refuses a stale parent."""
+
 _SCHEMA = (
     """
 CREATE TABLE corral_schema (
     version INTEGER NOT NULL,
     written_by TEXT NOT NULL
-);
+)""",
+    """
 CREATE TABLE threads (
     id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE
-);
+    name TEXT NOT NULL UNIQUE,
+    newest INTEGER
+)""",
+    """
 CREATE TABLE checkpoints (
     seq INTEGER PRIMARY KEY,
     thread INTEGER REFERENCES threads (id),
@@ -64,13 +95,22 @@ CREATE TABLE checkpoints (
     meta_is_delta INTEGER,
     data TEXT,
     CHECK ((thread IS NULL) = (data IS NOT NULL))
-);
+)""",
+    """
 CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
-    WHERE thread IS NOT NULL;
-CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL;
-"""
-    + _PENDING
+    WHERE thread IS NOT NULL""",
+    "CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL",
+    _PENDING,
+    *_NEWEST,
 )
+
+_FROM_2 = (
+    "ALTER TABLE threads ADD COLUMN newest INTEGER",
+    "UPDATE threads SET newest = (SELECT max(seq) FROM checkpoints WHERE thread = threads.id)",
+    _PENDING,
+    *_NEWEST,
+)
+"""Layout 2 to 3: the newest-checkpoint pointer and its triggers."""
 
 INSERT = """
 INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta)
@@ -90,7 +130,7 @@ WITH RECURSIVE up(seq, parent, stop) AS (
     FROM checkpoints WHERE seq = :seq AND thread = :thread
     UNION ALL
     SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
-    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.thread = :thread
+    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.seq < up.seq AND c.thread = :thread
     WHERE NOT up.stop
 )
 """ + ROW.replace(
@@ -191,29 +231,46 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     """Create the tables in a new file, or check the version of an existing one."""
-    conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file: one creates
-    try:
+    with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id == 0:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _SCHEMA:
+                conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        elif _check_version(conn, path) == 2:
+            for statement in _FROM_2:
+                conn.execute(statement)
+            conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
         else:
-            _check_version(conn, path)
             conn.execute(_PENDING)  # a file written before pending writes existed
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+    """Run the block in one transaction: committed at its end, rolled back on any exception.
+
+    ``BEGIN`` is inside the ``try``, so a ``KeyboardInterrupt`` that arrives as it returns
+    still ends the transaction; the rollback runs only while a transaction is open (a
+    failed ``COMMIT`` may already have ended it) and never hides the original error.
+    """
+    try:
+        conn.execute(begin)
+        yield
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         raise
 
 
-def _check_version(conn: sqlite3.Connection, path: str) -> None:
+def _check_version(conn: sqlite3.Connection, path: str) -> int:
+    """Return the file's layout version when this corral reads it, else raise."""
     try:
         row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -222,14 +279,15 @@ def _check_version(conn: sqlite3.Connection, path: str) -> None:
             f"version ({exc}); the file is damaged, move it away and start a new one"
         )
         raise CheckpointError(msg, path=path) from exc
-    if row is None or row[0] != SCHEMA_VERSION:
-        version, writer = row if row is not None else (None, "an unknown writer")
-        msg = (
-            f"{path!r} holds checkpoints in layout version {version!r} "
-            f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
-            "use the corral version that wrote them, or a new path"
-        )
-        raise CheckpointError(msg, path=path)
+    if row is not None and row[0] in (2, SCHEMA_VERSION):
+        return int(row[0])
+    version, writer = row if row is not None else (None, "an unknown writer")
+    msg = (
+        f"{path!r} holds checkpoints in layout version {version!r} "
+        f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
+        "use the corral version that wrote them, or a new path"
+    )
+    raise CheckpointError(msg, path=path)
 
 
 def error_for(

@@ -9,36 +9,43 @@ import json
 import os
 import sqlite3
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Final, Literal
 
-from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
 from corral.checkpoint.serde import (
-    TAG,
     Serializer,
     decode,
-    decode_checkpoint,
     encode,
+    encode_checkpoint,
     encode_record,
+)
+from corral.checkpoint.sqlite._reading import (
+    Damaged,
+    StoredValues,
+    check_chain,
+    damaged,
+    decode_row,
+    find_damaged_row,
 )
 from corral.checkpoint.sqlite._schema import (
     CHAIN,
     INSERT,
     INSERT_VALUE,
     ROW,
+    STALE,
+    busy,
     error_for,
     open_file,
+    transaction,
 )
-from corral.checkpoint.sqlite.packing import Last, Packer, digest, meta_text, plain
+from corral.checkpoint.sqlite.packing import Last, Packer, meta_text, plain
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
 
-_BLOB_CACHE_BYTES: Final = 8 << 20
-"""Bytes of blob text kept in memory for reading."""
 _KNOWN_CACHE: Final = 200_000
 """Hashes of committed blobs (and checkpoint ids) remembered before the caches are cleared."""
 _LAST_THREADS: Final = 64
@@ -91,21 +98,24 @@ class SqliteSaver:
         """Content hash -> blob id, for blobs known to be committed."""
         self._last: dict[str, Last] = {}
         """Per thread, what this process put last (for meta deltas and snapshot reuse)."""
-        self._blob_texts: OrderedDict[int, str] = OrderedDict()
-        self._blob_bytes = 0
+        self._values = StoredValues(self._blob_ids)
         with self._lock:
             self._connection()
 
     # -- the protocol ------------------------------------------------------------------
 
     def put(self, checkpoint: Checkpoint) -> None:
-        """Save ``checkpoint`` in one transaction.
+        """Save ``checkpoint`` in one transaction if ``checkpoint.expected`` is the thread's
+        newest checkpoint.
 
         Raises:
             SerializationError: a value JSON cannot hold (the message names where it sits).
+            ConcurrentRunError: another run of the thread committed first.
             CheckpointError: the id is already taken in the thread, the parent is unknown,
-                or the file cannot be written.
+                or the file cannot be written (the message says why: a full disk, a
+                read-only file, another process holding it).
         """
+        check_thread_id(checkpoint.thread_id)
         # The snapshot and meta are encoded while packing: unchanged list items and plain
         # meta values skip the general encoder; so do updates of JSON values only (the
         # encoder would return an equal copy, and packing only reads them).
@@ -121,16 +131,18 @@ class SqliteSaver:
             ]
             for node, update in checkpoint.writes
         ]
-        with self._lock:  # errors converted inline: a context manager costs ~1 us a put
+        with self._lock, self._errors("write a checkpoint to"):
+            conn = self._connection()
             try:
-                conn = self._connection()
-                try:
-                    self._put(conn, checkpoint, writes, ensure_ascii=False)
-                except UnicodeEncodeError:
-                    # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
-                    self._put(conn, checkpoint, writes, ensure_ascii=True)
-            except sqlite3.DatabaseError as exc:
-                raise error_for(self.path, self.timeout_s, "write a checkpoint to", exc) from exc
+                self._put(conn, checkpoint, writes, ensure_ascii=False)
+            except UnicodeEncodeError:
+                # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
+                self._put(conn, checkpoint, writes, ensure_ascii=True)
+            except (ValueError, RecursionError):
+                # Packing met what the shortcuts let through (an int too long for JSON):
+                # the encoder names where it sits.
+                encode_checkpoint(checkpoint, serializer)
+                raise
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -142,6 +154,7 @@ class SqliteSaver:
             CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the file
                 cannot be written.
         """
+        check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
         with self._lock, self._errors("record a finished task in"):
             conn = self._connection()
@@ -152,44 +165,40 @@ class SqliteSaver:
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        check_thread_id(thread_id)
         with self._lock, self._errors("read checkpoints from"), self._read() as conn:
             thread = self._thread(conn, thread_id, create=False)
-            if thread is None:
+            seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
+            if thread is None or seq is None:
                 return {}
-            seq = self._seq(conn, thread, checkpoint_id)
-            if seq is None:
-                return {}
-            rows = conn.execute(
+            resolve = self._values.resolver(conn)
+            out: dict[int, dict[str, Any]] = {}
+            for task, text in conn.execute(
                 "SELECT task, record FROM pending_writes WHERE thread = ? AND seq = ? "
                 "ORDER BY task",
                 (thread, seq),
-            ).fetchall()
-            resolve = self._resolver(conn)
-            out: dict[int, dict[str, Any]] = {}
-            for task, text in rows:
+            ).fetchall():
                 where = f"task {task} after checkpoint {checkpoint_id!r}"
                 try:
-                    tree = json.loads(text)
-                except ValueError as exc:
-                    msg = (
-                        f"the record of {where} of thread {thread_id!r} in {self.path!r} is "
-                        f"damaged ({exc}); resume from an earlier checkpoint or a new thread"
+                    out[int(task)] = decode(
+                        json.loads(text), serializer=self.serializer, resolve=resolve, where=where
                     )
-                    raise CheckpointError(msg, path=self.path) from exc
-                out[int(task)] = decode(
-                    tree, serializer=self.serializer, resolve=resolve, where=where
-                )
+                except CheckpointError:
+                    raise
+                except Exception as exc:
+                    damaged(self.path, thread_id, checkpoint_id, Damaged(f"{where}: {exc!r}"))
             return out
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
-        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+        check_thread_id(thread_id)
+        with self._lock, self._errors(f"read thread {thread_id!r} from"), self._read() as conn:
             thread = self._thread(conn, thread_id, create=False)
             if thread is None:
                 return []
             if checkpoint_id is None:
                 found = conn.execute(
-                    "SELECT max(seq) FROM checkpoints WHERE thread = ?", (thread,)
+                    "SELECT newest FROM threads WHERE id = ?", (thread,)
                 ).fetchone()
             else:
                 found = conn.execute(
@@ -199,19 +208,19 @@ class SqliteSaver:
             if found is None or found[0] is None:
                 return []
             params = {"thread": thread, "seq": found[0]}
-            rows = conn.execute(CHAIN + " ORDER BY k.seq", params).fetchall()
-            metas: dict[str, Any] = {}
-            return [self._decode(conn, thread_id, row, metas) for row in rows]
+            chain = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
+            check_chain(self.path, thread_id, chain)
+            return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
-        with self._lock, self._errors("read checkpoints from"), self._read() as conn:
+        check_thread_id(thread_id)
+        with self._lock, self._errors(f"read thread {thread_id!r} from"), self._read() as conn:
             thread = self._thread(conn, thread_id, create=False)
             if thread is None:
                 return []
-            rows = conn.execute(ROW + " WHERE k.thread = ? ORDER BY k.seq", (thread,))
-            metas: dict[str, Any] = {}
-            return [self._decode(conn, thread_id, row, metas) for row in rows.fetchall()]
+            query = ROW + " WHERE k.thread = ? ORDER BY k.seq"
+            return self._rows(conn, thread, thread_id, query, (thread,))
 
     # -- extras ------------------------------------------------------------------------
 
@@ -273,13 +282,14 @@ class SqliteSaver:
         new_blobs: dict[bytes, int] = {}
         new_thread: int | None = None
         last = self._last.get(checkpoint.thread_id)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             thread = self._thread(conn, checkpoint.thread_id, create=True)
             assert thread is not None
             if checkpoint.thread_id not in self._threads:
                 new_thread = thread
             parent = self._parent(conn, thread, checkpoint)
+            if checkpoint.newest_read is not None:
+                self._fork(conn, thread, checkpoint, parent)
             packer = Packer(
                 _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
             )
@@ -298,23 +308,13 @@ class SqliteSaver:
                 + "]",
                 *meta_text(meta_texts, checkpoint, last),
             )
-            try:
+            try:  # its triggers check the newest, move it, and drop the parent's pending writes
                 seq = conn.execute(INSERT, row).lastrowid
                 assert seq is not None
             except sqlite3.IntegrityError as exc:
-                msg = (
-                    f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
-                    f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
-                )
-                raise CheckpointError(msg, path=self.path) from exc
-            if parent is not None:  # the parent's superstep is now in this checkpoint
-                conn.execute(
-                    "DELETE FROM pending_writes WHERE thread = ? AND seq = ?", (thread, parent)
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+                if str(exc) == STALE:
+                    raise self._stale(conn, thread, checkpoint) from None
+                raise _taken(checkpoint, self.path) from exc
         # Only now is it all committed, so only now may the caches remember it.
         if new_thread is not None:
             self._threads[checkpoint.thread_id] = new_thread
@@ -342,8 +342,7 @@ class SqliteSaver:
         ensure_ascii: bool,
     ) -> None:
         new_blobs: dict[bytes, int] = {}
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             thread = self._thread(conn, thread_id, create=False)
             seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
             if thread is None or seq is None:
@@ -360,10 +359,6 @@ class SqliteSaver:
                 "VALUES (?, ?, ?, ?)",
                 (thread, seq, task, packer.record(tree)),
             )
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
         self._known_blobs(new_blobs)
 
     def _seq(self, conn: sqlite3.Connection, thread: int, checkpoint_id: str) -> int | None:
@@ -408,84 +403,64 @@ class SqliteSaver:
             raise CheckpointError(msg, path=self.path)
         return seq
 
+    def _fork(
+        self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint, parent: int | None
+    ) -> None:
+        """Move the thread's newest pointer to a fork's parent, if the newest is still the
+        one the writer read (the row's own trigger then accepts it)."""
+        assert checkpoint.newest_read is not None
+        expected = self._seq(conn, thread, checkpoint.newest_read)
+        moved = conn.execute(
+            "UPDATE threads SET newest = ? WHERE id = ? AND newest IS ? AND ? IS NOT NULL",
+            (parent, thread, expected, expected),
+        ).rowcount
+        if not moved:
+            raise self._stale(conn, thread, checkpoint)
+
+    def _stale(
+        self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint
+    ) -> CheckpointError:
+        """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
+        if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
+            return _taken(checkpoint, self.path)
+        row = conn.execute(
+            "SELECT c.checkpoint_id FROM threads AS t JOIN checkpoints AS c ON c.seq = t.newest "
+            "WHERE t.id = ?",
+            (thread,),
+        ).fetchone()
+        return stale_parent(checkpoint, None if row is None else row[0], self.path)
+
     # -- reading -----------------------------------------------------------------------
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """Yield the connection inside a read transaction: one consistent, committed view."""
         conn = self._connection()
-        conn.execute("BEGIN")
-        try:
+        with transaction(conn, "BEGIN"):
             yield conn
-        finally:
-            conn.execute("COMMIT")
 
-    def _decode(
+    def _rows(
         self,
         conn: sqlite3.Connection,
+        thread: int,
         thread_id: str,
-        row: tuple[Any, ...],
-        metas: dict[str, Any],
-    ) -> Checkpoint:
-        """Decode one row; ``metas`` holds the meta of the rows decoded before it (by id)."""
-        _seq, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta = row
+        query: str,
+        params: Any,
+    ) -> list[Checkpoint]:
+        """Fetch and decode checkpoint rows; damage is named by file, thread and checkpoint."""
         try:
-            trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
-            meta_tree = json.loads(meta)
-            if meta_is_delta:
-                delta = meta_tree if meta_tree.get(TAG) == "delta" else {"v": meta_tree}
-                meta_tree = {**metas[parent_id], **delta["v"]}
-                for key in delta.get("del", ()):
-                    meta_tree.pop(key, None)
-            metas[checkpoint_id] = meta_tree
-            trees.append(meta_tree)
-        except (ValueError, KeyError, TypeError) as exc:
-            msg = (
-                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {self.path!r} is "
-                f"damaged ({exc!r}); resume from an earlier checkpoint or start a new thread"
-            )
-            raise CheckpointError(msg, path=self.path) from exc
-        return decode_checkpoint(
-            (thread_id, checkpoint_id, parent_id),
-            *trees,
-            serializer=self.serializer,
-            resolve=self._resolver(conn),
-        )
-
-    def _resolver(self, conn: sqlite3.Connection) -> Callable[[int], Any]:
-        def resolve(blob_id: int) -> Any:
-            text = self._blob_texts.get(blob_id)
-            if text is None:
-                row = conn.execute(
-                    "SELECT data FROM checkpoints WHERE seq = ?", (blob_id,)
-                ).fetchone()
-                if row is None or row[0] is None:
-                    msg = (
-                        f"{self.path!r} is damaged: stored value {blob_id} is missing; "
-                        "resume from an earlier checkpoint or start a new thread"
-                    )
-                    raise CheckpointError(msg, path=self.path)
-                text = str(row[0])
-                self._remember(blob_id, text)
-                # Whatever this process has read it can share: a resumed run's next
-                # snapshot refers to the items its chain already stored.
-                self._blob_ids[digest(text)] = blob_id
-            else:
-                self._blob_texts.move_to_end(blob_id)
-            try:
-                return json.loads(text)
-            except ValueError as exc:
-                msg = f"{self.path!r} is damaged: stored value {blob_id} is not JSON ({exc})"
-                raise CheckpointError(msg, path=self.path) from exc
-
-        return resolve
-
-    def _remember(self, blob_id: int, text: str) -> None:
-        self._blob_texts[blob_id] = text
-        self._blob_bytes += len(text)
-        while self._blob_bytes > _BLOB_CACHE_BYTES and self._blob_texts:
-            _, old = self._blob_texts.popitem(last=False)
-            self._blob_bytes -= len(old)
+            rows = conn.execute(query, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if busy(exc):
+                raise
+            find_damaged_row(conn, self.path, thread, thread_id, exc)
+        except (sqlite3.DatabaseError, ValueError) as exc:
+            find_damaged_row(conn, self.path, thread, thread_id, exc)
+        resolve = self._values.resolver(conn)
+        metas: dict[str, Any] = {}
+        return [
+            decode_row(self.path, self.serializer, resolve, thread_id, row, metas) for row in rows
+        ]
 
     @contextmanager
     def _errors(self, verb: str) -> Iterator[None]:
@@ -494,6 +469,14 @@ class SqliteSaver:
             yield
         except sqlite3.DatabaseError as exc:
             raise error_for(self.path, self.timeout_s, verb, exc) from exc
+
+
+def _taken(checkpoint: Checkpoint, path: str) -> CheckpointError:
+    msg = (
+        f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
+        f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+    )
+    return CheckpointError(msg, path=path)
 
 
 def _store_in(conn: sqlite3.Connection) -> Callable[[str], int]:
