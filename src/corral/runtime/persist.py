@@ -69,6 +69,7 @@ class ThreadWriter(CheckpointWriter):
         since_snapshot: int,
         run: int,
         force_snapshot: bool,
+        newest_read: str | None = None,
     ) -> None:
         self.checkpointer = checkpointer
         self.tables = tables
@@ -78,6 +79,8 @@ class ThreadWriter(CheckpointWriter):
         self.since_snapshot = since_snapshot
         self.run = run
         self.force_snapshot = force_snapshot
+        self.newest_read = newest_read
+        """For a fork, the thread's newest checkpoint when the run read it (first put only)."""
         self.last_status = ""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
@@ -169,8 +172,10 @@ class ThreadWriter(CheckpointWriter):
             snapshot=snapshot,
             writes=[(node, dict(update)) for node, update in writes],
             meta=meta,
+            newest_read=self.newest_read,
         )
         self.checkpointer.put(checkpoint)
+        self.newest_read = None
         self.parent_id = checkpoint_id
         self.seq = seq
         self.since_snapshot = since

@@ -97,11 +97,11 @@ def start(
             raise unknown_thread(thread_id, checkpoint_id)
     rs = new_run(settings, max_steps, thread_id, deps)
     _watch(rs, emit, buffer)
-    forked = checkpoint_id is not None and _is_fork(saver, thread_id, checkpoint_id)
+    newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
-        _continue(rs, saver, chain, forked, resume)
+        _continue(rs, saver, chain, newest_read, resume)
     else:
-        _start_on_thread(rs, saver, chain, input)
+        _start_on_thread(rs, saver, chain, input, newest_read)
     return rs
 
 
@@ -136,7 +136,13 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
 
 
 def _writer(
-    saver: Checkpointer, rs: RunState, last: Checkpoint | None, *, new_run: bool, forked: bool
+    saver: Checkpointer,
+    rs: RunState,
+    last: Checkpoint | None,
+    *,
+    new_run: bool,
+    forked: bool,
+    newest_read: str | None,
 ) -> persist.ThreadWriter:
     meta = last.meta if last is not None else {}
     run = int(meta.get("run", 0 if new_run else 1))
@@ -150,15 +156,17 @@ def _writer(
         since_snapshot=int(meta.get("since_snapshot", 0)),
         run=run + 1 if new_run else run,
         force_snapshot=forked or new_run,  # the first checkpoint of every run has a snapshot
+        newest_read=newest_read,
     )
 
 
 def _start_on_thread(
-    rs: RunState, saver: Checkpointer, chain: list[Checkpoint], input: Any
+    rs: RunState, saver: Checkpointer, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
     base = persist.rebuild(rs.tables, chain) if chain else {}
     _start_fresh(rs, base, input)
-    writer = _writer(saver, rs, chain[-1] if chain else None, new_run=True, forked=False)
+    last = chain[-1] if chain else None
+    writer = _writer(saver, rs, last, new_run=True, forked=False, newest_read=newest_read)
     rs.checkpoints = writer
     # The input checkpoint carries a snapshot, so the reducer keys that started empty
     # need no write of their own.
@@ -174,14 +182,15 @@ def _continue(
     rs: RunState,
     saver: Checkpointer,
     chain: list[Checkpoint],
-    forked: bool,
+    newest_read: str | None,
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
     rs.values = persist.rebuild(rs.tables, chain)
     rs.flat = is_flat(rs.values)
     persist.load(rs, rs.tables, last, saver)
-    writer = _writer(saver, rs, last, new_run=False, forked=forked)
+    forked = newest_read is not None
+    writer = _writer(saver, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
     meta = last.meta
@@ -224,9 +233,14 @@ def _match_answers(thread_id: str, ids: list[str], value: Any) -> dict[str, Any]
     raise ThreadStateError(msg, thread_id=thread_id)
 
 
-def _is_fork(saver: Checkpointer, thread_id: str, checkpoint_id: str) -> bool:
+def _newest_if_fork(saver: Checkpointer, thread_id: str, checkpoint_id: str | None) -> str | None:
+    """Return the thread's newest checkpoint when ``checkpoint_id`` is an older one (a fork:
+    its first put names that newest for the compare-and-set), else ``None``."""
+    if checkpoint_id is None:
+        return None
     latest = saver.chain(thread_id)
-    return not latest or latest[-1].checkpoint_id != checkpoint_id
+    newest = latest[-1].checkpoint_id if latest else None
+    return newest if newest != checkpoint_id else None
 
 
 def unknown_thread(thread_id: str, checkpoint_id: str | None) -> CheckpointError:
@@ -342,7 +356,8 @@ def update_state(
             extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
         if "reroute" in meta:
             extra["reroute"] = meta["reroute"]
-    writer = _writer(saver, rs, base, new_run=False, forked=True)
+    newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
+    writer = _writer(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
     writer.put(rs, [(writer_name, update)], status, "update", pauses, extra)
     assert rs.checkpoint_id is not None
