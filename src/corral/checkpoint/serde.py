@@ -121,12 +121,18 @@ class Serializer(Protocol):
 
 
 def encode(
-    value: Any, *, serializer: Serializer | None = None, where: str = "value", owner: str = ""
+    value: Any,
+    *,
+    serializer: Serializer | None = None,
+    where: str = "value",
+    owner: str = "",
+    depth: int = 0,
 ) -> Any:
     """Return ``value`` as a tree of plain JSON values, tagging what JSON cannot hold.
 
     ``where`` names the value in error messages (``"state"`` gives ``state['drafts'][2]``);
-    ``owner`` is added after it (``"written by node 'draft'"``).
+    ``owner`` is added after it (``"written by node 'draft'"``); ``depth`` is how deep
+    ``value`` sits in what is stored (for :data:`MAX_DEPTH`).
 
     >>> encode({"pair": (1, 2), "tags": {"b"}})
     {'pair': {'$corral': 'tuple', 'v': [1, 2]}, 'tags': {'$corral': 'set', 'v': ['b']}}
@@ -134,7 +140,7 @@ def encode(
     Raises:
         SerializationError: a value that neither JSON, the tags nor ``serializer`` can store.
     """
-    return _Encoder(serializer, owner).encode(value, where)
+    return _Encoder(serializer, owner).encode(value, where, depth)
 
 
 def decode(
@@ -202,9 +208,9 @@ class _Encoder:
         self.serializer = serializer
         self.owner = f" ({owner})" if owner else ""
 
-    def encode(self, value: Any, where: str) -> Any:
+    def encode(self, value: Any, where: str, depth: int = 0) -> Any:
         try:
-            return self.tree(value)
+            return self.tree(value, depth)
         except _Unstorable as err:
             location = where + "".join(reversed(err.path))
             shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"

@@ -29,7 +29,7 @@ from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final, NamedTuple
 
 from corral.checkpoint.base import Checkpoint
-from corral.checkpoint.serde import TAG, Serializer, encode
+from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 
 __all__ = ["MIN_BLOB", "Last", "ListPacking", "Packer", "digest", "meta_text", "plain", "ref"]
@@ -111,7 +111,7 @@ class Packer:
                 texts[k] = (
                     _scalar_json(v)
                     or self.short(v)
-                    or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]"))
+                    or self.text(encode(v, serializer=serializer, where=f"meta[{k!r}]", depth=1))
                 )
         return texts
 
@@ -122,7 +122,7 @@ class Packer:
         the encoder and the packer would produce exactly this text, at several times the
         cost.
         """
-        if not plain(value):
+        if not plain(value, 1):
             return None
         text: str = self.dumps(value)
         return text if len(text) < MIN_BLOB else None
@@ -172,7 +172,9 @@ class Packer:
             if type(value) is list:
                 raw, trees, items, ranges = self.reuse(value, earlier.get(key))
                 for i in range(len(raw), len(value)):
-                    tree = encode(value[i], serializer=self.serializer, where=f"{where}[{i}]")
+                    tree = encode(
+                        value[i], serializer=self.serializer, where=f"{where}[{i}]", depth=2
+                    )
                     raw.append(value[i])
                     trees.append(tree)
                     item = self.item(tree)
@@ -190,7 +192,7 @@ class Packer:
                 if len(text) >= MIN_BLOB:
                     text = ref(self.blob(text))
             else:
-                text = self.text(encode(value, serializer=self.serializer, where=where))
+                text = self.text(encode(value, serializer=self.serializer, where=where, depth=1))
             parts.append(f"{self.dumps(key)}:{text}")
         return "{" + ",".join(parts) + "}", lists
 
@@ -291,20 +293,25 @@ _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _STR: Final = frozenset({str})
 
 
-def plain(value: Any) -> bool:
-    """Return whether ``value`` is made of JSON types only (the encoder leaves it as it is)."""
+def plain(value: Any, depth: int = 0) -> bool:
+    """Return whether ``value`` is made of JSON types only, nested no deeper than the
+    encoder allows (so the encoder would leave it as it is)."""
     kind = type(value)
     if kind in _PLAIN_SCALARS:
         return True
+    if depth >= MAX_DEPTH:
+        return False
     if kind is list:  # a list or dict of scalars is checked by one C loop
-        return _PLAIN_SCALARS.issuperset(map(type, value)) or all(map(plain, value))
+        return _PLAIN_SCALARS.issuperset(map(type, value)) or all(
+            [plain(x, depth + 1) for x in value]
+        )
     if kind is dict:
         return (
             TAG not in value
             and _STR.issuperset(map(type, value))
             and (
                 _PLAIN_SCALARS.issuperset(map(type, value.values()))
-                or all(map(plain, value.values()))
+                or all([plain(x, depth + 1) for x in value.values()])
             )
         )
     return False

@@ -1,0 +1,84 @@
+"""Bad input to a checkpointer is a named error, the same in MemorySaver and SqliteSaver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral import CheckpointError, MemorySaver, SerializationError, SqliteSaver
+from corral.checkpoint import Checkpoint
+from corral.checkpoint.serde import MAX_DEPTH
+
+
+def nested(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def cyclic() -> list[Any]:
+    value: list[Any] = [1]
+    value.append(value)
+    return value
+
+
+BAD: dict[str, tuple[dict[str, Any], str]] = {
+    "deep": ({"tree": nested(500)}, "['tree']" + "[0]" * (MAX_DEPTH - 1)),
+    "cycle": ({"log": ["a", cyclic()]}, "['log'][1]" + "[1]" * (MAX_DEPTH - 2)),
+    "huge int": ({"v": 10**5000}, "['v']"),
+    "huge int in a list": ({"v": [1, 2, -(10**4400)]}, "['v'][2]"),
+}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "memory":
+        return MemorySaver()
+    return SqliteSaver(tmp_path / "c.sqlite")
+
+
+@pytest.mark.parametrize("case", list(BAD))
+@pytest.mark.parametrize("part", ["state", "update", "meta"])
+def test_values_json_cannot_hold_are_named(saver: Any, case: str, part: str) -> None:
+    """Cycles, nesting deeper than MAX_DEPTH and ints too long for JSON raise
+    SerializationError at the same location in both savers; nothing is stored."""
+    value, suffix = BAD[case]
+    saver.put(Checkpoint("t", "0", None, {"ok": 1}))
+    if part == "state":
+        checkpoint = Checkpoint("t", "1", "0", value)
+        where = "state"
+    elif part == "update":
+        checkpoint = Checkpoint("t", "1", "0", None, [("node", value)])
+        where = "update"
+    else:
+        checkpoint = Checkpoint("t", "1", "0", None, [], value)
+        where = "meta"
+    with pytest.raises(SerializationError) as info:
+        saver.put(checkpoint)
+    assert info.value.location == where + suffix
+    assert [c.checkpoint_id for c in saver.checkpoints("t")] == ["0"]
+    saver.put(Checkpoint("t", "1", "0", None, [("node", {"ok": 2})]))  # the saver goes on
+
+
+def test_nesting_up_to_the_limit_is_stored(saver: Any) -> None:
+    """A value nested MAX_DEPTH levels deep (state included) round-trips."""
+    value = {"tree": nested(MAX_DEPTH - 1)}
+    saver.put(Checkpoint("t", "0", None, value, [("n", value)], value))
+    (back,) = saver.chain("t")
+    assert back.snapshot == value and back.writes == [("n", value)] and back.meta == value
+
+
+@pytest.mark.parametrize("thread_id", [object(), 7, None, ["t"]])
+def test_a_thread_id_that_is_not_a_str_is_named(saver: Any, thread_id: Any) -> None:
+    """A thread id of another type is refused as such, not reported as a damaged file."""
+    for call in (
+        lambda: saver.chain(thread_id),
+        lambda: saver.checkpoints(thread_id),
+        lambda: saver.put(Checkpoint(thread_id, "1", None, {})),
+    ):
+        with pytest.raises(CheckpointError, match=r"thread_id=.* is a \w+, not a str") as info:
+            call()
+        assert "damaged" not in str(info.value)
