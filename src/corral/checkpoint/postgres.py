@@ -417,7 +417,7 @@ class PostgresSaver:
             "invoke(None, thread_id=...) to go on from there"
         )
         return ConcurrentRunError(
-            msg, thread_id=thread, expected=parent, newest=newest, path=self.where
+            msg, thread_id=thread, expected=checkpoint.expected, newest=newest, path=self.where
         )
 
     def _known(self, blobs: dict[bytes, int]) -> None:
