@@ -207,7 +207,7 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
         ]
         if own:
             conn.execute("COMMIT")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         if own and conn.in_transaction:
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -293,15 +293,40 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
 def error_for(
     path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError
 ) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error of SQLite while doing ``verb``."""
-    if isinstance(exc, sqlite3.OperationalError):
-        if busy(exc):
-            msg = (
-                f"cannot {verb} {path!r}: another process held it for more than "
-                f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
-            )
-        else:
-            msg = f"cannot {verb} {path!r}: {exc}"
+    """Return the ``CheckpointError`` for an error of SQLite while doing ``verb``: what is
+    actually wrong (another process, a full disk, permissions, damage) and a way out."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+        msg = (
+            f"cannot {verb} {path!r}: another process held it for more than "
+            f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
+        )
+    elif name.startswith("SQLITE_FULL"):
+        msg = (
+            f"cannot {verb} {path!r}: the disk is full (SQLite: {exc}); every checkpoint "
+            "committed before is kept: free space, then continue with invoke(None, thread_id=...)"
+        )
+    elif name.startswith("SQLITE_IOERR"):
+        msg = (
+            f"cannot {verb} {path!r}: the disk refused a write or read ({name}: {exc}); the "
+            "disk may be full or failing, or the file larger than this process may write "
+            "(ulimit -f); every checkpoint committed before is kept"
+        )
+    elif name.startswith("SQLITE_READONLY"):
+        msg = (
+            f"cannot {verb} {path!r}: the file or its folder is read-only for this process "
+            f"({name}); give it write permission (the folder too: SQLite writes -wal and -shm "
+            "files beside it), or only read from it"
+        )
+    elif name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
+        msg = (
+            f"cannot {verb} {path!r}: it cannot be opened ({name}: {exc}); check that the "
+            "path exists and that this process may read it and write in its folder"
+        )
+    elif isinstance(exc, sqlite3.OperationalError) and not name.startswith(
+        ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+    ):
+        msg = f"cannot {verb} {path!r}: {exc}"
     else:
         msg = (
             f"cannot {verb} {path!r}: {exc}; the file is damaged or not a corral "

@@ -469,6 +469,12 @@ class SqliteSaver:
             yield
         except sqlite3.DatabaseError as exc:
             raise error_for(self.path, self.timeout_s, verb, exc) from exc
+        except UnicodeDecodeError as exc:  # a name or text that is not UTF-8: damage
+            msg = (
+                f"cannot {verb} {self.path!r}: a stored text is not UTF-8 ({exc}); the file "
+                "is damaged: move it away (resume is impossible from it) or pass a new path"
+            )
+            raise CheckpointError(msg, path=self.path) from exc
 
 
 def _taken(checkpoint: Checkpoint, path: str) -> CheckpointError:

@@ -1,0 +1,139 @@
+"""A full disk and a damaged file: a CheckpointError that says so, and nothing lost."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral import CheckpointError, SqliteSaver
+from corral.checkpoint import Checkpoint
+
+FILES = 60
+"""Files damaged by the seeded random-corruption test."""
+
+
+def write_thread(path: Path, steps: int = 30) -> None:
+    """Write a thread whose writes store values once and whose snapshots refer to them."""
+    with SqliteSaver(path) as saver:
+        parent = None
+        log: list[str] = []
+        for i in range(steps):
+            item = f"message {i} " * 20
+            log.append(item)
+            snapshot = {"log": list(log), "n": i} if i % 5 == 0 else None
+            meta = {"step": i, "next": ["chat"], "status": "running"}
+            saver.put(Checkpoint("t", f"c{i}", parent, snapshot, [("chat", {"log": [item]})], meta))
+            parent = f"c{i}"
+        saver.put_writes("t", parent, 0, {"task": 0, "node": "chat", "update": {"n": 1}})
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def read_everything(path: Path) -> None:
+    with SqliteSaver(path) as saver:
+        saver.threads()
+        saver.chain("t")
+        for checkpoint in saver.checkpoints("t"):
+            saver.chain("t", checkpoint.checkpoint_id)
+        saver.pending_writes("t", "c29")
+
+
+def test_random_damage_is_always_a_checkpoint_error(tmp_path: Path) -> None:
+    """FILES copies of one file, each with 1-30 random bytes changed: reading all of each
+    either works (the bytes were unused or inside a text) or raises CheckpointError naming
+    the file; never another exception, never an empty thread in place of a damaged one."""
+    template = tmp_path / "template.sqlite"
+    write_thread(template)
+    data = template.read_bytes()
+    rng = random.Random(18)
+    errors = 0
+    for i in range(FILES):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 30)):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        path = tmp_path / f"damaged-{i}.sqlite"
+        path.write_bytes(bytes(damaged))
+        try:
+            read_everything(path)
+        except CheckpointError as exc:
+            errors += 1
+            assert str(path) in str(exc)
+    assert errors >= FILES // 4
+
+
+ROWS: dict[str, tuple[str, str]] = {
+    "meta is a list": ("meta", "[1, 2]"),
+    "writes are an object": ("writes", '{"a": 1}'),
+    "writes are not pairs": ("writes", '[["chat"]]'),
+    "update is not an object": ("writes", '[["chat", 5]]'),
+    "snapshot is not JSON": ("snapshot", "{'log': "),
+    "meta is not JSON": ("meta", "\x00"),
+    "text is not UTF-8": ("writes", "CAST(x'ff5b5d' AS TEXT)"),
+    "a stored value is missing": ("snapshot", '{"log": {"$corral": 999999}, "n": 0}'),
+    "nesting too deep to read": ("writes", "[" * 100_000 + "]" * 100_000),
+}
+
+
+@pytest.mark.parametrize("case", list(ROWS))
+def test_a_hand_edited_row_names_file_thread_and_checkpoint(tmp_path: Path, case: str) -> None:
+    """Each kind of damage to one row gives CheckpointError naming the file, the thread
+    and the checkpoint, whichever read meets it."""
+    path = tmp_path / "c.sqlite"
+    write_thread(path, steps=3)
+    column, text = ROWS[case]
+    conn = sqlite3.connect(path)
+    value = text if text.startswith("CAST") else "?"
+    params: tuple[Any, ...] = () if text.startswith("CAST") else (text,)
+    conn.execute(f"UPDATE checkpoints SET {column} = {value} WHERE checkpoint_id = 'c0'", params)
+    conn.commit()
+    conn.close()
+    for read in ("chain", "checkpoints"):
+        with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
+            getattr(saver, read)("t")
+        message = str(info.value)
+        assert str(path) in message and "'t'" in message and "'c0'" in message, message
+
+
+def test_a_full_disk_is_named_and_loses_nothing(tmp_path: Path) -> None:
+    """A process whose files may not grow (RLIMIT_FSIZE, as on a full disk) gets a
+    CheckpointError that says the disk refused the write; every checkpoint it had
+    committed is still there, and the file is usable once there is room."""
+    path = tmp_path / "c.sqlite"
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        from corral import CheckpointError, SqliteSaver
+        from corral.checkpoint import Checkpoint
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        saver = SqliteSaver({str(path)!r})
+        saver.put(Checkpoint("t", "0", None, {{"n": 0}}))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, resource.RLIM_INFINITY))
+        parent = "0"
+        for i in range(1, 1000):
+            try:
+                update = {{"blob": ("x%d" % i) * 3000}}
+                saver.put(Checkpoint("t", str(i), parent, None, [("n", update)]))
+            except CheckpointError as exc:
+                print(parent)
+                print(exc)
+                break
+            parent = str(i)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    last, message = done.stdout.splitlines()[:2]
+    assert "disk" in message and str(path) in message and "kept" in message, message
+    with SqliteSaver(path) as saver:
+        assert saver.chain("t")[-1].checkpoint_id == last
+        assert len(saver.checkpoints("t")) == int(last) + 1
+        saver.put(Checkpoint("t", "next", last, None, [("n", {"blob": "y"})]))
