@@ -248,6 +248,10 @@ class _Encoder:
                 keys = ((k, k) for k in value)
                 raise err.within(value, keys, "<key {!r}>", value.items(), "[{!r}]") from None
             return {TAG: "dict", "v": pairs}
+        return self._tagged(value, kind, inner)
+
+    def _tagged(self, value: Any, kind: type[Any], inner: int) -> Any:
+        """Encode a value JSON has no plain form for (tuple, set, Overwrite, Send, bytes...)."""
         if kind is tuple:
             try:
                 return {TAG: "tuple", "v": [self.tree(item, inner) for item in value]}
