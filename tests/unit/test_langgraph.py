@@ -400,3 +400,27 @@ def test_ported_graphs_have_the_same_routes(make: Any) -> None:
     assert corral_routes == {(s, t) for s, t, _ in routes(make())}
     in_langgraph = {d.code for d in check(make()) if d.code not in ("CR109", "CR201", "CR204")}
     assert {d.code for d in g.check()} == in_langgraph  # the loop is guarded; CR301 stays
+
+
+def test_langgraphs_prebuilt_react_agent_is_read() -> None:
+    """create_react_agent's graph (Send to tools, a path_map) reads; its loop is CR201."""
+    import warnings
+
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    class Model(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **options: Any) -> Any:
+            return self
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        agent = create_react_agent(Model(messages=iter([AIMessage("hi")])), [add])
+    assert codes(check(agent)) == [("CR201", ("agent", "tools"))]
+    assert ("agent", "tools", "send") in routes(agent)

@@ -176,7 +176,8 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
     sent = sends.names if sends is not None else ()
     unmapped: tuple[str, ...] = ()
     if ends is not None:
-        targets = TargetSet((*_names(dict(ends).values()), *sent), many=bool(sent), sends=sent)
+        names = tuple(dict.fromkeys((*_names(dict(ends).values()), *sent)))
+        targets = TargetSet(names, many=bool(sent), sends=sent)
         values = _router_values(func) if func is not None else None
         if values is not None and all(isinstance(k, str) for k in ends):
             unmapped = tuple(v for v in values if v not in ends)
