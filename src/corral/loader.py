@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from corral.analysis.diagnostic import Diagnostic
 from corral.dsl import Graph
 from corral.errors import GraphError
 from corral.runtime.app import CompiledGraph
@@ -57,6 +58,7 @@ __all__ = [
     "UnreadableFile",
     "UsageError",
     "display_path",
+    "dotted_name",
     "exclude_patterns",
     "find_targets",
     "is_excluded",
@@ -86,6 +88,8 @@ class Target:
     """Every attribute name that refers to this target."""
     failed: bool = False
     """True when the module's import failed after defining this graph (a partial module)."""
+    langgraph: Any = None
+    """A LangGraph ``StateGraph`` or compiled graph (then ``graph`` and ``app`` are ``None``)."""
 
     @property
     def label(self) -> str:
@@ -100,6 +104,10 @@ class Target:
 
     def spec(self) -> GraphSpec:
         """Return the target's spec (read now for a ``Graph``, as compiled for an app)."""
+        if self.langgraph is not None:
+            from corral import langgraph
+
+            return langgraph.spec(self.langgraph, self.name)
         if self.graph is not None:
             module = self.module
             if module is None or sys.modules.get(module.__name__) is not None:
@@ -111,6 +119,16 @@ class Target:
                 sys.modules.pop(module.__name__, None)
         assert self.app is not None
         return self.app.spec
+
+    def check(self) -> list[Diagnostic]:
+        """Return the target's findings (a LangGraph graph's under LangGraph's semantics)."""
+        if self.langgraph is not None:
+            from corral import langgraph
+
+            return langgraph.check(self.langgraph)
+        from corral.analysis import analyse
+
+        return analyse(self.spec())
 
 
 @dataclass(frozen=True)
@@ -247,6 +265,11 @@ def _is_dotted(path: str) -> bool:
     )
 
 
+def dotted_name(file: str) -> str:
+    """Return the name ``file`` is imported by from the folder above its top package."""
+    return _module_name(Path(file).resolve())[0]
+
+
 def _module_name(file: Path) -> tuple[str, Path]:
     """Return the dotted name of ``file`` and the folder its top package lives in."""
     parts = [] if file.name == "__init__.py" else [file.stem]
@@ -364,6 +387,7 @@ def find_targets(
     """
     found: list[Target] = []
     apps: list[tuple[str, CompiledGraph[Any]]] = []
+    langgraphs: list[tuple[str, Any]] = []
     for attr, value in list(vars(module).items()):
         if isinstance(value, Graph):
             known = seen.get(id(value))
@@ -377,6 +401,8 @@ def find_targets(
             found.append(target)
         elif isinstance(value, CompiledGraph):
             apps.append((attr, value))
+        elif _is_langgraph(value):
+            langgraphs.append((attr, value))
     for attr, app in apps:
         known = seen.get(id(app))
         if known is not None:
@@ -391,6 +417,38 @@ def find_targets(
             continue
         target = Target(attr, source, app=app, aliases=(attr,), failed=failed)
         seen[id(app)] = target
+        found.append(target)
+    found += _langgraph_targets(langgraphs, source, seen, failed=failed)
+    return found
+
+
+def _is_langgraph(value: object) -> bool:
+    # Checked by class name, so a module that never imported LangGraph costs nothing.
+    if "langgraph" not in sys.modules or isinstance(value, type):
+        return False
+    from corral.langgraph import is_langgraph
+
+    return is_langgraph(value)
+
+
+def _langgraph_targets(
+    values: list[tuple[str, Any]], source: str, seen: dict[int, Target], *, failed: bool
+) -> list[Target]:
+    """Return a target per LangGraph graph; a compiled graph joins its builder's target."""
+    found: list[Target] = []
+    by_builder: dict[int, Target] = {}
+    ordered = sorted(values, key=lambda item: hasattr(item[1], "builder"))  # builders first
+    for attr, value in ordered:
+        builder = getattr(value, "builder", value)
+        known = seen.get(id(value)) or by_builder.get(id(builder))
+        if known is not None:
+            if known in found and attr not in known.aliases:
+                known.aliases = (*known.aliases, attr)
+            seen[id(value)] = known
+            continue
+        target = Target(attr, source, aliases=(attr,), failed=failed, langgraph=value)
+        seen[id(value)] = target
+        by_builder[id(builder)] = target
         found.append(target)
     return found
 

@@ -13,6 +13,8 @@ read (reading either would hang or fill memory).
 from __future__ import annotations
 
 import fnmatch
+import functools
+import importlib.util
 import os
 import re
 import stat
@@ -46,7 +48,20 @@ SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules"})
 MAX_FILE_BYTES = 10 * 1024 * 1024
 """Larger ``.py`` files are not read: a load error (no real graph module is this big)."""
 
-_MARKER = re.compile(rb"\bcorral\b")
+_CORRAL = re.compile(rb"\bcorral\b")
+_CORRAL_OR_LANGGRAPH = re.compile(rb"\b(corral|langgraph)\b")
+
+
+@functools.cache
+def _marker() -> re.Pattern[bytes]:
+    """Return what a graph module's text mentions: ``corral``, or ``langgraph`` if installed.
+
+    LangGraph modules are read only when LangGraph is importable: without it they could only
+    fail to import.
+    """
+    if importlib.util.find_spec("langgraph") is not None:
+        return _CORRAL_OR_LANGGRAPH
+    return _CORRAL
 
 
 class UnreadableFile(Exception):
@@ -117,7 +132,8 @@ def python_files(path: str, patterns: Sequence[str], *, only_marked: bool) -> It
     skipped; so is whatever matches an exclude pattern). Only regular files under
     :data:`MAX_FILE_BYTES` are read: anything else (a FIFO, a link to ``/dev/zero``) is
     yielded with its ``problem`` set, unread. With ``only_marked``, a file whose text never
-    mentions ``corral`` is skipped (it cannot define a graph).
+    mentions ``corral`` (nor ``langgraph``, when it is installed) is skipped (it cannot
+    define a graph).
 
     Raises:
         UsageError: ``path`` is neither a folder nor a ``.py`` file.
@@ -137,7 +153,7 @@ def python_files(path: str, patterns: Sequence[str], *, only_marked: bool) -> It
     for file in files:
         try:
             if only_marked:
-                if _MARKER.search(read_source(file)) is None:
+                if _marker().search(read_source(file)) is None:
                     continue
             else:
                 check_regular(file)
@@ -224,8 +240,9 @@ def _skipped_dir(path: str) -> bool:
 
 
 def mentions_corral(file: str) -> bool:
-    """Return whether ``file`` is readable and mentions ``corral`` (unreadable: True)."""
+    """Return whether ``file`` is readable and mentions ``corral`` (or ``langgraph``, when
+    LangGraph is installed); an unreadable file counts (its import reports why)."""
     try:
-        return _MARKER.search(read_source(file)) is not None
+        return _marker().search(read_source(file)) is not None
     except UnreadableFile:
         return True  # let the import report why the file cannot be read

@@ -181,6 +181,12 @@ def _deps(spec: str, *, verbose: bool) -> Any:
 
 def _compile(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
     """Compile the target with the checkpointer of --db, keeping a compiled app's settings."""
+    if target.langgraph is not None:
+        msg = (
+            f"{target.label} is a LangGraph graph: corral lints, draws and ports it but does not "
+            f"run it; run it with LangGraph, or `corral port {target.label}` to move it to corral"
+        )
+        raise UsageError(msg)
     app = target.app
     before = tuple(app.interrupt_before) if app is not None else ()
     after = tuple(app.interrupt_after) if app is not None else ()

@@ -88,13 +88,22 @@ def cycles(args: argparse.Namespace) -> int:
     spec = target.spec()
     found = list_cycles(spec, limit=limit + 1)
     cut = bool(getattr(found, "truncated", False)) or len(found) > limit
-    print(format_cycles(target.name, list(found)[:limit], cut=cut, limit=limit))
-    print(f"bound: {bound(spec)}")
+    langgraph = target.langgraph is not None
+    print(
+        format_cycles(target.name, list(found)[:limit], cut=cut, limit=limit, langgraph=langgraph)
+    )
+    if not langgraph:  # LangGraph has no guards: its cycles say why it has no bound
+        print(f"bound: {bound(spec)}")
     return 0
 
 
-def format_cycles(name: str, found: list[Cycle], *, cut: bool, limit: int) -> str:
+def format_cycles(
+    name: str, found: list[Cycle], *, cut: bool, limit: int, langgraph: bool = False
+) -> str:
     """Return the cycle listing: one line per cycle, unguarded ones marked.
+
+    A LangGraph graph has no guards: its cycles are marked as stopped only by
+    ``recursion_limit`` (``corral lint`` tells a counter-bounded one apart, CR204).
 
     >>> from corral import Guard
     >>> print(format_cycles("g", [Cycle(("a", "b"), (Guard("b", max=3, otherwise="c"),))],
@@ -110,6 +119,8 @@ def format_cycles(name: str, found: list[Cycle], *, cut: bool, limit: int) -> st
     for cycle in found:
         if cycle.guards:
             how = "guarded: " + "; ".join(_guard_text(g) for g in cycle.guards)
+        elif langgraph:
+            how = "UNBOUNDED: only a counter or recursion_limit stops it (lint: CR201, CR204)"
         else:
             how = "UNGUARDED (CR201): add a Guard to one of its routes"
         lines.append(f"  {str(cycle).ljust(width)}    {how}")

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from corral.analysis import analyse
 from corral.analysis.diagnostic import Diagnostic
 from corral.errors import GraphError
 from corral.loader import Target, UsageError, find_targets, import_modules
@@ -129,7 +128,7 @@ def check_target(target: Target) -> TargetReport:
     if target.failed:
         return TargetReport(target.name, target.aliases, failed=True)
     try:
-        found = tuple(analyse(target.spec()))
+        found = tuple(target.check())
     except GraphError as exc:
         if not exc.diagnostics:
             return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))

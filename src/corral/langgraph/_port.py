@@ -22,7 +22,8 @@ _GUARD_MAX = 3
 
 def _home(obj: Any, module: str) -> str:
     home = str(getattr(obj, "__module__", "") or module)
-    return module if home == "__main__" else home
+    # A script, or a file the CLI loaded under a private name: import it by its own name.
+    return module if home == "__main__" or home.startswith("_corral_") else home
 
 
 def _guards(spec: GraphSpec) -> dict[tuple[str, str], tuple[Guard, str]]:

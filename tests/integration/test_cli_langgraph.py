@@ -1,0 +1,165 @@
+"""``corral lint``, ``draw``, ``cycles``, ``run`` and ``port`` on modules with LangGraph graphs."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from corral.cli import main
+
+LANGGRAPH_MODULE = """
+from typing import Literal, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    draft: str
+    verdict: str
+
+
+def write(state: State) -> dict[str, object]:
+    return {"draft": "..."}
+
+
+def critique(state: State) -> dict[str, object]:
+    return {"verdict": "revise"}
+
+
+def after_critique(state: State) -> Literal["write", "__end__"]:
+    return END if state["verdict"] == "ok" else "write"
+
+
+builder = StateGraph(State)
+builder.add_node("write", write)
+builder.add_node("critique", critique)
+builder.add_edge(START, "write")
+builder.add_edge("write", "critique")
+builder.add_conditional_edges("critique", after_critique)
+graph = builder.compile()
+"""
+
+BOTH_KINDS = """
+from typing import TypedDict
+
+from langgraph.graph import START, StateGraph
+
+from corral import END, Graph
+
+
+class State(TypedDict):
+    n: int
+
+
+def step(state: State) -> dict[str, object]:
+    return {"n": 1}
+
+
+g = Graph(State)
+g.node("step", start=True, then="ghost")(step)
+
+lg = StateGraph(State)
+lg.add_node("step", step)
+lg.add_edge(START, "step")
+lg.add_edge("step", "step")
+"""
+
+CR201 = (
+    "CR201 cycle write → critique → write has no bound, so only recursion_limit stops it "
+    "(GraphRecursionError); add a counter to the state that a node on the loop increments and "
+    "a route out in router 'after_critique' when it reaches a limit, or port the loop to "
+    "corral with a Guard"
+)
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "agent.py").write_text(textwrap.dedent(LANGGRAPH_MODULE))
+    (tmp_path / "both.py").write_text(textwrap.dedent(BOTH_KINDS))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lint_finds_langgraph_graphs_and_points_at_the_router(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder walk reads a module that mentions only langgraph; the builder and its compiled
+    graph are one target."""
+    code, out, _ = run(capsys, "lint", "agent.py")
+    assert code == 1
+    assert out.splitlines() == [
+        f"agent.py:20:1: {CR201}",
+        "Found 1 error in 1 graph (1 file).",
+    ]
+    code, out, _ = run(capsys, "lint", "agent.py:graph", "--format", "json")
+    assert code == 1 and '"CR201"' in out
+
+
+def test_a_module_with_both_kinds_lists_both(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A corral Graph and a LangGraph builder in one module are both linted."""
+    code, out, _ = run(capsys, "lint", ".")
+    assert code == 1
+    found = [line.split(" ")[1] for line in out.splitlines() if line.startswith(("both", "agent"))]
+    assert sorted(found) == ["CR101", "CR105", "CR201", "CR201"]
+    code, _, err = run(capsys, "draw", "both.py")
+    assert code == 2
+    assert "both.py defines 2 graphs (g, lg); pick one with both.py:g" in err
+
+
+def test_draw_and_cycles(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """draw shows the LangGraph routes; cycles marks the loop as bounded by nothing."""
+    code, out, _ = run(capsys, "draw", "agent.py:graph")
+    assert code == 0
+    assert "critique -.-> write" in out and "write --> critique" in out
+    code, out, _ = run(capsys, "cycles", "agent.py")
+    assert code == 0
+    assert out.splitlines() == [
+        "builder: 1 cycle",
+        "  write → critique → write    UNBOUNDED: only a counter or recursion_limit stops it "
+        "(lint: CR201, CR204)",
+    ]
+
+
+def test_run_refuses_a_langgraph_graph(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """corral does not run LangGraph graphs: a usage error that says what to do instead."""
+    code, _, err = run(capsys, "run", "agent.py:graph")
+    assert code == 2
+    assert err == (
+        "error: agent.py:builder is a LangGraph graph: corral lints, draws and ports it but "
+        "does not run it; run it with LangGraph, or `corral port agent.py:builder` to move it "
+        "to corral\n"
+    )
+
+
+def test_port_prints_a_module_that_checks_clean(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The port imports the nodes and guards the loop; linting it finds nothing."""
+    code, out, _ = run(capsys, "port", "agent.py:graph")
+    assert code == 0
+    assert "from agent import State, write, critique, after_critique as _lg_after_critique" in out
+    assert "@g.router('critique', guards=[Guard('write', max=3, otherwise=END)])" in out
+    (tree / "ported").mkdir()
+    (tree / "ported" / "agent_corral.py").write_text(out)
+    code, out, _ = run(capsys, "lint", "ported")
+    assert (code, out.splitlines()[-1]) == (0, "No problems found in 1 graph (1 file).")
+    code, _, err = run(capsys, "port", "both.py:g")
+    assert code == 2
+    assert err == "error: both.py:g is a corral graph already; corral port reads LangGraph graphs\n"
+
+
+def test_port_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    """``corral port --help`` shows examples."""
+    code, out, _ = run(capsys, "port", "--help")
+    assert code == 0 and "corral port agent.py:graph" in out.split("examples:")[1]
