@@ -419,8 +419,12 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         interrupt_before: Sequence[NodesT] = (),
         interrupt_after: Sequence[NodesT] = (),
         max_steps: int | None = None,
+        telemetry: bool = False,
     ) -> CompiledGraph[StateT]:
         """Check the graph and return a runnable app.
+
+        ``telemetry=True`` emits OpenTelemetry spans per run and node run through the
+        global tracer provider (extra ``corral[otel]``; see ``docs/observability.md``).
 
         Raises:
             GraphError: the analyser found an error (all of them are in ``.diagnostics``),
@@ -453,4 +457,5 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             interrupt_before=tuple(interrupt_before),
             interrupt_after=tuple(interrupt_after),
             max_steps=max_steps,
+            telemetry=telemetry,
         )

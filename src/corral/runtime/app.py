@@ -120,9 +120,13 @@ class CompiledGraph(Generic[StateT]):
         interrupt_before: Sequence[str] = (),
         interrupt_after: Sequence[str] = (),
         max_steps: int | None = None,
+        telemetry: bool = False,
     ) -> None:
         self.spec = spec
         self.checkpointer = checkpointer
+        self.telemetry = telemetry
+        """Emit OpenTelemetry spans for each run (:mod:`corral.runtime.telemetry`)."""
+        self._tracers: dict[int, Any] = {}
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.max_steps = threads.check_cap(max_steps) if max_steps is not None else spec.max_steps
@@ -186,7 +190,7 @@ class CompiledGraph(Generic[StateT]):
                 )
             )
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        for _ in run_sync(rs):
+        for _ in self._sync(rs):
             pass
         return _run_of(rs)
 
@@ -202,7 +206,7 @@ class CompiledGraph(Generic[StateT]):
     ) -> Run:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        async for _ in run_async(rs):
+        async for _ in self._async(rs):
             pass
         return _run_of(rs)
 
@@ -278,8 +282,8 @@ class CompiledGraph(Generic[StateT]):
         buffer: list[Event] = []
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         if self._tables.has_async:
-            return _drive_in_new_loop(streams.select_async(rs, run_async(rs), modes))
-        return streams.select(rs, run_sync(rs), modes)
+            return _drive_in_new_loop(streams.select_async(rs, self._async(rs), modes))
+        return streams.select(rs, self._sync(rs), modes)
 
     def astream(
         self,
@@ -302,7 +306,7 @@ class CompiledGraph(Generic[StateT]):
         buffer = streams.LiveBuffer(modes)
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         buffer.attach(rs)
-        return streams.live(run_async(rs), buffer)
+        return streams.live(self._async(rs), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -392,16 +396,49 @@ class CompiledGraph(Generic[StateT]):
         on_event: Callable[[Event], None] | None,
         buffer: list[Event] | None,
     ) -> RunState:
-        return threads.start(
-            self._settings,
-            input,
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            max_steps=max_steps,
-            deps=deps,
-            emit=on_event,
-            buffer=buffer,
-        )
+        tracer = None
+        if self.telemetry:
+            from corral.runtime.telemetry import RunTracer
+
+            tracer = RunTracer(self.spec.name, thread_id)
+            on_event = tracer.chain(on_event)
+        try:
+            rs = threads.start(
+                self._settings,
+                input,
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                max_steps=max_steps,
+                deps=deps,
+                emit=on_event,
+                buffer=buffer,
+            )
+        except BaseException as exc:
+            if tracer is not None:
+                tracer.fail(exc)
+            raise
+        if tracer is not None:
+            tracer.started(rs.thread_id)
+            self._tracers[id(rs)] = tracer
+        return rs
+
+    def _sync(self, rs: RunState) -> Iterator[Any]:
+        """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
+        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
+        if tracer is None:
+            return run_sync(rs)
+        from corral.runtime.telemetry import watch
+
+        return watch(run_sync(rs), tracer)
+
+    def _async(self, rs: RunState) -> AsyncIterator[Any]:
+        """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
+        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
+        if tracer is None:
+            return run_async(rs)
+        from corral.runtime.telemetry import watch_async
+
+        return watch_async(run_async(rs), tracer)
 
 
 def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
