@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from corral import END, Graph, NodeError
+from corral import END, Graph
 from corral.agents import AgentState, AssistantMessage, Message, ToolSchema, assistant, user
 
 from .test_examples import corral, load
@@ -118,12 +118,7 @@ def test_the_agent_checks_as_a_subgraph() -> None:
 
 def test_the_agent_runs_as_a_subgraph() -> None:
     """Its messages flow into the parent once (not duplicated) and the parent goes on."""
-    try:
-        run = parent_graph().compile().invoke({"question": "Oslo with 200 euros?"})
-    except NodeError as exc:
-        if "run by the engine" in str(exc):
-            pytest.xfail("the runtime does not run subgraph nodes yet (API.md section 11)")
-        raise
+    run = parent_graph().compile().invoke({"question": "Oslo with 200 euros?"})
     assert run.state["answer"].startswith("Oslo is 4°C")
     roles = [m["role"] for m in run.state["messages"]]
     assert roles == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
