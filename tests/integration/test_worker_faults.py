@@ -25,8 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from postgres_cluster import Cluster
 
-from corral import END, CompiledGraph, ConcurrentRunError, Graph, PostgresSaver, SqliteSaver
-from corral.checkpoint import Checkpoint
+from corral import END, CompiledGraph, Graph, PostgresSaver, SqliteSaver
 from corral.workers import Worker
 
 GRAPH = str(Path(__file__).resolve().parents[1] / "graphs" / "worker_graph.py") + ":g"
@@ -50,19 +49,6 @@ def assert_clean(app: CompiledGraph[Any], thread: str) -> None:
     assert {k: run.state[k] for k in CLEAN} == CLEAN
     counts = committed(app, thread)
     assert counts == Counter({"__input__": 1, **dict.fromkeys(NODES, 1)}), counts
-
-
-def refuses_stale_parents(saver: SqliteSaver) -> bool:
-    """Return whether the saver applies the compare-and-set (issue 18) yet."""
-    saver.put(Checkpoint("t", "a", None, {}))
-    saver.put(Checkpoint("t", "b", "a", None))
-    try:
-        saver.put(Checkpoint("t", "c", "a", None))
-    except ConcurrentRunError:
-        return True
-    finally:
-        saver.close()
-    return False
 
 
 class Events(io.StringIO):
@@ -173,10 +159,6 @@ def test_a_late_commit_after_lease_expiry_is_refused(
     entered, gate = threading.Event(), threading.Event()
     app = slow_graph(entered, gate).compile(checkpointer=saver)
     app.submit({"log": []}, thread_id="t")
-    if kind == "sqlite" and not refuses_stale_parents(SqliteSaver(":memory:")):
-        request.applymarker(
-            pytest.mark.xfail(reason="SqliteSaver's compare-and-set lands with issue 18")
-        )
     log_a = Events("lost", "done", "failed")
     a = Background(Worker(app, lease_s=0.3, heartbeat_s=60, poll_s=0.01, log=log_a, name="A"))
     try:
