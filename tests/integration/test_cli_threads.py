@@ -7,6 +7,7 @@ commands read its checkpoint file and must say what happened, within 80 columns.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -49,18 +50,25 @@ def approve(state: State) -> dict[str, object]:
 """
 
 
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
-    """A checkpoint file with thread t1 paused at approve after the guard was used up."""
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    """A database (a SQLite file, or a PostgreSQL URL) with thread t1 paused at approve after
+    the guard was used up: every command that takes ``--db`` reads both."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "agent.py").write_text(AGENT)
+    url = "c.sqlite" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
     code = main(
-        ["run", "agent.py", "--db", "c.sqlite", "--thread", "t1", "--input",
+        ["run", "agent.py", "--db", url, "--thread", "t1", "--input",
          '{"text": "hi", "score": 0}']
     )  # fmt: skip
     assert code == 3
     capsys.readouterr()
-    return "c.sqlite"
+    return url
 
 
 def out_of(capsys: pytest.CaptureFixture[str], *argv: str, narrow: bool = True) -> str:
@@ -112,15 +120,18 @@ def test_show_gives_guards_interrupt_ids_and_the_resume_command(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Guards against their max (with --graph), the interrupt id, the exact command."""
-    out = out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py")
+    # The resume command holds the --db value; a PostgreSQL URL makes that one line long.
+    out = out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py", narrow=db == "c.sqlite")
     assert out.splitlines()[0].startswith("thread t1: interrupted after 6 steps")
     assert "next: approve" in out
     assert "  review → draft: 2/2 (used up)" in out
     report = json.loads(out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py",
-                               "--format", "json"))  # fmt: skip
+                               "--format", "json", narrow=db == "c.sqlite"))  # fmt: skip
     [asked] = report["interrupts"]
     assert f"  approve asks (id {asked['id']}): " in out
-    assert report["resume"] == "corral run agent.py --thread t1 --db c.sqlite --resume VALUE"
+    assert (
+        report["resume"] == f"corral run agent.py --thread t1 --db {shlex.quote(db)} --resume VALUE"
+    )
     assert report["resume"] in out
     assert report["state"] == {"text": "hi!!!", "score": 3}
     # The printed command does resume the thread.
@@ -131,9 +142,9 @@ def test_show_without_the_graph_says_what_it_needs(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without --graph: counts without max, PATH in the command, a note for the state."""
-    out = out_of(capsys, "show", "t1", "--db", db)
+    out = out_of(capsys, "show", "t1", "--db", db, narrow=db == "c.sqlite")
     assert "  review → draft: 2\n" in out
-    assert "corral run PATH --thread t1 --db c.sqlite --resume VALUE" in out
+    assert f"corral run PATH --thread t1 --db {shlex.quote(db)} --resume VALUE" in out
 
 
 def test_draw_thread_marks_the_routes_taken_with_counts(
