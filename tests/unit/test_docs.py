@@ -207,9 +207,33 @@ def test_readme_quickstart_is_the_two_commands_ci_runs() -> None:
     commands = [b.code.strip() for b in read_blocks(quickstart)]
     assert len(commands) == 2, commands
     main_job, tests = commands
-    assert main_job.startswith("python -m pip install -e . && corral lint examples")
+    assert main_job.startswith("python -m pip install -e '.[agents]' && corral lint examples")
     assert tests == "python -m pip install -q -e '.[dev]' && python -m pytest"
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+
+
+# What an example may import that needs an extra, and the extra that brings it.
+_EXTRA_OF = {
+    "corral.agents": "agents",
+    "corral.langgraph": "langgraph",
+    "PostgresSaver": "postgres",
+}
+
+
+def test_the_quickstart_installs_every_extra_the_examples_import() -> None:
+    """``corral lint examples`` imports every example: a fresh install must hold their extras
+    (or the lint of the first command fails with a load error on a fresh machine)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    main_job = read_blocks(text.split("## Quickstart", 1)[1])[0].code
+    installed = set(re.search(r"-e '?\.\[?([\w,]*)", main_job)[1].split(","))  # type: ignore[index]
+    needed = {
+        (extra, str(path.relative_to(ROOT)))
+        for path in (ROOT / "examples").rglob("*.py")
+        if "broken" not in path.parts
+        for marker, extra in _EXTRA_OF.items()
+        if marker in path.read_text(encoding="utf-8")
+    }
+    assert {need for need in needed if need[0] not in installed} == set()
 
 
 _LINK = re.compile(r"\[[^\]]*\]\((?P<target>[^)\s]+)\)")
