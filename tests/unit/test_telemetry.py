@@ -7,7 +7,10 @@ interrupt answered in a second run (linked to the first).
 
 from __future__ import annotations
 
+import asyncio
 import operator
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
@@ -17,7 +20,18 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from corral import END, Graph, Guard, MemorySaver, NodeError, Resume, interrupt
+from corral import (
+    END,
+    Graph,
+    Guard,
+    MemorySaver,
+    NodeError,
+    Resume,
+    Retry,
+    SqliteSaver,
+    interrupt,
+)
+from corral import retry as retry_module
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -139,3 +153,278 @@ def test_telemetry_off_makes_no_spans(spans: InMemorySpanExporter) -> None:
     """Without telemetry=True nothing is exported."""
     build().compile().invoke({"n": 0})
     assert spans.get_finished_spans() == ()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _attrs(span: Any) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def _by_node(finished: Sequence[Any], name: str = "corral.node") -> dict[str, Any]:
+    """Return the spans called ``name`` by their ``corral.node`` (one span per path)."""
+    return {_attrs(s)["corral.node"]: s for s in finished if s.name == name}
+
+
+def _parent_of(span: Any) -> int | None:
+    return span.parent.span_id if span.parent is not None else None
+
+
+# --------------------------------------------------------------------------- retries
+
+
+class Calls(TypedDict):
+    calls: int
+    out: str
+
+
+@pytest.fixture
+def no_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries wait for nothing (the suite never sleeps)."""
+
+    async def async_sleep(seconds: float) -> None:
+        return None
+
+    monkeypatch.setattr(retry_module, "sleep", lambda seconds: None)
+    monkeypatch.setattr(retry_module, "async_sleep", async_sleep)
+
+
+def flaky(failures: int) -> Graph[Calls]:
+    tries: list[int] = []
+    g = Graph(Calls, name="flaky")
+
+    @g.node(start=True, then=END, retry=Retry(attempts=3, backoff=0.5, jitter=False))
+    def fetch(state: Calls) -> dict[str, object]:
+        tries.append(1)
+        if len(tries) <= failures:
+            msg = f"reset {len(tries)}"
+            raise ConnectionError(msg)
+        return {"out": "ok"}
+
+    return g
+
+
+@pytest.mark.usefixtures("no_waits")
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_node_that_succeeds_on_its_third_attempt_has_attempts_3(
+    spans: InMemorySpanExporter, how: str
+) -> None:
+    """One span for the node run, corral.attempts=3, a corral.retry event per failed attempt."""
+    app = flaky(2).compile(telemetry=True)
+    run = app.invoke({}) if how == "invoke" else asyncio.run(app.ainvoke({}))
+    assert run.steps == 1
+    [fetch] = [s for s in spans.get_finished_spans() if s.name == "corral.node"]
+    assert fetch.status.status_code is StatusCode.UNSET
+    assert _attrs(fetch)["corral.attempts"] == 3
+    retries = [dict(e.attributes or {}) for e in fetch.events if e.name == "corral.retry"]
+    assert retries == [
+        {"corral.attempt": 1, "corral.error": "ConnectionError: reset 1", "corral.delay_s": 0.5},
+        {"corral.attempt": 2, "corral.error": "ConnectionError: reset 2", "corral.delay_s": 1.0},
+    ]
+
+
+@pytest.mark.usefixtures("no_waits")
+def test_a_node_out_of_attempts_is_error_with_every_attempt_counted(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Three failures: the span is ERROR, corral.attempts=3, two retry events, the last raised."""
+    with pytest.raises(NodeError):
+        flaky(5).compile(telemetry=True).invoke({})
+    [fetch] = [s for s in spans.get_finished_spans() if s.name == "corral.node"]
+    assert fetch.status.status_code is StatusCode.ERROR
+    assert _attrs(fetch)["corral.attempts"] == 3
+    assert [e.name for e in fetch.events] == ["corral.retry", "corral.retry", "exception"]
+
+
+@pytest.mark.usefixtures("no_waits")
+def test_a_retried_node_inside_a_subgraph_counts_its_attempts(spans: InMemorySpanExporter) -> None:
+    """The child's retry events reach its node's span (named by path, stepped as the run)."""
+    g = Graph(Calls, name="outer")
+
+    @g.node(start=True, then="inner")
+    def warm(state: Calls) -> dict[str, object]:
+        return {"calls": 1}
+
+    g.subgraph("inner", flaky(1), then=END)
+    g.compile(telemetry=True).invoke({})
+    fetch = _by_node(spans.get_finished_spans())["inner/fetch"]
+    assert _attrs(fetch)["corral.attempts"] == 2
+    assert [e.name for e in fetch.events] == ["corral.retry"]
+
+
+# --------------------------------------------------------------------------- subgraphs
+
+
+class Team(TypedDict):
+    topic: str
+    notes: Annotated[list[str], operator.add]
+    report: str
+
+
+def researcher(*, fail: bool = False, ask: bool = False) -> Graph[Team]:
+    child = Graph(Team, name="researcher")
+
+    @child.node(start=True, then="search")
+    def plan(state: Team) -> dict[str, object]:
+        return {"notes": ["plan"]}
+
+    @child.node(then=END)
+    def search(state: Team) -> dict[str, object]:
+        if fail:
+            msg = "search engine down"
+            raise ValueError(msg)
+        if ask:
+            return {"notes": [str(interrupt("which source?"))]}
+        return {"notes": ["found"]}
+
+    return child
+
+
+def team(child: Graph[Team], *, nested: bool = False) -> Graph[Team]:
+    g = Graph(Team, name="team")
+
+    @g.node(start=True, then="research")
+    def brief(state: Team) -> dict[str, object]:
+        return {"notes": ["brief"]}
+
+    if nested:  # research runs a graph whose one node is the researcher
+        middle = Graph(Team, name="desk")
+        middle.subgraph("inner", child, start=True, then=END)
+        child = middle
+    g.subgraph("research", child, then="write")
+
+    @g.node(then=END)
+    def write(state: Team) -> dict[str, object]:
+        return {"report": ", ".join(state["notes"])}
+
+    return g
+
+
+@pytest.mark.parametrize("saver", [None, "memory"])
+def test_a_subgraph_entry_is_a_span_with_its_child_node_runs_under_it(
+    spans: InMemorySpanExporter, engine_path: str, saver: str | None
+) -> None:
+    """run > brief, corral.subgraph research > research/plan, research/search; run > write."""
+    app = team(researcher()).compile(telemetry=True, checkpointer=MemorySaver() if saver else None)
+    app.invoke({"topic": "tides"}, thread_id="t" if saver else None)
+    finished = spans.get_finished_spans()
+    [root] = [s for s in finished if s.name == "corral.run"]
+    [entry] = [s for s in finished if s.name == "corral.subgraph"]
+    nodes = _by_node(finished)
+    assert sorted(nodes) == ["brief", "research/plan", "research/search", "write"]
+    assert _attrs(entry) == {
+        "corral.node": "research",
+        "corral.graph": "researcher",
+        "corral.superstep": 2,
+        "corral.send": False,
+    }
+    assert _parent_of(entry) == root.context.span_id
+    for path in ("brief", "write"):
+        assert _parent_of(nodes[path]) == root.context.span_id
+        assert "corral.subgraph" not in _attrs(nodes[path])
+    for path in ("research/plan", "research/search"):
+        assert _parent_of(nodes[path]) == entry.context.span_id
+        assert _attrs(nodes[path])["corral.subgraph"] == "research"
+        assert entry.start_time <= nodes[path].start_time <= nodes[path].end_time
+        assert nodes[path].end_time <= entry.end_time
+    assert _attrs(nodes["research/search"])["corral.step"] == 3  # counted in the run's steps
+    assert entry.end_time <= nodes["write"].start_time
+
+
+def test_nested_subgraphs_nest_their_spans(spans: InMemorySpanExporter) -> None:
+    """research > research/inner > research/inner/plan: one level of spans per graph."""
+    team(researcher(), nested=True).compile(telemetry=True).invoke({"topic": "tides"})
+    finished = spans.get_finished_spans()
+    entries = _by_node(finished, "corral.subgraph")
+    assert sorted(entries) == ["research", "research/inner"]
+    assert _attrs(entries["research"])["corral.graph"] == "desk"
+    assert _attrs(entries["research/inner"])["corral.graph"] == "researcher"
+    assert _parent_of(entries["research/inner"]) == entries["research"].context.span_id
+    nodes = _by_node(finished)
+    for path in ("research/inner/plan", "research/inner/search"):
+        assert _parent_of(nodes[path]) == entries["research/inner"].context.span_id
+        assert _attrs(nodes[path])["corral.subgraph"] == "research/inner"
+
+
+def test_an_error_inside_a_subgraph_marks_the_node_its_entry_and_the_run(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The failing child node (by path), its subgraph span and the run span are ERROR."""
+    with pytest.raises(NodeError):
+        team(researcher(fail=True)).compile(telemetry=True).invoke({"topic": "tides"})
+    finished = spans.get_finished_spans()
+    failed = sorted(
+        (s.name, _attrs(s)["corral.node"] if s.name != "corral.run" else "")
+        for s in finished
+        if s.status.status_code is StatusCode.ERROR
+    )
+    assert failed == [
+        ("corral.node", "research/search"),
+        ("corral.run", ""),
+        ("corral.subgraph", "research"),
+    ]
+
+
+def test_a_pause_inside_a_subgraph_ends_its_spans_and_the_answer_nests_again(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Run 1 pauses in research/search (span ended, interrupt id noted); run 2 links to it."""
+    app = team(researcher(ask=True)).compile(telemetry=True, checkpointer=MemorySaver())
+    first = app.invoke({"topic": "tides"}, thread_id="t")
+    [asked] = first.interrupts
+    assert asked.node == "research/search"
+    done = app.invoke(Resume("atlas"), thread_id="t")
+    assert done.status == "done"
+    finished = spans.get_finished_spans()
+    roots = [s for s in finished if s.name == "corral.run"]
+    assert [_attrs(r)["corral.status"] for r in roots] == ["interrupted", "done"]
+    searches = [s for s in finished if _attrs(s).get("corral.node") == "research/search"]
+    assert len(searches) == 2  # asked in run 1, ran again from its start in run 2
+    assert _attrs(searches[0])["corral.interrupt_id"] == asked.id
+    entries = [s for s in finished if s.name == "corral.subgraph"]
+    assert len(entries) == 2
+    for search, entry, root in zip(searches, entries, roots, strict=True):
+        assert _parent_of(search) == entry.context.span_id
+        assert _parent_of(entry) == root.context.span_id
+    [link] = roots[1].links
+    assert link.context.span_id == roots[0].context.span_id
+
+
+# --------------------------------------------------------------------------- across processes
+
+
+def test_a_run_resumed_by_another_process_links_to_the_run_it_continues(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    """Two apps compiled apart, each with its own SqliteSaver on one file, as two processes."""
+    db = tmp_path / "runs.sqlite"
+    first = build(ask=True).compile(telemetry=True, checkpointer=SqliteSaver(db))
+    paused = first.invoke({"n": 0}, thread_id="t")
+    assert paused.status == "interrupted"
+    [run1] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    spans.clear()
+    second = build(ask=True).compile(telemetry=True, checkpointer=SqliteSaver(db))
+    assert second.invoke(Resume("yes"), thread_id="t").status == "done"
+    [run2] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    [link] = run2.links
+    assert (link.context.trace_id, link.context.span_id) == (
+        run1.context.trace_id,
+        run1.context.span_id,
+    )
+    assert dict(link.attributes or {}) == {
+        "corral.link": "continues",
+        "corral.checkpoint_id": paused.checkpoint_id,
+    }
+
+
+def test_a_run_on_a_thread_that_no_traced_run_wrote_has_no_link(
+    spans: InMemorySpanExporter,
+) -> None:
+    """Telemetry off for run 1: nothing to link to, and run 2 still traces."""
+    saver = MemorySaver()
+    build(ask=True).compile(checkpointer=saver).invoke({"n": 0}, thread_id="t")
+    app = build(ask=True).compile(telemetry=True, checkpointer=saver)
+    app.invoke(Resume("yes"), thread_id="t")
+    [root] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    assert root.links == ()

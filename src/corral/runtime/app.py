@@ -398,9 +398,10 @@ class CompiledGraph(Generic[StateT]):
     ) -> RunState:
         tracer = None
         if self.telemetry:
-            from corral.runtime.telemetry import RunTracer
+            from corral.runtime.telemetry import RunTracer, continued
 
-            tracer = RunTracer(self.spec.name, thread_id)
+            continues = continued(self.checkpointer, thread_id, checkpoint_id)
+            tracer = RunTracer(self.spec, thread_id, continues)
             on_event = tracer.chain(on_event)
         try:
             rs = threads.start(
@@ -412,6 +413,7 @@ class CompiledGraph(Generic[StateT]):
                 deps=deps,
                 emit=on_event,
                 buffer=buffer,
+                checkpoint_meta=tracer.checkpoint_meta if tracer is not None else None,
             )
         except BaseException as exc:
             if tracer is not None:

@@ -19,8 +19,9 @@ writes only its checkpoint: one commit per superstep.
 ``meta`` holds everything else a resumed run needs, all of it JSON-friendly (string keys,
 lists): the next tasks (with ``Send`` arguments), the step, superstep, per-node run and guard
 counts, the ``wait_for`` bookkeeping, pending interrupts and their answers, the finished
-tasks of a superstep that was cut short, the run's status and a fingerprint of the graph's
-nodes and routes.
+tasks of a superstep that was cut short, the run's status, a fingerprint of the graph's
+nodes and routes, and when it was written (``time``, seconds since the epoch, for
+``corral threads``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -209,6 +211,7 @@ def _meta(
         "runs": dict(rs.runs),
         "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
         "since_snapshot": since,
+        "time": time.time(),
     }
     # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
     # default it), which keeps the stored meta and the work of storing it small.
@@ -224,6 +227,8 @@ def _meta(
         answers = {str(task): list(values) for task, values in rs.answers.items() if values}
         if answers:
             meta["answers"] = answers
+    if rs.checkpoint_meta:
+        meta.update(rs.checkpoint_meta)
     return meta
 
 

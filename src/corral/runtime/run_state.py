@@ -125,6 +125,7 @@ class RunState:
         "arrived",
         "buffer",
         "checkpoint_id",
+        "checkpoint_meta",
         "checkpoints",
         "deps",
         "done",
@@ -193,6 +194,9 @@ class RunState:
         """What this run's merges noted about the lists they made (dropped with the run)."""
         self.retried: dict[int, int] = {}
         """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
+        self.checkpoint_meta: dict[str, Any] | None = None
+        """Entries added to the meta of each checkpoint this run writes (telemetry writes the
+        run span's ``traceparent`` there, for the run that continues the thread)."""
         self.log: list[tuple[str, dict[str, Any]]] | None = None
         """Every write merged, in order, when someone reads them back (a subgraph's child
         run without a checkpointer); ``None``: not kept."""

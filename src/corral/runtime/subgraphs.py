@@ -208,7 +208,8 @@ class ChildGraph:
                 emit(NodeEnd(offset + event.step, f"{name}/{event.node}", event.update,
                              event.seconds))  # fmt: skip
             elif isinstance(event, Custom | NodeRetry):
-                emit(dataclasses.replace(event, node=f"{name}/{event.node}"))
+                emit(dataclasses.replace(event, node=f"{name}/{event.node}",
+                                         step=offset + event.step))  # fmt: skip
 
         return relay
 

@@ -3,11 +3,16 @@
 The engine already describes a run as events (:mod:`corral.runtime.events`); this module
 listens to them, through the run's listener hook, and turns them into spans on the global
 tracer provider: one ``corral.run`` span per run, one ``corral.node`` child span per node
-run, span events for each route taken and each guard used up. A run that raises ends its
-open spans with status ERROR and the exception recorded. It runs no loop of its own: the
-invariant is that every span it opens is ended, by the event that closes it or by
-:meth:`RunTracer.fail`. When telemetry is off nothing here is imported or called, so a run
-pays nothing for it.
+run, span events for each route taken, each guard used up and each failed attempt of a
+retried node. A subgraph entry is a ``corral.subgraph`` span; its child's node runs (whose
+events arrive named by path, ``research/plan``) nest under it. It runs no loop of its own:
+the invariant is that every span it opens is ended, by the event that closes it, by the
+superstep's barrier (a subgraph entry, a paused node), or by :meth:`RunTracer.fail`. When
+telemetry is off nothing here is imported or called, so a run pays nothing for it.
+
+A run that continues a thread links to the run that wrote the thread's newest checkpoint:
+each traced run stores its span's W3C ``traceparent`` in the meta of the checkpoints it
+writes, so the link works across processes and through every saver (the meta is JSON).
 
 ``opentelemetry-api`` is imported only when a traced app runs (extra ``corral[otel]``);
 without an SDK installed and configured, the API's no-op tracer makes every call free.
@@ -15,23 +20,78 @@ without an SDK installed and configured, the API's no-op tracer makes every call
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
-from corral.runtime.events import Event, NodeEnd, NodeStart, Paused, RouteTaken, RunEnd
+from corral.checkpoint.base import Checkpointer
+from corral.runtime.events import (
+    Event,
+    NodeEnd,
+    NodeRetry,
+    NodeStart,
+    Paused,
+    RouteTaken,
+    RunEnd,
+    SuperstepEnd,
+)
+from corral.spec import GraphSpec
 
-__all__ = ["RunTracer", "watch", "watch_async"]
+__all__ = ["RunTracer", "continued", "subgraph_paths", "watch", "watch_async"]
 
 T = TypeVar("T")
 
-_LAST_RUN: dict[str, Any] = {}
-"""The span context of the last traced run per thread, to link a resumed run to it."""
+TRACEPARENT = "traceparent"
+"""The checkpoint meta key that holds the W3C trace context of the run that wrote it."""
+
+
+def continued(
+    saver: Checkpointer | None, thread_id: str | None, checkpoint_id: str | None
+) -> tuple[str, str] | None:
+    """Return ``(traceparent, checkpoint id)`` of the checkpoint a run on the thread starts from.
+
+    ``None`` when there is no such checkpoint or the run that wrote it was not traced.
+    """
+    if saver is None or thread_id is None:
+        return None
+    chain = saver.chain(thread_id, checkpoint_id)
+    if not chain:
+        return None
+    parent = chain[-1].meta.get(TRACEPARENT)
+    return (parent, chain[-1].checkpoint_id) if isinstance(parent, str) else None
+
+
+def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
+    """Return the name of the child graph of every subgraph node, by path (nested too)."""
+    found: dict[str, str] = {}
+    for node in spec.nodes:
+        if node.subgraph is not None:
+            path = prefix + node.name
+            found[path] = node.subgraph.graph.name or node.name
+            found.update(subgraph_paths(node.subgraph.graph, path + "/"))
+    return found
+
+
+class _Open:
+    """A span that is still open, with what its end needs to know."""
+
+    __slots__ = ("attempts", "last", "path", "span")
+
+    def __init__(self, span: Any, path: str) -> None:
+        self.span = span
+        self.path = path
+        self.attempts = 1
+        """The attempt running now (a ``NodeRetry`` counts the one that failed)."""
+        self.last = 0
+        """For a subgraph entry: when its last node run inside ended (ns since the epoch)."""
 
 
 class RunTracer:
     """The spans of one run: listens to its events and ends every span it opens."""
 
-    def __init__(self, graph: str | None, thread_id: str | None) -> None:
+    def __init__(
+        self, spec: GraphSpec, thread_id: str | None, continues: tuple[str, str] | None = None
+    ) -> None:
         try:
             from opentelemetry import trace
         except ImportError as exc:  # pragma: no cover - the otel extra is in dev
@@ -40,15 +100,30 @@ class RunTracer:
         self._trace = trace
         self._tracer = trace.get_tracer("corral")
         links = []
-        previous = _LAST_RUN.get(thread_id or "")
-        if previous is not None:
-            links.append(trace.Link(previous, {"corral.link": "continues"}))
+        previous = _context_of(trace, continues[0]) if continues is not None else None
+        if previous is not None and continues is not None:
+            attributes = {"corral.link": "continues", "corral.checkpoint_id": continues[1]}
+            links.append(trace.Link(previous, attributes))
         self.run = self._tracer.start_span(
-            "corral.run", attributes={"corral.graph": graph or ""}, links=links
+            "corral.run", attributes={"corral.graph": spec.name or ""}, links=links
         )
         self._context = trace.set_span_in_context(self.run)
-        self._nodes: dict[tuple[int, str], Any] = {}
+        self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
+        self._nodes: dict[tuple[int, str], list[_Open]] = {}
+        """Open node spans by ``(step, path)``; a list because concurrent entries of one
+        subgraph node report their child's node runs with the same step and path."""
+        self._entries: dict[str, list[_Open]] = {}
+        """Open subgraph entry spans by path, oldest first."""
         self.thread_id = thread_id
+        self.checkpoint_meta = self._traceparent()
+        """What the run stores in each checkpoint's meta (its span's trace context)."""
+
+    def _traceparent(self) -> dict[str, Any] | None:
+        context = self.run.get_span_context()
+        if not context.is_valid:  # the API's no-op tracer: nothing to link to later
+            return None
+        flags = int(context.trace_flags)
+        return {TRACEPARENT: f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"}
 
     def started(self, thread_id: str | None) -> None:
         """Record the run's thread (known once the run has started)."""
@@ -71,33 +146,127 @@ class RunTracer:
     def __call__(self, event: Event) -> None:
         """Turn one event into span work."""
         if isinstance(event, NodeStart):
-            span = self._tracer.start_span(
-                "corral.node",
-                context=self._context,
-                attributes={
-                    "corral.node": event.node,
-                    "corral.step": event.step,
-                    "corral.superstep": event.superstep,
-                    "corral.send": event.send,
-                },
-            )
-            self._nodes[(event.step, event.node)] = span
+            self._start(event)
         elif isinstance(event, NodeEnd):
-            span = self._nodes.pop((event.step, event.node), None)
-            if span is not None:
-                keys = sorted(event.update) if event.update else []
-                span.set_attribute("corral.attempts", 1)
-                span.set_attribute("corral.keys_written", keys)
-                span.end()
+            self._end(event)
+        elif isinstance(event, NodeRetry):
+            self._retry(event)
         elif isinstance(event, RouteTaken):
+            self._barrier()
             self._route(event)
+        elif isinstance(event, SuperstepEnd):
+            self._barrier()
         elif isinstance(event, Paused):
-            ids = [str(i.id) for i in event.interrupts]
-            self.run.add_event("corral.paused", {"corral.interrupt_ids": ids})
+            self._paused(event)
         elif isinstance(event, RunEnd):
             self.run.set_attribute("corral.steps", event.steps)
             self.run.set_attribute("corral.status", event.status)
             self._finish()
+
+    def _parent(self, path: str) -> Any:
+        """Return the context a span for ``path`` starts in: its subgraph entry's, or the run's."""
+        outer = path.rpartition("/")[0]
+        entries = self._entries.get(outer) if outer else None
+        if not entries:
+            return self._context
+        return self._trace.set_span_in_context(entries[-1].span)
+
+    def _start(self, event: NodeStart) -> None:
+        path = event.node
+        attributes: dict[str, Any] = {
+            "corral.node": path,
+            "corral.superstep": event.superstep,
+            "corral.send": event.send,
+        }
+        outer = path.rpartition("/")[0]
+        if outer:
+            attributes["corral.subgraph"] = outer
+        child = self._subgraphs.get(path)
+        if child is not None:
+            attributes["corral.graph"] = child
+            span = self._tracer.start_span(
+                "corral.subgraph", context=self._parent(path), attributes=attributes
+            )
+            self._entries.setdefault(path, []).append(_Open(span, path))
+            return
+        attributes["corral.step"] = event.step
+        span = self._tracer.start_span(
+            "corral.node", context=self._parent(path), attributes=attributes
+        )
+        self._nodes.setdefault((event.step, path), []).append(_Open(span, path))
+
+    def _take(self, step: int, path: str) -> _Open | None:
+        """Return (and forget) the oldest open span of node run ``(step, path)``."""
+        found = self._nodes.get((step, path))
+        if not found:
+            return None
+        node = found.pop(0)
+        if not found:
+            del self._nodes[(step, path)]
+        return node
+
+    def _end(self, event: NodeEnd) -> None:
+        node = self._take(event.step, event.node)
+        if node is None:
+            return
+        span = node.span
+        span.set_attribute("corral.attempts", node.attempts)
+        span.set_attribute("corral.keys_written", sorted(event.update) if event.update else [])
+        span.end()
+        self._ended_inside(event.node)
+
+    def _ended_inside(self, path: str) -> None:
+        """Note that a node run inside the subgraph entries around ``path`` just ended."""
+        now = time.time_ns()
+        outer = path.rpartition("/")[0]
+        while outer:
+            entries = self._entries.get(outer)
+            if entries:
+                entries[-1].last = now
+            outer = outer.rpartition("/")[0]
+
+    def _retry(self, event: NodeRetry) -> None:
+        found = self._nodes.get((event.step, event.node))
+        if not found:
+            return
+        node = found[0]
+        node.attempts = event.attempt + 1
+        node.span.add_event(
+            "corral.retry",
+            {
+                "corral.attempt": event.attempt,
+                "corral.error": event.error,
+                "corral.delay_s": event.delay_s,
+            },
+        )
+
+    def _barrier(self) -> None:
+        """End the subgraph entries: every task of the superstep has finished by now."""
+        if not self._entries:
+            return
+        for entries in self._entries.values():
+            for entry in entries:
+                if entry.last:
+                    entry.span.end(end_time=entry.last)
+                else:
+                    entry.span.end()
+        self._entries.clear()
+
+    def _paused(self, event: Paused) -> None:
+        """End the spans of the node runs that stopped at ``interrupt()`` (or before or after)."""
+        ids = [str(i.id) for i in event.interrupts]
+        self.run.add_event("corral.paused", {"corral.interrupt_ids": ids})
+        asking: dict[str, list[str]] = {}
+        for pending in event.interrupts:  # in task order, as the node runs started
+            asking.setdefault(pending.node, []).append(str(pending.id))
+        for found in self._nodes.values():
+            for node in found:
+                if asking.get(node.path):
+                    node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
+                node.span.set_attribute("corral.attempts", node.attempts)
+                node.span.end()
+        self._nodes.clear()
+        self._barrier()
 
     def _route(self, event: RouteTaken) -> None:
         attributes: dict[str, Any] = {
@@ -114,11 +283,18 @@ class RunTracer:
     def fail(self, exc: BaseException) -> None:
         """End every open span with status ERROR and ``exc`` recorded."""
         error = self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-        for span in self._nodes.values():
-            span.record_exception(exc)
-            span.set_status(error)
-            span.end()
+        for found in self._nodes.values():
+            for node in found:
+                node.span.set_attribute("corral.attempts", node.attempts)
+                node.span.record_exception(exc)
+                node.span.set_status(error)
+                node.span.end()
         self._nodes.clear()
+        for entries in self._entries.values():
+            for entry in entries:
+                entry.span.set_status(error)
+                entry.span.end()
+        self._entries.clear()
         if self.run.is_recording():
             self.run.record_exception(exc)
             self.run.set_status(error)
@@ -126,9 +302,28 @@ class RunTracer:
             self._finish()
 
     def _finish(self) -> None:
-        if self.thread_id is not None:
-            _LAST_RUN[self.thread_id] = self.run.get_span_context()
+        """End the run span and whatever is still open under it (a run ends at a barrier)."""
+        for found in self._nodes.values():
+            for node in found:
+                node.span.end()
+        self._nodes.clear()
+        self._barrier()
         self.run.end()
+
+
+def _context_of(trace: Any, traceparent: str) -> Any:
+    """Return the span context a ``traceparent`` string names, or ``None`` if it is not one."""
+    parts = traceparent.split("-")
+    if len(parts) != 4 or parts[0] != "00":
+        return None
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except ValueError:
+        return None
+    context = trace.SpanContext(
+        trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags)
+    )
+    return context if context.is_valid else None
 
 
 def watch(steps: Iterator[T], tracer: RunTracer) -> Iterator[T]:

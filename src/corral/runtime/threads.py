@@ -68,8 +68,12 @@ def start(
     deps: Any,
     emit: Callable[[Event], None] | None,
     buffer: list[Event] | None,
+    checkpoint_meta: dict[str, Any] | None = None,
 ) -> RunState:
-    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver."""
+    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver.
+
+    ``checkpoint_meta`` is added to the meta of every checkpoint the run writes.
+    """
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
@@ -96,6 +100,7 @@ def start(
         if (checkpoint_id is not None or continuing) and not chain:
             raise unknown_thread(thread_id, checkpoint_id)
     rs = new_run(settings, max_steps, thread_id, deps)
+    rs.checkpoint_meta = checkpoint_meta
     _watch(rs, emit, buffer)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
