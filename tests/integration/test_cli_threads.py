@@ -6,6 +6,7 @@ commands read its checkpoint file and must say what happened, within 80 columns.
 
 from __future__ import annotations
 
+import datetime
 import json
 import shlex
 from pathlib import Path
@@ -80,19 +81,87 @@ def out_of(capsys: pytest.CaptureFixture[str], *argv: str, narrow: bool = True) 
 
 
 def test_threads_lists_each_thread(db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """One row per thread: id, status, steps, checkpoints, next nodes."""
+    """One row per thread: id, status, steps, last update time (UTC), next nodes."""
     out = out_of(capsys, "threads", "--db", db)
-    assert out.splitlines()[0].split() == ["THREAD", "STATUS", "STEPS", "CHECKPOINTS", "NEXT"]
-    assert out.splitlines()[1].split() == ["t1", "interrupted", "6", "8", "approve"]
+    header, row = out.splitlines()
+    assert header.split() == ["THREAD", "STATUS", "STEPS", "UPDATED", "(UTC)", "NEXT"]
+    thread, status, steps, day, clock, following = row.split()
+    assert (thread, status, steps, following) == ("t1", "interrupted", "6", "approve")
     rows = json.loads(out_of(capsys, "threads", "--db", db, "--format", "json"))
+    updated = rows[0].pop("updated")
     assert rows == [
-        {"thread": "t1", "status": "interrupted", "steps": 6, "checkpoints": 8, "next": ["approve"]}
+        {
+            "thread": "t1",
+            "status": "interrupted",
+            "steps": 6,
+            "checkpoints": 8,
+            "next": ["approve"],
+            "parent": None,
+        }
+    ]
+    when = datetime.datetime.fromisoformat(updated)
+    assert when.utcoffset() == datetime.timedelta(0)
+    assert f"{day} {clock}" == when.strftime("%Y-%m-%d %H:%M:%S")
+    age = datetime.datetime.now(datetime.UTC) - when
+    assert datetime.timedelta(seconds=-1) < age < datetime.timedelta(minutes=10)
+
+
+TEAM = """\
+import operator
+from typing import Annotated, TypedDict
+
+from corral import END, Graph, interrupt
+
+
+class Team(TypedDict):
+    topic: str
+    notes: Annotated[list[str], operator.add]
+
+
+child = Graph(Team, name="researcher")
+
+
+@child.node(start=True, then=END)
+def search(state: Team) -> dict[str, object]:
+    return {"notes": [str(interrupt("which source?"))]}
+
+
+g = Graph(Team, name="team")
+g.subgraph("research", child, start=True, then=END)
+"""
+
+
+def test_subgraph_child_threads_are_listed_only_with_all(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A subgraph's child thread is hidden (and counted); --all lists it under its parent."""
+    Path("team.py").write_text(TEAM)
+    argv = ["run", "team.py:g", "--db", db, "--thread", "t2", "--input", '{"topic": "tides"}']
+    assert main(argv) == 3
+    capsys.readouterr()
+    out = out_of(capsys, "threads", "--db", db)
+    assert [line.split()[0] for line in out.splitlines()[1:3]] == ["t1", "t2"]
+    assert out.splitlines()[3:] == ["(1 subgraph child thread not shown; --all lists them)"]
+    out = out_of(capsys, "threads", "--db", db, "--all")
+    assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+        ["t1", "interrupted"],
+        ["t2", "interrupted"],
+        ["research@1.1.0", "interrupted"],
+    ]
+    assert out.splitlines()[3].startswith("  research@1.1.0 ")
+    rows = json.loads(out_of(capsys, "threads", "--db", db, "--format", "json", "--all"))
+    assert [(r["thread"], r["parent"], r["next"]) for r in rows] == [
+        ("t1", None, ["approve"]),
+        ("t2", None, ["research"]),
+        ("t2/research@1.1.0", "t2", ["search"]),
     ]
 
 
 def test_history_has_one_row_per_checkpoint(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Nodes that ran and keys written, oldest first; the same as JSON."""
     rows = json.loads(out_of(capsys, "history", "t1", "--db", db, "--format", "json"))
+    times = [r.pop("time") for r in rows]
+    assert times == sorted(times) and all(times)
     assert [(r["step"], r["nodes"], r["keys"], r["status"]) for r in rows] == [
         (0, ["input"], ["text", "score"], "running"),
         (1, ["draft"], ["text"], "running"),

@@ -2,8 +2,8 @@
 
 The page's Python block is saved as ``agent.py`` in a fresh folder; every console block is
 one command whose output follows it (for ``draw``, the ``mermaid`` block after it). A
-command redirected with ``>`` shows its stderr. Interrupt and checkpoint ids are random, so
-they are compared as patterns.
+command redirected with ``>`` shows its stderr. Interrupt and checkpoint ids are random and
+times change, so they are compared as patterns.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 
 def _masked(text: str) -> str:
     text = re.sub(r"\(id [0-9a-f]+\)", "(id …)", text)
+    text = re.sub(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\b", "TIME", text)
     return re.sub(r"\b\d{8}-[0-9a-f]{8}\b", "CHECKPOINT-ID", text).rstrip("\n")
 
 

@@ -268,8 +268,14 @@ def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None
         "threads",
         parents=[common, db],
         help="list the threads of a checkpoint database",
-        description="List every thread: its status, steps, checkpoints and next nodes.",
+        description=(
+            "List every thread: its status, steps, last update time (UTC) and next nodes.\n"
+            "The threads a subgraph's child runs on are left out unless --all is given."
+        ),
         formatter_class=_formatter,
+    )
+    listing.add_argument(
+        "--all", action="store_true", help="list subgraph child threads too (marked by parent)"
     )
     listing.set_defaults(handler=_threads.threads)
     past = commands.add_parser(

@@ -11,8 +11,10 @@ with the graph's reducers, exactly as ``get_state`` does). Tables are cut to 80 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -27,6 +29,7 @@ __all__ = [
     "HistoryRow",
     "history",
     "history_rows",
+    "parent_thread",
     "open_existing",
     "read_thread",
     "show",
@@ -36,6 +39,8 @@ __all__ = [
 
 _WIDTH = 80
 _INPUT = "__input__"
+_CHILD = re.compile(r"(?P<parent>.+)/[^/]+@\d+\.\d+\.\d+")
+"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK`` (``runtime.subgraphs``)."""
 
 
 def open_existing(db: str) -> Checkpointer:
@@ -71,6 +76,8 @@ class HistoryRow:
     keys: tuple[str, ...]
     """The state keys those writes set."""
     status: str
+    time: str | None = None
+    """When the checkpoint was written (ISO 8601, UTC); ``None`` if it does not say."""
 
 
 def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
@@ -87,9 +94,31 @@ def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
                 nodes,
                 keys,
                 str(meta.get("status", "running")),
+                _when(meta),
             )
         )
     return rows
+
+
+def _when(meta: dict[str, Any]) -> str | None:
+    """Return when a checkpoint was written, from its meta, as ISO 8601 UTC to the second."""
+    seconds = meta.get("time")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None  # written by a corral that did not record the time
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds")
+
+
+def parent_thread(thread: str, known: set[str] | frozenset[str]) -> str | None:
+    """Return the thread whose subgraph entry ``thread`` is the child of, if it is one.
+
+    A child thread is named ``PARENT/NODE@RUN.SUPERSTEP.TASK`` by the runtime; a thread id
+    of that shape counts as a child only when ``PARENT`` is a thread of the same database.
+    """
+    match = _CHILD.fullmatch(thread)
+    if match is None or match["parent"] not in known:
+        return None
+    return match["parent"]
 
 
 def _ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
@@ -168,11 +197,36 @@ def read_thread(db: str, thread: str) -> list[Checkpoint]:
     return _ordered(open_existing(db), thread)
 
 
+def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, int]]:
+    """Return ``(thread, parent, depth)`` to list: each child right after its parent."""
+    known = frozenset(ids)
+    parents = {thread: parent_thread(thread, known) for thread in ids}
+    under: dict[str, list[str]] = {}
+    for thread, parent in parents.items():
+        if parent is not None:
+            under.setdefault(parent, []).append(thread)
+    out: list[tuple[str, str | None, int]] = []
+
+    def add(thread: str, depth: int) -> None:
+        out.append((thread, parents[thread], depth))
+        for child in under.get(thread, ()) if children else ():
+            add(child, depth + 1)
+
+    for thread in ids:
+        if parents[thread] is None:
+            add(thread, 0)
+    return out
+
+
 def threads(args: argparse.Namespace) -> int:
-    """Print every thread of ``--db`` with its status and step count."""
+    """Print every thread of ``--db`` with its status, step count and last update time."""
     saver = open_existing(args.db)
+    ids = _thread_ids(saver)
+    listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
-    for thread in _thread_ids(saver):
+    shown: list[str] = []  # each thread as its row names it
+    for thread, parent, depth in listed:
+        shown.append("  " * depth + thread.removeprefix(f"{parent}/") if parent else thread)
         chain = _ordered(saver, thread)
         last = chain[-1].meta
         found.append(
@@ -180,8 +234,10 @@ def threads(args: argparse.Namespace) -> int:
                 "thread": thread,
                 "status": str(last.get("status", "running")),
                 "steps": int(last.get("steps", 0)),
+                "updated": _when(last),
                 "checkpoints": len(chain),
                 "next": [t.get("node") for t in last.get("next", [])],
+                "parent": parent,
             }
         )
     if args.format == "json":
@@ -191,10 +247,20 @@ def threads(args: argparse.Namespace) -> int:
         print(f"no threads in {args.db}")
         return 0
     rows = [
-        (t["thread"], t["status"], str(t["steps"]), str(t["checkpoints"]), ", ".join(t["next"]))
-        for t in found
+        (
+            name,
+            t["status"],
+            str(t["steps"]),
+            (t["updated"] or "-").replace("T", " ").removesuffix("+00:00"),
+            ", ".join(t["next"]),
+        )
+        for name, t in zip(shown, found, strict=True)
     ]
-    print(_table(("THREAD", "STATUS", "STEPS", "CHECKPOINTS", "NEXT"), rows))
+    print(_table(("THREAD", "STATUS", "STEPS", "UPDATED (UTC)", "NEXT"), rows))
+    hidden = len(ids) - len(listed)
+    if hidden:
+        what = "thread" if hidden == 1 else "threads"
+        print(f"({hidden} subgraph child {what} not shown; --all lists them)")
     return 0
 
 
@@ -231,6 +297,7 @@ def show(args: argparse.Namespace) -> int:
         "checkpoint": last.checkpoint_id,
         "status": str(meta.get("status", "running")),
         "steps": int(meta.get("steps", 0)),
+        "updated": _when(meta),
         "next": [t.get("node") for t in meta.get("next", [])],
         "guards": [
             {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
