@@ -206,3 +206,85 @@ def test_send_without_a_declared_width_has_no_bound_and_names_the_router() -> No
             assert bound.steps is None and bound.reason is not None and "'fan'" in bound.reason
         else:
             assert bound.steps == 5 and bound.per_node["work"] == 4
+
+
+def _nested_loops(choices: list[int], seen: list[int]) -> Graph[State]:
+    """A parent looping (guarded, max 2) around a subgraph with its own guarded loop (max 2).
+
+    Each router takes the next entry of ``choices`` (0: loop, 1: leave; 0 once they run
+    out) and records how many options it had in ``seen``.
+    """
+
+    def choose() -> int:
+        seen.append(2)
+        return choices[len(seen) - 1] if len(seen) <= len(choices) else 0
+
+    child = Graph(State, max_steps=1000)
+
+    @child.node(start=True, then="search")
+    def plan(state: State) -> None: ...
+
+    @child.node(then="read")
+    def search(state: State) -> None: ...
+
+    @child.node()
+    def read(state: State) -> None: ...
+
+    @child.router("read", guards=[Guard("search", max=2, otherwise=END)])
+    def more(state: State) -> Literal["search"] | End:
+        return "search" if choose() == 0 else END
+
+    g = Graph(State, max_steps=1000)
+
+    @g.node(start=True, then="research")
+    def draft(state: State) -> None: ...
+
+    g.subgraph("research", child, then="review")
+
+    @g.node()
+    def review(state: State) -> None: ...
+
+    @g.router("review", guards=[Guard("research", max=2, otherwise=END)])
+    def again(state: State) -> Literal["research"] | End:
+        return "research" if choose() == 0 else END
+
+    return g
+
+
+def test_a_subgraph_runs_count_its_entries_times_the_childs_bound() -> None:
+    """Every router choice, run for real: the bound is the longest run, and its witness."""
+    longest = 0
+    pending: list[list[int]] = [[]]
+    while pending:  # every sequence of router choices, by running the graph
+        choices = pending.pop()
+        seen: list[int] = []
+        run = _nested_loops(choices, seen).compile().invoke({"n": 0})
+        longest = max(longest, run.steps)
+        pending.extend(
+            [*choices, *([0] * (i - len(choices))), 1] for i in range(len(choices), len(seen))
+        )
+    bound = _nested_loops([], []).bound()
+    child = "research/plan", *("research/search", "research/read") * 3
+    assert (bound.steps, longest) == (25, 25)
+    assert bound.witness == ("draft", *(*child, "review") * 3)
+    assert dict(bound.per_node) == {
+        "draft": 1, "research": 3, "review": 3,
+        "research/plan": 3, "research/search": 9, "research/read": 9,
+    }  # fmt: skip
+    assert str(bound) == ("25 node runs: draft → (research[plan → (search → read) ×3] → review) ×3")
+
+
+def test_a_subgraph_without_a_bound_names_its_path() -> None:
+    """A child with an unguarded cycle, two levels down: the parent's reason names the path."""
+    inner = Graph(State)
+
+    @inner.node(start=True, then="spin")
+    def spin(state: State) -> None: ...
+
+    middle = Graph(State)
+    middle.subgraph("deep", inner, start=True, then=END)
+    g = Graph(State)
+    g.subgraph("outer", middle, start=True, then=END)
+    bound = g.bound()
+    assert bound.steps is None
+    assert bound.reason == "in subgraph 'outer/deep': a cycle has no guarded route (CR201)"

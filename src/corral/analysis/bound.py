@@ -11,7 +11,7 @@ reading a guarded route as its constant ``max``; further passes replace constant
 ``min(max, runs(s))`` while that lowers anything. Every pass gives a sound bound.
 
 **Per run.** With fan-out (a ``then=`` tuple, a list router, several start nodes, a
-``Command`` that may go to several nodes, ``Send``, joins, subgraphs) several nodes run
+``Command`` that may go to several nodes, ``Send``, joins) several nodes run
 per superstep, and the run's bound is the sum of the per-node bounds. Without fan-out, one
 node runs at a time and a run is a walk, so the bound is the longest walk the guards allow,
 found on the strongly connected groups of the graph in topological order:
@@ -26,8 +26,14 @@ found on the strongly connected groups of the graph in topological order:
   guard maxima) * (longest unguarded path in the group)`` nodes, and never more than the
   sum of the group's per-node bounds.
 
+**Subgraphs.** A subgraph node is not a node run: each entry is a fresh run of its child,
+which takes at most the child's own bound (computed recursively; its guards count per
+entry). So a subgraph node weighs its child's bound, where every other node weighs one run,
+in the walk and in the sum, and the child's witness is spliced into the parent's.
+
 That makes the bound exact on graphs without fan-out whose cycles are disjoint and each
-cut by one guard (the walk reaching it is returned as the witness), and sound everywhere
+cut by one guard, when each child's bound is exact too (the walk reaching it is returned as
+the witness), and sound everywhere
 else. Everything is linear in the size of the graph, apart from the exact cycle formula,
 which is quadratic in the size of one cycle with many entries (bounded by a limit).
 """
@@ -92,6 +98,24 @@ class Bound:
         return f"{self.steps} node runs{shown}"
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """What one run of a node stands for in a walk: one node run, or a whole child run."""
+
+    runs: int
+    """The node runs it takes (a subgraph node: its child's bound)."""
+    nodes: tuple[str, ...] | None
+    """Those node runs, by path; ``None`` when the child's bound has no witness."""
+    text: str
+
+    @classmethod
+    def of_child(cls, name: str, child: Bound) -> _Unit:
+        """Return the unit of a subgraph node ``name`` whose child has the bound ``child``."""
+        assert child.steps is not None
+        nodes = None if child.witness is None else tuple(f"{name}/{n}" for n in child.witness)
+        return cls(child.steps, nodes, f"{name}[{child.path}]" if child.path else name)
+
+
 @dataclass
 class _Facts:
     """The spec's routes as the bound reads them."""
@@ -107,6 +131,16 @@ class _Facts:
     single: bool = True
     """True when one node runs at a time (no fan-out of any kind)."""
     unbounded: str | None = None
+    units: dict[str, _Unit] = field(default_factory=dict)
+    """The subgraph nodes' units (every other node is one node run)."""
+
+    def weight(self, name: str) -> int:
+        """Return the node runs one run of ``name`` takes."""
+        unit = self.units.get(name)
+        return 1 if unit is None else unit.runs
+
+    def unit(self, name: str) -> _Unit:
+        return self.units.get(name) or _Unit(1, (name,), name)
 
 
 def bound_of(spec: GraphSpec, edges: Iterable[Edge] | None = None) -> Bound:
@@ -114,26 +148,38 @@ def bound_of(spec: GraphSpec, edges: Iterable[Edge] | None = None) -> Bound:
 
     ``edges`` are ``spec.edges()`` when the caller already has them.
     """
-    facts = _read(spec, spec.edges() if edges is None else edges)
+    return _bound(spec, spec.edges() if edges is None else edges, "", {})
+
+
+def _bound(spec: GraphSpec, edges: Iterable[Edge], path: str, known: dict[int, Bound]) -> Bound:
+    """Return the bound of ``spec``, a subgraph at ``path`` (``""`` at the top).
+
+    ``known`` holds the bounds of the child specs already computed, by identity, so a child
+    used several times is bounded once.
+    """
+    facts = _read(spec, edges)
     if facts.unbounded is not None:
-        return _unbounded(facts, facts.unbounded)
+        return _unbounded(facts, facts.unbounded, path)
     order = _unguarded_order(facts)
     if order is None:
-        return _unbounded(facts, "a cycle has no guarded route (CR201)")
+        return _unbounded(facts, "a cycle has no guarded route (CR201)", path)
     runs = _per_node(facts, order)
-    child_steps: dict[str, int] = {}
     per_node: dict[str, int | None] = dict(runs)
     for node in facts.nodes:
         if node.subgraph is None:
             continue
-        child = bound_of(node.subgraph.graph)
+        child_spec = node.subgraph.graph
+        child = known.get(id(child_spec))
+        if child is None:
+            child = _bound(child_spec, child_spec.edges(), f"{path}{node.name}/", known)
+            known[id(child_spec)] = child
         if child.steps is None:
-            return _unbounded(facts, f"subgraph {node.name!r}: {child.reason}")
-        child_steps[node.name] = child.steps
+            return Bound(None, {n.name: None for n in facts.nodes}, reason=child.reason)
+        facts.units[node.name] = _Unit.of_child(node.name, child)
         for name, count in child.per_node.items():
             per_node[f"{node.name}/{name}"] = None if count is None else count * runs[node.name]
-    total = sum(runs[n] * child_steps.get(n, 1) for n in runs)
-    if not facts.single or child_steps:
+    total = sum(runs[n] * facts.weight(n) for n in runs)
+    if not facts.single:
         return Bound(total, per_node)
     walk, witness = _longest_walk(facts, runs)
     if walk > total:
@@ -144,7 +190,9 @@ def bound_of(spec: GraphSpec, edges: Iterable[Edge] | None = None) -> Bound:
     return Bound(walk, per_node, nodes, path=text)
 
 
-def _unbounded(facts: _Facts, reason: str) -> Bound:
+def _unbounded(facts: _Facts, reason: str, path: str) -> Bound:
+    if path:
+        reason = f"in subgraph {path.rstrip('/')!r}: {reason}"
     return Bound(None, {n.name: None for n in facts.nodes}, reason=reason)
 
 
@@ -312,15 +360,18 @@ def _walk_group(
     if not looped:
         (node,) = group
         length, before, exact = entries[node]
-        return {node: _Step(length + 1, before, (node,), node, exact)}
+        unit = facts.unit(node)
+        known = unit.nodes is not None
+        step = _Step(length + unit.runs, before, unit.nodes or (), unit.text, exact and known)
+        return {node: step}
     cycle = _simple_guarded_cycle(facts, group)
     if cycle is not None and len(entries) * len(group) <= _EXACT_CYCLE_WORK:
-        return _walk_cycle(cycle[0], cycle[1], cycle[2], entries)
+        return _walk_cycle(facts, cycle[0], cycle[1], cycle[2], entries)
     entry_runs = _per_node(facts, [n for n in order if n in members], dict.fromkeys(entries, 1))
     caps = sum(cap for _s, cap in inside if cap is not None)
     inner = min(
-        sum(runs[n] for n in group),
-        sum(entry_runs.values()),
+        sum(runs[n] * facts.weight(n) for n in group),
+        sum(count * facts.weight(n) for n, count in entry_runs.items()),
         (1 + caps) * _longest_unguarded_path(facts, group, order),
     )
     length, before, _exact = max(entries.values(), key=lambda e: e[0])
@@ -362,6 +413,7 @@ def _simple_guarded_cycle(facts: _Facts, group: list[str]) -> tuple[list[str], i
 
 
 def _walk_cycle(
+    facts: _Facts,
     cycle: list[str],
     guard_at: int,
     times: int,
@@ -369,6 +421,12 @@ def _walk_cycle(
 ) -> dict[str, _Step]:
     k = len(cycle)
     index = {n: i for i, n in enumerate(cycle)}
+    units = [facts.unit(n) for n in cycle]
+    known = all(u.nodes is not None for u in units)
+    lap_runs = sum(u.runs for u in units)
+    before_runs = [0]  # node runs of the first i nodes of the cycle, twice round
+    for i in range(2 * k):
+        before_runs.append(before_runs[-1] + units[i % k].runs)
     found: dict[str, _Step] = {}
     for y in cycle:
         best: _Step | None = None
@@ -379,25 +437,31 @@ def _walk_cycle(
             laps = times - int(past_guard)
             if laps < 0:
                 continue
-            total = length + laps * k + pos + 1
+            total = length + laps * lap_runs + before_runs[start + pos + 1] - before_runs[start]
             if best is None or total > best.length:
-                lap = [cycle[(start + i) % k] for i in range(k)]
-                nodes = tuple(lap * laps + lap[: pos + 1])
-                best = _Step(total, before, nodes, _lap_text(lap, laps, pos), exact)
+                lap = [units[(start + i) % k] for i in range(k)]
+                walked = lap * laps + lap[: pos + 1]
+                nodes = tuple(n for u in walked for n in u.nodes or ())
+                text = _lap_text([u.text for u in lap], laps, pos)
+                best = _Step(total, before, nodes, text, exact and known)
         if best is not None:
             found[y] = best
     return found
 
 
 def _lap_text(lap: list[str], laps: int, pos: int) -> str:
-    rest = " → ".join(lap[: pos + 1])
-    if laps < 2:
-        return " → ".join(lap * laps + lap[: pos + 1])
-    return f"({' → '.join(lap)}) ×{laps} → {rest}"
+    """Write ``laps`` laps of ``lap`` then its first ``pos + 1`` nodes, short."""
+    last = pos == len(lap) - 1
+    full = laps + int(last)
+    rest = [] if last else lap[: pos + 1]
+    if full < 2:
+        return " → ".join(lap * full + rest)
+    text = f"({' → '.join(lap)}) ×{full}"
+    return f"{text} → {' → '.join(rest)}" if rest else text
 
 
 def _longest_unguarded_path(facts: _Facts, group: list[str], order: list[str]) -> int:
-    """Return the most nodes on a path of unguarded routes inside ``group``."""
+    """Return the most node runs on a path of unguarded routes inside ``group``."""
     members = set(group)
     longest: dict[str, int] = {}
     for name in order:
@@ -408,7 +472,7 @@ def _longest_unguarded_path(facts: _Facts, group: list[str], order: list[str]) -
             for s, cap, _w in facts.incoming[name]
             if cap is None and s in members and s in longest
         ]
-        longest[name] = 1 + max(before, default=0)
+        longest[name] = facts.weight(name) + max(before, default=0)
     return max(longest.values(), default=1)
 
 
