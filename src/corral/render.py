@@ -34,6 +34,7 @@ flowchart TD
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -120,19 +121,28 @@ class _Drawing:
     """``(join, waited-for nodes)`` for each ``wait_for`` join, by drawn name."""
 
 
-def render_mermaid(spec: GraphSpec, *, collapse: bool = False, taken: Taken | None = None) -> str:
+def render_mermaid(
+    spec: GraphSpec,
+    *,
+    collapse: bool = False,
+    taken: Taken | None = None,
+    bound: str | None = None,
+) -> str:
     """Return the graph as a Mermaid ``flowchart`` (paste it into Markdown or mermaid.live).
 
     A subgraph's child is drawn as a ``subgraph`` block holding its own nodes, entered at
     its ``START`` and left from its ``END``; with ``collapse=True`` it is one node. With
     ``taken`` (what one thread did), the routes it took are drawn thick and red, labelled
-    with how many times, and each guard's count is shown against its max.
+    with how many times, and each guard's count is shown against its max. ``bound`` (the
+    graph's bound in words, ``g.bound().summary``) goes in the title, after the graph's name.
     """
     drawing = _overlay(_draw(spec, collapse), taken)
     ids = _mermaid_ids(_all_names(drawing.items))
     lines: list[str] = []
-    if spec.name:
-        lines += ["---", f"title: {spec.name}", "---"]
+    title = _title(spec, bound)
+    if title:
+        # a YAML double-quoted string: JSON's escapes are YAML's
+        lines += ["---", f"title: {json.dumps(title, ensure_ascii=False)}", "---"]
     lines.append("flowchart TD")
     lines.extend(_mermaid_items(drawing.items, ids, "    "))
     arrows = {"solid": "-->", "thick": "==>", "dashed": "-.->", "dotted": "-.->"}
@@ -162,10 +172,17 @@ def _mermaid_items(items: tuple[_Box | _Cluster, ...], ids: dict[str, str], pad:
     return lines
 
 
-def render_dot(spec: GraphSpec, *, collapse: bool = False, taken: Taken | None = None) -> str:
+def render_dot(
+    spec: GraphSpec,
+    *,
+    collapse: bool = False,
+    taken: Taken | None = None,
+    bound: str | None = None,
+) -> str:
     """Return the graph as Graphviz DOT text (``corral draw x.py --format dot | dot -Tsvg``).
 
     A subgraph's child is drawn as a cluster; with ``collapse=True`` it is one node.
+    ``bound`` (``g.bound().summary``) is drawn as the graph's label, with its name.
 
     >>> from typing import TypedDict
     >>> from corral import Graph
@@ -186,7 +203,11 @@ def render_dot(spec: GraphSpec, *, collapse: bool = False, taken: Taken | None =
     """
     drawing = _overlay(_draw(spec, collapse), taken)
     title = _dot_text(spec.name or "corral")
-    lines = [f'digraph "{title}" {{', "    node [shape=box, style=rounded];"]
+    lines = [f'digraph "{title}" {{']
+    if bound is not None:
+        lines.append(f'    label="{_dot_text(_title(spec, bound))}";')
+        lines.append("    labelloc=t;")
+    lines.append("    node [shape=box, style=rounded];")
     lines.extend(_dot_items(drawing.items, "    "))
     styles = {
         "solid": "",
@@ -258,6 +279,11 @@ def _draw(spec: GraphSpec, collapse: bool, prefix: str = "") -> _Drawing:
         if node.wait_for:
             notes.append((prefix + node.name, tuple(prefix + w for w in node.wait_for)))
     return _Drawing(tuple(items), (*arrows, *inner_arrows), tuple(notes))
+
+
+def _title(spec: GraphSpec, bound: str | None) -> str:
+    """Return the graph's name and its bound, as drawn in the title."""
+    return " — ".join(part for part in (spec.name, bound) if part)
 
 
 def _all_names(items: tuple[_Box | _Cluster, ...]) -> list[str]:

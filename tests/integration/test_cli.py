@@ -172,7 +172,7 @@ def test_draw_prints_a_mermaid_flowchart_with_guard_bounds() -> None:
     assert proc.returncode == 0
     assert proc.stdout == (
         "---\n"
-        "title: good\n"
+        'title: "good — at most 8 node runs"\n'
         "---\n"
         "flowchart TD\n"
         '    __start__(["START"])\n'

@@ -52,7 +52,7 @@ def test_mermaid_draws_every_kind_of_route() -> None:
     """Fan-out, Send, Command and a guard with no ``otherwise`` each have their own look."""
     g = every_route()
     text = render_mermaid(g.spec())
-    assert text.splitlines()[:4] == ["---", 'title: all "routes"', "---", "flowchart TD"]
+    assert text.splitlines()[:4] == ["---", 'title: "all \\"routes\\""', "---", "flowchart TD"]
     assert '    search["search (max 4 runs)"]' in text
     # "end" is a Mermaid keyword, so that node gets an id of its own
     assert '    n5["end"]' in text
@@ -122,3 +122,45 @@ def test_node_guards_and_otherwise_routes() -> None:
     dot = render_dot(g.spec())
     assert '    "call" -> "retry" [label="≤2"];' in dot
     assert '    "call" -> "give_up" [style=dotted, label="retry used up"];' in dot
+
+
+def _loop(name: str | None, guarded: bool) -> Graph[State]:
+    g = Graph(State, name=name)
+
+    @g.node(start=True, then="review")
+    def draft(state: State) -> dict[str, object]:
+        return {}
+
+    @g.node()
+    def review(state: State) -> dict[str, object]:
+        return {}
+
+    guards = [Guard("draft", max=2, otherwise=END)] if guarded else []
+
+    @g.router("review", guards=guards)
+    def again(state: State) -> Literal["draft"] | End:
+        return END
+
+    return g
+
+
+def test_the_title_carries_the_bound() -> None:
+    """``bound=`` (``g.bound().summary``) follows the name in Mermaid's title and DOT's label."""
+    g = _loop("review_loop", guarded=True)
+    shown = g.bound().summary
+    assert shown == "at most 6 node runs"
+    mermaid = render_mermaid(g.spec(), bound=shown)
+    assert mermaid.splitlines()[:3] == ["---", 'title: "review_loop — at most 6 node runs"', "---"]
+    dot = render_dot(g.spec(), bound=shown).splitlines()
+    assert dot[:3] == [
+        'digraph "review_loop" {',
+        '    label="review_loop — at most 6 node runs";',
+        "    labelloc=t;",
+    ]
+    unnamed = _loop(None, guarded=False)
+    reason = unnamed.bound().summary
+    assert reason == "unbounded: a cycle has no guarded route (CR201)"
+    assert render_mermaid(unnamed.spec(), bound=reason).splitlines()[1] == (
+        'title: "unbounded: a cycle has no guarded route (CR201)"'
+    )
+    assert render_mermaid(unnamed.spec()).startswith("flowchart TD\n")  # no name, no bound

@@ -16,7 +16,7 @@ def test_mermaid_draws_the_child_as_a_subgraph_block(capsys: pytest.CaptureFixtu
     assert main(["draw", FIXTURE]) == 0
     assert capsys.readouterr().out == (
         "---\n"
-        "title: team\n"
+        'title: "team — at most 8 node runs"\n'
         "---\n"
         "flowchart TD\n"
         '    __start__(["START"])\n'

@@ -78,6 +78,8 @@ class Bound:
     (6, 3)
     >>> str(b)
     '6 node runs: draft → (critique → revise) ×2 → critique'
+    >>> b.summary
+    'at most 6 node runs'
     """
 
     steps: int | None
@@ -90,6 +92,16 @@ class Bound:
     """Why ``steps`` is ``None`` (an unguarded cycle, a ``Send`` with no ``max_sends``)."""
     path: str = field(default="", compare=False)
     """The witness written short: a cycle taken several times as ``(a → b) ×3``."""
+
+    @property
+    def summary(self) -> str:
+        """The bound in a few words, as ``corral draw`` puts it in the title.
+
+        ``"at most 8 node runs"``, or ``"unbounded: <reason>"``.
+        """
+        if self.steps is None:
+            return f"unbounded: {self.reason}"
+        return f"at most {self.steps} node run{'' if self.steps == 1 else 's'}"
 
     def __str__(self) -> str:
         if self.steps is None:

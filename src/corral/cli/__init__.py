@@ -142,7 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Solid arrows are fixed routes, thick ones fan-outs, dashed ones conditional\n"
             "routes; a guarded route is labelled with its bound (≤3) and a dotted arrow\n"
             "shows where the run goes once the guard is used up. A subgraph is drawn as a\n"
-            "block holding its child's nodes (--collapse: as one node)."
+            "block holding its child's nodes (--collapse: as one node). The title gives\n"
+            "the most node runs one run can take (g.bound())."
         ),
         epilog=(
             "examples:\n"

@@ -74,7 +74,9 @@ def draw(args: argparse.Namespace) -> int:
         from corral.cli._threads import read_thread, taken_routes
 
         taken = taken_routes(read_thread(args.db, args.thread), spec)
-    print(render(spec, collapse=args.collapse, taken=taken))
+    # LangGraph has no guards: `corral cycles` and `lint` say why its loops have no bound
+    shown = None if target.langgraph is not None else bound(spec).summary
+    print(render(spec, collapse=args.collapse, taken=taken, bound=shown))
     return 0
 
 
