@@ -76,3 +76,39 @@ def test_node_error_mid_loop_matches_the_general_loop() -> None:
     assert result[0] == "NodeError"
     assert "(step 4)" in result[1]
     assert seen == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
+
+
+class Count(TypedDict):
+    n: int
+    label: str
+
+
+def test_a_state_kept_by_a_node_or_router_never_changes_afterwards() -> None:
+    """States kept past their run (by a node, by a router) still read what they read then.
+
+    The inline path writes a plain update into the state it handed out when nobody kept it;
+    a kept state must be left alone.
+    """
+    kept: list[tuple[int, Any]] = []
+    last: list[Any] = [None]
+    g = Graph(Count, max_steps=40)
+
+    @g.node(start=True)
+    def count(state: Count) -> dict[str, object]:
+        if state["n"] % 2:
+            kept.append((state["n"], state))
+        last[0] = state  # kept until the next run only
+        return {"n": state["n"] + 1, "label": f"run {state['n'] + 1}"}
+
+    @g.router("count", guards=[Guard("count", max=20)])
+    def again(state: Count) -> Literal["count"] | End:
+        if state["n"] % 3 == 0:
+            kept.append((state["n"], state))
+        return END if state["n"] >= 12 else "count"
+
+    run = g.compile().invoke({"n": 0, "label": "start"})
+    assert run.state == {"n": 12, "label": "run 12"}
+    assert len(kept) == 6 + 4
+    for n, state in kept:
+        assert state == {"n": n, "label": f"run {n}" if n else "start"}
+    assert last[0] == {"n": 11, "label": "run 11"}

@@ -23,6 +23,8 @@ by benchmarks/bench_runtime.py.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from corral.errors import InterruptWithoutCheckpointerError
@@ -49,25 +51,25 @@ def run_inline(rs: RunState) -> None:
 
 
 def _run(rs: RunState) -> None:
-    tables = rs.tables
-    keyset = tables.keyset
-    last_write = tables.last_write
+    last_write = rs.tables.last_write
     runs = rs.runs
     guards = rs.guards
     trace = rs.trace.append
-    no_arg = NO_ARG
     max_steps = rs.max_steps
-    steps = rs.steps
+    unlogged = rs.log is None  # a subgraph's child run reads its writes back from the log
     # ``view`` is what the next reader (the router, then the next node) gets. A view nobody
     # has read a mutable value from holds nothing anyone could have changed, so they may
-    # share it; after a merge of plain immutable values into a flat state, the new view *is*
-    # the new state (one dict built per superstep), never changed after it is handed out.
+    # share it. After a merge of plain immutable values into a flat state, the new view *is*
+    # the new state; when the next merge finds that nobody but this loop holds it (its
+    # reference count is what it was when it was made), the update is written into it in
+    # place: no reader kept it, so no reader can see it change.
     view: FlatView | None = None
+    alone = 0  # the reference count of ``view`` while only this loop and ``rs.values`` hold it
     tasks = rs.tasks
     while len(tasks) == 1:
         node, arg = tasks[0]
-        step = steps + 1
-        if arg is not no_arg or not node.inline or step > max_steps:
+        step = rs.steps + 1
+        if arg is not NO_ARG or not node.inline or step > max_steps:
             return
         if view is None:
             view = view_of(rs.values, rs.flat, rs.notes)
@@ -78,56 +80,70 @@ def _run(rs: RunState) -> None:
         except Exception as exc:
             raise node_error(node.name, step, exc) from exc
         goto: Targets | None = None
-        if type(out) is dict and keyset.issuperset(out):
-            rs.steps = steps = step
+        if (
+            type(out) is dict
+            and rs.flat
+            and unlogged
+            and last_write.issuperset(out)
+            and _all_immutable(map(type, out.values()))
+        ):
+            # Accepted and merged as the core would: a run of plain replacements.
+            rs.steps = step
             name = node.name
             runs[name] = runs.get(name, 0) + 1
             trace((step, name, out, 0.0))
-            update: dict[str, Any] | None = out
+            if view is rs.values and _refcount(view) == alone:
+                _dict_update(view, out)
+            else:
+                view = rs.values = _replaced(rs.values, out)
+                alone = _refcount(view)
         else:
-            _, _, update, goto = accept(rs, Call(0, node, arg, step), out, 0.0)
-            steps = rs.steps
-        if not update:
-            view = _kept(rs, view)
-        elif (
-            rs.flat
-            and rs.log is None  # a subgraph's child run reads its writes back from the log
-            and last_write.issuperset(update)
-            and _all_immutable(map(type, update.values()))
-        ):
-            view = FlatView(rs.values)
-            _dict_update(view, update)
-            rs.values = view
-        else:
-            _merge(rs, node, update)
-            view = None
+            goto, view = _accept(rs, node, step, out, view)
         rs.supersteps += 1
         router = node.router
         if router is None or node.then is not None or router.takes_ctx:
             tasks, view = _leave_with(rs, node, goto, view)
             continue
-        view = view_of(rs.values, rs.flat, rs.notes) if view is None else view
-        try:
-            raw = router.func(view)
-        except Exception as exc:
-            raise router_error(router.name, node.name, rs.steps, exc) from exc
+        if view is None:
+            view = view_of(rs.values, rs.flat, rs.notes)
+        raw = _route(rs, node, router, view)
         if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
             view = None
-        alone = node.alone.get(raw) if type(raw) is str else None
-        if alone is None:
+        route = node.alone.get(raw) if type(raw) is str else None
+        if route is None:
             tasks = _leave(rs, node, None, raw)
             continue
-        following, key, most = alone
+        following, key, most = route
         if key is not None:
             count = guards[key]
             if count >= most:
                 tasks = _leave(rs, node, None, raw)
                 continue
             guards[key] = count + 1
-        tasks = rs.tasks = list(following)
+        tasks = rs.tasks = following
 
 
 _dict_update = dict.update
+_refcount: Callable[[object], int] = getattr(sys, "getrefcount", lambda _: -1)
+"""How many references hold an object (where the interpreter can tell: never -1 otherwise)."""
+
+
+def _replaced(values: dict[str, Any], update: dict[str, Any]) -> FlatView:
+    """Return a new flat view of ``values`` with the plain replacements of ``update``."""
+    view = FlatView(values)
+    _dict_update(view, update)
+    return view
+
+
+def _accept(
+    rs: RunState, node: Node, step: int, out: Any, view: FlatView
+) -> tuple[Targets | None, FlatView | None]:
+    """Accept and merge any other outcome through the core; return its targets and view."""
+    _, _, update, goto = accept(rs, Call(0, node, NO_ARG, step), out, 0.0)
+    if not update:
+        return goto, _kept(rs, view)
+    _merge(rs, node, update)
+    return goto, None
 
 
 def _kept(rs: RunState, view: FlatView) -> FlatView | None:
@@ -137,7 +153,7 @@ def _kept(rs: RunState, view: FlatView) -> FlatView | None:
 
 def _leave_with(
     rs: RunState, node: Node, goto: Targets | None, view: FlatView | None
-) -> tuple[list[Task], FlatView | None]:
+) -> tuple[Sequence[Task], FlatView | None]:
     """Call the router of ``node`` if it has one, then take its routes (the general way)."""
     raw = None
     if node.router is not None:
@@ -178,19 +194,19 @@ def _route(rs: RunState, node: Node, router: Router, view: FlatView) -> Any:
         raise router_error(router.name, node.name, rs.steps, exc) from exc
 
 
-def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> list[Task]:
+def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> Sequence[Task]:
     """Take the routes of ``node``; return the next tasks (also set on ``rs``)."""
     target = raw if node.then is None and node.router is not None else _single(node, goto)
     alone = node.alone.get(target) if type(target) is str else None
     if alone is not None:
         key = alone.guard
         if key is None:
-            rs.tasks = list(alone.tasks)
+            rs.tasks = alone.tasks
             return rs.tasks
         count = rs.guards[key]
         if count < alone.max:
             rs.guards[key] = count + 1
-            rs.tasks = list(alone.tasks)
+            rs.tasks = alone.tasks
             return rs.tasks
     targets, via = leave_targets(node, goto, raw)
     plain: list[Node] = []

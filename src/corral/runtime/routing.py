@@ -13,6 +13,7 @@ and hands the value to :meth:`Routing.take`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -235,7 +236,7 @@ def pauses_at_barrier(rs: RunState, results: list[TaskResult], tasks: list[Task]
     return pauses
 
 
-def pauses_before(rs: RunState, tasks: list[Task]) -> list[Pause]:
+def pauses_before(rs: RunState, tasks: Sequence[Task]) -> list[Pause]:
     """Return the ``interrupt_before`` pauses of ``tasks`` (one per node)."""
     pauses: list[Pause] = []
     seen: set[str] = set()

@@ -11,7 +11,7 @@ barrier) and a :class:`Pause` (a run stopped for a person).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -161,7 +161,7 @@ class RunState:
         self.values: dict[str, Any] = {}
         self.flat = False
         """True when every value of ``values`` is immutable (nodes then get a FlatView)."""
-        self.tasks: list[Task] = []
+        self.tasks: Sequence[Task] = []
         """The tasks of the next (or current) superstep, in merge order."""
         self.done: dict[int, TaskResult] = {}
         """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
