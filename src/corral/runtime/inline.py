@@ -104,9 +104,10 @@ def _run(rs: RunState) -> None:
         if router is None or node.then is not None or router.takes_ctx:
             tasks, view = _leave_with(rs, node, goto, view)
             continue
-        if view is None:
-            view = view_of(rs.values, rs.flat, rs.notes)
-        raw = _route(rs, node, router, view)
+        try:
+            raw = router.func(view)
+        except Exception as exc:
+            raise router_error(router.name, node.name, rs.steps, exc) from exc
         if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
             view = None
         route = node.alone.get(raw) if type(raw) is str else None
@@ -137,13 +138,15 @@ def _replaced(values: dict[str, Any], update: dict[str, Any]) -> FlatView:
 
 def _accept(
     rs: RunState, node: Node, step: int, out: Any, view: FlatView
-) -> tuple[Targets | None, FlatView | None]:
-    """Accept and merge any other outcome through the core; return its targets and view."""
+) -> tuple[Targets | None, FlatView]:
+    """Accept and merge any other outcome through the core; return its targets and the view
+    of the merged state that the next reader gets."""
     _, _, update, goto = accept(rs, Call(0, node, NO_ARG, step), out, 0.0)
     if not update:
-        return goto, _kept(rs, view)
+        kept = _kept(rs, view)
+        return goto, kept if kept is not None else view_of(rs.values, rs.flat, rs.notes)
     _merge(rs, node, update)
-    return goto, None
+    return goto, view_of(rs.values, rs.flat, rs.notes)
 
 
 def _kept(rs: RunState, view: FlatView) -> FlatView | None:
