@@ -69,7 +69,14 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     checkpointer, ``interrupt()`` inside the node returns the answers given so far.
     """
     node = call.node
-    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
+    if rs.checkpoints is None:
+        if node.child is None and node.retry is None and not (node.takes_ctx or rs.timed):
+            # Nothing to set up around the call: no answers, clock, context or attempts.
+            state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+            return node.func(state), 0.0
+        answers = None
+    else:
+        answers = rs.answers.get(call.position, [])
     if node.child is not None:
         return run_child_sync(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
@@ -154,7 +161,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
     inline = rs.emit is None and rs.checkpoints is None
     while running(rs):
-        if inline:
+        if inline and len(rs.tasks) == 1:
             run_inline(rs)
             if not rs.tasks:  # the inline path leaves no reroute and never pauses
                 break

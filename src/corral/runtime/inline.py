@@ -108,7 +108,7 @@ def _run(rs: RunState) -> None:
             raw = router.func(view)
         except Exception as exc:
             raise router_error(router.name, node.name, rs.steps, exc) from exc
-        if not (rs.flat or view._owned is None):  # type: ignore[attr-defined]
+        if not (rs.flat or view._owned is None):  # type: ignore[union-attr]  # set: see _accept
             view = None
         route = node.alone.get(raw) if type(raw) is str else None
         if route is None:
@@ -138,15 +138,18 @@ def _replaced(values: dict[str, Any], update: dict[str, Any]) -> FlatView:
 
 def _accept(
     rs: RunState, node: Node, step: int, out: Any, view: FlatView
-) -> tuple[Targets | None, FlatView]:
+) -> tuple[Targets | None, FlatView | None]:
     """Accept and merge any other outcome through the core; return its targets and the view
-    of the merged state that the next reader gets."""
+    the next reader may share (``None``: a new one; never for a node with a router)."""
     _, _, update, goto = accept(rs, Call(0, node, NO_ARG, step), out, 0.0)
-    if not update:
+    if update:
+        _merge(rs, node, update)
+        kept = None
+    else:
         kept = _kept(rs, view)
-        return goto, kept if kept is not None else view_of(rs.values, rs.flat, rs.notes)
-    _merge(rs, node, update)
-    return goto, view_of(rs.values, rs.flat, rs.notes)
+    if kept is not None or node.router is None:
+        return goto, kept
+    return goto, view_of(rs.values, rs.flat, rs.notes)  # the router reads it next
 
 
 def _kept(rs: RunState, view: FlatView) -> FlatView | None:

@@ -127,8 +127,10 @@ class Routing:
             pauses_at_barrier(rs, self.results, tasks) if rs.pause_after or rs.pause_before else []
         )
         rs.tasks = tasks
-        rs.done = {}
-        rs.answers = {}
+        if rs.done:
+            rs.done = {}
+        if rs.answers:
+            rs.answers = {}
         if rs.emit is not None:
             rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
         if rs.checkpoints is not None:

@@ -357,12 +357,17 @@ def _result_position(result: TaskResult) -> int:
 
 
 def _note_joins(rs: RunState, results: list[TaskResult]) -> None:
+    arrived = rs.arrived
     for _, node, _, _ in results:
         if node.wait_for:
-            rs.arrived[node.name] = set()
+            arrived[node.name] = set()
     for _, node, _, _ in results:
         for join in node.joins:
-            rs.arrived.setdefault(join, set()).add(node.name)
+            waited = arrived.get(join)
+            if waited is None:
+                arrived[join] = {node.name}
+            else:
+                waited.add(node.name)
 
 
 # --------------------------------------------------------------------------- run ends
