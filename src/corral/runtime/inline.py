@@ -202,6 +202,9 @@ def _route(rs: RunState, node: Node, router: Router, view: FlatView) -> Any:
 
 def _leave(rs: RunState, node: Node, goto: Targets | None, raw: Any) -> Sequence[Task]:
     """Take the routes of ``node``; return the next tasks (also set on ``rs``)."""
+    if node.then_tasks is not None and not rs.held:
+        rs.tasks = node.then_tasks
+        return rs.tasks
     target = raw if node.then is None and node.router is not None else _single(node, goto)
     alone = node.alone.get(target) if type(target) is str else None
     if alone is not None:

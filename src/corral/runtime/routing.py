@@ -149,6 +149,8 @@ def take_routes(
 ) -> None:
     """Count the guards of ``targets`` and add the tasks they lead to."""
     nodes = rs.tables.nodes
+    guards = node.guards
+    emit = rs.emit
     for item in targets:
         if type(item) is str:
             name: str = item
@@ -160,14 +162,14 @@ def take_routes(
             arg = item.arg
             kind = "send"
         counted: tuple[int, int] | None = None
-        guarded = node.guards.get(name)
+        guarded = guards.get(name) if guards else None
         if guarded is not None:
             name, counted, used_up = _count_guard(rs, node, name, guarded)
             if used_up:
                 arg = NO_ARG
                 kind = "otherwise"
-        if rs.emit is not None:
-            rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
+        if emit is not None:
+            emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
         if name == END:
             continue
         target = nodes[name]
@@ -214,7 +216,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
             else:
                 still.append(name)
         rs.held = still
-    tasks = [n.task for n in plain]
+    tasks = list(map(_task_of, plain))
     if sends:
         tasks.extend(sends)
     if len(tasks) > 1:
@@ -222,6 +224,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
     return tasks
 
 
+_task_of = attrgetter("task")
 _task_order = attrgetter("node.order")
 """The merge order of a task: its node's registration index (read in C)."""
 

@@ -90,6 +90,7 @@ class Node:
         "takes_ctx",
         "task",
         "then",
+        "then_tasks",
         "timeout_s",
         "wait_for",
     )
@@ -119,6 +120,9 @@ class Node:
         """Per target that leads to one plain task (or END): that route, for the inline path.
 
         Joins are not here: a route into a join is taken by the superstep core."""
+        self.then_tasks: tuple[Task, ...] | None = None
+        """The next tasks after fixed ``then`` targets with no guard and no join among them
+        (in merge order, ``END`` left out), for the inline path; ``None`` for other nodes."""
         self.retry: Retry | None = None
         self.timeout_s: float | None = None
         """Seconds an async node may run (``timeout=``)."""
@@ -197,6 +201,7 @@ def build_tables(spec: GraphSpec) -> Tables:
             node.joins or node.wait_for or node.max_runs or node.takes_ctx or node.retry
         ) and not _is_subgraph(spec, node.name)
         node.alone = _alone_routes(tables, node)
+        node.then_tasks = _then_tasks(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -234,6 +239,16 @@ def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
         else:
             routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max)
     return routes
+
+
+def _then_tasks(tables: Tables, node: Node) -> tuple[Task, ...] | None:
+    if node.then is None or any(target in node.guards for target in node.then):
+        return None
+    names = [target for target in node.then if target != END]
+    if any(name not in tables.nodes or tables.nodes[name].wait_for for name in names):
+        return None
+    unique = {name: tables.nodes[name] for name in names}.values()
+    return tuple(target.task for target in sorted(unique, key=lambda target: target.order))
 
 
 def fingerprint(spec: GraphSpec) -> str:
