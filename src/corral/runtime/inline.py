@@ -37,6 +37,8 @@ from corral.runtime.tables import NO_ARG, Node, Router, Task
 __all__ = ["run_inline"]
 
 _all_immutable = IMMUTABLE.issuperset
+_new = tuple.__new__
+"""Build a record (a NamedTuple) without its Python-level ``__new__``: half the time."""
 
 
 def run_inline(rs: RunState) -> None:
@@ -141,7 +143,7 @@ def _accept(
 ) -> tuple[Targets | None, FlatView | None]:
     """Accept and merge any other outcome through the core; return its targets and the view
     the next reader may share (``None``: a new one; never for a node with a router)."""
-    _, _, update, goto = accept(rs, Call(0, node, NO_ARG, step), out, 0.0)
+    _, _, update, goto = accept(rs, _new(Call, (0, node, NO_ARG, step)), out, 0.0)
     if update:
         _merge(rs, node, update)
         kept = None

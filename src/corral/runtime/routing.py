@@ -105,8 +105,13 @@ class Routing:
     def take(self, result: TaskResult, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
         _, node, _, goto = result
-        if node.then is not None:  # what leave_targets returns first, without the call
+        # What leave_targets returns for a then= or router way out, without the call.
+        if node.then is not None:
             take_routes(self.rs, node, node.then, "then", self.plain, self.sends)
+            return
+        if node.router is not None:
+            targets = router_targets(node, node.router, raw)
+            take_routes(self.rs, node, targets, "router", self.plain, self.sends)
             return
         targets, via = leave_targets(node, goto, raw)
         take_routes(self.rs, node, targets, via, self.plain, self.sends)
@@ -208,7 +213,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
         still: list[str] = []
         for name in rs.held:
             join = nodes[name]
-            if join.wait_for <= rs.arrived.get(name, set()):
+            if join.wait_for <= rs.arrived.get(name, _NONE):
                 if join not in plain:
                     plain.append(join)
                 if rs.emit is not None:
@@ -224,6 +229,7 @@ def next_tasks(rs: RunState, plain: list[Node], sends: list[Task]) -> list[Task]
     return tasks
 
 
+_NONE: frozenset[str] = frozenset()
 _task_of = attrgetter("task")
 _task_order = attrgetter("node.order")
 """The merge order of a task: its node's registration index (read in C)."""

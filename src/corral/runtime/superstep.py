@@ -110,6 +110,8 @@ def accept(rs: RunState, call: Call, out: Any, seconds: float) -> TaskResult:
     if type(out) is dict and rs.tables.keyset.issuperset(out):
         update: dict[str, Any] | None = out
         goto = None
+    elif out is None:
+        update = goto = None
     elif type(out) is ChildOutcome:
         return accept_child(rs, call, out)
     else:
@@ -223,10 +225,8 @@ class Superstep:
         # With several tasks, each finished one is recorded at once, so a crash in the
         # superstep re-runs only the tasks that had not finished.
         self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
-        self._plan()
-
-    def _plan(self) -> None:
-        rs = self.rs
+        # Plan the calls: the tasks not finished earlier, each with its step number, up to
+        # the first bound hit.
         steps = rs.steps
         max_steps = rs.max_steps
         done = rs.done
