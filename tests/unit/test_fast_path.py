@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, TypedDict
 import pytest
 
 from corral import END, Context, End, Graph, Guard, GuardExhaustedError, NodeError
+from corral.runtime import inline
 
 pytestmark = pytest.mark.usefixtures("engine_path")
 """Each test runs three ways: invoke, invoke through the general path, ainvoke."""
@@ -89,6 +90,18 @@ def test_a_state_kept_by_a_node_or_router_never_changes_afterwards() -> None:
     The inline path writes a plain update into the state it handed out when nobody kept it;
     a kept state must be left alone.
     """
+    check_kept_states()
+
+
+def test_without_reference_counts_no_update_is_written_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On an interpreter without sys.getrefcount, the inline path builds a new state per merge."""
+    monkeypatch.setattr(inline, "_refcount", inline._fresh_number)
+    check_kept_states()
+
+
+def check_kept_states() -> None:
     kept: list[tuple[int, Any]] = []
     last: list[Any] = [None]
     g = Graph(Count, max_steps=40)

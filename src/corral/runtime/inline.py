@@ -23,6 +23,7 @@ by benchmarks/bench_runtime.py.
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -127,8 +128,17 @@ def _run(rs: RunState) -> None:
 
 
 _dict_update = dict.update
-_refcount: Callable[[object], int] = getattr(sys, "getrefcount", lambda _: -1)
-"""How many references hold an object (where the interpreter can tell: never -1 otherwise)."""
+_numbers = itertools.count()
+
+
+def _fresh_number(_: object) -> int:
+    """Return a number never returned before (for an interpreter without reference counts)."""
+    return next(_numbers)
+
+
+_refcount: Callable[[object], int] = getattr(sys, "getrefcount", _fresh_number)
+"""How many references hold an object; where the interpreter cannot tell, a new number at
+every call, so an update is never written in place."""
 
 
 def _replaced(values: dict[str, Any], update: dict[str, Any]) -> FlatView:
