@@ -37,6 +37,7 @@ from corral.runtime.tables import NO_ARG, Node, Router, Task
 
 __all__ = ["run_inline"]
 
+_IMMUTABLE = IMMUTABLE
 _all_immutable = IMMUTABLE.issuperset
 _new = tuple.__new__
 """Build a record (a NamedTuple) without its Python-level ``__new__``: half the time."""
@@ -74,8 +75,7 @@ def _run(rs: RunState) -> None:
         step = rs.steps + 1
         if arg is not NO_ARG or not node.inline or step > max_steps:
             return
-        if view is None:
-            view = view_of(rs.values, rs.flat, rs.notes)
+        view = view if view is not None else view_of(rs.values, rs.flat, rs.notes)
         try:
             out = node.func(view)
         except InterruptWithoutCheckpointerError:
@@ -83,13 +83,14 @@ def _run(rs: RunState) -> None:
         except Exception as exc:
             raise node_error(node.name, step, exc) from exc
         goto: Targets | None = None
-        if (
-            type(out) is dict
-            and rs.flat
-            and unlogged
-            and last_write.issuperset(out)
-            and _all_immutable(map(type, out.values()))
-        ):
+        # A dict of plain replacements by immutable values keeps the state flat. (The loop
+        # checks a small update faster than C-level set operations over map(type, ...).)
+        plain = type(out) is dict and rs.flat and unlogged
+        for key, value in out.items() if plain else ():
+            if key not in last_write or type(value) not in _IMMUTABLE:
+                plain = False
+                break
+        if plain:
             # Accepted and merged as the core would: a run of plain replacements.
             rs.steps = step
             name = node.name
