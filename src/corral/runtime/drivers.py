@@ -161,7 +161,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
     inline = rs.emit is None and rs.checkpoints is None
     while running(rs):
-        if inline and len(rs.tasks) == 1:
+        if inline and len(rs.tasks) == 1 and rs.tasks[0].node.inline:
             run_inline(rs)
             if not rs.tasks:  # the inline path leaves no reroute and never pauses
                 break
