@@ -154,7 +154,15 @@ def _accept(
 ) -> tuple[Targets | None, FlatView | None]:
     """Accept and merge any other outcome through the core; return its targets and the view
     the next reader may share (``None``: a new one; never for a node with a router)."""
-    _, _, update, goto = accept(rs, _new(Call, (0, node, NO_ARG, step)), out, 0.0)
+    if type(out) is dict and rs.tables.keyset.issuperset(out):
+        # What accept() does with a dict of known keys, without the call and its record.
+        rs.steps = step
+        rs.runs[node.name] = rs.runs.get(node.name, 0) + 1
+        rs.trace.append((step, node.name, out, 0.0))
+        update: dict[str, Any] | None = out
+        goto = None
+    else:
+        _, _, update, goto = accept(rs, _new(Call, (0, node, NO_ARG, step)), out, 0.0)
     if update:
         _merge(rs, node, update)
         kept = None
