@@ -8,8 +8,10 @@
 (b) per superstep: a 3-way fan-out, a reducer merge and a join, looped 100 times, against a
     hand-written superstep loop doing the same work.
 
-Each figure is the best of several repeats; the ratio is what matters (both sides run in
-this process on this machine). Run: ``python benchmarks/bench_runtime.py``.
+Each figure is the least thread CPU time over several repeats, the sides of a ratio taking
+turns in each repeat, so that a machine loaded by other processes slows both alike; the
+ratio is what matters (both sides run in this process on this machine). Run:
+``python benchmarks/bench_runtime.py``.
 
 When ``langgraph`` can be imported (a scratch environment, never a dependency of corral:
 ``python -m venv /tmp/lg && /tmp/lg/bin/pip install langgraph -e .``), the same two graphs
@@ -28,17 +30,18 @@ from corral import END, End, Graph, Guard
 
 RUNS = 2_000
 LAPS = 100
-REPEATS = 7
+REPEATS = 40
 
 
-def best(func: Callable[[], Any], repeats: int = REPEATS) -> float:
-    """Return the best wall time of ``func`` over ``repeats`` calls."""
-    times = []
+def best(*funcs: Callable[[], Any], repeats: int = REPEATS) -> list[float]:
+    """Return the least thread CPU time of each of ``funcs``, called in turn ``repeats`` times."""
+    times = [float("inf")] * len(funcs)
     for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for index, func in enumerate(funcs):
+            start = time.thread_time()
+            func()
+            times[index] = min(times[index], time.thread_time() - start)
+    return times
 
 
 # ----------------------------------------------------------------------------- (a) counter
@@ -218,17 +221,27 @@ def main() -> int:
     counter = counter_app()
     run = counter.invoke({"n": 0})
     assert run.steps == RUNS and run.state["n"] == RUNS
-    hand_a = best(hand_counter) / RUNS
-    corral_a = best(lambda: counter.invoke({"n": 0})) / RUNS
     # The same loop with a list in the state: nodes then get the copy-on-read StateView
     # instead of the FlatView an all-immutable state allows.
     listed = counter_app(CountWithList)
-    corral_a2 = best(lambda: listed.invoke({"n": 0, "notes": ["x"] * 20})) / RUNS
+    hand_a, corral_a, corral_a2 = (
+        t / RUNS
+        for t in best(
+            hand_counter,
+            lambda: counter.invoke({"n": 0}),
+            lambda: listed.invoke({"n": 0, "notes": ["x"] * 20}),
+        )
+    )
     # And a node that reads the list at every run: it gets its own copy each time.
     reader = counter_app(CountWithList, reads=True)
     assert reader.invoke({"n": 0, "notes": ["x"] * 20}).state["n"] == RUNS
-    hand_a3 = best(lambda: hand_counter(reads=True)) / RUNS
-    corral_a3 = best(lambda: reader.invoke({"n": 0, "notes": ["x"] * 20})) / RUNS
+    hand_a3, corral_a3 = (
+        t / RUNS
+        for t in best(
+            lambda: hand_counter(reads=True),
+            lambda: reader.invoke({"n": 0, "notes": ["x"] * 20}),
+        )
+    )
 
     fan = fanout_app()
     fan_run = fan.invoke({"lap": 0})
@@ -236,8 +249,7 @@ def main() -> int:
     assert fan_run.state == hand_run["state"], (fan_run.state, hand_run["state"])
     supersteps = fan_run.supersteps
     assert supersteps == hand_run["supersteps"]
-    hand_b = best(hand_fanout) / supersteps
-    corral_b = best(lambda: fan.invoke({"lap": 0})) / supersteps
+    hand_b, corral_b = (t / supersteps for t in best(hand_fanout, lambda: fan.invoke({"lap": 0})))
 
     lg = langgraph_apps()
     lg_a = lg_b = None
@@ -246,8 +258,10 @@ def main() -> int:
         config = {"recursion_limit": 10 * RUNS}
         assert lg_counter.invoke({"n": 0}, config)["n"] == RUNS
         assert lg_fan.invoke({"lap": 0, "found": []}, config) == fan_run.state
-        lg_a = best(lambda: lg_counter.invoke({"n": 0}, config), 3) / RUNS
-        lg_b = best(lambda: lg_fan.invoke({"lap": 0, "found": []}, config), 3) / supersteps
+        lg_a = best(lambda: lg_counter.invoke({"n": 0}, config), repeats=3)[0] / RUNS
+        lg_b = (
+            best(lambda: lg_fan.invoke({"lap": 0, "found": []}, config), repeats=3)[0] / supersteps
+        )
 
     print(f"python {sys.version.split()[0]}")
     print(

@@ -56,6 +56,7 @@ def run_inline(rs: RunState) -> None:
 
 def _run(rs: RunState) -> None:
     last_write = rs.tables.last_write
+    keyset = rs.tables.keyset
     runs = rs.runs
     guards = rs.guards
     trace = rs.trace.append
@@ -101,6 +102,13 @@ def _run(rs: RunState) -> None:
             else:
                 view = rs.values = _replaced(rs.values, out)
                 alone = _refcount(view)
+        elif type(out) is dict and keyset.issuperset(out):
+            # Accepted as the core would; merged by its rules (the state is not flat).
+            rs.steps = step
+            name = node.name
+            runs[name] = runs.get(name, 0) + 1
+            trace((step, name, out, 0.0))
+            view = _merge(rs, node, out, view)
         else:
             goto, view = _accept(rs, node, step, out, view)
         rs.supersteps += 1
@@ -108,12 +116,12 @@ def _run(rs: RunState) -> None:
         if router is None or node.then is not None or router.takes_ctx:
             tasks, view = _leave_with(rs, node, goto, view)
             continue
+        view = view if view is not None else view_of(rs.values, rs.flat, rs.notes)
         try:
             raw = router.func(view)
         except Exception as exc:
             raise router_error(router.name, node.name, rs.steps, exc) from exc
-        if not (rs.flat or view._owned is None):  # type: ignore[union-attr]  # set: see _accept
-            view = None
+        view = view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
         route = node.alone.get(raw) if type(raw) is str else None
         if route is None:
             tasks = _leave(rs, node, None, raw)
@@ -153,24 +161,9 @@ def _accept(
     rs: RunState, node: Node, step: int, out: Any, view: FlatView
 ) -> tuple[Targets | None, FlatView | None]:
     """Accept and merge any other outcome through the core; return its targets and the view
-    the next reader may share (``None``: a new one; never for a node with a router)."""
-    if type(out) is dict and rs.tables.keyset.issuperset(out):
-        # What accept() does with a dict of known keys, without the call and its record.
-        rs.steps = step
-        rs.runs[node.name] = rs.runs.get(node.name, 0) + 1
-        rs.trace.append((step, node.name, out, 0.0))
-        update: dict[str, Any] | None = out
-        goto = None
-    else:
-        _, _, update, goto = accept(rs, _new(Call, (0, node, NO_ARG, step)), out, 0.0)
-    if update:
-        _merge(rs, node, update)
-        kept = None
-    else:
-        kept = _kept(rs, view)
-    if kept is not None or node.router is None:
-        return goto, kept
-    return goto, view_of(rs.values, rs.flat, rs.notes)  # the router reads it next
+    the next reader may share (``None``: a new one)."""
+    _, _, update, goto = accept(rs, _new(Call, (0, node, NO_ARG, step)), out, 0.0)
+    return goto, _merge(rs, node, update, view)
 
 
 def _kept(rs: RunState, view: FlatView) -> FlatView | None:
@@ -191,7 +184,12 @@ def _leave_with(
     return _leave(rs, node, goto, raw), view
 
 
-def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
+def _merge(
+    rs: RunState, node: Node, update: dict[str, Any] | None, view: FlatView
+) -> FlatView | None:
+    """Merge ``update``; return the view the next reader may share (``None``: a new one)."""
+    if not update:
+        return _kept(rs, view)
     if rs.log is not None:
         rs.log.append((node.name, update))
     tables = rs.tables
@@ -210,6 +208,7 @@ def _merge(rs: RunState, node: Node, update: dict[str, Any]) -> None:
             notes=rs.notes,
         )
         rs.flat = is_flat(rs.values)
+    return None
 
 
 def _route(rs: RunState, node: Node, router: Router, view: FlatView) -> Any:
