@@ -11,9 +11,14 @@ argument, and does for each exactly what the general path does, with less bookke
 - the return value is accepted by the core's :func:`~corral.runtime.superstep.accept` unless
   it is a dict of known keys (then it is counted and traced here);
 - the update is merged by ``apply_writes`` unless every key it writes has no reducer and
-  every value is immutable (then a dict copy with the update is the merge);
+  every value is immutable (then a dict copy with the update is the merge). On a flat state
+  (every value immutable) the merged state is itself the read-only view the next reader
+  gets, and when its reference count shows that no node or router kept it, the next such
+  update is written into it in place: nobody who could see the change holds it;
 - a route that leads to one plain task on its own (:attr:`Node.alone`, guard not used up) is
-  taken here; any other route is taken by the core's ``take_routes`` / ``next_tasks``.
+  taken here, and so are fixed ``then=`` targets with no guard and no join
+  (:attr:`Node.then_tasks`); any other route is taken by the core's ``take_routes`` /
+  ``next_tasks``.
 
 Invariant: when ``run_inline`` returns (or raises), ``RunState`` is what the general path
 would have made of the same supersteps, so the driver's loop goes on from there; the
