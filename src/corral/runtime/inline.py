@@ -3,7 +3,7 @@
 A loop (one node at a time, a router back to it) is the most common shape of an agent, and a
 run with no event receiver and no checkpointer has nothing to report between its supersteps.
 For such a run :func:`run_inline` takes the supersteps that have one task, a node that may
-run inline (:attr:`Node.inline`: no join, no ``max_runs``, no ``ctx``) and no ``Send``
+run inline (:attr:`Node.inline`: no ``max_runs``, ``ctx``, retry or subgraph) and no ``Send``
 argument, and does for each exactly what the general path does, with less bookkeeping:
 
 - the step cap is checked before the run (the general path raises it: ``run_inline`` returns
@@ -35,9 +35,9 @@ from typing import Any
 
 from corral.errors import InterruptWithoutCheckpointerError
 from corral.runtime.routing import leave_targets, next_tasks, take_routes
-from corral.runtime.run_state import Call, RunState, Targets
+from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
-from corral.runtime.superstep import accept, node_error, router_error
+from corral.runtime.superstep import accept, node_error, note_joins, router_error
 from corral.runtime.tables import NO_ARG, Node, Router, Task
 
 __all__ = ["run_inline"]
@@ -117,8 +117,8 @@ def _run(rs: RunState) -> None:
         else:
             goto, view = _accept(rs, node, step, out, view)
         rs.supersteps += 1
-        router = node.router
-        if router is None or node.then is not None or router.takes_ctx:
+        router = node.inline_router
+        if router is None:
             tasks, view = _leave_with(rs, node, goto, view)
             continue
         view = view if view is not None else view_of(rs.values, rs.flat, rs.notes)
@@ -179,7 +179,10 @@ def _kept(rs: RunState, view: FlatView) -> FlatView | None:
 def _leave_with(
     rs: RunState, node: Node, goto: Targets | None, view: FlatView | None
 ) -> tuple[Sequence[Task], FlatView | None]:
-    """Call the router of ``node`` if it has one, then take its routes (the general way)."""
+    """Note a join's run (or an arrival at one), call the router of ``node`` if it has one,
+    then take its routes (the general way)."""
+    if node.wait_for or node.joins:
+        note_joins(rs, [_new(TaskResult, (0, node, None, None))])
     raw = None
     if node.router is not None:
         if view is None:

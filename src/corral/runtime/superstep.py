@@ -51,6 +51,7 @@ __all__ = [
     "accept",
     "end_run",
     "node_error",
+    "note_joins",
     "router_error",
 ]
 
@@ -348,7 +349,7 @@ class Superstep:
             rs.flat = is_flat(rs.values)
         rs.supersteps = self.number
         if rs.tables.has_joins:
-            _note_joins(rs, results)
+            note_joins(rs, results)
         return Routing(rs, results, writes)
 
 
@@ -356,7 +357,8 @@ def _result_position(result: TaskResult) -> int:
     return result.position
 
 
-def _note_joins(rs: RunState, results: list[TaskResult]) -> None:
+def note_joins(rs: RunState, results: list[TaskResult]) -> None:
+    """Note that the joins among ``results`` ran and that the others arrived at their joins."""
     arrived = rs.arrived
     for _, node, _, _ in results:
         if node.wait_for:

@@ -80,6 +80,7 @@ class Node:
         "func",
         "guards",
         "inline",
+        "inline_router",
         "is_async",
         "joins",
         "max_runs",
@@ -115,7 +116,10 @@ class Node:
         self.task = Task(self, NO_ARG)
         """The task that runs this node on the state (not from a ``Send``)."""
         self.inline = False
-        """Whether the inline path may run it: no join, no cap of its own, no context."""
+        """Whether the inline path may run it: no cap of its own, no context, no retry."""
+        self.inline_router: Router | None = None
+        """The router the inline loop calls itself (no ``then``, no context, no join to
+        note); ``None``: the node leaves through the inline path's general way out."""
         self.alone: dict[str, AloneRoute] = {}
         """Per target that leads to one plain task (or END): that route, for the inline path.
 
@@ -197,9 +201,14 @@ def build_tables(spec: GraphSpec) -> Tables:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
-        node.inline = not (
-            node.joins or node.wait_for or node.max_runs or node.takes_ctx or node.retry
-        ) and not _is_subgraph(spec, node.name)
+        node.inline = not (node.max_runs or node.takes_ctx or node.retry) and not _is_subgraph(
+            spec, node.name
+        )
+        router = node.router
+        if router is not None and not (
+            node.then is not None or router.takes_ctx or node.joins or node.wait_for
+        ):
+            node.inline_router = router
         node.alone = _alone_routes(tables, node)
         node.then_tasks = _then_tasks(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
