@@ -134,7 +134,9 @@ class CompiledGraph(Generic[StateT]):
         for node_spec in spec.nodes:
             if node_spec.subgraph is not None:
                 node = self._tables.nodes[node_spec.name]
-                node.child = ChildGraph(node_spec.name, node_spec.subgraph, checkpointer)
+                node.child = ChildGraph(
+                    node_spec.name, node_spec.subgraph, checkpointer, self._tables
+                )
         self._settings = threads.Settings(
             self._tables,
             checkpointer,

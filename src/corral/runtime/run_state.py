@@ -143,6 +143,7 @@ class RunState:
         "retried",
         "runs",
         "status",
+        "step_pool",
         "steps",
         "supersteps",
         "tables",
@@ -200,6 +201,9 @@ class RunState:
         self.log: list[tuple[str, dict[str, Any]]] | None = None
         """Every write merged, in order, when someone reads them back (a subgraph's child
         run without a checkpointer); ``None``: not kept."""
+        self.step_pool: Any = None
+        """The step pool the subgraph entries of the current superstep share (async driver;
+        see :mod:`corral.runtime.child_steps`)."""
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""

@@ -43,7 +43,14 @@ from corral.runtime.interrupts import _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
 from corral.runtime.state import apply_writes, is_flat
-from corral.runtime.subgraphs import ChildOutcome, ChildPause, accept_child, expand, kept
+from corral.runtime.subgraphs import (
+    ChildOutcome,
+    ChildPause,
+    accept_child,
+    expand,
+    kept,
+    merged_by_child,
+)
 from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
@@ -247,9 +254,10 @@ class Superstep:
             calls.append(_new(Call, (index, node, arg, steps)))
 
     def started(self, call: Call) -> None:
-        """Note that ``call`` is about to run."""
+        """Note that ``call`` is about to run (a subgraph entry is not a node run: its
+        child's node runs are reported, by path)."""
         emit = self.rs.emit
-        if emit is not None:
+        if emit is not None and call.node.child is None:
             emit(NodeStart(call.step, call.node.name, self.number, call.arg is not NO_ARG))
 
     def record_early(self, call: Call, out: Any) -> None:
@@ -279,11 +287,8 @@ class Superstep:
 
     def paused(self, call: Call, pause: _Pause) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
-        if isinstance(pause, ChildPause):  # inside a subgraph: named by its path
-            inner = pause.interrupt
-            self.pauses.append(
-                Pause(call.position, inner.node, inner.value, "during", pause.index, inner.id)
-            )
+        if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
+            self.pauses.extend(pause.pauses(call.position))
             return
         self.pauses.append(
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
@@ -335,7 +340,7 @@ class Superstep:
             rs.log.extend(writes)
         if writes:
             try:
-                rs.values = apply_writes(
+                rs.values = merged_by_child(rs.values, results) or apply_writes(
                     rs.values,
                     writes,
                     rs.tables.reducers,

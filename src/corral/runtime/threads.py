@@ -24,6 +24,7 @@ from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import leave_targets, next_tasks, pauses_before, take_routes
 from corral.runtime.run_state import RunState
 from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.subgraphs import answer_for
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["Settings", "get_state", "history", "start", "update_state"]
@@ -223,7 +224,8 @@ def _continue(
     answers = _match_answers(last.thread_id, ids, resume.value)
     for pause in during:
         if pause.id in answers:
-            rs.answers.setdefault(pause.task, []).append(answers[pause.id])
+            value = answer_for(rs.tasks[pause.task].node, pause.id, answers[pause.id])
+            rs.answers.setdefault(pause.task, []).append(value)
 
 
 def _match_answers(thread_id: str, ids: list[str], value: Any) -> dict[str, Any]:

@@ -1,0 +1,386 @@
+"""Running a subgraph node: the child graph as a run of its own, inside its parent's step.
+
+A subgraph node is not a node run. When the engine reaches one, it hands the task to a
+:class:`ChildGraph` (compiled once with the parent app, its tables and start tasks built
+then), which runs the child to its end (or its next pause) and returns a
+:class:`ChildOutcome`: the **writes** to hand back to the parent, in the order the child
+merged them, and how many node runs the child took. The engine merges those writes through
+the parent's reducers, in order, like the updates of that many nodes, so a list the child
+appended to gets each appended item once (the child started from the parent's list; handing
+back its final list would duplicate it). Of several writes of one entry to a key without a
+reducer only the last is handed back: they replace each other in order, as they would have
+in the parent, and must not look like parallel writes at the parent's barrier.
+
+- In: the parent's values of the keys both schemas share, or ``input(state)``; a ``Send``
+  argument replaces the parent's state as ``input``'s argument (or is the child's input).
+- Out: each child write restricted to the shared keys, named by path (``research/search``),
+  or with ``output=`` one write, ``output(final_child_state)``.
+- Counting: the child runs under a cap of ``min(its own max_steps, what is left of the
+  top-level run's)``; concurrent entries (async) share what is left through a
+  :class:`~corral.runtime.child_steps.StepPool`, so every node run anywhere counts toward the
+  top-level ``max_steps`` at the moment it starts. Its guards and ``max_runs`` count per
+  entry, because each entry is a fresh child run.
+- Checkpoints: with a checkpointer, the child runs on a thread of its own in the same store,
+  named after the parent's thread, the node's path and the entry (the parent's run and
+  superstep and the task's place in it), so running the same task again after a crash or a
+  pause finds the child where it stopped: a child that finished is not run again (its writes
+  are read back from its checkpoints), an interrupted one is resumed with the answers to its
+  own interrupts, a crashed one continues from its last checkpoint. A fresh entry writes no
+  input checkpoint (its input is the parent's task, run again after a crash): its first
+  superstep's checkpoint carries the snapshot.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from corral.control import Resume
+from corral.errors import CorralError, NodeError, StepLimitError
+from corral.reducers import add_messages, append, merge, union
+from corral.runtime import persist
+from corral.runtime.child_steps import Relay
+from corral.runtime.events import Interrupt
+from corral.runtime.run_state import RunState
+from corral.runtime.state import is_flat
+from corral.runtime.tables import NO_ARG, Tables, Task
+from corral.spec import SubgraphSpec
+
+if TYPE_CHECKING:
+    from corral.checkpoint.base import Checkpointer
+    from corral.runtime.app import CompiledGraph
+
+__all__ = ["ChildGraph", "ChildOutcome", "Entry", "child_thread"]
+
+Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+
+
+class ChildOutcome(NamedTuple):
+    """What one entry into a subgraph gave its parent."""
+
+    writes: list[tuple[str, dict[str, Any]]]
+    """``(path, update)`` pairs for the parent to merge, in order."""
+    steps: int
+    """Node runs the child took in this call (toward the top-level ``max_steps``)."""
+    interrupts: tuple[Interrupt, ...]
+    """The child's pending pauses, named by path, when it paused (else empty)."""
+    trace: Trace
+    """The child's node runs of this call, named by path, numbered as the parent's steps."""
+    final: dict[str, Any] | None = None
+    """The child's final values of the keys its writes hand back, when each of those keys
+    has the same reducer in both graphs and the child started from the parent's values
+    (a fresh entry without ``input=`` or ``output=``): merging the writes into the parent's
+    values it started from gives these values."""
+
+
+class Entry(NamedTuple):
+    """One call of a subgraph task: where it stands and what it may spend."""
+
+    state: Any
+    """The parent's state, or the ``Send`` argument."""
+    thread: str | None
+    """The child's thread (with a checkpointer)."""
+    answers: list[Any]
+    """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+    relay: Relay
+    """Numbers (and, concurrently, counts) the child's node runs as the parent's."""
+    deps: Any
+    whole: bool
+    """Whether ``state`` is the parent's state (not a ``Send`` argument)."""
+
+
+_PURE_REDUCERS: frozenset[Any] = frozenset(
+    (operator.add, operator.or_, append, add_messages, merge, union)
+)
+"""Reducers that return a new value and never change the one they are given: a child may
+start from the parent's value itself (any other reducer gets a copy, so that it cannot
+change the parent's value in place)."""
+
+
+def child_thread(thread_id: str, path: str, entry: str) -> str:
+    """Return the thread the child of ``path`` runs on for one entry of the parent's run."""
+    return f"{thread_id}/{path}@{entry}"
+
+
+class ChildGraph:
+    """The child of one subgraph node, compiled once with the parent app."""
+
+    def __init__(
+        self, name: str, sub: SubgraphSpec, checkpointer: Checkpointer | None, parent: Tables
+    ) -> None:
+        from corral.runtime.app import CompiledGraph
+
+        self.name = name
+        self.sub = sub
+        self.app: CompiledGraph[Any] = CompiledGraph(sub.graph, checkpointer=checkpointer)
+        self.checkpointer = checkpointer
+        settings = self.app._settings
+        self.settings = settings
+        self.fresh_settings = settings._replace(checkpointer=None)
+        tables = self.tables = settings.tables
+        self.shared = frozenset(sub.shared)
+        self.max_steps = self.app.max_steps
+        self.paths = {node: f"{name}/{node}" for node in tables.nodes}
+        self.starts = tuple(Task(tables.nodes[node], NO_ARG) for node in tables.starts)
+        self.first = self.paths[tables.starts[0]] if tables.starts else name
+        # A fresh entry's state: the shared values (a reducer key's in a copy of its own, as
+        # merging the input from empty would give it) and the empties of the child's own.
+        self.copied = frozenset(
+            k
+            for k in sub.shared
+            if k in tables.empties and tables.reducers[k] not in _PURE_REDUCERS
+        )
+        self.own_empties = {k: v for k, v in tables.empties.items() if k not in self.shared}
+        self.all_shared = tables.keyset <= self.shared
+        """Every child key is the parent's: a child update is handed back as it is."""
+        self.last_write = parent.last_write
+        """The parent's keys without a reducer."""
+        self.same_merge = frozenset(
+            k
+            for k in sub.shared
+            if k in parent.reducers and parent.reducers[k] is tables.reducers.get(k)
+        )
+        """The shared keys that merge alike in both graphs (the same reducer, or none)."""
+
+    # ------------------------------------------------------------------ in and out
+
+    def path(self, node: str) -> str:
+        """Return the path of the child's ``node`` (a path itself inside a grandchild)."""
+        found = self.paths.get(node)
+        return found if found is not None else f"{self.name}/{node}"
+
+    def child_input(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the child's input from ``input=`` (``state``: the parent's or a ``Send``'s)."""
+        assert self.sub.input is not None
+        mapped = self.sub.input(state)
+        if not isinstance(mapped, Mapping):
+            msg = (
+                f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
+                "return a dict of the child's keys"
+            )
+            raise CorralError(msg)
+        return dict(mapped)
+
+    def _fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
+        """Return a new child run from ``state``, its writes kept in ``rs.log``."""
+        if self.sub.input is not None:
+            from corral.runtime import threads
+
+            rs = threads.start(self.fresh_settings, self.child_input(state), thread_id=None,
+                               checkpoint_id=None, max_steps=None, deps=deps, emit=None,
+                               buffer=None)  # fmt: skip
+        else:
+            rs = RunState(self.tables, max_steps=self.max_steps, deps=deps, thread_id=None)
+            values = {k: copy.copy(v) for k, v in self.own_empties.items()}
+            shared, copied = self.shared, self.copied
+            for key, value in state.items():
+                if key in shared:
+                    values[key] = copy.copy(value) if key in copied else value
+            rs.values = values
+            rs.flat = is_flat(values)
+            rs.tasks = list(self.starts)
+        rs.log = []
+        return rs
+
+    def writes(
+        self, raw: list[tuple[str, dict[str, Any]]], final: Mapping[str, Any]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Return the parent's writes of one entry: ``raw`` child writes, or ``output``'s."""
+        if self.sub.output is not None:
+            update = self.sub.output(final)
+            return [] if update is None else [(self.name, dict(update))]
+        paths = self.paths
+        if self.all_shared:
+            out = [(paths.get(node) or self.path(node), update) for node, update in raw if update]
+        else:
+            shared = self.shared
+            out = []
+            for node, update in raw:
+                if update:
+                    kept = {k: v for k, v in update.items() if k in shared}
+                    if kept:
+                        out.append((self.path(node), kept))
+        if len(out) > 1 and self.last_write:
+            out = _last_only(out, self.last_write)
+        return out
+
+    # ------------------------------------------------------------------ running
+
+    def _final(
+        self, entry: Entry, writes: list[tuple[str, dict[str, Any]]], rs: RunState
+    ) -> dict[str, Any] | None:
+        """Return the child's final values of the keys ``writes`` write, when merging
+        ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
+        if not entry.whole or self.sub.input is not None or self.sub.output is not None:
+            return None
+        same, values = self.same_merge, rs.values
+        final: dict[str, Any] = {}
+        for _, update in writes:
+            for key in update:
+                if key not in same:
+                    return None
+                final[key] = values[key]
+        return final
+
+    def _where(self, thread: str) -> tuple[str, tuple[str, ...]]:
+        """Return the status of the child's thread (``"new"`` when it has none) and its
+        pending interrupt ids."""
+        assert self.checkpointer is not None
+        chain = self.checkpointer.chain(thread)
+        if not chain:
+            return "new", ()
+        meta = chain[-1].meta
+        ids = tuple(str(p.get("id")) for p in meta.get("interrupts", []))
+        return str(meta.get("status", "running")), ids
+
+    def begin(self, entry: Entry) -> tuple[RunState | None, bool]:
+        """Return the child run of this call (``None``: it finished before) and whether it
+        starts fresh (its writes then all come from ``rs.log``)."""
+        thread = entry.thread
+        if thread is not None:
+            status, pending = self._where(thread)
+            if status == "done":
+                return None, False
+            if status != "new":
+                return self._again(entry, thread, status, pending), False
+        rs = self._fresh(entry.state, entry.deps)
+        if thread is not None:
+            assert self.checkpointer is not None
+            rs.thread_id = thread
+            rs.checkpoints = persist.ThreadWriter(self.checkpointer, self.tables, thread,
+                                                  parent_id=None, seq=0, since_snapshot=0,
+                                                  run=1, force_snapshot=True)  # fmt: skip
+            if len(rs.tasks) > 1:  # finished tasks are recorded against a checkpoint
+                rs.checkpoints.put(rs, [], "running", "input", [])
+        entry.relay.attach(rs)
+        return rs, True
+
+    def _again(self, entry: Entry, thread: str, status: str, pending: tuple[str, ...]) -> RunState:
+        """Return the run that continues the child's thread (resumed with its answers)."""
+        from corral.runtime import threads
+
+        start: Resume | None = None
+        if status == "interrupted":
+            given: dict[str, Any] = {}
+            for answer in entry.answers:
+                given.update(answer)
+            chosen = {i: given[i] for i in pending if i in given}
+            start = Resume(chosen) if chosen else None  # none: it pauses again at once
+        rs = threads.start(self.settings, start, thread_id=thread, checkpoint_id=None,
+                           max_steps=None, deps=entry.deps, emit=None,
+                           buffer=None)  # fmt: skip
+        entry.relay.attach(rs)
+        return rs
+
+    def outcome(self, rs: RunState | None, fresh: bool, entry: Entry) -> ChildOutcome:
+        """Return the parent's view of a finished (or paused) child run.
+
+        ``rs`` is ``None`` when the child had already finished before this call; its writes
+        are then read back from its thread, as are those of a child resumed in this call.
+        """
+        relay, thread = entry.relay, entry.thread
+        if rs is not None and rs.status == "interrupted" and rs.interrupts:
+            name = self.name
+            pauses = tuple(
+                Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
+                for i in rs.interrupts
+            )
+            return ChildOutcome([], rs.steps, pauses, relay.trace(rs))
+        if fresh:
+            assert rs is not None and rs.log is not None
+            writes = self.writes(rs.log, rs.values)
+            merged = self._final(entry, writes, rs)
+            return ChildOutcome(writes, rs.steps, (), relay.trace(rs), merged)
+        assert thread is not None and self.checkpointer is not None
+        chain = self.checkpointer.checkpoints(thread)
+        raw = [
+            (node, dict(update))
+            for checkpoint in chain
+            for node, update in checkpoint.writes
+            if not (node.startswith("__") and node.endswith("__"))  # the input, an update
+        ]
+        if rs is not None:
+            final: Mapping[str, Any] = rs.values
+            steps = rs.steps
+        else:
+            final = persist.rebuild(self.tables, self.checkpointer.chain(thread))
+            steps = int(chain[-1].meta.get("steps", 0)) if chain else 0
+        trace = relay.trace(rs) if rs is not None else []
+        return ChildOutcome(self.writes(raw, final), steps, (), trace)
+
+    def run_sync(self, entry: Entry) -> ChildOutcome:
+        """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
+        from corral.runtime.drivers import run_sync
+
+        rs: RunState | None = None
+        try:
+            rs, fresh = self.begin(entry)
+            if rs is not None:
+                for _ in run_sync(rs):
+                    pass
+        except CorralError as exc:
+            raise self.lift(exc, entry, rs) from exc.__cause__
+        finally:
+            entry.relay.done(rs)
+        return self.outcome(rs, fresh, entry)
+
+    async def run_async(self, entry: Entry) -> ChildOutcome:
+        """Run (or resume) the child like :meth:`run_sync`, on the running event loop."""
+        from corral.runtime.drivers import run_async
+
+        rs: RunState | None = None
+        try:
+            rs, fresh = self.begin(entry)
+            if rs is not None:
+                async for _ in run_async(rs):
+                    pass
+        except CorralError as exc:
+            raise self.lift(exc, entry, rs) from exc.__cause__
+        finally:
+            entry.relay.done(rs)
+        return self.outcome(rs, fresh, entry)
+
+    def lift(self, exc: CorralError, entry: Entry, rs: RunState | None) -> CorralError:
+        """Return the child's error as the parent reports it: node names become paths."""
+        relay = entry.relay
+        if isinstance(exc, StepLimitError):
+            path = f"{self.name}/{exc.node}"
+            if exc.max_steps < self.max_steps:  # capped by what the top-level run had left
+                steps, max_steps = relay.top_steps(exc.steps), relay.pool.max_steps
+                msg = (
+                    f"stopped after {steps} steps (max_steps={max_steps}) before running "
+                    f"{path!r}; raise max_steps or add a guard"
+                )
+                return StepLimitError(msg, steps=steps, max_steps=max_steps, node=path,
+                                      state=exc.state)  # fmt: skip
+            msg = (
+                f"subgraph {self.name!r} stopped after {exc.steps} steps (its max_steps="
+                f"{exc.max_steps}) before running {path!r}; raise the child graph's "
+                "max_steps or add a guard"
+            )
+            return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
+                                  state=exc.state)  # fmt: skip
+        if isinstance(exc, NodeError):
+            path = f"{self.name}/{exc.node}"
+            msg = f"in subgraph {self.name!r}: {exc}"
+            return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
+        return exc
+
+
+def _last_only(
+    writes: list[tuple[str, dict[str, Any]]], last_write: frozenset[str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Return ``writes`` with each key without a reducer in its last write only."""
+    seen: set[str] = set()
+    out: list[tuple[str, dict[str, Any]]] = []
+    for path, update in reversed(writes):
+        replaced = last_write.intersection(update)
+        if replaced & seen:
+            update = {k: v for k, v in update.items() if k not in seen}
+        seen |= replaced
+        if update:
+            out.append((path, update))
+    out.reverse()
+    return out

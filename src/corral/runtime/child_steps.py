@@ -1,0 +1,157 @@
+"""Counting a subgraph's node runs as the top-level run's steps, while the child runs.
+
+Every node run anywhere counts once toward the top-level run's ``max_steps``, at the moment
+it starts. A child runs under a :class:`StepPool`: the top-level cap and the runs already
+taken (the parent's steps, one for each plain task of the superstep, whose runs the parent's
+plan has already allowed, and the child runs started so far). A child's own cap is
+``min(its max_steps, its runs + what the pool has left)``, so it stops exactly where the
+top-level run would have: its core raises ``StepLimitError`` before the run that would
+pass the cap, and :meth:`~corral.runtime.child_graph.ChildGraph.lift` reports it as the
+parent's.
+
+In the sync driver one entry runs at a time, so each has a pool of its own. In the async
+driver the entries of one superstep run concurrently and share one pool: a :class:`Relay`
+listens to its child's ``NodeStart`` events, takes a step from the pool for each, and lowers
+the caps of the other running children. A child plans a superstep and starts its calls
+with no ``await`` in between, so no two children can plan against the same remaining step.
+The relay also numbers the child's node runs as the parent's steps (``NodeStart.step``,
+``NodeEnd.step``, ``run.trace``) and hands the child's events to the parent, by path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart
+from corral.runtime.run_state import RunState
+
+if TYPE_CHECKING:
+    from corral.runtime.child_graph import ChildGraph
+
+__all__ = ["Relay", "StepPool"]
+
+Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+
+
+class StepPool:
+    """What is left of the top-level ``max_steps`` for the subgraph entries of a superstep."""
+
+    __slots__ = ("max_steps", "members", "superstep", "taken")
+
+    def __init__(self, superstep: int, max_steps: int, taken: int) -> None:
+        self.superstep = superstep
+        self.max_steps = max_steps
+        """The top-level run's cap."""
+        self.taken = taken
+        """Node runs counted or allowed so far, the children's started runs included."""
+        self.members: list[Relay] = []
+        """The relays of the children running now (async: all of the superstep's)."""
+
+    def left(self) -> int:
+        """Return how many more node runs the running children may start."""
+        return self.max_steps - self.taken
+
+    def shrink(self) -> None:
+        """Lower every running child's cap to its started runs plus what is left."""
+        left = self.left()
+        for member in self.members:
+            rs = member.rs
+            if rs is not None:
+                rs.max_steps = min(member.own, member.started + left)
+
+
+class Relay:
+    """One call of a subgraph task: its child's caps, step numbers and events."""
+
+    __slots__ = ("child", "emit", "numbers", "offset", "own", "pool", "rs", "shared", "started")
+
+    def __init__(
+        self,
+        child: ChildGraph,
+        pool: StepPool,
+        offset: int,
+        emit: Callable[[Event], None] | None,
+        *,
+        shared: bool,
+    ) -> None:
+        self.child = child
+        self.pool = pool
+        self.offset = offset
+        """The parent's steps when the call started: child step n is parent step offset+n
+        (when the pool is not shared)."""
+        self.emit = emit
+        self.shared = shared
+        """Whether concurrent children share the pool (then runs are counted as they start)."""
+        self.numbers: dict[int, int] = {}
+        """Child step -> parent step, for a shared pool (numbered as runs start)."""
+        self.rs: RunState | None = None
+        self.own = child.max_steps
+        self.started = 0
+
+    def attach(self, rs: RunState) -> None:
+        """Cap ``rs`` (the child's run of this call) and listen to it when needed."""
+        self.rs = rs
+        self.own = min(rs.max_steps, self.child.max_steps)
+        self.started = rs.steps
+        pool = self.pool
+        pool.taken += rs.steps  # a resumed child's runs before its pause, not yet counted
+        rs.max_steps = min(self.own, rs.steps + pool.left())
+        if self.shared:
+            pool.members.append(self)
+            rs.listen(self.shared_event)
+        elif self.emit is not None:
+            rs.listen(self.event)
+
+    def done(self, rs: RunState | None) -> None:
+        """Stop counting for this call (its child ended, paused or failed)."""
+        if self in self.pool.members:
+            self.pool.members.remove(self)
+
+    def number(self, step: int) -> int:
+        """Return the parent's step number of the child's step ``step``."""
+        if self.shared:
+            return self.numbers.get(step, self.offset + step)
+        return self.offset + step
+
+    def top_steps(self, child_steps: int) -> int:
+        """Return the top-level run's steps when the child stopped after ``child_steps``."""
+        if self.shared:
+            return self.pool.taken
+        return self.pool.taken - self.started + child_steps
+
+    def trace(self, rs: RunState) -> Trace:
+        """Return the child's trace of this call, named by path, numbered as the parent's."""
+        paths = self.child.paths
+        path = self.child.path
+        if self.shared:
+            number = self.number
+            return [(number(item[0]), path(item[1]), *item[2:]) for item in rs.trace]
+        offset = self.offset
+        return [
+            (offset + item[0], paths.get(item[1]) or path(item[1]), *item[2:]) for item in rs.trace
+        ]
+
+    # ------------------------------------------------------------------ listeners
+
+    def event(self, event: Event) -> None:
+        """Hand a child's node event to the parent, numbered as its step and named by path.
+
+        The child's routes, checkpoints and supersteps are its own: they are not handed on.
+        """
+        if isinstance(event, NodeStart | NodeEnd | NodeRetry | Custom):
+            assert self.emit is not None
+            node, step = self.child.path(event.node), self.number(event.step)
+            self.emit(dataclasses.replace(event, node=node, step=step))
+
+    def shared_event(self, event: Event) -> None:
+        """Count a child's run as it starts (shared pool), then hand the event on."""
+        if type(event) is NodeStart:
+            pool = self.pool
+            pool.taken += 1
+            self.numbers[event.step] = pool.taken
+            self.started = event.step
+            pool.shrink()
+        if self.emit is not None:
+            self.event(event)

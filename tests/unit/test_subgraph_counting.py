@@ -1,0 +1,142 @@
+"""Counting inside subgraphs: every node run anywhere is a top-level step, as it starts."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from corral import END, End, Graph, Guard, Send, StepLimitError
+from corral.runtime.events import Event, NodeEnd, NodeStart, SuperstepEnd
+
+
+class State(TypedDict):
+    topic: str
+    notes: Annotated[list[str], operator.add]
+    report: str
+
+
+def long_loop(*, asynchronous: bool = False, rounds: int = 100) -> Graph[State]:
+    """A child that loops ``rounds`` times with a generous cap of its own."""
+    child = Graph(State, name="loop", max_steps=1000)
+    if asynchronous:
+
+        @child.node(start=True)
+        async def work(state: State) -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return {"notes": [state["topic"]]}
+
+    else:
+
+        @child.node(start=True)
+        def work(state: State) -> dict[str, Any]:  # type: ignore[misc]
+            return {"notes": [state["topic"]]}
+
+    @child.router("work", guards=[Guard("work", max=rounds - 1, otherwise=END)])
+    def again(state: State) -> Literal["work"] | End:
+        return "work"
+
+    return child
+
+
+def test_a_long_child_loop_stops_exactly_at_the_parents_cap() -> None:
+    """max_steps=7: begin + 6 child runs, then the run stops before the 7th child run."""
+    g = Graph(State, max_steps=7)
+
+    @g.node(start=True, then="loop")
+    def begin(state: State) -> dict[str, Any]:
+        return {"notes": ["begin"]}
+
+    g.subgraph("loop", long_loop(), then=END)
+    events: list[Event] = []
+    with pytest.raises(StepLimitError) as info:
+        g.compile().invoke({"topic": "t"}, on_event=events.append)
+    error = info.value
+    assert (error.steps, error.max_steps, error.node) == (7, 7, "loop/work")
+    assert "stopped after 7 steps (max_steps=7) before running 'loop/work'" in str(error)
+    ends = [(e.step, e.node) for e in events if isinstance(e, NodeEnd)]
+    assert ends == [(1, "begin")] + [(n, "loop/work") for n in range(2, 8)]
+
+
+def fan_out(child: Graph[State], cap: int) -> Graph[State]:
+    g = Graph(State, max_steps=cap)
+
+    @g.node(start=True)
+    def split(state: State) -> None:
+        return None
+
+    @g.router("split")
+    def fan(state: State) -> list[Send[Literal["loop"]]]:
+        return [Send("loop", {"topic": t, "notes": []}) for t in ("a", "b")]
+
+    g.subgraph("loop", child, then=END)
+    return g
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_concurrent_entries_share_what_is_left_of_the_cap(asynchronous: bool) -> None:
+    """Two entries of a long loop under max_steps=7: exactly 6 child runs start in all."""
+    g = fan_out(long_loop(asynchronous=asynchronous), 7)
+    events: list[Event] = []
+    with pytest.raises(StepLimitError) as info:
+        if asynchronous:
+            asyncio.run(g.compile().ainvoke({"topic": "t"}, on_event=events.append))
+        else:
+            g.compile().invoke({"topic": "t"}, on_event=events.append)
+    assert (info.value.steps, info.value.max_steps) == (7, 7)
+    starts = [e.step for e in events if isinstance(e, NodeStart)]
+    assert sorted(starts) == list(range(1, 8))  # one number per node run, none twice
+
+
+def test_concurrent_entries_that_finish_count_each_run_once_in_order() -> None:
+    """Async fan-out, two 3-round entries: 7 steps, numbered 1..7, SuperstepEnd says 7."""
+    g = fan_out(long_loop(asynchronous=True, rounds=3), 50)
+    events: list[Event] = []
+    run = asyncio.run(g.compile().ainvoke({"topic": "t"}, on_event=events.append))
+    assert run.steps == 7 and run.state["notes"] == ["a", "a", "a", "b", "b", "b"]
+    assert sorted(r.step for r in run.trace) == list(range(1, 8))
+    assert sorted(e.step for e in events if isinstance(e, NodeEnd)) == list(range(1, 8))
+    assert [e.steps for e in events if isinstance(e, SuperstepEnd)] == [1, 7]
+
+
+def test_a_child_writing_a_plain_key_twice_hands_back_its_last_value() -> None:
+    """Two child nodes in a row write 'report' (no reducer): no parallel-write error."""
+    child = Graph(State, name="draft")
+
+    @child.node(start=True, then="polish")
+    def outline(state: State) -> dict[str, Any]:
+        return {"report": "outline", "notes": ["outlined"]}
+
+    @child.node(then=END)
+    def polish(state: State) -> dict[str, Any]:
+        return {"report": state["report"] + ", polished", "notes": ["polished"]}
+
+    g = Graph(State)
+    g.subgraph("draft", child, start=True, then=END)
+    run = g.compile().invoke({"topic": "t", "report": ""})
+    assert run.state["report"] == "outline, polished"
+    assert run.state["notes"] == ["outlined", "polished"]
+
+
+def test_one_send_to_a_subgraph_merges_into_the_parents_state() -> None:
+    """A lone Send entry started from its argument: its writes are added to the parent's."""
+    child = Graph(State, name="note")
+
+    @child.node(start=True, then=END)
+    def jot(state: State) -> dict[str, Any]:
+        return {"notes": [f"{state['topic']} ({len(state['notes'])} before)"]}
+
+    g = Graph(State)
+
+    @g.node(start=True)
+    def begin(state: State) -> dict[str, Any]:
+        return {"notes": ["begin"]}
+
+    @g.router("begin")
+    def one(state: State) -> list[Send[Literal["note"]]]:
+        return [Send("note", {"topic": "x", "notes": []})]
+
+    g.subgraph("note", child, then=END)
+    assert g.compile().invoke({"topic": "t"}).state["notes"] == ["begin", "x (0 before)"]
