@@ -147,6 +147,18 @@ def writes_of(sub: SubgraphSpec) -> frozenset[str] | None:
     return frozenset(written & set(sub.shared))
 
 
+def find_node(spec: GraphSpec, path: str) -> NodeSpec | None:
+    """Return the node ``path`` names: a node of ``spec``, or ``sub/node`` inside a subgraph."""
+    found = spec.node(path)
+    if found is not None or "/" not in path:
+        return found
+    head, _, rest = path.partition("/")
+    outer = spec.node(head)
+    if outer is None or outer.subgraph is None:
+        return None
+    return find_node(outer.subgraph.graph, rest)
+
+
 def is_async(spec: GraphSpec) -> bool:
     """Return whether any node or router of ``spec`` or of its subgraphs is async."""
     if any(r.is_async for r in spec.routers):

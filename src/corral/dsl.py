@@ -448,7 +448,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             )
             raise GraphError(msg)
         for node in (*interrupt_before, *interrupt_after):
-            if spec.node(node) is None:
+            if _subgraph.find_node(spec, node) is None:  # a child's node by path: "sub/node"
                 msg = f"interrupt on unknown node {node!r}; name one of {list(spec.names)}"
                 raise GraphError(msg)
         return CompiledGraph(

@@ -204,9 +204,7 @@ class _Graph:
     call: mypy_nodes.CallExpr
     nodes: list[NodeSpec] = field(default_factory=list)
     routers: list[RouterSpec] = field(default_factory=list)
-    children: dict[str, tuple[str, frozenset[str] | tuple[()] | None]] = field(
-        default_factory=dict
-    )
+    children: dict[str, tuple[str, frozenset[str] | tuple[()] | None]] = field(default_factory=dict)
     """Subgraph node name -> (the child's full name, the keys ``output=`` writes: ``()``
     without ``output=``, ``None`` when they cannot be read)."""
 

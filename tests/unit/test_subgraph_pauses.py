@@ -67,7 +67,9 @@ def one_child(effects: list[str]) -> Graph[State]:
     return g
 
 
-def test_every_pause_inside_one_child_surfaces_with_its_path_and_id(saver: Checkpointer) -> None:
+def test_every_pause_inside_one_child_surfaces_with_its_path_and_id(
+    saver: Checkpointer, engine_path: str
+) -> None:
     """Both pending interrupts of the child are in run.interrupts, each with its own id."""
     effects: list[str] = []
     app = one_child(effects).compile(checkpointer=saver)
@@ -104,7 +106,9 @@ def test_one_value_for_several_pauses_is_refused_and_answers_may_come_one_at_a_t
     assert effects.count("check t") == 1 and effects.count("style fine") == 1
 
 
-def test_a_send_fan_out_to_a_subgraph_pauses_every_entry(saver: Checkpointer) -> None:
+def test_a_send_fan_out_to_a_subgraph_pauses_every_entry(
+    saver: Checkpointer, engine_path: str
+) -> None:
     """Two entries of one subgraph node, two pauses each: all four surface and resume."""
     effects: list[str] = []
     g = Graph(State)

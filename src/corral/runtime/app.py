@@ -135,7 +135,11 @@ class CompiledGraph(Generic[StateT]):
             if node_spec.subgraph is not None:
                 node = self._tables.nodes[node_spec.name]
                 node.child = ChildGraph(
-                    node_spec.name, node_spec.subgraph, checkpointer, self._tables
+                    node_spec.name,
+                    node_spec.subgraph,
+                    checkpointer,
+                    self._tables,
+                    pauses=(self.interrupt_before, self.interrupt_after),
                 )
         self._settings = threads.Settings(
             self._tables,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.control import Resume
@@ -43,6 +43,7 @@ from corral.reducers import add_messages, append, merge, union
 from corral.runtime import persist
 from corral.runtime.child_steps import Relay
 from corral.runtime.events import Interrupt
+from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
 from corral.runtime.state import is_flat
 from corral.runtime.tables import NO_ARG, Tables, Task
@@ -108,13 +109,27 @@ class ChildGraph:
     """The child of one subgraph node, compiled once with the parent app."""
 
     def __init__(
-        self, name: str, sub: SubgraphSpec, checkpointer: Checkpointer | None, parent: Tables
+        self,
+        name: str,
+        sub: SubgraphSpec,
+        checkpointer: Checkpointer | None,
+        parent: Tables,
+        *,
+        pauses: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
     ) -> None:
+        """Compile the child of subgraph node ``name``.
+
+        ``pauses`` are the parent's ``interrupt_before`` and ``interrupt_after``: the paths
+        inside this child (``name/node``) become the child's own.
+        """
         from corral.runtime.app import CompiledGraph
 
         self.name = name
         self.sub = sub
-        self.app: CompiledGraph[Any] = CompiledGraph(sub.graph, checkpointer=checkpointer)
+        before, after = (tuple(_inside(name, paths)) for paths in pauses)
+        self.app: CompiledGraph[Any] = CompiledGraph(
+            sub.graph, checkpointer=checkpointer, interrupt_before=before, interrupt_after=after
+        )
         self.checkpointer = checkpointer
         settings = self.app._settings
         self.settings = settings
@@ -173,6 +188,8 @@ class ChildGraph:
                                buffer=None)  # fmt: skip
         else:
             rs = RunState(self.tables, max_steps=self.max_steps, deps=deps, thread_id=None)
+            rs.pause_before = self.settings.pause_before
+            rs.pause_after = self.settings.pause_after
             values = {k: copy.copy(v) for k, v in self.own_empties.items()}
             shared, copied = self.shared, self.copied
             for key, value in state.items():
@@ -252,8 +269,12 @@ class ChildGraph:
             rs.checkpoints = persist.ThreadWriter(self.checkpointer, self.tables, thread,
                                                   parent_id=None, seq=0, since_snapshot=0,
                                                   run=1, force_snapshot=True)  # fmt: skip
-            if len(rs.tasks) > 1:  # finished tasks are recorded against a checkpoint
-                rs.checkpoints.put(rs, [], "running", "input", [])
+            pauses = pauses_before(rs, rs.tasks) if rs.pause_before else []
+            if pauses or len(rs.tasks) > 1:  # finished tasks are recorded against one
+                rs.checkpoints.name_pauses(rs, pauses)
+                rs.checkpoints.put(rs, [], "interrupted" if pauses else "running", "input", pauses)
+                if pauses:
+                    rs.pause(pauses)
         entry.relay.attach(rs)
         return rs, True
 
@@ -367,6 +388,14 @@ class ChildGraph:
             msg = f"in subgraph {self.name!r}: {exc}"
             return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
         return exc
+
+
+def _inside(name: str, paths: tuple[str, ...]) -> Iterator[str]:
+    """Yield the paths of ``paths`` inside subgraph ``name``, relative to its child."""
+    prefix = f"{name}/"
+    for path in paths:
+        if path.startswith(prefix):
+            yield path[len(prefix) :]
 
 
 def _last_only(

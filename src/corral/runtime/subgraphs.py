@@ -71,7 +71,7 @@ class ChildPause(_Pause):
 
     def pauses(self, task: int) -> list[Pause]:
         """Return one pause of task ``task`` per pending interrupt of the child, by path."""
-        return [Pause(task, i.node, i.value, "during", self.index, i.id) for i in self.interrupts]
+        return [Pause(task, i.node, i.value, i.when, self.index, i.id) for i in self.interrupts]
 
 
 def answer_for(node: Node, pause_id: str, value: Any) -> Any:
