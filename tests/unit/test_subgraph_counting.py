@@ -86,7 +86,7 @@ def test_concurrent_entries_share_what_is_left_of_the_cap(asynchronous: bool) ->
         else:
             g.compile().invoke({"topic": "t"}, on_event=events.append)
     assert (info.value.steps, info.value.max_steps) == (7, 7)
-    starts = [e.step for e in events if isinstance(e, NodeStart)]
+    starts = [e.step for e in events if isinstance(e, NodeStart) and e.node != "loop"]
     assert sorted(starts) == list(range(1, 8))  # one number per node run, none twice
 
 

@@ -161,6 +161,12 @@ class ChildGraph:
 
     # ------------------------------------------------------------------ in and out
 
+    def is_entry(self, node: str) -> bool:
+        """Return whether ``node`` (a child's node, or a path inside a grandchild) is a
+        subgraph node of the child: its ``NodeStart`` opens an entry, not a node run."""
+        found = self.tables.nodes.get(node)
+        return found is not None and found.child is not None
+
     def path(self, node: str) -> str:
         """Return the path of the child's ``node`` (a path itself inside a grandchild)."""
         found = self.paths.get(node)

@@ -147,7 +147,7 @@ class Relay:
 
     def shared_event(self, event: Event) -> None:
         """Count a child's run as it starts (shared pool), then hand the event on."""
-        if type(event) is NodeStart:
+        if type(event) is NodeStart and not self.child.is_entry(event.node):
             pool = self.pool
             pool.taken += 1
             self.numbers[event.step] = pool.taken

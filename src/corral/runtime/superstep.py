@@ -254,10 +254,9 @@ class Superstep:
             calls.append(_new(Call, (index, node, arg, steps)))
 
     def started(self, call: Call) -> None:
-        """Note that ``call`` is about to run (a subgraph entry is not a node run: its
-        child's node runs are reported, by path)."""
+        """Note that ``call`` is about to run."""
         emit = self.rs.emit
-        if emit is not None and call.node.child is None:
+        if emit is not None:
             emit(NodeStart(call.step, call.node.name, self.number, call.arg is not NO_ARG))
 
     def record_early(self, call: Call, out: Any) -> None:
