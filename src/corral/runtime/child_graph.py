@@ -35,6 +35,7 @@ from __future__ import annotations
 import copy
 import operator
 from collections.abc import Iterator, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.control import Resume
@@ -339,13 +340,11 @@ class ChildGraph:
 
     def run_sync(self, entry: Entry) -> ChildOutcome:
         """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
-        from corral.runtime.drivers import run_sync
-
         rs: RunState | None = None
         try:
             rs, fresh = self.begin(entry)
             if rs is not None:
-                for _ in run_sync(rs):
+                for _ in _drivers().run_sync(rs):
                     pass
         except CorralError as exc:
             raise self.lift(exc, entry, rs) from exc.__cause__
@@ -355,13 +354,11 @@ class ChildGraph:
 
     async def run_async(self, entry: Entry) -> ChildOutcome:
         """Run (or resume) the child like :meth:`run_sync`, on the running event loop."""
-        from corral.runtime.drivers import run_async
-
         rs: RunState | None = None
         try:
             rs, fresh = self.begin(entry)
             if rs is not None:
-                async for _ in run_async(rs):
+                async for _ in _drivers().run_async(rs):
                     pass
         except CorralError as exc:
             raise self.lift(exc, entry, rs) from exc.__cause__
@@ -394,6 +391,22 @@ class ChildGraph:
             msg = f"in subgraph {self.name!r}: {exc}"
             return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
         return exc
+
+
+_DRIVERS: list[ModuleType] = []
+
+
+def _drivers() -> ModuleType:
+    """Return :mod:`corral.runtime.drivers` (it imports this module, so not at load time).
+
+    Kept once found: an import statement in the call path of every entry costs a node run's
+    worth of time.
+    """
+    if not _DRIVERS:
+        from corral.runtime import drivers
+
+        _DRIVERS.append(drivers)
+    return _DRIVERS[0]
 
 
 def _inside(name: str, paths: tuple[str, ...]) -> Iterator[str]:
