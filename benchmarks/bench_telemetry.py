@@ -2,11 +2,13 @@
 
 Run: ``python benchmarks/bench_telemetry.py``. It times ``invoke`` of the 2,000-run counter
 loop of ``bench_runtime.py`` (a) with telemetry off, (b) on with no SDK configured (the API's
-no-op tracer: what a library user pays before they set up tracing), and (c) on with the
-OpenTelemetry SDK recording every span into a batch processor whose exporter drops them
-(what tracing itself costs, without the network). It prints µs per node run and the ratio
-to (a). Telemetry off adds nothing to the run loop (the tracer is never created), so (a)
-is also the figure ``bench_runtime.py`` (a) reports for the counter loop.
+no-op tracer: what a library user pays before they set up tracing; the run span is not
+recorded, so the tracer does not listen and the run keeps the engine's unwatched path),
+and (c) on with the OpenTelemetry SDK recording every span into a batch processor whose
+exporter drops them (what tracing itself costs, without the network). It prints µs per
+node run and the ratio to (a). Telemetry off adds nothing to the run loop (the tracer is
+never created), so (a) is also the figure ``bench_runtime.py`` (a) reports for the counter
+loop.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
@@ -403,6 +405,10 @@ def test_a_run_resumed_by_another_process_links_to_the_run_it_continues(
     paused = first.invoke({"n": 0}, thread_id="t")
     assert paused.status == "interrupted"
     [run1] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    ids = f"{run1.context.trace_id:032x}-{run1.context.span_id:016x}"
+    [stored] = {c.meta.get("traceparent") for c in SqliteSaver(db).checkpoints("t")}
+    assert stored.startswith(f"00-{ids}-")  # W3C trace context: version-trace-span-flags
+    assert int(stored.rpartition("-")[2], 16) & 1  # sampled
     spans.clear()
     second = build(ask=True).compile(telemetry=True, checkpointer=SqliteSaver(db))
     assert second.invoke(Resume("yes"), thread_id="t").status == "done"
@@ -428,3 +434,31 @@ def test_a_run_on_a_thread_that_no_traced_run_wrote_has_no_link(
     app.invoke(Resume("yes"), thread_id="t")
     [root] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
     assert root.links == ()
+
+
+NO_SDK = """
+from typing import TypedDict
+from corral import END, Graph, MemorySaver
+
+class State(TypedDict):
+    n: int
+
+g = Graph(State)
+
+@g.node(start=True, then=END)
+def bump(state: State) -> dict[str, object]:
+    return {"n": state["n"] + 1}
+
+saver = MemorySaver()
+run = g.compile(telemetry=True, checkpointer=saver).invoke({"n": 1}, thread_id="t")
+metas = [c.meta for c in saver.checkpoints("t")]
+print(run.state["n"], len(metas), any("traceparent" in m for m in metas))
+"""
+
+
+def test_without_an_sdk_a_traced_run_runs_and_stores_no_trace_context() -> None:
+    """The API alone (a fresh process, no provider set): no spans to link, nothing stored."""
+    done = subprocess.run(
+        [sys.executable, "-c", NO_SDK], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["2", "2", "False"]

@@ -75,11 +75,13 @@ def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
 class _Open:
     """A span that is still open, with what its end needs to know."""
 
-    __slots__ = ("attempts", "last", "path", "span")
+    __slots__ = ("attempts", "last", "later", "path", "span")
 
     def __init__(self, span: Any, path: str) -> None:
         self.span = span
         self.path = path
+        self.later: _Open | None = None
+        """The next open span of the same node run key (concurrent entries of a subgraph)."""
         self.attempts = 1
         """The attempt running now (a ``NodeRetry`` counts the one that failed)."""
         self.last = 0
@@ -109,9 +111,9 @@ class RunTracer:
         )
         self._context = trace.set_span_in_context(self.run)
         self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
-        self._nodes: dict[tuple[int, str], list[_Open]] = {}
-        """Open node spans by ``(step, path)``; a list because concurrent entries of one
-        subgraph node report their child's node runs with the same step and path."""
+        self._nodes: dict[tuple[int, str], _Open] = {}
+        """Open node spans by ``(step, path)``, oldest first (``_Open.later``): concurrent
+        entries of one subgraph node report their child's node runs with one step and path."""
         self._entries: dict[str, list[_Open]] = {}
         """Open subgraph entry spans by path, oldest first."""
         self.thread_id = thread_id
@@ -131,8 +133,15 @@ class RunTracer:
         if thread_id is not None:
             self.run.set_attribute("corral.thread_id", thread_id)
 
-    def chain(self, other: Callable[[Event], None] | None) -> Callable[[Event], None]:
-        """Return a listener that feeds this tracer and then ``other``."""
+    def chain(self, other: Callable[[Event], None] | None) -> Callable[[Event], None] | None:
+        """Return a listener that feeds this tracer and then ``other``.
+
+        A run span that is not recorded (no SDK configured, or the trace sampled out) gets
+        no node spans either, so the tracer does not listen at all: ``other`` is returned
+        as it is, and a run nobody else listens to keeps the engine's unwatched path.
+        """
+        if not self.run.is_recording():
+            return other
         if other is None:
             return self
         listener = other
@@ -144,32 +153,27 @@ class RunTracer:
         return both
 
     def __call__(self, event: Event) -> None:
-        """Turn one event into span work."""
-        if isinstance(event, NodeStart):
-            self._start(event)
-        elif isinstance(event, NodeEnd):
-            self._end(event)
-        elif isinstance(event, NodeRetry):
-            self._retry(event)
-        elif isinstance(event, RouteTaken):
-            self._barrier()
-            self._route(event)
-        elif isinstance(event, SuperstepEnd):
-            self._barrier()
-        elif isinstance(event, Paused):
-            self._paused(event)
-        elif isinstance(event, RunEnd):
-            self.run.set_attribute("corral.steps", event.steps)
-            self.run.set_attribute("corral.status", event.status)
-            self._finish()
+        """Turn one event into span work (the other kinds of event need none)."""
+        kind = type(event)
+        if kind is NodeStart:
+            self._start(event)  # type: ignore[arg-type]
+        elif kind is NodeEnd:
+            self._end(event)  # type: ignore[arg-type]
+        elif kind is RouteTaken:
+            self._route(event)  # type: ignore[arg-type]
+        elif kind is SuperstepEnd:
+            if self._entries:
+                self._barrier()
+        elif kind is NodeRetry:
+            self._retry(event)  # type: ignore[arg-type]
+        elif kind is Paused:
+            self._paused(event)  # type: ignore[arg-type]
+        elif kind is RunEnd:
+            self._ended(event)  # type: ignore[arg-type]
 
-    def _parent(self, path: str) -> Any:
-        """Return the context a span for ``path`` starts in: its subgraph entry's, or the run's."""
-        outer = path.rpartition("/")[0]
-        entries = self._entries.get(outer) if outer else None
-        if not entries:
-            return self._context
-        return self._trace.set_span_in_context(entries[-1].span)
+    def _ended(self, event: RunEnd) -> None:
+        self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
+        self._finish()
 
     def _start(self, event: NodeStart) -> None:
         path = event.node
@@ -178,31 +182,43 @@ class RunTracer:
             "corral.superstep": event.superstep,
             "corral.send": event.send,
         }
-        outer = path.rpartition("/")[0]
-        if outer:
+        context = self._context
+        if "/" in path:  # inside a subgraph: under its entry's span
+            outer = path.rpartition("/")[0]
             attributes["corral.subgraph"] = outer
-        child = self._subgraphs.get(path)
-        if child is not None:
-            attributes["corral.graph"] = child
-            span = self._tracer.start_span(
-                "corral.subgraph", context=self._parent(path), attributes=attributes
-            )
+            entries = self._entries.get(outer)
+            if entries:
+                context = self._trace.set_span_in_context(entries[-1].span)
+        if self._subgraphs and path in self._subgraphs:
+            attributes["corral.graph"] = self._subgraphs[path]
+            span = self._tracer.start_span("corral.subgraph", context, attributes=attributes)
             self._entries.setdefault(path, []).append(_Open(span, path))
             return
         attributes["corral.step"] = event.step
-        span = self._tracer.start_span(
-            "corral.node", context=self._parent(path), attributes=attributes
-        )
-        self._nodes.setdefault((event.step, path), []).append(_Open(span, path))
+        span = self._tracer.start_span("corral.node", context, attributes=attributes)
+        node = _Open(span, path)
+        first = self._nodes.setdefault((event.step, path), node)
+        if first is not node:
+            while first.later is not None:
+                first = first.later
+            first.later = node
+
+    def _open_nodes(self) -> list[_Open]:
+        """Return every open node span, in the order the node runs started (and forget them)."""
+        out = []
+        for first in self._nodes.values():
+            node: _Open | None = first
+            while node is not None:
+                out.append(node)
+                node = node.later
+        self._nodes.clear()
+        return out
 
     def _take(self, step: int, path: str) -> _Open | None:
         """Return (and forget) the oldest open span of node run ``(step, path)``."""
-        found = self._nodes.get((step, path))
-        if not found:
-            return None
-        node = found.pop(0)
-        if not found:
-            del self._nodes[(step, path)]
+        node = self._nodes.pop((step, path), None)
+        if node is not None and node.later is not None:
+            self._nodes[(step, path)] = node.later
         return node
 
     def _end(self, event: NodeEnd) -> None:
@@ -210,10 +226,11 @@ class RunTracer:
         if node is None:
             return
         span = node.span
-        span.set_attribute("corral.attempts", node.attempts)
-        span.set_attribute("corral.keys_written", sorted(event.update) if event.update else [])
+        keys = sorted(event.update) if event.update else []
+        span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
         span.end()
-        self._ended_inside(event.node)
+        if self._entries:
+            self._ended_inside(event.node)
 
     def _ended_inside(self, path: str) -> None:
         """Note that a node run inside the subgraph entries around ``path`` just ended."""
@@ -226,10 +243,9 @@ class RunTracer:
             outer = outer.rpartition("/")[0]
 
     def _retry(self, event: NodeRetry) -> None:
-        found = self._nodes.get((event.step, event.node))
-        if not found:
+        node = self._nodes.get((event.step, event.node))
+        if node is None:
             return
-        node = found[0]
         node.attempts = event.attempt + 1
         node.span.add_event(
             "corral.retry",
@@ -259,16 +275,16 @@ class RunTracer:
         asking: dict[str, list[str]] = {}
         for pending in event.interrupts:  # in task order, as the node runs started
             asking.setdefault(pending.node, []).append(str(pending.id))
-        for found in self._nodes.values():
-            for node in found:
-                if asking.get(node.path):
-                    node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
-                node.span.set_attribute("corral.attempts", node.attempts)
-                node.span.end()
-        self._nodes.clear()
+        for node in self._open_nodes():
+            if asking.get(node.path):
+                node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
+            node.span.set_attribute("corral.attempts", node.attempts)
+            node.span.end()
         self._barrier()
 
     def _route(self, event: RouteTaken) -> None:
+        if self._entries:  # routing starts after the barrier
+            self._barrier()
         attributes: dict[str, Any] = {
             "corral.source": event.source,
             "corral.target": event.target,
@@ -283,13 +299,11 @@ class RunTracer:
     def fail(self, exc: BaseException) -> None:
         """End every open span with status ERROR and ``exc`` recorded."""
         error = self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-        for found in self._nodes.values():
-            for node in found:
-                node.span.set_attribute("corral.attempts", node.attempts)
-                node.span.record_exception(exc)
-                node.span.set_status(error)
-                node.span.end()
-        self._nodes.clear()
+        for node in self._open_nodes():
+            node.span.set_attribute("corral.attempts", node.attempts)
+            node.span.record_exception(exc)
+            node.span.set_status(error)
+            node.span.end()
         for entries in self._entries.values():
             for entry in entries:
                 entry.span.set_status(error)
@@ -303,10 +317,8 @@ class RunTracer:
 
     def _finish(self) -> None:
         """End the run span and whatever is still open under it (a run ends at a barrier)."""
-        for found in self._nodes.values():
-            for node in found:
-                node.span.end()
-        self._nodes.clear()
+        for node in self._open_nodes():
+            node.span.end()
         self._barrier()
         self.run.end()
 
