@@ -28,6 +28,7 @@ from corral import (
     Guard,
     MemorySaver,
     NodeError,
+    PostgresSaver,
     Resume,
     Retry,
     SqliteSaver,
@@ -105,6 +106,10 @@ def test_a_run_has_one_run_span_with_a_child_per_node_run(spans: InMemorySpanExp
     assert all(s.parent is not None and s.parent.span_id == root.context.span_id for s in nodes)
     names = [(s.attributes or {})["corral.node"] for s in sorted(nodes, key=_step)]
     assert names[:4] == ["plan", "a", "b", "check"] or names[:4] == ["plan", "b", "a", "check"]
+    fanned = [s for s in nodes if (s.attributes or {})["corral.node"] in ("a", "b")]
+    assert len(fanned) == 4  # two rounds of the fan-out
+    first_round = sorted(fanned, key=_step)[:2]
+    assert {(s.attributes or {})["corral.superstep"] for s in first_round} == {2}
     check = next(s for s in nodes if (s.attributes or {})["corral.node"] == "check")
     assert tuple((check.attributes or {})["corral.keys_written"]) == ("n",)
     assert (check.attributes or {})["corral.attempts"] == 1
@@ -149,6 +154,12 @@ def test_a_resumed_run_is_linked_to_the_run_it_continues(spans: InMemorySpanExpo
     ]
     [link] = roots[1].links
     assert link.context.span_id == roots[0].context.span_id
+    finishes = [s for s in spans.get_finished_spans() if _attrs(s).get("corral.node") == "finish"]
+    assert [_attrs(s).get("corral.interrupt_id") for s in finishes] == [
+        first.interrupts[0].id,
+        None,
+    ]
+    assert [_parent_of(s) for s in finishes] == [r.context.span_id for r in roots]
 
 
 def test_telemetry_off_makes_no_spans(spans: InMemorySpanExporter) -> None:
@@ -396,21 +407,32 @@ def test_a_pause_inside_a_subgraph_ends_its_spans_and_the_answer_nests_again(
 # --------------------------------------------------------------------------- across processes
 
 
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
 def test_a_run_resumed_by_another_process_links_to_the_run_it_continues(
-    spans: InMemorySpanExporter, tmp_path: Path
+    spans: InMemorySpanExporter, tmp_path: Path, request: pytest.FixtureRequest, store: str
 ) -> None:
-    """Two apps compiled apart, each with its own SqliteSaver on one file, as two processes."""
-    db = tmp_path / "runs.sqlite"
-    first = build(ask=True).compile(telemetry=True, checkpointer=SqliteSaver(db))
+    """Two apps compiled apart, each with its own saver on one database, as two processes."""
+    if store == "sqlite":
+        path = tmp_path / "runs.sqlite"
+
+        def open_saver() -> Any:
+            return SqliteSaver(path)
+    else:
+        url = request.getfixturevalue("postgres_url")
+
+        def open_saver() -> Any:
+            return PostgresSaver(url)
+
+    first = build(ask=True).compile(telemetry=True, checkpointer=open_saver())
     paused = first.invoke({"n": 0}, thread_id="t")
     assert paused.status == "interrupted"
     [run1] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
     ids = f"{run1.context.trace_id:032x}-{run1.context.span_id:016x}"
-    [stored] = {c.meta.get("traceparent") for c in SqliteSaver(db).checkpoints("t")}
+    [stored] = {c.meta.get("traceparent") for c in open_saver().checkpoints("t")}
     assert stored.startswith(f"00-{ids}-")  # W3C trace context: version-trace-span-flags
     assert int(stored.rpartition("-")[2], 16) & 1  # sampled
     spans.clear()
-    second = build(ask=True).compile(telemetry=True, checkpointer=SqliteSaver(db))
+    second = build(ask=True).compile(telemetry=True, checkpointer=open_saver())
     assert second.invoke(Resume("yes"), thread_id="t").status == "done"
     [run2] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
     [link] = run2.links
