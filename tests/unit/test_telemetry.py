@@ -484,3 +484,18 @@ def test_without_an_sdk_a_traced_run_runs_and_stores_no_trace_context() -> None:
         [sys.executable, "-c", NO_SDK], capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["2", "2", "False"]
+
+
+def test_a_fork_links_to_the_run_that_wrote_the_checkpoint_it_starts_from(
+    spans: InMemorySpanExporter,
+) -> None:
+    """invoke(..., checkpoint_id=an old one): the link names that checkpoint and its run."""
+    saver = MemorySaver()
+    app = build().compile(telemetry=True, checkpointer=saver)
+    app.invoke({"n": 0}, thread_id="t")
+    oldest = saver.checkpoints("t")[0].checkpoint_id
+    app.invoke(None, thread_id="t", checkpoint_id=oldest)
+    first, fork = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    [link] = fork.links
+    assert link.context.span_id == first.context.span_id
+    assert dict(link.attributes or {})["corral.checkpoint_id"] == oldest
