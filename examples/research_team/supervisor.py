@@ -69,7 +69,7 @@ graph.subgraph(
 EMPTY: dict[str, Any] = {"notes": [], "report": "", "approved": False}
 
 
-async def main(topic: str = "tides", answer: str = "yes") -> dict[str, Any]:
+async def main(topic: str = "tides", answer: str = "yes") -> TeamState:
     """Run the team on ``topic``, printing the report's tokens live; approve with ``answer``."""
     app = graph.compile(checkpointer=MemorySaver())
     thread = "demo"

@@ -156,7 +156,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         start: bool = False,
         then: NodesT | End | Sequence[NodesT | End] | None = None,
         max_runs: int | None = None,
-        guards: Sequence[Guard] = (),
+        guards: Sequence[Guard[NodesT]] = (),
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
@@ -172,7 +172,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         start: bool = False,
         then: NodesT | End | Sequence[NodesT | End] | None = None,
         max_runs: int | None = None,
-        guards: Sequence[Guard] = (),
+        guards: Sequence[Guard[NodesT]] = (),
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
@@ -187,7 +187,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         start: bool = False,
         then: NodesT | End | Sequence[NodesT | End] | None = None,
         max_runs: int | None = None,
-        guards: Sequence[Guard] = (),
+        guards: Sequence[Guard[NodesT]] = (),
         wait_for: Sequence[NodesT] = (),
         writes: Sequence[str] | None = None,
         ignore: Sequence[str] = (),
@@ -284,7 +284,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         *,
         start: bool = False,
         then: NodesT | End | Sequence[NodesT | End] | None = None,
-        guards: Sequence[Guard] = (),
+        guards: Sequence[Guard[NodesT]] = (),
         wait_for: Sequence[NodesT] = (),
         max_runs: int | None = None,
         input: Callable[[StateT], Mapping[str, Any]] | None = None,
@@ -326,10 +326,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self,
         source: NodesT,
         *,
-        guards: Sequence[Guard] = (),
+        guards: Sequence[Guard[NodesT]] = (),
         ignore: Sequence[str] = (),
         max_sends: int | None = None,
-    ) -> RouterDecorator[StateT, NodesT]:
+    ) -> RouterDecorator[StateT]:
         """Register the decorated function as the conditional way out of ``source``.
 
         Its targets are read from its return annotation: ``Literal[...]``, ``... | End``,
@@ -350,7 +350,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
 
         def register(
-            router_func: RouterFunction[StateT, NodesT, ParamsT, ReturnT], /
+            router_func: RouterFunction[StateT, ParamsT, ReturnT], /
         ) -> Callable[Concatenate[StateT, ParamsT], ReturnT]:
             func: Callable[..., Any] = router_func
             self._routers.append(
@@ -420,7 +420,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         interrupt_after: Sequence[NodesT] = (),
         max_steps: int | None = None,
         telemetry: bool = False,
-    ) -> CompiledGraph[StateT]:
+    ) -> CompiledGraph[StateT, UpdateT]:
         """Check the graph and return a runnable app.
 
         ``telemetry=True`` emits OpenTelemetry spans per run and node run through the

@@ -81,16 +81,21 @@ class NodeFunction(Protocol[StateT_contra, UpdateT_co, NodesT_co, ParamsT, Retur
     ) -> NodeResult[UpdateT_co, NodesT_co] | Awaitable[NodeResult[UpdateT_co, NodesT_co]]: ...
 
 
-# mypy infers the variance of a protocol from its overloads as if they were a dispatch, and
-# asks for a covariant state; in this intersection the state is a parameter (contravariant).
-class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):  # type: ignore[misc]
-    """A function that fits as a router of a graph with state ``StateT`` and node names ``NodesT``.
+class RouterFunction(Protocol[StateT_contra, ParamsT, ReturnT_co]):
+    """A function that fits as a router of a graph with state ``StateT``.
 
     Only type checkers read this; like :class:`NodeFunction` its overloads are an
     intersection. The first captures the parameters after the state (``ParamsT``) and the
     return type (``ReturnT``); the second checks that the first parameter takes the state
-    and that the return is a :data:`Route` of the graph's nodes, or an awaitable of one
-    (``async def``).
+    and that the return is a :data:`Route` (node names, ``END``, ``Send``s, or a list of
+    them), or an awaitable of one (``async def``).
+
+    The names in the return annotation are deliberately not checked against the graph's
+    ``nodes=`` here: a decorator's error is reported on the decorator's line, above the
+    body, so a misspelt ``Literal`` would first show an error about this protocol, before
+    the clear ``return-value`` error that mypy reports on the router's own ``return``. The
+    router's body checks its returns against its annotation, and the analyser checks the
+    annotation's names against the graph (CR101).
 
     The state parameter is captured as ``Any``, not as a type variable of its own: mypy
     chooses the overloads it infers from with a pre-check that unsolved type variables fail,
@@ -106,7 +111,7 @@ class RouterFunction(Protocol[StateT_contra, NodesT_co, ParamsT, ReturnT_co]):  
     @overload
     def __call__(  # type: ignore[overload-cannot-match]
         self, state: StateT_contra, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs
-    ) -> Route[NodesT_co] | Awaitable[Route[NodesT_co]]: ...
+    ) -> Route[str] | Awaitable[Route[str]]: ...
 
 
 class NodeDecorator(Protocol[StateT_co, UpdateT_contra, NodesT_contra]):
@@ -121,9 +126,9 @@ class NodeDecorator(Protocol[StateT_co, UpdateT_contra, NodesT_contra]):
     ) -> Callable[ParamsT, ReturnT]: ...
 
 
-class RouterDecorator(Protocol[StateT, NodesT_contra]):
+class RouterDecorator(Protocol[StateT]):
     """What ``Graph.router(...)`` returns: registers a :class:`RouterFunction`, returns it."""
 
     def __call__(
-        self, func: RouterFunction[StateT, NodesT_contra, ParamsT, ReturnT], /
+        self, func: RouterFunction[StateT, ParamsT, ReturnT], /
     ) -> Callable[Concatenate[StateT, ParamsT], ReturnT]: ...

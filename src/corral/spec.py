@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal
+
+from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
     from corral.retry import Retry
@@ -43,21 +45,26 @@ END: Final = "__end__"
 End = Literal["__end__"]
 """The annotation side of ``END``: ``-> Literal["revise"] | End``."""
 
+_TargetT = TypeVar("_TargetT", bound=str, default=str, covariant=True)
+
 
 @dataclass(frozen=True)
-class Guard:
+class Guard(Generic[_TargetT]):
     """A counter on one route: take it at most ``max`` times in a run, then go to ``otherwise``.
+
+    Generic in its node names for type checkers: passed to a graph whose ``nodes=`` are
+    given, ``target`` and ``otherwise`` are checked against them.
 
     >>> Guard("revise", max=3, otherwise=END)
     Guard(target='revise', max=3, otherwise='__end__')
     """
 
-    target: str
+    target: _TargetT
     """The node the guarded route leads to."""
     _: KW_ONLY
     max: int
     """How many times the route may be taken in one run."""
-    otherwise: str | None = None
+    otherwise: _TargetT | End | None = None
     """Where the run goes once the route is used up; ``None`` raises ``GuardExhaustedError``."""
 
     def __post_init__(self) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, overload
+
+from typing_extensions import TypeVar
 
 from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
@@ -32,10 +34,18 @@ from corral.spec import GraphSpec
 __all__ = ["CompiledGraph", "Run"]
 
 StateT = TypeVar("StateT")
+RunStateT = TypeVar("RunStateT", default=Any)
+InputT = TypeVar("InputT", contravariant=True, default=Any)
+"""What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
 
 
-class Run:
-    """The outcome of ``invoke``: the state reached and how the run got there."""
+class Run(Generic[RunStateT]):
+    """The outcome of ``invoke``: the state reached and how the run got there.
+
+    Generic in the graph's state schema, so ``run.state["k"]`` has the type of key ``k``.
+    The state is a plain ``dict`` at run time: a key that neither the input nor a node wrote
+    (and that has no reducer) is absent, whatever the schema says.
+    """
 
     __slots__ = (
         "_raw_trace",
@@ -52,7 +62,7 @@ class Run:
 
     def __init__(
         self,
-        state: dict[str, Any],
+        state: RunStateT,
         *,
         steps: int = 0,
         supersteps: int = 0,
@@ -97,8 +107,12 @@ class Run:
         )
 
 
-class CompiledGraph(Generic[StateT]):
+class CompiledGraph(Generic[StateT, InputT]):
     """A checked graph, ready to run.
+
+    Generic in the graph's state schema (what :class:`Run` holds) and in what ``invoke``
+    takes: the graph's update schema when it has one (``Graph(State, StateUpdate)``), so an
+    unknown input key is a type error; any mapping for ``Graph(State)``.
 
     >>> from typing import TypedDict
     >>> from corral import Graph, END
@@ -157,14 +171,14 @@ class CompiledGraph(Generic[StateT]):
 
     def invoke(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
-    ) -> Run:
+    ) -> Run[StateT]:
         """Run the graph from ``input`` to ``END`` (or a pause) and return the :class:`Run`.
 
         Args:
@@ -202,14 +216,14 @@ class CompiledGraph(Generic[StateT]):
 
     async def ainvoke(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
-    ) -> Run:
+    ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
         async for _ in self._async(rs):
@@ -219,7 +233,7 @@ class CompiledGraph(Generic[StateT]):
     @overload
     def stream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
         thread_id: str | None = None,
@@ -231,7 +245,7 @@ class CompiledGraph(Generic[StateT]):
     @overload
     def stream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: Literal["values"],
         thread_id: str | None = None,
@@ -239,11 +253,11 @@ class CompiledGraph(Generic[StateT]):
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
-    ) -> Iterator[dict[str, Any]]: ...
+    ) -> Iterator[StateT]: ...
     @overload
     def stream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: Literal["events"],
         thread_id: str | None = None,
@@ -255,7 +269,7 @@ class CompiledGraph(Generic[StateT]):
     @overload
     def stream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
         thread_id: str | None = None,
@@ -266,7 +280,7 @@ class CompiledGraph(Generic[StateT]):
     ) -> Iterator[tuple[str, Any]]: ...
     def stream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
@@ -293,7 +307,7 @@ class CompiledGraph(Generic[StateT]):
 
     def astream(
         self,
-        input: Mapping[str, Any] | Resume | Command[Any] | None,
+        input: InputT | Resume | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
@@ -316,7 +330,7 @@ class CompiledGraph(Generic[StateT]):
 
     # ------------------------------------------------------------------ threads
 
-    def submit(self, input: Mapping[str, Any] | Resume | None, *, thread_id: str) -> int:
+    def submit(self, input: InputT | Resume | None, *, thread_id: str) -> int:
         """Queue a run of ``thread_id`` for a worker (``corral worker``); return its id.
 
         The queue lives in the checkpointer's database (``PostgresSaver``, or a
@@ -327,7 +341,7 @@ class CompiledGraph(Generic[StateT]):
 
         return submit(self, input, thread_id=thread_id)
 
-    def wait(self, thread_id: str, timeout: float | None = None) -> Run:
+    def wait(self, thread_id: str, timeout: float | None = None) -> Run[StateT]:
         """Return the :class:`Run` of the thread's newest queued run once a worker ended it.
 
         Raises:
@@ -363,7 +377,7 @@ class CompiledGraph(Generic[StateT]):
     def update_state(
         self,
         thread_id: str,
-        values: Mapping[str, Any],
+        values: InputT,
         as_node: str | None = None,
         *,
         checkpoint_id: str | None = None,
@@ -377,8 +391,9 @@ class CompiledGraph(Generic[StateT]):
         from (the last one, or ``checkpoint_id``) stays in history.
         """
         saver = self._saver("update_state")
+        update: Any = values  # the update schema for mypy; a mapping at run time
         return threads.update_state(
-            self._settings, saver, thread_id, values, as_node, checkpoint_id
+            self._settings, saver, thread_id, update, as_node, checkpoint_id
         )
 
     # ------------------------------------------------------------------ set-up
@@ -463,7 +478,7 @@ def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
         loop.close()
 
 
-def _run_of(rs: RunState) -> Run:
+def _run_of(rs: RunState) -> Run[Any]:
     return Run(
         rs.values,
         steps=rs.steps,

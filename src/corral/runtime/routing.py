@@ -13,7 +13,7 @@ and hands the value to :meth:`Routing.take`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -30,6 +30,7 @@ _new = tuple.__new__
 __all__ = [
     "Routing",
     "leave_targets",
+    "named_sends",
     "next_tasks",
     "pauses_at_barrier",
     "pauses_before",
@@ -54,6 +55,9 @@ def router_targets(node: Node, router: Router, raw: Any) -> Targets:
             for item in raw
         ):
             return tuple(raw)
+    if sends_a_function(raw):
+        named = named_sends(raw, router.node_names, f"router {router.name!r}", router.name)
+        return router_targets(node, router, named)
     if isinstance(raw, (list, tuple)) and not router.many:
         why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
     else:
@@ -63,6 +67,44 @@ def router_targets(node: Node, router: Router, raw: Any) -> Targets:
         f"{why}; return one of them or add it to its return annotation"
     )
     raise RouteError(msg, router=router.name, value=raw, allowed=allowed)
+
+
+def sends_a_function(value: Any) -> bool:
+    """Return whether ``value`` is (or lists) a ``Send`` naming its node by function."""
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    return any(isinstance(item, Send) and callable(item.node) for item in items)
+
+
+def named_sends(
+    value: Any, node_names: Mapping[int, tuple[str, ...]], owner: str, router: str
+) -> Any:
+    """Return ``value`` with every ``Send(function, arg)`` in it read as ``Send(name, arg)``.
+
+    ``owner`` says who returned it (for the message), ``router`` names it on the error.
+
+    Raises:
+        RouteError: a ``Send`` names a function that is not a node of this graph, or one
+            registered as several nodes.
+    """
+    if isinstance(value, (list, tuple)):
+        return [named_sends(item, node_names, owner, router) for item in value]
+    if not isinstance(value, Send) or not callable(value.node):
+        return value
+    func = value.node
+    names = node_names.get(id(func), ())
+    if len(names) == 1:
+        return Send(names[0], value.arg)
+    label = getattr(func, "__qualname__", None) or repr(func)
+    if names:
+        why = f"is registered as several nodes {list(names)}; send to one of those names"
+    else:
+        why = (
+            "is not a node of this graph; register it with @g.node(...) or send to the "
+            "name of a node"
+        )
+    msg = f"{owner} returned Send({label}, ...), but the function {label!r} {why}"
+    known = sorted(name for group in node_names.values() for name in group)
+    raise RouteError(msg, router=router, value=value, allowed=known)
 
 
 def leave_targets(node: Node, goto: Targets | None, raw: Any) -> tuple[Targets, str]:

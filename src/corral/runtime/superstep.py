@@ -40,7 +40,7 @@ from corral.errors import (
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RunEnd
 from corral.runtime.interrupts import _Pause
-from corral.runtime.routing import Routing
+from corral.runtime.routing import Routing, named_sends, sends_a_function
 from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
 from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.subgraphs import (
@@ -147,7 +147,7 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
     elif isinstance(out, Command):
         update = dict(out.update) if out.update is not None else None
         if out.goto is not None:
-            goto = _command_targets(node, out.goto)
+            goto = _command_targets(rs, node, out.goto)
     elif isinstance(out, dict):
         update = dict(out)
     else:
@@ -172,13 +172,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _command_targets(node: Node, goto: Any) -> Targets:
+def _command_targets(rs: RunState, node: Node, goto: Any) -> Targets:
     allowed = node.command or ()
     items: tuple[Any, ...] = tuple(goto) if isinstance(goto, (list, tuple)) else (goto,)
     for item in items:
         target = item.node if isinstance(item, Send) else item
         if isinstance(target, str) and target in allowed:
             continue
+        if sends_a_function(goto):
+            owner = f"node {node.name!r}"
+            named = named_sends(goto, rs.tables.node_names, owner, node.name)
+            return _command_targets(rs, node, named)
         if node.command is None:
             msg = (
                 f"node {node.name!r} returned Command(goto={goto!r}) but its return "

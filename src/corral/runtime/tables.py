@@ -51,7 +51,7 @@ class AloneRoute(NamedTuple):
 class Router:
     """A router as the engine calls it."""
 
-    __slots__ = ("allowed", "func", "is_async", "many", "name", "takes_ctx")
+    __slots__ = ("allowed", "func", "is_async", "many", "name", "node_names", "takes_ctx")
 
     def __init__(
         self,
@@ -68,6 +68,8 @@ class Router:
         self.many = many
         self.takes_ctx = takes_ctx
         self.is_async = is_async
+        self.node_names: dict[int, tuple[str, ...]] = {}
+        """The graph's :attr:`Tables.node_names`, to read ``Send(function, arg)``."""
 
 
 class Node:
@@ -157,6 +159,8 @@ class Tables:
         self.has_async = False
         self.has_joins = False
         self.fingerprint = ""
+        self.node_names: dict[int, tuple[str, ...]] = {}
+        """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
 
 
 def build_tables(spec: GraphSpec) -> Tables:
@@ -178,6 +182,8 @@ def build_tables(spec: GraphSpec) -> Tables:
         for guard in ns.guards:
             node.guards[guard.target] = ((ns.name, guard.target), guard)
         tables.nodes[ns.name] = node
+        key = id(ns.func)
+        tables.node_names[key] = (*tables.node_names.get(key, ()), ns.name)
     for rs in spec.routers:
         source = tables.nodes.get(rs.source)
         if source is None or source.router is not None:
@@ -190,6 +196,7 @@ def build_tables(spec: GraphSpec) -> Tables:
             rs.takes_ctx,
             rs.is_async,
         )
+        source.router.node_names = tables.node_names
         for guard in rs.guards:
             source.guards[guard.target] = ((rs.source, guard.target), guard)
     joins: dict[str, list[str]] = {}

@@ -66,7 +66,7 @@ def submit(app: CompiledGraph[Any], input: Any, *, thread_id: str) -> int:
     return queue.submit(thread_id, text, resume)
 
 
-def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) -> Run:
+def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) -> Run[Any]:
     """Return the :class:`~corral.Run` of the thread's newest queued run once it ended.
 
     Raises:

@@ -61,5 +61,6 @@ def build() -> Graph[State, StateUpdate, Nodes]:
 assert_type(build(), Graph[State, StateUpdate, Nodes])
 
 # compile() keeps the state type.
-assert_type(plain.compile(), CompiledGraph[State])
+assert_type(plain.compile(), CompiledGraph[State, Mapping[str, Any]])
+assert_type(updates.compile(), CompiledGraph[State, StateUpdate])
 full.compile(interrupt_before=["critique"], interrupt_after=("revise",))
