@@ -339,8 +339,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         (wrapped in ``NodeError``, like any router failure).
 
         For type checkers the decorator keeps the function's signature and return type
-        exactly, and rejects a router whose first parameter does not take the state or whose
-        return names a node the graph's ``nodes=`` ``Literal`` does not list.
+        exactly, and rejects a router whose first parameter does not take the state or that
+        does not return routes. The names in its return annotation are checked by its own
+        ``return`` statements and by the analyser (CR101), not here: see
+        :class:`~corral.signatures.RouterFunction`.
         """
         localns = caller_locals(1)
         if max_sends is not None and (

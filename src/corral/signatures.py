@@ -2,8 +2,8 @@
 
 :class:`~corral.dsl.Graph`'s decorators are typed with these protocols so that mypy (and
 pyright) check a node's first parameter against the state (or its ``input=`` type), its
-return against the graph's update type and node names, and a router's ``Literal`` targets
-against the node names, while handing the decorated function back with its type unchanged.
+return against the graph's update type and node names, and a router's first parameter and
+the shape of its return, while handing the decorated function back with its type unchanged.
 """
 
 from __future__ import annotations
