@@ -13,7 +13,7 @@ and hands the value to :meth:`Routing.take`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -75,9 +75,7 @@ def sends_a_function(value: Any) -> bool:
     return any(isinstance(item, Send) and callable(item.node) for item in items)
 
 
-def named_sends(
-    value: Any, node_names: Mapping[int, tuple[str, ...]], owner: str, router: str
-) -> Any:
+def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, router: str) -> Any:
     """Return ``value`` with every ``Send(function, arg)`` in it read as ``Send(name, arg)``.
 
     ``owner`` says who returned it (for the message), ``router`` names it on the error.
