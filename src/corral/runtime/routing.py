@@ -35,6 +35,7 @@ __all__ = [
     "pauses_at_barrier",
     "pauses_before",
     "router_targets",
+    "sends_a_function",
     "take_routes",
 ]
 
