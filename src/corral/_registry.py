@@ -4,8 +4,8 @@ Decorating records a function and where it was defined (:class:`NodeEntry`,
 :class:`RouterEntry`); nothing is resolved or run. When the graph is checked, a record
 becomes a :class:`~corral.spec.NodeSpec` or :class:`~corral.spec.RouterSpec`: route
 annotations are read (:mod:`corral.targets`) and the keys a node writes are inferred from its
-source (:mod:`corral.writes`), so every layer after the DSL reads facts from the spec and none
-of them parses user code.
+source (:mod:`corral.writes`), as are its loop counters (:mod:`corral.counters`), so
+every layer after the DSL reads facts from the spec and none of them parses user code.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from corral import _subgraph, targets
 from corral.control import Send
+from corral.counters import read_counters
 from corral.errors import GraphError, RouteError
 from corral.retry import Retry
 from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
@@ -106,6 +107,7 @@ def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) 
         input=entry.input,
         retry=entry.retry if entry.retry is not None else retry,
         timeout_s=entry.timeout_s,
+        counters=read_counters(entry.func),
     )
 
 
@@ -125,6 +127,7 @@ def router_spec(entry: RouterEntry) -> RouterSpec:
         is_async=inspect.iscoroutinefunction(entry.func),
         ignore=entry.ignore,
         max_sends=entry.max_sends,
+        counters=read_counters(entry.func),
     )
 
 

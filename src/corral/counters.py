@@ -29,6 +29,8 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import types
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,9 @@ from typing import Any
 from corral.spec import CounterFacts
 
 __all__ = ["bumped_keys", "compared_keys", "incremented_keys", "read_counters"]
+
+_cache: weakref.WeakKeyDictionary[types.CodeType, CounterFacts] = weakref.WeakKeyDictionary()
+"""read_counters's results, per code object."""
 
 _COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 
@@ -184,8 +189,10 @@ def _returned_updates(fn: _Function) -> Iterator[ast.expr]:
 def incremented_keys(func: Callable[..., Any]) -> frozenset[str]:
     """Return the state keys ``func`` returns incremented (empty when its source is unreadable)."""
     fn = _parse(func)
-    if fn is None:
-        return frozenset()
+    return frozenset() if fn is None else _incremented(fn)
+
+
+def _incremented(fn: _Function) -> frozenset[str]:
     bumped = _bumps(fn)
     keys: set[str] = set()
     for update in _returned_updates(fn):
@@ -206,8 +213,10 @@ def incremented_keys(func: Callable[..., Any]) -> frozenset[str]:
 def compared_keys(func: Callable[..., Any]) -> frozenset[str]:
     """Return the state keys ``func`` compares with something (a bound)."""
     fn = _parse(func)
-    if fn is None:
-        return frozenset()
+    return frozenset() if fn is None else _compared(fn)
+
+
+def _compared(fn: _Function) -> frozenset[str]:
     keys: set[str] = set()
     for node in _own_nodes(fn.body):
         if isinstance(node, ast.Compare) and all(isinstance(op, _COMPARISONS) for op in node.ops):
@@ -225,5 +234,19 @@ def bumped_keys(func: Callable[..., Any]) -> frozenset[str]:
 
 
 def read_counters(func: Callable[..., Any]) -> CounterFacts:
-    """Return what ``func``'s source says about loop counters (empty when it is unreadable)."""
-    return CounterFacts(incremented_keys(func), compared_keys(func), bumped_keys(func))
+    """Return what ``func``'s source says about loop counters (empty when it is unreadable).
+
+    The source is parsed once per code object, so a function registered as many nodes (or
+    the closures of one factory) is read once.
+    """
+    code = getattr(func, "__code__", None)
+    if isinstance(code, types.CodeType) and code in _cache:
+        return _cache[code]
+    fn = _parse(func)
+    if fn is None:
+        facts = CounterFacts()
+    else:
+        facts = CounterFacts(_incremented(fn), _compared(fn), frozenset(_bumps(fn)))
+    if isinstance(code, types.CodeType):
+        _cache[code] = facts
+    return facts

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from corral import _subgraph
+from corral.counters import read_counters
 from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
 from corral.sources import display_path, exclude_patterns, python_files
 from corral.spec import (
@@ -392,6 +393,7 @@ class _Reader:
             takes_ctx=_takes_ctx(func),
             is_async=func.is_coroutine,
             ignore=tuple(_constant(args["ignore"])) if "ignore" in args else (),
+            counters=read_counters(stub),
         )
 
     def _router(
@@ -402,10 +404,12 @@ class _Reader:
         if "source" not in args:
             msg = f"@router on {func.name!r} names no source node"
             raise StaticError(msg)
+        stub = _stub(decorated, path)
         return RouterSpec(
             source=_constant(args["source"]),
             name=func.name,
-            func=_stub(decorated, path),
+            func=stub,
+            counters=read_counters(stub),
             location=_def_location(func, path),
             targets=_router_targets(func),
             guards=_guards(args.get("guards")),

@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = "cli_fixtures"
 
 LINT_FINDINGS = """\
-cli_fixtures/broken.py:21:1: CR201 cycle ask → ask has no guarded route, so only max_steps stops it; add a guard to one of its routes, e.g. Guard('ask', max=3, otherwise=END) on router 'again' (ask → ask)
+cli_fixtures/broken.py:21:1: CR201 cycle ask → ask has no guarded route, so only max_steps stops it; add a guard to one of its routes, e.g. Guard('ask', max=3, otherwise=END) on router 'again' (ask → ask); the loop is bounded by hand by the counter 'n' (node 'ask' increments it, router 'again' compares it with a bound), which corral cannot check: replace the counter with the Guard
 cli_fixtures/broken.py:26:1: CR103 node 'orphan' is not reachable from the start; route to it or remove it
 cli_fixtures/compiled_broken.py:21:1: CR101 router 'route' routes to 'replyy', which is not a node; fix the name (did you mean 'reply'?) or register a node named 'replyy'
 cli_fixtures/warned.py:24:1: CR202 Guard('fallback') on router 'after_check' guards the route check → fallback, which is on no cycle; remove it (only cycles need guards; max_runs= caps a node)
@@ -141,7 +141,9 @@ def test_lint_github_prints_workflow_annotations() -> None:
     assert proc.stdout.splitlines() == [
         "::error file=cli_fixtures/broken.py,line=21,col=1,title=CR201::cycle ask → ask has no "
         "guarded route, so only max_steps stops it; add a guard to one of its routes, e.g. "
-        "Guard('ask', max=3, otherwise=END) on router 'again' (ask → ask)",
+        "Guard('ask', max=3, otherwise=END) on router 'again' (ask → ask); the loop is bounded "
+        "by hand by the counter 'n' (node 'ask' increments it, router 'again' compares it with "
+        "a bound), which corral cannot check: replace the counter with the Guard",
         "::warning file=cli_fixtures/warned.py,line=24,col=1,title=CR202::Guard('fallback') on "
         "router 'after_check' guards the route check → fallback, which is on no cycle; remove "
         "it (only cycles need guards; max_runs= caps a node)",

@@ -191,3 +191,54 @@ def test_a_join_whose_waited_nodes_loop_with_it_is_quiet() -> None:
         return END
 
     assert [d.code for d in g.check() if d.code == "CR304"] == []
+
+
+class Tries(TypedDict):
+    tries: int
+    ok: bool
+
+
+def _retry_loop(bump_on_cycle: bool) -> Graph[Tries]:
+    """attempt → check → attempt, left by a router comparing ``tries`` with a bound."""
+    g = Graph(Tries)
+
+    @g.node(start=True, then="attempt")
+    def setup(state: Tries) -> dict[str, int]:
+        return {"tries": state.get("tries", 0) + 1}
+
+    def attempt(state: Tries) -> dict[str, int]:
+        return {"tries": state["tries"] + 1}
+
+    def attempt_again(state: Tries) -> dict[str, bool]:
+        return {"ok": False}
+
+    g.node("attempt", then="check")(attempt if bump_on_cycle else attempt_again)
+
+    @g.node()
+    def check(state: Tries) -> dict[str, bool]:
+        return {"ok": False}
+
+    @g.router("check")
+    def retry(state: Tries) -> Literal["attempt"] | End:
+        tries = state["tries"]
+        return END if state["ok"] or tries >= 3 else "attempt"
+
+    return g
+
+
+def test_an_unguarded_loop_bounded_by_a_hand_made_counter_says_to_use_a_guard() -> None:
+    """CR201 (not CR204) on a corral graph; the message names the counter and both ends."""
+    [finding] = [d for d in _retry_loop(bump_on_cycle=True).check() if d.code == "CR201"]
+    assert finding.nodes == ("attempt", "check")
+    assert finding.message.endswith(
+        "; the loop is bounded by hand by the counter 'tries' (node 'attempt' increments it, "
+        "router 'retry' compares it with a bound), which corral cannot check: replace the "
+        "counter with the Guard"
+    )
+    assert "CR204" not in {d.code for d in _retry_loop(bump_on_cycle=True).check()}
+
+
+def test_a_counter_incremented_off_the_cycle_is_no_bound() -> None:
+    """Only a node on the cycle counts: setup's increment runs once, so no counter note."""
+    [finding] = [d for d in _retry_loop(bump_on_cycle=False).check() if d.code == "CR201"]
+    assert "counter" not in finding.message

@@ -16,6 +16,7 @@ from corral.analysis.rules._base import (
     rule,
     site_ignore,
 )
+from corral.analysis.rules._loops import counter_loop
 from corral.spec import END, Edge
 
 _KIND_PREFERENCE = {"router": 0, "send": 0, "command": 1, "then": 2}
@@ -33,6 +34,9 @@ def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
     it. A self-loop inside a larger loop is its own finding. The suggested route is one a
     router declares where there is one (a guard sits most naturally there), and among those
     a back route: one that returns towards the start, not the first step of the happy path.
+    When a node on the cycle increments a state key that the router choosing the way out
+    compares with a bound (a loop bounded by hand, CR204 on LangGraph graphs), the message
+    says so: corral cannot check such a counter, so replace it with the guard.
 
     Fix: add a guard to the route, e.g.
     `@g.router("critique", guards=[Guard("revise", max=3, otherwise=END)])`.
@@ -87,10 +91,22 @@ def _cut_finding(graph: SpecGraph, pair: tuple[str, str], cycle: tuple[str, ...]
     return Finding(
         f"cycle {shown} has no guarded route, so only max_steps stops it; add a guard to "
         f"one of its routes, e.g. Guard({best.target!r}, max=3, otherwise=END) on "
-        f"{where[0]}{alternatives}",
+        f"{where[0]}{alternatives}{_counter_note(graph, cycle)}",
         cycle,
         best.location,
         site_ignore(best, graph),
+    )
+
+
+def _counter_note(graph: SpecGraph, cycle: tuple[str, ...]) -> str:
+    """Say so when the cycle is bounded by hand, by a counter in the state (CR204's pattern)."""
+    loop = counter_loop(graph.spec, cycle)
+    if loop is None or loop.key is None:
+        return ""
+    return (
+        f"; the loop is bounded by hand by the counter {loop.key!r} (node "
+        f"{loop.counter_node!r} increments it, {loop.chooser} compares it with a bound), "
+        "which corral cannot check: replace the counter with the Guard"
     )
 
 

@@ -14,13 +14,13 @@ counter loops stay CR201, where a ``Guard`` is the fix.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
 from corral.analysis.rules._base import RULES, Finding, quote_names, rule
-from corral.spec import END, START, CounterFacts, GraphSpec, Location
+from corral.analysis.rules._loops import CounterLoop, counter_loop
+from corral.spec import END, START, GraphSpec, Location
 
 __all__ = [
     "APPLIES",
@@ -40,7 +40,6 @@ REWORDED = ("CR105", "CR201", "CR401")
 """The codes whose LangGraph findings :func:`langgraph_findings` words in LangGraph's terms."""
 
 _PORT = "or port the loop to corral with a Guard"
-_NO_FACTS = CounterFacts()
 
 
 def _source_text(source: str) -> str:
@@ -72,59 +71,6 @@ def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
             (router.source,) if graph.is_node(router.source) else (),
             router.location,
         )
-
-
-@dataclass(frozen=True)
-class CounterLoop:
-    """What chooses one cycle's way out, as far as the source shows."""
-
-    chooser: str
-    """Who picks the way out: ``router 'should_retry'`` or ``node 'review'``."""
-    key: str | None = None
-    """The counter: compared by the chooser and returned incremented by ``counter_node``."""
-    counter_node: str | None = None
-    """A node on the cycle that returns ``key`` incremented."""
-    discarded: tuple[str, ...] = ()
-    """Keys the chooser (a router) compares and increments itself: LangGraph drops them."""
-    unwritten: tuple[str, ...] = ()
-    """Keys the chooser compares that no node writes."""
-
-
-def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
-    """Return what chooses the way out of ``cycle``, with its counter if it has one.
-
-    A chooser is a router of a node on the cycle, or a node on the cycle with ``Command``
-    targets, that can route off the cycle. ``None`` when there is none.
-    """
-    members = set(cycle)
-    choosers: list[tuple[str, CounterFacts, bool]] = []
-    for router in spec.routers:
-        names = router.targets.names
-        if router.source in members and names is not None and not set(names) <= members:
-            choosers.append((f"router {router.name!r}", router.counters or _NO_FACTS, True))
-    for name in cycle:
-        node = spec.node(name)
-        if node is not None and node.command is not None and node.command.names is not None:
-            if not set(node.command.names) <= members:
-                choosers.append((f"node {name!r}", node.counters or _NO_FACTS, False))
-    if not choosers:
-        return None
-    writes = [n.writes for n in spec.nodes]
-    written = set().union(*(w for w in writes if w is not None))
-    unknown_writer = any(w is None for w in writes)
-    found: CounterLoop | None = None
-    for who, facts, is_router in choosers:
-        for key in sorted(facts.compares):
-            for name in cycle:
-                node = spec.node(name)
-                if node is not None and key in (node.counters or _NO_FACTS).increments:
-                    return CounterLoop(who, key, name)
-        discarded = tuple(sorted(facts.compares & facts.bumps)) if is_router else ()
-        unwritten = () if unknown_writer else tuple(sorted(facts.compares - written))
-        unwritten = tuple(k for k in unwritten if k not in discarded)
-        if found is None or not (found.discarded or found.unwritten):
-            found = CounterLoop(who, discarded=discarded, unwritten=unwritten)
-    return found
 
 
 def _cycles(graph: SpecGraph) -> Iterator[tuple[Finding, CounterLoop | None]]:

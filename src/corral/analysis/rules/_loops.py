@@ -1,0 +1,73 @@
+"""What chooses the way out of a cycle, and the hand-made counter it compares, if any.
+
+A loop bounded by hand keeps a number in the state: a node on the loop returns it
+incremented and the router (or ``Command`` node) that picks the way out compares it with a
+bound. The facts come from the spec (:class:`~corral.spec.CounterFacts`, read from the
+source by :mod:`corral.counters` when the spec was built); nothing is parsed here. CR204
+reports such a loop on a LangGraph graph; on a corral graph it stays CR201, whose message
+says to replace the counter with a ``Guard``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from corral.spec import CounterFacts, GraphSpec
+
+__all__ = ["CounterLoop", "counter_loop"]
+
+_NO_FACTS = CounterFacts()
+
+
+@dataclass(frozen=True)
+class CounterLoop:
+    """What chooses one cycle's way out, as far as the source shows."""
+
+    chooser: str
+    """Who picks the way out: ``router 'should_retry'`` or ``node 'review'``."""
+    key: str | None = None
+    """The counter: compared by the chooser and returned incremented by ``counter_node``."""
+    counter_node: str | None = None
+    """A node on the cycle that returns ``key`` incremented."""
+    discarded: tuple[str, ...] = ()
+    """Keys the chooser (a router) compares and increments itself: LangGraph drops them."""
+    unwritten: tuple[str, ...] = ()
+    """Keys the chooser compares that no node writes."""
+
+
+def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
+    """Return what chooses the way out of ``cycle``, with its counter if it has one.
+
+    A chooser is a router of a node on the cycle, or a node on the cycle with ``Command``
+    targets, that can route off the cycle. ``None`` when there is none.
+    """
+    members = set(cycle)
+    choosers: list[tuple[str, CounterFacts, bool]] = []
+    for router in spec.routers:
+        names = router.targets.names
+        if router.source in members and names is not None and not set(names) <= members:
+            choosers.append((f"router {router.name!r}", router.counters or _NO_FACTS, True))
+    for name in cycle:
+        node = spec.node(name)
+        if node is not None and node.command is not None and node.command.names is not None:
+            if not set(node.command.names) <= members:
+                choosers.append((f"node {name!r}", node.counters or _NO_FACTS, False))
+    if not choosers:
+        return None
+    writes = [n.writes for n in spec.nodes]
+    written = set().union(*(w for w in writes if w is not None))
+    unknown_writer = any(w is None for w in writes)
+    found: CounterLoop | None = None
+    for who, facts, is_router in choosers:
+        for key in sorted(facts.compares):
+            for name in cycle:
+                node = spec.node(name)
+                if node is not None and key in (node.counters or _NO_FACTS).increments:
+                    return CounterLoop(who, key, name)
+        discarded = tuple(sorted(facts.compares & facts.bumps)) if is_router else ()
+        unwritten = () if unknown_writer else tuple(sorted(facts.compares - written))
+        unwritten = tuple(k for k in unwritten if k not in discarded)
+        if found is None or not (found.discarded or found.unwritten):
+            found = CounterLoop(who, discarded=discarded, unwritten=unwritten)
+    return found
