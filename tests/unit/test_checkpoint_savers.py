@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import datetime
+import operator
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral import (
+    END,
     CheckpointError,
     ConcurrentRunError,
+    Graph,
     MemorySaver,
     Overwrite,
     PostgresSaver,
@@ -400,3 +403,49 @@ def test_a_list_item_changed_in_place_is_stored_as_it_is_now(make_saver: MakeSav
     assert second["history"] == [history[0], reply, history[2]]
     assert third["history"] == history
     assert third["history"][1] == (1, 2)
+
+
+def test_long_lists_read_back_in_bulk_keep_tags_escapes_and_order(make_saver: MakeSaver) -> None:
+    """A list of stored items is read back whole and in order, whether or not its items
+    hold tagged values, escapes, or text that looks like a tag."""
+    plain = [{"role": "user", "content": f"message {i} " * 12} for i in range(40)]
+    odd: list[Any] = [
+        {"content": "costs $corral " * 12},
+        {"content": "a tab\t and a bell \x07 " * 8},
+        {"content": "a tuple inside", "pair": (1, 2), "pad": "x" * 120},
+        {"content": "\u00e9t\u00e9 \U0001f99c \ud83e " * 20},
+        {"$corral": "a user key", "pad": "y" * 130},
+    ]
+    saver = make_saver()
+    state = {"plain": plain, "mixed": plain[:10] + odd + plain[10:20]}
+    saver.put(Checkpoint("t", "a", None, state, [], {}))
+    saver.put(Checkpoint("t", "b", "a", None, [("n", {"mixed": [odd[2]]})], {}))
+    first, second = saver.chain("t")
+    assert first.snapshot == state
+    assert second.writes == [("n", {"mixed": [odd[2]]})]
+    assert saver.chain("t")[0].snapshot == state  # read again, by the same saver
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+
+
+def test_get_state_hands_over_values_the_caller_owns(make_saver: MakeSaver) -> None:
+    """Two reads never share objects, so changing what get_state returned changes nothing
+    stored (the built-in savers decode afresh, and get_state skips its copy for them)."""
+    g = Graph(Chat, name="chat")
+
+    @g.node(start=True, then=END)
+    def reply(state: Chat) -> dict[str, object]:
+        return {"messages": [{"role": "ai", "content": "hello " * 30}]}
+
+    saver = make_saver()
+    assert saver.fresh_reads is True
+    app = g.compile(checkpointer=saver)
+    app.invoke({"messages": [{"role": "user", "content": "hi " * 50}]}, thread_id="t")
+    first = app.get_state("t").values
+    first["messages"][0]["content"] = "changed"
+    first["messages"].append({"role": "user", "content": "extra"})
+    again = app.get_state("t").values
+    assert len(again["messages"]) == 2
+    assert again["messages"][0]["content"] == "hi " * 50

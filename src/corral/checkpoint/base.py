@@ -34,7 +34,14 @@ from typing import Any, Protocol, runtime_checkable
 
 from corral.errors import CheckpointError, ConcurrentRunError
 
-__all__ = ["Checkpoint", "Checkpointer", "TaskWrites", "check_thread_id", "stale_parent"]
+__all__ = [
+    "Checkpoint",
+    "Checkpointer",
+    "TaskWrites",
+    "check_thread_id",
+    "reads_fresh",
+    "stale_parent",
+]
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,13 @@ def check_thread_id(thread_id: object) -> None:
             f"pass a str such as {str(thread_id)[:40]!r}"
         )
         raise CheckpointError(msg)
+
+
+def reads_fresh(checkpointer: object) -> bool:
+    """Return whether ``checkpointer`` builds the checkpoints it returns afresh on every call
+    (the built-in savers do, and say so with ``fresh_reads = True``): their values are then
+    the caller's to keep, and need no copy."""
+    return getattr(checkpointer, "fresh_reads", False) is True
 
 
 def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) -> CheckpointError:

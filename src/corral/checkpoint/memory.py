@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
 from corral.checkpoint.serde import (
@@ -48,6 +48,9 @@ class MemorySaver:
     >>> [c.checkpoint_id for c in saver.chain("t")]
     ['1', '2']
     """
+
+    fresh_reads: ClassVar[bool] = True
+    """Every read decodes afresh: what it returns is the caller's (see ``reads_fresh``)."""
 
     def __init__(self, *, serializer: Serializer | None = None) -> None:
         self.serializer = serializer

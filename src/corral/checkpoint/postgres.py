@@ -34,11 +34,10 @@ from __future__ import annotations
 import atexit
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from corral.checkpoint._pg_schema import (
     CHAIN,
@@ -51,16 +50,11 @@ from corral.checkpoint._pg_schema import (
     error_for,
     redact,
 )
+from corral.checkpoint._stored import Damaged, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint
-from corral.checkpoint.serde import (
-    TAG,
-    Serializer,
-    decode,
-    decode_checkpoint,
-    encode,
-    encode_record,
-)
-from corral.checkpoint.sqlite.packing import Last, Packer, digest, meta_text, plain
+from corral.checkpoint.serde import Serializer, decode, encode, encode_record
+from corral.checkpoint.sqlite._reading import damaged, decode_row
+from corral.checkpoint.sqlite.packing import Last, Packer, meta_text, plain
 from corral.errors import CheckpointError, ConcurrentRunError
 
 if TYPE_CHECKING:
@@ -71,7 +65,6 @@ __all__ = ["PostgresSaver"]
 
 _ID_BLOCK: Final = 1024
 """Blob ids a process takes from the sequence at once (its ``INCREMENT BY``)."""
-_BLOB_CACHE_BYTES: Final = 8 << 20
 _KNOWN_CACHE: Final = 200_000
 _LAST_THREADS: Final = 256
 
@@ -139,6 +132,9 @@ class PostgresSaver:
     Needs the ``postgres`` extra: ``pip install 'corral[postgres]'``.
     """
 
+    fresh_reads: ClassVar[bool] = True
+    """Every read decodes afresh: what it returns is the caller's (see ``reads_fresh``)."""
+
     def __init__(
         self,
         conninfo: str | ConnectionPool[Any],
@@ -182,8 +178,7 @@ class PostgresSaver:
         self._ids = _Ids()
         self._blob_ids: dict[bytes, int] = {}
         self._last: dict[str, Last] = {}
-        self._blob_texts: OrderedDict[int, str] = OrderedDict()
-        self._blob_bytes = 0
+        self._values = StoredValues(self._blob_ids)
         self._closed = False
 
     # -- the protocol ------------------------------------------------------------------
@@ -253,22 +248,26 @@ class PostgresSaver:
                 " ORDER BY task",
                 (thread_id, checkpoint_id),
             ).fetchall()
-            resolve = self._resolver(conn)
+            fetch = self._values.fetcher(_texts_of(conn))
             out: dict[int, dict[str, Any]] = {}
             for task, text in rows:
                 where = f"task {task} after checkpoint {checkpoint_id!r}"
-                tree = self._loads(text, f"the record of {where} of thread {thread_id!r}")
-                out[int(task)] = decode(
-                    tree, serializer=self.serializer, resolve=resolve, where=where
-                )
+                try:
+                    tree = json.loads(text)
+                    out[int(task)] = decode(
+                        tree, serializer=self.serializer, fetch=fetch, where=where
+                    )
+                except CheckpointError:
+                    raise
+                except Exception as exc:
+                    damaged(self.where, thread_id, checkpoint_id, Damaged(f"{where}: {exc!r}"))
             return out
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(CHAIN, {"thread": thread_id, "id": checkpoint_id}).fetchall()
-            metas: dict[str, Any] = {}
-            return [self._decode(conn, thread_id, row, metas) for row in rows]
+            return self._decode(conn, thread_id, rows)
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
@@ -277,8 +276,7 @@ class PostgresSaver:
                 f"SELECT {ROW} FROM corral_checkpoints WHERE thread = %s ORDER BY seq",
                 (thread_id,),
             ).fetchall()
-            metas: dict[str, Any] = {}
-            return [self._decode(conn, thread_id, row, metas) for row in rows]
+            return self._decode(conn, thread_id, rows)
 
     # -- extras ------------------------------------------------------------------------
 
@@ -347,6 +345,7 @@ class PostgresSaver:
         packer = Packer(sink.store, self._blob_ids, {}, ensure_ascii, self.serializer)
         snapshot_text, lists = None, None
         if checkpoint.snapshot is not None:
+            self._values.hash_reads()
             earlier = last.lists if last is not None else {}
             snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
         meta_texts = packer.meta_texts(checkpoint.meta)
@@ -426,77 +425,29 @@ class PostgresSaver:
                 self._blob_ids.clear()
             self._blob_ids.update(blobs)
 
-    def _loads(self, text: str, what: str) -> Any:
-        try:
-            return json.loads(text)
-        except ValueError as exc:
-            msg = (
-                f"{what} in {self.where!r} is damaged ({exc}); resume from an earlier "
-                "checkpoint or start a new thread"
-            )
-            raise CheckpointError(msg, path=self.where) from exc
-
     def _decode(
-        self,
-        conn: psycopg.Connection[Any],
-        thread_id: str,
-        row: tuple[Any, ...],
-        metas: dict[str, Any],
-    ) -> Checkpoint:
-        _seq, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta = row
-        try:
-            trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
-            meta_tree = json.loads(meta)
-            if meta_is_delta:
-                delta = meta_tree if meta_tree.get(TAG) == "delta" else {"v": meta_tree}
-                meta_tree = {**metas[parent_id], **delta["v"]}
-                for key in delta.get("del", ()):
-                    meta_tree.pop(key, None)
-            metas[checkpoint_id] = meta_tree
-            trees.append(meta_tree)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            msg = (
-                f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {self.where!r} is "
-                f"damaged ({exc!r}); resume from an earlier checkpoint or start a new thread"
-            )
-            raise CheckpointError(msg, path=self.where) from exc
-        return decode_checkpoint(
-            (thread_id, checkpoint_id, parent_id),
-            *trees,
-            serializer=self.serializer,
-            resolve=self._resolver(conn),
+        self, conn: psycopg.Connection[Any], thread_id: str, rows: list[tuple[Any, ...]]
+    ) -> list[Checkpoint]:
+        fetch = self._values.fetcher(_texts_of(conn))
+        metas: dict[str, Any] = {}
+        return [
+            decode_row(self.where, self.serializer, fetch, thread_id, row, metas) for row in rows
+        ]
+
+
+def _texts_of(conn: psycopg.Connection[Any]) -> Callable[[list[Run]], list[Any]]:
+    """Return the reader of stored texts that ``StoredValues`` needs, over ``conn``."""
+
+    def texts(runs: list[Run]) -> list[Any]:
+        ids = run_ids(runs)
+        found = dict(
+            conn.execute(
+                "SELECT id, data FROM corral_blobs WHERE id = ANY(%s::bigint[])", (ids,)
+            ).fetchall()
         )
+        return [found.get(n) for n in ids]
 
-    def _resolver(self, conn: psycopg.Connection[Any]) -> Callable[[int], Any]:
-        def resolve(blob_id: int) -> Any:
-            with self._lock:
-                text = self._blob_texts.get(blob_id)
-                if text is not None:
-                    self._blob_texts.move_to_end(blob_id)
-            if text is None:
-                row = conn.execute(
-                    "SELECT data FROM corral_blobs WHERE id = %s", (blob_id,)
-                ).fetchone()
-                if row is None:
-                    msg = (
-                        f"{self.where!r} is damaged: stored value {blob_id} is missing; "
-                        "resume from an earlier checkpoint or start a new thread"
-                    )
-                    raise CheckpointError(msg, path=self.where)
-                text = str(row[0])
-                self._remember(blob_id, text)
-            return self._loads(text, f"stored value {blob_id}")
-
-        return resolve
-
-    def _remember(self, blob_id: int, text: str) -> None:
-        with self._lock:
-            self._blob_texts[blob_id] = text
-            self._blob_bytes += len(text)
-            self._blob_ids[digest(text)] = blob_id  # a resumed run shares what it read
-            while self._blob_bytes > _BLOB_CACHE_BYTES and self._blob_texts:
-                _, old = self._blob_texts.popitem(last=False)
-                self._blob_bytes -= len(old)
+    return texts
 
 
 def _blob_params(sink: _BlobRows) -> dict[str, list[Any]]:

@@ -30,6 +30,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any, Final, Protocol, runtime_checkable
 
+from corral.checkpoint._stored import TAG, Fetch, Run, Stored, parse_stored, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.control import Send
 from corral.errors import CheckpointError, SerializationError
@@ -39,16 +40,16 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "TAG",
+    "Fetch",
     "Serializer",
+    "Stored",
     "decode",
     "decode_checkpoint",
     "encode",
     "encode_checkpoint",
     "encode_record",
+    "parse_stored",
 ]
-
-TAG = "$corral"
-"""The key that marks a tagged object."""
 
 _PLAIN = (str, int, float, bool, type(None))
 
@@ -149,11 +150,13 @@ def decode(
     serializer: Serializer | None = None,
     resolve: Callable[[int], Any] | None = None,
     where: str = "value",
+    fetch: Fetch | None = None,
 ) -> Any:
     """Return the value :func:`encode` turned into ``tree`` (always freshly built objects).
 
     ``resolve(n)`` returns the tree a ``{"$corral": n}`` reference stands for; stores that
-    keep large values once pass it.
+    keep large values once pass it, or ``fetch``, which reads many at once (see
+    :class:`Stored`).
 
     >>> decode({"$corral": "tuple", "v": [1, {"$corral": "frozenset", "v": [2]}]})
     (1, frozenset({2}))
@@ -161,7 +164,7 @@ def decode(
     Raises:
         CheckpointError: an unknown tag, or a user tag and no serializer to read it.
     """
-    return _Decoder(serializer, resolve).decode(tree, where)
+    return _Decoder(serializer, resolve, fetch).decode(tree, where)
 
 
 class _Unstorable(Exception):
@@ -311,11 +314,17 @@ def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
 class _Decoder:
     """One decoding pass."""
 
-    __slots__ = ("resolve", "serializer")
+    __slots__ = ("fetch", "resolve", "serializer")
 
-    def __init__(self, serializer: Serializer | None, resolve: Callable[[int], Any] | None) -> None:
+    def __init__(
+        self,
+        serializer: Serializer | None,
+        resolve: Callable[[int], Any] | None,
+        fetch: Fetch | None = None,
+    ) -> None:
         self.serializer = serializer
         self.resolve = resolve
+        self.fetch = fetch
 
     def decode(self, tree: Any, where: str) -> Any:
         kind = type(tree)
@@ -327,7 +336,8 @@ class _Decoder:
         if tag is None:
             return {k: self.decode(v, where) for k, v in tree.items()}
         if type(tag) is int or tag == "refs":
-            return self.decode(self.plain(tree, where), where)
+            value, final = self.fetched(tree, where)
+            return value if final else self.decode(value, where)
         data = self.plain(tree.get("v"), where)
         if tag == "tuple":
             return tuple(self.decode(x, where) for x in data)
@@ -359,25 +369,31 @@ class _Decoder:
         ...]}`` is a list of stored values with consecutive ids (how stores keep long lists);
         a run ``[first, count, step]`` takes every ``step``-th id.
         """
+        return self.fetched(tree, where)[0]
+
+    def fetched(self, tree: Any, where: str) -> tuple[Any, bool]:
+        """Return :meth:`plain`'s tree and whether it is final (holds no tag: not to be
+        decoded again)."""
+        final = False
         while type(tree) is dict:
             tag = tree.get(TAG)
             if type(tag) is int:
-                tree = self._fetch(tag, where)
+                (tree,), final = self._fetch([(tag, 1, 1)], where)
             elif tag == "refs":
-                return [
-                    self._fetch(n, where)
-                    for first, count, *step in tree["v"]
-                    for n in range(first, first + count * (step[0] if step else 1), *step)
-                ]
+                runs = [(first, count, step[0] if step else 1) for first, count, *step in tree["v"]]
+                return self._fetch(runs, where)
             else:
                 break
-        return tree
+        return tree, final
 
-    def _fetch(self, ref: int, where: str) -> Any:
+    def _fetch(self, runs: list[Run], where: str) -> Stored:
+        if self.fetch is not None:
+            return self.fetch(runs)
+        ids = run_ids(runs)
         if self.resolve is None:
-            msg = f"{where} refers to stored value {ref} but no store was given to read it"
+            msg = f"{where} refers to stored value {ids[0]} but no store was given to read it"
             raise CheckpointError(msg)
-        return self.resolve(ref)
+        return Stored([self.resolve(n) for n in ids], False)
 
     def _user(self, tag: str, data: Any, where: str) -> Any:
         if self.serializer is None:
@@ -445,11 +461,12 @@ def decode_checkpoint(
     *,
     serializer: Serializer | None = None,
     resolve: Callable[[int], Any] | None = None,
+    fetch: Fetch | None = None,
 ) -> Checkpoint:
     """Return the checkpoint ``(thread_id, checkpoint_id, parent_id)`` with its decoded parts."""
     thread_id, checkpoint_id, parent_id = head
     where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-    decoder = _Decoder(serializer, resolve)
+    decoder = _Decoder(serializer, resolve, fetch)
     return Checkpoint(
         thread_id,
         checkpoint_id,

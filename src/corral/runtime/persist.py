@@ -432,15 +432,21 @@ def interrupts_of(meta: Mapping[str, Any]) -> tuple[Interrupt, ...]:
     )
 
 
-def snapshot_of(values: dict[str, Any], checkpoint: Checkpoint) -> StateSnapshot:
-    """Return the public snapshot of a checkpoint whose state is ``values``."""
+def snapshot_of(
+    values: dict[str, Any], checkpoint: Checkpoint, *, owned: bool = False
+) -> StateSnapshot:
+    """Return the public snapshot of a checkpoint whose state is ``values``.
+
+    ``owned``: nobody else holds ``values`` (just rebuilt from a store's fresh decoding),
+    so they are handed over without a deep copy.
+    """
     meta = checkpoint.meta
     if "reroute" in meta:
         nxt: tuple[str, ...] = ()
     else:
         nxt = tuple(t["node"] for t in meta.get("next", []))
     return StateSnapshot(
-        values=copy.deepcopy(values),
+        values=values if owned else copy.deepcopy(values),
         next=nxt,
         steps=int(meta.get("steps", 0)),
         supersteps=int(meta.get("supersteps", 0)),

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from corral.checkpoint.base import Checkpoint, Checkpointer
+from corral.checkpoint.base import Checkpoint, Checkpointer, reads_fresh
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import persist
@@ -295,7 +295,7 @@ def get_state(
     if not chain:
         raise unknown_thread(thread_id, checkpoint_id)
     values = persist.rebuild(tables, chain)
-    return persist.snapshot_of(values, chain[-1])
+    return persist.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:

@@ -11,78 +11,61 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
+from corral.checkpoint._stored import Damaged, Fetch, Run, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
-from corral.checkpoint.sqlite.packing import digest
 from corral.errors import CheckpointError
 
-__all__ = [
-    "Damaged",
-    "StoredValues",
-    "check_chain",
-    "damaged",
-    "decode_row",
-    "find_damaged_row",
-]
+__all__ = ["check_chain", "damaged", "decode_row", "find_damaged_row", "texts_of"]
 
-_CACHE_BYTES: Final = 8 << 20
-"""Bytes of stored-value text kept in memory for reading."""
+_RANGE: Final = 8
+"""Runs of at least this many ids are read by one range query; shorter ones by ``IN``."""
+_IN_CHUNK: Final = 256
+"""Ids per ``IN (...)`` query (SQLite allows 999 parameters in old versions)."""
 
 
-class Damaged(Exception):
-    """Raised inside a decode when a stored value cannot be read; the caller names the row."""
+def texts_of(conn: sqlite3.Connection) -> Callable[[list[Run]], list[Any]]:
+    """Return the reader of stored texts that :class:`StoredValues` needs, over ``conn``."""
+    return lambda runs: _texts(conn, runs)
 
 
-class StoredValues:
-    """The texts of stored values this process read (a bounded cache), and their reading."""
+def _texts(conn: sqlite3.Connection, runs: list[Run]) -> list[Any]:
+    """Return the ``data`` of the value rows of ``runs``, in order (``None`` where one is
+    missing): long runs by one range query each, the short ones together by ``IN``."""
+    lone = run_ids([run for run in runs if run[1] < _RANGE])
+    found: dict[int, Any] = {}
+    for i in range(0, len(lone), _IN_CHUNK):
+        chunk = lone[i : i + _IN_CHUNK]
+        marks = ",".join("?" * len(chunk))
+        query = f"SELECT seq, data FROM checkpoints WHERE seq IN ({marks}) AND thread IS NULL"
+        found.update(conn.execute(query, chunk))
+    out: list[Any] = []
+    for first, count, step in runs:
+        if count >= _RANGE:
+            params = (first, first + (count - 1) * step, first, step)
+            rows = conn.execute(_RUN.format("data"), params).fetchall()
+            if len(rows) == count:  # every id of the run is there, in order
+                out.extend([data for (data,) in rows])
+                continue
+            found.update(conn.execute(_RUN.format("seq, data"), params))
+        out.extend([found.get(n) for n in range(first, first + count * step, step)])
+    return out
 
-    def __init__(self, known: dict[bytes, int]) -> None:
-        self.known = known
-        """Content hash -> id of committed values, shared with the writer."""
-        self._texts: OrderedDict[int, str] = OrderedDict()
-        self._bytes = 0
 
-    def resolver(self, conn: sqlite3.Connection) -> Callable[[int], Any]:
-        """Return the ``resolve`` of :func:`~corral.checkpoint.serde.decode` over ``conn``."""
-
-        def resolve(blob_id: int) -> Any:
-            text = self._texts.get(blob_id)
-            if text is None:
-                row = conn.execute(
-                    "SELECT data FROM checkpoints WHERE seq = ?", (blob_id,)
-                ).fetchone()
-                if row is None or type(row[0]) is not str:
-                    raise Damaged(f"stored value {blob_id} is missing")
-                text = row[0]
-                self._remember(blob_id, text)
-                # Whatever this process has read it can share: a resumed run's next
-                # snapshot refers to the items its chain already stored.
-                self.known[digest(text)] = blob_id
-            else:
-                self._texts.move_to_end(blob_id)
-            try:
-                return json.loads(text)
-            except ValueError as exc:
-                raise Damaged(f"stored value {blob_id} is not JSON ({exc})") from exc
-
-        return resolve
-
-    def _remember(self, blob_id: int, text: str) -> None:
-        self._texts[blob_id] = text
-        self._bytes += len(text)
-        while self._bytes > _CACHE_BYTES and self._texts:
-            _, old = self._texts.popitem(last=False)
-            self._bytes -= len(old)
+_RUN: Final = (
+    "SELECT {} FROM checkpoints WHERE seq BETWEEN ? AND ? AND thread IS NULL "
+    "AND (seq - ?) % ? = 0 ORDER BY seq"
+)
+"""The value rows of one run of evenly spaced ids."""
 
 
 def decode_row(
     path: str,
     serializer: Serializer | None,
-    resolve: Callable[[int], Any],
+    fetch: Fetch,
     thread_id: str,
     row: tuple[Any, ...],
     metas: dict[str, Any],
@@ -107,7 +90,7 @@ def decode_row(
         metas[checkpoint_id] = meta_tree
         trees.append(meta_tree)
         checkpoint = decode_checkpoint(
-            (thread_id, checkpoint_id, parent_id), *trees, serializer=serializer, resolve=resolve
+            (thread_id, checkpoint_id, parent_id), *trees, serializer=serializer, fetch=fetch
         )
         if not all(type(n) is str and type(u) is dict for n, u in checkpoint.writes):
             raise Damaged("its writes are not (node, update) pairs")
@@ -123,7 +106,7 @@ def decode_row(
 
 def damaged(path: str, thread_id: str, checkpoint_id: object, exc: BaseException) -> NoReturn:
     """Raise the ``CheckpointError`` for a checkpoint that cannot be read back."""
-    if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+    if isinstance(exc, ValueError | Damaged) and "integer string conversion" in str(exc):
         msg = (
             f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {path!r} holds an int "
             "longer than this Python reads (sys.get_int_max_str_digits()); raise the limit "
@@ -134,7 +117,7 @@ def damaged(path: str, thread_id: str, checkpoint_id: object, exc: BaseException
     msg = (
         f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {path!r} is damaged "
         f"({shown[:200]}); resume from an earlier checkpoint (app.history) or start a new "
-        "thread, and move the file away if this keeps happening"
+        "thread; if this keeps happening, move the file (or database) away"
     )
     raise CheckpointError(msg, path=path) from exc
 

@@ -21,13 +21,13 @@ process wrote the parent (:func:`meta_text`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import operator
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final, NamedTuple
 
+from corral.checkpoint._stored import digest
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
@@ -360,8 +360,3 @@ _is: Final = operator.is_
 
 def ref(blob_id: int) -> str:
     return f'{{"{TAG}":{blob_id}}}'
-
-
-def digest(text: str) -> bytes:
-    """Return the content hash of a blob's text."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
+from corral.checkpoint._stored import Damaged, StoredValues
 from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
 from corral.checkpoint.serde import (
     Serializer,
@@ -23,12 +24,11 @@ from corral.checkpoint.serde import (
     encode_record,
 )
 from corral.checkpoint.sqlite._reading import (
-    Damaged,
-    StoredValues,
     check_chain,
     damaged,
     decode_row,
     find_damaged_row,
+    texts_of,
 )
 from corral.checkpoint.sqlite._schema import (
     CHAIN,
@@ -70,6 +70,9 @@ class SqliteSaver:
     ...     [(c.checkpoint_id, c.writes) for c in saver.chain("t")]
     [('1', []), ('2', [('inc', {'n': 2})])]
     """
+
+    fresh_reads: ClassVar[bool] = True
+    """Every read decodes afresh: what it returns is the caller's (see ``reads_fresh``)."""
 
     def __init__(
         self,
@@ -171,7 +174,7 @@ class SqliteSaver:
             seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
             if thread is None or seq is None:
                 return {}
-            resolve = self._values.resolver(conn)
+            fetch = self._values.fetcher(texts_of(conn))
             out: dict[int, dict[str, Any]] = {}
             for task, text in conn.execute(
                 "SELECT task, record FROM pending_writes WHERE thread = ? AND seq = ? "
@@ -181,7 +184,7 @@ class SqliteSaver:
                 where = f"task {task} after checkpoint {checkpoint_id!r}"
                 try:
                     out[int(task)] = decode(
-                        json.loads(text), serializer=self.serializer, resolve=resolve, where=where
+                        json.loads(text), serializer=self.serializer, fetch=fetch, where=where
                     )
                 except CheckpointError:
                     raise
@@ -295,6 +298,7 @@ class SqliteSaver:
             )
             snapshot_text, lists = None, None
             if checkpoint.snapshot is not None:
+                self._values.hash_reads()
                 earlier = last.lists if last is not None else {}
                 snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
             meta_texts = packer.meta_texts(checkpoint.meta)
@@ -456,10 +460,10 @@ class SqliteSaver:
             find_damaged_row(conn, self.path, thread, thread_id, exc)
         except (sqlite3.DatabaseError, ValueError) as exc:
             find_damaged_row(conn, self.path, thread, thread_id, exc)
-        resolve = self._values.resolver(conn)
+        fetch = self._values.fetcher(texts_of(conn))
         metas: dict[str, Any] = {}
         return [
-            decode_row(self.path, self.serializer, resolve, thread_id, row, metas) for row in rows
+            decode_row(self.path, self.serializer, fetch, thread_id, row, metas) for row in rows
         ]
 
     @contextmanager

@@ -1,0 +1,256 @@
+"""Reloading a long thread, and a thread whose large value changes every step.
+
+Run: ``python benchmarks/bench_reload.py [--steps 2000] [--rounds 9] [--big-mb 50]``
+
+Part 1, reload. A graph whose one node appends a ~500-byte message to a list (through a
+reducer) runs ``--steps`` supersteps into a SQLite file (``synchronous=FULL``, the default).
+Then, each round on a fresh copy of that file, interleaved:
+
+* ``floor``: a hand-written loop's read: one SELECT of the whole list stored as one JSON
+  text, and one ``json.loads`` of it (on a connection opened before the clock starts);
+* ``get_state``: ``app.get_state(thread)`` with a NEW ``SqliteSaver`` (opened before the
+  clock starts: nothing of the thread is cached);
+* ``floor+step``: the floor, plus one durable step as ``bench_checkpoint.py``'s floor writes
+  it (INSERT the new message, COMMIT);
+* ``continue``: ``app.invoke(None, thread_id=...)`` with a new saver, which rebuilds the
+  state, runs one more superstep and commits its checkpoint.
+
+Goals (issue 15): ``get_state`` within 3x of ``floor``, ``continue`` within 2x of
+``floor+step``.
+
+Part 2, a large value. A graph whose node replaces a ``--big-mb`` MB string every step runs
+``--big-steps`` supersteps; printed: the stored bytes against the payload of one string per
+step, and ``get_state`` of every checkpoint with a new saver (the slowest and the median),
+against one SELECT + ``json.loads`` of one such string. Goal: ``get_state`` well under a
+second at any checkpoint; storage within 2x of the payload and linear.
+
+The figures are medians over rounds; the machine may be shared, so the ratios (measured in
+one process, rounds interleaved) are what to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Literal, TypedDict
+
+from corral import END, End, Graph, Guard, SqliteSaver, StepLimitError
+
+
+def message(i: int) -> dict[str, str]:
+    """Return the i-th ~500-byte chat message (distinct text, so nothing compresses away)."""
+    words = " ".join(f"w{(i * 7919 + k * 104729) % 100000:05d}" for k in range(80))
+    return {"role": "assistant", "content": f"step {i}: {words}"[:470]}
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+    last: int
+
+
+def chat_graph() -> Graph[Chat, Chat]:
+    """Return the graph: ``chat`` appends a message until ``last`` messages exist."""
+    g = Graph(Chat, name="reload")
+
+    @g.node(start=True)
+    def chat(state: Chat) -> dict[str, object]:
+        return {"messages": [message(len(state["messages"]))]}
+
+    @g.router("chat", guards=[Guard("chat", max=100_000, otherwise=END)])
+    def again(state: Chat) -> Literal["chat"] | End:
+        return "chat" if len(state["messages"]) < state["last"] else END
+
+    return g
+
+
+def build_thread(path: Path, steps: int) -> None:
+    """Run ``steps`` supersteps of the chat graph; the thread stops at its step cap, one
+    message short of its end, so ``invoke(None)`` continues it by exactly one step."""
+    g = chat_graph()
+    with SqliteSaver(path, synchronous="NORMAL") as saver:
+        app = g.compile(checkpointer=saver)
+        try:
+            app.invoke({"messages": [], "last": steps + 1}, thread_id="t", max_steps=steps)
+        except StepLimitError:
+            pass
+        else:  # pragma: no cover - the graph above always hits the cap
+            raise AssertionError("the thread should have stopped at its cap")
+
+
+def build_floor(path: Path, steps: int) -> None:
+    """Store the same messages as one JSON text in one row (what the floor reads)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("CREATE TABLE state (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+    text = json.dumps([message(i) for i in range(steps)], separators=(",", ":"))
+    conn.execute("INSERT INTO state (data) VALUES (?)", (text,))
+    conn.close()
+
+
+def time_floor(path: Path, steps: int, *, step: bool) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = FULL")
+    start = time.perf_counter()
+    (text,) = conn.execute("SELECT data FROM state WHERE id = 1").fetchone()
+    messages = json.loads(text)
+    if step:
+        new = message(len(messages))
+        messages = operator.add(messages, [new])
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO items (data) VALUES (?)", (json.dumps(new),))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    assert len(messages) == steps + step
+    return elapsed
+
+
+def time_get_state(path: Path, steps: int) -> float:
+    app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
+    start = time.perf_counter()
+    snapshot = app.get_state("t")
+    elapsed = time.perf_counter() - start
+    saver.close()
+    assert len(snapshot.values["messages"]) == steps
+    return elapsed
+
+
+def time_continue(path: Path, steps: int) -> float:
+    app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
+    start = time.perf_counter()
+    run = app.invoke(None, thread_id="t", max_steps=steps + 10)
+    elapsed = time.perf_counter() - start
+    saver.close()
+    assert run.status == "done" and len(run.state["messages"]) == steps + 1
+    return elapsed
+
+
+def reload(steps: int, rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base, floor_base = Path(tmp) / "thread.sqlite", Path(tmp) / "floor.sqlite"
+        build_thread(base, steps)
+        build_floor(floor_base, steps)
+        size = sum(p.stat().st_size for p in Path(tmp).glob("thread.sqlite*"))
+        timers: dict[str, tuple[Path, Callable[[Path], float]]] = {
+            "floor": (floor_base, lambda p: time_floor(p, steps, step=False)),
+            "get_state": (base, lambda p: time_get_state(p, steps)),
+            "floor+step": (floor_base, lambda p: time_floor(p, steps, step=True)),
+            "continue": (base, lambda p: time_continue(p, steps)),
+        }
+        times: dict[str, list[float]] = {name: [] for name in timers}
+        for r in range(rounds):
+            for name, (source, timer) in timers.items():
+                copy = Path(tmp) / f"{name}-{r}.sqlite"
+                shutil.copy(source, copy)
+                for wal in Path(tmp).glob(source.name + "-wal"):
+                    shutil.copy(wal, copy.with_name(copy.name + "-wal"))
+                times[name].append(timer(copy))
+                for leftover in Path(tmp).glob(copy.name + "*"):
+                    leftover.unlink()
+    med = {name: statistics.median(t) for name, t in times.items()}
+    print(
+        f"reload: a thread of {steps} supersteps, one ~500-byte message each "
+        f"({size} bytes on disk); medians of {rounds} rounds "
+        f"(python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})"
+    )
+    for name, value in med.items():
+        print(f"  {name:>10}: {value * 1e3:7.2f} ms")
+    print(f"  get_state / floor       = {med['get_state'] / med['floor']:5.2f}x (goal 3x)")
+    print(f"  continue / (floor+step) = {med['continue'] / med['floor+step']:5.2f}x (goal 2x)")
+
+
+class Big(TypedDict):
+    text: str
+    n: int
+
+
+def big_graph(size: int, steps: int) -> Graph[Big, Big]:
+    g = Graph(Big, name="big", max_steps=steps + 1)
+
+    @g.node(start=True)
+    def grow(state: Big) -> dict[str, object]:
+        n = state["n"] + 1
+        return {"text": f"{n:08d}" + "x" * (size - 8), "n": n}
+
+    @g.router("grow", guards=[Guard("grow", max=100_000, otherwise=END)])
+    def more(state: Big) -> Literal["grow"] | End:
+        return "grow" if state["n"] < steps else END
+
+    return g
+
+
+def large_value(size_mb: int, steps: int) -> None:
+    size = size_mb * 1_000_000
+    g = big_graph(size, steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "big.sqlite"
+        with SqliteSaver(path, synchronous="NORMAL") as saver:
+            app = g.compile(checkpointer=saver)
+            start = time.perf_counter()
+            app.invoke({"text": "", "n": 0}, thread_id="big")
+            write = time.perf_counter() - start
+            ids = [s.checkpoint_id for s in app.history("big")]
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        stored = path.stat().st_size
+        floor_path = Path(tmp) / "floor.sqlite"
+        conn = sqlite3.connect(floor_path, isolation_level=None)
+        conn.execute("CREATE TABLE state (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+        conn.execute("INSERT INTO state (data) VALUES (?)", (json.dumps("x" * size),))
+        floor_times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            (text,) = conn.execute("SELECT data FROM state WHERE id = 1").fetchone()
+            json.loads(text)
+            floor_times.append(time.perf_counter() - start)
+        conn.close()
+        reads: list[float] = []
+        with SqliteSaver(path) as saver:
+            app = g.compile(checkpointer=saver)
+            for checkpoint_id in ids:
+                with SqliteSaver(path) as fresh:
+                    start = time.perf_counter()
+                    snap = g.compile(checkpointer=fresh).get_state("big", checkpoint_id)
+                    reads.append(time.perf_counter() - start)
+                    assert len(snap.values["text"]) in (0, size)
+    payload = (steps + 1) * (size + 2)
+    floor = statistics.median(floor_times)
+    print(
+        f"large value: a {size_mb} MB string replaced every step, {steps} supersteps "
+        f"({len(ids)} checkpoints; writing took {write:.2f} s)"
+    )
+    print(f"  stored {stored} bytes = {stored / payload:4.2f}x the payload ({payload} bytes)")
+    print(
+        f"  get_state of each checkpoint, new saver: median {statistics.median(reads) * 1e3:.0f}"
+        f" ms, slowest {max(reads) * 1e3:.0f} ms; floor (SELECT + json.loads of one string)"
+        f" {floor * 1e3:.0f} ms: slowest = {max(reads) / floor:.1f}x floor"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--big-mb", type=int, default=50)
+    parser.add_argument("--big-steps", type=int, default=24)
+    parser.add_argument("--skip-big", action="store_true")
+    args = parser.parse_args(argv)
+    reload(args.steps, args.rounds)
+    if not args.skip_big:
+        large_value(args.big_mb, args.big_steps)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

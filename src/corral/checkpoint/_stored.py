@@ -1,0 +1,159 @@
+"""Stored values read back in bulk: the ``fetch`` a store hands the decoder.
+
+A store that keeps large values once (SQLite, PostgreSQL) refers to them by id; a list of
+them is a run of ids. Reading one back by one ``SELECT`` and one ``json.loads`` per item
+costs more than the data; :func:`parse_stored` parses the texts of many at once, and tells
+the decoder when the result holds no tag at all (the usual case: chat messages, strings),
+so it is the value itself and is not walked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+__all__ = [
+    "TAG",
+    "Damaged",
+    "Fetch",
+    "Run",
+    "Stored",
+    "StoredValues",
+    "digest",
+    "parse_stored",
+    "run_ids",
+]
+
+TAG = "$corral"
+"""The key that marks a tagged object."""
+
+
+class Stored(NamedTuple):
+    """Stored values as a store's ``fetch(ids)`` returns them, in the order asked."""
+
+    trees: list[Any]
+    final: bool
+    """True when no tree holds a tag: they are the values themselves, freshly parsed, and
+    need no decoding (:func:`parse_stored` tells from the texts)."""
+
+
+Run = tuple[int, int, int]
+"""``(first, count, step)``: the ids ``first``, ``first + step``, ... (``count`` of them)."""
+Fetch = Callable[[list[Run]], Stored]
+"""Return the trees of the stored values with the ids of these runs (see :func:`decode`)."""
+
+
+def run_ids(runs: list[Run]) -> list[int]:
+    """Return the ids of ``runs``, in order."""
+    return [n for first, count, step in runs for n in range(first, first + count * step, step)]
+
+
+def parse_stored(runs: list[Run], texts: list[str]) -> Stored:
+    """Return the trees of stored JSON texts, parsed by one ``json.loads``.
+
+    A text that names no tag (and escapes no character, so no tag hides behind an escape)
+    parses to its value as it is: the decoder need not walk it again.
+
+    Raises:
+        ValueError: naming the stored value that is not JSON.
+    """
+    if not texts:
+        return Stored([], True)
+    whole = texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]"
+    # One-character searches run at memory speed; the longer ones only when they may match.
+    final = ("$" not in whole or TAG not in whole) and ("\\" not in whole or "\\u" not in whole)
+    try:
+        tree = json.loads(whole)
+    except ValueError:
+        pass
+    else:
+        if len(texts) == 1:
+            return Stored([tree], final)
+        if len(tree) == len(texts):
+            return Stored(tree, final)
+    ids = run_ids(runs)
+    for ref, text in zip(ids, texts, strict=True):  # find the damaged one, to name it
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            msg = f"stored value {ref} is not JSON ({exc})"
+            raise ValueError(msg) from None
+    msg = f"stored values {ids[0]}..{ids[-1]} do not read as one list each"
+    raise ValueError(msg)
+
+
+_READ_BYTES: Final = 8 << 20
+"""Bytes of read texts kept until the next snapshot hashes them (older ones are dropped)."""
+
+
+class Damaged(Exception):
+    """Raised inside a decode when a stored value cannot be read; the caller names the row."""
+
+
+class StoredValues:
+    """Reads stored values in bulk, and remembers what was read for the next snapshot."""
+
+    def __init__(self, known: dict[bytes, int]) -> None:
+        self.known = known
+        """Content hash -> id of committed values, shared with the writer."""
+        self._lock = threading.Lock()
+        """A saver's reads may come from several threads (PostgreSQL's pool)."""
+        self._unhashed: list[tuple[list[str], list[Run]]] = []
+        """Batches of texts read and not hashed yet, oldest first (bounded by bytes)."""
+        self._unhashed_bytes = 0
+        self.bytes_read = 0
+        """Bytes of stored texts read so far (the saver measures a chain's replay by it)."""
+
+    def fetcher(self, texts_of: Callable[[list[Run]], list[Any]]) -> Fetch:
+        """Return the ``fetch`` of :func:`~corral.checkpoint.serde.decode` over a store's
+        ``texts_of(runs)``, which returns the stored texts in order (``None`` if missing).
+
+        Raises (from ``fetch``):
+            Damaged: a value is missing or is not JSON.
+        """
+
+        def fetch(runs: list[Run]) -> Stored:
+            texts = texts_of(runs)
+            if not _STR.issuperset(map(type, texts)):
+                ids = run_ids(runs)
+                missing = next(n for n, t in zip(ids, texts, strict=True) if type(t) is not str)
+                raise Damaged(f"stored value {missing} is missing")
+            self._read(texts, runs)
+            try:
+                return parse_stored(runs, texts)
+            except ValueError as exc:
+                raise Damaged(str(exc)) from exc
+
+        return fetch
+
+    def hash_reads(self) -> None:
+        """Remember the content hash of every value read since the last call, so a snapshot
+        refers to them instead of storing them again (done only when a snapshot is packed:
+        a read that no snapshot follows, ``get_state``, never pays for hashing)."""
+        with self._lock:
+            batches, self._unhashed = self._unhashed, []
+            self._unhashed_bytes = 0
+        known = self.known
+        for texts, runs in batches:
+            for text, blob_id in zip(texts, run_ids(runs), strict=True):
+                known[digest(text)] = blob_id
+
+    def _read(self, texts: list[str], runs: list[Run]) -> None:
+        size = sum(map(len, texts))
+        with self._lock:
+            self.bytes_read += size
+            self._unhashed.append((texts, runs))
+            self._unhashed_bytes += size
+            while self._unhashed_bytes > _READ_BYTES and len(self._unhashed) > 1:
+                self._unhashed_bytes -= sum(map(len, self._unhashed.pop(0)[0]))
+
+
+def digest(text: str) -> bytes:
+    """Return the content hash of a stored value's text."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+_STR: Final = frozenset({str})
