@@ -37,10 +37,13 @@ from corral.errors import CheckpointError, ConcurrentRunError
 __all__ = [
     "Checkpoint",
     "Checkpointer",
+    "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
     "reads_fresh",
     "stale_parent",
+    "taken",
+    "unknown_parent",
 ]
 
 
@@ -102,6 +105,25 @@ def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) 
     return ConcurrentRunError(msg, thread_id=thread, expected=expected, newest=newest, path=where)
 
 
+def taken(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
+    """Return the error for a put whose checkpoint id the thread already has."""
+    msg = (
+        f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
+        f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+    )
+    return CheckpointError(msg, path=where)
+
+
+def unknown_parent(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
+    """Return the error for a put whose parent the thread does not have."""
+    msg = (
+        f"checkpoint {checkpoint.checkpoint_id!r} names parent {checkpoint.parent_id!r}, "
+        f"which thread {checkpoint.thread_id!r} does not have; put the parent first "
+        "(or pass parent_id=None to start the thread)"
+    )
+    return CheckpointError(msg, path=where)
+
+
 @runtime_checkable
 class Checkpointer(Protocol):
     """A store of checkpoints, keyed by thread.
@@ -161,4 +183,19 @@ class TaskWrites(Protocol):
         A record is superseded (and a store may drop it) once a checkpoint whose parent is
         ``checkpoint_id`` has been put. Unknown threads or checkpoints give ``{}``.
         """
+        ...
+
+
+@runtime_checkable
+class SnapshotAdvice(Protocol):
+    """The optional part of the protocol that places snapshots by bytes.
+
+    A store that parses what it replays (JSON text) asks for a snapshot once the writes
+    since the last one hold more bytes than a snapshot would; the runtime asks before each
+    put, and places a snapshot when the answer is yes, besides its own count
+    (``SNAPSHOT_EVERY``). The built-in SQLite and PostgreSQL savers have it.
+    """
+
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot."""
         ...

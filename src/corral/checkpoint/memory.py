@@ -12,7 +12,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
+from corral.checkpoint.base import (
+    Checkpoint,
+    check_thread_id,
+    stale_parent,
+    taken,
+    unknown_parent,
+)
 from corral.checkpoint.serde import (
     Serializer,
     decode,
@@ -75,8 +81,8 @@ class MemorySaver:
         stored = _Stored(head, snapshot, writes, meta)
         with self._lock:
             saved = self._threads.get(checkpoint.thread_id, {})
-            taken = checkpoint.checkpoint_id in saved
-            _check_put(checkpoint, taken, _parent_known(checkpoint, saved))
+            is_taken = checkpoint.checkpoint_id in saved
+            _check_put(checkpoint, is_taken, _parent_known(checkpoint, saved))
             newest = next(reversed(saved)) if saved else None
             if newest != checkpoint.expected:
                 raise stale_parent(checkpoint, newest, None)
@@ -156,18 +162,9 @@ def _unknown_parent(thread_id: str, checkpoint_id: str) -> CheckpointError:
     return CheckpointError(msg)
 
 
-def _check_put(checkpoint: Checkpoint, taken: bool, parent_known: bool) -> None:
+def _check_put(checkpoint: Checkpoint, is_taken: bool, parent_known: bool) -> None:
     """Raise ``CheckpointError`` for a checkpoint that would break its thread's history."""
-    if taken:
-        msg = (
-            f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
-            f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
-        )
-        raise CheckpointError(msg)
+    if is_taken:
+        raise taken(checkpoint, None)
     if not parent_known:
-        msg = (
-            f"checkpoint {checkpoint.checkpoint_id!r} names parent {checkpoint.parent_id!r}, "
-            f"which thread {checkpoint.thread_id!r} does not have; put the parent first "
-            "(or pass parent_id=None to start the thread)"
-        )
-        raise CheckpointError(msg)
+        raise unknown_parent(checkpoint, None)

@@ -51,11 +51,12 @@ from corral.checkpoint._pg_schema import (
     redact,
 )
 from corral.checkpoint._stored import Damaged, Run, StoredValues, run_ids
-from corral.checkpoint.base import Checkpoint
-from corral.checkpoint.serde import Serializer, decode, encode, encode_record
-from corral.checkpoint.sqlite._reading import damaged, decode_row
-from corral.checkpoint.sqlite.packing import Last, Packer, meta_text, plain
-from corral.errors import CheckpointError, ConcurrentRunError
+from corral.checkpoint.base import Checkpoint, stale_parent, taken, unknown_parent
+from corral.checkpoint.serde import Serializer, decode, encode_record
+from corral.checkpoint.sqlite._reading import Read, damaged, decode_rows
+from corral.checkpoint.sqlite.packing import Packer
+from corral.checkpoint.sqlite.puts import LastPuts, encode_writes, pack
+from corral.errors import CheckpointError
 
 if TYPE_CHECKING:
     import psycopg
@@ -177,11 +178,15 @@ class PostgresSaver:
         self._lock = threading.Lock()
         self._ids = _Ids()
         self._blob_ids: dict[bytes, int] = {}
-        self._last: dict[str, Last] = {}
+        self._last = LastPuts(_LAST_THREADS)
         self._values = StoredValues(self._blob_ids)
         self._closed = False
 
     # -- the protocol ------------------------------------------------------------------
+
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the next checkpoint should carry a snapshot (see ``SnapshotAdvice``)."""
+        return self._last.wants_snapshot(thread_id, checkpoint_id)
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` in one statement, if its parent is still the thread's newest.
@@ -191,17 +196,7 @@ class PostgresSaver:
             SerializationError: a value JSON cannot hold (the message names where it sits).
             CheckpointError: the id is taken, the parent unknown, or the server unreachable.
         """
-        writes = [
-            [
-                node,
-                update
-                if plain(update)
-                else encode(
-                    update, serializer=self.serializer, where="update", owner=f"written by {node!r}"
-                ),
-            ]
-            for node, update in checkpoint.writes
-        ]
+        writes = encode_writes(checkpoint, self.serializer)
         with self._connection("write a checkpoint to") as conn:
             try:
                 self._put(conn, checkpoint, writes, ensure_ascii=False)
@@ -267,7 +262,10 @@ class PostgresSaver:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(CHAIN, {"thread": thread_id, "id": checkpoint_id}).fetchall()
-            return self._decode(conn, thread_id, rows)
+            read = self._decode(conn, thread_id, rows)
+            if checkpoint_id is None and read.checkpoints:  # the next put may follow it
+                self._last.read(thread_id, read.checkpoints[-1].checkpoint_id, *read[1:])
+            return read.checkpoints
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
@@ -276,7 +274,7 @@ class PostgresSaver:
                 f"SELECT {ROW} FROM corral_checkpoints WHERE thread = %s ORDER BY seq",
                 (thread_id,),
             ).fetchall()
-            return self._decode(conn, thread_id, rows)
+            return self._decode(conn, thread_id, rows).checkpoints
 
     # -- extras ------------------------------------------------------------------------
 
@@ -343,48 +341,29 @@ class PostgresSaver:
         last = self._last.get(checkpoint.thread_id)
         sink = _BlobRows(conn, self._ids)
         packer = Packer(sink.store, self._blob_ids, {}, ensure_ascii, self.serializer)
-        snapshot_text, lists = None, None
         if checkpoint.snapshot is not None:
             self._values.hash_reads()
-            earlier = last.lists if last is not None else {}
-            snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
-        meta_texts = packer.meta_texts(checkpoint.meta)
-        meta, delta = meta_text(meta_texts, checkpoint, last)
-        writes_text = (
-            "[" + ",".join([f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes]) + "]"
-        )
+        packed = pack(packer, checkpoint, writes, last)
         params = {
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "parent": checkpoint.parent_id,
             "expected": checkpoint.expected,
-            "snapshot": snapshot_text,
-            "writes": writes_text,
-            "meta": meta,
-            "delta": delta,
+            "snapshot": packed.snapshot,
+            "writes": packed.writes,
+            "meta": packed.meta,
+            "delta": packed.meta_is_delta,
             **_blob_params(sink),
         }
         sql = PUT_FIRST if checkpoint.expected is None else PUT_NEXT
         try:
             row = conn.execute(sql, params).fetchone()
         except _unique_violation() as exc:
-            msg = (
-                f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
-                f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
-            )
-            raise CheckpointError(msg, path=self.where) from exc
+            raise taken(checkpoint, self.where) from exc
         if row is None or row[0] == 0:
             raise self._refused(conn, checkpoint)
         self._known(packer.new)
-        with self._lock:
-            self._last.pop(checkpoint.thread_id, None)
-            if len(self._last) >= _LAST_THREADS:
-                del self._last[next(iter(self._last))]
-            self._last[checkpoint.thread_id] = Last(
-                checkpoint.checkpoint_id,
-                meta_texts,
-                lists if lists is not None else last.lists if last is not None else {},
-            )
+        self._last.put(checkpoint.thread_id, packed.last)
 
     def _refused(self, conn: psycopg.Connection[Any], checkpoint: Checkpoint) -> CheckpointError:
         """Return the error for a put whose compare-and-set changed nothing."""
@@ -394,30 +373,13 @@ class PostgresSaver:
             {"t": thread, "n": new, "p": parent},
         ).fetchone()
         assert row is not None
-        newest, taken, parent_known = row
-        with self._lock:
-            self._last.pop(thread, None)
-        if taken:
-            msg = (
-                f"checkpoint {new!r} already exists in thread {thread!r}; "
-                "give every checkpoint of a thread a new id"
-            )
-            return CheckpointError(msg, path=self.where)
-        if parent is not None and not parent_known:
-            msg = (
-                f"checkpoint {new!r} names parent {parent!r}, which thread {thread!r} does not "
-                "have; put the parent first (or pass parent_id=None to start the thread)"
-            )
-            return CheckpointError(msg, path=self.where)
-        msg = (
-            f"checkpoint {new!r} of thread {thread!r} was written after {parent!r}, but the "
-            f"thread's newest checkpoint is now {newest!r}: another run of the thread "
-            "committed first and this run's step was not stored; continue the thread with "
-            "invoke(None, thread_id=...) to go on from there"
-        )
-        return ConcurrentRunError(
-            msg, thread_id=thread, expected=checkpoint.expected, newest=newest, path=self.where
-        )
+        newest, is_taken, parent_known = row
+        self._last.forget(checkpoint.thread_id)
+        if is_taken:
+            return taken(checkpoint, self.where)
+        if checkpoint.parent_id is not None and not parent_known:
+            return unknown_parent(checkpoint, self.where)
+        return stale_parent(checkpoint, newest, self.where)
 
     def _known(self, blobs: dict[bytes, int]) -> None:
         with self._lock:
@@ -427,12 +389,9 @@ class PostgresSaver:
 
     def _decode(
         self, conn: psycopg.Connection[Any], thread_id: str, rows: list[tuple[Any, ...]]
-    ) -> list[Checkpoint]:
+    ) -> Read:
         fetch = self._values.fetcher(_texts_of(conn))
-        metas: dict[str, Any] = {}
-        return [
-            decode_row(self.where, self.serializer, fetch, thread_id, row, metas) for row in rows
-        ]
+        return decode_rows(self.where, self.serializer, self._values, fetch, thread_id, rows)
 
 
 def _texts_of(conn: psycopg.Connection[Any]) -> Callable[[list[Run]], list[Any]]:

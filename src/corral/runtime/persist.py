@@ -3,10 +3,12 @@
 One checkpoint is written per superstep (plus one for the input of a run, and one for a
 superstep cut short by an interrupt or an error). It stores the superstep's writes, the
 ``(node, update)`` pairs in merge order, and a full snapshot of the state on the first
-checkpoint of every run (its input), on the first checkpoint of a fork, and every
-:data:`SNAPSHOT_EVERY` checkpoints. A state is rebuilt by replaying the writes after the
-nearest snapshot through the reducers, so storage grows with the number of supersteps, not
-with their square, and a rebuild replays fewer than :data:`SNAPSHOT_EVERY` supersteps.
+checkpoint of every run (its input), on the first checkpoint of a fork, every
+:data:`SNAPSHOT_EVERY` checkpoints, and when the store advises one because the writes since
+the last snapshot hold many bytes (:class:`~corral.checkpoint.base.SnapshotAdvice`). A
+state is rebuilt by replaying the writes after the nearest snapshot through the reducers,
+so storage grows with the number of supersteps, not with their square, and a rebuild
+replays fewer than :data:`SNAPSHOT_EVERY` supersteps, and a bounded number of bytes.
 
 In a superstep with several tasks, each task is also recorded as soon as it finishes
 (``put_writes``, when the checkpointer has it), keyed by the superstep's parent checkpoint
@@ -33,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
+from corral.checkpoint.base import Checkpoint, Checkpointer, SnapshotAdvice, TaskWrites
 from corral.errors import CheckpointError, CorralError
 from corral.runtime.events import CheckpointWritten, Interrupt, StateSnapshot
 from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
@@ -88,6 +90,8 @@ class ThreadWriter(CheckpointWriter):
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
         self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
         self.records_tasks = self.writes is not None
+        self.advice = checkpointer if isinstance(checkpointer, SnapshotAdvice) else None
+        """Places snapshots by bytes too, when the store knows them."""
 
     def save_task(self, rs: RunState, result: TaskResult) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
@@ -158,6 +162,10 @@ class ThreadWriter(CheckpointWriter):
             self.parent_id is None
             or self.force_snapshot
             or self.since_snapshot + 1 >= SNAPSHOT_EVERY
+            or (
+                self.advice is not None
+                and self.advice.wants_snapshot(self.thread_id, self.parent_id)
+            )
         ):
             snapshot: dict[str, Any] | None = dict(rs.values)
             since = 0

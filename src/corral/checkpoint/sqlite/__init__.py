@@ -20,8 +20,11 @@ Storing values once, and the deltas of metas and snapshots: see
 
 Modules: ``saver`` (:class:`SqliteSaver`), ``_schema`` (the tables, opening a file and
 checking it is a corral file of this version), ``packing`` (encoded trees to JSON texts that
-store large values once), ``jsontext`` (the compact JSON encoder). None imports ``corral``
-itself, only its ``checkpoint`` and ``errors`` modules.
+store large values once), ``puts`` (one checkpoint packed against the thread's last: meta
+deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows back to
+checkpoints, stored values read by range queries, damage named), ``jsontext`` (the compact
+JSON encoder). None imports ``corral`` itself, only its ``checkpoint`` and ``errors``
+modules; ``packing``, ``puts`` and ``_reading`` serve ``PostgresSaver`` too.
 
 Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
 (one writer at a time across processes, others wait up to ``timeout_s``); readers read in a

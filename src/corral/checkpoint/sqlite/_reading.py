@@ -12,14 +12,22 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Callable
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NamedTuple, NoReturn
 
-from corral.checkpoint._stored import Damaged, Fetch, Run, run_ids
+from corral.checkpoint._stored import Damaged, Fetch, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
 from corral.errors import CheckpointError
 
-__all__ = ["check_chain", "damaged", "decode_row", "find_damaged_row", "texts_of"]
+__all__ = [
+    "Read",
+    "check_chain",
+    "damaged",
+    "decode_row",
+    "decode_rows",
+    "find_damaged_row",
+    "texts_of",
+]
 
 _RANGE: Final = 8
 """Runs of at least this many ids are read by one range query; shorter ones by ``IN``."""
@@ -102,6 +110,36 @@ def decode_row(
     except Exception as exc:  # any damage at all: JSON, shapes, missing values, depth
         damaged(path, thread_id, checkpoint_id, exc)
     return checkpoint
+
+
+class Read(NamedTuple):
+    """Checkpoints decoded from rows, and the bytes their reading took."""
+
+    checkpoints: list[Checkpoint]
+    snapshot_bytes: int
+    """Bytes read for the first checkpoint (a chain's snapshot)."""
+    since_bytes: int
+    """Bytes read for the others (the writes a chain replays)."""
+
+
+def decode_rows(
+    path: str,
+    serializer: Serializer | None,
+    values: StoredValues,
+    fetch: Fetch,
+    thread_id: str,
+    rows: list[tuple[Any, ...]],
+) -> Read:
+    """Decode checkpoint rows (see :func:`decode_row`), measuring the bytes each took."""
+    out: list[Checkpoint] = []
+    metas: dict[str, Any] = {}
+    sizes = [0, 0]
+    for row in rows:
+        before = values.bytes_read
+        out.append(decode_row(path, serializer, fetch, thread_id, row, metas))
+        size = values.bytes_read - before + len(row[3] or "") + len(row[4])
+        sizes[len(out) > 1] += size
+    return Read(out, *sizes)
 
 
 def damaged(path: str, thread_id: str, checkpoint_id: object, exc: BaseException) -> NoReturn:

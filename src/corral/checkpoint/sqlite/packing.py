@@ -15,24 +15,23 @@ from ``_SPLIT_DICT`` bytes on, so a small record (a chat message) is stored, and
 whole. A snapshot therefore refers to the items the earlier writes stored instead of
 copying them. Two more savings keep the per-step cost flat: a snapshot re-uses the
 previous snapshot's packing of list items that are the same objects and still equal
-(:class:`Last`), and a meta is stored as the keys that changed since its parent when this
-process wrote the parent (:func:`meta_text`).
+(:class:`~corral.checkpoint.sqlite.puts.Last`), and a meta is stored as the keys that
+changed since its parent when this process wrote the parent
+(:func:`~corral.checkpoint.sqlite.puts.meta_text`).
 """
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable
 from json.encoder import encode_basestring_ascii as _encode_str
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from corral.checkpoint._stored import digest
-from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 
-__all__ = ["MIN_BLOB", "Last", "ListPacking", "Packer", "digest", "meta_text", "plain", "ref"]
+__all__ = ["MIN_BLOB", "ListPacking", "Packer", "digest", "plain", "ref"]
 
 MIN_BLOB: Final = 128
 """JSON texts shorter than this stay inline: a reference would save little."""
@@ -47,7 +46,7 @@ _SMALL_ITEMS: Final = 32
 class Packer:
     """Turns encoded trees into JSON text, storing large values once in a value row."""
 
-    __slots__ = ("dumps", "known", "new", "serializer", "store")
+    __slots__ = ("dumps", "known", "new", "referred", "serializer", "store", "strings", "written")
 
     def __init__(
         self,
@@ -62,6 +61,13 @@ class Packer:
         self.new = new
         self.serializer = serializer
         self.dumps = DUMPS_ASCII if ensure_ascii else DUMPS
+        self.written = 0
+        """Bytes of the value texts this packer stored (new rows)."""
+        self.referred = 0
+        """Bytes of the value texts the packed texts refer to, stored now or before: what
+        reading them back reads (items re-used from an earlier snapshot not counted)."""
+        self.strings: dict[int, tuple[str, str, int, int]] = {}
+        """``id -> (string, reference, blob id, bytes)`` of the long strings packed so far."""
 
     def text(self, tree: Any) -> str:
         """Return ``tree`` as JSON, or a reference when it is large enough to share."""
@@ -76,10 +82,12 @@ class Packer:
                 return text, None
             blob_id = self.blob(text)
             return ref(blob_id), blob_id
+        kind = type(tree)
+        if kind is str and len(tree) >= _SPLIT_DICT:
+            return self.long_str(tree)
         text = self.dumps(tree)
         if len(text) < MIN_BLOB:
             return text, None
-        kind = type(tree)
         if kind is list and len(text) >= _SMALL_ITEMS * len(tree):
             text = self.list_text([self.item(x) for x in tree])
         elif kind is dict and len(text) >= _SPLIT_DICT:
@@ -87,6 +95,18 @@ class Packer:
         if len(text) < MIN_BLOB:
             return text, None
         blob_id = self.blob(text)
+        return ref(blob_id), blob_id
+
+    def long_str(self, tree: str) -> tuple[str, int | None]:
+        """Pack a long string once per put, however often the checkpoint holds it (a state
+        and the update that wrote it hold one object): it is encoded and hashed once."""
+        seen = self.strings.get(id(tree))
+        if seen is not None and seen[0] is tree:
+            self.referred += seen[3]
+            return seen[1], seen[2]
+        text = self.dumps(tree)
+        blob_id = self.blob(text)
+        self.strings[id(tree)] = (tree, ref(blob_id), blob_id, len(text))
         return ref(blob_id), blob_id
 
     def list_text(self, items: list[tuple[str, int | None]]) -> str:
@@ -228,49 +248,17 @@ class Packer:
     def blob(self, text: str) -> int:
         """Store ``text`` once (as far as this process knows) and return its id."""
         key = digest(text)
+        self.referred += len(text)
         blob_id = self.known.get(key) or self.new.get(key)
         if blob_id is None:
             blob_id = self.new[key] = self.store(text)
+            self.written += len(text)
         return blob_id
 
 
 ListPacking = tuple[list[Any], list[Any], list[tuple[str, int | None]], list[list[int]] | None]
 """What a snapshot remembers of one list: the items, their encoded trees and packed JSON,
 and the runs of ids of the stored items (``None`` when an item is inline)."""
-
-
-class Last(NamedTuple):
-    """What this process last put in a thread, to pack the next checkpoint against it."""
-
-    checkpoint_id: str
-    meta: dict[str, str] | str
-    """The JSON of each meta value (or of the whole meta when it is not a plain dict)."""
-    lists: dict[str, ListPacking]
-    """The lists of the thread's last snapshot, for :meth:`Packer.snapshot`."""
-
-
-def meta_text(
-    texts: dict[str, str] | str, checkpoint: Checkpoint, last: Last | None
-) -> tuple[str, bool]:
-    """Return the meta's JSON and whether it is a delta: only the keys that changed since
-    the parent when this process wrote the parent; in full on a snapshot (so every chain
-    starts from a full meta). Removed keys make it ``{"$corral": "delta", "v": ..., "del":
-    [...]}``."""
-    if isinstance(texts, str):
-        return texts, False
-    if (
-        last is None
-        or checkpoint.snapshot is not None
-        or checkpoint.parent_id != last.checkpoint_id
-        or isinstance(last.meta, str)
-    ):
-        return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
-    before = last.meta
-    changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
-    gone = [k for k in before if k not in texts]
-    if gone:
-        return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
-    return "{" + changed + "}", True
 
 
 def _scalar_json(value: Any) -> str | None:

@@ -15,18 +15,24 @@ from types import TracebackType
 from typing import Any, ClassVar, Final, Literal
 
 from corral.checkpoint._stored import Damaged, StoredValues
-from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent
+from corral.checkpoint.base import (
+    Checkpoint,
+    check_thread_id,
+    stale_parent,
+    taken,
+    unknown_parent,
+)
 from corral.checkpoint.serde import (
     Serializer,
     decode,
-    encode,
     encode_checkpoint,
     encode_record,
 )
 from corral.checkpoint.sqlite._reading import (
+    Read,
     check_chain,
     damaged,
-    decode_row,
+    decode_rows,
     find_damaged_row,
     texts_of,
 )
@@ -41,7 +47,8 @@ from corral.checkpoint.sqlite._schema import (
     open_file,
     transaction,
 )
-from corral.checkpoint.sqlite.packing import Last, Packer, meta_text, plain
+from corral.checkpoint.sqlite.packing import Packer
+from corral.checkpoint.sqlite.puts import LastPuts, encode_writes, pack
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
@@ -99,13 +106,18 @@ class SqliteSaver:
         """(thread, checkpoint id) -> seq, for checkpoints known to be committed."""
         self._blob_ids: dict[bytes, int] = {}
         """Content hash -> blob id, for blobs known to be committed."""
-        self._last: dict[str, Last] = {}
-        """Per thread, what this process put last (for meta deltas and snapshot reuse)."""
+        self._last = LastPuts(_LAST_THREADS)
+        """Per thread, what this process put last (for meta deltas, snapshot reuse and
+        placing snapshots by bytes)."""
         self._values = StoredValues(self._blob_ids)
         with self._lock:
             self._connection()
 
     # -- the protocol ------------------------------------------------------------------
+
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the next checkpoint should carry a snapshot (see ``SnapshotAdvice``)."""
+        return self._last.wants_snapshot(thread_id, checkpoint_id)
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` in one transaction if ``checkpoint.expected`` is the thread's
@@ -119,21 +131,8 @@ class SqliteSaver:
                 read-only file, another process holding it).
         """
         check_thread_id(checkpoint.thread_id)
-        # The snapshot and meta are encoded while packing: unchanged list items and plain
-        # meta values skip the general encoder; so do updates of JSON values only (the
-        # encoder would return an equal copy, and packing only reads them).
         serializer = self.serializer
-        writes = [
-            [
-                node,
-                update
-                if plain(update)
-                else encode(
-                    update, serializer=serializer, where="update", owner=f"written by {node!r}"
-                ),
-            ]
-            for node, update in checkpoint.writes
-        ]
+        writes = encode_writes(checkpoint, serializer)
         with self._lock, self._errors("write a checkpoint to"):
             conn = self._connection()
             try:
@@ -211,8 +210,11 @@ class SqliteSaver:
             if found is None or found[0] is None:
                 return []
             params = {"thread": thread, "seq": found[0]}
-            chain = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
+            read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
+            chain = read.checkpoints
             check_chain(self.path, thread_id, chain)
+            if checkpoint_id is None and chain:  # the next put may follow it
+                self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:])
             return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
@@ -223,7 +225,7 @@ class SqliteSaver:
             if thread is None:
                 return []
             query = ROW + " WHERE k.thread = ? ORDER BY k.seq"
-            return self._rows(conn, thread, thread_id, query, (thread,))
+            return self._rows(conn, thread, thread_id, query, (thread,)).checkpoints
 
     # -- extras ------------------------------------------------------------------------
 
@@ -293,32 +295,20 @@ class SqliteSaver:
             parent = self._parent(conn, thread, checkpoint)
             if checkpoint.newest_read is not None:
                 self._fork(conn, thread, checkpoint, parent)
+            if checkpoint.snapshot is not None:
+                self._values.hash_reads()
             packer = Packer(
                 _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
             )
-            snapshot_text, lists = None, None
-            if checkpoint.snapshot is not None:
-                self._values.hash_reads()
-                earlier = last.lists if last is not None else {}
-                snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
-            meta_texts = packer.meta_texts(checkpoint.meta)
-            row = (
-                thread,
-                checkpoint.checkpoint_id,
-                parent,
-                snapshot_text,
-                "["
-                + ",".join([f"[{packer.dumps(n)},{packer.fields(u)}]" for n, u in writes])
-                + "]",
-                *meta_text(meta_texts, checkpoint, last),
-            )
+            packed = pack(packer, checkpoint, writes, last)
+            row = (thread, checkpoint.checkpoint_id, parent, *packed[:4])
             try:  # its triggers check the newest, move it, and drop the parent's pending writes
                 seq = conn.execute(INSERT, row).lastrowid
                 assert seq is not None
             except sqlite3.IntegrityError as exc:
                 if str(exc) == STALE:
                     raise self._stale(conn, thread, checkpoint) from None
-                raise _taken(checkpoint, self.path) from exc
+                raise taken(checkpoint, self.path) from exc
         # Only now is it all committed, so only now may the caches remember it.
         if new_thread is not None:
             self._threads[checkpoint.thread_id] = new_thread
@@ -326,14 +316,7 @@ class SqliteSaver:
         if len(self._seqs) > _KNOWN_CACHE:
             self._seqs.clear()
         self._seqs[thread, checkpoint.checkpoint_id] = int(seq)
-        self._last.pop(checkpoint.thread_id, None)
-        if len(self._last) >= _LAST_THREADS:
-            del self._last[next(iter(self._last))]
-        self._last[checkpoint.thread_id] = Last(
-            checkpoint.checkpoint_id,
-            meta_texts,
-            lists if lists is not None else last.lists if last is not None else {},
-        )
+        self._last.put(checkpoint.thread_id, packed.last)
 
     def _put_writes(
         self,
@@ -399,12 +382,7 @@ class SqliteSaver:
             return None
         seq = self._seq(conn, thread, checkpoint.parent_id)
         if seq is None:
-            msg = (
-                f"checkpoint {checkpoint.checkpoint_id!r} names parent "
-                f"{checkpoint.parent_id!r}, which thread {checkpoint.thread_id!r} does not "
-                "have; put the parent first (or pass parent_id=None to start the thread)"
-            )
-            raise CheckpointError(msg, path=self.path)
+            raise unknown_parent(checkpoint, self.path)
         return seq
 
     def _fork(
@@ -426,7 +404,7 @@ class SqliteSaver:
     ) -> CheckpointError:
         """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
         if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
-            return _taken(checkpoint, self.path)
+            return taken(checkpoint, self.path)
         row = conn.execute(
             "SELECT c.checkpoint_id FROM threads AS t JOIN checkpoints AS c ON c.seq = t.newest "
             "WHERE t.id = ?",
@@ -450,7 +428,7 @@ class SqliteSaver:
         thread_id: str,
         query: str,
         params: Any,
-    ) -> list[Checkpoint]:
+    ) -> Read:
         """Fetch and decode checkpoint rows; damage is named by file, thread and checkpoint."""
         try:
             rows = conn.execute(query, params).fetchall()
@@ -461,10 +439,7 @@ class SqliteSaver:
         except (sqlite3.DatabaseError, ValueError) as exc:
             find_damaged_row(conn, self.path, thread, thread_id, exc)
         fetch = self._values.fetcher(texts_of(conn))
-        metas: dict[str, Any] = {}
-        return [
-            decode_row(self.path, self.serializer, fetch, thread_id, row, metas) for row in rows
-        ]
+        return decode_rows(self.path, self.serializer, self._values, fetch, thread_id, rows)
 
     @contextmanager
     def _errors(self, verb: str) -> Iterator[None]:
@@ -479,14 +454,6 @@ class SqliteSaver:
                 "is damaged: move it away (resume is impossible from it) or pass a new path"
             )
             raise CheckpointError(msg, path=self.path) from exc
-
-
-def _taken(checkpoint: Checkpoint, path: str) -> CheckpointError:
-    msg = (
-        f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
-        f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
-    )
-    return CheckpointError(msg, path=path)
 
 
 def _store_in(conn: sqlite3.Connection) -> Callable[[str], int]:

@@ -1,0 +1,173 @@
+"""Packing one checkpoint against what this process put (or read) last in its thread.
+
+Shared by :class:`~corral.checkpoint.SqliteSaver` and :class:`~corral.checkpoint.
+PostgresSaver`. :func:`pack` turns a checkpoint into its texts through a
+:class:`~corral.checkpoint.sqlite.packing.Packer`: the snapshot re-uses the previous
+snapshot's packing of unchanged list items, the meta is stored as its changes since the
+parent (:func:`meta_text`), and :class:`LastPuts` remembers, per thread, what the next put
+needs of this one.
+
+Placing snapshots by bytes. The runtime places a snapshot every ``SNAPSHOT_EVERY``
+checkpoints; that bounds the count of writes a read replays, not their bytes (a 50 MB
+string changed every step would be parsed up to 19 times). So the savers also advise it
+(:class:`~corral.checkpoint.base.SnapshotAdvice`, :meth:`LastPuts.wants_snapshot`): the
+next checkpoint carries a snapshot once the writes since the last snapshot, with the next
+write guessed as large as the last, refer to at least as many bytes as that snapshot
+stored, and to at least :data:`REPLAY_BYTES`. So a read parses its snapshot and at most
+``max(REPLAY_BYTES, the snapshot's bytes)`` of writes, plus what one write exceeded the
+guess by; a 50 MB string replaced every step gets a snapshot at every checkpoint, which
+costs no storage, as the snapshot refers to the value its write stored. Storage stays
+linear: a snapshot follows at least as many bytes of writes as the previous one stored.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from json.encoder import encode_basestring_ascii as _encode_str
+from typing import Any, Final, NamedTuple
+
+from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import TAG, Serializer, encode
+from corral.checkpoint.sqlite.packing import ListPacking, Packer, plain
+
+__all__ = ["REPLAY_BYTES", "Last", "LastPuts", "Packed", "encode_writes", "meta_text", "pack"]
+
+REPLAY_BYTES: Final = 1 << 20
+"""Writes referring to fewer bytes than this since the last snapshot never ask for another."""
+
+
+class Last(NamedTuple):
+    """What this process last put (or read) in a thread, to pack the next checkpoint."""
+
+    checkpoint_id: str
+    meta: dict[str, str] | str
+    """The JSON of each meta value (or of the whole meta when it is not a plain dict; ``""``
+    after a read: the next meta is stored whole)."""
+    lists: dict[str, ListPacking]
+    """The lists of the thread's last snapshot, for :meth:`Packer.snapshot`."""
+    snapshot_bytes: int = 0
+    """Bytes the thread's last snapshot stored (after a read: took to read)."""
+    since_bytes: int = 0
+    """Bytes the writes after that snapshot refer to, up to ``checkpoint_id``."""
+    write_bytes: int = 0
+    """Bytes the writes of ``checkpoint_id`` itself refer to (the guess for the next)."""
+
+
+class LastPuts:
+    """Per thread, the :class:`Last` of this process (bounded, safe across threads), and the
+    advice on placing snapshots by bytes (:meth:`wants_snapshot`)."""
+
+    def __init__(self, threads: int) -> None:
+        self._threads: dict[str, Last] = {}
+        self._limit = threads
+        self._lock = threading.Lock()
+
+    def get(self, thread_id: str) -> Last | None:
+        return self._threads.get(thread_id)
+
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the checkpoint after ``checkpoint_id`` should carry a snapshot: the
+        writes since the thread's last snapshot, and the next one if it is as large as the
+        last, refer to at least as many bytes as that snapshot stored, and to at least
+        :data:`REPLAY_BYTES`."""
+        last = self._threads.get(thread_id)
+        return (
+            last is not None
+            and last.checkpoint_id == checkpoint_id
+            and last.since_bytes >= 0
+            and last.since_bytes + last.write_bytes >= max(REPLAY_BYTES, last.snapshot_bytes)
+        )
+
+    def put(self, thread_id: str, last: Last) -> None:
+        """Remember what a committed put of the thread packed."""
+        with self._lock:
+            self._threads.pop(thread_id, None)
+            if len(self._threads) >= self._limit:
+                del self._threads[next(iter(self._threads))]
+            self._threads[thread_id] = last
+
+    def read(self, thread_id: str, checkpoint_id: str, snapshot_bytes: int, since: int) -> None:
+        """Note a read of the thread's newest chain (unless this process put its end)."""
+        known = self._threads.get(thread_id)
+        if known is None or known.checkpoint_id != checkpoint_id:
+            self.put(thread_id, Last(checkpoint_id, "", {}, snapshot_bytes, since, 0))
+
+    def forget(self, thread_id: str) -> None:
+        with self._lock:
+            self._threads.pop(thread_id, None)
+
+
+class Packed(NamedTuple):
+    """The texts of one checkpoint, and what to remember of it once committed."""
+
+    snapshot: str | None
+    writes: str
+    meta: str
+    meta_is_delta: bool
+    last: Last
+
+
+def encode_writes(checkpoint: Checkpoint, serializer: Serializer | None) -> list[Any]:
+    """Return a checkpoint's writes encoded (updates of JSON values only are kept as they
+    are: the encoder would return an equal copy, and packing only reads them)."""
+    return [
+        [
+            node,
+            update
+            if plain(update)
+            else encode(
+                update, serializer=serializer, where="update", owner=f"written by {node!r}"
+            ),
+        ]
+        for node, update in checkpoint.writes
+    ]
+
+
+def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last | None) -> Packed:
+    """Return the texts of ``checkpoint`` (``writes`` from :func:`encode_writes`), packed
+    against what this process put last in the thread."""
+    snapshot_text, lists, stored = None, None, 0
+    if checkpoint.snapshot is not None:
+        earlier = last.lists if last is not None else {}
+        snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
+        stored = packer.written + len(snapshot_text)
+    meta_texts = packer.meta_texts(checkpoint.meta)
+    meta, delta = meta_text(meta_texts, checkpoint, last)
+    referred = packer.referred
+    dumps, fields = packer.dumps, packer.fields
+    writes_text = "[" + ",".join([f"[{dumps(n)},{fields(u)}]" for n, u in writes]) + "]"
+    replay = packer.referred - referred + len(writes_text)
+    new_id = checkpoint.checkpoint_id
+    if lists is not None:
+        kept = Last(new_id, meta_texts, lists, stored, 0, replay)
+    elif last is not None and last.checkpoint_id == checkpoint.parent_id and last.since_bytes >= 0:
+        since = last.since_bytes + replay
+        kept = Last(new_id, meta_texts, last.lists, last.snapshot_bytes, since, replay)
+    else:  # no snapshot, and the parent is not ours: no advice on the next snapshot
+        kept = Last(new_id, meta_texts, last.lists if last else {}, 0, -1, replay)
+    return Packed(snapshot_text, writes_text, meta, delta, kept)
+
+
+def meta_text(
+    texts: dict[str, str] | str, checkpoint: Checkpoint, last: Last | None
+) -> tuple[str, bool]:
+    """Return the meta's JSON and whether it is a delta: only the keys that changed since
+    the parent when this process wrote the parent; in full on a snapshot (so every chain
+    starts from a full meta). Removed keys make it ``{"$corral": "delta", "v": ..., "del":
+    [...]}``."""
+    if isinstance(texts, str):
+        return texts, False
+    if (
+        last is None
+        or checkpoint.snapshot is not None
+        or checkpoint.parent_id != last.checkpoint_id
+        or isinstance(last.meta, str)
+    ):
+        return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
+    before = last.meta
+    changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
+    gone = [k for k in before if k not in texts]
+    if gone:
+        return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
+    return "{" + changed + "}", True
