@@ -441,3 +441,33 @@ def test_savers_creating_one_new_file_at_once_all_succeed(tmp_path: Path) -> Non
         assert failures == []
         with SqliteSaver(path) as saver:
             assert sorted(saver.threads()) == sorted(f"p{k}" for k in range(8))
+
+
+def test_two_savers_writing_one_file_in_turn_lose_nothing(tmp_path: Path) -> None:
+    """A saver numbers the rows of its next put itself (one INSERT); when another saver
+    wrote in between, that put finds its first seq taken, writes nothing, and goes the
+    long way: every checkpoint and value of both threads reads back."""
+    path = tmp_path / "c.sqlite"
+
+    def message(who: str, i: int) -> dict[str, str]:
+        return {"role": who, "content": f"{who} {i} " * 60}
+
+    first, second = SqliteSaver(path), SqliteSaver(path)
+    for i in range(12):
+        for saver, who, every in ((first, "a", 5), (second, "b", 3)):
+            new = message(who, i)
+            state = {"m": [message(who, j) for j in range(i + 1)]} if i % every == 0 else None
+            parent = f"{who}{i - 1}" if i else None
+            saver.put(Checkpoint(who, f"{who}{i}", parent, state, [("n", {"m": [new]})], {"i": i}))
+    first.close()
+    second.close()
+    with SqliteSaver(path) as saver:
+        for who in ("a", "b"):
+            stored = saver.checkpoints(who)
+            assert [c.checkpoint_id for c in stored] == [f"{who}{i}" for i in range(12)]
+            assert [c.writes[0][1]["m"][0] for c in stored] == [message(who, i) for i in range(12)]
+            last = saver.chain(who)
+            assert last[0].snapshot == {
+                "m": [message(who, j) for j in range(11 if who == "a" else 10)]
+            }
+            assert last[-1].meta == {"i": 11}

@@ -22,11 +22,13 @@ Modules: ``saver`` (:class:`SqliteSaver`), ``_schema`` (the tables, opening a fi
 checking it is a corral file of this version), ``packing`` (encoded trees to JSON texts that
 store large values once), ``puts`` (one checkpoint packed against the thread's last: meta
 deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows back to
-checkpoints, stored values read by range queries, damage named), ``jsontext`` (the compact
+checkpoints, stored values read by range queries, damage named), ``_writing`` (a put as
+one ``INSERT``), ``jsontext`` (the compact
 JSON encoder). None imports ``corral`` itself, only its ``checkpoint`` and ``errors``
 modules; ``packing``, ``puts`` and ``_reading`` serve ``PostgresSaver`` too.
 
-Safety. The file is in WAL mode; every ``put`` is one ``BEGIN IMMEDIATE`` transaction
+Safety. The file is in WAL mode; every ``put`` is one transaction, usually one ``INSERT``
+of rows the saver numbered itself (``_writing``), else ``BEGIN IMMEDIATE`` ... ``COMMIT``
 (one writer at a time across processes, others wait up to ``timeout_s``); readers read in a
 transaction of their own and see only committed checkpoints. Rows and blobs are never updated
 or deleted, so whatever a process has cached about them stays true. The file carries an

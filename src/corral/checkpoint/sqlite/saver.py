@@ -9,7 +9,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal
@@ -39,7 +39,6 @@ from corral.checkpoint.sqlite._reading import (
 from corral.checkpoint.sqlite._schema import (
     CHAIN,
     INSERT,
-    INSERT_VALUE,
     ROW,
     STALE,
     busy,
@@ -47,8 +46,9 @@ from corral.checkpoint.sqlite._schema import (
     open_file,
     transaction,
 )
+from corral.checkpoint.sqlite._writing import RowsAhead, numbered_insert, store_in, taken_seq
 from corral.checkpoint.sqlite.packing import Packer
-from corral.checkpoint.sqlite.puts import LastPuts, encode_writes, pack
+from corral.checkpoint.sqlite.puts import Last, LastPuts, encode_writes, pack
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
@@ -110,6 +110,9 @@ class SqliteSaver:
         """Per thread, what this process put last (for meta deltas, snapshot reuse and
         placing snapshots by bytes)."""
         self._values = StoredValues(self._blob_ids)
+        self._next_seq: int | None = None
+        """The seq after the last row this process put: the next row's, unless another
+        process wrote since (then a numbered put fails whole and goes the long way)."""
         with self._lock:
             self._connection()
 
@@ -284,39 +287,78 @@ class SqliteSaver:
         *,
         ensure_ascii: bool,
     ) -> None:
+        start, thread = self._next_seq, self._threads.get(checkpoint.thread_id)
+        if start is not None and thread is not None and checkpoint.newest_read is None:
+            if self._put_numbered(conn, checkpoint, writes, ensure_ascii, thread, start):
+                return
         new_blobs: dict[bytes, int] = {}
-        new_thread: int | None = None
-        last = self._last.get(checkpoint.thread_id)
         with transaction(conn):
             thread = self._thread(conn, checkpoint.thread_id, create=True)
             assert thread is not None
-            if checkpoint.thread_id not in self._threads:
-                new_thread = thread
             parent = self._parent(conn, thread, checkpoint)
             if checkpoint.newest_read is not None:
                 self._fork(conn, thread, checkpoint, parent)
             if checkpoint.snapshot is not None:
                 self._values.hash_reads()
             packer = Packer(
-                _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
+                store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
             )
-            packed = pack(packer, checkpoint, writes, last)
+            packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
             row = (thread, checkpoint.checkpoint_id, parent, *packed[:4])
             try:  # its triggers check the newest, move it, and drop the parent's pending writes
                 seq = conn.execute(INSERT, row).lastrowid
                 assert seq is not None
             except sqlite3.IntegrityError as exc:
-                if str(exc) == STALE:
-                    raise self._stale(conn, thread, checkpoint) from None
-                raise taken(checkpoint, self.path) from exc
-        # Only now is it all committed, so only now may the caches remember it.
-        if new_thread is not None:
-            self._threads[checkpoint.thread_id] = new_thread
+                raise self._refused(conn, thread, checkpoint, exc) from None
+        self._committed(checkpoint, thread, seq, new_blobs, packed.last)
+
+    def _put_numbered(
+        self,
+        conn: sqlite3.Connection,
+        checkpoint: Checkpoint,
+        writes: list[Any],
+        ensure_ascii: bool,
+        thread: int,
+        start: int,
+    ) -> bool:
+        """Put ``checkpoint`` in one statement, its rows numbered from ``start`` (see
+        :mod:`corral.checkpoint.sqlite._writing`); return ``False``, having written nothing,
+        when another process took that seq."""
+        parent = self._parent(conn, thread, checkpoint)
+        if checkpoint.snapshot is not None:
+            self._values.hash_reads()
+        rows, new_blobs = RowsAhead(start), dict[bytes, int]()
+        packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
+        packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
+        try:
+            numbered_insert(conn, rows, (thread, checkpoint.checkpoint_id, parent, *packed[:4]))
+        except sqlite3.IntegrityError as exc:
+            if taken_seq(exc):
+                self._next_seq = None
+                return False
+            raise self._refused(conn, thread, checkpoint, exc) from None
+        self._committed(checkpoint, thread, rows.checkpoint_seq, new_blobs, packed.last)
+        return True
+
+    def _committed(
+        self, checkpoint: Checkpoint, thread: int, seq: int, new_blobs: dict[bytes, int], last: Last
+    ) -> None:
+        """Remember a committed put (only then may the caches hold what it wrote)."""
+        self._threads[checkpoint.thread_id] = thread
         self._known_blobs(new_blobs)
         if len(self._seqs) > _KNOWN_CACHE:
             self._seqs.clear()
-        self._seqs[thread, checkpoint.checkpoint_id] = int(seq)
-        self._last.put(checkpoint.thread_id, packed.last)
+        self._seqs[thread, checkpoint.checkpoint_id] = seq
+        self._last.put(checkpoint.thread_id, last)
+        self._next_seq = seq + 1
+
+    def _refused(
+        self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint, exc: Exception
+    ) -> CheckpointError:
+        """Return the error for a checkpoint row SQLite refused: stale, or its id taken."""
+        if str(exc) == STALE:
+            return self._stale(conn, thread, checkpoint)
+        return taken(checkpoint, self.path)
 
     def _put_writes(
         self,
@@ -339,7 +381,7 @@ class SqliteSaver:
                 )
                 raise CheckpointError(msg, path=self.path)
             packer = Packer(
-                _store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
+                store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
             )
             conn.execute(
                 "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) "
@@ -454,14 +496,3 @@ class SqliteSaver:
                 "is damaged: move it away (resume is impossible from it) or pass a new path"
             )
             raise CheckpointError(msg, path=self.path) from exc
-
-
-def _store_in(conn: sqlite3.Connection) -> Callable[[str], int]:
-    """Return the ``store`` function of a :class:`Packer` writing value rows through ``conn``."""
-
-    def store(text: str) -> int:
-        blob_id = conn.execute(INSERT_VALUE, (text,)).lastrowid
-        assert blob_id is not None
-        return blob_id
-
-    return store
