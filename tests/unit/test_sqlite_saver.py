@@ -471,3 +471,22 @@ def test_two_savers_writing_one_file_in_turn_lose_nothing(tmp_path: Path) -> Non
                 "m": [message(who, j) for j in range(11 if who == "a" else 10)]
             }
             assert last[-1].meta == {"i": 11}
+
+
+def test_a_put_after_recorded_tasks_is_one_statement(tmp_path: Path) -> None:
+    """Finished tasks recorded with put_writes store their values at the table's end; the
+    superstep's checkpoint then still goes in one INSERT (no BEGIN: the saver numbered its
+    rows after them), and reads back with the values the tasks stored."""
+    with SqliteSaver(tmp_path / "c.sqlite") as saver:
+        saver.put(Checkpoint("t", "a", None, {"log": []}, [], {}))
+        saver.put(Checkpoint("t", "b", "a", None, [], {}))
+        record = {"task": 0, "node": "x", "update": {"log": ["x" * 200]}, "goto": None}
+        saver.put_writes("t", "b", 0, record)
+        statements: list[str] = []
+        assert saver._conn is not None
+        saver._conn.set_trace_callback(statements.append)
+        saver.put(Checkpoint("t", "c", "b", None, [("x", {"log": ["x" * 200, "y" * 200]})], {}))
+        saver._conn.set_trace_callback(None)
+        assert not any(s.startswith("BEGIN") for s in statements), statements
+        assert saver.chain("t")[-1].writes == [("x", {"log": ["x" * 200, "y" * 200]})]
+        assert saver.pending_writes("t", "b") == {}

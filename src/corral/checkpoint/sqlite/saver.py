@@ -389,6 +389,8 @@ class SqliteSaver:
                 (thread, seq, task, packer.record(tree)),
             )
         self._known_blobs(new_blobs)
+        if new_blobs:  # value rows at the table's end: the next put numbers after them
+            self._next_seq = max(new_blobs.values()) + 1
 
     def _seq(self, conn: sqlite3.Connection, thread: int, checkpoint_id: str) -> int | None:
         """Return the seq of a committed checkpoint, or ``None`` when the thread has none."""
