@@ -62,7 +62,11 @@ def parse_stored(runs: list[Run], texts: list[str]) -> Stored:
     """
     if not texts:
         return Stored([], True)
-    whole = texts[0] if len(texts) == 1 else "[" + ",".join(texts) + "]"
+    if len(texts) == 1:
+        whole = texts[0]
+    else:  # one copy of the megabytes: the brackets join the first and last text
+        parts = [f"[{texts[0]}", *texts[1:-1], f"{texts[-1]}]"]
+        whole = ",".join(parts)
     # One-character searches run at memory speed; the longer ones only when they may match.
     final = ("$" not in whole or TAG not in whole) and ("\\" not in whole or "\\u" not in whole)
     try:
