@@ -1,31 +1,108 @@
-"""corral: agents and looping workflows as annotated Python modules, checked before they run."""
+"""corral: agents and looping workflows as annotated Python modules, checked before they run.
 
-from corral import reducers
-from corral.analysis.bound import Bound
-from corral.analysis.diagnostic import Diagnostic
-from corral.checkpoint import Checkpointer, MemorySaver, PostgresSaver, SqliteSaver
-from corral.control import Command, Resume, Send
-from corral.dsl import Graph
-from corral.errors import (
-    CheckpointError,
-    ConcurrentRunError,
-    CorralError,
-    GraphError,
-    GuardExhaustedError,
-    InvalidUpdateError,
-    NodeCapError,
-    NodeError,
-    NodeTimeoutError,
-    RouteError,
-    SerializationError,
-    StepLimitError,
-    StuckJoinError,
-    ToolError,
-)
-from corral.reducers import Overwrite
-from corral.retry import Retry
-from corral.runtime import CompiledGraph, Context, Run, interrupt
-from corral.spec import END, START, Cycle, End, Guard
+Every public name is imported from its module the first time it is used (``__getattr__``
+below; ``from corral import Graph`` works as usual), so a program pays only for the parts it
+uses: ``corral threads`` never loads the DSL, a graph kept in memory never loads sqlite3,
+and nothing loads networkx or asyncio before the analyser or an async run needs them
+(docs/architecture.md, "Start time").
+"""
+
+from importlib import import_module
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (~10 ms)
+
+if TYPE_CHECKING:
+    from corral import reducers
+    from corral.analysis.bound import Bound
+    from corral.analysis.diagnostic import Diagnostic
+    from corral.checkpoint.base import Checkpointer
+    from corral.checkpoint.memory import MemorySaver
+    from corral.checkpoint.postgres import PostgresSaver
+    from corral.checkpoint.sqlite import SqliteSaver
+    from corral.control import Command, Resume, Send
+    from corral.dsl import Graph
+    from corral.errors import (
+        CheckpointError,
+        ConcurrentRunError,
+        CorralError,
+        GraphError,
+        GuardExhaustedError,
+        InvalidUpdateError,
+        NodeCapError,
+        NodeError,
+        NodeTimeoutError,
+        RouteError,
+        SerializationError,
+        StepLimitError,
+        StuckJoinError,
+        ToolError,
+    )
+    from corral.reducers import Overwrite
+    from corral.retry import Retry
+    from corral.runtime.app import CompiledGraph, Run
+    from corral.runtime.context import Context
+    from corral.runtime.interrupts import interrupt
+    from corral.spec import END, START, Cycle, End, Guard
+
+_ERRORS = "corral.errors"
+_DEFINED_IN = {
+    "END": "corral.spec",
+    "START": "corral.spec",
+    "End": "corral.spec",
+    "Graph": "corral.dsl",
+    "Guard": "corral.spec",
+    "Retry": "corral.retry",
+    "Command": "corral.control",
+    "Overwrite": "corral.reducers",
+    "Send": "corral.control",
+    "reducers": "corral",
+    "CompiledGraph": "corral.runtime.app",
+    "Context": "corral.runtime.context",
+    "Resume": "corral.control",
+    "Run": "corral.runtime.app",
+    "interrupt": "corral.runtime.interrupts",
+    "Checkpointer": "corral.checkpoint.base",
+    "MemorySaver": "corral.checkpoint.memory",
+    "PostgresSaver": "corral.checkpoint.postgres",
+    "SqliteSaver": "corral.checkpoint.sqlite",
+    "Bound": "corral.analysis.bound",
+    "Cycle": "corral.spec",
+    "Diagnostic": "corral.analysis.diagnostic",
+    "CheckpointError": _ERRORS,
+    "ConcurrentRunError": _ERRORS,
+    "CorralError": _ERRORS,
+    "GraphError": _ERRORS,
+    "GuardExhaustedError": _ERRORS,
+    "InvalidUpdateError": _ERRORS,
+    "NodeCapError": _ERRORS,
+    "NodeError": _ERRORS,
+    "NodeTimeoutError": _ERRORS,
+    "RouteError": _ERRORS,
+    "SerializationError": _ERRORS,
+    "StepLimitError": _ERRORS,
+    "StuckJoinError": _ERRORS,
+    "ToolError": _ERRORS,
+}
+"""Each public name and the module that defines it (``corral`` itself for a submodule)."""
+
+
+def __getattr__(name: str) -> object:
+    """Import the public name ``name`` from its module the first time it is asked for."""
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        msg = f"module 'corral' has no attribute {name!r}"
+        raise AttributeError(msg)
+    if module == __name__:
+        value: object = import_module(f"{__name__}.{name}")
+    else:
+        value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFINED_IN})
+
 
 __version__ = "0.1.0"
 

@@ -28,12 +28,11 @@ import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.analysis.diagnostic import Diagnostic
 from corral.dsl import Graph
 from corral.errors import GraphError
-from corral.runtime.app import CompiledGraph
 from corral.sources import (
     MAX_FILE_BYTES,
     SourceFile,
@@ -48,6 +47,9 @@ from corral.sources import (
     read_source,
 )
 from corral.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from corral.runtime.app import CompiledGraph
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -386,6 +388,11 @@ def find_targets(
     object is recognised by extending it.
     """
     found: list[Target] = []
+    # A module holding a compiled graph has imported the engine; until one has, the CLI
+    # does not import it either (it costs more than the rest of corral together).
+    compiled: type[CompiledGraph[Any]] | None = getattr(
+        sys.modules.get("corral.runtime.app"), "CompiledGraph", None
+    )
     apps: list[tuple[str, CompiledGraph[Any]]] = []
     langgraphs: list[tuple[str, Any]] = []
     for attr, value in list(vars(module).items()):
@@ -399,7 +406,7 @@ def find_targets(
             target.module = module if failed else None
             seen[id(value)] = target
             found.append(target)
-        elif isinstance(value, CompiledGraph):
+        elif compiled is not None and isinstance(value, compiled):
             apps.append((attr, value))
         elif _is_langgraph(value):
             langgraphs.append((attr, value))

@@ -16,7 +16,6 @@ looked up on this module at each wait, so a test can replace them and never slee
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable
@@ -43,6 +42,8 @@ def sleep(seconds: float) -> None:
 
 async def async_sleep(seconds: float) -> None:
     """Wait ``seconds`` before an async node's next attempt (replace it in tests)."""
+    import asyncio  # only async runs need it; `import corral` stays light
+
     await asyncio.sleep(seconds)
 
 

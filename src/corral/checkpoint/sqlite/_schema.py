@@ -11,7 +11,6 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from importlib import metadata
 from pathlib import Path
 from typing import Final
 
@@ -345,6 +344,8 @@ def busy(exc: sqlite3.OperationalError) -> bool:
 
 def _corral_version() -> str:
     """Return the installed corral's version, for the file's ``written_by``."""
+    from importlib import metadata  # ~40 ms to import; only a new file needs it
+
     try:
         return metadata.version("corral")
     except metadata.PackageNotFoundError:

@@ -1,0 +1,85 @@
+"""``import corral`` loads only what a program uses (issue 15, point 3).
+
+Every public name is imported from its module on first use, so each check runs a fresh
+interpreter and looks at ``sys.modules`` after the import under test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import corral
+
+HEAVY = ("networkx", "sqlite3", "asyncio", "json", "psycopg")
+"""Modules no program should pay for before it uses what needs them."""
+
+
+def modules_after(code: str) -> set[str]:
+    """Return the modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_import_corral_imports_no_part_of_corral() -> None:
+    """``import corral`` loads no corral module and none of typing, dataclasses or the heavy ones."""
+    loaded = modules_after("import corral")
+    assert {name for name in loaded if name.startswith("corral.")} == set()
+    assert loaded.isdisjoint({*HEAVY, "typing", "dataclasses", "inspect"})
+
+
+def test_defining_a_graph_imports_neither_engine_nor_analyser_nor_stores() -> None:
+    """The DSL alone: no runtime, checkpointer, analyser, networkx, sqlite3 or asyncio."""
+    loaded = modules_after("from corral import END, Command, Graph, Guard, Send, reducers")
+    assert "corral.dsl" in loaded
+    assert loaded.isdisjoint(HEAVY)
+    assert not {name for name in loaded if name.startswith(("corral.runtime", "corral.analysis"))}
+    assert not {name for name in loaded if name.startswith("corral.checkpoint")}
+
+
+def test_the_command_line_starts_without_engine_or_networkx() -> None:
+    """``corral`` (the CLI module) imports the engine only when a module holds a compiled graph."""
+    loaded = modules_after("import corral.cli")
+    assert loaded.isdisjoint({"networkx", "sqlite3", "asyncio", "psycopg"})
+    assert not {name for name in loaded if name.startswith("corral.runtime")}
+
+
+def test_a_run_kept_in_memory_does_not_import_sqlite3() -> None:
+    """Compiling and running with ``MemorySaver`` never loads sqlite3 or the Postgres saver."""
+    code = (
+        "from typing import TypedDict\n"
+        "from corral import END, Graph, MemorySaver\n"
+        "class S(TypedDict):\n"
+        "    n: int\n"
+        "g = Graph(S)\n"
+        "g.node(start=True, then=END)(lambda state: {'n': state['n'] + 1})\n"
+        "assert g.compile(checkpointer=MemorySaver()).invoke({'n': 0}, thread_id='t').state == {'n': 1}\n"
+    )
+    loaded = modules_after(code)
+    assert "corral.runtime.app" in loaded
+    assert loaded.isdisjoint({"sqlite3", "psycopg", "corral.checkpoint.sqlite"})
+
+
+@pytest.mark.parametrize("name", corral.__all__)
+def test_every_public_name_is_the_object_its_module_defines(name: str) -> None:
+    """``corral.X`` and ``from corral import X`` give the defining module's object."""
+    value = getattr(corral, name)
+    if name == "reducers":
+        assert value is importlib.import_module("corral.reducers")
+    elif name in ("END", "START", "End"):
+        assert value is getattr(importlib.import_module("corral.spec"), name)
+    elif name != "__version__":
+        assert value is getattr(importlib.import_module(value.__module__), name)
+    assert name in dir(corral)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    """A misspelt name fails as for any module, naming it."""
+    with pytest.raises(AttributeError, match="'Grpah'"):
+        corral.Grpah  # type: ignore[attr-defined]  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from corral import Grpah")
