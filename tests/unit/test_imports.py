@@ -26,7 +26,7 @@ def modules_after(code: str) -> set[str]:
 
 
 def test_import_corral_imports_no_part_of_corral() -> None:
-    """``import corral`` loads no corral module and none of typing, dataclasses or the heavy ones."""
+    """``import corral`` loads no corral module, nor typing, dataclasses or the heavy ones."""
     loaded = modules_after("import corral")
     assert {name for name in loaded if name.startswith("corral.")} == set()
     assert loaded.isdisjoint({*HEAVY, "typing", "dataclasses", "inspect"})
@@ -57,7 +57,8 @@ def test_a_run_kept_in_memory_does_not_import_sqlite3() -> None:
         "    n: int\n"
         "g = Graph(S)\n"
         "g.node(start=True, then=END)(lambda state: {'n': state['n'] + 1})\n"
-        "assert g.compile(checkpointer=MemorySaver()).invoke({'n': 0}, thread_id='t').state == {'n': 1}\n"
+        "run = g.compile(checkpointer=MemorySaver()).invoke({'n': 0}, thread_id='t')\n"
+        "assert run.state == {'n': 1}\n"
     )
     loaded = modules_after(code)
     assert "corral.runtime.app" in loaded
@@ -80,6 +81,6 @@ def test_every_public_name_is_the_object_its_module_defines(name: str) -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     """A misspelt name fails as for any module, naming it."""
     with pytest.raises(AttributeError, match="'Grpah'"):
-        corral.Grpah  # type: ignore[attr-defined]  # noqa: B018
+        corral.Grpah  # noqa: B018
     with pytest.raises(ImportError):
         exec("from corral import Grpah")

@@ -7,6 +7,7 @@ reset. See :mod:`corral.checkpoint.sqlite` for the tables.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -152,19 +153,24 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
         if Path(path).is_dir():
             msg = f"{path!r} is a folder; give SqliteSaver a file path"
             raise CheckpointError(msg, path=path)
+    uri = None if in_memory else _read_only_uri(path)
     # Switching a new file to WAL (or reading it while another process does) can be
     # refused at once with SQLITE_BUSY, without the busy timeout; so opening retries.
     deadline = time.monotonic() + timeout_s
     pause = 0.001
     while True:
         conn = sqlite3.connect(
-            path,
+            uri or path,
             timeout=timeout_s,
             isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
             check_same_thread=False,  # ainvoke may call from worker threads; see _lock
+            uri=uri is not None,
         )
         try:
-            _prepare(conn, path, synchronous, in_memory)
+            if uri is None:
+                _prepare(conn, path, synchronous, in_memory)
+            else:
+                _check_read_only(conn, path)
         except sqlite3.OperationalError as exc:
             conn.close()
             if not busy(exc) or time.monotonic() >= deadline:
@@ -189,6 +195,46 @@ def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: b
         raise CheckpointError(msg, path=path)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     _ensure_schema(conn, path)
+
+
+def _read_only_uri(path: str) -> str | None:
+    """Return a read-only URI for an existing file this process may not write, else ``None``.
+
+    Reading a WAL file needs its ``-shm`` index beside it; in a folder this process may not
+    write, SQLite cannot create one and refuses to open the file at all. Such a file is then
+    opened ``immutable``: nobody can be writing it (a writer needs a ``-wal`` file in that
+    folder), unless a ``-wal`` file with commits not yet copied back is already there, which
+    immutable reading would skip; that case is refused with the way out.
+    """
+    file = Path(path)
+    if not file.is_file():
+        return None
+    folder_writable = os.access(file.parent, os.W_OK)
+    if folder_writable and os.access(file, os.W_OK):
+        return None
+    from urllib.parse import quote  # only read-only files need it
+
+    uri = f"file:{quote(str(file.resolve()))}?mode=ro"
+    if folder_writable or Path(f"{path}-shm").exists():
+        return uri
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        msg = (
+            f"cannot read {path!r}: its folder is read-only and {str(wal)!r} holds "
+            "checkpoints not yet copied into the file, which SQLite reads only with an index "
+            "file it must create beside them; make the folder writable for this process"
+        )
+        raise CheckpointError(msg, path=path)
+    return f"{uri}&immutable=1"
+
+
+def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
+    """Check a file opened read-only: corral's, in a layout this corral reads."""
+    _check_header(conn, path)
+    if conn.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
+        msg = f"{path!r} is read-only for this process and holds no corral checkpoints yet"
+        raise CheckpointError(msg, path=path)
+    _check_version(conn, path)
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
