@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple, NoReturn
 
+from corral.checkpoint._meta import meta_problem
 from corral.checkpoint._stored import Damaged, Fetch, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
@@ -102,6 +103,9 @@ def decode_row(
         )
         if not all(type(n) is str and type(u) is dict for n, u in checkpoint.writes):
             raise Damaged("its writes are not (node, update) pairs")
+        problem = meta_problem(checkpoint.meta)  # decoded: large values were stored apart
+        if problem is not None:
+            raise Damaged(problem)
     except CheckpointError as exc:
         if exc.path is not None:
             raise

@@ -1,0 +1,117 @@
+"""A hand-edited meta of the wrong shape is a damaged checkpoint (issue 18, point 6).
+
+Each edit changes one key of the newest checkpoint's meta in the file (or the PostgreSQL
+table); reading the thread back through the engine (``get_state``, ``history``,
+continuing it) must raise ``CheckpointError`` naming the file, the thread and the
+checkpoint, never a ``TypeError`` from inside the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from corral import END, CheckpointError, CompiledGraph, End, Graph, Guard, SqliteSaver
+from corral.checkpoint import Checkpointer
+
+
+class State(TypedDict):
+    n: int
+
+
+def looping(saver: Checkpointer) -> CompiledGraph[State]:
+    g = Graph(State, name="loop")
+
+    @g.node(start=True)
+    def add(state: State) -> State:
+        return {"n": state["n"] + 1}
+
+    @g.router("add", guards=[Guard("add", max=3, otherwise=END)])
+    def again(state: State) -> Literal["add"] | End:
+        return "add"
+
+    return g.compile(checkpointer=saver)
+
+
+EDITS: dict[str, tuple[str, Any]] = {
+    "next is a number": ("next", 5),
+    "next holds a string": ("next", ["add"]),
+    "steps is a string": ("steps", "3"),
+    "supersteps is null": ("supersteps", None),
+    "runs counts are strings": ("runs", {"add": "two"}),
+    "guards are not triples": ("guards", [["add", "add"]]),
+    "interrupts hold a number": ("interrupts", [7]),
+    "status is a list": ("status", ["done"]),
+    "run is a bool": ("run", True),
+}
+
+READS: dict[str, Callable[[CompiledGraph[State]], object]] = {
+    "get_state": lambda app: app.get_state("t"),
+    "history": lambda app: app.history("t"),
+    "continue": lambda app: app.invoke(None, thread_id="t"),
+}
+
+
+def newest_meta_edit_sqlite(path: Path, key: str, value: Any) -> str:
+    """Set ``key`` in the newest checkpoint's meta; return that checkpoint's id."""
+    with sqlite3.connect(path) as conn:
+        seq, checkpoint_id, meta = conn.execute(
+            "SELECT seq, checkpoint_id, meta FROM checkpoints ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        tree = json.loads(meta)
+        (tree["v"] if "v" in tree else tree)[key] = value
+        conn.execute("UPDATE checkpoints SET meta = ? WHERE seq = ?", (json.dumps(tree), seq))
+    return str(checkpoint_id)
+
+
+@pytest.mark.parametrize("read", list(READS))
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_a_wrong_meta_in_a_sqlite_file_names_file_thread_and_checkpoint(
+    tmp_path: Path, edit: str, read: str
+) -> None:
+    """Every read of the edited thread raises CheckpointError, with the facts in it."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    checkpoint_id = newest_meta_edit_sqlite(path, *EDITS[edit])
+    with SqliteSaver(str(path)) as saver, pytest.raises(CheckpointError) as caught:
+        READS[read](looping(saver))
+    message = str(caught.value)
+    assert str(path) in message and "'t'" in message and repr(checkpoint_id) in message
+    assert f"meta {EDITS[edit][0]!r}" in message
+    assert caught.value.path == str(path)
+
+
+@pytest.mark.parametrize("edit", ["next is a number", "steps is a string", "writes"])
+def test_a_wrong_row_in_postgres_names_thread_and_checkpoint(postgres_url: str, edit: str) -> None:
+    """The PostgreSQL saver runs the same checks on what it reads back."""
+    import psycopg
+
+    from corral import PostgresSaver
+
+    with PostgresSaver(postgres_url) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        checkpoint_id, meta = conn.execute(
+            "SELECT checkpoint_id, meta FROM corral_checkpoints ORDER BY seq DESC LIMIT 1"
+        ).fetchone()  # type: ignore[misc]
+        if edit == "writes":
+            column, text = "writes", '[["add", 5]]'
+        else:
+            tree = json.loads(meta)
+            key, value = EDITS[edit]
+            (tree["v"] if "v" in tree else tree)[key] = value
+            column, text = "meta", json.dumps(tree)
+        conn.execute(
+            f"UPDATE corral_checkpoints SET {column} = %s WHERE checkpoint_id = %s",
+            (text, checkpoint_id),
+        )
+    with PostgresSaver(postgres_url) as saver, pytest.raises(CheckpointError) as caught:
+        looping(saver).get_state("t")
+    message = str(caught.value)
+    assert "'t'" in message and repr(checkpoint_id) in message and "damaged" in message
