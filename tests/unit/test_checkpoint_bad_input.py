@@ -1,13 +1,15 @@
-"""Bad input to a checkpointer is a named error, the same in MemorySaver and SqliteSaver."""
+"""Bad input to a checkpointer is a named error, the same in every saver (memory, SQLite,
+PostgreSQL)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from corral import CheckpointError, MemorySaver, SerializationError, SqliteSaver
+from corral import CheckpointError, MemorySaver, PostgresSaver, SerializationError, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.serde import MAX_DEPTH
 
@@ -33,18 +35,23 @@ BAD: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
-        return MemorySaver()
-    return SqliteSaver(tmp_path / "c.sqlite")
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        with SqliteSaver(tmp_path / "c.sqlite") as sqlite:
+            yield sqlite
+    else:
+        with PostgresSaver(request.getfixturevalue("postgres_url")) as postgres:
+            yield postgres
 
 
 @pytest.mark.parametrize("case", list(BAD))
 @pytest.mark.parametrize("part", ["state", "update", "meta"])
 def test_values_json_cannot_hold_are_named(saver: Any, case: str, part: str) -> None:
     """Cycles, nesting deeper than MAX_DEPTH and ints too long for JSON raise
-    SerializationError at the same location in both savers; nothing is stored."""
+    SerializationError at the same location in every saver; nothing is stored."""
     value, suffix = BAD[case]
     saver.put(Checkpoint("t", "0", None, {"ok": 1}))
     if part == "state":

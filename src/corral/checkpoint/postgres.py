@@ -51,8 +51,8 @@ from corral.checkpoint._pg_schema import (
     redact,
 )
 from corral.checkpoint._stored import Damaged, Run, StoredValues, run_ids
-from corral.checkpoint.base import Checkpoint, stale_parent, taken, unknown_parent
-from corral.checkpoint.serde import Serializer, decode, encode_record
+from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent, taken, unknown_parent
+from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
 from corral.checkpoint.sqlite._reading import Read, damaged, decode_rows
 from corral.checkpoint.sqlite.packing import Packer
 from corral.checkpoint.sqlite.puts import LastPuts, encode_writes, pack
@@ -196,17 +196,24 @@ class PostgresSaver:
             SerializationError: a value JSON cannot hold (the message names where it sits).
             CheckpointError: the id is taken, the parent unknown, or the server unreachable.
         """
+        check_thread_id(checkpoint.thread_id)
         writes = encode_writes(checkpoint, self.serializer)
         with self._connection("write a checkpoint to") as conn:
             try:
                 self._put(conn, checkpoint, writes, ensure_ascii=False)
             except UnicodeEncodeError:  # a lone surrogate: escape every non-ASCII character
                 self._put(conn, checkpoint, writes, ensure_ascii=True)
+            except (ValueError, RecursionError):
+                # Packing met what the shortcuts let through (an int too long for JSON):
+                # the general encoder names where it sits, as in SqliteSaver.
+                encode_checkpoint(checkpoint, self.serializer)
+                raise
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
         """Save a finished task's ``record`` (see ``TaskWrites``)."""
+        check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
         with self._connection("record a finished task in") as conn:
             for ascii_only in (False, True):
@@ -237,6 +244,7 @@ class PostgresSaver:
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        check_thread_id(thread_id)
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(
                 "SELECT task, record FROM corral_pending WHERE thread = %s AND checkpoint_id = %s"
@@ -260,6 +268,7 @@ class PostgresSaver:
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
+        check_thread_id(thread_id)
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(CHAIN, {"thread": thread_id, "id": checkpoint_id}).fetchall()
             read = self._decode(conn, thread_id, rows)
@@ -269,6 +278,7 @@ class PostgresSaver:
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
+        check_thread_id(thread_id)
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(
                 f"SELECT {ROW} FROM corral_checkpoints WHERE thread = %s ORDER BY seq",
