@@ -1,0 +1,153 @@
+"""Loading for ``corral lint --static``: the files to read, mypy builds, graphs to targets.
+
+The files are those the import-based ``corral lint`` would import (the one folder walk,
+:func:`corral.sources.python_files`); they are built in batches in which no two files share
+a module name, and each batch's graphs are read by :class:`~corral.static._reader.Reader`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
+from corral.sources import display_path, exclude_patterns, python_files
+from corral.spec import GraphSpec
+from corral.static._expressions import StaticError
+from corral.static._reader import Reader
+
+__all__ = ["StaticTarget", "load_static"]
+
+
+@dataclass
+class StaticTarget(Target):
+    """A graph read by mypy: its spec is already built."""
+
+    static_spec: GraphSpec | None = field(default=None, repr=False)
+
+    def spec(self) -> GraphSpec:
+        """Return the spec read from mypy's view of the module."""
+        assert self.static_spec is not None
+        return self.static_spec
+
+
+def load_static(paths: Sequence[str], *, exclude: Sequence[str] = ()) -> Loaded:
+    """Read every graph under ``paths`` with mypy's build API, running none of their code.
+
+    Args:
+        paths: ``.py`` files or folders (searched for ``.py`` files that mention corral).
+        exclude: fnmatch patterns, as for ``corral lint --exclude``.
+
+    Raises:
+        UsageError: a path that does not exist, or mypy is not installed.
+    """
+    try:
+        from mypy import build
+        from mypy.errors import CompileError
+        from mypy.find_sources import create_source_list
+    except ImportError as exc:  # pragma: no cover - mypy is a dev dependency
+        msg = "corral lint --static needs mypy (pip install mypy); or lint without --static"
+        raise UsageError(msg) from exc
+    loaded = Loaded()
+    for argument in paths:
+        path, wanted = split_selector(argument)
+        files = _files(path, exclude, loaded)
+        loaded.modules += len(files)
+        found = Loaded()
+        for batch in _batches(files, create_source_list):
+            _read_batch(batch, found, build, CompileError)
+        if wanted is not None:
+            found.targets = [t for t in found.targets if wanted in t.aliases]
+            if not found.targets and not found.errors:
+                msg = f"{path} defines no graph called {wanted!r}"
+                raise UsageError(msg)
+        loaded.targets.extend(found.targets)
+        loaded.errors.extend(found.errors)
+    return loaded
+
+
+def _options() -> Any:
+    from mypy.options import Options
+
+    options = Options()
+    options.preserve_asts = True
+    options.export_types = True
+    options.incremental = False
+    options.follow_imports = "silent"
+    options.python_version = (3, 11)
+    return options
+
+
+def _batches(files: list[str], create_source_list: Any) -> list[list[Any]]:
+    """Split the files into builds in which no two files have the same module name.
+
+    Two scripts called ``agent.py`` in different folders are both module ``agent`` to mypy,
+    which refuses a build holding both; each goes into its own build instead (the first
+    build that has no ``agent`` yet), and graphs are read per build, so they never mix.
+    """
+    if not files:
+        return []
+    batches: list[list[Any]] = []
+    taken: list[set[str]] = []
+    for source in create_source_list(files, _options()):
+        for batch, names in zip(batches, taken, strict=True):
+            if source.module not in names:
+                batch.append(source)
+                names.add(source.module)
+                break
+        else:
+            batches.append([source])
+            taken.append({source.module})
+    return batches
+
+
+def _read_batch(sources: list[Any], loaded: Loaded, build: Any, compile_error: Any) -> None:
+    """Build one batch with mypy and add its graphs (or its errors) to ``loaded``."""
+    try:
+        result = build.build(sources, _options())
+    except compile_error as exc:
+        names = ", ".join(s.path for s in sources)
+        loaded.errors.append(LoadError(names, exc, "\n".join(exc.messages)))
+        return
+    wanted = {s.module for s in sources}
+    trees = [result.graph[m].tree for m in sorted(wanted) if m in result.graph]
+    reader = Reader(result.types)
+    for tree in trees:
+        if tree is not None:
+            reader.find_graphs(tree)
+    for tree in trees:
+        if tree is not None:
+            reader.find_functions(tree)
+    shown = list(reader.graphs.values())
+    # A child graph defined in a module that was only imported is read too, not reported.
+    for module in reader.child_modules():
+        state = result.graph.get(module)
+        if state is not None and state.tree is not None and module not in wanted:
+            reader.find_graphs(state.tree)
+            reader.find_functions(state.tree)
+    for graph in shown:
+        try:
+            spec = reader.spec(graph)
+        except StaticError as exc:
+            loaded.errors.append(LoadError(graph.path, exc, str(exc)))
+            continue
+        name = graph.fullname.rpartition(".")[2]
+        loaded.targets.append(StaticTarget(name, graph.path, aliases=(name,), static_spec=spec))
+    for path, line, problem in reader.errors:
+        loaded.errors.append(LoadError(f"{path}:{line}", problem, str(problem)))
+
+
+def _files(path: str, exclude: Sequence[str], loaded: Loaded) -> list[str]:
+    """Return the files under ``path`` that ``corral lint`` (without --static) would import."""
+    if not os.path.lexists(path):
+        msg = f"{path!r} does not exist; corral lint --static takes .py files and folders"
+        raise UsageError(msg)
+    files = []
+    for file in python_files(path, exclude_patterns(exclude), only_marked=True):
+        if file.problem is None:
+            files.append(file.path)
+        else:
+            loaded.errors.append(LoadError(display_path(file.path), file.problem, ""))
+    return files
