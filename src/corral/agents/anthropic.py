@@ -20,7 +20,7 @@ from typing import Any, overload
 from anthropic import Anthropic, AsyncAnthropic
 
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
-from corral.agents.model import Emit
+from corral.agents.model import ClientModel, Emit
 from corral.agents.toolbox import ToolSchema
 
 __all__ = [
@@ -75,19 +75,10 @@ def anthropic_model(
     return AnthropicModel(client, model, stream=stream, params=settings)
 
 
-class AnthropicModel:
+class AnthropicModel(ClientModel[Anthropic]):
     """A sync model around an ``Anthropic`` client (see :func:`anthropic_model`)."""
 
-    def __init__(
-        self, client: Anthropic, model: str, *, stream: bool = False, params: dict[str, Any]
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.stream = stream
-        self.params = params
-
-    def __repr__(self) -> str:
-        return f"anthropic_model({self.model!r})"
+    factory = "anthropic_model"
 
     def __call__(
         self,
@@ -107,19 +98,10 @@ class AnthropicModel:
             return from_anthropic(stream.get_final_message())
 
 
-class AsyncAnthropicModel:
+class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
     """An async model around an ``AsyncAnthropic`` client (see :func:`anthropic_model`)."""
 
-    def __init__(
-        self, client: AsyncAnthropic, model: str, *, stream: bool = False, params: dict[str, Any]
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.stream = stream
-        self.params = params
-
-    def __repr__(self) -> str:
-        return f"anthropic_model({self.model!r})"
+    factory = "anthropic_model"
 
     async def __call__(
         self,

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, TypedDict
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeAlias, TypedDict, TypeVar
 
 from corral.agents.messages import AssistantMessage, Message, new_id
 from corral.agents.toolbox import ToolSchema
 
-__all__ = ["Emit", "Model", "TokenEvent", "is_async_model", "takes_emit", "validate_reply"]
+__all__ = [
+    "ClientModel",
+    "Emit",
+    "Model",
+    "TokenEvent",
+    "is_async_model",
+    "takes_emit",
+    "validate_reply",
+]
 
 
 class TokenEvent(TypedDict):
@@ -39,6 +47,28 @@ class Model(Protocol):
     def __call__(
         self, messages: Sequence[Message], tools: Sequence[ToolSchema], /
     ) -> AssistantMessage | Awaitable[AssistantMessage]: ...
+
+
+ClientT = TypeVar("ClientT")
+
+
+class ClientModel(Generic[ClientT]):
+    """What a provider adapter holds: its SDK client, the model's name, whether it streams
+    and the extra arguments of every request. Subclasses add ``__call__``."""
+
+    factory: ClassVar[str] = "model"
+    """The name of the function that builds it, shown by ``repr``."""
+
+    def __init__(
+        self, client: ClientT, model: str, *, stream: bool = False, params: dict[str, Any]
+    ) -> None:
+        self.client = client
+        self.model = model
+        self.stream = stream
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"{self.factory}({self.model!r})"
 
 
 def is_async_model(model: Callable[..., Any]) -> bool:

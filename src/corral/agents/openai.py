@@ -22,7 +22,7 @@ from typing import Any, overload
 from openai import AsyncOpenAI, OpenAI
 
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
-from corral.agents.model import Emit
+from corral.agents.model import ClientModel, Emit
 from corral.agents.toolbox import INVALID_JSON_KEY, ToolSchema
 
 __all__ = [
@@ -60,19 +60,10 @@ def openai_model(
     return OpenAIModel(client, model, stream=stream, params=params)
 
 
-class OpenAIModel:
+class OpenAIModel(ClientModel[OpenAI]):
     """A sync model around an ``OpenAI`` client (see :func:`openai_model`)."""
 
-    def __init__(
-        self, client: OpenAI, model: str, *, stream: bool = False, params: dict[str, Any]
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.stream = stream
-        self.params = params
-
-    def __repr__(self) -> str:
-        return f"openai_model({self.model!r})"
+    factory = "openai_model"
 
     def __call__(
         self,
@@ -91,19 +82,10 @@ class OpenAIModel:
         return reply.message()
 
 
-class AsyncOpenAIModel:
+class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
     """An async model around an ``AsyncOpenAI`` client (see :func:`openai_model`)."""
 
-    def __init__(
-        self, client: AsyncOpenAI, model: str, *, stream: bool = False, params: dict[str, Any]
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.stream = stream
-        self.params = params
-
-    def __repr__(self) -> str:
-        return f"openai_model({self.model!r})"
+    factory = "openai_model"
 
     async def __call__(
         self,

@@ -148,13 +148,7 @@ class Toolbox:
         assert tool is not None
         if tool.is_async:
             return asyncio.run(self._await(tool, call, arguments))
-        try:
-            result = tool.func(**arguments)
-        except GraphError:
-            raise
-        except Exception as exc:
-            return _failed(call, tool, exc)
-        return _answer(call, result)
+        return _run_sync(tool, call, arguments)
 
     async def acall(self, call: ToolCall, ctx: Context[Any] | None = None) -> ToolMessage:
         """Run one call, awaiting an async tool under the toolbox's ``timeout_s``."""
@@ -164,13 +158,7 @@ class Toolbox:
         assert tool is not None
         if tool.is_async:
             return await self._await(tool, call, arguments)
-        try:
-            result = tool.func(**arguments)
-        except GraphError:
-            raise
-        except Exception as exc:
-            return _failed(call, tool, exc)
-        return _answer(call, result)
+        return _run_sync(tool, call, arguments)
 
     def run(self, calls: Sequence[ToolCall], ctx: Context[Any] | None = None) -> list[ToolMessage]:
         """Run calls one after another; return their tool messages in call order."""
@@ -368,6 +356,17 @@ def _answer(call: ToolCall, result: Any) -> ToolMessage:
         except Exception:
             content = repr(result)
     return tool_result(call["id"], content)
+
+
+def _run_sync(tool: _Tool, call: ToolCall, arguments: dict[str, Any]) -> ToolMessage:
+    """Run a sync tool: its result, or the error the model reads (graph errors go on up)."""
+    try:
+        result = tool.func(**arguments)
+    except GraphError:
+        raise
+    except Exception as exc:
+        return _failed(call, tool, exc)
+    return _answer(call, result)
 
 
 def _failed(call: ToolCall, tool: _Tool, exc: Exception) -> ToolMessage:
