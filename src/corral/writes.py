@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["infer_command_fanout", "infer_writes"]
+__all__ = ["function_body", "infer_command_fanout", "infer_writes"]
 
 _cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
     weakref.WeakKeyDictionary()
@@ -93,7 +93,7 @@ def infer_command_fanout(func: Callable[..., Any]) -> bool:
 
 
 def _command_fanout(func: Callable[..., Any]) -> bool:
-    body = _function_body(func)
+    body = function_body(func)
     if body is None:
         return True
     for node in _walk_own(body):
@@ -109,7 +109,7 @@ def _command_fanout(func: Callable[..., Any]) -> bool:
 
 
 def _infer(func: Callable[..., Any]) -> frozenset[str] | None:
-    body = _function_body(func)
+    body = function_body(func)
     if body is None:
         return None
     keys: set[str] = set()
@@ -124,7 +124,7 @@ def _infer(func: Callable[..., Any]) -> frozenset[str] | None:
     return frozenset(keys)
 
 
-def _function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
+def function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
     """Return the statements of ``func``'s body (a lambda's expression as a return)."""
     try:
         source = textwrap.dedent(inspect.getsource(func))

@@ -9,15 +9,14 @@ it. Anything it cannot read is reported as unknown, never guessed.
 from __future__ import annotations
 
 import ast
-import inspect
-import linecache
-import textwrap
 import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from corral import _registry
 from corral.spec import Location
+from corral.writes import function_body
 
 __all__ = [
     "SendTargets",
@@ -55,30 +54,7 @@ def def_location(func: Callable[..., Any]) -> Location | None:
     code = getattr(func, "__code__", None)
     if not isinstance(code, types.CodeType):
         return None
-    filename, line = code.co_filename, code.co_firstlineno
-    for offset in range(200):
-        text = linecache.getline(filename, line + offset)
-        if not text:
-            break
-        stripped = text.lstrip()
-        if stripped.startswith(("def ", "async def ")):
-            return Location(filename, line + offset, len(text) - len(stripped) + 1)
-    return Location(filename, line, 1)
-
-
-def _body(func: Callable[..., Any]) -> list[ast.stmt] | None:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-    name = getattr(func, "__name__", "")
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return node.body
-    lambdas = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
-    if name == "<lambda>" and len(lambdas) == 1:
-        return [ast.Return(lambdas[0].body)]
-    return None
+    return _registry.def_location(func)
 
 
 def _call_name(node: ast.AST) -> str | None:
@@ -108,7 +84,7 @@ def send_targets(func: Callable[..., Any]) -> SendTargets:
     >>> send_targets(fan)
     SendTargets(names=('grade',), computed=False)
     """
-    body = _body(func)
+    body = function_body(func)
     if body is None:
         return SendTargets()
     names: list[str] = []
@@ -152,7 +128,7 @@ def returned_literals(func: Callable[..., Any]) -> tuple[str, ...] | None:
     >>> returned_literals(route)
     ('__end__', 'tools', 'answer')
     """
-    body = _body(func)
+    body = function_body(func)
     if body is None:
         return None
     scope: dict[str, Any] = getattr(func, "__globals__", {})
@@ -182,7 +158,7 @@ def returns_command(func: Callable[..., Any]) -> bool:
     raw = getattr(func, "__annotations__", {}).get("return")
     if raw is not None and "Command" in str(raw):
         return True
-    body = _body(func)
+    body = function_body(func)
     if body is None:
         return False
     return any(_call_name(n) == "Command" for stmt in body for n in ast.walk(stmt))
