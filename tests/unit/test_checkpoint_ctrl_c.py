@@ -8,7 +8,6 @@ continues the thread to the result of an uninterrupted run.
 
 from __future__ import annotations
 
-import operator
 import os
 import random
 import signal
@@ -17,32 +16,15 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Any
 
-from corral import END, End, Graph, Guard, SqliteSaver
+from counting import Count, counter
+
+from corral import SqliteSaver
 from corral.runtime import CompiledGraph
 
 TRIALS = 30
 STEPS = 20
-
-
-class Count(TypedDict):
-    n: int
-    log: Annotated[list[str], operator.add]
-
-
-def counter(target: int) -> Graph[Count]:
-    g = Graph(Count, max_steps=1000)
-
-    @g.node(start=True)
-    def count(state: Count) -> dict[str, object]:
-        return {"n": state["n"] + 1, "log": [f"c{state['n'] + 1}" * 40]}
-
-    @g.router("count", guards=[Guard("count", max=10_000)])
-    def again(state: Count) -> Literal["count"] | End:
-        return END if state["n"] >= target else "count"
-
-    return g
 
 
 class Armed:

@@ -11,10 +11,11 @@ import operator
 import subprocess
 import sys
 import threading
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
+from counting import counter
 from postgres_cluster import Cluster
 from psycopg_pool import ConnectionPool
 
@@ -22,34 +23,13 @@ from corral import (
     END,
     CheckpointError,
     ConcurrentRunError,
-    End,
     Graph,
-    Guard,
     MemorySaver,
     PostgresSaver,
     Resume,
     interrupt,
 )
 from corral.checkpoint import Checkpoint
-
-
-class Count(TypedDict):
-    n: int
-    log: Annotated[list[str], operator.add]
-
-
-def counter(target: int) -> Graph[Count]:
-    g = Graph(Count, max_steps=1000)
-
-    @g.node(start=True)
-    def count(state: Count) -> dict[str, object]:
-        return {"n": state["n"] + 1, "log": [f"c{state['n'] + 1:04d}" * 40]}
-
-    @g.router("count", guards=[Guard("count", max=10_000)])
-    def again(state: Count) -> Literal["count"] | End:
-        return END if state["n"] >= target else "count"
-
-    return g
 
 
 def race(saver: PostgresSaver, thread: str, writers: int, each: int) -> tuple[int, int]:
