@@ -2,11 +2,18 @@
 
 Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]``
 
-Three loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
-(WAL, the same ``synchronous`` level):
+Four loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
+(WAL, the same ``synchronous`` level, the default page size):
 
 * ``floor``: a hand-written loop that appends the message to a list and INSERTs just the new
   message, one COMMIT per step: the least any durable per-step store can do.
+* ``floor+``: the least a *resumable, checked* step must write, hand-written: the same hand
+  loop, then one INSERT per step, in ``SqliteSaver``'s layout (its tables, the index of
+  checkpoint ids and the compare-and-set triggers), of the message's row and a checkpoint
+  row (id, parent, the write referring to the message, the meta in full as
+  ``json.dumps`` gives it). No snapshots, no packing, no deltas: what the floor leaves out
+  that a durable step cannot (finding a checkpoint by id, refusing a stale parent, the
+  meta a resume needs).
 * ``saver``: the same hand loop, plus ``SqliteSaver.put`` of the checkpoint the engine
   writes (the step's write, a full snapshot every 20th checkpoint, the engine's meta).
 * ``engine``: the real graph (one node looping through a guard, a reducer appending the
@@ -15,12 +22,13 @@ Three loops write the same 200 messages to a fresh SQLite file each, with the sa
   through ``on_event``, which would add the cost of building the run's events (about 4.6
   µs a step here) to a figure about checkpoints.
 
-Rounds are interleaved (floor, saver, engine, floor, ...) so disk noise hits all alike;
-figures are medians over rounds. "mean" is the mean step (snapshots and WAL checkpoints
-included); "median" is the typical step, which ignores the spikes other processes' disk
-use causes on a shared machine. It prints the stored bytes against the raw payload (the
-JSON bytes of the messages), the per-step time around step 10 and around step 200, and the
-per-step time against the floor.
+Rounds are interleaved (floor, floor+, saver, engine, floor, ...) so disk noise hits all
+alike; figures are medians over rounds. "mean" is the mean step (snapshots and WAL
+checkpoints included); "median" is the typical step, which ignores the spikes other
+processes' disk use causes on a shared machine; "cpu" is the process's CPU time a step
+(the rest of a step is waiting for the disk). It prints the stored bytes against the raw
+payload (the JSON bytes of the messages), the per-step time around step 10 and around step
+200, the per-step time against the floor, and the median step against ``floor+``.
 """
 
 from __future__ import annotations
@@ -67,13 +75,18 @@ def file_bytes(path: Path) -> int:
     )
 
 
-def run_floor(path: Path, steps: int, sync: str) -> list[float]:
+Run = tuple[list[float], float]
+"""The per-step times of one run and its CPU seconds a step."""
+
+
+def run_floor(path: Path, steps: int, sync: str) -> Run:
     """Hand loop + one INSERT and COMMIT of just the new message per step."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {sync}")
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
     state: dict[str, Any] = {"messages": []}
+    cpu = time.process_time()
     stamps = [time.perf_counter()]
     for i in range(steps):
         new = message(i)
@@ -82,16 +95,62 @@ def run_floor(path: Path, steps: int, sync: str) -> list[float]:
         conn.execute("INSERT INTO items (data) VALUES (?)", (json.dumps(new),))
         conn.execute("COMMIT")
         stamps.append(time.perf_counter())
+    cpu = time.process_time() - cpu
     conn.close()
     assert len(state["messages"]) == steps
-    return [b - a for a, b in itertools.pairwise(stamps)]
+    return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
 
-def run_saver(path: Path, steps: int, sync: str) -> list[float]:
+_DURABLE_INSERT = (
+    "INSERT INTO checkpoints (seq, thread, checkpoint_id, parent, writes, meta, meta_is_delta, "
+    "data) VALUES (?, NULL, NULL, NULL, NULL, NULL, NULL, ?), (?, ?, ?, ?, ?, ?, 0, NULL)"
+)
+
+
+def step_meta(i: int) -> dict[str, Any]:
+    """Return the meta of the checkpoint after step ``i`` (the keys the engine writes)."""
+    return {
+        "next": ["chat"],
+        "steps": i + 1,
+        "supersteps": i + 1,
+        "runs": {"chat": i + 1},
+        "guards": [["chat", "chat", i]],
+        "status": "running",
+    }
+
+
+def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
+    """Hand loop + one INSERT a step of the message's row and a checkpoint row (id, parent,
+    write, full meta) in SqliteSaver's layout, its index and compare-and-set triggers."""
+    SqliteSaver(path, synchronous=sync).close()  # type: ignore[arg-type]
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA synchronous = {sync}")
+    thread = conn.execute("INSERT INTO threads (name) VALUES ('bench')").lastrowid
+    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM checkpoints").fetchone()[0]
+    state: dict[str, Any] = {"messages": []}
+    parent: int | None = None
+    cpu = time.process_time()
+    stamps = [time.perf_counter()]
+    for i in range(steps):
+        new = message(i)
+        state = {"messages": operator.add(state["messages"], [new])}
+        write = f'[["chat",{{"messages":[{{"$corral":{seq}}}]}}]]'
+        row = (seq, json.dumps(new), seq + 1, thread, f"{i + 1:08x}", parent, write)
+        conn.execute(_DURABLE_INSERT, (*row, json.dumps(step_meta(i))))
+        parent, seq = seq + 1, seq + 2
+        stamps.append(time.perf_counter())
+    cpu = time.process_time() - cpu
+    conn.close()
+    assert len(state["messages"]) == steps
+    return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
+
+
+def run_saver(path: Path, steps: int, sync: str) -> Run:
     """Hand loop + ``SqliteSaver.put`` of the checkpoint the engine would write."""
     saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
     state: dict[str, Any] = {"messages": []}
     parent: str | None = None
+    cpu = time.process_time()
     stamps = [time.perf_counter()]
     for i in range(steps):
         new = message(i)
@@ -104,23 +163,17 @@ def run_saver(path: Path, steps: int, sync: str) -> list[float]:
                 parent,
                 dict(state) if i % SNAPSHOT_EVERY == 0 else None,
                 [("chat", {"messages": [new]})],
-                {
-                    "next": ["chat"],
-                    "steps": i + 1,
-                    "supersteps": i + 1,
-                    "runs": {"chat": i + 1},
-                    "guards": [["chat", "chat", i]],
-                    "status": "running",
-                },
+                step_meta(i),
             )
         )
         parent = checkpoint_id
         stamps.append(time.perf_counter())
+    cpu = time.process_time() - cpu
     saver.close()
-    return [b - a for a, b in itertools.pairwise(stamps)]
+    return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
 
-def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
+def make_engine(steps: int) -> Callable[[Path, str], Run] | None:
     """Return a runner of the real graph, or ``None`` while the runtime cannot run it."""
 
     class State(TypedDict):
@@ -145,18 +198,20 @@ def make_engine(steps: int) -> Callable[[Path, str], list[float]] | None:
             super().put(checkpoint)
             self.stamps.append(time.perf_counter())
 
-    def run(path: Path, sync: str) -> list[float]:
+    def run(path: Path, sync: str) -> Run:
         saver = Stamped(path, synchronous=sync)  # type: ignore[arg-type]
         stamps = saver.stamps = []
         app = g.compile(checkpointer=saver)
+        cpu = time.process_time()
         run_ = app.invoke({"messages": []}, thread_id="bench")
+        cpu = time.process_time() - cpu
         saver.close()
         assert len(run_.state["messages"]) == steps, run_.steps
-        return [b - a for a, b in itertools.pairwise(stamps)]
+        return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            times = run(Path(tmp) / "probe.sqlite", "NORMAL")
+            times, _ = run(Path(tmp) / "probe.sqlite", "NORMAL")
         if len(times) != steps:
             print(f"engine: skipped (saw {len(times)} checkpoint events, not {steps})")
             return None
@@ -173,20 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL")
     args = parser.parse_args(argv)
     steps: int = args.steps
-    runners: dict[str, Callable[[Path, str], list[float]]] = {
+    runners: dict[str, Callable[[Path, str], Run]] = {
         "floor": lambda p, s: run_floor(p, steps, s),
+        "floor+": lambda p, s: run_durable_floor(p, steps, s),
         "saver": lambda p, s: run_saver(p, steps, s),
     }
     engine = make_engine(steps)
     if engine is not None:
         runners["engine"] = engine
     per_step: dict[str, list[list[float]]] = {name: [] for name in runners}
+    cpus: dict[str, list[float]] = {name: [] for name in runners}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for name, runner in runners.items():
                 path = Path(tmp) / f"{name}-{r}.sqlite"
-                per_step[name].append(runner(path, args.sync))
+                run_times, cpu = runner(path, args.sync)
+                per_step[name].append(run_times)
+                cpus[name].append(cpu)
                 sizes[name] = file_bytes(path)
     payload = payload_bytes(steps)
     print(
@@ -206,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         return statistics.median(statistics.median(t) for t in times)
 
     floor, floor_typical = total(per_step["floor"]), typical(per_step["floor"])
+    durable = typical(per_step["floor+"])
     for name in runners:
         times = per_step[name]
         early, late = window(times, WINDOW), window(times, steps)
@@ -214,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
             f"per step: steps 1-{WINDOW} {early * 1e3:6.3f} ms, steps {steps - WINDOW + 1}-{steps} "
             f"{late * 1e3:6.3f} ms (late/early {late / early:4.2f}) | "
             f"mean {total(times) * 1e3:6.3f} ms = {total(times) / floor:4.2f}x floor, "
-            f"median {typical(times) * 1e3:6.3f} ms = {typical(times) / floor_typical:4.2f}x"
+            f"median {typical(times) * 1e3:6.3f} ms = {typical(times) / floor_typical:4.2f}x "
+            f"= {typical(times) / durable:4.2f}x floor+ | "
+            f"cpu {statistics.median(cpus[name]) * 1e3:6.3f} ms"
         )
     return 0
 
