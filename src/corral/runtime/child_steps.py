@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart
+from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, RouteTaken
 from corral.runtime.run_state import RunState
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ class StepPool:
 class Relay:
     """One call of a subgraph task: its child's caps, step numbers and events."""
 
-    __slots__ = ("child", "emit", "numbers", "offset", "own", "pool", "rs", "shared", "started")
+    __slots__ = (
+        "child", "emit", "entry", "numbers", "offset", "own", "pool", "rs", "shared", "started"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -75,8 +77,11 @@ class Relay:
         emit: Callable[[Event], None] | None,
         *,
         shared: bool,
+        entry: int = 0,
     ) -> None:
         self.child = child
+        self.entry = entry
+        """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
         self.pool = pool
         self.offset = offset
         """The parent's steps when the call started: child step n is parent step offset+n
@@ -136,14 +141,25 @@ class Relay:
     # ------------------------------------------------------------------ listeners
 
     def event(self, event: Event) -> None:
-        """Hand a child's node event to the parent, numbered as its step and named by path.
+        """Hand a child's node event or route to the parent: named by path, numbered as the
+        parent's step, and with the entry it comes from (``NodeStart.entry``).
 
-        The child's routes, checkpoints and supersteps are its own: they are not handed on.
+        The child's checkpoints and supersteps are its own: they are not handed on.
         """
-        if isinstance(event, NodeStart | NodeEnd | NodeRetry | Custom):
-            assert self.emit is not None
-            node, step = self.child.path(event.node), self.number(event.step)
-            self.emit(dataclasses.replace(event, node=node, step=step))
+        emit = self.emit
+        assert emit is not None
+        path = self.child.path
+        if isinstance(event, NodeStart):
+            inner = event.entry
+            if not inner and self.child.is_entry(event.node):  # it opens an entry of its own
+                inner = (event.step,)
+            emit(dataclasses.replace(event, node=path(event.node), step=self.number(event.step),
+                                     entry=(self.entry, *inner)))  # fmt: skip
+        elif isinstance(event, NodeEnd | NodeRetry | Custom):
+            emit(dataclasses.replace(event, node=path(event.node), step=self.number(event.step)))
+        elif isinstance(event, RouteTaken):
+            emit(dataclasses.replace(event, source=path(event.source), target=path(event.target),
+                                     entry=(self.entry, *event.entry)))  # fmt: skip
 
     def shared_event(self, event: Event) -> None:
         """Count a child's run as it starts (shared pool), then hand the event on."""

@@ -68,6 +68,8 @@ class NodeStart:
     """The 1-based superstep of the run the node runs in."""
     send: bool = False
     """True when the run was started by a ``Send`` (the node gets the ``Send``'s arg)."""
+    entry: tuple[int, ...] = ()
+    """Inside a subgraph: which entry of it the run belongs to (see :class:`RouteTaken`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,12 @@ class RouteTaken:
     target: str
     via: Literal["then", "router", "command", "send", "otherwise", "join"]
     guard: tuple[int, int] | None = None
+    entry: tuple[int, ...] = ()
+    """Empty at the top level. Inside a subgraph (names are paths, ``research/plan``), which
+    entry of it the event comes from: the ``step`` of the subgraph node's own ``NodeStart``
+    in its graph, one per level, outermost first, so that entries running side by side (a
+    ``Send`` fan-out) tell apart. A subgraph node's ``NodeStart`` names the entry it opens:
+    the tuple its child's events carry (``(step,)`` for one at the top level)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,7 +120,7 @@ def run_child_sync(
     """Run the child of subgraph task ``call``; raise ``ChildPause`` when it paused."""
     child: ChildGraph = call.node.child
     pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, call.position))
-    relay = Relay(child, pool, rs.steps, rs.emit, shared=False)
+    relay = Relay(child, pool, rs.steps, rs.emit, shared=False, entry=call.step)
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
 
 
@@ -136,7 +136,7 @@ async def run_child_async(
     if pool is None or pool.superstep != rs.supersteps + 1:
         pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, -1))
         rs.step_pool = pool
-    relay = Relay(child, pool, rs.steps, rs.emit, shared=True)
+    relay = Relay(child, pool, rs.steps, rs.emit, shared=True, entry=call.step)
     return _surface(await child.run_async(_entry(rs, call, values, answers, relay)), answers)
 
 

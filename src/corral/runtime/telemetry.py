@@ -4,8 +4,10 @@ The engine already describes a run as events (:mod:`corral.runtime.events`); thi
 listens to them, through the run's listener hook, and turns them into spans on the global
 tracer provider: one ``corral.run`` span per run, one ``corral.node`` child span per node
 run, span events for each route taken, each guard used up and each failed attempt of a
-retried node. A subgraph entry is a ``corral.subgraph`` span; its child's node runs (whose
-events arrive named by path, ``research/plan``) nest under it. It runs no loop of its own:
+retried node. A subgraph entry is a ``corral.subgraph`` span; its child's node runs and
+routes (whose events arrive named by path, ``research/plan``, with the entry they come from,
+``NodeStart.entry``) nest under it, also when several entries run side by side (a ``Send``
+fan-out under ``ainvoke``). It runs no loop of its own:
 the invariant is that every span it opens is ended, by the event that closes it, by the
 superstep's barrier (a subgraph entry, a paused node), or by :meth:`RunTracer.fail`. When
 telemetry is off nothing here is imported or called, so a run pays nothing for it.
@@ -25,16 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from corral.checkpoint.base import Checkpointer
-from corral.runtime.events import (
-    Event,
-    NodeEnd,
-    NodeRetry,
-    NodeStart,
-    Paused,
-    RouteTaken,
-    RunEnd,
-    SuperstepEnd,
-)
+from corral.runtime import events
 from corral.spec import GraphSpec
 
 __all__ = ["RunTracer", "continued", "subgraph_paths", "watch", "watch_async"]
@@ -75,11 +68,13 @@ def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
 class _Open:
     """A span that is still open, with what its end needs to know."""
 
-    __slots__ = ("attempts", "last", "later", "path", "span")
+    __slots__ = ("attempts", "entry", "last", "later", "path", "span")
 
-    def __init__(self, span: Any, path: str) -> None:
+    def __init__(self, span: Any, path: str, entry: tuple[int, ...]) -> None:
         self.span = span
         self.path = path
+        self.entry = entry
+        """The subgraph entry the node run is inside (``()`` at the top level)."""
         self.later: _Open | None = None
         """The next open span of the same node run key (concurrent entries of a subgraph)."""
         self.attempts = 1
@@ -114,8 +109,8 @@ class RunTracer:
         self._nodes: dict[tuple[int, str], _Open] = {}
         """Open node spans by ``(step, path)``, oldest first (``_Open.later``): concurrent
         entries of one subgraph node report their child's node runs with one step and path."""
-        self._entries: dict[str, list[_Open]] = {}
-        """Open subgraph entry spans by path, oldest first."""
+        self._entries: dict[tuple[int, ...], _Open] = {}
+        """Open subgraph entry spans by entry (``NodeStart.entry``)."""
         self.thread_id = thread_id
         self.checkpoint_meta = self._traceparent()
         """What the run stores in each checkpoint's meta (its span's trace context)."""
@@ -133,7 +128,9 @@ class RunTracer:
         if thread_id is not None:
             self.run.set_attribute("corral.thread_id", thread_id)
 
-    def chain(self, other: Callable[[Event], None] | None) -> Callable[[Event], None] | None:
+    def chain(
+        self, other: Callable[[events.Event], None] | None
+    ) -> Callable[[events.Event], None] | None:
         """Return a listener that feeds this tracer and then ``other``.
 
         A run span that is not recorded (no SDK configured, or the trace sampled out) gets
@@ -146,57 +143,59 @@ class RunTracer:
             return self
         listener = other
 
-        def both(event: Event) -> None:
+        def both(event: events.Event) -> None:
             self(event)
             listener(event)
 
         return both
 
-    def __call__(self, event: Event) -> None:
+    def __call__(self, event: events.Event) -> None:
         """Turn one event into span work (the other kinds of event need none)."""
-        kind = type(event)
-        if kind is NodeStart:
-            self._start(event)  # type: ignore[arg-type]
-        elif kind is NodeEnd:
-            self._end(event)  # type: ignore[arg-type]
-        elif kind is RouteTaken:
-            self._route(event)  # type: ignore[arg-type]
-        elif kind is SuperstepEnd:
+        if isinstance(event, events.NodeStart):
+            self._start(event)
+        elif isinstance(event, events.NodeEnd):
+            self._end(event)
+        elif isinstance(event, events.RouteTaken):
+            self._route(event)
+        elif isinstance(event, events.SuperstepEnd):
             if self._entries:
                 self._barrier()
-        elif kind is NodeRetry:
-            self._retry(event)  # type: ignore[arg-type]
-        elif kind is Paused:
-            self._paused(event)  # type: ignore[arg-type]
-        elif kind is RunEnd:
-            self._ended(event)  # type: ignore[arg-type]
+        elif isinstance(event, events.NodeRetry):
+            self._retry(event)
+        elif isinstance(event, events.Paused):
+            self._paused(event)
+        elif isinstance(event, events.RunEnd):
+            self._ended(event)
 
-    def _ended(self, event: RunEnd) -> None:
+    def _ended(self, event: events.RunEnd) -> None:
         self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
         self._finish()
 
-    def _start(self, event: NodeStart) -> None:
+    def _start(self, event: events.NodeStart) -> None:
         path = event.node
         attributes: dict[str, Any] = {
             "corral.node": path,
             "corral.superstep": event.superstep,
             "corral.send": event.send,
         }
+        opens = bool(self._subgraphs) and path in self._subgraphs
+        # A subgraph node's NodeStart names the entry it opens; any other, the one it is in.
+        entry = (event.entry or (event.step,)) if opens else event.entry
+        inside = entry[:-1] if opens else entry
         context = self._context
-        if "/" in path:  # inside a subgraph: under its entry's span
-            outer = path.rpartition("/")[0]
-            attributes["corral.subgraph"] = outer
-            entries = self._entries.get(outer)
-            if entries:
-                context = self._trace.set_span_in_context(entries[-1].span)
-        if self._subgraphs and path in self._subgraphs:
+        if inside:  # inside a subgraph: under its entry's span
+            attributes["corral.subgraph"] = path.rpartition("/")[0]
+            outer = self._entries.get(inside)
+            if outer is not None:
+                context = self._trace.set_span_in_context(outer.span)
+        if opens:
             attributes["corral.graph"] = self._subgraphs[path]
             span = self._tracer.start_span("corral.subgraph", context, attributes=attributes)
-            self._entries.setdefault(path, []).append(_Open(span, path))
+            self._entries[entry] = _Open(span, path, inside)
             return
         attributes["corral.step"] = event.step
         span = self._tracer.start_span("corral.node", context, attributes=attributes)
-        node = _Open(span, path)
+        node = _Open(span, path, entry)
         first = self._nodes.setdefault((event.step, path), node)
         if first is not node:
             while first.later is not None:
@@ -221,7 +220,7 @@ class RunTracer:
             self._nodes[(step, path)] = node.later
         return node
 
-    def _end(self, event: NodeEnd) -> None:
+    def _end(self, event: events.NodeEnd) -> None:
         node = self._take(event.step, event.node)
         if node is None:
             return
@@ -229,20 +228,18 @@ class RunTracer:
         keys = sorted(event.update) if event.update else []
         span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
         span.end()
-        if self._entries:
-            self._ended_inside(event.node)
+        if node.entry:
+            self._ended_inside(node.entry)
 
-    def _ended_inside(self, path: str) -> None:
-        """Note that a node run inside the subgraph entries around ``path`` just ended."""
+    def _ended_inside(self, entry: tuple[int, ...]) -> None:
+        """Note that a node run inside ``entry`` (and the entries around it) just ended."""
         now = time.time_ns()
-        outer = path.rpartition("/")[0]
-        while outer:
-            entries = self._entries.get(outer)
-            if entries:
-                entries[-1].last = now
-            outer = outer.rpartition("/")[0]
+        for depth in range(len(entry), 0, -1):
+            outer = self._entries.get(entry[:depth])
+            if outer is not None:
+                outer.last = now
 
-    def _retry(self, event: NodeRetry) -> None:
+    def _retry(self, event: events.NodeRetry) -> None:
         node = self._nodes.get((event.step, event.node))
         if node is None:
             return
@@ -258,17 +255,14 @@ class RunTracer:
 
     def _barrier(self) -> None:
         """End the subgraph entries: every task of the superstep has finished by now."""
-        if not self._entries:
-            return
-        for entries in self._entries.values():
-            for entry in entries:
-                if entry.last:
-                    entry.span.end(end_time=entry.last)
-                else:
-                    entry.span.end()
+        for entry in self._entries.values():
+            if entry.last:
+                entry.span.end(end_time=entry.last)
+            else:
+                entry.span.end()
         self._entries.clear()
 
-    def _paused(self, event: Paused) -> None:
+    def _paused(self, event: events.Paused) -> None:
         """End the spans of the node runs that stopped at ``interrupt()`` (or before or after)."""
         ids = [str(i.id) for i in event.interrupts]
         self.run.add_event("corral.paused", {"corral.interrupt_ids": ids})
@@ -282,9 +276,15 @@ class RunTracer:
             node.span.end()
         self._barrier()
 
-    def _route(self, event: RouteTaken) -> None:
-        if self._entries:  # routing starts after the barrier
-            self._barrier()
+    def _route(self, event: events.RouteTaken) -> None:
+        """Add the route to the span of the run, or of the subgraph entry it was taken in."""
+        if event.entry:
+            outer = self._entries.get(event.entry)
+            span = self.run if outer is None else outer.span
+        else:
+            if self._entries:  # the run's routing starts after the barrier
+                self._barrier()
+            span = self.run
         attributes: dict[str, Any] = {
             "corral.source": event.source,
             "corral.target": event.target,
@@ -292,9 +292,9 @@ class RunTracer:
         }
         if event.guard is not None:
             attributes["corral.guard.count"], attributes["corral.guard.max"] = event.guard
-        self.run.add_event("corral.route", attributes)
+        span.add_event("corral.route", attributes)
         if event.via == "otherwise":
-            self.run.add_event("corral.guard_used_up", attributes)
+            span.add_event("corral.guard_used_up", attributes)
 
     def fail(self, exc: BaseException) -> None:
         """End every open span with status ERROR and ``exc`` recorded."""
@@ -304,10 +304,9 @@ class RunTracer:
             node.span.record_exception(exc)
             node.span.set_status(error)
             node.span.end()
-        for entries in self._entries.values():
-            for entry in entries:
-                entry.span.set_status(error)
-                entry.span.end()
+        for entry in self._entries.values():
+            entry.span.set_status(error)
+            entry.span.end()
         self._entries.clear()
         if self.run.is_recording():
             self.run.record_exception(exc)
