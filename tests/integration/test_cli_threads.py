@@ -242,3 +242,84 @@ def test_a_missing_database_is_a_usage_error(
     assert main(["threads", "--db", "nope.sqlite"]) == 2
     assert "no checkpoint database at 'nope.sqlite'" in capsys.readouterr().err
     assert not (tmp_path / "nope.sqlite").exists()
+
+
+DESK = """\
+import operator
+from typing import Annotated, Literal, TypedDict
+
+from corral import END, Graph, Guard, Send
+
+
+class Team(TypedDict):
+    topic: str
+    notes: Annotated[list[str], operator.add]
+
+
+child = Graph(Team, name="researcher")
+
+
+@child.node(start=True, then="search")
+def plan(state: Team) -> dict[str, object]:
+    return {"notes": ["plan " + state["topic"]]}
+
+
+@child.node()
+def search(state: Team) -> None:
+    return None
+
+
+@child.router("search", guards=[Guard("search", max=2, otherwise=END)])
+def again(state: Team) -> Literal["search"]:
+    return "search"
+
+
+g = Graph(Team, name="desk")
+
+
+@g.node(start=True)
+def brief(state: Team) -> None:
+    return None
+
+
+@g.router("brief", max_sends=2)
+def send(state: Team) -> list[Send[Literal["research"]]]:
+    return [Send("research", {"topic": t, "notes": []}) for t in ("tides", "reefs")]
+
+
+g.subgraph("research", child, then=END)
+"""
+
+
+def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two Send entries of research: the routes into, inside and out of it, added up."""
+    Path("desk.py").write_text(DESK)
+    argv = ["run", "desk.py:g", "--db", db, "--thread", "t3", "--input", '{"topic": ""}']
+    assert main(argv) == 0
+    capsys.readouterr()
+    out = out_of(capsys, "draw", "desk.py:g", "--thread", "t3", "--db", db)
+    arrows = [line.strip() for line in out.splitlines() if "->" in line]
+    assert arrows == [
+        '__start__ -->|"×1"| brief',
+        'n6 -->|"×1"| __end__',  # one superstep ran both entries
+        'brief -.->|"Send ×2"| n3',  # two Sends enter research at its START
+        'n3 -->|"×2"| n4',
+        'n4 -->|"×2"| n5',
+        'n5 -.->|"2/2 used ×4"| n5',
+        'n5 -.->|"search used up ×2"| n6',
+    ]
+    assert out.count("linkStyle") == len(arrows)
+    collapsed = out_of(capsys, "draw", "desk.py:g", "--thread", "t3", "--db", db, "--collapse")
+    assert [line.strip() for line in collapsed.splitlines() if "->" in line] == [
+        '__start__ -->|"×1"| brief',
+        'research -->|"×1"| __end__',
+        'brief -.->|"Send ×2"| research',
+    ]
+    history = json.loads(out_of(capsys, "history", "t3", "--db", db, "--format", "json"))
+    assert [r["nodes"] for r in history] == [
+        ["input"],
+        ["brief"],  # returned no update: found by its count of runs
+        ["research/plan", "research"],
+    ]

@@ -71,9 +71,10 @@ def draw(args: argparse.Namespace) -> int:
     render = render_dot if args.format == "dot" else render_mermaid
     taken = None
     if getattr(args, "thread", None) is not None:
-        from corral.cli._threads import read_thread, taken_routes
+        from corral.cli._taken import taken_routes
+        from corral.cli._threads import open_existing
 
-        taken = taken_routes(read_thread(args.db, args.thread), spec)
+        taken = taken_routes(open_existing(args.db), args.thread, spec, collapse=args.collapse)
     # LangGraph has no guards: `corral cycles` and `lint` say why its loops have no bound
     shown = None if target.langgraph is not None else bound(spec).summary
     print(render(spec, collapse=args.collapse, taken=taken, bound=shown))

@@ -2,8 +2,8 @@
 
 They read the checkpoints (through the same ``open_saver`` as ``corral run --db``) and never
 write. Everything they print comes from each checkpoint's metadata (status, step count,
-next nodes, guard counts, pending interrupts) and its writes (which nodes ran, which keys
-they wrote). Two things need the graph, given with ``--graph PATH``: a guard's maximum, and
+next nodes, guard counts, runs of each node, pending interrupts) and its writes (which
+keys the nodes that ran wrote). Two things need the graph, given with ``--graph PATH``: a guard's maximum, and
 the state when the newest checkpoint stores only what changed (the state is then rebuilt
 with the graph's reducers, exactly as ``get_state`` does). Tables are cut to 80 columns.
 """
@@ -22,8 +22,6 @@ from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.loader import UsageError
-from corral.render import Taken
-from corral.spec import END, START, GraphSpec
 
 __all__ = [
     "HistoryRow",
@@ -31,9 +29,10 @@ __all__ = [
     "history_rows",
     "parent_thread",
     "open_existing",
-    "read_thread",
+    "ordered",
+    "ran_nodes",
     "show",
-    "taken_routes",
+    "thread_ids",
     "threads",
 ]
 
@@ -55,7 +54,8 @@ def open_existing(db: str) -> Checkpointer:
     return saver
 
 
-def _thread_ids(saver: Checkpointer) -> list[str]:
+def thread_ids(saver: Checkpointer) -> list[str]:
+    """Return every thread id of ``saver`` (subgraph children's included)."""
     listing = getattr(saver, "threads", None)
     if listing is None:  # pragma: no cover - every corral saver lists its threads
         msg = f"{type(saver).__name__} cannot list its threads"
@@ -72,7 +72,8 @@ class HistoryRow:
     step: int
     """Node runs so far in this run (``steps`` of the checkpoint)."""
     nodes: tuple[str, ...]
-    """The nodes whose writes this checkpoint holds (``input`` for the run's input)."""
+    """The nodes that ran in the superstep this checkpoint closes (``input`` for the run's
+    input; see :func:`ran_nodes`)."""
     keys: tuple[str, ...]
     """The state keys those writes set."""
     status: str
@@ -80,11 +81,28 @@ class HistoryRow:
     """When the checkpoint was written (ISO 8601, UTC); ``None`` if it does not say."""
 
 
+def ran_nodes(checkpoint: Checkpoint, parent: Checkpoint | None) -> tuple[str, ...]:
+    """Return the nodes that ran in the superstep ``checkpoint`` closes (``input`` for a run's
+    input): those whose writes it holds, and those whose count of runs in its meta went up
+    since ``parent`` (a node that returned no update, a subgraph entry)."""
+    nodes = dict.fromkeys("input" if n == _INPUT else n for n, _ in checkpoint.writes)
+    runs = checkpoint.meta.get("runs")
+    before = parent.meta.get("runs") if parent is not None else None
+    if isinstance(runs, dict):
+        earlier = before if isinstance(before, dict) else {}
+        for name, count in runs.items():
+            if int(count) > int(earlier.get(name, 0)):
+                nodes[str(name)] = None
+    return tuple(nodes)
+
+
 def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
     """Return one row per checkpoint, oldest first."""
     rows = []
+    by_id = {c.checkpoint_id: c for c in checkpoints}
     for checkpoint in checkpoints:
-        nodes = tuple(dict.fromkeys("input" if n == _INPUT else n for n, _ in checkpoint.writes))
+        parent = by_id.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
+        nodes = ran_nodes(checkpoint, parent)
         keys = tuple(dict.fromkeys(k for _, update in checkpoint.writes for k in update))
         meta = checkpoint.meta
         rows.append(
@@ -121,7 +139,8 @@ def parent_thread(thread: str, known: set[str] | frozenset[str]) -> str | None:
     return match["parent"]
 
 
-def _ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
+def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
+    """Return the checkpoints of ``thread``, oldest first; none is a usage error."""
     found = saver.checkpoints(thread)
     if not found:
         msg = f"thread {thread!r} has no checkpoints in this database; `corral threads` lists them"
@@ -143,58 +162,6 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
         cells = [_cut(cell, w).ljust(w) for cell, w in zip(row, widths, strict=False)]
         lines.append(("  ".join([*cells, _cut(row[-1], rest)])).rstrip())
     return "\n".join(lines)
-
-
-def taken_routes(checkpoints: Sequence[Checkpoint], spec: GraphSpec) -> Taken:
-    """Return the routes a thread took and its guard counts, read from its checkpoints.
-
-    A checkpoint holds the writes of the nodes that ran in one superstep and the nodes the
-    next one runs; a route ``a → b`` of the graph is counted once each time ``a`` ran and
-    ``b`` was next (``START`` for the input, ``END`` when the run finished after ``a``). It
-    counts as a guard's fallback when that guard was used up and its own target is not next.
-    """
-    edges = {(e.source, e.target) for e in spec.edges()}
-    fallbacks = _fallbacks(spec)
-    routes: dict[tuple[str, str, bool], int] = {}
-    for checkpoint in checkpoints:
-        ran = {START if n == _INPUT else n for n, _ in checkpoint.writes}
-        if not ran:
-            continue  # a pause or a fork: no node ran
-        meta = checkpoint.meta
-        following = {str(t.get("node")) for t in meta.get("next", [])}
-        if meta.get("status") == "done":
-            following.add(END)
-        counts = {(str(s), str(t)): int(n) for s, t, n in meta.get("guards", [])}
-        for source in ran:
-            for target in following:
-                if (source, target) not in edges:
-                    continue
-                via = any(
-                    counts.get((source, guarded), 0) >= bound and guarded not in following
-                    for guarded, bound in fallbacks.get((source, target), ())
-                )
-                key = (source, target, via)
-                routes[key] = routes.get(key, 0) + 1
-    last = checkpoints[-1].meta if checkpoints else {}
-    guards = {(str(s), str(t)): int(n) for s, t, n in last.get("guards", [])}
-    return Taken(routes, guards)
-
-
-def _fallbacks(spec: GraphSpec) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    """Return the guards ``(target, max)`` behind each fallback route ``(source, otherwise)``."""
-    found: dict[tuple[str, str], list[tuple[str, int]]] = {}
-    owners = [(n.name, n.guards) for n in spec.nodes]
-    owners += [(r.source, r.guards) for r in spec.routers]
-    for source, guards in owners:
-        for guard in guards:
-            target = guard.otherwise if guard.otherwise is not None else ""
-            found.setdefault((source, target), []).append((guard.target, guard.max))
-    return found
-
-
-def read_thread(db: str, thread: str) -> list[Checkpoint]:
-    """Return the checkpoints of ``thread`` in ``db``, oldest first."""
-    return _ordered(open_existing(db), thread)
 
 
 def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, int]]:
@@ -221,13 +188,13 @@ def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, in
 def threads(args: argparse.Namespace) -> int:
     """Print every thread of ``--db`` with its status, step count and last update time."""
     saver = open_existing(args.db)
-    ids = _thread_ids(saver)
+    ids = thread_ids(saver)
     listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
     shown: list[str] = []  # each thread as its row names it
     for thread, parent, depth in listed:
         shown.append("  " * depth + thread.removeprefix(f"{parent}/") if parent else thread)
-        chain = _ordered(saver, thread)
+        chain = ordered(saver, thread)
         last = chain[-1].meta
         found.append(
             {
@@ -267,7 +234,7 @@ def threads(args: argparse.Namespace) -> int:
 def history(args: argparse.Namespace) -> int:
     """Print one row per checkpoint of ``THREAD``, oldest first."""
     saver = open_existing(args.db)
-    rows = history_rows(_ordered(saver, args.thread))
+    rows = history_rows(ordered(saver, args.thread))
     if args.format == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return 0
@@ -282,7 +249,7 @@ def history(args: argparse.Namespace) -> int:
 def show(args: argparse.Namespace) -> int:
     """Print the thread's state, next nodes, guards and pending interrupts."""
     saver = open_existing(args.db)
-    chain = _ordered(saver, args.thread)
+    chain = ordered(saver, args.thread)
     last = chain[-1]
     meta = last.meta
     maxima: dict[tuple[str, str], int] = {}
