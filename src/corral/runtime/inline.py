@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from corral.errors import InterruptWithoutCheckpointerError
 from corral.runtime.routing import leave_targets, next_tasks, take_routes
@@ -61,7 +61,6 @@ def run_inline(rs: RunState) -> None:
 
 def _run(rs: RunState) -> None:
     last_write = rs.tables.last_write
-    keyset = rs.tables.keyset
     runs = rs.runs
     guards = rs.guards
     trace = rs.trace.append
@@ -75,70 +74,106 @@ def _run(rs: RunState) -> None:
     # place: no reader kept it, so no reader can see it change.
     view: FlatView | None = None
     alone = 0  # the reference count of ``view`` while only this loop and ``rs.values`` hold it
-    tasks = rs.tasks
-    while len(tasks) == 1:
-        node, arg = tasks[0]
+    flat = rs.flat and unlogged  # whether a dict of plain replacements keeps the state flat
+    node = _inline_task(rs.tasks)
+    while node is not None:
         step = rs.steps + 1
-        if arg is not NO_ARG or not node.inline or step > max_steps:
+        if step > max_steps:
             return
-        view = view if view is not None else view_of(rs.values, rs.flat, rs.notes)
+        if view is None:
+            view = view_of(rs.values, rs.flat, rs.notes)
         try:
             out = node.func(view)
-        except InterruptWithoutCheckpointerError:
-            raise
         except Exception as exc:
-            raise node_error(node.name, step, exc) from exc
-        goto: Targets | None = None
+            _failed(node, step, exc)
         # A dict of plain replacements by immutable values keeps the state flat. (The loop
         # checks a small update faster than C-level set operations over map(type, ...).)
-        plain = type(out) is dict and rs.flat and unlogged
-        for key, value in out.items() if plain else ():
-            if key not in last_write or type(value) not in _IMMUTABLE:
-                plain = False
-                break
+        plain = flat and type(out) is dict
         if plain:
-            # Accepted and merged as the core would: a run of plain replacements.
-            rs.steps = step
-            name = node.name
-            runs[name] = runs.get(name, 0) + 1
-            trace((step, name, out, 0.0))
-            if view is rs.values and _refcount(view) == alone:
-                _dict_update(view, out)
-            else:
-                view = rs.values = _replaced(rs.values, out)
-                alone = _refcount(view)
-        elif type(out) is dict and keyset.issuperset(out):
-            # Accepted as the core would; merged by its rules (the state is not flat).
-            rs.steps = step
-            name = node.name
-            runs[name] = runs.get(name, 0) + 1
-            trace((step, name, out, 0.0))
-            view = _merge(rs, node, out, view)
+            for key in out:
+                if key not in last_write or type(out[key]) not in _IMMUTABLE:
+                    plain = False
+                    break
+        if not plain:
+            node, view = _step(rs, node, step, out, view)
+            flat = rs.flat and unlogged
+            continue
+        # Accepted and merged as the core would: a run of plain replacements. The state
+        # stays flat, so ``view`` (the merged state) is what the router and next node read.
+        rs.steps = step
+        name = node.name
+        runs[name] = runs.get(name, 0) + 1
+        trace((step, name, out, 0.0))
+        if view is rs.values and _refcount(view) == alone:
+            _dict_update(view, out)
         else:
-            goto, view = _accept(rs, node, step, out, view)
+            view = rs.values = _replaced(rs.values, out)
+            alone = _refcount(view)
         rs.supersteps += 1
         router = node.inline_router
         if router is None:
-            tasks, view = _leave_with(rs, node, goto, view)
+            node, view = _leave_with(rs, node, None, view)
             continue
-        view = view if view is not None else view_of(rs.values, rs.flat, rs.notes)
         try:
             raw = router.func(view)
         except Exception as exc:
-            raise router_error(router.name, node.name, rs.steps, exc) from exc
-        view = view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
+            raise router_error(router.name, node.name, step, exc) from exc
         route = node.alone.get(raw) if type(raw) is str else None
         if route is None:
-            tasks = _leave(rs, node, None, raw)
+            node = _inline_task(_leave(rs, node, None, raw))
             continue
-        following, key, most = route
+        following, key, most, after = route
         if key is not None:
             count = guards[key]
             if count >= most:
-                tasks = _leave(rs, node, None, raw)
+                node = _inline_task(_leave(rs, node, None, raw))
                 continue
             guards[key] = count + 1
-        tasks = rs.tasks = following
+        rs.tasks = following
+        node = after
+
+
+def _failed(node: Node, step: int, exc: Exception) -> NoReturn:
+    """Raise what a node run raised, as the general path does (``NodeError``)."""
+    if isinstance(exc, InterruptWithoutCheckpointerError):
+        raise exc
+    raise node_error(node.name, step, exc) from exc
+
+
+def _step(
+    rs: RunState, node: Node, step: int, out: Any, view: FlatView
+) -> tuple[Node | None, FlatView | None]:
+    """Accept, merge and route a node run whose outcome is not plain replacements (the
+    state is not flat, ``None``, a ``Command``, ...); return the next node to run inline
+    and the view the next reader may share."""
+    goto: Targets | None = None
+    kept: FlatView | None
+    if out is None:
+        _count(rs, node, step, None)
+        kept = _kept(rs, view)
+    elif type(out) is dict and rs.tables.keyset.issuperset(out):
+        _count(rs, node, step, out)
+        kept = _merge(rs, node, out, view)
+    else:
+        goto, kept = _accept(rs, node, step, out, view)
+    rs.supersteps += 1
+    return _leave_with(rs, node, goto, kept)
+
+
+def _count(rs: RunState, node: Node, step: int, update: dict[str, Any] | None) -> None:
+    """Count and trace a node run, as the core's ``accept`` does for a valid outcome."""
+    rs.steps = step
+    name = node.name
+    rs.runs[name] = rs.runs.get(name, 0) + 1
+    rs.trace.append((step, name, update, 0.0))
+
+
+def _inline_task(tasks: Sequence[Task]) -> Node | None:
+    """Return the node of ``tasks`` if they are one task the inline path may run."""
+    if len(tasks) != 1:
+        return None
+    node, arg = tasks[0]
+    return node if arg is NO_ARG and node.inline else None
 
 
 _dict_update = dict.update
@@ -178,9 +213,9 @@ def _kept(rs: RunState, view: FlatView) -> FlatView | None:
 
 def _leave_with(
     rs: RunState, node: Node, goto: Targets | None, view: FlatView | None
-) -> tuple[Sequence[Task], FlatView | None]:
+) -> tuple[Node | None, FlatView | None]:
     """Note a join's run (or an arrival at one), call the router of ``node`` if it has one,
-    then take its routes (the general way)."""
+    then take its routes (the general way); return the next node to run inline, if any."""
     if node.wait_for or node.joins:
         note_joins(rs, [_new(TaskResult, (0, node, None, None))])
     raw = None
@@ -189,7 +224,7 @@ def _leave_with(
             view = view_of(rs.values, rs.flat, rs.notes)
         raw = _route(rs, node, node.router, view)
         view = _kept(rs, view)
-    return _leave(rs, node, goto, raw), view
+    return _inline_task(_leave(rs, node, goto, raw)), view
 
 
 def _merge(

@@ -46,6 +46,8 @@ class AloneRoute(NamedTuple):
     """The guard key ``(source, target)`` of the route, if guarded."""
     max: int
     """The guard's ``max`` (0 for an unguarded route)."""
+    node: Node | None
+    """The target when the inline path may run it next (:attr:`Node.inline`); else ``None``."""
 
 
 class Router:
@@ -216,6 +218,7 @@ def build_tables(spec: GraphSpec) -> Tables:
             node.then is not None or router.takes_ctx or node.joins or node.wait_for
         ):
             node.inline_router = router
+    for node in tables.nodes.values():
         node.alone = _alone_routes(tables, node)
         node.then_tasks = _then_tasks(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
@@ -249,11 +252,12 @@ def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
         if target != END and (following is None or following.wait_for):
             continue
         tasks = (following.task,) if following is not None else ()
+        inline = following if following is not None and following.inline else None
         guarded = node.guards.get(target)
         if guarded is None:
-            routes[target] = AloneRoute(tasks, None, 0)
+            routes[target] = AloneRoute(tasks, None, 0, inline)
         else:
-            routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max)
+            routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max, inline)
     return routes
 
 
