@@ -34,10 +34,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from corral.errors import InterruptWithoutCheckpointerError
-from corral.runtime.routing import leave_targets, next_tasks, take_routes
+from corral.runtime.routing import Routing, leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
-from corral.runtime.superstep import accept, node_error, note_joins, router_error
+from corral.runtime.superstep import accept, merge, node_error, note_joins, router_error
 from corral.runtime.tables import NO_ARG, Node, Router, Task
 
 __all__ = ["run_inline"]
@@ -60,6 +60,14 @@ def run_inline(rs: RunState) -> None:
 
 
 def _run(rs: RunState) -> None:
+    while True:
+        _run_ones(rs)
+        if not _fan_out(rs):
+            return
+
+
+def _run_ones(rs: RunState) -> None:
+    """Run one-node supersteps until the next one is not one the inline path may run."""
     last_write = rs.tables.last_write
     runs = rs.runs
     guards = rs.guards
@@ -131,6 +139,47 @@ def _run(rs: RunState) -> None:
             guards[key] = count + 1
         rs.tasks = following
         node = after
+
+
+def _fan_out(rs: RunState) -> bool:
+    """Run a superstep of several tasks as the general path would; return ``False`` (and
+    run nothing) when one of them may not run inline or the step cap is in reach."""
+    tasks = rs.tasks
+    if len(tasks) < 2 or rs.held or rs.steps + len(tasks) > rs.max_steps:
+        return False
+    for node, _ in tasks:
+        if not node.inline:
+            return False
+    view: FlatView | None = None
+    results: list[TaskResult] = []
+    for position, (node, arg) in enumerate(tasks):
+        step = rs.steps + 1
+        if arg is not NO_ARG:
+            state = arg
+        elif view is None:
+            state = view = view_of(rs.values, rs.flat, rs.notes)
+        else:
+            state = view
+        try:
+            out = node.func(state)
+        except Exception as exc:
+            _failed(node, step, exc)
+        if view is not None and not rs.flat and view._owned is not None:  # type: ignore[attr-defined]
+            view = None
+        results.append(accept(rs, _new(Call, (position, node, arg, step)), out, 0.0))
+    routing = Routing(rs, results, merge(rs, results, rs.supersteps + 1))
+    view = None
+    for result in results:
+        router = result.node.router
+        raw = None
+        if router is not None:
+            if view is None:
+                view = view_of(rs.values, rs.flat, rs.notes)
+            raw = _route(rs, result.node, router, view)
+            view = _kept(rs, view)
+        routing.take(result, raw)
+    routing.finish()
+    return not rs.held
 
 
 def _failed(node: Node, step: int, exc: Exception) -> NoReturn:

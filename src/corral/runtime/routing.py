@@ -148,6 +148,9 @@ class Routing:
         _, node, _, goto = result
         # What leave_targets returns for a then= or router way out, without the call.
         if node.then is not None:
+            if node.then_nodes is not None and self.rs.emit is None:
+                _take_then(self.rs, node.then_nodes, self.plain)
+                return
             take_routes(self.rs, node, node.then, "then", self.plain, self.sends)
             return
         if node.router is not None:
@@ -224,6 +227,16 @@ def take_routes(
         elif target.wait_for:
             if name not in rs.held:
                 rs.held.append(name)
+        elif target not in plain:
+            plain.append(target)
+
+
+def _take_then(rs: RunState, targets: tuple[Node, ...], plain: list[Node]) -> None:
+    """Take unguarded ``then`` routes as :func:`take_routes` does, with no event to emit."""
+    for target in targets:
+        if target.wait_for:
+            if target.name not in rs.held:
+                rs.held.append(target.name)
         elif target not in plain:
             plain.append(target)
 

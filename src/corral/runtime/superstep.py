@@ -57,6 +57,7 @@ __all__ = [
     "Superstep",
     "accept",
     "end_run",
+    "merge",
     "node_error",
     "note_joins",
     "router_error",
@@ -338,27 +339,34 @@ class Superstep:
             rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
             rs.pause(self.pauses)
             return None
-        writes = expand(results)
-        if rs.log is not None:
-            rs.log.extend(writes)
-        if writes:
-            try:
-                rs.values = merged_by_child(rs.values, results) or apply_writes(
-                    rs.values,
-                    writes,
-                    rs.tables.reducers,
-                    rs.tables.empties,
-                    superstep=self.number,
-                    notes=rs.notes,
-                )
-            except CorralError:
-                self.keep_finished()
-                raise
-            rs.flat = is_flat(rs.values)
-        rs.supersteps = self.number
-        if rs.tables.has_joins:
-            note_joins(rs, results)
+        try:
+            writes = merge(rs, results, self.number)
+        except CorralError:
+            self.keep_finished()
+            raise
         return Routing(rs, results, writes)
+
+
+def merge(rs: RunState, results: list[TaskResult], number: int) -> list[tuple[str, dict[str, Any]]]:
+    """Merge the updates of superstep ``number`` at its barrier, in task order; note the
+    joins that ran and the nodes that arrived at theirs; return the writes merged."""
+    tables = rs.tables
+    if tables.has_subgraphs:
+        writes = expand(results)
+    else:
+        writes = [(node.name, update) for _, node, update, _ in results if update]
+    if rs.log is not None:
+        rs.log.extend(writes)
+    if writes:
+        merged = merged_by_child(rs.values, results) if tables.has_subgraphs else None
+        rs.values = merged or apply_writes(
+            rs.values, writes, tables.reducers, tables.empties, superstep=number, notes=rs.notes
+        )
+        rs.flat = is_flat(rs.values)
+    rs.supersteps = number
+    if tables.has_joins:
+        note_joins(rs, results)
+    return writes
 
 
 def _result_position(result: TaskResult) -> int:

@@ -95,6 +95,7 @@ class Node:
         "takes_ctx",
         "task",
         "then",
+        "then_nodes",
         "then_tasks",
         "timeout_s",
         "wait_for",
@@ -128,6 +129,9 @@ class Node:
         """Per target that leads to one plain task (or END): that route, for the inline path.
 
         Joins are not here: a route into a join is taken by the superstep core."""
+        self.then_nodes: tuple[Node, ...] | None = None
+        """The nodes of fixed ``then`` targets with no guard (``END`` left out), in the order
+        written; ``None`` for other nodes."""
         self.then_tasks: tuple[Task, ...] | None = None
         """The next tasks after fixed ``then`` targets with no guard and no join among them
         (in merge order, ``END`` left out), for the inline path; ``None`` for other nodes."""
@@ -160,6 +164,7 @@ class Tables:
         self.guard_keys: tuple[tuple[str, str], ...] = ()
         self.has_async = False
         self.has_joins = False
+        self.has_subgraphs = False
         self.fingerprint = ""
         self.node_names: dict[int, tuple[str, ...]] = {}
         """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
@@ -210,9 +215,9 @@ def build_tables(spec: GraphSpec) -> Tables:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
-        node.inline = not (node.max_runs or node.takes_ctx or node.retry) and not _is_subgraph(
-            spec, node.name
-        )
+        subgraph = _is_subgraph(spec, node.name)
+        tables.has_subgraphs = tables.has_subgraphs or subgraph
+        node.inline = not (node.max_runs or node.takes_ctx or node.retry or subgraph)
         router = node.router
         if router is not None and not (
             node.then is not None or router.takes_ctx or node.joins or node.wait_for
@@ -221,6 +226,7 @@ def build_tables(spec: GraphSpec) -> Tables:
     for node in tables.nodes.values():
         node.alone = _alone_routes(tables, node)
         node.then_tasks = _then_tasks(tables, node)
+        node.then_nodes = _then_nodes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -259,6 +265,12 @@ def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
         else:
             routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max, inline)
     return routes
+
+
+def _then_nodes(tables: Tables, node: Node) -> tuple[Node, ...] | None:
+    if node.then is None or any(target in node.guards for target in node.then):
+        return None
+    return tuple(tables.nodes[target] for target in node.then if target in tables.nodes)
 
 
 def _then_tasks(tables: Tables, node: Node) -> tuple[Task, ...] | None:
