@@ -34,10 +34,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from corral.errors import InterruptWithoutCheckpointerError
-from corral.runtime.routing import Routing, leave_targets, next_tasks, take_routes
+from corral.runtime.routing import leave_targets, next_tasks, take_routes, take_then
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
-from corral.runtime.superstep import accept, merge, node_error, note_joins, router_error
+from corral.runtime.superstep import accept, merge, node_error, router_error
 from corral.runtime.tables import NO_ARG, Node, Router, Task
 
 __all__ = ["run_inline"]
@@ -147,11 +147,16 @@ def _fan_out(rs: RunState) -> bool:
     tasks = rs.tasks
     if len(tasks) < 2 or rs.held or rs.steps + len(tasks) > rs.max_steps:
         return False
+    if rs.pause_before or rs.pause_after:  # the barrier may pause: the general path's job
+        return False
     for node, _ in tasks:
         if not node.inline:
             return False
     view: FlatView | None = None
     results: list[TaskResult] = []
+    keyset = rs.tables.keyset
+    runs = rs.runs
+    trace = rs.trace.append
     for position, (node, arg) in enumerate(tasks):
         step = rs.steps + 1
         if arg is not NO_ARG:
@@ -166,20 +171,37 @@ def _fan_out(rs: RunState) -> bool:
             _failed(node, step, exc)
         if view is not None and not rs.flat and view._owned is not None:  # type: ignore[attr-defined]
             view = None
-        results.append(accept(rs, _new(Call, (position, node, arg, step)), out, 0.0))
-    routing = Routing(rs, results, merge(rs, results, rs.supersteps + 1))
-    view = None
-    for result in results:
-        router = result.node.router
+        if out is None or (type(out) is dict and keyset.issuperset(out)):
+            rs.steps = step  # accepted as the core would: counted and traced
+            runs[node.name] = runs.get(node.name, 0) + 1
+            trace((step, node.name, out, 0.0))
+            results.append(_new(TaskResult, (position, node, out, None)))
+        else:
+            results.append(accept(rs, _new(Call, (position, node, arg, step)), out, 0.0))
+    merge(rs, results, rs.supersteps + 1)
+    _take_all(rs, results)
+    return not rs.held
+
+
+def _take_all(rs: RunState, results: list[TaskResult]) -> None:
+    """Take the routes of a superstep's results in task order and set the next tasks, as
+    :class:`~corral.runtime.routing.Routing` does when no one listens and nothing is saved."""
+    plain: list[Node] = []
+    sends: list[Task] = []
+    view: FlatView | None = None
+    for _, node, _, goto in results:
+        if node.then_nodes is not None:
+            take_then(rs, node.then_nodes, plain)
+            continue
         raw = None
-        if router is not None:
+        if node.router is not None:
             if view is None:
                 view = view_of(rs.values, rs.flat, rs.notes)
-            raw = _route(rs, result.node, router, view)
+            raw = _route(rs, node, node.router, view)
             view = _kept(rs, view)
-        routing.take(result, raw)
-    routing.finish()
-    return not rs.held
+        targets, via = leave_targets(node, goto, raw)
+        take_routes(rs, node, targets, via, plain, sends)
+    rs.tasks = next_tasks(rs, plain, sends)
 
 
 def _failed(node: Node, step: int, exc: Exception) -> NoReturn:
@@ -265,8 +287,14 @@ def _leave_with(
 ) -> tuple[Node | None, FlatView | None]:
     """Note a join's run (or an arrival at one), call the router of ``node`` if it has one,
     then take its routes (the general way); return the next node to run inline, if any."""
-    if node.wait_for or node.joins:
-        note_joins(rs, [_new(TaskResult, (0, node, None, None))])
+    if node.wait_for:  # what note_joins notes of one node run
+        rs.arrived[node.name] = set()
+    for join in node.joins:
+        waited = rs.arrived.get(join)
+        if waited is None:
+            rs.arrived[join] = {node.name}
+        else:
+            waited.add(node.name)
     raw = None
     if node.router is not None:
         if view is None:

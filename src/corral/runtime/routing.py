@@ -37,6 +37,7 @@ __all__ = [
     "router_targets",
     "sends_a_function",
     "take_routes",
+    "take_then",
 ]
 
 
@@ -149,7 +150,7 @@ class Routing:
         # What leave_targets returns for a then= or router way out, without the call.
         if node.then is not None:
             if node.then_nodes is not None and self.rs.emit is None:
-                _take_then(self.rs, node.then_nodes, self.plain)
+                take_then(self.rs, node.then_nodes, self.plain)
                 return
             take_routes(self.rs, node, node.then, "then", self.plain, self.sends)
             return
@@ -231,7 +232,7 @@ def take_routes(
             plain.append(target)
 
 
-def _take_then(rs: RunState, targets: tuple[Node, ...], plain: list[Node]) -> None:
+def take_then(rs: RunState, targets: tuple[Node, ...], plain: list[Node]) -> None:
     """Take unguarded ``then`` routes as :func:`take_routes` does, with no event to emit."""
     for target in targets:
         if target.wait_for:
