@@ -19,6 +19,7 @@ from corral import (
     Resume,
     interrupt,
 )
+from corral.checkpoint.base import Checkpoint
 
 pytestmark = pytest.mark.usefixtures("engine_path")
 """Each test runs three ways: invoke, invoke through the general path, ainvoke."""
@@ -281,3 +282,37 @@ def test_async_interrupt_without_checkpointer_is_a_graph_error() -> None:
     with pytest.raises(GraphError) as caught:
         asyncio.run(g.compile().ainvoke({}))
     assert not isinstance(caught.value, NodeError)
+
+
+class _IdlessSaver(MemorySaver):
+    """A MemorySaver whose stored pauses lost their ``id`` (a meta edited by hand)."""
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        return [_idless(c) for c in super().chain(thread_id, checkpoint_id)]
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        return [_idless(c) for c in super().checkpoints(thread_id)]
+
+
+def _idless(checkpoint: Checkpoint) -> Checkpoint:
+    pauses = [
+        {k: v for k, v in p.items() if k != "id"} for p in checkpoint.meta.get("interrupts", [])
+    ]
+    if pauses:
+        checkpoint.meta["interrupts"] = pauses
+    return checkpoint
+
+
+def test_a_saved_pause_without_an_id_gets_the_id_the_engine_gives_it() -> None:
+    """A pause record with no 'id' is shown and answered by the id the engine would give it."""
+    calls: list[str] = []
+    app = approval_graph(calls).compile(checkpointer=MemorySaver())
+    asked = app.invoke({}, thread_id="t").interrupts[0]
+    idless = approval_graph(calls).compile(checkpointer=_IdlessSaver())
+    paused = idless.invoke({}, thread_id="t")
+    assert [i.id for i in paused.interrupts] == [asked.id]
+    snapshot = idless.get_state("t")
+    assert [(i.id, i.node) for i in snapshot.interrupts] == [(asked.id, "review")]
+    assert [i.id for i in idless.history("t")[0].interrupts] == [asked.id]
+    done = idless.invoke(Resume({asked.id: "yes"}), thread_id="t")
+    assert done.status == "done" and done.state["answer"] == "yes"

@@ -48,6 +48,7 @@ __all__ = [
     "load",
     "pause_json",
     "pause_of",
+    "pauses_of",
     "rebuild",
     "result_json",
     "snapshot_of",
@@ -98,18 +99,11 @@ class ThreadWriter(CheckpointWriter):
         assert self.writes is not None and self.parent_id is not None
         self.writes.put_writes(self.thread_id, self.parent_id, result.position, result_json(result))
 
-    def interrupt_id(self, rs: RunState, task: int, index: int, node: str) -> str:
-        """Return a stable id for an interrupt of this run."""
-        text = f"{self.thread_id}|{self.run}|{rs.supersteps}|{task}|{index}|{node}"
-        return hashlib.sha1(text.encode()).hexdigest()[:12]
-
     def name_pauses(self, rs: RunState, pauses: list[Pause]) -> None:
         """Give every pause of ``pauses`` that has none its stable id."""
         for pause in pauses:
             if pause.id is None:
-                which = pause.index
-                index = which if which is not None else -1 if pause.when == "before" else -2
-                pause.id = self.interrupt_id(rs, pause.task, index, pause.node)
+                pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
 
     def save_superstep(
         self,
@@ -271,10 +265,34 @@ def pause_json(pause: Pause) -> dict[str, Any]:
     return out
 
 
+def interrupt_id(thread_id: str, run: int, supersteps: int, pause: Pause) -> str:
+    """Return the stable id of ``pause``, made in superstep ``supersteps`` of run ``run``."""
+    which = pause.index
+    index = which if which is not None else -1 if pause.when == "before" else -2
+    text = f"{thread_id}|{run}|{supersteps}|{pause.task}|{index}|{pause.node}"
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+def pauses_of(checkpoint: Checkpoint) -> list[Pause]:
+    """Return the pauses a checkpoint records, each with its id.
+
+    The engine names every pause before it saves it; a record without an ``id`` (a meta
+    edited by hand, or written by another tool) gets the id the engine would have given it
+    there, so it can be shown and answered like any other.
+    """
+    meta = checkpoint.meta
+    pauses = [pause_of(item) for item in meta.get("interrupts", [])]
+    for pause in pauses:
+        if pause.id is None:
+            run, supersteps = meta.get("run", 1), meta.get("supersteps", 0)
+            pause.id = interrupt_id(checkpoint.thread_id, run, supersteps, pause)
+    return pauses
+
+
 def pause_of(item: Mapping[str, Any]) -> Pause:
     """Return the pause saved as ``item`` in a checkpoint's ``meta["interrupts"]``."""
     return Pause(
-        int(item["task"]),
+        int(item.get("task", 0)),
         str(item["node"]),
         item.get("value"),
         item.get("when", "during"),
@@ -432,12 +450,9 @@ def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> 
     )
 
 
-def interrupts_of(meta: Mapping[str, Any]) -> tuple[Interrupt, ...]:
-    """Return the pending interrupts recorded in a checkpoint's meta."""
-    return tuple(
-        Interrupt(p["id"], p["node"], p.get("value"), p.get("when", "during"))
-        for p in meta.get("interrupts", [])
-    )
+def interrupts_of(checkpoint: Checkpoint) -> tuple[Interrupt, ...]:
+    """Return the pending interrupts recorded in a checkpoint (see :func:`pauses_of`)."""
+    return tuple(pause.interrupt() for pause in pauses_of(checkpoint))
 
 
 def snapshot_of(
@@ -462,7 +477,7 @@ def snapshot_of(
         checkpoint_id=checkpoint.checkpoint_id,
         parent_id=checkpoint.parent_id,
         status=str(meta.get("status", "running")),
-        interrupts=interrupts_of(meta),
+        interrupts=interrupts_of(checkpoint),
         source=str(meta.get("source", "loop")),
         runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
     )

@@ -201,7 +201,7 @@ def _continue(
     rs.checkpoints = writer
     meta = last.meta
     status = meta.get("status")
-    pending = [persist.pause_of(p) for p in meta.get("interrupts", [])]
+    pending = persist.pauses_of(last)
     if status == "done" and not rs.tasks:
         rs.status = "done"
         if resume is not None:
@@ -351,7 +351,7 @@ def update_state(
     rs.values = apply_writes(state, [(writer_name, update)], tables.reducers, tables.empties)
     rs.flat = is_flat(rs.values)
     meta = base.meta
-    pauses = [persist.pause_of(p) for p in meta.get("interrupts", [])]
+    pauses = persist.pauses_of(base)
     extra: dict[str, Any] = {}
     status = str(meta.get("status", "running"))
     if node is not None:
