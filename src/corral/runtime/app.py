@@ -9,7 +9,7 @@ forks are set up by :mod:`corral.runtime.threads`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
@@ -19,12 +19,8 @@ from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import streams, threads
 from corral.runtime.drivers import run_async, run_sync
-from corral.runtime.events import (
-    Event,
-    Interrupt,
-    StateSnapshot,
-    TraceRecord,
-)
+from corral.runtime.events import Event, StateSnapshot
+from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
 from corral.runtime.subgraphs import ChildGraph, paused_children
@@ -34,77 +30,8 @@ from corral.spec import GraphSpec
 __all__ = ["CompiledGraph", "Run"]
 
 StateT = TypeVar("StateT")
-RunStateT = TypeVar("RunStateT", default=Any)
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
-
-
-class Run(Generic[RunStateT]):
-    """The outcome of ``invoke``: the state reached and how the run got there.
-
-    Generic in the graph's state schema, so ``run.state["k"]`` has the type of key ``k``.
-    The state is a plain ``dict`` at run time: a key that neither the input nor a node wrote
-    (and that has no reducer) is absent, whatever the schema says.
-    """
-
-    __slots__ = (
-        "_raw_trace",
-        "_trace",
-        "checkpoint_id",
-        "guards",
-        "interrupts",
-        "state",
-        "status",
-        "steps",
-        "supersteps",
-        "thread_id",
-    )
-
-    def __init__(
-        self,
-        state: RunStateT,
-        *,
-        steps: int = 0,
-        supersteps: int = 0,
-        status: str = "done",
-        interrupts: Sequence[Interrupt] = (),
-        guards: Mapping[tuple[str, str], int] | None = None,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        trace: Sequence[tuple[int, str, Mapping[str, Any] | None, float]] = (),
-    ) -> None:
-        self.state = state
-        """The state at the end of the run (or at the pause)."""
-        self.steps = steps
-        """Node runs in this run, across resumes."""
-        self.supersteps = supersteps
-        self.status = status
-        """``"done"`` or ``"interrupted"``."""
-        self.interrupts: list[Interrupt] = list(interrupts)
-        """The pauses waiting for an answer (``id``, ``node``, ``value``)."""
-        self.guards: dict[tuple[str, str], int] = dict(guards or {})
-        """How often each guarded route was taken, keyed ``(source, target)``."""
-        self.thread_id = thread_id
-        self.checkpoint_id = checkpoint_id
-        """The last checkpoint written, when the graph has a checkpointer."""
-        self._raw_trace = trace
-        self._trace: list[TraceRecord] | None = None
-
-    @property
-    def trace(self) -> list[TraceRecord]:
-        """Return the records of the last 100 node runs of this call (step, node, update, seconds).
-
-        ``seconds`` is measured only when someone receives the run's events; else ``0.0``.
-        """
-        if self._trace is None:
-            self._trace = [TraceRecord(*item) for item in self._raw_trace]
-        return self._trace
-
-    def __repr__(self) -> str:
-        return (
-            f"Run(status={self.status!r}, steps={self.steps}, supersteps={self.supersteps}, "
-            f"thread_id={self.thread_id!r}, state={self.state!r})"
-        )
 
 
 class CompiledGraph(Generic[StateT, InputT]):
@@ -212,7 +139,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
         for _ in self._sync(rs):
             pass
-        return _run_of(rs)
+        return run_of(rs)
 
     async def ainvoke(
         self,
@@ -228,7 +155,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
         async for _ in self._async(rs):
             pass
-        return _run_of(rs)
+        return run_of(rs)
 
     @overload
     def stream(
@@ -476,20 +403,6 @@ def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
             yield item
     finally:
         loop.close()
-
-
-def _run_of(rs: RunState) -> Run[Any]:
-    return Run(
-        rs.values,
-        steps=rs.steps,
-        supersteps=rs.supersteps,
-        status=rs.status,
-        interrupts=rs.interrupts,
-        guards=rs.guards,
-        thread_id=rs.thread_id,
-        checkpoint_id=rs.checkpoint_id,
-        trace=rs.trace,
-    )
 
 
 def _refuse_running_loop(what: str) -> None:
