@@ -80,65 +80,76 @@ def _run_ones(rs: RunState) -> None:
     # the new state; when the next merge finds that nobody but this loop holds it (its
     # reference count is what it was when it was made), the update is written into it in
     # place: no reader kept it, so no reader can see it change.
-    view: FlatView | None = None
+    node = _inline_task(rs.tasks)
+    view = view_of(rs.values, rs.flat, rs.notes) if node is not None else None
     alone = 0  # the reference count of ``view`` while only this loop and ``rs.values`` hold it
     flat = rs.flat and unlogged  # whether a dict of plain replacements keeps the state flat
-    node = _inline_task(rs.tasks)
-    while node is not None:
-        step = rs.steps + 1
-        if step > max_steps:
-            return
-        if view is None:
-            view = view_of(rs.values, rs.flat, rs.notes)
-        try:
-            out = node.func(view)
-        except Exception as exc:
-            _failed(node, step, exc)
-        # A dict of plain replacements by immutable values keeps the state flat. (The loop
-        # checks a small update faster than C-level set operations over map(type, ...).)
-        plain = flat and type(out) is dict
-        if plain:
-            for key in out:
-                if key not in last_write or type(out[key]) not in _IMMUTABLE:
-                    plain = False
-                    break
-        if not plain:
-            node, view = _step(rs, node, step, out, view)
-            flat = rs.flat and unlogged
-            continue
-        # Accepted and merged as the core would: a run of plain replacements. The state
-        # stays flat, so ``view`` (the merged state) is what the router and next node read.
-        rs.steps = step
-        name = node.name
-        runs[name] = runs.get(name, 0) + 1
-        trace((step, name, out, 0.0))
-        if view is rs.values and _refcount(view) == alone:
-            _dict_update(view, out)
-        else:
-            view = rs.values = _replaced(rs.values, out)
-            alone = _refcount(view)
-        rs.supersteps += 1
-        router = node.inline_router
-        if router is None:
-            node, view = _leave_with(rs, node, None, view)
-            continue
-        try:
-            raw = router.func(view)
-        except Exception as exc:
-            raise router_error(router.name, node.name, step, exc) from exc
-        route = node.alone.get(raw) if type(raw) is str else None
-        if route is None:
-            node = _inline_task(_leave(rs, node, None, raw))
-            continue
-        following, key, most, after = route
-        if key is not None:
-            count = guards[key]
-            if count >= most:
+    # Plain runs count their steps and supersteps here; ``rs`` gets them (``ran`` of each)
+    # before any helper reads it, and when the loop ends.
+    steps = rs.steps
+    ran = 0
+    try:
+        while node is not None:
+            step = steps + 1
+            if step > max_steps:
+                return
+            try:
+                out = node.func(view)
+            except Exception as exc:
+                _failed(node, step, exc)
+            # A dict of plain replacements by immutable values keeps the state flat. (The
+            # loop checks a small update faster than C-level set operations.)
+            plain = flat and type(out) is dict
+            if plain:
+                for key in out:
+                    if key not in last_write or type(out[key]) not in _IMMUTABLE:
+                        plain = False
+                        break
+            if not plain:
+                rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
+                node, view = _step(rs, node, step, out, view)  # type: ignore[arg-type]
+                steps = rs.steps
+                flat = rs.flat and unlogged
+                continue
+            # Accepted and merged as the core would: a run of plain replacements. The state
+            # stays flat, so ``view`` (the merged state) is what the router and next node read.
+            steps = step
+            ran += 1
+            name = node.name
+            runs[name] = runs.get(name, 0) + 1
+            trace((step, name, out, 0.0))
+            if view is rs.values and _refcount(view) == alone:
+                _dict_update(view, out)
+            else:
+                view = rs.values = _replaced(rs.values, out)
+                alone = _refcount(view)
+            router = node.inline_router
+            if router is None:
+                rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
+                node, view = _leave_with(rs, node, None, view)
+                continue
+            try:
+                raw = router.func(view)
+            except Exception as exc:
+                raise router_error(router.name, node.name, step, exc) from exc
+            route = node.alone.get(raw) if type(raw) is str else None
+            if route is None:
+                rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
                 node = _inline_task(_leave(rs, node, None, raw))
                 continue
-            guards[key] = count + 1
-        rs.tasks = following
-        node = after
+            following, key, most, after = route
+            if key is not None:
+                count = guards[key]
+                if count >= most:  # used up: the core takes its otherwise (or raises)
+                    rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
+                    node = _inline_task(_leave(rs, node, None, raw))
+                    continue
+                guards[key] = count + 1
+            rs.tasks = following
+            node = after
+    finally:
+        if ran:
+            rs.steps, rs.supersteps = steps, rs.supersteps + ran
 
 
 def _fan_out(rs: RunState) -> bool:
@@ -301,7 +312,10 @@ def _leave_with(
             view = view_of(rs.values, rs.flat, rs.notes)
         raw = _route(rs, node, node.router, view)
         view = _kept(rs, view)
-    return _inline_task(_leave(rs, node, goto, raw)), view
+    following = _inline_task(_leave(rs, node, goto, raw))
+    if following is not None and view is None:
+        view = view_of(rs.values, rs.flat, rs.notes)  # the next node's (and router's) view
+    return following, view
 
 
 def _merge(
