@@ -38,7 +38,7 @@ from corral.runtime.routing import leave_targets, next_tasks, take_routes, take_
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
 from corral.runtime.superstep import accept, merge, node_error, router_error
-from corral.runtime.tables import NO_ARG, Node, Router, Task
+from corral.runtime.tables import NO_ARG, AloneRoute, Node, Router, Task
 
 __all__ = ["run_inline"]
 
@@ -227,27 +227,49 @@ def _step(
 ) -> tuple[Node | None, FlatView | None]:
     """Accept, merge and route a node run whose outcome is not plain replacements (the
     state is not flat, ``None``, a ``Command``, ...); return the next node to run inline
-    and the view the next reader may share."""
+    and the view it reads (``None`` with no next node)."""
     goto: Targets | None = None
     kept: FlatView | None
-    if out is None:
-        _count(rs, node, step, None)
-        kept = _kept(rs, view)
-    elif type(out) is dict and rs.tables.keyset.issuperset(out):
-        _count(rs, node, step, out)
+    if out is None or (type(out) is dict and rs.tables.keyset.issuperset(out)):
+        rs.steps = step  # accepted as the core would: counted and traced
+        name = node.name
+        rs.runs[name] = rs.runs.get(name, 0) + 1
+        rs.trace.append((step, name, out, 0.0))
         kept = _merge(rs, node, out, view)
     else:
         goto, kept = _accept(rs, node, step, out, view)
     rs.supersteps += 1
-    return _leave_with(rs, node, goto, kept)
+    router = node.inline_router
+    if router is None:
+        return _leave_with(rs, node, goto, kept)
+    if kept is None:
+        kept = view_of(rs.values, rs.flat, rs.notes)
+    try:
+        raw = router.func(kept)
+    except Exception as exc:
+        raise router_error(router.name, node.name, step, exc) from exc
+    if not rs.flat and kept._owned is not None:  # type: ignore[attr-defined]
+        kept = None
+    route = node.alone.get(raw) if type(raw) is str else None
+    if route is not None and _count_alone(rs, route):
+        following = route.node
+    else:
+        following = _inline_task(_leave(rs, node, None, raw))
+    if following is not None and kept is None:
+        kept = view_of(rs.values, rs.flat, rs.notes)
+    return following, kept
 
 
-def _count(rs: RunState, node: Node, step: int, update: dict[str, Any] | None) -> None:
-    """Count and trace a node run, as the core's ``accept`` does for a valid outcome."""
-    rs.steps = step
-    name = node.name
-    rs.runs[name] = rs.runs.get(name, 0) + 1
-    rs.trace.append((step, name, update, 0.0))
+def _count_alone(rs: RunState, route: AloneRoute) -> bool:
+    """Take ``route`` if its guard is not used up (counting it); return whether it was."""
+    key = route.guard
+    if key is not None:
+        count = rs.guards[key]
+        if count >= route.max:
+            return False
+        rs.guards[key] = count + 1
+    rs.tasks = route.tasks
+    return True
 
 
 def _inline_task(tasks: Sequence[Task]) -> Node | None:
