@@ -88,23 +88,26 @@ def _run_ones(rs: RunState) -> None:
     # before any helper reads it, and when the loop ends.
     steps = rs.steps
     ran = 0
+    last = None  # the node whose parts below were read (a loop runs one node many times)
     try:
         while node is not None:
+            if node is not last:
+                last = node
+                func, name, router, routes = node.func, node.name, node.inline_router, node.alone
             step = steps + 1
             if step > max_steps:
                 return
             try:
-                out = node.func(view)
+                out = func(view)
             except Exception as exc:
                 _failed(node, step, exc)
             # A dict of plain replacements by immutable values keeps the state flat. (The
             # loop checks a small update faster than C-level set operations.)
             plain = flat and type(out) is dict
-            if plain:
-                for key in out:
-                    if key not in last_write or type(out[key]) not in _IMMUTABLE:
-                        plain = False
-                        break
+            for key in out if plain else ():
+                if key not in last_write or type(out[key]) not in _IMMUTABLE:
+                    plain = False
+                    break
             if not plain:
                 rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
                 node, view = _step(rs, node, step, out, view)  # type: ignore[arg-type]
@@ -115,7 +118,6 @@ def _run_ones(rs: RunState) -> None:
             # stays flat, so ``view`` (the merged state) is what the router and next node read.
             steps = step
             ran += 1
-            name = node.name
             runs[name] = runs.get(name, 0) + 1
             trace((step, name, out, 0.0))
             if view is rs.values and _refcount(view) == alone:
@@ -123,7 +125,6 @@ def _run_ones(rs: RunState) -> None:
             else:
                 view = rs.values = _replaced(rs.values, out)
                 alone = _refcount(view)
-            router = node.inline_router
             if router is None:
                 rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
                 node, view = _leave_with(rs, node, None, view)
@@ -131,8 +132,8 @@ def _run_ones(rs: RunState) -> None:
             try:
                 raw = router.func(view)
             except Exception as exc:
-                raise router_error(router.name, node.name, step, exc) from exc
-            route = node.alone.get(raw) if type(raw) is str else None
+                raise router_error(router.name, name, step, exc) from exc
+            route = routes.get(raw) if type(raw) is str else None
             if route is None:
                 rs.steps, rs.supersteps, ran = steps, rs.supersteps + ran, 0
                 node = _inline_task(_leave(rs, node, None, raw))
