@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from corral.errors import InterruptWithoutCheckpointerError
-from corral.runtime.routing import leave_targets, next_tasks, take_routes, take_then
+from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
 from corral.runtime.superstep import accept, merge, node_error, router_error
@@ -201,9 +201,16 @@ def _take_all(rs: RunState, results: list[TaskResult]) -> None:
     plain: list[Node] = []
     sends: list[Task] = []
     view: FlatView | None = None
+    held = rs.held
     for _, node, _, goto in results:
-        if node.then_nodes is not None:
-            take_then(rs, node.then_nodes, plain)
+        then_nodes = node.then_nodes
+        if then_nodes is not None:  # unguarded then= routes, taken as routing.take_then does
+            for target in then_nodes:
+                if target.wait_for:
+                    if target.name not in held:
+                        held.append(target.name)
+                elif target not in plain:
+                    plain.append(target)
             continue
         raw = None
         if node.router is not None:
@@ -242,6 +249,9 @@ def _step(
     rs.supersteps += 1
     router = node.inline_router
     if router is None:
+        if node.then_tasks is not None and not (rs.held or node.wait_for or node.joins):
+            rs.tasks = node.then_tasks  # what _leave_with does for fixed then= targets
+            return _next_with(rs, _inline_task(node.then_tasks), kept)
         return _leave_with(rs, node, goto, kept)
     if kept is None:
         kept = view_of(rs.values, rs.flat, rs.notes)
@@ -335,9 +345,15 @@ def _leave_with(
             view = view_of(rs.values, rs.flat, rs.notes)
         raw = _route(rs, node, node.router, view)
         view = _kept(rs, view)
-    following = _inline_task(_leave(rs, node, goto, raw))
+    return _next_with(rs, _inline_task(_leave(rs, node, goto, raw)), view)
+
+
+def _next_with(
+    rs: RunState, following: Node | None, view: FlatView | None
+) -> tuple[Node | None, FlatView | None]:
+    """Return the next node to run inline and its view (a new one if ``view`` is None)."""
     if following is not None and view is None:
-        view = view_of(rs.values, rs.flat, rs.notes)  # the next node's (and router's) view
+        view = view_of(rs.values, rs.flat, rs.notes)
     return following, view
 
 
