@@ -251,7 +251,7 @@ def _step(
     if router is None:
         if node.then_tasks is not None and not (rs.held or node.wait_for or node.joins):
             rs.tasks = node.then_tasks  # what _leave_with does for fixed then= targets
-            return _next_with(rs, _inline_task(node.then_tasks), kept)
+            return _next_with(rs, node.then_tasks, kept)
         return _leave_with(rs, node, goto, kept)
     if kept is None:
         kept = view_of(rs.values, rs.flat, rs.notes)
@@ -344,25 +344,29 @@ def _leave_with(
         if view is None:
             view = view_of(rs.values, rs.flat, rs.notes)
         raw = _route(rs, node, node.router, view)
-        view = _kept(rs, view)
-    return _next_with(rs, _inline_task(_leave(rs, node, goto, raw)), view)
+        view = view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
+    return _next_with(rs, _leave(rs, node, goto, raw), view)
 
 
 def _next_with(
-    rs: RunState, following: Node | None, view: FlatView | None
+    rs: RunState, tasks: Sequence[Task], view: FlatView | None
 ) -> tuple[Node | None, FlatView | None]:
-    """Return the next node to run inline and its view (a new one if ``view`` is None)."""
-    if following is not None and view is None:
-        view = view_of(rs.values, rs.flat, rs.notes)
-    return following, view
+    """Return the node of ``tasks`` if the inline path may run it next (one task, no
+    ``Send`` argument, :attr:`Node.inline`), and its view (a new one if ``view`` is None)."""
+    if len(tasks) != 1:
+        return None, None
+    node, arg = tasks[0]
+    if arg is not NO_ARG or not node.inline:
+        return None, None
+    return node, view if view is not None else view_of(rs.values, rs.flat, rs.notes)
 
 
 def _merge(
     rs: RunState, node: Node, update: dict[str, Any] | None, view: FlatView
 ) -> FlatView | None:
     """Merge ``update``; return the view the next reader may share (``None``: a new one)."""
-    if not update:
-        return _kept(rs, view)
+    if not update:  # nothing changed: the view stays if nothing mutable was read from it
+        return view if rs.flat or view._owned is None else None  # type: ignore[attr-defined]
     if rs.log is not None:
         rs.log.append((node.name, update))
     tables = rs.tables
