@@ -17,7 +17,7 @@ point where a caller may look. **Every node run goes through one call site per d
 :func:`call_node_sync` and :func:`call_node_async`. That is where a retry loop wraps the
 call, where an async timeout wraps the await, and where per-attempt events can be emitted.
 A run with no event receiver and no checkpointer takes the inline path
-(:mod:`corral.runtime.inline`) for its one-node supersteps first.
+(:mod:`corral.runtime.inline`) for the supersteps whose nodes need no set-up first.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
     inline = rs.emit is None and rs.checkpoints is None
     while running(rs):
-        if inline and len(rs.tasks) == 1 and rs.tasks[0].node.inline:
+        if inline and rs.tasks and rs.tasks[0].node.inline:
             run_inline(rs)
             if not rs.tasks:  # the inline path leaves no reroute and never pauses
                 break

@@ -1,24 +1,28 @@
-"""The inline path: one-node supersteps of a run that nobody watches, without the planning.
+"""The inline path: supersteps of a run that nobody watches, without the planning.
 
 A loop (one node at a time, a router back to it) is the most common shape of an agent, and a
 run with no event receiver and no checkpointer has nothing to report between its supersteps.
-For such a run :func:`run_inline` takes the supersteps that have one task, a node that may
-run inline (:attr:`Node.inline`: no ``max_runs``, ``ctx``, retry or subgraph) and no ``Send``
-argument, and does for each exactly what the general path does, with less bookkeeping:
+For such a run :func:`run_inline` takes the supersteps whose tasks all run nodes that may run
+inline (:attr:`Node.inline`: no ``max_runs``, ``ctx``, retry or subgraph) and does for each
+exactly what the general path does, with less bookkeeping:
 
-- the step cap is checked before the run (the general path raises it: ``run_inline`` returns
-  instead, and the driver's :class:`~corral.runtime.superstep.Superstep` raises);
-- the return value is accepted by the core's :func:`~corral.runtime.superstep.accept` unless
-  it is a dict of known keys (then it is counted and traced here);
-- the update is merged by ``apply_writes`` unless every key it writes has no reducer and
-  every value is immutable (then a dict copy with the update is the merge). On a flat state
-  (every value immutable) the merged state is itself the read-only view the next reader
-  gets, and when its reference count shows that no node or router kept it, the next such
-  update is written into it in place: nobody who could see the change holds it;
+- the step cap is checked before the superstep (the general path raises it: ``run_inline``
+  returns instead, and the driver's :class:`~corral.runtime.superstep.Superstep` raises);
+- a return value that is a dict of known keys (or ``None``) is counted and traced here, any
+  other by the core's :func:`~corral.runtime.superstep.accept`;
+- a one-node superstep's update is merged by ``apply_writes`` unless every key it writes has
+  no reducer and every value is immutable (then a dict copy with the update is the merge).
+  On a flat state (every value immutable) the merged state is itself the read-only view the
+  next reader gets, and when its reference count shows that no node or router kept it, the
+  next such update is written into it in place: nobody who could see the change holds it;
 - a route that leads to one plain task on its own (:attr:`Node.alone`, guard not used up) is
-  taken here, and so are fixed ``then=`` targets with no guard and no join
-  (:attr:`Node.then_tasks`); any other route is taken by the core's ``take_routes`` /
-  ``next_tasks``.
+  taken here, and so are fixed ``then=`` targets with no guard (:attr:`Node.then_tasks`,
+  :attr:`Node.then_nodes`); any other route is taken by the core's ``take_routes`` /
+  ``next_tasks``;
+- a superstep of several tasks (a fan-out, ``Send`` arguments included) calls them in task
+  order on one view they share until one reads a mutable value from it, and merges at the
+  barrier with the core's :func:`~corral.runtime.superstep.merge`; one whose barrier may
+  pause (``interrupt_before``/``after``) or that follows a held join is left to the driver.
 
 Invariant: when ``run_inline`` returns (or raises), ``RunState`` is what the general path
 would have made of the same supersteps, so the driver's loop goes on from there; the
