@@ -42,7 +42,7 @@ from corral.control import Resume
 from corral.errors import CorralError, NodeError, StepLimitError
 from corral.reducers import add_messages, append, merge, union
 from corral.runtime import persist
-from corral.runtime.child_steps import Relay
+from corral.runtime.child_steps import Relay, StepPool
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
@@ -237,7 +237,14 @@ class ChildGraph:
     ) -> dict[str, Any] | None:
         """Return the child's final values of the keys ``writes`` write, when merging
         ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
-        if not entry.whole or self.sub.input is not None or self.sub.output is not None:
+        if not entry.whole:
+            return None
+        return self._final_of(writes, rs)
+
+    def _final_of(
+        self, writes: list[tuple[str, dict[str, Any]]], rs: RunState
+    ) -> dict[str, Any] | None:
+        if self.sub.input is not None or self.sub.output is not None:
             return None
         same, values = self.same_merge, rs.values
         final: dict[str, Any] = {}
@@ -338,13 +345,53 @@ class ChildGraph:
         trace = relay.trace(rs) if rs is not None else []
         return ChildOutcome(self.writes(raw, final), steps, (), trace)
 
-    def run_sync(self, entry: Entry) -> ChildOutcome:
-        """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
-        rs: RunState | None = None
+    def run_inline(self, parent: RunState) -> ChildOutcome:
+        """Run a fresh entry for the parent's inline path (one task, no events, no
+        checkpointer) without its relay, when the child's run takes the inline path too."""
+        steps = parent.steps
+        rs = self._fresh(parent.values, parent.deps)
+        rs.max_steps = min(rs.max_steps, parent.max_steps - steps)
         try:
-            rs, fresh = self.begin(entry)
+            _drivers().run_inline(rs)
+        except CorralError as exc:
+            entry = self.entry(parent)
+            entry.relay.attach(rs)
+            raise self.lift(exc, entry, rs) from exc.__cause__
+        if rs.tasks or rs.held or rs.status != "running":  # the rest runs the general way
+            entry = self.entry(parent)
+            entry.relay.attach(rs)  # counts the runs taken so far
+            return self.run_sync(entry, rs)
+        rs.status = "done"
+        writes = self.writes(rs.log or [], rs.values)
+        paths = self.paths
+        path = self.path
+        trace = [
+            (steps + item[0], paths.get(item[1]) or path(item[1]), *item[2:]) for item in rs.trace
+        ]
+        return ChildOutcome(writes, rs.steps, (), trace, self._final_of(writes, rs))
+
+    def entry(self, parent: RunState) -> Entry:
+        """Return the entry of a subgraph task of the parent's inline path."""
+        steps = parent.steps
+        pool = StepPool(parent.supersteps + 1, parent.max_steps, steps)
+        relay = Relay(self, pool, steps, None, shared=False)
+        return Entry(parent.values, None, [], relay, parent.deps, True)
+
+    def run_sync(self, entry: Entry, started: RunState | None = None) -> ChildOutcome:
+        """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
+        rs: RunState | None = started
+        fresh = True
+        try:
+            if rs is None:
+                rs, fresh = self.begin(entry)
             if rs is not None:
-                for _ in _drivers().run_sync(rs):
+                drivers = _drivers()
+                if rs.emit is None and rs.checkpoints is None:
+                    drivers.run_inline(rs)  # what the driver does first, without a generator
+                    if not rs.tasks and rs.status == "running" and not rs.held:
+                        rs.status = "done"
+                        return self.outcome(rs, fresh, entry)
+                for _ in drivers.run_sync(rs):
                     pass
         except CorralError as exc:
             raise self.lift(exc, entry, rs) from exc.__cause__

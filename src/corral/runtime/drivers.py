@@ -161,7 +161,8 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
     inline = rs.emit is None and rs.checkpoints is None
     while running(rs):
-        if inline and rs.tasks and rs.tasks[0].node.inline:
+        first = rs.tasks[0].node if inline and rs.tasks else None
+        if first is not None and (first.inline or first.child is not None):
             run_inline(rs)
             if not rs.tasks:  # the inline path leaves no reroute and never pauses
                 break

@@ -4,7 +4,9 @@ A loop (one node at a time, a router back to it) is the most common shape of an 
 run with no event receiver and no checkpointer has nothing to report between its supersteps.
 For such a run :func:`run_inline` takes the supersteps whose tasks all run nodes that may run
 inline (:attr:`Node.inline`: no ``max_runs``, ``ctx``, retry or subgraph) and does for each
-exactly what the general path does, with less bookkeeping:
+exactly what the general path does, with less bookkeeping (a lone subgraph entry too: its
+child runs, its writes merge and its routes are taken here, see
+:func:`~corral.runtime.subgraphs.enter_inline`):
 
 - the step cap is checked before the superstep (the general path raises it: ``run_inline``
   returns instead, and the driver's :class:`~corral.runtime.superstep.Superstep` raises);
@@ -37,10 +39,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from corral.errors import InterruptWithoutCheckpointerError
+from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
+from corral.runtime.subgraphs import enter_inline, take_entry
 from corral.runtime.superstep import accept, merge, node_error, router_error
 from corral.runtime.tables import NO_ARG, AloneRoute, Node, Router, Task
 
@@ -66,7 +69,7 @@ def run_inline(rs: RunState) -> None:
 def _run(rs: RunState) -> None:
     while True:
         _run_ones(rs)
-        if not _fan_out(rs):
+        if not (_fan_out(rs) or _enter(rs)):
             return
 
 
@@ -197,6 +200,27 @@ def _fan_out(rs: RunState) -> bool:
     merge(rs, results, rs.supersteps + 1)
     _take_all(rs, results)
     return not rs.held
+
+
+def _enter(rs: RunState) -> bool:
+    """Run a superstep whose one task is a subgraph entry as the general path would;
+    return ``False`` (and run nothing) when it is not one the inline path may run."""
+    tasks = rs.tasks
+    if len(tasks) != 1 or rs.held or rs.steps >= rs.max_steps:
+        return False
+    node, arg = tasks[0]
+    if node.child is None or arg is not NO_ARG or node.max_runs or node.retry:
+        return False
+    try:
+        out = enter_inline(rs, node)
+    except CorralError:
+        raise  # the child said what failed, by path
+    except Exception as exc:  # input= failed
+        _failed(node, rs.steps + 1, exc)
+    take_entry(rs, node, out)
+    rs.supersteps += 1
+    _leave_with(rs, node, None, None)
+    return True
 
 
 def _take_all(rs: RunState, results: list[TaskResult]) -> None:

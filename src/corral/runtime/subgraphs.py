@@ -22,10 +22,12 @@ from corral.runtime.child_steps import Relay, StepPool
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
+from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.tables import NO_ARG, Node, Tables
 
 if TYPE_CHECKING:
     from corral.checkpoint.base import Checkpointer
+
 
 __all__ = [
     "ChildGraph",
@@ -35,12 +37,14 @@ __all__ = [
     "accept_child",
     "answer_for",
     "child_thread",
+    "enter_inline",
     "expand",
     "kept",
     "merged_by_child",
     "paused_children",
     "run_child_async",
     "run_child_sync",
+    "take_entry",
 ]
 
 
@@ -122,6 +126,39 @@ def run_child_sync(
     pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, call.position))
     relay = Relay(child, pool, rs.steps, rs.emit, shared=False, entry=call.step)
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
+
+
+def enter_inline(rs: RunState, node: Node) -> ChildOutcome:
+    """Run a subgraph entry for the inline path (one task, no events, no checkpointer).
+
+    The inline path accepts the outcome through the core's ``accept`` (which counts it) and
+    merges its writes with :func:`merge_entry`.
+    """
+    child: ChildGraph = node.child
+    return child.run_inline(rs)
+
+
+def take_entry(rs: RunState, node: Node, out: ChildOutcome) -> None:
+    """Count a lone subgraph entry of the inline path and merge its writes, as the core's
+    ``accept`` and ``close`` would."""
+    name = node.name
+    rs.steps += out.steps
+    rs.runs[name] = rs.runs.get(name, 0) + 1
+    rs.trace.extend(out.trace)
+    pairs = out.writes
+    if rs.log is not None:
+        rs.log.extend(pairs)
+    if not pairs:
+        return
+    if out.final is not None:
+        merged = dict(rs.values)
+        merged.update(out.final)
+        rs.values = merged
+    else:
+        tables = rs.tables
+        rs.values = apply_writes(rs.values, pairs, tables.reducers, tables.empties,
+                                 superstep=rs.supersteps + 1, notes=rs.notes)  # fmt: skip
+    rs.flat = is_flat(rs.values)
 
 
 async def run_child_async(
