@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from corral import END, End, Graph, Guard, Send, StepLimitError
+from corral import END, End, Graph, Guard, MemorySaver, Resume, Send, StepLimitError, interrupt
 from corral.runtime.events import Event, NodeEnd, NodeStart, SuperstepEnd
 
 
@@ -140,3 +140,94 @@ def test_one_send_to_a_subgraph_merges_into_the_parents_state() -> None:
 
     g.subgraph("note", child, then=END)
     assert g.compile().invoke({"topic": "t"}).state["notes"] == ["begin", "x (0 before)"]
+
+
+# --------------------------------------------------------------------------- pauses and ties
+
+
+class Team(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def paused_team(*, ask: bool = True) -> Graph[Team]:
+    """``plain`` and the subgraph ``sub`` (two runs, then a pause when ``ask``) share the
+    first superstep; ``after`` follows both."""
+    child = Graph(Team, name="sub")
+
+    @child.node(start=True, then="y")
+    def x(state: Team) -> dict[str, Any]:
+        return {"log": ["x"]}
+
+    @child.node(then="z")
+    def y(state: Team) -> dict[str, Any]:
+        return {"log": ["y"]}
+
+    @child.node(then=END)
+    def z(state: Team) -> dict[str, Any]:
+        answer = interrupt("ok?") if ask else "auto"
+        return {"log": [f"z {answer}"]}
+
+    g = Graph(Team, max_steps=20)
+    g.subgraph("sub", child, start=True, then="after")
+
+    @g.node(start=True, then="after")
+    def plain(state: Team) -> dict[str, Any]:
+        return {"log": ["p"]}
+
+    @g.node(then=END)
+    def after(state: Team) -> dict[str, Any]:
+        return {"log": ["a"]}
+
+    return g
+
+
+def _run(app: Any, arg: Any, asynchronous: bool, seen: list[Event]) -> Any:
+    options = {"thread_id": "T", "on_event": seen.append}
+    if asynchronous:
+        return asyncio.run(app.ainvoke(arg, **options))
+    return app.invoke(arg, **options)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_subgraph_and_a_plain_node_in_one_superstep_get_distinct_numbers(
+    asynchronous: bool,
+) -> None:
+    """The plain task takes the superstep's first number, the child's runs the next ones,
+    in both drivers, in the trace and in the events."""
+    seen: list[Event] = []
+    app = paused_team(ask=False).compile(checkpointer=MemorySaver())
+    run = _run(app, {}, asynchronous, seen)
+    numbers = {(t.step, t.node) for t in run.trace}
+    assert numbers == {(1, "plain"), (2, "sub/x"), (3, "sub/y"), (4, "sub/z"), (5, "after")}
+    assert run.steps == 5
+    ends = {(e.step, e.node) for e in seen if isinstance(e, NodeEnd)}
+    assert ends == numbers
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_paused_runs_steps_include_the_childs_runs_and_resume_counts_on(
+    asynchronous: bool,
+) -> None:
+    """While the child is paused, run.steps counts its finished runs; after the resume the
+    numbers go on from there, each node run counted once."""
+    seen: list[Event] = []
+    app = paused_team().compile(checkpointer=MemorySaver())
+    run = _run(app, {}, asynchronous, seen)
+    assert run.status == "interrupted" and run.steps == 3  # plain, sub/x, sub/y
+    assert {(t.step, t.node) for t in run.trace} == {(1, "plain"), (2, "sub/x"), (3, "sub/y")}
+    assert app.get_state("T").steps == 3
+    run = _run(app, Resume("yes"), asynchronous, seen)
+    assert run.status == "done" and run.steps == 5
+    assert [(t.step, t.node) for t in run.trace] == [(4, "sub/z"), (5, "after")]
+    assert run.state["log"] == ["x", "y", "z yes", "p", "a"]
+    starts = [e.step for e in seen if isinstance(e, NodeEnd)]
+    assert sorted(starts) == [1, 2, 3, 4, 5]
+
+
+def test_a_pause_and_a_cap_count_the_childs_runs_once() -> None:
+    """The top-level cap sees the child's runs before its pause exactly once after resume."""
+    app = paused_team().compile(checkpointer=MemorySaver(), max_steps=4)
+    assert app.invoke({}, thread_id="T").steps == 3
+    with pytest.raises(StepLimitError) as info:
+        app.invoke(Resume("yes"), thread_id="T")
+    assert info.value.steps == 4 and info.value.node == "after"

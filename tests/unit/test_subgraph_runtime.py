@@ -250,7 +250,8 @@ def test_interrupt_inside_the_child_pauses_the_parent_with_the_path() -> None:
     [pending] = run.interrupts
     assert pending.node == "review/approve" and pending.id.startswith("review/")
     assert pending.value == {"ask": "publish?"}
-    assert run.steps == 1
+    assert run.steps == 2  # begin and review/check: every node run so far, the child's too
+    assert [(t.step, t.node) for t in run.trace] == [(1, "begin"), (2, "review/check")]
     snapshot = app.get_state("T", subgraphs=True)
     assert snapshot.interrupts == (pending,)
     child = snapshot.subgraphs["review"]
@@ -260,6 +261,7 @@ def test_interrupt_inside_the_child_pauses_the_parent_with_the_path() -> None:
     assert run.state["notes"] == ["draft", "checked", "approved: yes"]
     assert effects == ["begin", "check", "approve yes"]
     assert run.steps == 3
+    assert [(t.step, t.node) for t in run.trace] == [(3, "review/approve")]
     assert app.get_state("T", subgraphs=True).subgraphs == {}
 
 

@@ -306,8 +306,18 @@ class ChildGraph:
         rs = threads.start(self.settings, start, thread_id=thread, checkpoint_id=None,
                            max_steps=None, deps=entry.deps, emit=None,
                            buffer=None)  # fmt: skip
-        entry.relay.attach(rs)
+        counted = rs.steps if status == "interrupted" else self._counted(thread)
+        entry.relay.attach(rs, counted)
         return rs
+
+    def _counted(self, thread: str) -> int:
+        """Return the child's runs the parent counted already: those before its last pause
+        (the parent adds a child's runs to its steps when the child pauses)."""
+        assert self.checkpointer is not None
+        for checkpoint in reversed(self.checkpointer.chain(thread)):
+            if checkpoint.meta.get("status") == "interrupted":
+                return int(checkpoint.meta.get("steps", 0))
+        return 0
 
     def outcome(self, rs: RunState | None, fresh: bool, entry: Entry) -> ChildOutcome:
         """Return the parent's view of a finished (or paused) child run.
@@ -322,7 +332,7 @@ class ChildGraph:
                 Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
                 for i in rs.interrupts
             )
-            return ChildOutcome([], rs.steps, pauses, relay.trace(rs))
+            return ChildOutcome([], rs.steps - relay.counted, pauses, relay.trace(rs))
         if fresh:
             assert rs is not None and rs.log is not None
             writes = self.writes(rs.log, rs.values)
@@ -338,10 +348,11 @@ class ChildGraph:
         ]
         if rs is not None:
             final: Mapping[str, Any] = rs.values
-            steps = rs.steps
+            steps = rs.steps - relay.counted
         else:
             final = persist.rebuild(self.tables, self.checkpointer.chain(thread))
             steps = int(chain[-1].meta.get("steps", 0)) if chain else 0
+            steps -= self._counted(thread)
         trace = relay.trace(rs) if rs is not None else []
         return ChildOutcome(self.writes(raw, final), steps, (), trace)
 

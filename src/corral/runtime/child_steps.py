@@ -66,8 +66,18 @@ class Relay:
     """One call of a subgraph task: its child's caps, step numbers and events."""
 
     __slots__ = (
-        "child", "emit", "entry", "numbers", "offset", "own", "pool", "rs", "shared", "started"
-    )  # fmt: skip
+        "child",
+        "counted",
+        "emit",
+        "entry",
+        "numbers",
+        "offset",
+        "own",
+        "pool",
+        "rs",
+        "shared",
+        "started",
+    )
 
     def __init__(
         self,
@@ -94,14 +104,22 @@ class Relay:
         self.rs: RunState | None = None
         self.own = child.max_steps
         self.started = 0
+        self.counted = 0
+        """The child's runs already in the parent's steps (counted when it paused)."""
 
-    def attach(self, rs: RunState) -> None:
-        """Cap ``rs`` (the child's run of this call) and listen to it when needed."""
+    def attach(self, rs: RunState, counted: int = 0) -> None:
+        """Cap ``rs`` (the child's run of this call) and listen to it when needed.
+
+        ``counted`` of a resumed child's runs so far are in the parent's steps already (it
+        counted them when the child paused); the others (runs before a crash) are not.
+        """
         self.rs = rs
         self.own = min(rs.max_steps, self.child.max_steps)
         self.started = rs.steps
+        self.counted = counted
+        self.offset -= counted  # the parent's steps include them: number from before them
         pool = self.pool
-        pool.taken += rs.steps  # a resumed child's runs before its pause, not yet counted
+        pool.taken += rs.steps - counted
         rs.max_steps = min(self.own, rs.steps + pool.left())
         if self.shared:
             pool.members.append(self)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.runtime.child_graph import ChildGraph, ChildOutcome, Entry, child_thread
 from corral.runtime.child_steps import Relay, StepPool
-from corral.runtime.events import Interrupt, StateSnapshot
+from corral.runtime.events import StateSnapshot
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
 from corral.runtime.state import apply_writes, is_flat
@@ -41,6 +41,7 @@ __all__ = [
     "expand",
     "kept",
     "merged_by_child",
+    "number_entries",
     "paused_children",
     "run_child_async",
     "run_child_sync",
@@ -69,9 +70,17 @@ class ChildWrites(dict[str, Any]):
 class ChildPause(_Pause):
     """The pauses inside a subgraph's child, surfaced as pauses of the subgraph task."""
 
-    def __init__(self, interrupts: tuple[Interrupt, ...], index: int) -> None:
-        super().__init__(interrupts[0].value, index)
-        self.interrupts = interrupts
+    def __init__(self, outcome: ChildOutcome, index: int) -> None:
+        super().__init__(outcome.interrupts[0].value, index)
+        self.interrupts = outcome.interrupts
+        self.outcome = outcome
+
+    def count(self, rs: RunState) -> None:
+        """Count the child's node runs of this call in the parent's steps and trace: a
+        paused run's ``run.steps`` includes every node run so far, the child's too (on
+        resume the child counts only its new runs)."""
+        rs.steps += self.outcome.steps
+        rs.trace.extend(self.outcome.trace)
 
     def pauses(self, task: int) -> list[Pause]:
         """Return one pause of task ``task`` per pending interrupt of the child, by path."""
@@ -118,13 +127,29 @@ def _entry(
     return Entry(state, _thread(rs, call), list(answers or ()), relay, rs.deps, whole)
 
 
+def number_entries(calls: list[Call], steps: int) -> None:
+    """Give the subgraph entries among a superstep's ``calls`` their numbers.
+
+    The plain tasks of a superstep take the first step numbers, in task order (the plan
+    gave them those); the node runs inside its subgraph entries take the next ones, in the
+    order they start. An entry's own number (its ``NodeStart``, which opens the entry) is
+    nominal: ``steps`` (the last plain task's number) plus its place among the entries.
+    """
+    place = 0
+    for index, call in enumerate(calls):
+        if call.node.child is not None:
+            place += 1
+            calls[index] = call._replace(step=steps + place)
+
+
 def run_child_sync(
     rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
 ) -> ChildOutcome:
     """Run the child of subgraph task ``call``; raise ``ChildPause`` when it paused."""
     child: ChildGraph = call.node.child
     pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, call.position))
-    relay = Relay(child, pool, rs.steps, rs.emit, shared=False, entry=call.step)
+    # The superstep's plain tasks have the first numbers: the child's runs come after them.
+    relay = Relay(child, pool, pool.taken, rs.emit, shared=False, entry=call.step)
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
 
 
@@ -179,7 +204,7 @@ async def run_child_async(
 
 def _surface(outcome: ChildOutcome, answers: list[Any] | None) -> ChildOutcome:
     if outcome.interrupts:
-        raise ChildPause(outcome.interrupts, len(answers or ()))
+        raise ChildPause(outcome, len(answers or ()))
     return outcome
 
 

@@ -50,6 +50,7 @@ from corral.runtime.subgraphs import (
     expand,
     kept,
     merged_by_child,
+    number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
 
@@ -255,8 +256,11 @@ class Superstep:
                     self.cap_error = error
                     return
                 planned[node.name] = planned.get(node.name, 0) + 1
-            steps += 1
+            if node.child is None:
+                steps += 1
             calls.append(_new(Call, (index, node, arg, steps)))
+        if rs.tables.has_subgraphs:
+            number_entries(calls, steps)
 
     def started(self, call: Call) -> None:
         """Note that ``call`` is about to run."""
@@ -292,6 +296,7 @@ class Superstep:
     def paused(self, call: Call, pause: _Pause) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
         if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
+            pause.count(self.rs)
             self.pauses.extend(pause.pauses(call.position))
             return
         self.pauses.append(
