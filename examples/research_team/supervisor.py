@@ -46,7 +46,7 @@ def supervise(state: TeamState) -> None:
 
 @graph.router("supervise", guards=[Guard("research", max=2, otherwise="write")])
 def delegate(state: TeamState) -> Literal["research", "write"] | End:
-    if state["report"]:
+    if state.get("report"):  # absent until the writer has written (input: just a topic)
         return END
     return "write" if state["notes"] else "research"
 

@@ -8,7 +8,18 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from corral import END, End, Graph, Guard, MemorySaver, Resume, Send, StepLimitError, interrupt
+from corral import (
+    END,
+    End,
+    Graph,
+    Guard,
+    MemorySaver,
+    NodeError,
+    Resume,
+    Send,
+    StepLimitError,
+    interrupt,
+)
 from corral.runtime.events import Event, NodeEnd, NodeStart, SuperstepEnd
 
 
@@ -231,3 +242,41 @@ def test_a_pause_and_a_cap_count_the_childs_runs_once() -> None:
     with pytest.raises(StepLimitError) as info:
         app.invoke(Resume("yes"), thread_id="T")
     assert info.value.steps == 4 and info.value.node == "after"
+
+
+def test_a_child_that_fails_after_its_resume_counts_each_run_once_when_run_again() -> None:
+    """Paused (its first run counted), resumed, failed after one more run, run again: the
+    child's runs before its pause are not counted twice, the one after it once."""
+    failures = ["z"]
+    child = Graph(Team, name="sub")
+
+    @child.node(start=True, then="y")
+    def x(state: Team) -> dict[str, Any]:
+        return {"log": ["x"]}
+
+    @child.node(then="z")
+    def y(state: Team) -> dict[str, Any]:
+        return {"log": [f"y {interrupt('ok?')}"]}
+
+    @child.node(then=END)
+    def z(state: Team) -> dict[str, Any]:
+        if failures:
+            raise ConnectionError(failures.pop())
+        return {"log": ["z"]}
+
+    g = Graph(Team, max_steps=20)
+    g.subgraph("sub", child, start=True, then="after")
+
+    @g.node(then=END)
+    def after(state: Team) -> dict[str, Any]:
+        return {"log": ["a"]}
+
+    app = g.compile(checkpointer=MemorySaver())
+    assert app.invoke({}, thread_id="T").steps == 1
+    with pytest.raises(NodeError) as info:
+        app.invoke(Resume("yes"), thread_id="T")
+    assert info.value.node == "sub/z" and info.value.step == 3
+    run = app.invoke(None, thread_id="T")
+    assert run.status == "done" and run.steps == 4
+    assert [(t.step, t.node) for t in run.trace] == [(3, "sub/z"), (4, "after")]
+    assert run.state["log"] == ["x", "y yes", "z", "a"]
