@@ -24,7 +24,10 @@ work (load average 6-8; one inlined node run ~3.6 us here), three runs each:
   merged without the core's records);
 - MemorySaver: 15.9 -> 3.6 with the input checkpoint dropped and a lone entry's merge taken
   from the child's final values; 3.7-6.4 -> 3.8-4.6 (within noise) after the inline entry,
-  which a checkpointed run does not take.
+  which a checkpointed run does not take; then 4.1-4.7 (228-246 us) -> 2.4-3.8 (179-231 us)
+  when a fresh entry's checkpoint writer became a copy of one made once (making one asks
+  twice whether the store is a protocol's: ~26 us, a copy ~3 us). The child's first
+  checkpoint carries a snapshot of its state (here a list of up to 600 items).
 
 What is left without a checkpointer is the child's own run state (~3 us), its loop and
 handing its writes and trace back (~3 us), and counting and merging them (~1 us).

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import secrets
 from collections.abc import Iterator, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -132,6 +133,7 @@ class ChildGraph:
             sub.graph, checkpointer=checkpointer, interrupt_before=before, interrupt_after=after
         )
         self.checkpointer = checkpointer
+        self._made_writer: persist.ThreadWriter | None = None
         settings = self.app._settings
         self.settings = settings
         self.fresh_settings = settings._replace(checkpointer=None)
@@ -159,6 +161,23 @@ class ChildGraph:
             if k in parent.reducers and parent.reducers[k] is tables.reducers.get(k)
         )
         """The shared keys that merge alike in both graphs (the same reducer, or none)."""
+
+    def _writer(self, thread: str) -> persist.ThreadWriter:
+        """Return the checkpoint writer of a fresh entry's thread: a copy of one made once,
+        so that each entry does not ask again what kind of store the checkpointer is (a
+        protocol check costs more than the rest of the writer)."""
+        made = self._made_writer
+        if made is None:
+            assert self.checkpointer is not None
+            made = self._made_writer = persist.ThreadWriter(
+                self.checkpointer, self.tables, thread, parent_id=None, seq=0,
+                since_snapshot=0, run=1, force_snapshot=True,
+            )  # fmt: skip
+        writer: persist.ThreadWriter = object.__new__(persist.ThreadWriter)
+        writer.__dict__.update(made.__dict__)
+        writer.thread_id = thread
+        writer.token = secrets.token_hex(4)
+        return writer
 
     # ------------------------------------------------------------------ in and out
 
@@ -280,9 +299,7 @@ class ChildGraph:
         if thread is not None:
             assert self.checkpointer is not None
             rs.thread_id = thread
-            rs.checkpoints = persist.ThreadWriter(self.checkpointer, self.tables, thread,
-                                                  parent_id=None, seq=0, since_snapshot=0,
-                                                  run=1, force_snapshot=True)  # fmt: skip
+            rs.checkpoints = self._writer(thread)
             pauses = pauses_before(rs, rs.tasks) if rs.pause_before else []
             if pauses or len(rs.tasks) > 1:  # finished tasks are recorded against one
                 rs.checkpoints.name_pauses(rs, pauses)
