@@ -125,3 +125,38 @@ def check_kept_states() -> None:
     for n, state in kept:
         assert state == {"n": n, "label": f"run {n}" if n else "start"}
     assert last[0] == {"n": 11, "label": "run 11"}
+
+
+class Fan(TypedDict):
+    items: list[str]
+    seen: Annotated[list[str], operator.add]
+
+
+def test_fan_out_siblings_never_see_what_one_of_them_changed_in_its_state() -> None:
+    """Siblings of a fan-out share a read-only view only until one reads a mutable value."""
+    kept: list[Any] = []
+    g = Graph(Fan)
+
+    @g.node(start=True, then=("a", "b", "c"))
+    def plan(state: Fan) -> None:
+        return None
+
+    @g.node(then=END)
+    def a(state: Fan) -> dict[str, object]:
+        kept.append(state)
+        state["items"].append("a")  # its own copy
+        return {"seen": [f"a:{len(state['items'])}"]}
+
+    @g.node(then=END)
+    def b(state: Fan) -> dict[str, object]:
+        state["items"].append("b")
+        return {"seen": [f"b:{len(state['items'])}"]}
+
+    @g.node(then=END)
+    def c(state: Fan) -> dict[str, object]:
+        return {"seen": [f"c:{len(state['items'])}"]}
+
+    run = g.compile().invoke({"items": ["x"]})
+    assert run.state == {"items": ["x"], "seen": ["a:2", "b:2", "c:1"]}
+    assert (run.steps, run.supersteps) == (4, 2)
+    assert kept[0]["items"] == ["x", "a"]  # a's view still holds a's copy, not b's
