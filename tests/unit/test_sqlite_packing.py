@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corral.checkpoint.sqlite as sqlite_package
+from corral.checkpoint.serde import encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 from corral.checkpoint.sqlite.packing import MIN_BLOB, Packer
 
@@ -55,3 +56,51 @@ def test_the_sqlite_package_does_not_import_the_package_root() -> None:
                 assert node.module != "corral", path
             elif isinstance(node, ast.Import):
                 assert all(alias.name != "corral" for alias in node.names), path
+
+
+_META = st.dictionaries(
+    st.text(max_size=8),
+    st.floats()
+    | st.integers()
+    | st.text(max_size=200)
+    | st.lists(st.integers() | st.text(max_size=60) | st.floats(), max_size=6)
+    | st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=60), max_size=4)
+    | st.lists(st.tuples(st.text(max_size=4)), max_size=2),
+    max_size=6,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_META)
+def test_meta_texts_hold_what_the_general_path_holds(meta: dict[str, Any]) -> None:
+    """The meta's fast paths (ints, short strings, finite floats, small plain lists and
+    dicts) write JSON of the same value as the general path (the encoder, then a stored
+    value's reference when it is long); a finite float as ``json.dumps`` writes it."""
+    fast, general = Stored(), Stored()
+    texts = Packer(fast.store, {}, {}, ensure_ascii=False, serializer=None).meta_texts(meta)
+    packer = Packer(general.store, {}, {}, ensure_ascii=False, serializer=None)
+    assert isinstance(texts, dict)
+    assert list(texts) == list(meta)
+    for key, value in meta.items():
+        expected = packer.text(encode(value, where="meta", depth=1))
+        assert fast.resolve(texts[key]) == general.resolve(expected), (key, value)
+        if type(value) is float:
+            assert texts[key] == json.dumps(value)
+
+
+class Stored:
+    """A store of value texts for a Packer, and the JSON of a text with its reference
+    resolved (NaN written as JSON writes it, so equal values compare equal)."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def store(self, text: str) -> int:
+        self.texts.append(text)
+        return len(self.texts)
+
+    def resolve(self, text: str) -> str:
+        tree = json.loads(text)
+        if isinstance(tree, dict) and list(tree) == ["$corral"] and type(tree["$corral"]) is int:
+            tree = json.loads(self.texts[tree["$corral"] - 1])
+        return json.dumps(tree)

@@ -121,12 +121,21 @@ class Packer:
         if type(meta) is not dict or TAG in meta or not _STR.issuperset(map(type, meta)):
             return self.text(encode(meta, serializer=serializer, where="meta"))
         texts: dict[str, str] = {}
+        dumps = self.dumps
         for k, v in meta.items():
-            kind = type(v)  # the runtime's meta is mostly ints and short strings
+            # The runtime's meta is mostly ints, short strings, a time and small lists and
+            # dicts of names and counts: those are encoded here without a call per layer.
+            kind = type(v)
             if kind is int:
                 texts[k] = int.__repr__(v)
             elif kind is str and len(v) < MIN_BLOB:
                 texts[k] = _encode_str(v)
+            elif kind is float and -_INF < v < _INF:  # the encoder's text for a finite float
+                texts[k] = float.__repr__(v)
+            elif (
+                (kind is list or kind is dict) and plain(v, 1) and len(text := dumps(v)) < MIN_BLOB
+            ):
+                texts[k] = text
             else:
                 texts[k] = (
                     _scalar_json(v)
@@ -277,6 +286,7 @@ def _scalar_json(value: Any) -> str | None:
     return None
 
 
+_INF: Final = float("inf")
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _STR: Final = frozenset({str})
 
