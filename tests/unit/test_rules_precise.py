@@ -242,3 +242,80 @@ def test_a_counter_incremented_off_the_cycle_is_no_bound() -> None:
     """Only a node on the cycle counts: setup's increment runs once, so no counter note."""
     [finding] = [d for d in _retry_loop(bump_on_cycle=False).check() if d.code == "CR201"]
     assert "counter" not in finding.message
+
+
+def review_graph(
+    *, source: str = "review", target: str = "fix", guard: str = "fix", waits: str = "b"
+) -> Graph[State]:
+    """plan → (a, b) → join → review ⇄ fix (guarded), with one name of each kind as given."""
+    g = Graph(State)
+
+    @g.node(start=True, then=("a", "b"))
+    def plan(state: State) -> None: ...
+
+    @g.node(then="join")
+    def a(state: State) -> None: ...
+
+    @g.node(then="join")
+    def b(state: State) -> None: ...
+
+    @g.node(wait_for=("a", waits), then="review")
+    def join(state: State) -> None: ...
+
+    @g.node()
+    def review(state: State) -> None: ...
+
+    def after_review(state: State) -> str:
+        return END
+
+    after_review.__annotations__["return"] = Literal[target] | End  # type: ignore[valid-type]
+    g.router(source, guards=[Guard(guard, max=2, otherwise=END)])(after_review)
+
+    @g.node(then="review")
+    def fix(state: State) -> None: ...
+
+    return g
+
+
+@pytest.mark.parametrize(
+    ("names", "unknown"),
+    [
+        ({"source": "reviw"}, ("reviw",)),  # not also CR104 for 'review'
+        ({"source": "zzzzzz"}, ("zzzzzz",)),
+        ({"target": "fxi"}, ("review", "fxi")),  # not also CR202 for Guard('fix')
+        ({"target": "zzzzzz"}, ("review", "zzzzzz")),
+        ({"guard": "fxi"}, ("review", "fxi")),  # not also CR201 for review → fix
+        ({"guard": "zzzzzz"}, ("review", "zzzzzz")),
+        ({"waits": "bb"}, ("join", "bb")),  # not also CR304 for b → join
+        ({"waits": "zzzzzz"}, ("join", "zzzzzz")),
+    ],
+)
+def test_every_kind_of_misspelt_name_is_one_finding(
+    names: dict[str, str], unknown: tuple[str, ...]
+) -> None:
+    """A misspelt router source, route, guard target or wait_for is CR101 and nothing else."""
+    assert [(d.code, d.nodes) for d in review_graph().check()] == []
+    assert [(d.code, d.nodes) for d in review_graph(**names).check()] == [("CR101", unknown)]
+
+
+def test_what_a_misspelt_guard_does_not_excuse_is_still_reported() -> None:
+    """Guard('fxi') is read as Guard('fix'): a cycle it would not cut is still CR201."""
+    g = Graph(State)
+
+    @g.node(start=True, then="review")
+    def draft(state: State) -> None: ...
+
+    @g.node()
+    def review(state: State) -> None: ...
+
+    @g.router("review", guards=[Guard("fxi", max=2, otherwise=END)])
+    def after(state: State) -> Literal["fix", "review"] | End:
+        return END
+
+    @g.node(then="review")
+    def fix(state: State) -> None: ...
+
+    assert [(d.code, d.nodes) for d in g.check()] == [
+        ("CR101", ("review", "fxi")),
+        ("CR201", ("review",)),
+    ]

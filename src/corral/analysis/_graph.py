@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
 from functools import cached_property
 from itertools import combinations
 
@@ -204,10 +204,16 @@ class SpecGraph:
         comp = self._repaired_components if repaired and self.repairs else self._components
         return source in comp and comp.get(source) == comp.get(target)
 
-    def unguarded_components(self) -> list[list[str]]:
-        """Return each set of nodes joined by cycles with no guarded route, sorted."""
+    def unguarded_components(self, guarded: Collection[tuple[str, str]] = ()) -> list[list[str]]:
+        """Return each set of nodes joined by cycles with no guarded route, sorted.
+
+        Routes in ``guarded`` count as guarded too.
+        """
         found: list[list[str]] = []
         sub = self.unguarded
+        if guarded:
+            sub = sub.copy()
+            sub.remove_edges_from(guarded)
         for component in nx.strongly_connected_components(sub):
             if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
                 found.append(self.sort(component))
@@ -218,15 +224,21 @@ class SpecGraph:
         component: list[str],
         cuttable: Callable[[tuple[str, str]], bool],
         score: Callable[[tuple[str, str]], tuple[Hashable, ...]],
+        guarded: Collection[tuple[str, str]] = (),
     ) -> tuple[list[Cut], list[list[str]]]:
         """Return the routes to guard in one unguarded group, and its uncuttable cycles.
 
         See :mod:`corral.analysis._cuts`; each uncuttable cycle is given as its nodes,
-        starting at the one closest to ``START``.
+        starting at the one closest to ``START``. Routes in ``guarded`` count as guarded.
         """
         members = set(component)
         sub = self.unguarded
-        pairs = [(s, t) for s in component for t in sub.successors(s) if t in members]
+        pairs = [
+            (s, t)
+            for s in component
+            for t in sub.successors(s)
+            if t in members and (s, t) not in guarded
+        ]
         cuts, stuck = cut_group(component, pairs, cuttable, score)
         cuts = [cut._replace(cycle=self._from_entry(cut.cycle)) for cut in cuts]
         cycles = []

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from corral.analysis.diagnostic import Severity
-from corral.spec import Edge, GraphSpec, Guard, Location, NodeSpec, RouterSpec
+from corral.spec import END, START, Edge, GraphSpec, Guard, Location, NodeSpec, RouterSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -28,12 +28,14 @@ __all__ = [
     "has_no_way_out",
     "has_unreadable_route",
     "join_words",
+    "meant_names",
     "quote_names",
     "routes_unresolved",
     "route_owner",
     "rule",
     "show_type",
     "site_ignore",
+    "stray_router_owners",
 ]
 
 
@@ -180,6 +182,40 @@ def routes_unresolved(graph: SpecGraph) -> bool:
     if any(r.targets.names is None for r in spec.routers):
         return True
     return any(n.command is not None and n.command.names is None for n in spec.nodes)
+
+
+def meant_names(graph: SpecGraph, names: Iterable[str]) -> list[str] | None:
+    """Return ``names`` with each misspelt one read as the node (or ``END``) it is closest to.
+
+    ``None`` when a name is close to none: it may be meant for any node, so what it would
+    change is not judged until CR101's finding is fixed (one mistake, one finding).
+    """
+    meant: list[str] = []
+    for name in names:
+        if graph.is_node(name) or name == END:
+            meant.append(name)
+            continue
+        match = close_match(name, [*graph.spec.names, END])
+        if match is None:
+            return None
+        meant.append(match)
+    return meant
+
+
+def stray_router_owners(graph: SpecGraph) -> set[str] | None:
+    """Return the nodes the routers registered for a misspelt source are meant for.
+
+    ``None`` when such a source is close to no node name (it may be meant for any node).
+    """
+    owners: set[str] = set()
+    for router in graph.spec.routers:
+        if graph.is_node(router.source) or router.source == START:
+            continue
+        match = close_match(router.source, graph.spec.names)
+        if match is None:
+            return None
+        owners.add(match)
+    return owners
 
 
 def excused_nodes(graph: SpecGraph) -> set[str]:

@@ -9,7 +9,9 @@ from corral.analysis.bound import bound_of
 from corral.analysis.rules._base import (
     Finding,
     GuardSite,
+    close_match,
     guard_sites,
+    meant_names,
     quote_names,
     route_owner,
     routes_unresolved,
@@ -41,8 +43,9 @@ def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
     Fix: add a guard to the route, e.g.
     `@g.router("critique", guards=[Guard("revise", max=3, otherwise=END)])`.
     """
-    for component in graph.unguarded_components():
-        cuts, stuck = graph.cycle_cuts(component, _cuttable(graph), _score(graph))
+    meant = _misspelt_guard_routes(graph)
+    for component in graph.unguarded_components(meant):
+        cuts, stuck = graph.cycle_cuts(component, _cuttable(graph), _score(graph), meant)
         for nodes in stuck:
             shown = " → ".join([*nodes, nodes[0]])
             yield Finding(
@@ -52,6 +55,25 @@ def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
             )
         for cut in cuts:
             yield _cut_finding(graph, cut.pair, cut.cycle)
+
+
+def _misspelt_guard_routes(graph: SpecGraph) -> set[tuple[str, str]]:
+    """Return the routes that guards with a misspelt target (CR101) are meant to guard.
+
+    They count as guarded until the name is fixed: one mistake, one finding. A target close
+    to one of the site's routes is read as that route; one close to no name at all may be
+    meant for any of them.
+    """
+    meant: set[tuple[str, str]] = set()
+    for site in guard_sites(graph):
+        own = [t for t in site.declared or () if graph.is_node(t)]
+        for guard in site.guards:
+            if graph.is_node(guard.target) or guard.target in (END, *(site.declared or ())):
+                continue
+            match = close_match(guard.target, [*graph.spec.names, END])
+            targets = own if match is None else [t for t in own if t == match]
+            meant.update((site.source, t) for t in targets)
+    return meant
 
 
 def _unguarded_routes(graph: SpecGraph, source: str, target: str) -> list[Edge]:
@@ -142,13 +164,14 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
             )
             continue
         counted.add(guard.target)
-        if site.declared is None:
-            continue  # CR401 already says the routes cannot be read
-        if guard.target not in site.declared:
+        declared = None if site.declared is None else meant_names(graph, site.declared)
+        if declared is None:
+            continue  # CR401 (or CR101 on a name close to none) says the routes are unknown
+        if guard.target not in declared:
             if not graph.is_node(guard.target) and guard.target != END:
                 continue  # CR101
             routers = graph.routers_of(source) if site.is_node else []
-            if routers and not site.declared:
+            if routers and not declared:
                 yield Finding(
                     f"Guard({guard.target!r}) on {who} never counts: a node's guards apply to "
                     f"its then= and Command routes; move it to @g.router({source!r}, "
@@ -156,7 +179,7 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
                     *place,
                 )
                 continue
-            allowed = quote_names(site.declared) if site.declared else "no node"
+            allowed = quote_names(declared) if declared else "no node"
             yield Finding(
                 f"Guard({guard.target!r}) on {who} never counts: {who} cannot route to "
                 f"{guard.target!r} (it routes to {allowed}); guard one of its routes or "

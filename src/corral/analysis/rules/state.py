@@ -11,6 +11,7 @@ from corral.analysis.rules._base import (
     Finding,
     close_match,
     first_nodes,
+    meant_names,
     quote_names,
     rule,
     show_type,
@@ -198,12 +199,13 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
         incoming.setdefault(edge.target, []).append(edge.source)
         succ.setdefault(edge.source, []).append(edge.target)
     for node in first_nodes(graph.spec):
-        if not node.wait_for:
-            continue
+        waits = meant_names(graph, node.wait_for) if node.wait_for else None
+        if waits is None:
+            continue  # no join, or a misspelt name CR101 reports that may be meant for any node
         listed = quote_names(node.wait_for)
         outsiders = False
         for source in dict.fromkeys(incoming.get(node.name, ())):
-            if source in node.wait_for:
+            if source in waits:
                 continue
             outsiders = True
             who = "the start" if source == START else f"node {source!r}"
@@ -219,7 +221,7 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
         after = _reachable_from(node.name, succ)
         if outsiders or node.name not in after:
             continue  # reported above, or the join runs at most once
-        for waited in node.wait_for:
+        for waited in dict.fromkeys(waits):
             if graph.is_node(waited) and waited not in after:
                 yield Finding(
                     f"the join {node.name!r} can run again after a route re-enters it, but "
