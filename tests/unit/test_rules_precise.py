@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import operator
+from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
 import pytest
 
 from corral import END, End, Graph, Guard, reducers
+from corral.cli import main
 
 
 class State(TypedDict):
@@ -71,12 +73,18 @@ def test_dead_nodes_are_reported_when_no_name_is_misspelt() -> None:
     assert [(d.code, d.nodes) for d in g.check()] == [("CR103", ("orphan",))]
 
 
+class Meta(TypedDict):
+    source: str
+
+
 class Typed(TypedDict):
     items: list[str]
     cost: int
     meta: dict[str, str]
     tags: set[str]
     best: str
+    inner: Meta
+    maybe: list[str] | None
 
 
 @pytest.mark.parametrize(
@@ -87,6 +95,8 @@ class Typed(TypedDict):
         ("meta", "give the key a reducer (Annotated[dict[str, str], reducers.merge])"),
         ("tags", "give the key a reducer (Annotated[set[str], reducers.union])"),
         ("best", "let one node write it, or give the key a reducer that says how to combine"),
+        ("inner", "give the key a reducer (Annotated[Meta, reducers.merge])"),
+        ("maybe", "(Annotated[list[str] | None, your_function])"),
     ],
 )
 def test_the_parallel_write_fix_fits_the_key_type(key: str, fix: str) -> None:
@@ -319,3 +329,50 @@ def test_what_a_misspelt_guard_does_not_excuse_is_still_reported() -> None:
         ("CR101", ("review", "fxi")),
         ("CR201", ("review",)),
     ]
+
+
+_TYPED_MODULE = """
+from typing import TypedDict
+
+from corral import END, Graph
+
+
+class Meta(TypedDict):
+    source: str
+
+
+class Typed(TypedDict):
+    items: list[str]
+    meta: dict[str, str]
+    inner: Meta
+    maybe: list[str] | None
+    best: str
+
+
+g = Graph(Typed)
+
+
+@g.node(start=True, then=("a", "b"))
+def plan(state: Typed) -> None: ...
+
+
+@g.node(then=END, writes=("items", "meta", "inner", "maybe", "best"))
+def a(state: Typed) -> None: ...
+
+
+@g.node(then=END, writes=("items", "meta", "inner", "maybe", "best"))
+def b(state: Typed) -> None: ...
+"""
+
+
+def test_the_parallel_write_fix_is_the_same_when_read_statically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """corral lint --static suggests what corral lint does (a TypedDict key, an Optional)."""
+    module = tmp_path / "typed.py"
+    module.write_text(_TYPED_MODULE)
+    imported = main(["lint", str(module)]), capsys.readouterr().out
+    static = main(["lint", "--static", str(module)]), capsys.readouterr().out
+    assert static == imported
+    assert "(Annotated[Meta, reducers.merge])" in imported[1]
+    assert "(Annotated[list[str] | None, your_function])" in imported[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Iterator
 from typing import Any
@@ -96,8 +97,7 @@ def reducer_fix(value_type: Any) -> str:
     True
     """
     if isinstance(value_type, str):  # a type read statically, as text (``lint --static``)
-        shown = value_type
-        head = value_type.split("[", 1)[0].rsplit(".", 1)[-1]
+        shown, head = _static_head(value_type)
     else:
         shown = show_type(value_type)
         origin = typing.get_origin(value_type) or value_type
@@ -110,6 +110,29 @@ def reducer_fix(value_type: Any) -> str:
             f"values (Annotated[{shown}, your_function])"
         )
     return f"give the key a reducer (Annotated[{shown}, {reducer}]) or let one node write it"
+
+
+def _static_head(text: str) -> tuple[str, str]:
+    """Return how to show a type mypy printed as ``text``, and its head as at run time.
+
+    A ``TypedDict`` prints as ``TypedDict(module.Name, {...})``: shown as ``Name``, a dict.
+    A union (``list[str] | None``, ``Union[...]``) has no head, as at run time.
+
+    >>> _static_head("TypedDict(app.Meta, {'a': str})")
+    ('Meta', 'dict')
+    >>> _static_head("list[str] | None")
+    ('list[str] | None', '')
+    """
+    typed_dict = re.match(r"TypedDict\((?:[\w.]+\.)?(\w+),", text)
+    if typed_dict is not None:
+        return typed_dict[1], "dict"
+    depth = 0
+    for i, char in enumerate(text):
+        depth += (char == "[") - (char == "]")
+        if depth == 0 and text.startswith(" | ", i):
+            return text, ""
+    head = text.split("[", 1)[0].rsplit(".", 1)[-1]
+    return text, "" if head in ("Union", "Optional") else head
 
 
 @rule("CR302", "unknown-key")
