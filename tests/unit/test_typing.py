@@ -3,9 +3,10 @@
 One mypy run covers every file under ``tests/typing/``: the modules in ``pass/`` must have no
 error at all, and each module in ``fail/`` must have exactly the errors its lines announce
 with a ``# E: <code> "<text>"`` comment, where ``<text>`` is part of mypy's message (the
-offending literal, usually). A regression in the library's typing (a decorator that returns
-``Any``, a ``Literal`` widened to ``str``) makes an expected error disappear or an
-``assert_type`` fail, and this test with it.
+offending literal, usually), or ``# E: <code> = <message>``, the whole message. A
+regression in the library's typing (a decorator that returns ``Any``, a ``Literal`` widened
+to ``str``) makes an expected error disappear or an ``assert_type`` fail, and this test with
+it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ PASS_FILES = sorted((TYPING / "pass").glob("*.py"))
 FAIL_FILES = sorted(p for p in (TYPING / "fail").glob("*.py") if not p.name.startswith("_"))
 SHARED_FAIL_FILES = sorted((TYPING / "fail").glob("_*.py"))
 
-_EXPECT = re.compile(r'#\s*E:\s*(?P<code>[\w-]+)\s+"(?P<text>[^"]+)"')
+_EXPECT = re.compile(r'#\s*E:\s*(?P<code>[\w-]+)\s+(?:"(?P<text>[^"]+)"|=\s*(?P<exact>.*?)\s*$)')
 _ERROR = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+): error: (?P<message>.*?)\s+\[(?P<code>[\w-]+)\]$"
 )
@@ -42,6 +43,8 @@ class Error:
     code: str
     text: str
     """The whole message for a reported error; the expected part for an expected one."""
+    exact: bool = False
+    """For an expected error: ``text`` is the whole message (``# E: code = message``)."""
 
 
 @cache
@@ -82,7 +85,10 @@ def expected_errors(path: Path) -> list[Error]:
     out = []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         for found in _EXPECT.finditer(line):
-            out.append(Error(number, found["code"], found["text"]))
+            if found["exact"] is not None:
+                out.append(Error(number, found["code"], found["exact"], exact=True))
+            else:
+                out.append(Error(number, found["code"], found["text"]))
     return out
 
 
@@ -101,6 +107,22 @@ def test_every_case_is_collected() -> None:
     assert len(FAIL_FILES) >= 10
     for path in FAIL_FILES:
         assert expected_errors(path), f"{path.name} expects no error; add # E: comments"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "invoke_input.py",
+        "run_state.py",
+        "send_function.py",
+        "guard_target.py",
+        "router_target_typo.py",
+    ],
+)
+def test_each_promise_of_typing_at_the_edges_pins_the_whole_message(name: str) -> None:
+    """Issue 12 pt 6: input keys, run.state, Send(function), guards, router typos: exact text."""
+    expected = expected_errors(TYPING / "fail" / name)
+    assert expected and all(e.exact for e in expected)
 
 
 @pytest.mark.parametrize("path", PASS_FILES + SHARED_FAIL_FILES, ids=lambda p: p.name)
@@ -122,7 +144,11 @@ def test_broken_module_fails_where_expected(
     expected = expected_errors(path)
     assert [(e.line, e.code) for e in actual] == [(e.line, e.code) for e in expected], output
     for want, got in zip(expected, actual, strict=True):
-        assert want.text in got.text, f"{path.name}:{got.line}: {got.text!r} lacks {want.text!r}"
+        if want.exact:
+            assert got.text == want.text, f"{path.name}:{got.line}: {got.text!r}"
+        else:
+            where = f"{path.name}:{got.line}"
+            assert want.text in got.text, f"{where}: {got.text!r} lacks {want.text!r}"
 
 
 def test_router_literal_typo_first_reports_the_return_value(

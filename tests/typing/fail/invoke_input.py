@@ -5,11 +5,11 @@ from __future__ import annotations
 from _graph import g
 
 app = g.compile()
-app.invoke({"scroe": 40})  # E: arg-type "StateUpdate | Resume | Command[Any] | None"
-app.invoke({"score": "40"})  # E: arg-type "dict[str, str]"
-app.stream({"drfats": []}, mode="values")  # E: call-overload "No overload variant of"
-app.update_state("t1", {"scroe": 1})  # E: typeddict-unknown-key "scroe"
+app.invoke({"scroe": 40})  # E: arg-type = Argument 1 to "invoke" of "CompiledGraph" has incompatible type "dict[str, int]"; expected "StateUpdate | Resume | Command[Any] | None"
+app.invoke({"score": "40"})  # E: arg-type = Argument 1 to "invoke" of "CompiledGraph" has incompatible type "dict[str, str]"; expected "StateUpdate | Resume | Command[Any] | None"
+app.stream({"drfats": []}, mode="values")  # E: call-overload = No overload variant of "stream" of "CompiledGraph" matches argument types "dict[str, list[Never]]", "str"
+app.update_state("t1", {"scroe": 1})  # E: typeddict-unknown-key = Extra key "scroe" for TypedDict "StateUpdate"
 
 
 async def later() -> None:
-    await app.ainvoke({"scroe": 40})  # E: arg-type "StateUpdate"
+    await app.ainvoke({"scroe": 40})  # E: arg-type = Argument 1 to "ainvoke" of "CompiledGraph" has incompatible type "dict[str, int]"; expected "StateUpdate | Resume | Command[Any] | None"

@@ -20,14 +20,14 @@ from corral import END, End, Send
 def after_critique(state: State) -> Literal["revsie"] | End:
     if state["score"] >= 80:
         return END
-    return "revise"  # E: return-value "Literal['revsie', '__end__']"
+    return "revise"  # E: return-value = Incompatible return value type (got "Literal['revise']", expected "Literal['revsie', '__end__']")
 
 
 @g.router("critique")
 def fan_out(state: State) -> list[Send[Literal["wrok"]]]:
-    return [Send("work", d) for d in state["drafts"]]  # E: arg-type "wrok"
+    return [Send("work", d) for d in state["drafts"]]  # E: arg-type = Argument 1 to "Send" has incompatible type "Literal['work']"; expected "Literal['wrok']"
 
 
 @g.router("critique")
 async def later(state: State) -> list[Literal["revise", "drfat"]]:
-    return ["revise", "draft"]  # E: list-item "draft"
+    return ["revise", "draft"]  # E: list-item = List item 1 has incompatible type "Literal['draft']"; expected "Literal['revise', 'drfat']"

@@ -16,9 +16,9 @@ def work(doc: Document) -> StateUpdate:
 
 @g.router("draft")
 def fan_out(state: State) -> list[Send[Literal["work"]]]:
-    return [Send(work, {"nmae": d, "text": ""}) for d in state["drafts"]]  # E: arg-type "Document | Callable[[Never], Document]"
+    return [Send(work, {"nmae": d, "text": ""}) for d in state["drafts"]]  # E: arg-type = Argument 2 to "Send" has incompatible type "dict[str, str]"; expected "Document | Callable[[Never], Document]"
 
 
 @g.router("critique")
 def one(state: State) -> Send[Literal["work"]]:
-    return Send(work, state)  # E: arg-type "State"
+    return Send(work, state)  # E: arg-type = Argument 2 to "Send" has incompatible type "State"; expected "Document | Callable[[Never], Document]"
