@@ -379,3 +379,31 @@ def test_the_parallel_write_fix_is_the_same_when_read_statically(
     assert static == imported
     assert "(Annotated[Meta, reducers.merge])" in imported[1]
     assert "(Annotated[list[str] | None, your_function])" in imported[1]
+
+
+def test_a_misspelt_name_in_the_nodes_literal_is_one_finding() -> None:
+    """Literal['draft', 'critque'] with node 'critique': one CR108, not one per direction."""
+    g = Graph(State, nodes=Literal["draft", "critque", "gone"])
+
+    @g.node(start=True, then="critique")  # type: ignore[arg-type]
+    def draft(state: State) -> None: ...
+
+    @g.node(then=END)
+    def critique(state: State) -> None: ...
+
+    @g.node(then=END)
+    def extra(state: State) -> None: ...
+
+    assert sorted((d.nodes, d.message) for d in g.check() if d.code == "CR108") == [
+        (
+            ("critque",),
+            "the nodes= Literal names 'critque', which is no node, and leaves out node "
+            "'critique'; fix the name in the Literal (did you mean 'critique'?)",
+        ),
+        (("extra",), "node 'extra' is not in the nodes= Literal; add 'extra' to it"),
+        (
+            ("gone",),
+            "the nodes= Literal names 'gone', but no node 'gone' is registered; register it "
+            "or remove it from the Literal",
+        ),
+    ]

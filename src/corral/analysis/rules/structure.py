@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from corral.analysis._graph import SpecGraph
 from corral.analysis.rules._base import (
     Finding,
+    close_match,
     declaration_of,
     excused_nodes,
     first_nodes,
@@ -251,14 +252,26 @@ def node_names(graph: SpecGraph) -> Iterator[Finding]:
     `Graph(State, Update, Nodes)` was given a `Literal` of node names for mypy to check
     routes against, but the registered nodes are not exactly those names.
 
+    A name in the `Literal` close to a registered node it leaves out is one misspelling,
+    reported once.
+
     Fix: add the missing names to the `Literal`, or remove the ones no node has.
     """
     spec = graph.spec
     if spec.node_names is None:
         return
     declared = set(spec.node_names)
+    misspelt = _misspelt_in_literal(graph, spec.node_names)
     for name in spec.node_names:
-        if not graph.is_node(name):
+        if name in misspelt:
+            yield Finding(
+                f"the nodes= Literal names {name!r}, which is no node, and leaves out node "
+                f"{misspelt[name]!r}; fix the name in the Literal (did you mean "
+                f"{misspelt[name]!r}?)",
+                (name,),
+                spec.location,
+            )
+        elif not graph.is_node(name):
             yield Finding(
                 f"the nodes= Literal names {name!r}, but no node {name!r} is registered; "
                 "register it or remove it from the Literal",
@@ -266,9 +279,26 @@ def node_names(graph: SpecGraph) -> Iterator[Finding]:
                 spec.location,
             )
     for name in spec.names:
-        if name not in declared:
+        if name not in declared and name not in misspelt.values():
             yield Finding(
                 f"node {name!r} is not in the nodes= Literal; add {name!r} to it",
                 (name,),
                 spec.location,
             )
+
+
+def _misspelt_in_literal(graph: SpecGraph, literal: tuple[str, ...]) -> dict[str, str]:
+    """Return the ``nodes=`` names that misspell a registered node the ``Literal`` leaves out.
+
+    One typo in the ``Literal`` is one finding, not a missing name plus an unknown one.
+    """
+    declared = set(literal)
+    left_out = [n for n in graph.spec.names if n not in declared]
+    found: dict[str, str] = {}
+    for name in literal:
+        if graph.is_node(name):
+            continue
+        match = close_match(name, [n for n in left_out if n not in found.values()])
+        if match is not None:
+            found[name] = match
+    return found
