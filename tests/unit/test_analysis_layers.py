@@ -31,7 +31,7 @@ def test_the_analyser_imports_no_dsl_runtime_or_source_parser() -> None:
 
 
 def test_import_corral_does_not_import_networkx() -> None:
-    """networkx is imported when the analyser first runs, not by ``import corral``."""
+    """networkx is imported only to list cycles: not by ``import corral``, nor by a check."""
     code = (
         "import sys, corral\n"
         "assert 'networkx' not in sys.modules\n"
@@ -41,6 +41,9 @@ def test_import_corral_does_not_import_networkx() -> None:
         "g = corral.Graph(S)\n"
         "g.node(start=True, then=corral.END)(lambda state: None)\n"
         "assert g.check() == []\n"
+        "assert g.bound().steps == 1\n"
+        "assert 'networkx' not in sys.modules\n"
+        "assert g.cycles() == []\n"
         "assert 'networkx' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,17 +1,19 @@
-"""The spec as a networkx ``DiGraph``, and the graph algorithms the rules ask about.
+"""The spec as a graph of routes, and the graph algorithms the rules ask about.
 
-This is the only module that imports networkx. :class:`SpecGraph` holds one ``DiGraph`` with
-``START``, ``END`` and every registered node; an edge ``s → t`` carries the list of routes
-(:class:`~corral.spec.Edge`) declared from ``s`` to ``t`` (``routes``) and is marked
-``guarded`` only when every one of those routes carries a guard (a guard's ``otherwise``
-route never does).
+:class:`SpecGraph` indexes the spec's routes once, in plain dictionaries: for each pair
+``s → t`` of ``START``, ``END`` and registered nodes, the routes (:class:`~corral.spec.Edge`)
+declared from ``s`` to ``t``, marked *guarded* only when every one of them carries a guard
+(a guard's ``otherwise`` route never does). Every question a rule asks is answered in time
+linear in the number of routes, and the facts several rules share (distances from
+``START``, the strongly connected groups of nodes) are computed once per check, so
+``check()`` stays linear in the size of the graph.
 
 Guard coverage is polynomial: a cycle with no guarded route is a cycle of the subgraph left
-after dropping guarded edges, so it exists exactly when that subgraph has a strongly
+after dropping guarded routes, so it exists exactly when that subgraph has a strongly
 connected component with two or more nodes, or a self-loop (Tarjan, linear time). One
 witness cycle per component is found by a breadth-first search inside it. Elementary
-cycles are only enumerated (Johnson's algorithm, output-sensitive) for display, with a
-limit, never to decide a rule.
+cycles are only enumerated (Johnson's algorithm in networkx, output-sensitive, imported
+then) for display, with a limit, never to decide a rule.
 
 Which nodes may run in the same superstep is a sound over-approximation computed on pairs
 of nodes (see :meth:`SpecGraph.coactive_pairs`).
@@ -21,49 +23,58 @@ from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from functools import cached_property
 from itertools import combinations
+from typing import TYPE_CHECKING
 
-import networkx as nx
-
-from corral.analysis._cuts import Cut, cut_group, shortest_cycle
+from corral.analysis._cuts import Cut, cut_group, shortest_cycle, strongly_connected
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["SpecGraph"]
 
 _ROUTE_KINDS = ("then", "router", "command", "send", "otherwise")
 
+Pair = tuple[str, str]
+
 
 class SpecGraph:
-    """A :class:`GraphSpec` with its routes as a networkx ``DiGraph``."""
+    """A :class:`GraphSpec` with its routes indexed by pair of nodes."""
 
     def __init__(self, spec: GraphSpec) -> None:
         self.spec = spec
-        self.rank: dict[str, int] = {name: i for i, name in enumerate(spec.names)}
+        self.names: tuple[str, ...] = spec.names
+        """Every distinct node name, in registration order."""
+        self.rank: dict[str, int] = {name: i for i, name in enumerate(self.names)}
         """Registration order of every distinct node name (used to sort findings)."""
         self.edges: tuple[Edge, ...] = tuple(spec.edges())
         """Every declared route, ``START`` and ``otherwise`` routes included."""
-        graph: nx.DiGraph[str] = nx.DiGraph()
-        graph.add_node(START)
-        graph.add_nodes_from(spec.names)
-        graph.add_node(END)
         self.unknown_targets: list[Edge] = []
         """Routes whose target is neither a node nor ``END`` (CR101)."""
+        pairs: dict[Pair, list[Edge]] = {}
+        rank = self.rank
         for edge in self.edges:
-            if edge.target not in self.rank and edge.target != END:
+            source, target = edge.source, edge.target
+            if target not in rank and target != END:
                 self.unknown_targets.append(edge)
-                continue
-            if edge.source not in self.rank and edge.source != START:
-                continue
-            guarded = edge.guard is not None
-            if graph.has_edge(edge.source, edge.target):
-                data = graph.edges[edge.source, edge.target]
-                data["routes"].append(edge)
-                data["guarded"] = data["guarded"] and guarded
-            else:
-                graph.add_edge(edge.source, edge.target, routes=[edge], guarded=guarded)
-        self.graph = graph
+            elif source in rank or source == START:
+                routes = pairs.get((source, target))
+                if routes is None:
+                    pairs[source, target] = [edge]
+                else:
+                    routes.append(edge)
+        self.pairs = pairs
+        """The routes between each pair of ``START``, ``END`` and nodes, in declaration order."""
+        self._guarded = {
+            pair for pair, routes in pairs.items() if all(r.guard is not None for r in routes)
+        }
+        self.succ: dict[str, list[str]] = {START: [], **{n: [] for n in self.names}, END: []}
+        """Each node's successors (``START`` and ``END`` included), in declaration order."""
+        for source, target in pairs:
+            self.succ[source].append(target)
         self._routers: dict[str, list[RouterSpec]] = {}
         for router in spec.routers:
             self._routers.setdefault(router.source, []).append(router)
@@ -78,31 +89,54 @@ class SpecGraph:
         """Return the routers registered for ``source`` (an indexed ``GraphSpec.routers_of``)."""
         return self._routers.get(source, [])
 
+    def routers_among(self, sources: Iterable[str]) -> list[RouterSpec]:
+        """Return the routers registered for any of ``sources``, in registration order."""
+        found = [r for source in set(sources) for r in self._routers.get(source, ())]
+        return sorted(found, key=lambda router: self._router_rank[id(router)])
+
+    @cached_property
+    def _router_rank(self) -> dict[int, int]:
+        return {id(router): i for i, router in enumerate(self.spec.routers)}
+
+    @cached_property
+    def written(self) -> set[str] | None:
+        """Return the state keys some node may write; ``None`` if a node's writes are unknown."""
+        written: set[str] = set()
+        for node in self.spec.nodes:
+            if node.writes is None:
+                return None
+            written.update(node.writes)
+        return written
+
     def sort(self, names: Iterable[str]) -> list[str]:
         """Return ``names`` in registration order (unknown names last, alphabetically)."""
         return sorted(set(names), key=lambda n: (self.rank.get(n, len(self.rank)), n))
 
     def routes(self, source: str, target: str) -> list[Edge]:
         """Return the routes declared from ``source`` to ``target``."""
-        if not self.graph.has_edge(source, target):
-            return []
-        routes: list[Edge] = self.graph.edges[source, target]["routes"]
-        return routes
+        return self.pairs.get((source, target), [])
 
     def is_guarded(self, source: str, target: str) -> bool:
         """Return whether every route from ``source`` to ``target`` carries a guard."""
-        if not self.graph.has_edge(source, target):
-            return False
-        guarded: bool = self.graph.edges[source, target]["guarded"]
-        return guarded
+        return (source, target) in self._guarded
+
+    @cached_property
+    def nodes(self) -> list[NodeSpec]:
+        """Return the first node registered under each name, in registration order."""
+        return [node for node in self.spec.nodes if self.spec.node(node.name) is node]
+
+    @cached_property
+    def node_succ(self) -> dict[str, list[str]]:
+        """Return each node's successors among the nodes (no ``START``, no ``END``)."""
+        rank = self.rank
+        return {n: [t for t in self.succ[n] if t in rank] for n in self.names}
 
     # -- reachability --------------------------------------------------------------------
 
     @cached_property
     def distance(self) -> dict[str, int]:
         """Return the number of routes from ``START`` to each node it reaches."""
-        lengths: dict[str, int] = nx.single_source_shortest_path_length(self.graph, START)
-        return lengths
+        return _distances(self.succ, START)
 
     def reachable(self, *, repaired: bool = False) -> set[str]:
         """Return the nodes some path from ``START`` reaches.
@@ -111,20 +145,20 @@ class SpecGraph:
         (:attr:`repairs`), so what a typo strands is not reported as dead.
         """
         if repaired and self.repairs:
-            lengths = nx.single_source_shortest_path_length(self._repaired, START)
+            lengths = _distances(self._repaired, START)
             return {n for n in lengths if n in self.rank}
         return {n for n in self.distance if n in self.rank}
 
     @cached_property
-    def repairs(self) -> list[tuple[str, str]] | None:
+    def repairs(self) -> list[Pair] | None:
         """Return the routes misspelt names would be once fixed, or ``None`` if one cannot be.
 
         A route to a name that is no node is read as a route to the closest node name (or
         ``END``); a router registered for a name that is no node is read as the router of the
         closest node. ``None`` when some name is close to none.
         """
-        names = [*self.spec.names, END]
-        found: list[tuple[str, str]] = []
+        names = [*self.names, END]
+        found: list[Pair] = []
         for edge in self.unknown_targets:
             match = difflib.get_close_matches(edge.target, names, n=1, cutoff=0.6)
             if not match:
@@ -133,7 +167,7 @@ class SpecGraph:
         for router in self.spec.routers:
             if router.source in self.rank:
                 continue
-            match = difflib.get_close_matches(router.source, self.spec.names, n=1, cutoff=0.6)
+            match = difflib.get_close_matches(router.source, self.names, n=1, cutoff=0.6)
             if not match:
                 return None
             for target in router.targets.names or ():
@@ -142,9 +176,11 @@ class SpecGraph:
         return found
 
     @cached_property
-    def _repaired(self) -> nx.DiGraph[str]:
-        repaired = self.graph.copy()
-        repaired.add_edges_from(self.repairs or ())
+    def _repaired(self) -> dict[str, list[str]]:
+        repaired = {n: list(targets) for n, targets in self.succ.items()}
+        for source, target in self.repairs or ():
+            if source in repaired and target not in repaired[source]:
+                repaired[source].append(target)
         return repaired
 
     def finishing(self, excused: Iterable[str] = ()) -> set[str]:
@@ -156,43 +192,42 @@ class SpecGraph:
         """
         seen: set[str] = {END, *excused}
         queue = deque(seen)
+        pred = self._pred
         while queue:
             node = queue.popleft()
-            for pred in self.graph.predecessors(node):
-                if pred not in seen:
-                    seen.add(pred)
-                    queue.append(pred)
+            for source in pred.get(node, ()):
+                if source not in seen:
+                    seen.add(source)
+                    queue.append(source)
         return {n for n in seen if n in self.rank}
+
+    @cached_property
+    def _pred(self) -> dict[str, list[str]]:
+        pred: dict[str, list[str]] = {}
+        for source, target in self.pairs:
+            pred.setdefault(target, []).append(source)
+        return pred
 
     # -- cycles --------------------------------------------------------------------------
 
     @cached_property
-    def unguarded(self) -> nx.DiGraph[str]:
-        """Return the node-to-node subgraph of routes that are not all guarded."""
-        sub: nx.DiGraph[str] = nx.DiGraph()
-        sub.add_nodes_from(self.spec.names)
-        for source, target in self.graph.edges:
-            if source in self.rank and target in self.rank:
-                if not self.is_guarded(source, target):
-                    sub.add_edge(source, target)
-        return sub
+    def components(self) -> list[list[str]]:
+        """Return the strongly connected groups of nodes (all routes), sinks first (Tarjan).
+
+        Computed once per check and shared: CR202 asks which routes lie on a cycle, and
+        ``g.bound()`` (CR203) walks the groups in topological order.
+        """
+        return strongly_connected(self.names, self.node_succ)
 
     @cached_property
     def _components(self) -> dict[str, int]:
-        """Return the strongly connected component index of every node (all routes)."""
-        return self._component_index(self.graph)
+        return _component_index(self.components)
 
     @cached_property
     def _repaired_components(self) -> dict[str, int]:
-        return self._component_index(self._repaired)
-
-    def _component_index(self, graph: nx.DiGraph[str]) -> dict[str, int]:
-        nodes_only = graph.subgraph(self.spec.names)
-        index: dict[str, int] = {}
-        for i, component in enumerate(nx.strongly_connected_components(nodes_only)):
-            for node in component:
-                index[node] = i
-        return index
+        rank = self.rank
+        succ = {n: [t for t in self._repaired[n] if t in rank] for n in self.names}
+        return _component_index(strongly_connected(self.names, succ))
 
     def on_cycle(self, source: str, target: str, *, repaired: bool = False) -> bool:
         """Return whether the route ``source → target`` lies on some cycle.
@@ -204,27 +239,56 @@ class SpecGraph:
         comp = self._repaired_components if repaired and self.repairs else self._components
         return source in comp and comp.get(source) == comp.get(target)
 
-    def unguarded_components(self, guarded: Collection[tuple[str, str]] = ()) -> list[list[str]]:
+    @cached_property
+    def unguarded_succ(self) -> dict[str, list[str]]:
+        """Return each node's successors through routes that are not all guarded."""
+        guarded = self._guarded
+        return {
+            source: [t for t in targets if (source, t) not in guarded]
+            for source, targets in self.node_succ.items()
+        }
+
+    @cached_property
+    def unguarded_order(self) -> list[str] | None:
+        """Return the nodes in a topological order of the unguarded routes (Kahn).
+
+        ``None`` when the unguarded routes form a cycle (CR201).
+        """
+        succ = self.unguarded_succ
+        indegree = dict.fromkeys(self.names, 0)
+        for targets in succ.values():
+            for target in targets:
+                indegree[target] += 1
+        order = [n for n in self.names if indegree[n] == 0]
+        for node in order:  # the list grows as nodes are freed
+            for child in succ[node]:
+                indegree[child] -= 1
+                if indegree[child] == 0:
+                    order.append(child)
+        return order if len(order) == len(indegree) else None
+
+    def unguarded_components(self, guarded: Collection[Pair] = ()) -> list[list[str]]:
         """Return each set of nodes joined by cycles with no guarded route, sorted.
 
         Routes in ``guarded`` count as guarded too.
         """
+        if self.unguarded_order is not None:
+            return []  # no unguarded cycle: no need for Tarjan
         found: list[list[str]] = []
-        sub = self.unguarded
+        sub = self.unguarded_succ
         if guarded:
-            sub = sub.copy()
-            sub.remove_edges_from(guarded)
-        for component in nx.strongly_connected_components(sub):
-            if len(component) > 1 or any(sub.has_edge(n, n) for n in component):
+            sub = {s: [t for t in targets if (s, t) not in guarded] for s, targets in sub.items()}
+        for component in strongly_connected(self.names, sub):
+            if len(component) > 1 or component[0] in sub[component[0]]:
                 found.append(self.sort(component))
         return sorted(found, key=lambda c: self.rank[c[0]])
 
     def cycle_cuts(
         self,
         component: list[str],
-        cuttable: Callable[[tuple[str, str]], bool],
-        score: Callable[[tuple[str, str]], tuple[Hashable, ...]],
-        guarded: Collection[tuple[str, str]] = (),
+        cuttable: Callable[[Pair], bool],
+        score: Callable[[Pair], tuple[Hashable, ...]],
+        guarded: Collection[Pair] = (),
     ) -> tuple[list[Cut], list[list[str]]]:
         """Return the routes to guard in one unguarded group, and its uncuttable cycles.
 
@@ -232,12 +296,9 @@ class SpecGraph:
         starting at the one closest to ``START``. Routes in ``guarded`` count as guarded.
         """
         members = set(component)
-        sub = self.unguarded
+        sub = self.unguarded_succ
         pairs = [
-            (s, t)
-            for s in component
-            for t in sub.successors(s)
-            if t in members and (s, t) not in guarded
+            (s, t) for s in component for t in sub[s] if t in members and (s, t) not in guarded
         ]
         cuts, stuck = cut_group(component, pairs, cuttable, score)
         cuts = [cut._replace(cycle=self._from_entry(cut.cycle)) for cut in cuts]
@@ -263,16 +324,16 @@ class SpecGraph:
         The path starts at the node of the component closest to ``START`` (so it reads
         ``critique → revise → critique``) and is a shortest cycle through that node.
         """
-        sub = self.unguarded
+        sub = self.unguarded_succ
         first = min(component, key=self._entry_key)
-        if sub.has_edge(first, first):
+        if first in sub[first]:
             return [first]
         members = set(component)
         parent: dict[str, str] = {}
         queue = deque([first])
         while queue:
             node = queue.popleft()
-            for succ in sorted(sub.successors(node), key=self.rank.__getitem__):
+            for succ in sorted(sub[node], key=self.rank.__getitem__):
                 if succ == first:
                     path = [node]
                     while path[-1] != first:
@@ -289,9 +350,11 @@ class SpecGraph:
         Unguarded cycles are those of the unguarded subgraph; the rest come from the full
         graph, skipping the ones already listed (there are fewer than ``limit`` of them).
         """
+        import networkx as nx
+
         unguarded: list[Cycle] = []
         truncated = False
-        for path in nx.simple_cycles(self.unguarded):
+        for path in nx.simple_cycles(_digraph(self.names, self.unguarded_succ)):
             if len(unguarded) == limit:
                 truncated = True
                 break
@@ -299,8 +362,7 @@ class SpecGraph:
         guarded: list[Cycle] = []
         if not truncated:
             listed = {c.nodes for c in unguarded}
-            nodes_only = self.graph.subgraph(self.spec.names)
-            for path in nx.simple_cycles(nodes_only):
+            for path in nx.simple_cycles(_digraph(self.names, self.node_succ)):
                 cycle = self._cycle(path)
                 if cycle.nodes in listed:
                     continue
@@ -376,18 +438,11 @@ class SpecGraph:
         for edge in self.edges:
             if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in self.rank:
                 succ[edge.source].add((edge.target, edge.kind == "send"))
-        for node in self._first_nodes():
+        for node in self.nodes:
             for waited in node.wait_for:
                 if waited in succ:
                     succ[waited].add((node.name, False))
         return succ
-
-    def _first_nodes(self) -> Iterator[NodeSpec]:
-        seen: set[str] = set()
-        for node in self.spec.nodes:
-            if node.name not in seen:
-                seen.add(node.name)
-                yield node
 
     def _fanouts(self) -> Iterator[tuple[list[str], list[str]]]:
         """Yield ``(targets that may run together, Send targets that may run repeatedly)``."""
@@ -400,9 +455,9 @@ class SpecGraph:
             chosen += [g.otherwise for g in guards if g.target in chosen and g.otherwise]
             return [t for t in dict.fromkeys(chosen) if t in known]
 
-        starts = [n.name for n in self._first_nodes() if n.start]
+        starts = [n.name for n in self.nodes if n.start]
         yield starts, []
-        for node in self._first_nodes():
+        for node in self.nodes:
             if node.then is not None:
                 yield group(node.then, node.guards), []
             command = node.command
@@ -422,10 +477,37 @@ class SpecGraph:
         ``nodes`` should be closed under successors (as the nodes that cannot finish are).
         """
         members = set(nodes)
-        sub = self.graph.subgraph(members)
-        condensed = nx.condensation(sub)
+        succ = {n: [t for t in self.node_succ[n] if t in members] for n in self.sort(members)}
         groups: list[list[str]] = []
-        for index in condensed.nodes:
-            if condensed.out_degree(index) == 0:
-                groups.append(self.sort(condensed.nodes[index]["members"]))
+        for group in strongly_connected(succ, succ):
+            inside = set(group)
+            if all(t in inside for n in group for t in succ[n]):
+                groups.append(self.sort(group))
         return sorted(groups, key=lambda g: self.rank[g[0]])
+
+
+def _distances(succ: Mapping[str, Iterable[str]], source: str) -> dict[str, int]:
+    """Return the number of routes from ``source`` to every name it reaches (breadth first)."""
+    found = {source: 0}
+    queue = deque([source])
+    while queue:
+        node = queue.popleft()
+        step = found[node] + 1
+        for child in succ.get(node, ()):
+            if child not in found:
+                found[child] = step
+                queue.append(child)
+    return found
+
+
+def _component_index(components: Iterable[list[str]]) -> dict[str, int]:
+    return {node: i for i, component in enumerate(components) for node in component}
+
+
+def _digraph(names: Iterable[str], succ: Mapping[str, Iterable[str]]) -> nx.DiGraph[str]:
+    import networkx as nx
+
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    graph.add_nodes_from(names)
+    graph.add_edges_from((s, t) for s, targets in succ.items() for t in targets)
+    return graph

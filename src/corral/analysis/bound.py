@@ -40,12 +40,11 @@ which is quadratic in the size of one cycle with many entries (bounded by a limi
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from corral.analysis._cuts import strongly_connected
-from corral.spec import END, START, Edge, GraphSpec, NodeSpec
+from corral.analysis._graph import SpecGraph
+from corral.spec import GraphSpec, NodeSpec
 
 __all__ = ["Bound", "bound_of"]
 
@@ -53,6 +52,14 @@ _PASSES = 4
 """Refinement passes over the per-node inequalities after the first."""
 _EXACT_CYCLE_WORK = 10_000
 """The most ``entries * nodes`` for which a simple guarded cycle is walked exactly."""
+_MANY = 10**18
+"""The count beyond which a bound is not worth giving: it is reported as ``None``.
+
+Counts are saturated at ``_MANY`` as they are computed. Without a ceiling, the per-node
+bounds of a long chain of branching routes grow like Fibonacci numbers, thousands of digits
+long on 10,000 nodes, and adding them made ``g.bound()`` (and CR203) quadratic in the size
+of the graph.
+"""
 
 
 @dataclass(frozen=True)
@@ -134,11 +141,11 @@ class _Facts:
 
     spec: GraphSpec
     nodes: list[NodeSpec]
-    names: set[str]
+    names: Container[str]
+    specs: dict[str, NodeSpec] = field(default_factory=dict)
+    """Each node's spec by name."""
     incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
     """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
-    succ: dict[str, list[str]] = field(default_factory=dict)
-    """Every route between nodes (guarded too)."""
     starts: list[str] = field(default_factory=list)
     single: bool = True
     """True when one node runs at a time (no fan-out of any kind)."""
@@ -155,51 +162,72 @@ class _Facts:
         return self.units.get(name) or _Unit(1, (name,), name)
 
 
-def bound_of(spec: GraphSpec, edges: Iterable[Edge] | None = None) -> Bound:
+def bound_of(spec: GraphSpec, graph: SpecGraph | None = None) -> Bound:
     """Return the :class:`Bound` of ``spec`` (see the module docstring for how).
 
-    ``edges`` are ``spec.edges()`` when the caller already has them.
+    ``graph`` is the spec's :class:`SpecGraph` when the caller has it already: the analyser
+    builds it once per check and shares its routes, groups and order with the rules.
     """
-    return _bound(spec, spec.edges() if edges is None else edges, "", {})
+    return _bound(graph if graph is not None else SpecGraph(spec), "", {})
 
 
-def _bound(spec: GraphSpec, edges: Iterable[Edge], path: str, known: dict[int, Bound]) -> Bound:
-    """Return the bound of ``spec``, a subgraph at ``path`` (``""`` at the top).
+def _bound(graph: SpecGraph, path: str, known: dict[int, Bound]) -> Bound:
+    """Return the bound of ``graph``, a subgraph at ``path`` (``""`` at the top).
 
     ``known`` holds the bounds of the child specs already computed, by identity, so a child
     used several times is bounded once.
     """
-    facts = _read(spec, edges)
+    facts = _read(graph)
     if facts.unbounded is not None:
         return _unbounded(facts, facts.unbounded, path)
-    order = _unguarded_order(facts)
+    order = graph.unguarded_order
     if order is None:
         return _unbounded(facts, "a cycle has no guarded route (CR201)", path)
     runs = _per_node(facts, order)
-    per_node: dict[str, int | None] = dict(runs)
+    per_node: dict[str, int | None] = {n: _known(count) for n, count in runs.items()}
     for node in facts.nodes:
         if node.subgraph is None:
             continue
         child_spec = node.subgraph.graph
         child = known.get(id(child_spec))
         if child is None:
-            child = _bound(child_spec, child_spec.edges(), f"{path}{node.name}/", known)
+            child = _bound(SpecGraph(child_spec), f"{path}{node.name}/", known)
             known[id(child_spec)] = child
         if child.steps is None:
             return Bound(None, {n.name: None for n in facts.nodes}, reason=child.reason)
         facts.units[node.name] = _Unit.of_child(node.name, child)
         for name, count in child.per_node.items():
-            per_node[f"{node.name}/{name}"] = None if count is None else count * runs[node.name]
-    total = sum(runs[n] * facts.weight(n) for n in runs)
+            runs_there = None if count is None else _known(count * runs[node.name])
+            per_node[f"{node.name}/{name}"] = runs_there
+    total = _saturated(sum(_saturated(runs[n] * facts.weight(n)) for n in runs))
     if not facts.single:
-        return Bound(total, per_node)
-    walk, witness = _longest_walk(facts, runs)
+        return _result(total, per_node)
+    walk, witness = _longest_walk(facts, runs, order, graph.components)
     if walk > total:
-        return Bound(total, per_node)
+        return _result(total, per_node)
     if witness is None:
-        return Bound(walk, per_node)
+        return _result(walk, per_node)
     nodes, text = witness
-    return Bound(walk, per_node, nodes, path=text)
+    return _result(walk, per_node, nodes, text)
+
+
+def _saturated(count: int) -> int:
+    return count if count < _MANY else _MANY
+
+
+def _known(count: int) -> int | None:
+    return count if count < _MANY else None
+
+
+def _result(
+    steps: int,
+    per_node: dict[str, int | None],
+    witness: tuple[str, ...] | None = None,
+    path: str = "",
+) -> Bound:
+    if steps >= _MANY:
+        return Bound(None, per_node, reason=f"the guards allow more than {_MANY:.0e} node runs")
+    return Bound(steps, per_node, witness, path=path)
 
 
 def _unbounded(facts: _Facts, reason: str, path: str) -> Bound:
@@ -208,26 +236,15 @@ def _unbounded(facts: _Facts, reason: str, path: str) -> Bound:
     return Bound(None, {n.name: None for n in facts.nodes}, reason=reason)
 
 
-def _first_nodes(spec: GraphSpec) -> Iterator[NodeSpec]:
-    return (n for n in spec.nodes if spec.node(n.name) is n)
-
-
-def _read(spec: GraphSpec, edges: Iterable[Edge]) -> _Facts:
-    nodes = list(_first_nodes(spec))
-    facts = _Facts(spec, nodes, {n.name for n in nodes})
+def _read(graph: SpecGraph) -> _Facts:
+    spec = graph.spec
+    nodes = graph.nodes
+    names = graph.rank
+    facts = _Facts(spec, nodes, names, {n.name: n for n in nodes})
     facts.starts = [n.name for n in nodes if n.start]
     facts.single = len(facts.starts) <= 1
-    pairs: dict[tuple[str, str], list[Edge]] = {}
-    for edge in edges:
-        if edge.source == START or edge.target == END:
-            continue
-        if edge.source not in facts.names or edge.target not in facts.names:
-            continue
-        pairs.setdefault((edge.source, edge.target), []).append(edge)
-        if edge.many:
-            facts.single = False
     for router in spec.routers:
-        if router.targets.sends and router.source in facts.names:
+        if router.targets.sends and router.source in names:
             facts.single = False
             if router.max_sends is None and facts.unbounded is None:
                 facts.unbounded = (
@@ -240,38 +257,17 @@ def _read(spec: GraphSpec, edges: Iterable[Edge]) -> _Facts:
         if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
             facts.single = False
     widths = {r.source: r.max_sends or 1 for r in spec.routers}
-    facts.incoming = {n: [] for n in facts.names}
-    facts.succ = {n: [] for n in facts.names}
-    for (source, target), routes in pairs.items():
-        facts.succ[source].append(target)
+    facts.incoming = {n: [] for n in names}
+    for (source, target), routes in graph.pairs.items():
+        if source not in names or target not in names:
+            continue  # from START or to END
+        if facts.single and any(r.many for r in routes):
+            facts.single = False
         width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
         guarded = all(r.guard is not None for r in routes)
         cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
         facts.incoming[target].append((source, cap, width))
     return facts
-
-
-def _unguarded_order(facts: _Facts) -> list[str] | None:
-    """Return the nodes in topological order of the unguarded routes, or ``None`` on a cycle."""
-    indegree = {n: 0 for n in facts.names}
-    out: dict[str, list[str]] = {n: [] for n in facts.names}
-    for target, sources in facts.incoming.items():
-        for source, cap, _width in sources:
-            if cap is None:
-                if source == target:
-                    return None
-                out[source].append(target)
-                indegree[target] += 1
-    queue = deque(n.name for n in facts.nodes if indegree[n.name] == 0)
-    order: list[str] = []
-    while queue:
-        node = queue.popleft()
-        order.append(node)
-        for child in out[node]:
-            indegree[child] -= 1
-            if indegree[child] == 0:
-                queue.append(child)
-    return order if len(order) == len(indegree) else None
 
 
 def _per_node(
@@ -284,9 +280,9 @@ def _per_node(
     Routes from nodes outside ``order`` are left out: ``starts`` stands for them.
     """
     if starts is None:
-        starts = {n: 1 for n in facts.starts}
+        starts = dict.fromkeys(facts.starts, 1)
     members = set(order)
-    specs = {n.name: n for n in facts.nodes}
+    specs = facts.specs
     runs: dict[str, int] = {}
     for _ in range(_PASSES + 1):
         changed = False
@@ -300,6 +296,7 @@ def _per_node(
                     total += width * (known or 0)
                 else:
                     total += cap if known is None else min(cap, width * known)
+            total = _saturated(total)
             node = specs[name]
             if node.max_runs is not None:
                 total = min(total, node.max_runs)
@@ -328,14 +325,20 @@ class _Step:
 
 
 def _longest_walk(
-    facts: _Facts, runs: Mapping[str, int]
+    facts: _Facts,
+    runs: Mapping[str, int],
+    order: list[str],
+    components: Sequence[Sequence[str]],
 ) -> tuple[int, tuple[tuple[str, ...], str] | None]:
-    """Return the longest walk the guards allow and, when it is exact, the walk itself."""
+    """Return the longest walk the guards allow and, when it is exact, the walk itself.
+
+    ``order`` is the topological order of the unguarded routes; ``components`` are the
+    strongly connected groups of nodes, sinks first.
+    """
     names = [n.name for n in facts.nodes]
-    groups = strongly_connected(names, facts.succ)
-    groups.reverse()  # Tarjan yields sinks first
+    groups = [list(group) for group in reversed(components)]
     group_of = {n: i for i, group in enumerate(groups) for n in group}
-    order = _unguarded_order(facts) or names
+    position = {n: i for i, n in enumerate(order)}
     steps: dict[str, _Step] = {}
     for i, group in enumerate(groups):
         entries: dict[str, tuple[int, str | None, bool]] = {}
@@ -352,7 +355,7 @@ def _longest_walk(
             if best is not None:
                 entries[node] = best
         if entries:
-            steps.update(_walk_group(facts, runs, group, entries, order))
+            steps.update(_walk_group(facts, runs, group, entries, position))
     if not steps:
         return 0, None
     last = max(names, key=lambda n: steps[n].length if n in steps else -1)
@@ -364,7 +367,7 @@ def _walk_group(
     runs: Mapping[str, int],
     group: list[str],
     entries: Mapping[str, tuple[int, str | None, bool]],
-    order: list[str],
+    position: Mapping[str, int],
 ) -> dict[str, _Step]:
     members = set(group)
     inside = [(s, cap) for n in group for s, cap, _w in facts.incoming[n] if s in members]
@@ -374,20 +377,23 @@ def _walk_group(
         length, before, exact = entries[node]
         unit = facts.unit(node)
         known = unit.nodes is not None
-        step = _Step(length + unit.runs, before, unit.nodes or (), unit.text, exact and known)
+        length = _saturated(length + unit.runs)
+        step = _Step(length, before, unit.nodes or (), unit.text, exact and known)
         return {node: step}
     cycle = _simple_guarded_cycle(facts, group)
     if cycle is not None and len(entries) * len(group) <= _EXACT_CYCLE_WORK:
         return _walk_cycle(facts, cycle[0], cycle[1], cycle[2], entries)
-    entry_runs = _per_node(facts, [n for n in order if n in members], dict.fromkeys(entries, 1))
+    order = sorted(group, key=position.__getitem__)  # the group's share of the topological order
+    entry_runs = _per_node(facts, order, dict.fromkeys(entries, 1))
     caps = sum(cap for _s, cap in inside if cap is not None)
     inner = min(
         sum(runs[n] * facts.weight(n) for n in group),
         sum(count * facts.weight(n) for n, count in entry_runs.items()),
-        (1 + caps) * _longest_unguarded_path(facts, group, order),
+        (1 + caps) * _longest_unguarded_path(facts, order),
     )
     length, before, _exact = max(entries.values(), key=lambda e: e[0])
-    return {node: _Step(length + inner, before, (node,), "", exact=False) for node in group}
+    step = _Step(_saturated(length + inner), before, (), "", exact=False)
+    return dict.fromkeys(group, step)
 
 
 def _simple_guarded_cycle(facts: _Facts, group: list[str]) -> tuple[list[str], int, int] | None:
@@ -397,8 +403,7 @@ def _simple_guarded_cycle(facts: _Facts, group: list[str]) -> tuple[list[str], i
     ``max_runs`` on its nodes.
     """
     members = set(group)
-    specs = {n.name: n for n in facts.nodes}
-    if any(specs[n].max_runs is not None for n in group):
+    if any(facts.specs[n].max_runs is not None for n in group):
         return None
     nexts: dict[str, str] = {}
     guarded: list[tuple[str, int]] = []
@@ -450,6 +455,7 @@ def _walk_cycle(
             if laps < 0:
                 continue
             total = length + laps * lap_runs + before_runs[start + pos + 1] - before_runs[start]
+            total = _saturated(total)
             if best is None or total > best.length:
                 lap = [units[(start + i) % k] for i in range(k)]
                 walked = lap * laps + lap[: pos + 1]
@@ -472,13 +478,14 @@ def _lap_text(lap: list[str], laps: int, pos: int) -> str:
     return f"{text} → {' → '.join(rest)}" if rest else text
 
 
-def _longest_unguarded_path(facts: _Facts, group: list[str], order: list[str]) -> int:
-    """Return the most node runs on a path of unguarded routes inside ``group``."""
+def _longest_unguarded_path(facts: _Facts, group: list[str]) -> int:
+    """Return the most node runs on a path of unguarded routes inside ``group``.
+
+    ``group`` is in topological order of the unguarded routes.
+    """
     members = set(group)
     longest: dict[str, int] = {}
-    for name in order:
-        if name not in members:
-            continue
+    for name in group:
         before = [
             longest[s]
             for s, cap, _w in facts.incoming[name]

@@ -48,7 +48,7 @@ def _graph_kind(func: Callable[..., Any]) -> str | None:
 @rule("CR110", "graph-as-node")
 def compiled_graph_nodes(graph: SpecGraph) -> Iterator[Finding]:
     """Report corral graphs (compiled or not) registered as plain nodes."""
-    for node in _first_nodes(graph.spec):
+    for node in graph.nodes:
         kind = _graph_kind(node.func)
         if kind is None:
             continue
@@ -63,7 +63,7 @@ def compiled_graph_nodes(graph: SpecGraph) -> Iterator[Finding]:
 @rule("CR111", "sync-timeout")
 def sync_timeouts(graph: SpecGraph) -> Iterator[Finding]:
     """Report ``timeout=`` on a sync node, which cannot be cancelled."""
-    for node in _first_nodes(graph.spec):
+    for node in graph.nodes:
         if node.timeout_s is None or node.is_async:
             continue
         if node.subgraph is not None:

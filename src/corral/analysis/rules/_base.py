@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from corral.analysis.diagnostic import Severity
-from corral.spec import END, START, Edge, GraphSpec, Guard, Location, NodeSpec, RouterSpec
+from corral.spec import END, START, Edge, Guard, Location, NodeSpec, RouterSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -22,7 +22,6 @@ __all__ = [
     "close_match",
     "declaration_of",
     "excused_nodes",
-    "first_nodes",
     "fix_name",
     "guard_sites",
     "has_no_way_out",
@@ -129,10 +128,6 @@ def show_type(tp: Any) -> str:
     return repr(tp).replace("typing.", "").replace("typing_extensions.", "")
 
 
-def first_nodes(spec: GraphSpec) -> list[NodeSpec]:
-    return [n for n in spec.nodes if spec.node(n.name) is n]
-
-
 def declaration_of(edge: Edge, graph: SpecGraph) -> NodeSpec | RouterSpec | None:
     """Return the router or node whose declaration holds ``edge``."""
     if edge.kind in ("router", "send", "otherwise"):
@@ -220,9 +215,8 @@ def stray_router_owners(graph: SpecGraph) -> set[str] | None:
 
 def excused_nodes(graph: SpecGraph) -> set[str]:
     """Return the nodes whose way out is already reported (CR101, CR104, CR401)."""
-    spec = graph.spec
     excused = {e.source for e in graph.unknown_targets if graph.is_node(e.source)}
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         if has_no_way_out(graph, node) or has_unreadable_route(graph, node):
             excused.add(node.name)
     return excused
@@ -245,7 +239,7 @@ class GuardSite:
 
 def guard_sites(graph: SpecGraph) -> Iterator[GuardSite]:
     """Yield every node and router that declares guards."""
-    for node in first_nodes(graph.spec):
+    for node in graph.nodes:
         if node.guards:
             declared: tuple[str, ...] | None = node.then or ()
             if node.command is not None:

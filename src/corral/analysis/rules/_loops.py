@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from corral.spec import CounterFacts, GraphSpec
+from corral.spec import CounterFacts
+
+if TYPE_CHECKING:
+    from corral.analysis._graph import SpecGraph
 
 __all__ = ["CounterLoop", "counter_loop"]
 
@@ -36,17 +40,19 @@ class CounterLoop:
     """Keys the chooser compares that no node writes."""
 
 
-def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
+def counter_loop(graph: SpecGraph, cycle: Sequence[str]) -> CounterLoop | None:
     """Return what chooses the way out of ``cycle``, with its counter if it has one.
 
     A chooser is a router of a node on the cycle, or a node on the cycle with ``Command``
-    targets, that can route off the cycle. ``None`` when there is none.
+    targets, that can route off the cycle. ``None`` when there is none. The cost grows with
+    the cycle, not the graph (CR201 asks once per cycle it reports).
     """
+    spec = graph.spec
     members = set(cycle)
     choosers: list[tuple[str, CounterFacts, bool]] = []
-    for router in spec.routers:
+    for router in graph.routers_among(members):
         names = router.targets.names
-        if router.source in members and names is not None and not set(names) <= members:
+        if names is not None and not set(names) <= members:
             choosers.append((f"router {router.name!r}", router.counters or _NO_FACTS, True))
     for name in cycle:
         node = spec.node(name)
@@ -55,9 +61,7 @@ def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
                 choosers.append((f"node {name!r}", node.counters or _NO_FACTS, False))
     if not choosers:
         return None
-    writes = [n.writes for n in spec.nodes]
-    written = set().union(*(w for w in writes if w is not None))
-    unknown_writer = any(w is None for w in writes)
+    written = graph.written
     found: CounterLoop | None = None
     for who, facts, is_router in choosers:
         for key in sorted(facts.compares):
@@ -66,7 +70,7 @@ def counter_loop(spec: GraphSpec, cycle: Sequence[str]) -> CounterLoop | None:
                 if node is not None and key in (node.counters or _NO_FACTS).increments:
                     return CounterLoop(who, key, name)
         discarded = tuple(sorted(facts.compares & facts.bumps)) if is_router else ()
-        unwritten = () if unknown_writer else tuple(sorted(facts.compares - written))
+        unwritten = () if written is None else tuple(sorted(facts.compares - written))
         unwritten = tuple(k for k in unwritten if k not in discarded)
         if found is None or not (found.discarded or found.unwritten):
             found = CounterLoop(who, discarded=discarded, unwritten=unwritten)

@@ -122,7 +122,7 @@ def _cut_finding(graph: SpecGraph, pair: tuple[str, str], cycle: tuple[str, ...]
 
 def _counter_note(graph: SpecGraph, cycle: tuple[str, ...]) -> str:
     """Say so when the cycle is bounded by hand, by a counter in the state (CR204's pattern)."""
-    loop = counter_loop(graph.spec, cycle)
+    loop = counter_loop(graph, cycle)
     if loop is None or loop.key is None:
         return ""
     return (
@@ -209,7 +209,7 @@ def cap_below_bound(graph: SpecGraph) -> Iterator[Finding]:
     lower a guard's `max`.
     """
     spec = graph.spec
-    found = bound_of(spec, graph.edges)
+    found = bound_of(spec, graph)
     if found.steps is None or spec.max_steps >= found.steps:
         return
     how = f", e.g. {found.path}" if found.path else ""

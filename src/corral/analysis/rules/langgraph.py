@@ -76,7 +76,7 @@ def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
 def _cycles(graph: SpecGraph) -> Iterator[tuple[Finding, CounterLoop | None]]:
     """Yield each cycle CR201's rule reports, with what chooses its way out."""
     for finding in RULES["CR201"].check(graph):
-        yield finding, counter_loop(graph.spec, finding.nodes)
+        yield finding, counter_loop(graph, finding.nodes)
 
 
 def _shown(nodes: tuple[str, ...]) -> str:

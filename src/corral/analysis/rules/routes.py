@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from corral.analysis._graph import SpecGraph
-from corral.analysis.rules._base import Finding, first_nodes, rule
+from corral.analysis.rules._base import Finding, rule
 
 
 @rule("CR401", "untyped-route")
@@ -28,7 +28,7 @@ def untyped_routes(graph: SpecGraph) -> Iterator[Finding]:
                 router.location,
                 router.ignore,
             )
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         if node.command is not None and node.command.names is None:
             yield Finding(
                 f"node {node.name!r} has no readable Command targets: {node.command.problem}; "

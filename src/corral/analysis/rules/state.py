@@ -11,7 +11,6 @@ from corral.analysis._graph import SpecGraph
 from corral.analysis.rules._base import (
     Finding,
     close_match,
-    first_nodes,
     meant_names,
     quote_names,
     rule,
@@ -34,7 +33,7 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
     spec = graph.spec
     plain = {key.name for key in spec.keys if key.reducer is None}
     writes: dict[str, frozenset[str]] = {}
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         if node.writes is not None and node.writes & plain:
             writes[node.name] = node.writes & plain
     # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
@@ -146,7 +145,7 @@ def unknown_keys(graph: SpecGraph) -> Iterator[Finding]:
     """
     spec = graph.spec
     keys = [k.name for k in spec.keys]
-    for spec_node in first_nodes(spec):
+    for spec_node in graph.nodes:
         if spec_node.writes is None:
             continue
         unknown = sorted(spec_node.writes - set(keys))
@@ -221,7 +220,7 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     for edge in graph.edges:
         incoming.setdefault(edge.target, []).append(edge.source)
         succ.setdefault(edge.source, []).append(edge.target)
-    for node in first_nodes(graph.spec):
+    for node in graph.nodes:
         waits = meant_names(graph, node.wait_for) if node.wait_for else None
         if waits is None:
             continue  # no join, or a misspelt name CR101 reports that may be meant for any node

@@ -10,7 +10,6 @@ from corral.analysis.rules._base import (
     close_match,
     declaration_of,
     excused_nodes,
-    first_nodes,
     fix_name,
     guard_sites,
     has_no_way_out,
@@ -37,8 +36,9 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
     `Graph` lets mypy catch the typo too.
     """
     spec = graph.spec
-    known = spec.names
+    known = graph.names
     targets = (*known, END)
+    target_set = {*targets}  # a tuple lookup per guard made this rule quadratic
     for edge in graph.unknown_targets:
         who = route_owner(edge, graph)
         if edge.kind == "otherwise":
@@ -67,7 +67,7 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
             )
     for site in guard_sites(graph):
         for guard in site.guards:
-            if guard.target in targets or guard.target in (site.declared or ()):
+            if guard.target in target_set or guard.target in (site.declared or ()):
                 continue  # a known name, or an unknown route target reported above
             yield Finding(
                 f"Guard({guard.target!r}) on {site.who} names {guard.target!r}, which is not "
@@ -76,7 +76,7 @@ def unknown_nodes(graph: SpecGraph) -> Iterator[Finding]:
                 site.location,
                 site.ignore,
             )
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         for waited in node.wait_for:
             if not graph.is_node(waited):
                 yield Finding(
@@ -123,7 +123,7 @@ def dead_nodes(graph: SpecGraph) -> Iterator[Finding]:
     if routes_unresolved(graph):
         return  # a misspelt (CR101) or unreadable (CR401) route may lead anywhere
     reachable = graph.reachable(repaired=True)
-    for name in spec.names:
+    for name in graph.names:
         if name not in reachable:
             yield Finding(
                 f"node {name!r} is not reachable from the start; route to it or remove it",
@@ -141,9 +141,8 @@ def no_way_out(graph: SpecGraph) -> Iterator[Finding]:
     Fix: add `then=END` (or the next node), register a `@g.router("node")`, or return a
     `Command` with its targets in the annotation.
     """
-    spec = graph.spec
     owners = stray_router_owners(graph)
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         if owners is None or node.name in owners:
             continue  # a router registered for a misspelt name (CR101) may be its way out
         if has_no_way_out(graph, node):
@@ -174,8 +173,8 @@ def cannot_finish(graph: SpecGraph) -> Iterator[Finding]:
     if any(node.start for node in spec.nodes):
         scope = graph.reachable()
     else:
-        scope = set(spec.names)
-    stuck = [n for n in spec.names if n in scope and n not in finishing]
+        scope = set(graph.names)
+    stuck = [n for n in graph.names if n in scope and n not in finishing]
     for group in graph.sink_components(stuck):
         if len(group) == 1:
             message = (
@@ -229,8 +228,7 @@ def mixed_routing(graph: SpecGraph) -> Iterator[Finding]:
     Fix: keep one way out: fold the choice into a single router, or route only through the
     node's `Command`.
     """
-    spec = graph.spec
-    for node in first_nodes(spec):
+    for node in graph.nodes:
         ways: list[str] = []
         if node.then:
             ways.append("then=")
@@ -278,7 +276,7 @@ def node_names(graph: SpecGraph) -> Iterator[Finding]:
                 (name,),
                 spec.location,
             )
-    for name in spec.names:
+    for name in graph.names:
         if name not in declared and name not in misspelt.values():
             yield Finding(
                 f"node {name!r} is not in the nodes= Literal; add {name!r} to it",
