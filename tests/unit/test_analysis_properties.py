@@ -14,6 +14,7 @@ from strategies import graph_specs
 
 from corral.analysis import analyse, list_cycles
 from corral.analysis._graph import SpecGraph
+from corral.analysis._supersteps import coactive_pairs
 from corral.spec import END, GraphSpec, Guard
 
 SETTINGS = settings(max_examples=300, deadline=None)
@@ -226,7 +227,7 @@ def test_coactive_pairs_are_sound(spec: GraphSpec) -> None:
                 seen.add(nxt)
                 queue.append(nxt)
     graph = SpecGraph(spec)
-    pairs = graph.coactive_pairs()
+    pairs = coactive_pairs(graph)
     for active in seen:
         for a in active:
             for b in active:

@@ -288,3 +288,24 @@ def test_a_subgraph_without_a_bound_names_its_path() -> None:
     bound = g.bound()
     assert bound.steps is None
     assert bound.reason == "in subgraph 'outer/deep': a cycle has no guarded route (CR201)"
+
+
+def test_a_large_max_is_walked_without_writing_out_every_lap() -> None:
+    """The walk is kept as laps: Guard(max=10**12) is bounded at once, written short."""
+    bound = loop(50, times=10_000).bound()
+    assert bound.steps == 2 * 10_000 + 2
+    assert bound.witness == ("draft", *("critique", "revise") * 10_000, "critique")
+    assert bound.path == "draft → (critique → revise) ×10000 → critique"
+    huge = loop(50, times=10**12).bound()
+    assert (huge.steps, huge.per_node["revise"]) == (2 * 10**12 + 2, 10**12)
+    assert huge.witness is None  # a million node runs at most are written out
+    assert huge.path == "draft → (critique → revise) ×1000000000000 → critique"
+    assert str(huge) == f"{2 * 10**12 + 2} node runs: {huge.path}"
+
+
+def test_a_bound_past_10_to_the_18_is_no_bound() -> None:
+    """Counts saturate: more than 10**18 node runs is reported as unbounded, with why."""
+    bound = loop(50, times=10**18).bound()
+    assert bound.steps is None
+    assert bound.reason == "the guards allow more than 10**18 node runs"
+    assert bound.per_node["draft"] == 1 and bound.per_node["revise"] is None

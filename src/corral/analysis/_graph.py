@@ -15,17 +15,15 @@ witness cycle per component is found by a breadth-first search inside it. Elemen
 cycles are only enumerated (Johnson's algorithm in networkx, output-sensitive, imported
 then) for display, with a limit, never to decide a rule.
 
-Which nodes may run in the same superstep is a sound over-approximation computed on pairs
-of nodes (see :meth:`SpecGraph.coactive_pairs`).
+Which nodes may run in the same superstep is in :mod:`corral.analysis._supersteps`.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections import deque
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from functools import cached_property
-from itertools import combinations
 from typing import TYPE_CHECKING
 
 from corral.analysis._cuts import Cut, cut_group, shortest_cycle, strongly_connected
@@ -35,8 +33,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["SpecGraph"]
-
-_ROUTE_KINDS = ("then", "router", "command", "send", "otherwise")
 
 Pair = tuple[str, str]
 
@@ -386,90 +382,6 @@ class SpecGraph:
                 if route.guard is not None and route.guard not in guards:
                     guards.append(route.guard)
         return Cycle(nodes, tuple(guards))
-
-    # -- supersteps ----------------------------------------------------------------------
-
-    def coactive_pairs(self) -> set[tuple[str, str]]:
-        """Return the pairs of nodes that may run in the same superstep.
-
-        A pair ``(a, a)`` means ``a`` may run more than once in one superstep (``Send``).
-        Pairs are ordered by registration. The relation is the least one that holds:
-
-        - the targets of one fan-out: several start nodes, a ``then=`` tuple, a
-          list-returning router, a ``Command`` whose ``goto`` may be a list; the ``Send``
-          targets of a list-returning router pair with themselves;
-        - if ``a`` and ``b`` may run together, so may any successor of ``a`` with any
-          successor of ``b`` (distinct nodes), and a node both reach through a ``Send``
-          pairs with itself. Branches that reach the same node merge (targets are
-          de-duplicated), which is how branches of equal length join.
-
-        A ``wait_for`` join is treated as a successor of every node it waits for, because it
-        may be released in the superstep after any of them runs. Routers and guards are
-        read as "may take any of their routes", so the relation over-approximates.
-        """
-        succ = self._successors()
-        pairs: set[tuple[str, str]] = set()
-        queue: deque[tuple[str, str]] = deque()
-
-        def add(a: str, b: str) -> None:
-            pair = (a, b) if self.rank[a] <= self.rank[b] else (b, a)
-            if pair not in pairs:
-                pairs.add(pair)
-                queue.append(pair)
-
-        for group, sends in self._fanouts():
-            for a, b in combinations(group, 2):
-                add(a, b)
-            for s in sends:
-                add(s, s)
-        while queue:
-            a, b = queue.popleft()
-            for a2, a_send in succ[a]:
-                for b2, b_send in succ[b]:
-                    if a2 != b2:
-                        add(a2, b2)
-                    elif a_send or b_send:
-                        add(a2, a2)
-        return pairs
-
-    def _successors(self) -> dict[str, set[tuple[str, bool]]]:
-        """Return each node's successors, flagged when reached by a ``Send`` (joins included)."""
-        succ: dict[str, set[tuple[str, bool]]] = {n: set() for n in self.spec.names}
-        for edge in self.edges:
-            if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in self.rank:
-                succ[edge.source].add((edge.target, edge.kind == "send"))
-        for node in self.nodes:
-            for waited in node.wait_for:
-                if waited in succ:
-                    succ[waited].add((node.name, False))
-        return succ
-
-    def _fanouts(self) -> Iterator[tuple[list[str], list[str]]]:
-        """Yield ``(targets that may run together, Send targets that may run repeatedly)``."""
-        known = self.rank
-
-        def group(names: Iterable[str], guards: tuple[Guard, ...]) -> list[str]:
-            # A used-up guard swaps its target for its otherwise, which then runs with the
-            # other branches of the fan-out.
-            chosen = list(dict.fromkeys(names))
-            chosen += [g.otherwise for g in guards if g.target in chosen and g.otherwise]
-            return [t for t in dict.fromkeys(chosen) if t in known]
-
-        starts = [n.name for n in self.nodes if n.start]
-        yield starts, []
-        for node in self.nodes:
-            if node.then is not None:
-                yield group(node.then, node.guards), []
-            command = node.command
-            if command is not None and command.names is not None:
-                if node.command_fanout:
-                    sends = [t for t in command.sends if t in known]
-                    yield group(command.names, node.guards), sends
-        for router in self.spec.routers:
-            targets = router.targets
-            if targets.many and targets.names is not None and router.source in known:
-                sends = [t for t in targets.sends if t in known]
-                yield group(targets.names, router.guards), sends
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:
         """Return the strongly connected groups of ``nodes`` with no route to another group.

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from corral.analysis._graph import SpecGraph
+from corral.analysis._supersteps import coactive_pairs
 from corral.analysis.rules._base import (
     Finding,
     close_match,
@@ -48,7 +49,7 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
-    for a, b in graph.coactive_pairs():
+    for a, b in coactive_pairs(graph):
         if a not in writes or b not in writes:
             continue
         for key in writes[a] & writes[b]:

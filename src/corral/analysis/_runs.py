@@ -1,0 +1,169 @@
+"""How many times each node can run in one run: the per-node half of ``g.bound()``.
+
+Every run of a node is caused by a route taken into it (or by the start). A route
+``s → n`` is taken at most once per run of ``s`` (``w`` times for a router declaring
+``max_sends=w``), and a guarded route at most ``max`` times in a whole run. So the runs of
+``n`` are at most its start count plus, over its incoming routes, ``runs(s)`` (unguarded)
+or ``min(max, runs(s))`` (guarded), capped by ``max_runs`` and, for a ``wait_for`` join,
+by the runs of each node it waits for. Once CR201 holds, the unguarded routes form no
+cycle, so these inequalities are solved in topological order of the unguarded routes,
+reading a guarded route as its constant ``max``; further passes replace constants by
+``min(max, runs(s))`` while that lowers anything. Every pass gives a sound bound.
+
+Counts are saturated at :data:`MANY`: on a long chain of branching routes the per-node
+bounds grow like Fibonacci numbers, and adding numbers thousands of digits long made the
+bound quadratic in the size of the graph. A count that reaches ``MANY`` is reported as no
+bound at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from corral.spec import GraphSpec, NodeSpec
+
+if TYPE_CHECKING:
+    from corral.analysis._graph import SpecGraph
+
+__all__ = ["MANY", "Facts", "Unit", "known", "per_node_runs", "read_facts", "saturated"]
+
+PASSES = 4
+"""Refinement passes over the per-node inequalities after the first."""
+MANY = 10**18
+"""The count beyond which a bound is not worth giving: it is reported as ``None``."""
+
+
+def saturated(count: int) -> int:
+    """Return ``count``, or :data:`MANY` if it is more."""
+    return count if count < MANY else MANY
+
+
+def known(count: int) -> int | None:
+    """Return ``count`` as a bound: ``None`` once it reaches :data:`MANY`."""
+    return count if count < MANY else None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one run of a node stands for in a walk: one node run, or a whole child run."""
+
+    runs: int
+    """The node runs it takes (a subgraph node: its child's bound)."""
+    nodes: tuple[str, ...] | None
+    """Those node runs, by path; ``None`` when the child's bound has no witness."""
+    text: str
+
+    @classmethod
+    def of_child(cls, name: str, steps: int, witness: tuple[str, ...] | None, path: str) -> Unit:
+        """Return the unit of a subgraph node ``name`` whose child takes ``steps`` runs.
+
+        ``witness`` and ``path`` are the child's bound's.
+        """
+        nodes = None if witness is None else tuple(f"{name}/{n}" for n in witness)
+        return cls(steps, nodes, f"{name}[{path}]" if path else name)
+
+
+@dataclass
+class Facts:
+    """The spec's routes as the bound reads them."""
+
+    spec: GraphSpec
+    nodes: list[NodeSpec]
+    names: Container[str]
+    specs: dict[str, NodeSpec] = field(default_factory=dict)
+    """Each node's spec by name."""
+    incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
+    """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
+    starts: list[str] = field(default_factory=list)
+    single: bool = True
+    """True when one node runs at a time (no fan-out of any kind)."""
+    unbounded: str | None = None
+    units: dict[str, Unit] = field(default_factory=dict)
+    """The subgraph nodes' units (every other node is one node run)."""
+
+    def weight(self, name: str) -> int:
+        """Return the node runs one run of ``name`` takes."""
+        unit = self.units.get(name)
+        return 1 if unit is None else unit.runs
+
+    def unit(self, name: str) -> Unit:
+        """Return what one run of ``name`` stands for in a walk."""
+        return self.units.get(name) or Unit(1, (name,), name)
+
+
+def read_facts(graph: SpecGraph) -> Facts:
+    """Return the routes of ``graph`` between nodes, with their guards and widths."""
+    spec = graph.spec
+    nodes = graph.nodes
+    names = graph.rank
+    facts = Facts(spec, nodes, names, {n.name: n for n in nodes})
+    facts.starts = [n.name for n in nodes if n.start]
+    facts.single = len(facts.starts) <= 1
+    for router in spec.routers:
+        if router.targets.sends and router.source in names:
+            facts.single = False
+            if router.max_sends is None and facts.unbounded is None:
+                facts.unbounded = (
+                    f"router {router.name!r} returns Send values and declares no max_sends; "
+                    f"give it @g.router({router.source!r}, max_sends=N)"
+                )
+    for node in nodes:
+        if node.command is not None and node.command.sends and facts.unbounded is None:
+            facts.unbounded = f"node {node.name!r} may return Command(goto=Send(...)) values"
+        if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
+            facts.single = False
+    widths = {r.source: r.max_sends or 1 for r in spec.routers}
+    facts.incoming = {n: [] for n in names}
+    for (source, target), routes in graph.pairs.items():
+        if source not in names or target not in names:
+            continue  # from START or to END
+        if facts.single and any(r.many for r in routes):
+            facts.single = False
+        width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
+        guarded = all(r.guard is not None for r in routes)
+        cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
+        facts.incoming[target].append((source, cap, width))
+    return facts
+
+
+def per_node_runs(
+    facts: Facts,
+    order: list[str],
+    starts: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Solve the per-node inequalities over the nodes of ``order`` (topological).
+
+    Routes from nodes outside ``order`` are left out: ``starts`` stands for them.
+    """
+    if starts is None:
+        starts = dict.fromkeys(facts.starts, 1)
+    members = set(order)
+    specs = facts.specs
+    runs: dict[str, int] = {}
+    for _ in range(PASSES + 1):
+        changed = False
+        for name in order:
+            total = starts.get(name, 0)
+            for source, cap, width in facts.incoming[name]:
+                if source not in members:
+                    continue
+                counted = runs.get(source)
+                if cap is None:
+                    total += width * (counted or 0)
+                else:
+                    total += cap if counted is None else min(cap, width * counted)
+            total = saturated(total)
+            node = specs[name]
+            if node.max_runs is not None:
+                total = min(total, node.max_runs)
+            for waited in node.wait_for:
+                if waited in runs:
+                    total = min(total, runs[waited])
+            if runs.get(name) != total:
+                changed = True
+                runs[name] = total
+        if not changed:
+            break
+    return runs
