@@ -309,3 +309,16 @@ def test_a_bound_past_10_to_the_18_is_no_bound() -> None:
     assert bound.steps is None
     assert bound.reason == "the guards allow more than 10**18 node runs"
     assert bound.per_node["draft"] == 1 and bound.per_node["revise"] is None
+
+
+def test_an_otherwise_route_counts_only_runs_past_its_guards_max() -> None:
+    """Guard('b', max=1, otherwise='c') on a node that runs once: 'c' never runs."""
+    g = Graph(State, max_steps=10_000)
+    g.node("a", start=True)(_node)
+    g.router("a", guards=[Guard("b", max=1, otherwise="c")])(_router("b"))
+    g.node("b")(_node)
+    g.router("b")(_router(END))
+    g.node("c")(_node)
+    g.router("c")(_router("b"))
+    bound = g.bound()
+    assert (bound.steps, bound.per_node["c"], bound.witness) == (2, 0, ("a", "b"))

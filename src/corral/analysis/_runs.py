@@ -76,6 +76,10 @@ class Facts:
     """Each node's spec by name."""
     incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
     """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
+    held: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Route pairs made only of guards' ``otherwise`` routes, with the least ``max`` of those
+    guards: a guard's ``otherwise`` is taken only once its target has been taken ``max``
+    times, each on a run of the source, so the pair is taken at most ``runs(s) - max``."""
     starts: list[str] = field(default_factory=list)
     single: bool = True
     """True when one node runs at a time (no fan-out of any kind)."""
@@ -115,6 +119,7 @@ def read_facts(graph: SpecGraph) -> Facts:
         if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
             facts.single = False
     widths = {r.source: r.max_sends or 1 for r in spec.routers}
+    held = _otherwise_held(graph)
     facts.incoming = {n: [] for n in names}
     for (source, target), routes in graph.pairs.items():
         if source not in names or target not in names:
@@ -125,7 +130,22 @@ def read_facts(graph: SpecGraph) -> Facts:
         guarded = all(r.guard is not None for r in routes)
         cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
         facts.incoming[target].append((source, cap, width))
+        if (source, target) in held and all(r.kind == "otherwise" for r in routes):
+            facts.held[source, target] = held[source, target]
     return facts
+
+
+def _otherwise_held(graph: SpecGraph) -> dict[tuple[str, str], int]:
+    """Return, per ``(source, otherwise)``, the least ``max`` of the guards falling back there."""
+    held: dict[tuple[str, str], int] = {}
+    sites = [(n.name, n.guards) for n in graph.nodes]
+    sites += [(r.source, r.guards) for r in graph.spec.routers]
+    for source, guards in sites:
+        for guard in guards:
+            if guard.otherwise is not None:
+                pair = (source, guard.otherwise)
+                held[pair] = min(held.get(pair, guard.max), guard.max)
+    return held
 
 
 def per_node_runs(
@@ -141,6 +161,7 @@ def per_node_runs(
         starts = dict.fromkeys(facts.starts, 1)
     members = set(order)
     specs = facts.specs
+    held = facts.held
     runs: dict[str, int] = {}
     for _ in range(PASSES + 1):
         changed = False
@@ -151,7 +172,10 @@ def per_node_runs(
                     continue
                 counted = runs.get(source)
                 if cap is None:
-                    total += width * (counted or 0)
+                    taken = width * (counted or 0)
+                    if held and (source, name) in held:
+                        taken = max(0, taken - held[source, name])
+                    total += taken
                 else:
                     total += cap if counted is None else min(cap, width * counted)
             total = saturated(total)

@@ -78,6 +78,8 @@ def longest_walk(
     for i, group in enumerate(groups):
         entries: dict[str, tuple[int, str | None, bool]] = {}
         for node in group:
+            if runs.get(node) == 0:
+                continue  # it cannot run (e.g. reached only through an otherwise never taken)
             best: tuple[int, str | None, bool] | None = (
                 (0, None, True) if node in facts.starts else None
             )
