@@ -294,11 +294,25 @@ g.subgraph("research", child, then=END)
 def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two Send entries of research: the routes into, inside and out of it, added up."""
+    """Two Send entries of research: the routes into, inside and out of it, added up; the
+    progress lines of the run show the child's node runs and routes by path."""
     Path("desk.py").write_text(DESK)
     argv = ["run", "desk.py:g", "--db", db, "--thread", "t3", "--input", '{"topic": ""}']
     assert main(argv) == 0
-    capsys.readouterr()
+    progress = capsys.readouterr().err.splitlines()[1:-1]
+    one_entry = [
+        "        enter subgraph research (Send)",
+        "[{}/50] research/plan",
+        "[{}/50] research/search",
+        "        research/search → research/search (guard 1/2)",
+        "[{}/50] research/search",
+        "        research/search → research/search (guard 2/2)",
+        "[{}/50] research/search",
+        "        research/search → research/END (guard used up)",
+    ]
+    steps = iter(range(2, 10))
+    expected = [line.format(next(steps)) if "{}" in line else line for line in one_entry * 2]
+    assert progress == ["[1/50] brief", *expected]  # entering a subgraph is no step
     out = out_of(capsys, "draw", "desk.py:g", "--thread", "t3", "--db", db)
     arrows = [line.strip() for line in out.splitlines() if "->" in line]
     assert arrows == [

@@ -29,7 +29,7 @@ from corral.errors import (
 )
 from corral.loader import Target, UsageError, display_path, import_module
 from corral.runtime.app import CompiledGraph
-from corral.spec import END
+from corral.spec import END, GraphSpec
 
 __all__ = ["command"]
 
@@ -76,7 +76,7 @@ def command(args: argparse.Namespace) -> int:
         f"{verb} {target.label} on thread {thread} (checkpoints: {args.db}, max_steps={cap})",
         file=sys.stderr,
     )
-    progress = _Progress(cap)
+    progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
         run = app.invoke(
             value, thread_id=thread, max_steps=args.max_steps, deps=deps, on_event=progress
@@ -248,22 +248,30 @@ class _Progress:
 
     The number shown is the engine's step count, but never the same number twice: nodes
     of one superstep that do not finish (two ``Send`` runs that both ask a person) have
-    not been counted yet, and each still gets its own line number.
+    not been counted yet, and each still gets its own line number. Entering a subgraph is
+    not a node run: it gets a line without a number, and its node runs follow by path.
     """
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, subgraphs: frozenset[str] = frozenset()) -> None:
         self.cap = cap
         self.shown = 0
+        self.subgraphs = subgraphs
+        """The paths of the subgraph nodes (``research``, ``research/inner``)."""
 
     def __call__(self, event: object) -> None:
         from corral.runtime.events import NodeStart, Paused, RouteTaken
 
         if isinstance(event, NodeStart):
             send = " (Send)" if event.send else ""
+            if event.node in self.subgraphs:
+                print(f"        enter subgraph {event.node}{send}", file=sys.stderr)
+                return
             self.shown = max(self.shown + 1, event.step)
             print(f"[{self.shown}/{self.cap}] {event.node}{send}", file=sys.stderr)
         elif isinstance(event, RouteTaken):
-            target = "END" if event.target == END else event.target
+            target = event.target
+            if target == END or target.endswith(f"/{END}"):  # a subgraph's END by path
+                target = target[: -len(END)] + "END"
             if event.via == "otherwise":
                 note = "guard used up"
                 print(f"        {event.source} → {target} ({note})", file=sys.stderr)
@@ -273,6 +281,16 @@ class _Progress:
         elif isinstance(event, Paused):
             names = ", ".join(dict.fromkeys(i.node for i in event.interrupts))
             print(f"        paused at {names}", file=sys.stderr)
+
+
+def _subgraph_paths(spec: GraphSpec, prefix: str = "") -> frozenset[str]:
+    """Return the path of every subgraph node of ``spec``, nested ones too."""
+    found: set[str] = set()
+    for node in spec.nodes:
+        if node.subgraph is not None:
+            found.add(prefix + node.name)
+            found |= _subgraph_paths(node.subgraph.graph, f"{prefix}{node.name}/")
+    return frozenset(found)
 
 
 def _resume_command(args: argparse.Namespace, thread: str, *extra: str) -> str:

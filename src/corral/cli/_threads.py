@@ -3,10 +3,10 @@
 They read the checkpoints (through the same ``open_saver`` as ``corral run --db``) and never
 write. Everything they print comes from each checkpoint's metadata (status, step count,
 next nodes, guard counts, runs of each node, pending interrupts) and its writes (which
-keys the nodes that ran wrote). Two things need the graph, given with ``--graph PATH``:
-a guard's maximum, and the state when the newest checkpoint stores only what changed (the
-state is then rebuilt with the graph's reducers, exactly as ``get_state`` does). Tables are
-cut to 80 columns.
+keys the nodes that ran wrote). Two things need the graph, given with ``--graph PATH``: a
+guard's maximum, and the state when the newest checkpoint stores only what changed (the
+state is then rebuilt with the graph's reducers, exactly as ``get_state`` does). Tables
+are cut to 80 columns.
 """
 
 from __future__ import annotations
