@@ -238,3 +238,29 @@ def test_a_guard_used_up_inside_a_subgraph_is_an_event_of_its_entry_span(
     assert not [e for e in root.events if e.name == "corral.guard_used_up"]
     assert all(not str(_attrs(e)["corral.source"]).startswith("research/") for e in root.events
                if e.name == "corral.route")  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_three_levels_deep_a_node_run_keeps_its_step_and_entries(how: str) -> None:
+    """outer > inner > deep > work: work is step 1 (entering is no step), inside all three."""
+    leaf = Graph(Team, name="leaf")
+
+    @leaf.node(start=True, then=END)
+    def work(state: Team) -> dict[str, object]:
+        return {"notes": ["w"]}
+
+    deep = Graph(Team, name="mid2")
+    deep.subgraph("deep", leaf, start=True, then=END)
+    inner = Graph(Team, name="mid1")
+    inner.subgraph("inner", deep, start=True, then=END)
+    top = Graph(Team, name="top")
+    top.subgraph("outer", inner, start=True, then=END)
+    seen: list[Event] = []
+    _run(top.compile(), how, seen.append)
+    starts = [(e.node, e.step, e.entry) for e in seen if isinstance(e, NodeStart)]
+    assert starts == [
+        ("outer", 1, ()),
+        ("outer/inner", 1, (1, 1)),
+        ("outer/inner/deep", 1, (1, 1, 1)),
+        ("outer/inner/deep/work", 1, (1, 1, 1)),
+    ]

@@ -184,8 +184,11 @@ class ChildGraph:
     def is_entry(self, node: str) -> bool:
         """Return whether ``node`` (a child's node, or a path inside a grandchild) is a
         subgraph node of the child: its ``NodeStart`` opens an entry, not a node run."""
-        found = self.tables.nodes.get(node)
-        return found is not None and found.child is not None
+        name, _, inside = node.partition("/")
+        found = self.tables.nodes.get(name)
+        if found is None or found.child is None:
+            return False
+        return not inside or bool(found.child.is_entry(inside))
 
     def path(self, node: str) -> str:
         """Return the path of the child's ``node`` (a path itself inside a grandchild)."""
