@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from corral import END, Graph, Guard, MemorySaver, Send
+from corral import END, Graph, Guard, MemorySaver, Resume, Send, interrupt
 from corral.runtime import Event, NodeStart, RouteTaken
 
 _EXPORTER = InMemorySpanExporter()
@@ -264,3 +264,59 @@ def test_three_levels_deep_a_node_run_keeps_its_step_and_entries(how: str) -> No
         ("outer/inner/deep", 1, (1, 1, 1)),
         ("outer/inner/deep/work", 1, (1, 1, 1)),
     ]
+
+
+def asker() -> Graph[Team]:
+    """plan -> search, which asks a person."""
+    child = Graph(Team, name="asker")
+
+    @child.node(start=True, then="search")
+    async def plan(state: Team) -> dict[str, object]:
+        await asyncio.sleep(0)
+        return {"notes": [f"plan {state['topic']}"]}
+
+    @child.node(then=END)
+    def search(state: Team) -> dict[str, object]:
+        return {"notes": [str(interrupt(f"source for {state['topic']}?"))]}
+
+    return child
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_entries_that_pause_side_by_side_keep_their_spans_apart_across_the_resume(
+    spans: InMemorySpanExporter, how: str
+) -> None:
+    """Three entries ask: each search span has its own interrupt id, under its own entry;
+    the run that answers all three nests each entry's spans again and links to run 1."""
+    app = fan_out(asker()).compile(telemetry=True, checkpointer=MemorySaver())
+    _run(app, how, thread_id="t")
+    paused = app.get_state("t")
+    assert paused.status == "interrupted" and len(paused.interrupts) == 3
+    answers = {i.id: f"answer {n}" for n, i in enumerate(paused.interrupts)}
+    if how == "ainvoke":
+        asyncio.run(app.ainvoke(Resume(answers), thread_id="t"))
+    else:
+        app.invoke(Resume(answers), thread_id="t")
+    assert app.get_state("t").status == "done"
+    finished = spans.get_finished_spans()
+    roots = [s for s in finished if s.name == "corral.run"]
+    assert [_attrs(r)["corral.status"] for r in roots] == ["interrupted", "done"]
+    [link] = roots[1].links
+    assert link.context.span_id == roots[0].context.span_id
+    for number, root in enumerate(roots):
+        entries = [
+            s
+            for s in finished
+            if s.name == "corral.subgraph" and _parent_of(s) == root.context.span_id
+        ]
+        assert len(entries) == 3
+        asked = []
+        for entry in entries:
+            under = [s for s in finished if _parent_of(s) == entry.context.span_id]
+            searches = [s for s in under if _attrs(s)["corral.node"] == "research/search"]
+            assert len(searches) == 1
+            asked.append(_attrs(searches[0]).get("corral.interrupt_id"))
+        if number == 0:
+            assert sorted(asked) == sorted(answers)  # each pause named on its own span
+        else:
+            assert asked == [None, None, None]
