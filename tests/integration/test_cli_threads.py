@@ -325,6 +325,12 @@ def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
         'n5 -.->|"search used up ×2"| n6',
     ]
     assert out.count("linkStyle") == len(arrows)
+    dot = out_of(capsys, "draw", "desk.py:g", "--thread", "t3", "--db", db, "--format", "dot",
+                 narrow=False)  # fmt: skip
+    assert (
+        '"research/search" -> "research/search" [style=dashed, color="#d62728", penwidth=3, '
+        'label="2/2 used ×4"];'
+    ) in dot
     collapsed = out_of(capsys, "draw", "desk.py:g", "--thread", "t3", "--db", db, "--collapse")
     assert [line.strip() for line in collapsed.splitlines() if "->" in line] == [
         '__start__ -->|"×1"| brief',
