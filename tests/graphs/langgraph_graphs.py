@@ -84,6 +84,37 @@ def attempt_in_place(state: State) -> dict[str, Any]:
     return {"tries": state["tries"]}
 
 
+def attempt_direct(state: State) -> dict[str, Any]:
+    return {"tries": state["tries"] + 1}
+
+
+def attempt_assigned(state: State) -> State:
+    state["tries"] = state.get("tries", 0) + 1
+    return state
+
+
+# -- a counter checked by a node returning Command on the loop -------------------------------
+
+
+def check_or_stop(state: State) -> Command[Literal["work", "__end__"]]:
+    if state["tries"] >= 3:
+        return Command(goto=END)
+    return Command(goto="work")
+
+
+def work(state: State) -> dict[str, Any]:
+    return {"tries": state["tries"] + 1, "answer": "again"}
+
+
+def command_counted() -> StateGraph[State]:
+    builder = StateGraph(State)
+    builder.add_node("check", check_or_stop)
+    builder.add_node("work", work)
+    builder.add_edge(START, "check")
+    builder.add_edge("work", "check")
+    return builder
+
+
 def counted_with(node: Any) -> StateGraph[State]:
     builder = StateGraph(State)
     builder.add_node("attempt", node)
@@ -173,6 +204,24 @@ def should_write(state: State) -> str:
     return "write" if state["n"] else "review"
 
 
+def unannotated_grade(state: State):  # type: ignore[no-untyped-def]  # no annotation, on purpose
+    if state["n"] > 1:
+        return "yes"
+    return "no" if state["n"] else "maybe"
+
+
+def mapped_unannotated() -> StateGraph[State]:
+    builder = StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("write", write)
+    builder.add_node("review", review)
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", unannotated_grade, {"yes": "write", "no": "review"})
+    builder.add_edge("write", END)
+    builder.add_edge("review", END)
+    return builder
+
+
 # -- a router with no annotation and no path_map (CR401) ---------------------------------------
 
 
@@ -242,9 +291,9 @@ def decide_untyped(state: State) -> Any:
     return Command(goto="write")
 
 
-def commands(*, typed: bool) -> StateGraph[State]:
+def commands(*, typed: bool, destinations: tuple[str, ...] | None = None) -> StateGraph[State]:
     builder = StateGraph(State)
-    builder.add_node("decide", decide if typed else decide_untyped)
+    builder.add_node("decide", decide if typed else decide_untyped, destinations=destinations)
     builder.add_node("write", write)
     builder.add_edge(START, "decide")
     builder.add_edge("write", END)

@@ -84,3 +84,10 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         corral.Grpah  # noqa: B018
     with pytest.raises(ImportError):
         exec("from corral import Grpah")
+
+
+def test_reading_and_linting_langgraph_graphs_does_not_import_langgraph() -> None:
+    """corral.langgraph reads graphs by attribute name: LangGraph stays an optional extra."""
+    loaded = modules_after("import corral.langgraph, corral.analysis, corral.cli, corral.loader")
+    assert "corral.langgraph" in loaded
+    assert not {name for name in loaded if name.split(".")[0] in ("langgraph", "langchain_core")}

@@ -55,6 +55,16 @@ def test_compiled_graph_reads_its_builder() -> None:
     assert routes(builder.compile()) == routes(builder)
 
 
+def test_unknown_router_targets_are_not_read_from_get_graph() -> None:
+    """get_graph() draws a router with unknown targets as one edge to END and leaves 'write'
+    unreached; the builder's facts give CR401 alone, compiled or not."""
+    compiled = lg.untyped().compile()
+    drawn = {(e.source, e.target) for e in compiled.get_graph().edges}
+    assert ("plan", END) in drawn and ("plan", "write") not in drawn
+    assert codes(check(compiled)) == codes(check(lg.untyped())) == [("CR401", ("plan",))]
+    assert ("plan", END, "router") not in routes(compiled)
+
+
 def test_waiting_edges_are_joins() -> None:
     """add_edge([a, b], c) routes both sources to c, which waits for them."""
     read = spec(lg.fan_in())
@@ -84,11 +94,13 @@ def test_conditional_entry_point_starts_its_targets() -> None:
 
 
 def test_command_destinations() -> None:
-    """Command[Literal[...]] destinations are routes of the node."""
-    assert {("decide", "write", "command"), ("decide", END, "command")} <= routes(
-        lg.commands(typed=True)
-    )
-    assert check(lg.commands(typed=True)) == []
+    """Command[Literal[...]] destinations are routes of the node, as are destinations=."""
+    for builder in (lg.commands(typed=True), lg.commands(typed=False, destinations=DESTINATIONS)):
+        assert {("decide", "write", "command"), ("decide", END, "command")} <= routes(builder)
+        assert check(builder) == []
+
+
+DESTINATIONS = ("write", END)
 
 
 def test_channels_with_and_without_reducers_and_input_schema_keys() -> None:
@@ -147,6 +159,13 @@ def test_tools_condition_without_end_is_cr109_and_fails_at_run_time() -> None:
     assert codes(check(lg.react(with_end=True))) == [("CR201", ("agent", "tools"))]
 
 
+def test_cr109_reads_the_literals_a_router_with_no_annotation_returns() -> None:
+    """With no Literal annotation, the strings the router returns are the path_map keys."""
+    found = check(lg.mapped_unannotated())
+    assert codes(found) == [("CR109", ("plan",))]
+    assert "router 'unannotated_grade' can return 'maybe'" in found[0].message
+
+
 def test_cr109_reads_the_routers_literal_as_path_map_keys() -> None:
     """With a path_map, the router's Literal names keys: one the map lacks is CR109."""
     found = check(lg.mapped(as_list=False))
@@ -154,9 +173,13 @@ def test_cr109_reads_the_routers_literal_as_path_map_keys() -> None:
     assert "'maybe'" in found[0].message and "{'maybe': <node>}" in found[0].message
 
 
-@pytest.mark.parametrize("node", [lg.attempt, lg.attempt_local, lg.attempt_in_place])
+@pytest.mark.parametrize(
+    "node",
+    [lg.attempt, lg.attempt_direct, lg.attempt_local, lg.attempt_in_place, lg.attempt_assigned],
+)
 def test_counter_incremented_in_a_node_on_the_loop_is_cr204(node: Any) -> None:
-    """state[k] + 1, through a local or after state[k] += 1, bounds the loop: a warning."""
+    """state.get(k, 0) + 1, state[k] + 1, through a local, after state[k] += 1 or after
+    state[k] = ... + 1 (returning the state) bounds the loop: a warning."""
     (found,) = check(lg.counted_with(node))
     assert (found.code, found.severity, found.nodes) == ("CR204", "warning", ("attempt",))
     assert found.message == (
@@ -166,6 +189,14 @@ def test_counter_incremented_in_a_node_on_the_loop_is_cr204(node: Any) -> None:
         "recursion_limit, or port the loop to corral with a Guard"
     )
     assert found.line == def_line(lg.retry_or_stop)
+
+
+def test_counter_compared_by_a_command_node_on_the_loop_is_cr204() -> None:
+    """A node returning Command can choose the way out: its comparison bounds the loop."""
+    (found,) = check(lg.command_counted())
+    assert (found.code, found.nodes) == ("CR204", ("check", "work"))
+    assert "node 'work' increments it and node 'check' compares it" in found.message
+    assert found.line == def_line(lg.check_or_stop)
 
 
 def test_counter_bumped_in_a_router_stays_cr201_and_says_it_is_discarded() -> None:
@@ -349,7 +380,22 @@ def test_old_attribute_names_read_the_same(make: Any) -> None:
     old = StateGraph02(real)
     assert routes(old) == routes(real) == routes(Pregel(old))
     assert spec(old).keys == spec(real).keys
+    assert spec(old).location == spec(real).location != spec(object_graph()).location
     assert check(old) == check(real) == check(Pregel(old))
+
+
+def object_graph() -> Any:
+    """A builder whose schema has no source file: its spec has no location."""
+    return StateGraph(TypedDict("Bare", {"n": int}))
+
+
+def test_a_key_only_an_old_node_input_schema_brings_is_a_state_key() -> None:
+    """0.2's node ``input`` schema is read even where ``schemas`` and ``channels`` lack it."""
+    old = StateGraph02(lg.keys())
+    old.schemas = {lg.State: old.schemas[lg.State]}
+    del old.channels["scratch"]
+    assert spec(old).key("scratch") is not None
+    assert codes(check(old)) == [("CR302", ("typo",))]
 
 
 def test_branch_then_of_langgraph_02() -> None:
