@@ -163,6 +163,8 @@ class Loaded:
     """Modules whose import raised ``GraphError``: ``(source, error)``."""
     modules: int = 0
     """How many modules were imported (or tried)."""
+    langgraph_modules: list[str] = field(default_factory=list)
+    """Files ``lint --static`` read that import LangGraph, whose graphs it cannot read."""
 
 
 def split_selector(argument: str) -> tuple[str, str | None]:

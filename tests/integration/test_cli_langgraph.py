@@ -131,6 +131,18 @@ def test_draw_and_cycles(tree: Path, capsys: pytest.CaptureFixture[str]) -> None
     ]
 
 
+def test_lint_static_says_it_does_not_read_langgraph_graphs(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--static reads corral graphs only; a file importing langgraph gets a note, not silence."""
+    code, out, err = run(capsys, "lint", "--static", ".")
+    assert code == 1 and "both.py" in out and "agent.py" not in out
+    assert err == (
+        "note: lint --static does not read LangGraph graphs (agent.py, both.py import "
+        "langgraph); lint without --static to check them\n"
+    )
+
+
 def test_run_refuses_a_langgraph_graph(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """corral does not run LangGraph graphs: a usage error that says what to do instead."""
     code, _, err = run(capsys, "run", "agent.py:graph")
@@ -163,3 +175,29 @@ def test_port_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None
     """``corral port --help`` shows examples."""
     code, out, _ = run(capsys, "port", "--help")
     assert code == 0 and "corral port agent.py:graph" in out.split("examples:")[1]
+
+
+DOC = Path(__file__).parents[2] / "docs" / "langgraph.md"
+
+
+def test_the_command_line_outputs_in_docs_langgraph_md(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The doc's first Python block saved as agent.py prints the doc's lint, cycles and port
+    outputs (the port's lines after its ``...``)."""
+    text = DOC.read_text(encoding="utf-8")
+    module = text.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "agent.py").write_text(module)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    shown = [block.split("```", 1)[0] for block in text.split("```text\n")[1:]]
+    for block in shown:
+        commands = block.split("$ corral ")[1:]
+        for command in commands:
+            line, expected = command.split("\n", 1)
+            code, out, err = run(capsys, *line.split())
+            assert code in (0, 1), err
+            if expected.startswith("...\n"):
+                assert expected[4:] in out
+            else:
+                assert out == expected

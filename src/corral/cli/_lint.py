@@ -139,6 +139,8 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
     from corral.static import load_static
 
     loaded = load_static(paths, exclude=exclude)
+    if loaded.langgraph_modules:
+        print(_langgraph_note(loaded.langgraph_modules), file=sys.stderr)
     collected = Collected(modules=loaded.modules)
     collected.failures.extend(Failure(e.source, e.message, e.formatted) for e in loaded.errors)
     for _, err in loaded.graph_errors:
@@ -151,6 +153,16 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
         if report.failure is not None:
             collected.failures.append(report.failure)
     return collected
+
+
+def _langgraph_note(sources: Sequence[str]) -> str:
+    """Return the note that ``--static`` skipped the LangGraph graphs of ``sources``."""
+    shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+    verb = "imports" if len(sources) == 1 else "import"
+    return (
+        f"note: lint --static does not read LangGraph graphs ({shown} {verb} langgraph); "
+        "lint without --static to check them"
+    )
 
 
 def explain(code: str) -> int:

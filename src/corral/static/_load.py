@@ -8,12 +8,19 @@ a module name, and each batch's graphs are read by :class:`~corral.static._reade
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
-from corral.sources import display_path, exclude_patterns, python_files
+from corral.sources import (
+    UnreadableFile,
+    display_path,
+    exclude_patterns,
+    python_files,
+    read_source,
+)
 from corral.spec import GraphSpec
 from corral.static._expressions import StaticError
 from corral.static._reader import Reader
@@ -148,6 +155,19 @@ def _files(path: str, exclude: Sequence[str], loaded: Loaded) -> list[str]:
     for file in python_files(path, exclude_patterns(exclude), only_marked=True):
         if file.problem is None:
             files.append(file.path)
+            if _imports_langgraph(file.path):
+                loaded.langgraph_modules.append(display_path(file.path))
         else:
             loaded.errors.append(LoadError(display_path(file.path), file.problem, ""))
     return files
+
+
+_IMPORT_LANGGRAPH = re.compile(rb"^[ \t]*(?:from|import)[ \t]+langgraph\b", re.MULTILINE)
+
+
+def _imports_langgraph(file: str) -> bool:
+    """Return whether ``file`` imports LangGraph (whose graphs mypy's reading cannot see)."""
+    try:
+        return _IMPORT_LANGGRAPH.search(read_source(file)) is not None
+    except UnreadableFile:
+        return False
