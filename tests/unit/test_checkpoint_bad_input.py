@@ -89,3 +89,18 @@ def test_a_thread_id_that_is_not_a_str_is_named(saver: Any, thread_id: Any) -> N
         with pytest.raises(CheckpointError, match=r"thread_id=.* is a \w+, not a str") as info:
             call()
         assert "damaged" not in str(info.value)
+
+
+def test_a_huge_int_is_refused_even_where_the_digit_limit_is_lifted(saver: Any) -> None:
+    """A process that called sys.set_int_max_str_digits(0) could write a number every other
+    process fails to read (a file called damaged there): the saver refuses it at the put."""
+    import sys
+
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        with pytest.raises(SerializationError, match="more than the 4300 a JSON number"):
+            saver.put(Checkpoint("t", "0", None, {"v": 10**5000}))
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert saver.chain("t") == []
