@@ -16,7 +16,21 @@ from corral import CheckpointError, SqliteSaver
 from corral.checkpoint import Checkpoint
 
 FILES = 60
-"""Files damaged by the seeded random-corruption test."""
+"""Files damaged by the seeded random-corruption test, per seed."""
+SEEDS = (18, 2)
+"""Seed 18 makes a file whose newest row cannot be read (the thread was read as empty until
+that was checked) and one whose index of thread names misses the thread (the known limit),
+seed 2 one whose thread id is not an integer (a bare TypeError until then)."""
+
+
+def index_misses_thread(path: Path) -> bool:
+    """Return whether SQLite's own check finds the index of thread names missing a row."""
+    conn = sqlite3.connect(path)
+    try:
+        found = conn.execute("PRAGMA integrity_check").fetchall()
+    finally:
+        conn.close()
+    return any("missing from index sqlite_autoindex_threads_1" in row[0] for row in found)
 
 
 def write_thread(path: Path, steps: int = 30) -> None:
@@ -37,23 +51,29 @@ def write_thread(path: Path, steps: int = 30) -> None:
     conn.close()
 
 
-def read_everything(path: Path) -> None:
+def read_everything(path: Path, steps: int = 30) -> None:
+    """Read all of thread 't', asserting that what is read is the whole thread."""
     with SqliteSaver(path) as saver:
         saver.threads()
-        saver.chain("t")
-        for checkpoint in saver.checkpoints("t"):
+        assert saver.chain("t"), f"{path}: thread 't' read as empty"
+        checkpoints = saver.checkpoints("t")
+        assert len(checkpoints) == steps, f"{path}: {len(checkpoints)} of {steps} checkpoints"
+        for checkpoint in checkpoints:
             saver.chain("t", checkpoint.checkpoint_id)
         saver.pending_writes("t", "c29")
 
 
-def test_random_damage_is_always_a_checkpoint_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_damage_is_always_a_checkpoint_error(tmp_path: Path, seed: int) -> None:
     """FILES copies of one file, each with 1-30 random bytes changed: reading all of each
-    either works (the bytes were unused or inside a text) or raises CheckpointError naming
-    the file; never another exception, never an empty thread in place of a damaged one."""
+    either gives the whole thread (the bytes were unused or inside a text) or raises
+    CheckpointError naming the file; never another exception, never an empty or shorter
+    thread in place of a damaged one, except where the index of thread names lost the thread
+    (not checked per read: see docs/guarantees.md), which ``PRAGMA integrity_check`` names."""
     template = tmp_path / "template.sqlite"
     write_thread(template)
     data = template.read_bytes()
-    rng = random.Random(18)
+    rng = random.Random(seed)
     errors = 0
     for i in range(FILES):
         damaged = bytearray(data)
@@ -66,6 +86,9 @@ def test_random_damage_is_always_a_checkpoint_error(tmp_path: Path) -> None:
         except CheckpointError as exc:
             errors += 1
             assert str(path) in str(exc)
+        except AssertionError:
+            if not index_misses_thread(path):
+                raise
     assert errors >= FILES // 4
 
 

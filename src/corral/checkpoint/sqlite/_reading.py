@@ -28,12 +28,30 @@ __all__ = [
     "decode_rows",
     "find_damaged_row",
     "texts_of",
+    "thread_of",
 ]
 
 _RANGE: Final = 8
 """Runs of at least this many ids are read by one range query; shorter ones by ``IN``."""
 _IN_CHUNK: Final = 256
 """Ids per ``IN (...)`` query (SQLite allows 999 parameters in old versions)."""
+
+
+def thread_of(conn: sqlite3.Connection, path: str, name: str) -> int | None:
+    """Return the id of thread ``name``, or ``None`` when the file has no such thread.
+
+    An id that is not an integer is damage: a ``CheckpointError``, not a ``TypeError``.
+    (A damaged index of thread names that misses the thread is not detected here: finding
+    it needs a scan of every thread per new thread; ``PRAGMA integrity_check`` finds it.)
+    """
+    row = conn.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
+    if row is None or type(row[0]) is int:
+        return None if row is None else int(row[0])
+    msg = (
+        f"thread {name!r} in {path!r} is damaged (its id is {row[0]!r}, not an integer); "
+        "move the file away (sqlite3's .recover may rescue a copy) or pass a new path"
+    )
+    raise CheckpointError(msg, path=path)
 
 
 def texts_of(conn: sqlite3.Connection) -> Callable[[list[Run]], list[Any]]:
@@ -164,11 +182,18 @@ def damaged(path: str, thread_id: str, checkpoint_id: object, exc: BaseException
     raise CheckpointError(msg, path=path) from exc
 
 
-def check_chain(path: str, thread_id: str, chain: list[Checkpoint]) -> None:
-    """Raise ``CheckpointError`` unless ``chain`` starts at a snapshot (or the thread's first
-    checkpoint) and each checkpoint's parent is the one before it."""
+def check_chain(path: str, thread_id: str, chain: list[Checkpoint], wanted: str | None) -> None:
+    """Raise ``CheckpointError`` unless ``chain`` is not empty (its thread points at a row),
+    starts at a snapshot (or the thread's first checkpoint) and each checkpoint's parent is
+    the one before it. ``wanted`` is the checkpoint asked for (``None``: the newest)."""
     if not chain:
-        return
+        shown = "newest" if wanted is None else repr(wanted)
+        msg = (
+            f"thread {thread_id!r} in {path!r} is damaged (the row of its {shown} checkpoint "
+            "cannot be read); resume from an earlier checkpoint (app.history) or start a new "
+            "thread; if this keeps happening, move the file (or database) away"
+        )
+        raise CheckpointError(msg, path=path)
     first = chain[0]
     if first.snapshot is None and first.parent_id is not None:
         exc = Damaged(f"its parent {first.parent_id!r} cannot be found")

@@ -35,6 +35,7 @@ from corral.checkpoint.sqlite._reading import (
     decode_rows,
     find_damaged_row,
     texts_of,
+    thread_of,
 )
 from corral.checkpoint.sqlite._schema import (
     CHAIN,
@@ -215,7 +216,7 @@ class SqliteSaver:
             params = {"thread": thread, "seq": found[0]}
             read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
             chain = read.checkpoints
-            check_chain(self.path, thread_id, chain)
+            check_chain(self.path, thread_id, chain, checkpoint_id)
             if checkpoint_id is None and chain:  # the next put may follow it
                 self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:])
             return chain
@@ -414,12 +415,10 @@ class SqliteSaver:
             return known
         if create:
             conn.execute("INSERT OR IGNORE INTO threads (name) VALUES (?)", (name,))
-        row = conn.execute("SELECT id FROM threads WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            return None
-        if not create:
-            self._threads[name] = row[0]  # read inside a transaction: it is committed
-        return int(row[0])
+        thread = thread_of(conn, self.path, name)
+        if thread is not None and not create:
+            self._threads[name] = thread  # read inside a transaction: it is committed
+        return thread
 
     def _parent(self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint) -> int | None:
         if checkpoint.parent_id is None:
