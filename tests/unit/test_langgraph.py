@@ -242,6 +242,20 @@ def test_unknown_target_and_dead_nodes() -> None:
     assert "did you mean 'write'?" in found[0].message
 
 
+def test_a_path_map_value_or_command_destination_that_is_no_node_is_cr101() -> None:
+    """A path_map value and a destinations= name are routes: a typo in either is CR101."""
+    mapped = StateGraph(lg.State)
+    mapped.add_node("plan", lg.plan)
+    mapped.add_node("review", lg.review)
+    mapped.add_edge(START, "plan")
+    mapped.add_conditional_edges("plan", lg.should_write, {"write": "wirte", "review": "review"})
+    mapped.add_edge("review", END)
+    assert codes(check(mapped)) == [("CR101", ("plan", "wirte"))]
+    assert codes(check(lg.commands(typed=False, destinations=("wirte", END)))) == [
+        ("CR101", ("decide", "wirte"))
+    ]
+
+
 def test_router_with_no_annotation_or_path_map_is_cr401() -> None:
     """A router LangGraph cannot map (and corral cannot read) is CR401, worded for LangGraph."""
     found = check(lg.untyped())
