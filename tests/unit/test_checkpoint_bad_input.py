@@ -86,9 +86,11 @@ def test_a_thread_id_that_is_not_a_str_is_named(saver: Any, thread_id: Any) -> N
         lambda: saver.checkpoints(thread_id),
         lambda: saver.put(Checkpoint(thread_id, "1", None, {})),
     ):
-        with pytest.raises(CheckpointError, match=r"thread_id=.* is a \w+, not a str") as info:
+        with pytest.raises(CheckpointError, match=r"thread_id=.* is an? \w+, not a str") as info:
             call()
         assert "damaged" not in str(info.value)
+        kind = {object: "an object", int: "an int", type(None): "a NoneType", list: "a list"}
+        assert f" is {kind[type(thread_id)]}, not a str" in str(info.value)
 
 
 def test_a_huge_int_is_refused_even_where_the_digit_limit_is_lifted(saver: Any) -> None:

@@ -76,8 +76,10 @@ class Checkpoint:
 def check_thread_id(thread_id: object) -> None:
     """Raise ``CheckpointError`` for a thread id that is not a ``str`` (every saver keys by str)."""
     if type(thread_id) is not str:
+        kind = type(thread_id).__name__
+        article = "an" if kind[:1] in "aeiouAEIOU" else "a"
         msg = (
-            f"thread_id={thread_id!r} is a {type(thread_id).__name__}, not a str; "
+            f"thread_id={thread_id!r} is {article} {kind}, not a str; "
             f"pass a str such as {str(thread_id)[:40]!r}"
         )
         raise CheckpointError(msg)
