@@ -106,3 +106,35 @@ def test_a_huge_int_is_refused_even_where_the_digit_limit_is_lifted(saver: Any) 
     finally:
         sys.set_int_max_str_digits(limit)
     assert saver.chain("t") == []
+
+
+def test_a_value_too_deep_to_store_runs_without_a_saver_and_is_named_with_one() -> None:
+    """Without a checkpointer a node reads a 600-deep or cyclic value as a private copy
+    (no RecursionError blamed on the node); with one, the run stops at the first put with
+    SerializationError naming the key, as every saver does."""
+    from typing import TypedDict
+
+    from corral import END, Graph
+
+    class S(TypedDict):
+        v: Any
+        seen: int
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def keep(state: S) -> dict[str, Any]:
+        mine = state["v"]
+        assert mine is not value  # a private copy, whatever its depth
+        mine.append("mine")  # changing it changes nothing the run holds
+        return {"seen": len(mine)}
+
+    app = g.compile()
+    for value in (nested(600), cyclic()):
+        size = len(value)
+        run = app.invoke({"v": value, "seen": 0})
+        assert run.status == "done" and run.state["seen"] == size + 1
+        assert len(value) == size and run.state["v"] == value
+    with pytest.raises(SerializationError) as info:
+        g.compile(checkpointer=MemorySaver()).invoke({"v": nested(600), "seen": 0}, thread_id="t")
+    assert info.value.location.startswith("state['v']")

@@ -172,6 +172,9 @@ class StateView(FlatView):
         return {key: self[key] for key in dict.keys(self)}
 
 
+_MISSING: Any = object()
+
+
 def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
     """Return a deep copy of ``value``: fast for JSON-like data, ``copy.deepcopy`` otherwise.
 
@@ -187,7 +190,52 @@ def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
     try:
         return _copy(value, notes)
     except RecursionError:
-        return copy.deepcopy(value)
+        return _copy_deep(value)
+
+
+def _copy_deep(value: Any) -> Any:
+    """Return a deep copy of ``value`` without recursing through its lists and dicts.
+
+    For what :func:`_copy` could not copy within Python's recursion limit: a structure that
+    refers to itself (a reference already copied is taken from ``memo``, so shared and
+    cyclic references stay shared) or one nested hundreds of levels deep. Anything that
+    is not a list or a dict goes through ``copy.deepcopy`` with the same ``memo``.
+
+    >>> deep = 0
+    >>> for _ in range(5000):
+    ...     deep = [deep]
+    >>> copied = _copy_deep(deep)
+    >>> copied is deep, copied[0] is deep[0]
+    (False, False)
+    >>> depth = 0
+    >>> while isinstance(copied, list):
+    ...     copied, depth = copied[0], depth + 1
+    >>> depth
+    5000
+    """
+    memo: dict[int, Any] = {}
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        into, key, item = stack.pop()
+        kind = type(item)
+        if kind in _IMMUTABLE or kind is frozenset:
+            into[key] = item
+            continue
+        made = memo.get(id(item), _MISSING)
+        if made is not _MISSING:
+            into[key] = made
+            continue
+        if kind is list:
+            made = memo[id(item)] = [None] * len(item)
+            stack.extend((made, index, inner) for index, inner in enumerate(item))
+        elif kind is dict:
+            made = memo[id(item)] = dict.fromkeys(item)
+            stack.extend((made, name, inner) for name, inner in item.items())
+        else:
+            made = copy.deepcopy(item, memo)
+        into[key] = made
+    return root[0]
 
 
 def _copy(value: Any, notes: ListNotes | None) -> Any:
