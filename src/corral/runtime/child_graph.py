@@ -40,10 +40,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.control import Resume
-from corral.errors import CorralError, NodeError, StepLimitError
+from corral.errors import CorralError
 from corral.reducers import add_messages, append, merge, union
 from corral.runtime import persist
-from corral.runtime.child_steps import Relay, StepPool
+from corral.runtime.child_steps import Relay, StepPool, lift_error
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
@@ -387,7 +387,7 @@ class ChildGraph:
         except CorralError as exc:
             entry = self.entry(parent)
             entry.relay.attach(rs)
-            raise self.lift(exc, entry, rs) from exc.__cause__
+            raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__
         if rs.tasks or rs.held or rs.status != "running":  # the rest runs the general way
             entry = self.entry(parent)
             entry.relay.attach(rs)  # counts the runs taken so far
@@ -425,7 +425,7 @@ class ChildGraph:
                 for _ in drivers.run_sync(rs):
                     pass
         except CorralError as exc:
-            raise self.lift(exc, entry, rs) from exc.__cause__
+            raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__
         finally:
             entry.relay.done(rs)
         return self.outcome(rs, fresh, entry)
@@ -439,36 +439,10 @@ class ChildGraph:
                 async for _ in _drivers().run_async(rs):
                     pass
         except CorralError as exc:
-            raise self.lift(exc, entry, rs) from exc.__cause__
+            raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__
         finally:
             entry.relay.done(rs)
         return self.outcome(rs, fresh, entry)
-
-    def lift(self, exc: CorralError, entry: Entry, rs: RunState | None) -> CorralError:
-        """Return the child's error as the parent reports it: node names become paths."""
-        relay = entry.relay
-        if isinstance(exc, StepLimitError):
-            path = f"{self.name}/{exc.node}"
-            if exc.max_steps < self.max_steps:  # capped by what the top-level run had left
-                steps, max_steps = relay.top_steps(exc.steps), relay.pool.max_steps
-                msg = (
-                    f"stopped after {steps} steps (max_steps={max_steps}) before running "
-                    f"{path!r}; raise max_steps or add a guard"
-                )
-                return StepLimitError(msg, steps=steps, max_steps=max_steps, node=path,
-                                      state=exc.state)  # fmt: skip
-            msg = (
-                f"subgraph {self.name!r} stopped after {exc.steps} steps (its max_steps="
-                f"{exc.max_steps}) before running {path!r}; raise the child graph's "
-                "max_steps or add a guard"
-            )
-            return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
-                                  state=exc.state)  # fmt: skip
-        if isinstance(exc, NodeError):
-            path = f"{self.name}/{exc.node}"
-            msg = f"in subgraph {self.name!r}: {exc}"
-            return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
-        return exc
 
 
 _DRIVERS: list[ModuleType] = []

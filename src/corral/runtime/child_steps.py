@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from corral.errors import CorralError, NodeError, StepLimitError
 from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, RouteTaken
 from corral.runtime.run_state import RunState
 
@@ -189,3 +190,33 @@ class Relay:
             pool.shrink()
         if self.emit is not None:
             self.event(event)
+
+
+def lift_error(exc: CorralError, name: str, max_steps: int, relay: Relay) -> CorralError:
+    """Return a child's error as the parent reports it: node names become paths, step
+    numbers the parent's, and a cap the top-level run set is reported as the top level's.
+
+    ``name`` is the subgraph node's name, ``max_steps`` the child graph's own cap.
+    """
+    if isinstance(exc, StepLimitError):
+        path = f"{name}/{exc.node}"
+        if exc.max_steps < max_steps:  # capped by what the top-level run had left
+            steps, top_max = relay.top_steps(exc.steps), relay.pool.max_steps
+            msg = (
+                f"stopped after {steps} steps (max_steps={top_max}) before running "
+                f"{path!r}; raise max_steps or add a guard"
+            )
+            return StepLimitError(msg, steps=steps, max_steps=top_max, node=path,
+                                  state=exc.state)  # fmt: skip
+        msg = (
+            f"subgraph {name!r} stopped after {exc.steps} steps (its max_steps="
+            f"{exc.max_steps}) before running {path!r}; raise the child graph's "
+            "max_steps or add a guard"
+        )
+        return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
+                              state=exc.state)  # fmt: skip
+    if isinstance(exc, NodeError):
+        path = f"{name}/{exc.node}"
+        msg = f"in subgraph {name!r}: {exc}"
+        return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
+    return exc
