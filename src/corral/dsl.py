@@ -391,9 +391,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
     def check(self) -> list[Diagnostic]:
         """Return every finding of the analyser, sorted; never raise for a defect."""
-        from corral.analysis import analyse
+        from corral.analysis import analyse, collector_paused
 
-        return analyse(self.spec())
+        with collector_paused():  # reading the spec allocates as much as the rules do
+            return analyse(self.spec())
 
     def cycles(self, limit: int = 1000) -> list[Cycle]:
         """Return at most ``limit`` elementary cycles, unguarded ones first.

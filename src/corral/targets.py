@@ -14,6 +14,7 @@ is never read as "could go anywhere".
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -50,14 +51,22 @@ def read_return_annotation(func: Callable[..., Any], localns: Mapping[str, Any] 
     return _evaluate(raw, func, localns)
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str) -> types.CodeType:
+    """Return an annotation's text compiled once (a module's annotations repeat)."""
+    return compile(source, "<annotation>", "eval")
+
+
 def _evaluate(raw: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None) -> Any:
     if isinstance(raw, typing.ForwardRef):
         raw = raw.__forward_arg__
     if not isinstance(raw, str):
         return raw
-    globalns = getattr(func, "__globals__", {})
+    globalns = getattr(func, "__globals__", None)
+    if type(globalns) is not dict or "__builtins__" not in globalns:
+        globalns = {**(globalns or {}), "__builtins__": __builtins__}
     try:
-        return eval(raw, dict(globalns), dict(localns or {}))
+        return eval(_compiled(raw), globalns, localns)
     except Exception as exc:
         msg = f"its return annotation {raw!r} cannot be resolved ({type(exc).__name__}: {exc})"
         raise _Unreadable(msg) from exc

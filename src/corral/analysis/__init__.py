@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
     from corral.analysis.rules import RULES, Finding, Rule
 
-__all__ = ["RULES", "Bound", "CycleList", "Diagnostic", "Rule", "analyse", "bound", "list_cycles"]
+__all__ = [
+    "RULES",
+    "Bound",
+    "CycleList",
+    "Diagnostic",
+    "Rule",
+    "analyse",
+    "bound",
+    "collector_paused",
+    "list_cycles",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -63,7 +73,7 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
     from corral.analysis._graph import SpecGraph
     from corral.analysis.rules import RULES
 
-    with _collector_paused():
+    with collector_paused():
         return _analyse(spec, SpecGraph(spec), RULES)
 
 
@@ -98,7 +108,7 @@ def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> li
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while the analyser runs (if it was on).
 
     The analyser allocates many short-lived containers, which reference counting frees;
