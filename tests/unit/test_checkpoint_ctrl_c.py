@@ -3,21 +3,26 @@
 Each trial sends SIGINT to this process at a random moment of a 20-step run (while it
 packs, waits for the file, commits, or runs a node). The run must raise KeyboardInterrupt;
 afterwards another connection can take the write lock at once, and the same saver
-continues the thread to the result of an uninterrupted run.
+continues the thread to the result of an uninterrupted run. A run that waits for another
+process's write lock is interrupted at once too, not when SQLite's wait ends.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
 from counting import Count, counter
 
 from corral import SqliteSaver
@@ -92,3 +97,111 @@ def test_sigint_at_random_moments_leaves_no_lock_and_resumes(tmp_path: Path) -> 
         signal.signal(signal.SIGINT, previous)
     assert interrupted == handler.delivered
     assert interrupted >= TRIALS // 2  # most signals land inside the run
+
+
+_WAITER = """
+import json, signal, sys, threading, time
+from counting import counter
+from corral import SqliteSaver
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+saver = SqliteSaver(sys.argv[1], synchronous="NORMAL", timeout_s=20)
+app = counter(3).compile(checkpointer=saver, interrupt_before=["count"])
+if sys.argv[2] == "later":  # this process put the thread's first checkpoint: one INSERT
+    app.invoke({"n": 0, "log": []}, thread_id="t")
+main = threading.main_thread().ident
+
+
+def in_put():
+    frame = sys._current_frames().get(main)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "put" and code.co_filename.endswith("saver.py"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def watch():  # says 'waiting' once the run has sat in one put for 0.2 s: a lock wait
+    seen, since = None, 0.0
+    while True:
+        frame = in_put()
+        if frame is None or frame is not seen:
+            seen, since = frame, time.monotonic()
+        elif time.monotonic() - since > 0.2:
+            print("waiting", flush=True)
+            return
+        time.sleep(0.005)
+
+
+print("open", flush=True)
+sys.stdin.readline()  # the test takes the write lock now
+threading.Thread(target=watch, daemon=True).start()
+try:
+    app.invoke(None if sys.argv[2] == "later" else {"n": 0, "log": []}, thread_id="t")
+    print("not interrupted", flush=True)
+except KeyboardInterrupt as exc:
+    tb, where = exc.__traceback__, []
+    while tb is not None:
+        where.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    print(json.dumps(where), flush=True)
+sys.stdin.readline()  # the test checks the locks, then asks to go on
+if not saver.chain("t"):
+    app.invoke({"n": 0, "log": []}, thread_id="t")
+while app.get_state("t").next:
+    app.invoke(None, thread_id="t")
+print(json.dumps(dict(app.get_state("t").values)), flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("put", "waits_in"), [("first", "transaction"), ("later", "numbered_insert")]
+)
+def test_sigint_while_waiting_for_another_writer_is_honoured_at_once(
+    put: str, waits_in: str, tmp_path: Path
+) -> None:
+    """A run blocked in put behind another process's write transaction (timeout_s=20)
+    raises KeyboardInterrupt within a second of SIGINT, whether the put waits to begin its
+    transaction (a thread's first put) or in its one INSERT (a later one); it holds no lock
+    and no open transaction afterwards, and resumes to the result of an uninterrupted run."""
+    path = tmp_path / "c.sqlite"
+    SqliteSaver(path).close()  # the file exists: the child's open takes no lock
+    expected = dict(counter(3).compile().invoke({"n": 0, "log": []}).state)
+    tests = str(Path(__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, *sys.path])}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WAITER, str(path), put],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        assert child.stdout.readline() == "open\n"
+        holder.execute("BEGIN IMMEDIATE")
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "waiting\n"
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        where = json.loads(child.stdout.readline())
+        took = time.monotonic() - sent
+        assert took < 1.0, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+        assert "put" in where and waits_in in where, where
+        holder.execute("ROLLBACK")
+        third = sqlite3.connect(path, timeout=0, isolation_level=None)
+        third.execute("BEGIN IMMEDIATE")  # 'database is locked' if the child kept a lock
+        third.execute("ROLLBACK")
+        third.close()
+        child.stdin.write("go on\n")
+        child.stdin.flush()
+        assert json.loads(child.stdout.readline()) == expected
+        assert child.wait(timeout=60) == 0
+    finally:
+        holder.close()
+        if child.poll() is None:
+            child.kill()
+            child.wait()

@@ -10,6 +10,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -202,14 +203,19 @@ def test_in_memory_database_works() -> None:
 
 
 def test_a_held_write_lock_times_out_with_a_clear_error(tmp_path: Path) -> None:
-    """A writer that waits longer than timeout_s gets a CheckpointError naming the knob."""
+    """A writer that waits longer than timeout_s gets a CheckpointError naming the knob,
+    after waiting all of timeout_s (in slices that let a Ctrl-C through)."""
     path = tmp_path / "c.sqlite"
-    saver = SqliteSaver(path, timeout_s=0.05)
+    saver = SqliteSaver(path, timeout_s=0.3)
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(CheckpointError, match=r"timeout_s=0\.05"):
+        began = time.monotonic()
+        with pytest.raises(
+            CheckpointError, match=r"another process held it for more than timeout_s=0\.3;"
+        ):
             grow(saver, 1)
+        assert time.monotonic() - began >= 0.3
     finally:
         other.execute("ROLLBACK")
         other.close()

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from corral.errors import CheckpointError
 
@@ -21,11 +21,14 @@ __all__ = [
     "CHAIN",
     "INSERT",
     "INSERT_VALUE",
+    "NEWEST_ID",
     "ROW",
     "SCHEMA_VERSION",
     "STALE",
+    "WAIT_SLICE_S",
     "busy",
     "error_for",
+    "execute_patiently",
     "open_file",
     "transaction",
 ]
@@ -34,6 +37,14 @@ SCHEMA_VERSION: Final = 3
 """The layout version this corral writes and reads."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
+WAIT_SLICE_S: Final = 0.025
+"""How long SQLite itself waits for another connection's lock before handing back to
+Python (the connection's busy timeout). Its busy handler sleeps in C, where Python runs no
+signal handler: a Ctrl-C during a 30 s wait would be honoured only when the wait ends. So
+corral waits in slices of this length, up to the saver's ``timeout_s``
+(:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
+_PAUSE_S: Final = 0.001
+"""The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
 
 _PENDING = """
 CREATE TABLE IF NOT EXISTS pending_writes (
@@ -119,6 +130,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?)
 
 INSERT_VALUE = "INSERT INTO checkpoints (data) VALUES (?)"
 
+NEWEST_ID = """
+SELECT c.checkpoint_id FROM threads AS t JOIN checkpoints AS c ON c.seq = t.newest
+WHERE t.id = ?
+"""
+
 ROW = """
 SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
 FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
@@ -161,7 +177,7 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
     while True:
         conn = sqlite3.connect(
             uri or path,
-            timeout=timeout_s,
+            timeout=min(timeout_s, WAIT_SLICE_S),  # the rest of the wait is in Python
             isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
             check_same_thread=False,  # ainvoke may call from worker threads; see _lock
             uri=uri is not None,
@@ -296,15 +312,25 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[None]:
+def transaction(
+    conn: sqlite3.Connection, *, read: bool = False, timeout_s: float = 0.0
+) -> Iterator[None]:
     """Run the block in one transaction: committed at its end, rolled back on any exception.
 
+    A write transaction takes the write lock at once (``BEGIN IMMEDIATE``); a read
+    transaction takes its snapshot at once. Either waits for another connection up to
+    ``timeout_s`` (at least one slice of SQLite's own wait) where a Ctrl-C gets through
+    (:func:`execute_patiently`); the block's statements then never wait (WAL mode).
     ``BEGIN`` is inside the ``try``, so a ``KeyboardInterrupt`` that arrives as it returns
     still ends the transaction; the rollback runs only while a transaction is open (a
     failed ``COMMIT`` may already have ended it) and never hides the original error.
     """
     try:
-        conn.execute(begin)
+        if read:
+            conn.execute("BEGIN")  # deferred: takes no lock yet, cannot wait
+            execute_patiently(conn, timeout_s, "PRAGMA schema_version")  # reads: a snapshot
+        else:
+            execute_patiently(conn, timeout_s, "BEGIN IMMEDIATE")
         yield
         conn.execute("COMMIT")
     except BaseException:
@@ -312,6 +338,33 @@ def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Ite
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
+
+
+def execute_patiently(
+    conn: sqlite3.Connection, timeout_s: float, sql: str, params: Any = ()
+) -> sqlite3.Cursor:
+    """Execute ``sql``, and again while another connection holds the lock, for up to
+    ``timeout_s`` in all; then raise SQLite's "database is locked".
+
+    SQLite waits one :data:`WAIT_SLICE_S` per try; between tries Python runs its signal
+    handlers. A statement refused with ``SQLITE_BUSY`` did nothing, so trying it again is
+    safe: use this for a statement that may wait for a lock (``BEGIN IMMEDIATE``, the first
+    read of a read transaction, a statement outside a transaction), never for one inside a
+    transaction that already holds its lock.
+    """
+    try:
+        return conn.execute(sql, params)
+    except sqlite3.OperationalError as exc:
+        if not busy(exc):
+            raise
+    deadline = time.monotonic() + timeout_s - WAIT_SLICE_S  # the first try waited one slice
+    while True:
+        time.sleep(_PAUSE_S)
+        try:
+            return conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            if not busy(exc) or time.monotonic() >= deadline:
+                raise
 
 
 def _check_version(conn: sqlite3.Connection, path: str) -> int:

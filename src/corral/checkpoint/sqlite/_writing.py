@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
-from corral.checkpoint.sqlite._schema import INSERT_VALUE, transaction
+from corral.checkpoint.sqlite._schema import INSERT_VALUE, execute_patiently, transaction
 
 __all__ = ["RowsAhead", "numbered_insert", "store_in", "taken_seq"]
 
@@ -46,9 +46,12 @@ class RowsAhead:
         return self.start + len(self.texts)
 
 
-def numbered_insert(conn: sqlite3.Connection, rows: RowsAhead, checkpoint: tuple[Any, ...]) -> None:
+def numbered_insert(
+    conn: sqlite3.Connection, rows: RowsAhead, checkpoint: tuple[Any, ...], timeout_s: float
+) -> None:
     """Insert the value rows and the checkpoint row (``thread, checkpoint_id, parent,
-    snapshot, writes, meta, meta_is_delta``) with the seqs ``rows`` gave them, atomically.
+    snapshot, writes, meta, meta_is_delta``) with the seqs ``rows`` gave them, atomically,
+    waiting up to ``timeout_s`` for another process's transaction.
 
     Raises:
         sqlite3.IntegrityError: a seq is taken (another process wrote), the trigger refused
@@ -56,9 +59,10 @@ def numbered_insert(conn: sqlite3.Connection, rows: RowsAhead, checkpoint: tuple
     """
     values = [x for i, text in enumerate(rows.texts) for x in (rows.start + i, text)]
     if len(rows.texts) <= _ONE_STATEMENT:
-        conn.execute(_insert(len(rows.texts)), [*values, rows.checkpoint_seq, *checkpoint])
+        params = [*values, rows.checkpoint_seq, *checkpoint]
+        execute_patiently(conn, timeout_s, _insert(len(rows.texts)), params)
         return
-    with transaction(conn):
+    with transaction(conn, timeout_s=timeout_s):
         conn.executemany(_VALUE_AT, zip(values[::2], values[1::2], strict=True))
         conn.execute(_insert(0), [rows.checkpoint_seq, *checkpoint])
 

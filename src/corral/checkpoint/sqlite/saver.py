@@ -40,10 +40,12 @@ from corral.checkpoint.sqlite._reading import (
 from corral.checkpoint.sqlite._schema import (
     CHAIN,
     INSERT,
+    NEWEST_ID,
     ROW,
     STALE,
     busy,
     error_for,
+    execute_patiently,
     open_file,
     transaction,
 )
@@ -70,7 +72,8 @@ class SqliteSaver:
         synchronous: ``"FULL"`` (default) syncs every checkpoint to disk, so a committed
             checkpoint survives a power cut; ``"NORMAL"`` syncs less often (in WAL mode a
             process crash still loses nothing, a power cut may lose the newest checkpoints).
-        timeout_s: how long a writer waits for another process's transaction to finish.
+        timeout_s: how long a call waits for another process's transaction to finish
+            (in slices, so that a Ctrl-C gets through at once).
 
     >>> with SqliteSaver(":memory:") as saver:
     ...     saver.put(Checkpoint("t", "1", None, {"n": 1}))
@@ -293,7 +296,7 @@ class SqliteSaver:
             if self._put_numbered(conn, checkpoint, writes, ensure_ascii, thread, start):
                 return
         new_blobs: dict[bytes, int] = {}
-        with transaction(conn):
+        with transaction(conn, timeout_s=self.timeout_s):
             thread = self._thread(conn, checkpoint.thread_id, create=True)
             assert thread is not None
             parent = self._parent(conn, thread, checkpoint)
@@ -332,7 +335,8 @@ class SqliteSaver:
         packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
         packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
         try:
-            numbered_insert(conn, rows, (thread, checkpoint.checkpoint_id, parent, *packed[:4]))
+            row = (thread, checkpoint.checkpoint_id, parent, *packed[:4])
+            numbered_insert(conn, rows, row, self.timeout_s)
         except sqlite3.IntegrityError as exc:
             if taken_seq(exc):
                 self._next_seq = None
@@ -372,7 +376,7 @@ class SqliteSaver:
         ensure_ascii: bool,
     ) -> None:
         new_blobs: dict[bytes, int] = {}
-        with transaction(conn):
+        with transaction(conn, timeout_s=self.timeout_s):
             thread = self._thread(conn, thread_id, create=False)
             seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
             if thread is None or seq is None:
@@ -398,10 +402,9 @@ class SqliteSaver:
         seq = self._seqs.get((thread, checkpoint_id))
         if seq is not None:
             return seq
-        row = conn.execute(
-            "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
-            (thread, checkpoint_id),
-        ).fetchone()
+        query = "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?"
+        # may run outside a transaction (before a one-statement put): it may wait
+        row = execute_patiently(conn, self.timeout_s, query, (thread, checkpoint_id)).fetchone()
         return None if row is None else int(row[0])
 
     def _known_blobs(self, blobs: dict[bytes, int]) -> None:
@@ -448,11 +451,7 @@ class SqliteSaver:
         """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
         if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
             return taken(checkpoint, self.path)
-        row = conn.execute(
-            "SELECT c.checkpoint_id FROM threads AS t JOIN checkpoints AS c ON c.seq = t.newest "
-            "WHERE t.id = ?",
-            (thread,),
-        ).fetchone()
+        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, (thread,)).fetchone()
         return stale_parent(checkpoint, None if row is None else row[0], self.path)
 
     # -- reading -----------------------------------------------------------------------
@@ -461,7 +460,7 @@ class SqliteSaver:
     def _read(self) -> Iterator[sqlite3.Connection]:
         """Yield the connection inside a read transaction: one consistent, committed view."""
         conn = self._connection()
-        with transaction(conn, "BEGIN"):
+        with transaction(conn, read=True, timeout_s=self.timeout_s):
             yield conn
 
     def _rows(
