@@ -22,8 +22,9 @@ writes only its checkpoint: one commit per superstep.
 lists): the next tasks (with ``Send`` arguments), the step, superstep, per-node run and guard
 counts, the ``wait_for`` bookkeeping, pending interrupts and their answers, the finished
 tasks of a superstep that was cut short, the run's status, a fingerprint of the graph's
-nodes and routes, and when it was written (``time``, seconds since the epoch, for
-``corral threads``).
+nodes and routes, and when it was written (``time``, whole seconds since the epoch, for
+``corral threads``: within one second it does not change, so a saver that stores the meta as
+a difference from the parent's stores no time at all).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ def _meta(
         "runs": dict(rs.runs),
         "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
         "since_snapshot": since,
-        "time": time.time(),
+        "time": int(time.time()),
     }
     # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
     # default it), which keeps the stored meta and the work of storing it small.
