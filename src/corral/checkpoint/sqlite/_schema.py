@@ -348,9 +348,9 @@ def execute_patiently(
 
     SQLite waits one :data:`WAIT_SLICE_S` per try; between tries Python runs its signal
     handlers. A statement refused with ``SQLITE_BUSY`` did nothing, so trying it again is
-    safe: use this for a statement that may wait for a lock (``BEGIN IMMEDIATE``, the first
-    read of a read transaction, a statement outside a transaction), never for one inside a
-    transaction that already holds its lock.
+    safe. Statements that may wait for a lock need it: ``BEGIN IMMEDIATE``, the first read
+    of a read transaction, a statement outside a transaction. Inside a transaction that
+    holds its lock (WAL mode) a statement never waits, and this is a plain ``execute``.
     """
     try:
         return conn.execute(sql, params)
