@@ -181,3 +181,33 @@ def test_two_workers_share_the_queue(app: CompiledGraph[Any]) -> None:
     assert sum(counts) == 12
     for i in range(12):
         assert app.wait(f"t{i}", timeout=1).state["log"] == CLEAN["log"]
+
+
+def test_ctrl_c_while_the_queue_waits_for_another_writer_is_heard_at_once(
+    tmp_path: Path,
+) -> None:
+    """Submitting to a SQLite run queue whose file another connection holds (timeout_s=20)
+    raises KeyboardInterrupt within a second of SIGINT, not when SQLite's wait ends, leaves
+    no transaction open, and the queue works once the lock is gone."""
+    import sqlite3
+    import time
+
+    from corral.workers._sqlite import SqliteQueue
+
+    path = str(tmp_path / "q.sqlite")
+    queue = SqliteQueue(path, timeout_s=20)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            queue.submit("t", None, resume=False)
+        took = time.monotonic() - started
+    finally:
+        timer.cancel()
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert took < 1.5, f"KeyboardInterrupt {took:.2f} s after the wait began (SIGINT at 0.3 s)"
+    assert queue.submit("t", None, resume=False) >= 1

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, execute_patiently
 from corral.errors import CheckpointError
 from corral.workers.queue import Outcome, QueuedRun
 
@@ -70,13 +71,13 @@ class SqliteQueue:
                 if self._conn is None or self._pid != os.getpid():
                     self._conn = sqlite3.connect(
                         self.where,
-                        timeout=self.timeout_s,
+                        timeout=WAIT_SLICE_S,  # waits in slices: Ctrl-C is heard between them
                         isolation_level=None,
                         check_same_thread=False,
                     )
                     self._pid = os.getpid()
                 conn = self._conn
-                conn.execute("BEGIN IMMEDIATE")
+                execute_patiently(conn, self.timeout_s, "BEGIN IMMEDIATE")
                 try:
                     yield conn
                 except BaseException:
