@@ -88,11 +88,11 @@ def test_a_module_that_hangs_is_stopped_after_the_import_timeout(
     """``while True: pass`` at import is stopped at --import-timeout; the rest is linted."""
     (tree / "zzz_hangs.py").write_text("import corral\nwhile True:\n    pass\n")
     began = time.monotonic()
-    code, out, err = lint(capsys, "tree", "--import-timeout", "1")
-    assert time.monotonic() - began < 8
+    code, out, err = lint(capsys, "tree", "--import-timeout", "2")
+    assert time.monotonic() - began < 12
     assert code == 2
-    assert "CR201" in out
-    assert "zzz_hangs.py: it did not finish within 1 s (--import-timeout)" in err
+    assert "CR201" in out, err
+    assert "zzz_hangs.py: it did not finish within 2 s (--import-timeout)" in err
 
 
 def test_a_module_that_prints_or_reads_stdin_does_not_disturb_lint(

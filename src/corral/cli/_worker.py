@@ -28,6 +28,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -161,9 +162,18 @@ def serve() -> None:
     os.dup2(devnull, 0)
     sys.stdout = sys.stderr
     seen: dict[int, Target] = {}
+    # What every checked module needs of corral (the DSL it imports, the analyser that
+    # checks its graphs) is imported before the first clock starts: --import-timeout
+    # measures the user's module, not corral's own first import (seconds on a cold start).
+    import corral.analysis
+    import corral.dsl  # noqa: F401
     answers.write(_READY)  # the per-module clock starts once the interpreter is up
     answers.flush()
     flushed = time.monotonic()
+    # Answers written while the next request was already waiting are sent in batches; a
+    # module that then hangs at import must not hold back the answers before it (the
+    # parent would blame them on the timeout), so a thread sends them every _FLUSH_S too.
+    threading.Thread(target=_flush_every, args=(answers,), daemon=True).start()
     while True:
         if time.monotonic() - flushed > _FLUSH_S or not _waiting(requests):
             answers.flush()  # a write per answer would cost a context switch per module
@@ -179,6 +189,16 @@ def serve() -> None:
             reply = [_unexpected(request.path, exc)]
         data = _dumps(reply, request.path)
         answers.write(_HEADER.pack(len(data)) + data)
+
+
+def _flush_every(answers: IO[bytes]) -> None:
+    """Send the worker's buffered answers every :data:`_FLUSH_S` (a daemon thread)."""
+    while True:
+        time.sleep(_FLUSH_S)
+        try:
+            answers.flush()
+        except (OSError, ValueError):  # the parent is gone, or the stream is closed
+            return
 
 
 def _waiting(fd: int) -> bool:
