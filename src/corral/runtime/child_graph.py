@@ -47,7 +47,7 @@ from corral.runtime.child_steps import Relay, StepPool, lift_error
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
-from corral.runtime.state import is_flat
+from corral.runtime.state import ListNotes
 from corral.runtime.tables import NO_ARG, Tables, Task
 from corral.spec import SubgraphSpec
 
@@ -143,6 +143,12 @@ class ChildGraph:
         self.paths = {node: f"{name}/{node}" for node in tables.nodes}
         self.starts = tuple(Task(tables.nodes[node], NO_ARG) for node in tables.starts)
         self.first = self.paths[tables.starts[0]] if tables.starts else name
+        template = self.template = RunState(
+            tables, max_steps=self.max_steps, deps=None, thread_id=None
+        )
+        """What a fresh entry's run is a copy of (see :meth:`RunState.entered`)."""
+        template.pause_before, template.pause_after = settings.pause_before, settings.pause_after
+        template.tasks = self.starts
         # A fresh entry's state: the shared values (a reducer key's in a copy of its own, as
         # merging the input from empty would give it) and the empties of the child's own.
         self.copied = frozenset(
@@ -207,28 +213,27 @@ class ChildGraph:
             raise CorralError(msg)
         return dict(mapped)
 
-    def _fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
-        """Return a new child run from ``state``, its writes kept in ``rs.log``."""
+    def _fresh(
+        self, state: Mapping[str, Any], deps: Any, notes: ListNotes | None = None
+    ) -> RunState:
+        """Return a new child run from ``state``, its writes kept in ``rs.log``.
+
+        ``notes``: the parent's list notes, which the child may share (they note lists).
+        """
         if self.sub.input is not None:
             from corral.runtime import threads
 
             rs = threads.start(self.fresh_settings, self.child_input(state), thread_id=None,
                                checkpoint_id=None, max_steps=None, deps=deps, emit=None,
                                buffer=None)  # fmt: skip
-        else:
-            rs = RunState(self.tables, max_steps=self.max_steps, deps=deps, thread_id=None)
-            rs.pause_before = self.settings.pause_before
-            rs.pause_after = self.settings.pause_after
-            values = {k: copy.copy(v) for k, v in self.own_empties.items()}
-            shared, copied = self.shared, self.copied
-            for key, value in state.items():
-                if key in shared:
-                    values[key] = copy.copy(value) if key in copied else value
-            rs.values = values
-            rs.flat = is_flat(values)
-            rs.tasks = list(self.starts)
-        rs.log = []
-        return rs
+            rs.log = []
+            return rs
+        values = {k: copy.copy(v) for k, v in self.own_empties.items()}
+        shared, copied = self.shared, self.copied
+        for key, value in state.items():
+            if key in shared:
+                values[key] = copy.copy(value) if key in copied else value
+        return self.template.entered(values, deps, ListNotes() if notes is None else notes)
 
     def writes(
         self, raw: list[tuple[str, dict[str, Any]]], final: Mapping[str, Any]
@@ -380,7 +385,7 @@ class ChildGraph:
         """Run a fresh entry for the parent's inline path (one task, no events, no
         checkpointer) without its relay, when the child's run takes the inline path too."""
         steps = parent.steps
-        rs = self._fresh(parent.values, parent.deps)
+        rs = self._fresh(parent.values, parent.deps, parent.notes)
         rs.max_steps = min(rs.max_steps, parent.max_steps - steps)
         try:
             _drivers().run_inline(rs)
@@ -397,9 +402,11 @@ class ChildGraph:
         paths = self.paths
         path = self.path
         trace = [
-            (steps + item[0], paths.get(item[1]) or path(item[1]), *item[2:]) for item in rs.trace
+            (steps + step, paths.get(node) or path(node), update, spent)
+            for step, node, update, spent in rs.trace
         ]
-        return ChildOutcome(writes, rs.steps, (), trace, self._final_of(writes, rs))
+        fields = (writes, rs.steps, (), trace, self._final_of(writes, rs))
+        return tuple.__new__(ChildOutcome, fields)  # without its Python-level __new__
 
     def entry(self, parent: RunState) -> Entry:
         """Return the entry of a subgraph task of the parent's inline path."""

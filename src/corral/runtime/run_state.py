@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.state import ListNotes
+from corral.runtime.state import ListNotes, is_flat
 from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -32,6 +32,8 @@ __all__ = [
     "Task",
     "TaskResult",
 ]
+
+_blank = object.__new__
 
 TRACE_LIMIT = 100
 """``run.trace`` keeps the records of this many most recent node runs (see docs/concepts.md)."""
@@ -204,6 +206,25 @@ class RunState:
         self.step_pool: Any = None
         """The step pool the subgraph entries of the current superstep share (async driver;
         see :mod:`corral.runtime.child_steps`)."""
+
+    def entered(self, values: dict[str, Any], deps: Any, notes: ListNotes) -> RunState:
+        """Return a new run of this unstarted one's graph (its tables, cap, pauses and start
+        tasks) from ``values``, its writes kept in ``log``: a subgraph entry's child run.
+
+        A copy of a prepared run costs half of building one (a subgraph entry makes one).
+        """
+        rs: RunState = _blank(RunState)
+        rs.tables, rs.max_steps, rs.deps, rs.thread_id = self.tables, self.max_steps, deps, None
+        rs.values, rs.flat, rs.tasks = values, is_flat(values), self.tasks
+        rs.done, rs.answers, rs.reroute, rs.steps, rs.supersteps = {}, {}, None, 0, 0
+        rs.runs, rs.guards, rs.arrived, rs.held = {}, self.guards.copy(), {}, []
+        rs.status, rs.interrupts = "running", []
+        rs.pause_before, rs.pause_after = self.pause_before, self.pause_after
+        rs.trace = deque(maxlen=TRACE_LIMIT)
+        rs.emit, rs.timed, rs.buffer = None, False, None
+        rs.checkpoints, rs.checkpoint_id = None, None
+        rs.notes, rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = notes, {}, None, [], None
+        return rs
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
