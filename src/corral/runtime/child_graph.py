@@ -157,6 +157,8 @@ class ChildGraph:
             if k in tables.empties and tables.reducers[k] not in _PURE_REDUCERS
         )
         self.own_empties = {k: v for k, v in tables.empties.items() if k not in self.shared}
+        self.takes_all = parent.keyset <= self.shared and not self.copied and not self.own_empties
+        """The child starts from all of the parent's values as they are (a copy of the dict)."""
         self.all_shared = tables.keyset <= self.shared
         """Every child key is the parent's: a child update is handed back as it is."""
         self.last_write = parent.last_write
@@ -213,12 +215,12 @@ class ChildGraph:
             raise CorralError(msg)
         return dict(mapped)
 
-    def _fresh(
-        self, state: Mapping[str, Any], deps: Any, notes: ListNotes | None = None
-    ) -> RunState:
+    def _fresh(self, state: Mapping[str, Any], deps: Any, notes: ListNotes | None = None,
+               *, whole: bool = False) -> RunState:  # fmt: skip
         """Return a new child run from ``state``, its writes kept in ``rs.log``.
 
-        ``notes``: the parent's list notes, which the child may share (they note lists).
+        ``notes``: the parent's list notes, which the child may share (they note lists);
+        ``whole``: ``state`` is the parent's state (not a ``Send`` argument).
         """
         if self.sub.input is not None:
             from corral.runtime import threads
@@ -228,11 +230,14 @@ class ChildGraph:
                                buffer=None)  # fmt: skip
             rs.log = []
             return rs
-        values = {k: copy.copy(v) for k, v in self.own_empties.items()}
-        shared, copied = self.shared, self.copied
-        for key, value in state.items():
-            if key in shared:
-                values[key] = copy.copy(value) if key in copied else value
+        if whole and self.takes_all:
+            values = dict(state)
+        else:
+            values = {k: copy.copy(v) for k, v in self.own_empties.items()}
+            shared, copied = self.shared, self.copied
+            for key, value in state.items():
+                if key in shared:
+                    values[key] = copy.copy(value) if key in copied else value
         return self.template.entered(values, deps, ListNotes() if notes is None else notes)
 
     def writes(
@@ -259,18 +264,11 @@ class ChildGraph:
 
     # ------------------------------------------------------------------ running
 
-    def _final(
-        self, entry: Entry, writes: list[tuple[str, dict[str, Any]]], rs: RunState
-    ) -> dict[str, Any] | None:
-        """Return the child's final values of the keys ``writes`` write, when merging
-        ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
-        if not entry.whole:
-            return None
-        return self._final_of(writes, rs)
-
     def _final_of(
         self, writes: list[tuple[str, dict[str, Any]]], rs: RunState
     ) -> dict[str, Any] | None:
+        """Return the child's final values of the keys ``writes`` write, when merging
+        ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
         if self.sub.input is not None or self.sub.output is not None:
             return None
         same, values = self.same_merge, rs.values
@@ -303,7 +301,7 @@ class ChildGraph:
                 return None, False
             if status != "new":
                 return self._again(entry, thread, status, pending), False
-        rs = self._fresh(entry.state, entry.deps)
+        rs = self._fresh(entry.state, entry.deps, whole=entry.whole)
         if thread is not None:
             assert self.checkpointer is not None
             rs.thread_id = thread
@@ -361,7 +359,7 @@ class ChildGraph:
         if fresh:
             assert rs is not None and rs.log is not None
             writes = self.writes(rs.log, rs.values)
-            merged = self._final(entry, writes, rs)
+            merged = self._final_of(writes, rs) if entry.whole else None
             return ChildOutcome(writes, rs.steps, (), relay.trace(rs), merged)
         assert thread is not None and self.checkpointer is not None
         chain = self.checkpointer.checkpoints(thread)
@@ -385,7 +383,7 @@ class ChildGraph:
         """Run a fresh entry for the parent's inline path (one task, no events, no
         checkpointer) without its relay, when the child's run takes the inline path too."""
         steps = parent.steps
-        rs = self._fresh(parent.values, parent.deps, parent.notes)
+        rs = self._fresh(parent.values, parent.deps, parent.notes, whole=True)
         rs.max_steps = min(rs.max_steps, parent.max_steps - steps)
         try:
             _drivers().run_inline(rs)

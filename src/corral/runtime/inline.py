@@ -68,7 +68,8 @@ def run_inline(rs: RunState) -> None:
 
 def _run(rs: RunState) -> None:
     while True:
-        _run_ones(rs)
+        if _inline_task(rs.tasks) is not None:  # (after a subgraph entry, often not)
+            _run_ones(rs)
         if not (_fan_out(rs) or _enter(rs)):
             return
 
