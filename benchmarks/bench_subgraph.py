@@ -21,7 +21,10 @@ work (load average 6-8; one inlined node run ~3.6 us here), three runs each:
   were prepared once per compiled parent; then 9.1-10.9 (38-44 us) -> 4.0-7.6 (17-33 us)
   when a lone entry of an unwatched run took the inline path (the parent plans no superstep
   for it, the child runs inline without a relay or driver, its outcome is counted and
-  merged without the core's records);
+  merged without the core's records); then 4.8-5.5 (16-18 us) -> 3.6-4.0 (12.4-13.7 us, least
+  wall time of 150 interleaved runs, load ~2) when the child's run became a copy of one
+  prepared per child graph, started from a copy of the parent's dict when it shares all its
+  keys, and its outcome was handed back without slices or ``NamedTuple.__new__``;
 - MemorySaver: 15.9 -> 3.6 with the input checkpoint dropped and a lone entry's merge taken
   from the child's final values; 3.7-6.4 -> 3.8-4.6 (within noise) after the inline entry,
   which a checkpointed run does not take; then 4.1-4.7 (228-246 us) -> 2.4-3.8 (179-231 us)
@@ -29,8 +32,8 @@ work (load average 6-8; one inlined node run ~3.6 us here), three runs each:
   twice whether the store is a protocol's: ~26 us, a copy ~3 us). The child's first
   checkpoint carries a snapshot of its state (here a list of up to 600 items).
 
-What is left without a checkpointer is the child's own run state (~3 us), its loop and
-handing its writes and trace back (~3 us), and counting and merging them (~1 us).
+What is left without a checkpointer is the child's own run state (~1.5 us), its loop and
+handing its writes and trace back (~3 us), and counting and merging them (~1.5 us).
 """
 
 from __future__ import annotations

@@ -169,6 +169,7 @@ class ChildGraph:
             if k in parent.reducers and parent.reducers[k] is tables.reducers.get(k)
         )
         """The shared keys that merge alike in both graphs (the same reducer, or none)."""
+        self.mapped = sub.input is not None or sub.output is not None
 
     def _writer(self, thread: str) -> persist.ThreadWriter:
         """Return the checkpoint writer of a fresh entry's thread: a copy of one made once,
@@ -269,14 +270,14 @@ class ChildGraph:
     ) -> dict[str, Any] | None:
         """Return the child's final values of the keys ``writes`` write, when merging
         ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
-        if self.sub.input is not None or self.sub.output is not None:
+        if self.mapped:
             return None
         same, values = self.same_merge, rs.values
         final: dict[str, Any] = {}
         for _, update in writes:
+            if not same.issuperset(update):
+                return None
             for key in update:
-                if key not in same:
-                    return None
                 final[key] = values[key]
         return final
 
