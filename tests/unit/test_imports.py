@@ -6,6 +6,7 @@ interpreter and looks at ``sys.modules`` after the import under test.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import subprocess
 import sys
@@ -18,11 +19,27 @@ HEAVY = ("networkx", "sqlite3", "asyncio", "json", "psycopg")
 """Modules no program should pay for before it uses what needs them."""
 
 
-def modules_after(code: str) -> set[str]:
-    """Return the modules a fresh interpreter holds after running ``code``."""
+def _modules_held_after(code: str) -> set[str]:
+    """Return every module a fresh interpreter holds after running ``code``."""
     probe = f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return set(out.stdout.split())
+
+
+@functools.cache
+def _bare_interpreter() -> frozenset[str]:
+    """The modules an interpreter holds before running anything.
+
+    Startup files of the environment may import modules of their own (a ``.pth`` file that
+    imports certifi loads ``typing`` on some machines), so each check counts only what the
+    code under test adds.
+    """
+    return frozenset(_modules_held_after("pass"))
+
+
+def modules_after(code: str) -> set[str]:
+    """Return the modules ``code`` loads beyond those a bare interpreter holds."""
+    return _modules_held_after(code) - _bare_interpreter()
 
 
 def test_import_corral_imports_no_part_of_corral() -> None:
