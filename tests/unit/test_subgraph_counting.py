@@ -10,6 +10,7 @@ import pytest
 
 from corral import (
     END,
+    Context,
     End,
     Graph,
     Guard,
@@ -20,7 +21,7 @@ from corral import (
     StepLimitError,
     interrupt,
 )
-from corral.runtime.events import Event, NodeEnd, NodeStart, SuperstepEnd
+from corral.runtime.events import Custom, Event, NodeEnd, NodeStart, SuperstepEnd
 
 
 class State(TypedDict):
@@ -110,6 +111,33 @@ def test_concurrent_entries_that_finish_count_each_run_once_in_order() -> None:
     assert sorted(r.step for r in run.trace) == list(range(1, 8))
     assert sorted(e.step for e in events if isinstance(e, NodeEnd)) == list(range(1, 8))
     assert [e.steps for e in events if isinstance(e, SuperstepEnd)] == [1, 7]
+
+
+def test_a_childs_node_end_and_custom_name_their_entry_through_their_step() -> None:
+    """Entries side by side: each NodeEnd/Custom matches one NodeStart, which names the entry.
+
+    NodeEnd, NodeRetry and Custom carry no ``entry`` field (docs/observability.md); their
+    ``(node, step)`` must therefore name exactly one NodeStart, in an async fan-out too.
+    """
+    child = Graph(State, name="loop")
+
+    @child.node(start=True, then=END)
+    async def work(state: State, ctx: Context) -> dict[str, Any]:
+        ctx.emit(state["topic"])
+        await asyncio.sleep(0)
+        return {"notes": [state["topic"]]}
+
+    events: list[Event] = []
+    asyncio.run(fan_out(child, 50).compile().ainvoke({"topic": "t"}, on_event=events.append))
+    starts = {(e.node, e.step): e.entry for e in events if isinstance(e, NodeStart)}
+    opened = {e.step for e in events if isinstance(e, NodeStart) and e.node == "loop"}
+    assert len(opened) == 2
+    ends = [e for e in events if isinstance(e, (NodeEnd, Custom)) and e.node == "loop/work"]
+    assert len(ends) == 4
+    entries = {starts[(e.node, e.step)] for e in ends}
+    assert entries == {(step,) for step in opened}  # one entry each, both entries seen
+    topic_of = {starts[(e.node, e.step)]: e.value for e in ends if isinstance(e, Custom)}
+    assert sorted(topic_of.values()) == ["a", "b"]
 
 
 def test_a_child_writing_a_plain_key_twice_hands_back_its_last_value() -> None:
