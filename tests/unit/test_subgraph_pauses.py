@@ -19,6 +19,7 @@ from corral import (
     SqliteSaver,
     interrupt,
 )
+from corral.checkpoint.base import Checkpoint
 from corral.errors import ThreadStateError
 
 
@@ -182,3 +183,30 @@ def test_pauses_three_levels_deep_resume_inside_the_innermost_child(saver: Check
     run = app.invoke(Resume({i.id: "yes" for i in run.interrupts}), thread_id="T")
     assert run.state["notes"] == ["checked t", "legal: yes", "style: yes"]
     assert effects.count("check t") == 1 and run.steps == 3
+
+
+class _ChildIdlessSaver(MemorySaver):
+    """A MemorySaver whose children's stored pauses lost their ``id`` (a meta edited by hand
+    or written by another tool); the parent's keep theirs."""
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        found = super().chain(thread_id, checkpoint_id)
+        if "/" in thread_id:  # a child's thread: parent/path@entry
+            for checkpoint in found:
+                pauses = checkpoint.meta.get("interrupts", [])
+                checkpoint.meta["interrupts"] = [
+                    {k: v for k, v in p.items() if k != "id"} for p in pauses
+                ]
+        return found
+
+
+def test_a_childs_pause_saved_without_an_id_is_answered_by_the_engines_id() -> None:
+    """The child's pending pauses are read with the ids the engine gives them (not 'None'),
+    so the parent's answers reach them and the child finishes."""
+    effects: list[str] = []
+    app = one_child(effects).compile(checkpointer=_ChildIdlessSaver())
+    run = app.invoke({"topic": "t"}, thread_id="T")
+    legal, style = run.interrupts
+    run = app.invoke(Resume({legal.id: "ok", style.id: "fine"}), thread_id="T")
+    assert run.status == "done"
+    assert run.state["notes"] == ["checked t", "legal: ok", "style: fine"]

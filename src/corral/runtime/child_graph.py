@@ -288,9 +288,9 @@ class ChildGraph:
         chain = self.checkpointer.chain(thread)
         if not chain:
             return "new", ()
-        meta = chain[-1].meta
-        ids = tuple(str(p.get("id")) for p in meta.get("interrupts", []))
-        return str(meta.get("status", "running")), ids
+        last = chain[-1]
+        ids = tuple(str(pause.id) for pause in persist.pauses_of(last))  # each with an id
+        return str(last.meta.get("status", "running")), ids
 
     def begin(self, entry: Entry) -> tuple[RunState | None, bool]:
         """Return the child run of this call (``None``: it finished before) and whether it
