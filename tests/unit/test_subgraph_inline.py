@@ -97,3 +97,155 @@ def test_an_entry_at_the_cap_is_refused_before_it_starts() -> None:
     inline, general = both(parent(child(), max_steps=6, entries=4))
     assert inline == general
     assert inline[0] is StepLimitError
+
+
+class Flat(TypedDict):
+    last: str
+    count: int
+
+
+class Mixed(TypedDict):
+    log: Annotated[list[str], operator.add]
+    last: str
+    count: int
+
+
+class Replacing(TypedDict):
+    log: list[str]
+    last: str
+    count: int
+
+
+class Own(TypedDict):
+    log: Annotated[list[str], operator.add]
+    last: str
+    count: int
+    scratch: str
+
+
+def _flat_child() -> Graph[Flat]:
+    """A child of immutable values that writes ``last`` twice and ``count`` once."""
+    g = Graph(Flat, name="work")
+
+    @g.node(start=True, then="b")
+    def a(state: Flat) -> dict[str, Any]:
+        return {"last": "a", "count": state.get("count", 0) + 1}
+
+    @g.node(then=END)
+    def b(state: Flat) -> dict[str, Any]:
+        return {"last": f"b{state['count']}"}
+
+    return g
+
+
+def _fan_child(schema: Any) -> Graph[Any]:
+    """A child that fans out to two nodes in one superstep, then joins."""
+    g = Graph(schema, name="work")
+
+    @g.node(start=True, then=["left", "right"])
+    def split(state: Any) -> dict[str, Any]:
+        return {"log": ["split"], "count": state.get("count", 0) + 1}
+
+    @g.node(then="join")
+    def left(state: Any) -> dict[str, Any]:
+        return {"log": ["left"]}
+
+    @g.node(then="join")
+    def right(state: Any) -> dict[str, Any]:
+        return {"log": ["right"]}
+
+    @g.node(wait_for=["left", "right"], then=END)
+    def join(state: Any) -> dict[str, Any]:
+        update: dict[str, Any] = {"log": ["join"], "last": f"join{state['count']}"}
+        if "scratch" in state:
+            update["scratch"] = "mine"
+        return update
+
+    return g
+
+
+def _chain_child(schema: Any) -> Graph[Any]:
+    """A child of two nodes, each writing ``log`` (and ``last`` twice)."""
+    g = Graph(schema, name="work")
+
+    @g.node(start=True, then="b")
+    def a(state: Any) -> dict[str, Any]:
+        return {"log": ["a"], "last": "a", "count": state.get("count", 0) + 1}
+
+    @g.node(then=END)
+    def b(state: Any) -> dict[str, Any]:
+        return {"log": [f"b{len(state['log'])}"], "last": f"b{state['count']}"}
+
+    return g
+
+
+def _nested_child(schema: Any) -> Graph[Any]:
+    """A child whose middle node is itself a subgraph (the fan-out child, same schema)."""
+    g = Graph(schema, name="outer")
+
+    @g.node(start=True, then="inner")
+    def before(state: Any) -> dict[str, Any]:
+        return {"log": ["before"], "last": "before"}
+
+    g.subgraph("inner", _fan_child(schema), then="after")
+
+    @g.node(then=END)
+    def after(state: Any) -> dict[str, Any]:
+        return {"log": [f"after {len(state['log'])}"]}
+
+    return g
+
+
+NESTED = {
+    "log": [*"before split left right join".split(), "after 5",
+            *"before split left right join".split(), "after 11",
+            *"before split left right join".split(), "after 17"],
+    "count": 3,
+    "last": "join3",
+}  # fmt: skip
+
+
+def _looping(schema: Any, sub: Graph[Any]) -> Graph[Any]:
+    """A parent of ``schema`` that enters ``sub`` three times, reading its state between."""
+    g = Graph(schema, max_steps=100)
+    g.subgraph("work", sub, start=True)
+
+    @g.router("work", guards=[Guard("work", max=2, otherwise=END)])
+    def again(state: Any) -> Literal["work"]:
+        assert state["count"] >= 1
+        return "work"
+
+    return g
+
+
+@pytest.mark.parametrize(
+    ("schema", "sub", "expected"),
+    [
+        (Flat, _flat_child(), {"last": "b3", "count": 3}),
+        (Mixed, _fan_child(Mixed), {"log": ["split", "left", "right", "join"] * 3,
+                                    "last": "join3", "count": 3}),
+        (Mixed, _chain_child(Mixed), {"log": ["a", "b1", "a", "b3", "a", "b5"],
+                                      "last": "b3", "count": 3}),
+        # the child replaces its list; the parent's reducer appends each write once
+        (Mixed, _chain_child(Replacing), {"log": ["a", "b1"] * 3, "last": "b3", "count": 3}),
+        # a key of the child's own is not handed back
+        (Mixed, _fan_child(Own), {"log": ["split", "left", "right", "join"] * 3,
+                                  "last": "join3", "count": 3}),
+        (Mixed, _nested_child(Mixed), NESTED),
+        # the outer child's writes are merged; its inner child's state is the outer's next
+        (Mixed, _nested_child(Own), NESTED),
+    ],
+    ids=["flat-state", "fan-out", "chain", "other-reducer", "own-key", "nested", "nested-own"],
+)  # fmt: skip
+def test_entries_of_every_child_shape_run_the_same_inline_and_in_general(
+    schema: Any, sub: Graph[Any], expected: dict[str, Any]
+) -> None:
+    """Whether the child's keys and reducers are all the parent's (its final state is the
+    parent's next) or not (its writes are merged), the inline path gives the general one's
+    state, steps and trace, and each write is applied once."""
+    inline, general = both(_looping(schema, sub))
+    assert inline == general
+    state, steps, trace = inline
+    assert state == expected
+    assert steps == len(trace)
+    assert all(name.startswith("work/") for _, name, _ in trace)

@@ -6,8 +6,7 @@ taken (the parent's steps, one for each plain task of the superstep, whose runs 
 plan has already allowed, and the child runs started so far). A child's own cap is
 ``min(its max_steps, its runs + what the pool has left)``, so it stops exactly where the
 top-level run would have: its core raises ``StepLimitError`` before the run that would
-pass the cap, and :meth:`~corral.runtime.child_graph.ChildGraph.lift` reports it as the
-parent's.
+pass the cap, and :func:`lift_error` reports it as the parent's.
 
 In the sync driver one entry runs at a time, so each has a pool of its own. In the async
 driver the entries of one superstep run concurrently and share one pool: a :class:`Relay`
@@ -16,13 +15,14 @@ the caps of the other running children. A child plans a superstep and starts its
 with no ``await`` in between, so no two children can plan against the same remaining step.
 The relay also numbers the child's node runs as the parent's steps (``NodeStart.step``,
 ``NodeEnd.step``, ``run.trace``) and hands the child's events to the parent, by path.
+An :class:`Entry` is one call of a subgraph task: what the child starts from, and its relay.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.errors import CorralError, NodeError, StepLimitError
 from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, RouteTaken
@@ -31,9 +31,25 @@ from corral.runtime.run_state import RunState
 if TYPE_CHECKING:
     from corral.runtime.child_graph import ChildGraph
 
-__all__ = ["Relay", "StepPool"]
+__all__ = ["Entry", "Relay", "StepPool"]
 
 Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+
+
+class Entry(NamedTuple):
+    """One call of a subgraph task: where it stands and what it may spend."""
+
+    state: Any
+    """The parent's state, or the ``Send`` argument."""
+    thread: str | None
+    """The child's thread (with a checkpointer)."""
+    answers: list[Any]
+    """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+    relay: Relay
+    """Numbers (and, concurrently, counts) the child's node runs as the parent's."""
+    deps: Any
+    whole: bool
+    """Whether ``state`` is the parent's state (not a ``Send`` argument)."""
 
 
 class StepPool:

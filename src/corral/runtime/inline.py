@@ -6,7 +6,7 @@ For such a run :func:`run_inline` takes the supersteps whose tasks all run nodes
 inline (:attr:`Node.inline`: no ``max_runs``, ``ctx``, retry or subgraph) and does for each
 exactly what the general path does, with less bookkeeping (a lone subgraph entry too: its
 child runs, its writes merge and its routes are taken here, see
-:func:`~corral.runtime.subgraphs.enter_inline`):
+:meth:`~corral.runtime.child_graph.ChildGraph.run_inline`):
 
 - the step cap is checked before the superstep (the general path raises it: ``run_inline``
   returns instead, and the driver's :class:`~corral.runtime.superstep.Superstep` raises);
@@ -43,7 +43,7 @@ from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.routing import leave_targets, next_tasks, take_routes
 from corral.runtime.run_state import Call, RunState, Targets, TaskResult
 from corral.runtime.state import IMMUTABLE, FlatView, apply_writes, is_flat, view_of
-from corral.runtime.subgraphs import enter_inline, take_entry
+from corral.runtime.subgraphs import take_entry
 from corral.runtime.superstep import accept, merge, node_error, router_error
 from corral.runtime.tables import NO_ARG, AloneRoute, Node, Router, Task
 
@@ -70,7 +70,7 @@ def _run(rs: RunState) -> None:
     while True:
         if _inline_task(rs.tasks) is not None:  # (after a subgraph entry, often not)
             _run_ones(rs)
-        if not (_fan_out(rs) or _enter(rs)):
+        if not rs.tasks or not (_fan_out(rs) or _enter(rs)):  # (a child's run ends often)
             return
 
 
@@ -210,17 +210,28 @@ def _enter(rs: RunState) -> bool:
     if len(tasks) != 1 or rs.held or rs.steps >= rs.max_steps:
         return False
     node, arg = tasks[0]
-    if node.child is None or arg is not NO_ARG or node.max_runs or node.retry:
+    child = node.child
+    if child is None or arg is not NO_ARG or node.max_runs or node.retry:
         return False
     try:
-        out = enter_inline(rs, node)
+        out = child.run_inline(rs)
     except CorralError:
         raise  # the child said what failed, by path
     except Exception as exc:  # input= failed
         _failed(node, rs.steps + 1, exc)
     take_entry(rs, node, out)
     rs.supersteps += 1
-    _leave_with(rs, node, None, None)
+    router = node.inline_router
+    if router is None:
+        _leave_with(rs, node, None, None)
+        return True
+    try:  # what _leave_with does for a router that may take a route alone
+        raw = router.func(view_of(rs.values, rs.flat, rs.notes))
+    except Exception as exc:
+        raise router_error(router.name, node.name, rs.steps, exc) from exc
+    route = node.alone.get(raw) if type(raw) is str else None
+    if route is None or not _count_alone(rs, route):
+        _leave(rs, node, None, raw)
     return True
 
 

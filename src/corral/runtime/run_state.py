@@ -207,23 +207,32 @@ class RunState:
         """The step pool the subgraph entries of the current superstep share (async driver;
         see :mod:`corral.runtime.child_steps`)."""
 
-    def entered(self, values: dict[str, Any], deps: Any, notes: ListNotes) -> RunState:
+    def entered(
+        self,
+        values: dict[str, Any],
+        deps: Any,
+        notes: ListNotes,
+        log: list[tuple[str, dict[str, Any]]] | None,
+        flat: bool | None = None,
+    ) -> RunState:
         """Return a new run of this unstarted one's graph (its tables, cap, pauses and start
-        tasks) from ``values``, its writes kept in ``log``: a subgraph entry's child run.
+        tasks) from ``values``, its writes kept in ``log`` (``None``: not kept): a subgraph
+        entry's child run. ``flat``: whether ``values`` is flat, when the caller knows.
 
         A copy of a prepared run costs half of building one (a subgraph entry makes one).
         """
         rs: RunState = _blank(RunState)
         rs.tables, rs.max_steps, rs.deps, rs.thread_id = self.tables, self.max_steps, deps, None
-        rs.values, rs.flat, rs.tasks = values, is_flat(values), self.tasks
+        rs.values, rs.tasks = values, self.tasks
+        rs.flat = is_flat(values) if flat is None else flat
         rs.done, rs.answers, rs.reroute, rs.steps, rs.supersteps = {}, {}, None, 0, 0
         rs.runs, rs.guards, rs.arrived, rs.held = {}, self.guards.copy(), {}, []
         rs.status, rs.interrupts = "running", []
         rs.pause_before, rs.pause_after = self.pause_before, self.pause_after
-        rs.trace = deque(maxlen=TRACE_LIMIT)
+        rs.trace = self.trace.copy()  # empty, with its maxlen: a third of deque(maxlen=...)
         rs.emit, rs.timed, rs.buffer = None, False, None
         rs.checkpoints, rs.checkpoint_id = None, None
-        rs.notes, rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = notes, {}, None, [], None
+        rs.notes, rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = notes, {}, None, log, None
         return rs
 
     def context(self, node: str, step: int) -> Context[Any]:

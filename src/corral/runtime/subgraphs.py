@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from corral.runtime.child_graph import ChildGraph, ChildOutcome, Entry, child_thread
-from corral.runtime.child_steps import Relay, StepPool
+from corral.runtime.child_graph import ChildGraph, ChildOutcome, child_thread
+from corral.runtime.child_steps import Entry, Relay, StepPool
 from corral.runtime.events import StateSnapshot
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
@@ -37,7 +37,6 @@ __all__ = [
     "accept_child",
     "answer_for",
     "child_thread",
-    "enter_inline",
     "expand",
     "kept",
     "merged_by_child",
@@ -153,23 +152,19 @@ def run_child_sync(
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
 
 
-def enter_inline(rs: RunState, node: Node) -> ChildOutcome:
-    """Run a subgraph entry for the inline path (one task, no events, no checkpointer).
-
-    The inline path accepts the outcome through the core's ``accept`` (which counts it) and
-    merges its writes with :func:`merge_entry`.
-    """
-    child: ChildGraph = node.child
-    return child.run_inline(rs)
-
-
 def take_entry(rs: RunState, node: Node, out: ChildOutcome) -> None:
-    """Count a lone subgraph entry of the inline path and merge its writes, as the core's
-    ``accept`` and ``close`` would."""
+    """Count a lone subgraph entry of the inline path (its outcome from
+    :meth:`ChildGraph.run_inline`) and merge its writes, as the core's ``accept`` and
+    ``close`` would (or take the child's final state, :attr:`ChildOutcome.state`)."""
     name = node.name
     rs.steps += out.steps
     rs.runs[name] = rs.runs.get(name, 0) + 1
     rs.trace.extend(out.trace)
+    state = out.state
+    if state is not None:
+        rs.values = state
+        rs.flat = is_flat(state)
+        return
     pairs = out.writes
     if rs.log is not None:
         rs.log.extend(pairs)
