@@ -253,3 +253,30 @@ def test_relative_links_point_at_files_that_exist(path: Path) -> None:
         if not (path.parent / target).exists():
             missing.append(match["target"])
     assert not missing, f"{_show(path)} links to missing files: {missing}"
+
+
+def test_python_blocks_are_formatted(tmp_path: Path) -> None:
+    """Every python block (no-test ones too) is as ``ruff format`` with the project's settings
+    writes it, so a reader copies code in the house style."""
+    import subprocess
+
+    written: dict[str, str] = {}
+    for path in markdown_files():
+        for block in read_blocks(path.read_text(encoding="utf-8")):
+            if block.language in ("python", "py", "python3"):
+                stem = re.sub(r"\W", "_", _show(path))
+                name = f"{stem}_{block.line}.py"
+                (tmp_path / name).write_text(block.code, encoding="utf-8")
+                written[name] = f"{_show(path)}:{block.line}"
+    assert written
+    config = str(ROOT / "pyproject.toml")
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "--config", config, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    unformatted = sorted(
+        where for name, where in written.items() if name in result.stdout + result.stderr
+    )
+    assert result.returncode == 0, f"ruff format would change the blocks at {unformatted}"
