@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,27 @@ def out_of(capsys: pytest.CaptureFixture[str], *argv: str, narrow: bool = True) 
     out, _ = capsys.readouterr()
     assert not narrow or all(len(line) <= 80 for line in out.splitlines()), out
     return out
+
+
+def command_after(heading: str, out: str) -> list[str]:
+    """Return the lines of the command printed under ``heading``: up to the first line that
+    does not end in a backslash."""
+    lines = out.splitlines()
+    command = []
+    for line in lines[lines.index(heading) + 1 :]:
+        command.append(line)
+        if not line.endswith("\\"):
+            return command
+    raise AssertionError(out)
+
+
+def shell_words(lines: list[str]) -> list[str]:
+    """Return the words ``sh`` reads from ``lines`` (a command that starts with ``corral``)."""
+    show = 'corral() { printf "%s\\0" corral "$@"; }\n'
+    done = subprocess.run(
+        ["sh", "-c", show + "\n".join(lines)], capture_output=True, text=True, check=True
+    )
+    return done.stdout.split("\0")[:-1]
 
 
 def test_threads_lists_each_thread(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -188,20 +210,23 @@ def test_history_has_one_row_per_checkpoint(db: str, capsys: pytest.CaptureFixtu
 def test_show_gives_guards_interrupt_ids_and_the_resume_command(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Guards against their max (with --graph), the interrupt id, the exact command."""
-    # The resume command holds the --db value; a PostgreSQL URL makes that one line long.
-    out = out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py", narrow=db == "c.sqlite")
+    """Guards against their max (with --graph), the interrupt id, the exact command; all
+    within 80 columns, the command wrapped (PostgreSQL URL) so that a shell still reads it."""
+    out = out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py")
     assert out.splitlines()[0].startswith("thread t1: interrupted after 6 steps")
     assert "next: approve" in out
     assert "  review → draft: 2/2 (used up)" in out
+    # JSON is for scripts: its one-line command holds the whole URL
     report = json.loads(out_of(capsys, "show", "t1", "--db", db, "--graph", "agent.py",
-                               "--format", "json", narrow=db == "c.sqlite"))  # fmt: skip
+                               "--format", "json", narrow=False))  # fmt: skip
     [asked] = report["interrupts"]
     assert f"  approve asks (id {asked['id']}): " in out
     assert (
         report["resume"] == f"corral run agent.py --thread t1 --db {shlex.quote(db)} --resume VALUE"
     )
-    assert report["resume"] in out
+    printed = command_after("resume with (VALUE is parsed as JSON when it is JSON):", out)
+    assert shell_words(printed) == shlex.split(report["resume"])
+    assert (len(printed) == 1) == (db == "c.sqlite")  # the PostgreSQL URL is wrapped
     assert report["state"] == {"text": "hi!!!", "score": 3}
     # The printed command does resume the thread.
     assert main(["run", "agent.py", "--thread", "t1", "--db", db, "--resume", "yes"]) == 0
@@ -211,9 +236,11 @@ def test_show_without_the_graph_says_what_it_needs(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Without --graph: counts without max, PATH in the command, a note for the state."""
-    out = out_of(capsys, "show", "t1", "--db", db, narrow=db == "c.sqlite")
+    out = out_of(capsys, "show", "t1", "--db", db)
     assert "  review → draft: 2\n" in out
-    assert f"corral run PATH --thread t1 --db {shlex.quote(db)} --resume VALUE" in out
+    printed = command_after("resume with (VALUE is parsed as JSON when it is JSON):", out)
+    words = ["corral", "run", "PATH", "--thread", "t1", "--db", db, "--resume", "VALUE"]
+    assert shell_words(printed) == words
 
 
 def test_draw_thread_marks_the_routes_taken_with_counts(

@@ -5,8 +5,9 @@ write. Everything they print comes from each checkpoint's metadata (status, step
 next nodes, guard counts, runs of each node, pending interrupts) and its writes (which
 keys the nodes that ran wrote). Two things need the graph, given with ``--graph PATH``: a
 guard's maximum, and the state when the newest checkpoint stores only what changed (the
-state is then rebuilt with the graph's reducers, exactly as ``get_state`` does). Tables
-are cut to 80 columns.
+state is then rebuilt with the graph's reducers, exactly as ``get_state`` does). Every
+line fits 80 columns: table cells and state lines are cut (``…``), other lines wrapped,
+and the resume command continued with `` \\`` (see ``_shell``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import json
 import os
 import re
 import shlex
+import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
+from corral.cli._shell import WIDTH, command_lines
 from corral.loader import UsageError
 
 __all__ = [
@@ -37,7 +40,6 @@ __all__ = [
     "threads",
 ]
 
-_WIDTH = 80
 _INPUT = "__input__"
 _CHILD = re.compile(r"(?P<parent>.+)/[^/]+@\d+\.\d+\.\d+")
 """A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK`` (``runtime.subgraphs``)."""
@@ -153,11 +155,33 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _fit(line: str) -> list[str]:
+    """Return ``line`` wrapped at word breaks to 80 columns, continued 2 columns further in."""
+    lead = line[: len(line) - len(line.lstrip())]
+    if len(line) <= WIDTH:
+        return [line]
+    return textwrap.wrap(
+        line, WIDTH, subsequent_indent=lead + "  ", break_on_hyphens=False, drop_whitespace=True
+    )
+
+
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    """Return rows in columns; the last column takes what is left of 80 characters."""
+    """Return rows in columns; the last column takes what is left of 80 characters.
+
+    A column is at most 24 wide, and the widest ones give up columns (down to the width
+    of their heading) until the last has 10, so a row fits an 80-column terminal.
+
+    >>> print(_table(("A", "B", "C", "D"), [("a" * 30, "b" * 30, "c" * 30, "d" * 30)]))
+    A                      B                      C                       D
+    aaaaaaaaaaaaaaaaaaaa…  bbbbbbbbbbbbbbbbbbbb…  ccccccccccccccccccccc…  ddddddddd…
+    """
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     widths = [min(w, 24) for w in widths]
-    rest = max(_WIDTH - sum(w + 2 for w in widths), 10)
+    floor = [min(len(h), w) for h, w in zip(header, widths, strict=False)]
+    while sum(w + 2 for w in widths) + 10 > WIDTH and widths != floor:
+        widest = max(range(len(widths)), key=lambda i: widths[i] - floor[i])
+        widths[widest] -= 1
+    rest = max(WIDTH - sum(w + 2 for w in widths), 10)
     lines = []
     for row in [header, *rows]:
         cells = [_cut(cell, w).ljust(w) for cell, w in zip(row, widths, strict=False)]
@@ -334,30 +358,32 @@ def _resume(args: argparse.Namespace, interrupts: list[dict[str, Any]]) -> str |
 
 def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
     lines = [
-        f"thread {report['thread']}: {report['status']} after {report['steps']} steps "
-        f"(checkpoint {report['checkpoint']})",
-        f"next: {', '.join(report['next']) or '(nothing: the run finished)'}",
+        *_fit(
+            f"thread {report['thread']}: {report['status']} after {report['steps']} steps "
+            f"(checkpoint {report['checkpoint']})"
+        ),
+        *_fit(f"next: {', '.join(report['next']) or '(nothing: the run finished)'}"),
     ]
     if report["guards"]:
         lines.append("guards:")
         for g in report["guards"]:
             bound = f"/{g['max']}" if g["max"] is not None else ""
             used = " (used up)" if g["max"] is not None and g["count"] >= g["max"] else ""
-            lines.append(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}")
+            lines.extend(_fit(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}"))
         if not graph_given:
             lines.append("  (give --graph PATH to see each guard's max)")
     if report["interrupts"]:
         lines.append("waiting for a person:")
         for p in report["interrupts"]:
             value = json.dumps(p["value"], ensure_ascii=False, default=repr)
-            lines.append(_cut(f"  {p['node']} asks (id {p['id']}): {value}", _WIDTH))
+            lines.append(_cut(f"  {p['node']} asks (id {p['id']}): {value}", WIDTH))
         lines.append("resume with (VALUE is parsed as JSON when it is JSON):")
-        lines.append(f"  {report['resume']}")
+        lines.extend(command_lines(shlex.split(report["resume"])))
     if report["state"] is None:
         lines.append("state: the newest checkpoint stores only what changed; give")
         lines.append("  --graph PATH to rebuild it with the graph's reducers")
     else:
         lines.append("state:")
         text = json.dumps(report["state"], indent=2, ensure_ascii=False, default=repr)
-        lines.extend("  " + _cut(line, _WIDTH - 2) for line in text.splitlines())
+        lines.extend("  " + _cut(line, WIDTH - 2) for line in text.splitlines())
     return "\n".join(lines)

@@ -167,6 +167,7 @@ def serve() -> None:
     # measures the user's module, not corral's own first import (seconds on a cold start).
     import corral.analysis
     import corral.dsl  # noqa: F401
+
     answers.write(_READY)  # the per-module clock starts once the interpreter is up
     answers.flush()
     flushed = time.monotonic()
