@@ -48,6 +48,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpoint
+from corral.checkpoint.sqlite._layout import range_start
 
 SNAPSHOT_EVERY = 20
 WINDOW = 20
@@ -126,7 +127,7 @@ def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous = {sync}")
     thread = conn.execute("INSERT INTO threads (name) VALUES ('bench')").lastrowid
-    seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM checkpoints").fetchone()[0]
+    seq = range_start(thread, 0) + 1  # the thread's range of rows
     state: dict[str, Any] = {"messages": []}
     parent: int | None = None
     cpu = time.process_time()

@@ -1,15 +1,16 @@
 """``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
 
-Layout. ``checkpoints`` is one table of two kinds of rows, numbered by ``seq`` in the order
-they were put: a *checkpoint* row (its thread, a small integer from ``threads``; its id;
-its parent, the parent row's ``seq``; and three JSON texts, the snapshot (or NULL), the
-writes and the meta) and a *value* row (``data``: the JSON of one stored value, with
-``thread`` NULL). A put appends the values its checkpoint stores and then the checkpoint
-itself to the end of that one table, and one entry to the index of checkpoint ids: two
-pages written per superstep, where a separate table of values made it three. Rows of a
-thread are found through that index; the newest one is the largest ``seq`` among the
-thread's entries (an index scan that grows with the thread, once per ``chain``).
-The view ``blobs`` shows the value rows.
+Layout (version 4, :mod:`~corral.checkpoint.sqlite._layout`). ``checkpoints`` is one table
+of two kinds of rows, numbered by ``seq``: a *checkpoint* row (its thread, a small integer
+from ``threads``; its id; its parent, the parent row's ``seq``; and three JSON texts, the
+snapshot (or NULL), the writes and the meta) and a *value* row (``data``: the JSON of one
+stored value, with ``thread`` NULL). Each thread numbers its rows in a range of ``seq`` of
+its own, in the order they were put; a put appends the values its checkpoint stores and then
+the checkpoint itself to the end of its thread's range, and one entry to the index of
+checkpoint ids: two pages written per superstep. The thread's newest checkpoint is its last
+checkpoint row (``threads.newest`` overrides it only in files upgraded from layout 3 and
+inside a fork's transaction), so no pointer row is written per step. The view ``blobs``
+shows the value rows.
 
 ``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
 yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
@@ -18,8 +19,9 @@ the next checkpoint of that parent deletes them in the same transaction.
 Storing values once, and the deltas of metas and snapshots: see
 :mod:`corral.checkpoint.sqlite.packing` (shared with ``PostgresSaver``).
 
-Modules: ``saver`` (:class:`SqliteSaver`), ``_schema`` (the tables, opening a file and
-checking it is a corral file of this version), ``packing`` (encoded trees to JSON texts that
+Modules: ``saver`` (:class:`SqliteSaver`), ``_layout`` (the tables, their triggers, and
+upgrading older layouts), ``_schema`` (opening a file and checking it is a corral file of
+a version this corral reads), ``packing`` (encoded trees to JSON texts that
 store large values once), ``puts`` (one checkpoint packed against the thread's last: meta
 deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows back to
 checkpoints, stored values read by range queries, damage named), ``_writing`` (a put as
@@ -36,7 +38,7 @@ or deleted, so whatever a process has cached about them stays true. The file car
 damaged one, raises ``CheckpointError`` naming the path, never a silent reset.
 """
 
-from corral.checkpoint.sqlite._schema import SCHEMA_VERSION
+from corral.checkpoint.sqlite._layout import SCHEMA_VERSION
 from corral.checkpoint.sqlite.saver import SqliteSaver
 
 __all__ = ["SCHEMA_VERSION", "SqliteSaver"]

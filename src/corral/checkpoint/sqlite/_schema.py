@@ -1,8 +1,8 @@
-"""The layout of a corral SQLite file, and opening one: creating it or checking it is ours.
+"""Opening a corral SQLite file (creating it, or checking it is ours), and transactions.
 
 The file carries an ``application_id`` and a ``corral_schema`` version row: a file corral
 did not write, or a damaged one, raises ``CheckpointError`` naming the path, never a silent
-reset. See :mod:`corral.checkpoint.sqlite` for the tables.
+reset. The tables are in :mod:`corral.checkpoint.sqlite._layout`.
 """
 
 from __future__ import annotations
@@ -15,16 +15,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from corral.checkpoint.sqlite._layout import PENDING, SCHEMA, SCHEMA_VERSION, upgrade
 from corral.errors import CheckpointError
 
 __all__ = [
-    "CHAIN",
-    "INSERT",
-    "INSERT_VALUE",
-    "NEWEST_ID",
-    "ROW",
-    "SCHEMA_VERSION",
-    "STALE",
     "WAIT_SLICE_S",
     "busy",
     "error_for",
@@ -33,8 +27,6 @@ __all__ = [
     "transaction",
 ]
 
-SCHEMA_VERSION: Final = 3
-"""The layout version this corral writes and reads."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
 WAIT_SLICE_S: Final = 0.025
@@ -45,114 +37,6 @@ corral waits in slices of this length, up to the saver's ``timeout_s``
 (:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
 _PAUSE_S: Final = 0.001
 """The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
-
-_PENDING = """
-CREATE TABLE IF NOT EXISTS pending_writes (
-    thread INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    task INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (thread, seq, task)
-) WITHOUT ROWID
-"""
-"""Finished tasks of a superstep whose checkpoint is not written yet (created in older files)."""
-
-_NEWEST = (
-    # The compare-and-set: a checkpoint row must name the thread's newest as its parent (a
-    # fork first moves the pointer to its parent, checking the newest it read). Triggers
-    # keep a put to one INSERT of the row; the pointer row is written in the same page
-    # write as the checkpoint's, inside the put's transaction.
-    """
-CREATE TRIGGER IF NOT EXISTS newest_only BEFORE INSERT ON checkpoints
-WHEN NEW.thread IS NOT NULL
-    AND NEW.parent IS NOT (SELECT newest FROM threads WHERE id = NEW.thread)
-BEGIN
-    SELECT RAISE(ABORT, 'corral: the parent is not the newest checkpoint');
-END
-""",
-    """
-CREATE TRIGGER IF NOT EXISTS becomes_newest AFTER INSERT ON checkpoints
-WHEN NEW.thread IS NOT NULL
-BEGIN
-    UPDATE threads SET newest = NEW.seq WHERE id = NEW.thread;
-    DELETE FROM pending_writes WHERE thread = NEW.thread AND seq = NEW.parent;
-END
-""",
-)
-STALE: Final = "corral: the parent is not the newest checkpoint"
-"""The message of the trigger that refuses a stale parent."""
-
-_SCHEMA = (
-    """
-CREATE TABLE corral_schema (
-    version INTEGER NOT NULL,
-    written_by TEXT NOT NULL
-)""",
-    """
-CREATE TABLE threads (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    newest INTEGER
-)""",
-    """
-CREATE TABLE checkpoints (
-    seq INTEGER PRIMARY KEY,
-    thread INTEGER REFERENCES threads (id),
-    checkpoint_id TEXT,
-    parent INTEGER,
-    snapshot TEXT,
-    writes TEXT,
-    meta TEXT,
-    meta_is_delta INTEGER,
-    data TEXT,
-    CHECK ((thread IS NULL) = (data IS NOT NULL))
-)""",
-    """
-CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
-    WHERE thread IS NOT NULL""",
-    "CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL",
-    _PENDING,
-    *_NEWEST,
-)
-
-_FROM_2 = (
-    "ALTER TABLE threads ADD COLUMN newest INTEGER",
-    "UPDATE threads SET newest = (SELECT max(seq) FROM checkpoints WHERE thread = threads.id)",
-    _PENDING,
-    *_NEWEST,
-)
-"""Layout 2 to 3: the newest-checkpoint pointer and its triggers."""
-
-INSERT = """
-INSERT INTO checkpoints (thread, checkpoint_id, parent, snapshot, writes, meta, meta_is_delta)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-"""
-
-INSERT_VALUE = "INSERT INTO checkpoints (data) VALUES (?)"
-
-NEWEST_ID = """
-SELECT c.checkpoint_id FROM threads AS t JOIN checkpoints AS c ON c.seq = t.newest
-WHERE t.id = ?
-"""
-
-ROW = """
-SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
-FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
-"""
-
-CHAIN = """
-WITH RECURSIVE up(seq, parent, stop) AS (
-    SELECT seq, parent, snapshot IS NOT NULL OR parent IS NULL
-    FROM checkpoints WHERE seq = :seq AND thread = :thread
-    UNION ALL
-    SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
-    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.seq < up.seq AND c.thread = :thread
-    WHERE NOT up.stop
-)
-""" + ROW.replace(
-    "FROM checkpoints AS k",
-    "FROM up JOIN checkpoints AS k ON k.seq = up.seq AND k.thread = :thread",
-)
 
 
 def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connection:
@@ -296,19 +180,17 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id == 0:
-            for statement in _SCHEMA:
+            for statement in SCHEMA:
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO corral_schema VALUES (?, ?)",
+                "INSERT INTO corral_schema VALUES (?, ?, 0)",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        elif _check_version(conn, path) == 2:
-            for statement in _FROM_2:
-                conn.execute(statement)
-            conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
+        elif (version := _check_version(conn, path)) < SCHEMA_VERSION:
+            upgrade(conn, version)
         else:
-            conn.execute(_PENDING)  # a file written before pending writes existed
+            conn.execute(PENDING)  # a file that lost it (older files get it on upgrade)
 
 
 @contextmanager
@@ -377,7 +259,7 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
             f"version ({exc}); the file is damaged, move it away and start a new one"
         )
         raise CheckpointError(msg, path=path) from exc
-    if row is not None and row[0] in (2, SCHEMA_VERSION):
+    if row is not None and row[0] in (2, 3, SCHEMA_VERSION):
         return int(row[0])
     version, writer = row if row is not None else (None, "an unknown writer")
     msg = (

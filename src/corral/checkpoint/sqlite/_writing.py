@@ -1,27 +1,28 @@
 """Writing a checkpoint in one statement: its rows numbered ahead by this process.
 
-A put appends value rows and then the checkpoint row to ``checkpoints``; the checkpoint's
-texts refer to the values by ``seq``. Inserted one by one, each value's ``seq`` comes back
-from SQLite, and the put needs a transaction around several statements (``BEGIN
-IMMEDIATE``, one ``INSERT`` per value, the checkpoint's, ``COMMIT``). A process that put the
-file's last row knows the next ``seq``, as long as no other process wrote since: it numbers
-the rows itself (:class:`RowsAhead`) and writes them all with one multi-row ``INSERT``,
-which SQLite runs as one transaction of its own. If another process did write meanwhile,
-the first ``seq`` is taken: the ``INSERT`` fails as a whole on the primary key (nothing is
-written) and the saver puts the checkpoint the long way. The compare-and-set triggers run
-inside that one statement as they do inside the long way's transaction.
+A put appends value rows and then the checkpoint row to its thread's range of
+``checkpoints`` (``seq`` from ``thread << 32``); the checkpoint's texts refer to the values
+by ``seq``. The saver always numbers the rows itself (:class:`RowsAhead`). The long way
+reads the thread's last ``seq`` inside ``BEGIN IMMEDIATE`` ... ``COMMIT``. A process that
+put the thread's last row knows the next ``seq``, as long as no other process wrote to
+that thread since: it writes all the rows with one multi-row ``INSERT``, which SQLite runs
+as one transaction of its own. If another process did write meanwhile, the first ``seq``
+is taken: the ``INSERT`` fails as a whole on the primary key (nothing is written) and the
+saver puts the checkpoint the long way. The compare-and-set triggers run inside that one
+statement as they do inside the long way's transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
-from corral.checkpoint.sqlite._schema import INSERT_VALUE, execute_patiently, transaction
+from corral.checkpoint.sqlite._layout import LAST_ROW, LAST_SEQ, THREAD_BITS
+from corral.checkpoint.sqlite._schema import execute_patiently, transaction
+from corral.errors import CheckpointError
 
-__all__ = ["RowsAhead", "numbered_insert", "store_in", "taken_seq"]
+__all__ = ["RowsAhead", "check_room", "insert_rows", "next_seq", "numbered_insert", "taken_seq"]
 
 _ONE_STATEMENT: Final = 100
 """Value rows a one-statement put holds at most (SQLite limits the parameters of one
@@ -63,19 +64,46 @@ def numbered_insert(
         execute_patiently(conn, timeout_s, _insert(len(rows.texts)), params)
         return
     with transaction(conn, timeout_s=timeout_s):
-        conn.executemany(_VALUE_AT, zip(values[::2], values[1::2], strict=True))
+        insert_rows(conn, rows, checkpoint)
+
+
+def insert_rows(
+    conn: sqlite3.Connection, rows: RowsAhead, checkpoint: tuple[Any, ...] | None
+) -> None:
+    """Insert the value rows of ``rows`` and then ``checkpoint``'s row, if any, inside the
+    caller's transaction."""
+    if checkpoint is not None and len(rows.texts) <= _ONE_STATEMENT:
+        values = [x for i, text in enumerate(rows.texts) for x in (rows.start + i, text)]
+        conn.execute(_insert(len(rows.texts)), [*values, rows.checkpoint_seq, *checkpoint])
+        return
+    conn.executemany(_VALUE_AT, [(rows.start + i, text) for i, text in enumerate(rows.texts)])
+    if checkpoint is not None:
         conn.execute(_insert(0), [rows.checkpoint_seq, *checkpoint])
 
 
-def store_in(conn: sqlite3.Connection) -> Callable[[str], int]:
-    """Return the ``store`` of a Packer inserting value rows through ``conn`` one by one."""
+def next_seq(conn: sqlite3.Connection, low: int) -> int:
+    """Return the ``seq`` after the last row of the thread's range from ``low`` (read
+    inside the write transaction, so nobody takes it meanwhile)."""
+    row = conn.execute(LAST_ROW, {"low": low}).fetchone()
+    return low + 1 if row is None else int(row[0]) + 1
 
-    def store(text: str) -> int:
-        blob_id = conn.execute(INSERT_VALUE, (text,)).lastrowid
-        assert blob_id is not None
-        return blob_id
 
-    return store
+def check_room(path: str, thread_id: str, low: int, rows: RowsAhead) -> None:
+    """Refuse rows past the end of the thread's range from ``low``, or a range past the
+    last (4 billion rows a thread, 2 billion threads: never in practice)."""
+    if low >> THREAD_BITS >= _THREADS:
+        msg = f"{path!r} holds {_THREADS} threads, all this layout numbers; use a new file"
+        raise CheckpointError(msg, path=path)
+    if rows.checkpoint_seq - low > LAST_SEQ:
+        msg = (
+            f"thread {thread_id!r} in {path!r} holds {LAST_SEQ} rows, all this layout numbers "
+            "for one thread; continue in a new thread"
+        )
+        raise CheckpointError(msg, path=path)
+
+
+_THREADS: Final = 1 << (63 - THREAD_BITS)
+"""Threads a file can number (a seq is a signed 64-bit integer)."""
 
 
 def taken_seq(exc: sqlite3.IntegrityError) -> bool:

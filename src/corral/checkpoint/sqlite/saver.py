@@ -28,6 +28,15 @@ from corral.checkpoint.serde import (
     encode_checkpoint,
     encode_record,
 )
+from corral.checkpoint.sqlite._layout import (
+    CHAIN,
+    NEWEST,
+    NEWEST_ID,
+    ROW,
+    STALE,
+    first_range,
+    range_start,
+)
 from corral.checkpoint.sqlite._reading import (
     Read,
     check_chain,
@@ -38,18 +47,20 @@ from corral.checkpoint.sqlite._reading import (
     thread_of,
 )
 from corral.checkpoint.sqlite._schema import (
-    CHAIN,
-    INSERT,
-    NEWEST_ID,
-    ROW,
-    STALE,
     busy,
     error_for,
     execute_patiently,
     open_file,
     transaction,
 )
-from corral.checkpoint.sqlite._writing import RowsAhead, numbered_insert, store_in, taken_seq
+from corral.checkpoint.sqlite._writing import (
+    RowsAhead,
+    check_room,
+    insert_rows,
+    next_seq,
+    numbered_insert,
+    taken_seq,
+)
 from corral.checkpoint.sqlite.packing import Packer
 from corral.checkpoint.sqlite.puts import Last, LastPuts, encode_writes, pack
 from corral.errors import CheckpointError
@@ -103,6 +114,8 @@ class SqliteSaver:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
+        self._first = 0
+        """The range of the file's first thread (see :mod:`~corral.checkpoint.sqlite._layout`)."""
         self._closed = False
         self._threads: dict[str, int] = {}
         """Thread name -> row id, for threads known to be committed."""
@@ -114,9 +127,10 @@ class SqliteSaver:
         """Per thread, what this process put last (for meta deltas, snapshot reuse and
         placing snapshots by bytes)."""
         self._values = StoredValues(self._blob_ids)
-        self._next_seq: int | None = None
-        """The seq after the last row this process put: the next row's, unless another
-        process wrote since (then a numbered put fails whole and goes the long way)."""
+        self._next_seq: dict[int, int] = {}
+        """Per thread, the seq after the last row this process put in it: the next row's,
+        unless another process wrote to the thread since (then a numbered put fails whole
+        and goes the long way)."""
         with self._lock:
             self._connection()
 
@@ -206,15 +220,15 @@ class SqliteSaver:
             if thread is None:
                 return []
             if checkpoint_id is None:
-                found = conn.execute(
-                    "SELECT newest FROM threads WHERE id = ?", (thread,)
-                ).fetchone()
+                found = conn.execute(NEWEST, self._range(thread)).fetchone()
             else:
                 found = conn.execute(
                     "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
                     (thread, checkpoint_id),
                 ).fetchone()
             if found is None or found[0] is None:
+                if checkpoint_id is None:  # a thread's row is put with its first checkpoint
+                    check_chain(self.path, thread_id, [], None)
                 return []
             params = {"thread": thread, "seq": found[0]}
             read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
@@ -276,8 +290,10 @@ class SqliteSaver:
         # First use, or a forked child: a SQLite connection must not cross a fork.
         self._conn = None
         self._seqs.clear()
+        self._next_seq.clear()
         with self._errors("open"):
             conn = open_file(self.path, self.synchronous, self.timeout_s)
+            self._first = first_range(conn)
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -291,8 +307,10 @@ class SqliteSaver:
         *,
         ensure_ascii: bool,
     ) -> None:
-        start, thread = self._next_seq, self._threads.get(checkpoint.thread_id)
-        if start is not None and thread is not None and checkpoint.newest_read is None:
+        thread = self._threads.get(checkpoint.thread_id)
+        start = None if thread is None else self._next_seq.get(thread)
+        if start is not None and checkpoint.newest_read is None:
+            assert thread is not None
             if self._put_numbered(conn, checkpoint, writes, ensure_ascii, thread, start):
                 return
         new_blobs: dict[bytes, int] = {}
@@ -304,17 +322,17 @@ class SqliteSaver:
                 self._fork(conn, thread, checkpoint, parent)
             if checkpoint.snapshot is not None:
                 self._values.hash_reads()
-            packer = Packer(
-                store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
-            )
+            low = range_start(thread, self._first)
+            rows = RowsAhead(next_seq(conn, low))
+            packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
             packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
+            check_room(self.path, checkpoint.thread_id, low, rows)
             row = (thread, checkpoint.checkpoint_id, parent, *packed[:4])
-            try:  # its triggers check the newest, move it, and drop the parent's pending writes
-                seq = conn.execute(INSERT, row).lastrowid
-                assert seq is not None
+            try:  # its triggers check the newest and drop the parent's pending writes
+                insert_rows(conn, rows, row)
             except sqlite3.IntegrityError as exc:
                 raise self._refused(conn, thread, checkpoint, exc) from None
-        self._committed(checkpoint, thread, seq, new_blobs, packed.last)
+        self._committed(checkpoint, thread, rows.checkpoint_seq, new_blobs, packed.last)
 
     def _put_numbered(
         self,
@@ -334,12 +352,13 @@ class SqliteSaver:
         rows, new_blobs = RowsAhead(start), dict[bytes, int]()
         packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
         packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
+        check_room(self.path, checkpoint.thread_id, range_start(thread, self._first), rows)
         try:
             row = (thread, checkpoint.checkpoint_id, parent, *packed[:4])
             numbered_insert(conn, rows, row, self.timeout_s)
         except sqlite3.IntegrityError as exc:
             if taken_seq(exc):
-                self._next_seq = None
+                del self._next_seq[thread]
                 return False
             raise self._refused(conn, thread, checkpoint, exc) from None
         self._committed(checkpoint, thread, rows.checkpoint_seq, new_blobs, packed.last)
@@ -355,7 +374,7 @@ class SqliteSaver:
             self._seqs.clear()
         self._seqs[thread, checkpoint.checkpoint_id] = seq
         self._last.put(checkpoint.thread_id, last)
-        self._next_seq = seq + 1
+        self._next_seq[thread] = seq + 1
 
     def _refused(
         self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint, exc: Exception
@@ -385,17 +404,20 @@ class SqliteSaver:
                     f"{thread_id!r} has no such checkpoint; put the checkpoint first"
                 )
                 raise CheckpointError(msg, path=self.path)
-            packer = Packer(
-                store_in(conn), self._blob_ids, new_blobs, ensure_ascii, self.serializer
-            )
+            low = range_start(thread, self._first)
+            rows = RowsAhead(next_seq(conn, low))
+            packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
+            record = packer.record(tree)
+            check_room(self.path, thread_id, low, rows)
+            insert_rows(conn, rows, None)
             conn.execute(
                 "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) "
                 "VALUES (?, ?, ?, ?)",
-                (thread, seq, task, packer.record(tree)),
+                (thread, seq, task, record),
             )
         self._known_blobs(new_blobs)
-        if new_blobs:  # value rows at the table's end: the next put numbers after them
-            self._next_seq = max(new_blobs.values()) + 1
+        if rows.texts:  # value rows at the thread's end: the next put numbers after them
+            self._next_seq[thread] = rows.checkpoint_seq
 
     def _seq(self, conn: sqlite3.Connection, thread: int, checkpoint_id: str) -> int | None:
         """Return the seq of a committed checkpoint, or ``None`` when the thread has none."""
@@ -434,16 +456,14 @@ class SqliteSaver:
     def _fork(
         self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint, parent: int | None
     ) -> None:
-        """Move the thread's newest pointer to a fork's parent, if the newest is still the
-        one the writer read (the row's own trigger then accepts it)."""
+        """Point the thread's newest at a fork's parent (0: none), if the newest is still
+        the one the writer read (the row's own trigger then accepts it, and clears it)."""
         assert checkpoint.newest_read is not None
         expected = self._seq(conn, thread, checkpoint.newest_read)
-        moved = conn.execute(
-            "UPDATE threads SET newest = ? WHERE id = ? AND newest IS ? AND ? IS NOT NULL",
-            (parent, thread, expected, expected),
-        ).rowcount
-        if not moved:
+        (newest,) = conn.execute(NEWEST, self._range(thread)).fetchone()
+        if expected is None or newest != expected:
             raise self._stale(conn, thread, checkpoint)
+        conn.execute("UPDATE threads SET newest = ? WHERE id = ?", (parent or 0, thread))
 
     def _stale(
         self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint
@@ -451,8 +471,12 @@ class SqliteSaver:
         """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
         if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
             return taken(checkpoint, self.path)
-        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, (thread,)).fetchone()
+        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, self._range(thread)).fetchone()
         return stale_parent(checkpoint, None if row is None else row[0], self.path)
+
+    def _range(self, thread: int) -> dict[str, int]:
+        """Return the parameters of :data:`NEWEST` for ``thread``."""
+        return {"thread": thread, "low": range_start(thread, self._first)}
 
     # -- reading -----------------------------------------------------------------------
 

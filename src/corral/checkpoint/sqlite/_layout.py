@@ -1,0 +1,202 @@
+"""The tables of a corral SQLite file (layout 4), their triggers, and upgrading older ones.
+
+One step, one leaf page (plus one of the id index). A thread's rows are numbered in a
+range of ``seq`` of its own, ``2**32`` wide: the first thread of a file from 1, the next
+from ``2**32``, and so on (:func:`range_start`; in a file upgraded from layout 3 the ranges
+start one further on, above the rows already there). A put appends its value rows and
+its checkpoint row to the end of its thread's range, so one step of a thread writes one
+page of the table and one of the index of checkpoint ids (its ids grow along a run), and
+the thread's newest checkpoint is its last row that is not a value row: no pointer row is
+updated per step (layout 3 kept one in ``threads``, a third page written by every put).
+
+The compare-and-set is a trigger on the checkpoint row's ``INSERT``: its parent must be the
+thread's newest. ``threads.newest`` overrides "the last row" where set: in a file upgraded
+from layout 3 it names each old thread's newest until the thread's first new put, and a
+fork sets it to the fork's parent (after checking the newest it read) inside the fork's
+transaction; the row's trigger clears it again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+__all__ = [
+    "CHAIN",
+    "LAST_ROW",
+    "LAST_SEQ",
+    "NEWEST",
+    "NEWEST_ID",
+    "PENDING",
+    "ROW",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "STALE",
+    "THREAD_BITS",
+    "first_range",
+    "range_start",
+    "upgrade",
+]
+
+SCHEMA_VERSION: Final = 4
+"""The layout version this corral writes (it reads and upgrades 2 and 3)."""
+THREAD_BITS: Final = 32
+"""A thread's range of ``seq`` is ``2**THREAD_BITS`` wide."""
+LAST_SEQ: Final = (1 << THREAD_BITS) - 1
+"""The last offset in a thread's range."""
+
+PENDING: Final = """
+CREATE TABLE IF NOT EXISTS pending_writes (
+    thread INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    task INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (thread, seq, task)
+) WITHOUT ROWID
+"""
+"""Finished tasks of a superstep whose checkpoint is not written yet (created in older files)."""
+
+
+def _newest(thread: str, low: str) -> str:
+    """Return the SQL of the thread's newest checkpoint's seq: ``threads.newest`` when set,
+    else the last row of the range from ``low`` that is not a value row (so a damaged
+    newest row is found, and named when read, rather than skipped)."""
+    return (
+        f"coalesce((SELECT newest FROM threads WHERE id = {thread}), (SELECT seq FROM "
+        f"checkpoints WHERE seq BETWEEN {low} AND {low} + {LAST_SEQ} AND data IS NULL "
+        "ORDER BY seq DESC LIMIT 1))"
+    )
+
+
+STALE: Final = "corral: the parent is not the newest checkpoint"
+"""The message of the trigger that refuses a stale parent."""
+
+
+def _triggers(first: int) -> tuple[str, str]:
+    """Return the compare-and-set triggers of a file whose first thread's range is ``first``
+    (0 or 1, baked into the trigger so that a put reads nothing more)."""
+    low = f"((NEW.thread - {1 - first}) << {THREAD_BITS})"
+    refuse = f"""
+CREATE TRIGGER IF NOT EXISTS parent_is_newest BEFORE INSERT ON checkpoints
+WHEN NEW.thread IS NOT NULL
+    AND coalesce(NEW.parent, 0) IS NOT coalesce({_newest("NEW.thread", low)}, 0)
+BEGIN
+    SELECT RAISE(ABORT, '{STALE}');
+END
+"""
+    # Clearing the pointer writes nothing when it is not set (the usual put).
+    done = """
+CREATE TRIGGER IF NOT EXISTS put_done AFTER INSERT ON checkpoints
+WHEN NEW.thread IS NOT NULL
+BEGIN
+    UPDATE threads SET newest = NULL WHERE id = NEW.thread AND newest IS NOT NULL;
+    DELETE FROM pending_writes WHERE thread = NEW.thread AND seq = NEW.parent;
+END
+"""
+    return refuse, done
+
+
+SCHEMA: Final = (
+    """
+CREATE TABLE corral_schema (
+    version INTEGER NOT NULL,
+    written_by TEXT NOT NULL,
+    first_range INTEGER NOT NULL DEFAULT 1
+)""",
+    """
+CREATE TABLE threads (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    newest INTEGER
+)""",
+    """
+CREATE TABLE checkpoints (
+    seq INTEGER PRIMARY KEY,
+    thread INTEGER REFERENCES threads (id),
+    checkpoint_id TEXT,
+    parent INTEGER,
+    snapshot TEXT,
+    writes TEXT,
+    meta TEXT,
+    meta_is_delta INTEGER,
+    data TEXT,
+    CHECK ((thread IS NULL) = (data IS NOT NULL))
+)""",
+    """
+CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
+    WHERE thread IS NOT NULL""",
+    "CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL",
+    PENDING,
+    *_triggers(0),
+)
+"""A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener)."""
+
+_FROM_2: Final = (
+    "ALTER TABLE threads ADD COLUMN newest INTEGER",
+    "UPDATE threads SET newest = (SELECT max(seq) FROM checkpoints WHERE thread = threads.id)",
+)
+"""Layout 2 to 3: the newest-checkpoint pointer."""
+_FROM_3: Final = (
+    PENDING,
+    "ALTER TABLE corral_schema ADD COLUMN first_range INTEGER NOT NULL DEFAULT 1",
+    "DROP TRIGGER IF EXISTS newest_only",
+    "DROP TRIGGER IF EXISTS becomes_newest",
+    *_triggers(1),
+)
+"""Layout 3 to 4: the rows already there keep their numbers (below the first range, as
+``first_range`` is 1) and each thread its pointer, its newest until its first new put."""
+
+
+def upgrade(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a file of layout ``version`` (2 or 3) to this layout, inside the caller's
+    write transaction. Every corral process using the file must be of this version."""
+    for statement in (*(_FROM_2 if version == 2 else ()), *_FROM_3):
+        conn.execute(statement)
+    conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
+
+
+def first_range(conn: sqlite3.Connection) -> int:
+    """Return the range of the file's first thread (0, or 1 in a file upgraded from layout
+    3; a read-only layout-3 file has no column and all its threads have pointers)."""
+    try:
+        row = conn.execute("SELECT first_range FROM corral_schema").fetchone()
+    except sqlite3.OperationalError:
+        return 1
+    return 1 if row is None or type(row[0]) is not int else int(row[0])
+
+
+def range_start(thread: int, first: int) -> int:
+    """Return the first ``seq`` of ``thread``'s range (whose first row is one further)."""
+    return (thread - 1 + first) << THREAD_BITS
+
+
+NEWEST: Final = f"SELECT {_newest(':thread', ':low')}"
+"""The seq of the newest checkpoint of ``:thread`` (``None`` when it has none); ``:low``
+is :func:`range_start`."""
+
+NEWEST_ID: Final = f"SELECT checkpoint_id FROM checkpoints WHERE seq = {_newest(':thread', ':low')}"
+
+LAST_ROW: Final = (
+    f"SELECT seq FROM checkpoints WHERE seq BETWEEN :low AND :low + {LAST_SEQ} "
+    "ORDER BY seq DESC LIMIT 1"
+)
+"""The seq of the last row (checkpoint or value) in the range from ``:low``."""
+
+ROW: Final = """
+SELECT k.seq, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
+FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
+"""
+
+CHAIN: Final = """
+WITH RECURSIVE up(seq, parent, stop) AS (
+    SELECT seq, parent, snapshot IS NOT NULL OR parent IS NULL
+    FROM checkpoints WHERE seq = :seq AND thread = :thread
+    UNION ALL
+    SELECT c.seq, c.parent, c.snapshot IS NOT NULL OR c.parent IS NULL
+    FROM checkpoints AS c JOIN up ON c.seq = up.parent AND c.seq < up.seq AND c.thread = :thread
+    WHERE NOT up.stop
+)
+""" + ROW.replace(
+    "FROM checkpoints AS k",
+    "FROM up JOIN checkpoints AS k ON k.seq = up.seq AND k.thread = :thread",
+)

@@ -1,0 +1,190 @@
+"""SqliteSaver's layout: what one put writes, and files written by older layouts.
+
+``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3)
+with :func:`write_history` below; the tests open it with this corral and compare what
+they read with a ``MemorySaver`` fed the same history.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral import CheckpointError, ConcurrentRunError, MemorySaver, SqliteSaver
+from corral.checkpoint import Checkpoint
+from corral.checkpoint.sqlite import SCHEMA_VERSION
+
+LAYOUT3 = Path(__file__).parent.parent / "fixtures" / "sqlite" / "layout3.sqlite"
+
+
+def message(who: str, i: int) -> dict[str, str]:
+    """Return a ~300-byte message (stored as a value row of its own)."""
+    return {"role": who, "content": f"{who} says {i} " + "lorem ipsum " * 24}
+
+
+def write_history(saver: Any) -> None:
+    """Put the history the fixture holds: thread 'a' (12 checkpoints, snapshots at 0, 5
+    and 10, a fork after 'a7' and a recorded task after the newest), thread 'b' (3
+    checkpoints, written between a's) and thread 'c' (one checkpoint, its first)."""
+    msgs: list[dict[str, str]] = []
+    parent: str | None = None
+    for i in range(12):
+        new = message("a", i)
+        msgs.append(new)
+        state = {"m": list(msgs), "n": i} if i % 5 == 0 else None
+        saver.put(
+            Checkpoint("a", f"a{i}", parent, state, [("talk", {"m": [new], "n": i})], {"i": i})
+        )
+        parent = f"a{i}"
+        if i < 3:
+            saver.put(
+                Checkpoint(
+                    "b",
+                    f"b{i}",
+                    f"b{i - 1}" if i else None,
+                    {"m": [message("b", i)]} if i == 0 else None,
+                    [("talk", {"m": [message("b", i)]})],
+                    {"i": i},
+                )
+            )
+    fork = Checkpoint(
+        "a", "f8", "a7", None, [("edit", {"n": 100})], {"i": 8, "fork": True}, newest_read="a11"
+    )
+    saver.put(fork)
+    saver.put_writes(
+        "a", "f8", 0, {"task": 0, "node": "talk", "update": {"m": [message("t", 0)]}, "goto": None}
+    )
+    saver.put(Checkpoint("c", "c0", None, {"m": [], "n": 0}, [], {"i": 0}))
+
+
+def reference() -> MemorySaver:
+    saver = MemorySaver()
+    write_history(saver)
+    return saver
+
+
+def same(a: list[Checkpoint], b: list[Checkpoint]) -> None:
+    assert [(c.checkpoint_id, c.parent_id, c.snapshot, c.writes, c.meta) for c in a] == [
+        (c.checkpoint_id, c.parent_id, c.snapshot, c.writes, c.meta) for c in b
+    ]
+
+
+@pytest.fixture
+def old_file(tmp_path: Path) -> Path:
+    path = tmp_path / "old.sqlite"
+    shutil.copy(LAYOUT3, path)
+    return path
+
+
+def test_a_layout_3_file_reads_as_it_was_written(old_file: Path) -> None:
+    """Every checkpoint, chain and recorded task of a file written by layout 3 reads back
+    equal to what was put, and the file is upgraded to this corral's layout."""
+    ref = reference()
+    with SqliteSaver(old_file) as saver:
+        assert saver.threads() == ["a", "b", "c"]
+        for thread in ("a", "b", "c"):
+            same(saver.checkpoints(thread), ref.checkpoints(thread))
+            same(saver.chain(thread), ref.chain(thread))
+        for cid in ("a3", "a7", "a11"):
+            same(saver.chain("a", cid), ref.chain("a", cid))
+        assert saver.chain("a")[-1].checkpoint_id == "f8"
+        assert saver.pending_writes("a", "f8") == ref.pending_writes("a", "f8")
+    conn = sqlite3.connect(old_file)
+    assert conn.execute("SELECT version FROM corral_schema").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+
+
+def test_a_layout_3_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) -> None:
+    """A thread of an old file continues from its newest checkpoint: a put after it is
+    taken (and drops its recorded task), one after an older checkpoint is refused, and
+    the next chain reads across the old and the new rows."""
+    ref = reference()
+    with SqliteSaver(old_file) as saver:
+        stale = Checkpoint("a", "x", "a11", None, [("talk", {"n": 1})], {"i": 12})
+        with pytest.raises(ConcurrentRunError) as err:
+            saver.put(stale)
+        assert err.value.newest == "f8"
+        for s in (saver, ref):
+            s.put(
+                Checkpoint("a", "g9", "f8", None, [("talk", {"m": [message("a", 99)]})], {"i": 9})
+            )
+            s.put(Checkpoint("a", "g10", "g9", None, [("talk", {"n": 5})], {"i": 10}))
+            s.put(Checkpoint("c", "c1", "c0", None, [("talk", {"n": 1})], {"i": 1}))
+        assert saver.pending_writes("a", "f8") == {}
+        for thread in ("a", "c"):
+            same(saver.chain(thread), ref.chain(thread))
+            same(saver.checkpoints(thread), ref.checkpoints(thread))
+        with pytest.raises(ConcurrentRunError):
+            saver.put(Checkpoint("a", "y", "g9", None, [], {}))
+    with SqliteSaver(old_file) as again:  # a new process: the newest is the last row
+        same(again.chain("a"), ref.chain("a"))
+        again.put(Checkpoint("a", "g11", "g10", None, [], {"i": 11}))
+        assert again.chain("a")[-1].checkpoint_id == "g11"
+
+
+def test_a_new_thread_in_a_layout_3_file(old_file: Path) -> None:
+    """A thread begun after the upgrade lives beside the old ones; forks work in both."""
+    with SqliteSaver(old_file) as saver:
+        saver.put(Checkpoint("d", "d0", None, {"m": [message("d", 0)]}, [], {}))
+        saver.put(Checkpoint("d", "d1", "d0", None, [("talk", {"m": [message("d", 1)]})], {}))
+        saver.put(Checkpoint("d", "e1", "d0", None, [("edit", {})], {}, newest_read="d1"))
+        saver.put(Checkpoint("a", "h8", "a7", None, [("edit", {})], {}, newest_read="f8"))
+        with pytest.raises(ConcurrentRunError):
+            saver.put(Checkpoint("a", "k8", "a7", None, [], {}, newest_read="f8"))
+        assert [c.checkpoint_id for c in saver.chain("d")] == ["d0", "e1"]
+        assert saver.chain("a")[-1].checkpoint_id == "h8"
+        assert saver.threads() == ["a", "b", "c", "d"]
+
+
+def wal_frames(path: Path, puts: list[Checkpoint]) -> float:
+    """Return the WAL frames (pages) written per put of ``puts``, after the first."""
+    keep = sqlite3.connect(path)  # holds the WAL open so that closing keeps it
+    with SqliteSaver(path, synchronous="NORMAL") as saver:
+        assert saver._conn is not None
+        saver._conn.execute("PRAGMA wal_autocheckpoint = 0")
+        saver.put(puts[0])
+        before = keep.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        assert before[0] == 0
+        start = Path(f"{path}-wal").stat().st_size
+        for checkpoint in puts[1:]:
+            saver.put(checkpoint)
+        end = Path(f"{path}-wal").stat().st_size
+    keep.close()
+    return (end - start) / (4096 + 24) / (len(puts) - 1)
+
+
+def test_a_step_writes_two_pages(tmp_path: Path) -> None:
+    """A put of one superstep's checkpoint and its stored message writes the thread's last
+    page and the page of the id index (no pointer row), plus the odd page split."""
+    puts = [
+        Checkpoint(
+            "t",
+            f"{i:08d}",
+            f"{i - 1:08d}" if i else None,
+            {"m": []} if i == 0 else None,
+            [("talk", {"m": [message("t", i)]})],
+            {"steps": i},
+        )
+        for i in range(120)
+    ]
+    assert wal_frames(tmp_path / "c.sqlite", puts) < 2.4
+
+
+def test_a_newest_row_that_lost_its_thread_is_named_not_skipped(tmp_path: Path) -> None:
+    """The newest checkpoint is the thread's last row that is not a value row: when damage
+    moved it out of the thread, reading the thread names the damage rather than going back
+    to the checkpoint before it."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "a", None, {"n": 0}, [], {}))
+        saver.put(Checkpoint("t", "b", "a", None, [("x", {"n": 1})], {}))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE checkpoints SET thread = 99 WHERE checkpoint_id = 'b'")
+    conn.commit()
+    conn.close()
+    with SqliteSaver(path) as saver, pytest.raises(CheckpointError, match="newest checkpoint"):
+        saver.chain("t")
