@@ -127,6 +127,7 @@ def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous = {sync}")
     thread = conn.execute("INSERT INTO threads (name) VALUES ('bench')").lastrowid
+    assert thread is not None
     seq = range_start(thread, 0) + 1  # the thread's range of rows
     state: dict[str, Any] = {"messages": []}
     parent: int | None = None

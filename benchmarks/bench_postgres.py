@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import psycopg  # noqa: E402
-from postgres_cluster import Cluster, find_bin  # noqa: E402
+from postgres_cluster import Cluster, find_bin  # type: ignore[import-not-found]  # noqa: E402
 
 from corral import END, End, Graph, Guard, PostgresSaver  # noqa: E402
 from corral.checkpoint import Checkpoint  # noqa: E402

@@ -40,9 +40,9 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, SqliteSaver, StepLimitError
 
@@ -58,7 +58,7 @@ class Chat(TypedDict):
     last: int
 
 
-def chat_graph() -> Graph[Chat, Chat]:
+def chat_graph() -> Graph[Chat, Mapping[str, Any]]:
     """Return the graph: ``chat`` appends a message until ``last`` messages exist."""
     g = Graph(Chat, name="reload")
 
@@ -175,7 +175,7 @@ class Big(TypedDict):
     n: int
 
 
-def big_graph(size: int, steps: int) -> Graph[Big, Big]:
+def big_graph(size: int, steps: int) -> Graph[Big, Mapping[str, Any]]:
     g = Graph(Big, name="big", max_steps=steps + 1)
 
     @g.node(start=True)

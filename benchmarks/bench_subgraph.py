@@ -45,6 +45,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, MemorySaver
@@ -125,7 +126,7 @@ def measure(checkpointed: bool) -> tuple[float, float]:
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(REPEATS):
         for app, spent in zip(apps, times, strict=True):
-            spent.append(best(lambda app=app: app.invoke({}), 1))
+            spent.append(best(partial(app.invoke, {}), 1))
     return min(times[0]), min(times[1])
 
 

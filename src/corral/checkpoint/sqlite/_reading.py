@@ -18,6 +18,7 @@ from corral.checkpoint._meta import meta_problem
 from corral.checkpoint._stored import Damaged, Fetch, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
+from corral.checkpoint.sqlite._schema import busy
 from corral.errors import CheckpointError
 
 __all__ = [
@@ -230,3 +231,26 @@ def find_damaged_row(
                 name = f"<row {seq}>"
             damaged(path, thread_id, name, err)
     damaged(path, thread_id, "<unknown>", exc)
+
+
+def read_rows(
+    conn: sqlite3.Connection,
+    path: str,
+    serializer: Serializer | None,
+    values: StoredValues,
+    thread: tuple[int, str],
+    query: str,
+    params: Any,
+) -> Read:
+    """Fetch and decode the checkpoint rows ``query`` selects from ``thread`` (its row id and
+    name); damage is named by file, thread and checkpoint."""
+    try:
+        rows = conn.execute(query, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if busy(exc):
+            raise
+        find_damaged_row(conn, path, thread[0], thread[1], exc)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        find_damaged_row(conn, path, thread[0], thread[1], exc)
+    fetch = values.fetcher(texts_of(conn))
+    return decode_rows(path, serializer, values, fetch, thread[1], rows)

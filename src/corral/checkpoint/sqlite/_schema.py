@@ -331,3 +331,18 @@ def _corral_version() -> str:
         return metadata.version("corral")
     except metadata.PackageNotFoundError:
         return "(not installed)"
+
+
+@contextmanager
+def sqlite_errors(path: str, timeout_s: float, verb: str) -> Iterator[None]:
+    """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise error_for(path, timeout_s, verb, exc) from exc
+    except UnicodeDecodeError as exc:  # a name or text that is not UTF-8: damage
+        msg = (
+            f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file "
+            "is damaged: move it away (resume is impossible from it) or pass a new path"
+        )
+        raise CheckpointError(msg, path=path) from exc

@@ -10,7 +10,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import TracebackType
 from typing import Any, ClassVar, Final, Literal
 
@@ -41,16 +41,14 @@ from corral.checkpoint.sqlite._reading import (
     Read,
     check_chain,
     damaged,
-    decode_rows,
-    find_damaged_row,
+    read_rows,
     texts_of,
     thread_of,
 )
 from corral.checkpoint.sqlite._schema import (
-    busy,
-    error_for,
     execute_patiently,
     open_file,
+    sqlite_errors,
     transaction,
 )
 from corral.checkpoint.sqlite._writing import (
@@ -488,35 +486,13 @@ class SqliteSaver:
             yield conn
 
     def _rows(
-        self,
-        conn: sqlite3.Connection,
-        thread: int,
-        thread_id: str,
-        query: str,
-        params: Any,
+        self, conn: sqlite3.Connection, thread: int, thread_id: str, query: str, params: Any
     ) -> Read:
         """Fetch and decode checkpoint rows; damage is named by file, thread and checkpoint."""
-        try:
-            rows = conn.execute(query, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if busy(exc):
-                raise
-            find_damaged_row(conn, self.path, thread, thread_id, exc)
-        except (sqlite3.DatabaseError, ValueError) as exc:
-            find_damaged_row(conn, self.path, thread, thread_id, exc)
-        fetch = self._values.fetcher(texts_of(conn))
-        return decode_rows(self.path, self.serializer, self._values, fetch, thread_id, rows)
+        return read_rows(
+            conn, self.path, self.serializer, self._values, (thread, thread_id), query, params
+        )
 
-    @contextmanager
-    def _errors(self, verb: str) -> Iterator[None]:
+    def _errors(self, verb: str) -> AbstractContextManager[None]:
         """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            raise error_for(self.path, self.timeout_s, verb, exc) from exc
-        except UnicodeDecodeError as exc:  # a name or text that is not UTF-8: damage
-            msg = (
-                f"cannot {verb} {self.path!r}: a stored text is not UTF-8 ({exc}); the file "
-                "is damaged: move it away (resume is impossible from it) or pass a new path"
-            )
-            raise CheckpointError(msg, path=self.path) from exc
+        return sqlite_errors(self.path, self.timeout_s, verb)
