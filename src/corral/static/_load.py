@@ -11,6 +11,8 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import packages_distributions
 from typing import Any
 
 from corral.loader import Loaded, LoadError, Target, UsageError, split_selector
@@ -75,7 +77,9 @@ def load_static(paths: Sequence[str], *, exclude: Sequence[str] = ()) -> Loaded:
     return loaded
 
 
-def _options() -> Any:
+def _options(own: frozenset[str] = frozenset()) -> Any:
+    """Return mypy's options for a build whose files belong to the top-level packages
+    ``own`` (which mypy follows even where they are installed)."""
     from mypy.options import Options
 
     options = Options()
@@ -84,7 +88,27 @@ def _options() -> Any:
     options.incremental = False
     options.follow_imports = "silent"
     options.python_version = (3, 11)
+    for name in _installed_packages():
+        if name in own:
+            continue
+        options.per_module_options[name] = {"follow_imports": "skip"}
+        options.per_module_options[name + ".*"] = {"follow_imports": "skip"}
     return options
+
+
+@cache
+def _installed_packages() -> tuple[str, ...]:
+    """Return the top-level packages installed from distributions, corral and the typing
+    helpers aside: mypy does not follow imports into them (they are ``Any`` to the reader).
+
+    A graph's modules need corral's types and their own; reading an SDK such as openai's or
+    pydantic's took mypy 95 % of ``lint --static`` (36 of 38 CPU s over ``examples/``) and
+    changed no finding. The linted files' own top-level packages are followed even when
+    they are installed (``pip install -e .``).
+    """
+    keep = {"corral", "typing_extensions", "mypy_extensions"}
+    names = packages_distributions()
+    return tuple(n for n in names if n.isidentifier() and n not in keep)
 
 
 def _batches(files: list[str], create_source_list: Any) -> list[list[Any]]:
@@ -113,7 +137,8 @@ def _batches(files: list[str], create_source_list: Any) -> list[list[Any]]:
 def _read_batch(sources: list[Any], loaded: Loaded, build: Any, compile_error: Any) -> None:
     """Build one batch with mypy and add its graphs (or its errors) to ``loaded``."""
     try:
-        result = build.build(sources, _options())
+        own = frozenset(s.module.partition(".")[0] for s in sources)
+        result = build.build(sources, _options(own))
     except compile_error as exc:
         names = ", ".join(s.path for s in sources)
         loaded.errors.append(LoadError(names, exc, "\n".join(exc.messages)))
