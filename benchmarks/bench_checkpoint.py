@@ -1,6 +1,7 @@
 """Checkpoint storage and speed: 200 supersteps that each append a ~500-byte message.
 
-Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]``
+Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]
+[--by-step]``
 
 Four loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
 (WAL, the same ``synchronous`` level, the default page size):
@@ -28,7 +29,11 @@ checkpoints included); "median" is the typical step, which ignores the spikes ot
 processes' disk use causes on a shared machine; "cpu" is the process's CPU time a step
 (the rest of a step is waiting for the disk). It prints the stored bytes against the raw
 payload (the JSON bytes of the messages), the per-step time around step 10 and around step
-200, the per-step time against the floor, and the median step against ``floor+``.
+200, the per-step time against the floor, the median step against ``floor+``, and the pages
+a step writes (WAL frames, counted in one more untimed run of each loop with SQLite's
+automatic WAL checkpoints off, so that the WAL holds every page written). ``--by-step``
+also prints each step's time (median over rounds) for every loop, the snapshot steps
+marked, to see where a loop's time goes along the run.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Final, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpoint
@@ -80,12 +85,44 @@ Run = tuple[list[float], float]
 """The per-step times of one run and its CPU seconds a step."""
 
 
-def run_floor(path: Path, steps: int, sync: str) -> Run:
+class Pages:
+    """Counts the pages a run writes: the WAL frames, with automatic WAL checkpoints off.
+
+    A runner calls :meth:`start` once its connection is open and :meth:`mark` before its
+    first timed step and after its last; with ``counting`` off both do nothing.
+    """
+
+    def __init__(self, counting: bool) -> None:
+        self.counting = counting
+        self.marks: list[int] = []
+
+    def start(self, conn: sqlite3.Connection) -> None:
+        if self.counting:
+            conn.execute("PRAGMA wal_autocheckpoint = 0")
+
+    def mark(self, path: Path) -> None:
+        if self.counting:
+            wal = Path(f"{path}-wal")
+            size = wal.stat().st_size if wal.exists() else 0
+            self.marks.append(max(0, size - _WAL_HEADER) // (_PAGE + _FRAME_HEADER))
+
+    def per_step(self, steps: int) -> float:
+        return (self.marks[-1] - self.marks[0]) / steps
+
+
+_PAGE, _WAL_HEADER, _FRAME_HEADER = 4096, 32, 24
+"""SQLite's default page size, and the WAL file's header and each frame's header."""
+_QUIET: Final = Pages(counting=False)
+
+
+def run_floor(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
     """Hand loop + one INSERT and COMMIT of just the new message per step."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {sync}")
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+    pages.start(conn)
+    pages.mark(path)
     state: dict[str, Any] = {"messages": []}
     cpu = time.process_time()
     stamps = [time.perf_counter()]
@@ -97,6 +134,7 @@ def run_floor(path: Path, steps: int, sync: str) -> Run:
         conn.execute("COMMIT")
         stamps.append(time.perf_counter())
     cpu = time.process_time() - cpu
+    pages.mark(path)
     conn.close()
     assert len(state["messages"]) == steps
     return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
@@ -120,7 +158,7 @@ def step_meta(i: int) -> dict[str, Any]:
     }
 
 
-def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
+def run_durable_floor(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
     """Hand loop + one INSERT a step of the message's row and a checkpoint row (id, parent,
     write, full meta) in SqliteSaver's layout, its index and compare-and-set triggers."""
     SqliteSaver(path, synchronous=sync).close()  # type: ignore[arg-type]
@@ -129,6 +167,8 @@ def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
     thread = conn.execute("INSERT INTO threads (name) VALUES ('bench')").lastrowid
     assert thread is not None
     seq = range_start(thread, 0) + 1  # the thread's range of rows
+    pages.start(conn)
+    pages.mark(path)
     state: dict[str, Any] = {"messages": []}
     parent: int | None = None
     cpu = time.process_time()
@@ -142,14 +182,18 @@ def run_durable_floor(path: Path, steps: int, sync: str) -> Run:
         parent, seq = seq + 1, seq + 2
         stamps.append(time.perf_counter())
     cpu = time.process_time() - cpu
+    pages.mark(path)
     conn.close()
     assert len(state["messages"]) == steps
     return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
 
-def run_saver(path: Path, steps: int, sync: str) -> Run:
+def run_saver(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
     """Hand loop + ``SqliteSaver.put`` of the checkpoint the engine would write."""
     saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
+    assert saver._conn is not None
+    pages.start(saver._conn)
+    pages.mark(path)
     state: dict[str, Any] = {"messages": []}
     parent: str | None = None
     cpu = time.process_time()
@@ -171,11 +215,15 @@ def run_saver(path: Path, steps: int, sync: str) -> Run:
         parent = checkpoint_id
         stamps.append(time.perf_counter())
     cpu = time.process_time() - cpu
+    pages.mark(path)
     saver.close()
     return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
 
-def make_engine(steps: int) -> Callable[[Path, str], Run] | None:
+Runner = Callable[[Path, str, Pages], Run]
+
+
+def make_engine(steps: int) -> Runner | None:
     """Return a runner of the real graph, or ``None`` while the runtime cannot run it."""
 
     class State(TypedDict):
@@ -195,18 +243,25 @@ def make_engine(steps: int) -> Callable[[Path, str], Run] | None:
         """Takes the time as each checkpoint is written: the input's, then each superstep's."""
 
         stamps: list[float]
+        pages: Pages
 
         def put(self, checkpoint: Checkpoint) -> None:
             super().put(checkpoint)
             self.stamps.append(time.perf_counter())
+            if len(self.stamps) == 1:  # the run's input: the steps come after it
+                self.pages.mark(Path(self.path))
 
-    def run(path: Path, sync: str) -> Run:
+    def run(path: Path, sync: str, pages: Pages = _QUIET) -> Run:
         saver = Stamped(path, synchronous=sync)  # type: ignore[arg-type]
         stamps = saver.stamps = []
+        saver.pages = pages
+        assert saver._conn is not None
+        pages.start(saver._conn)
         app = g.compile(checkpointer=saver)
         cpu = time.process_time()
         run_ = app.invoke({"messages": []}, thread_id="bench")
         cpu = time.process_time() - cpu
+        pages.mark(path)
         saver.close()
         assert len(run_.state["messages"]) == steps, run_.steps
         return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
@@ -228,12 +283,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL")
+    parser.add_argument("--by-step", action="store_true", help="print every step's time too")
     args = parser.parse_args(argv)
     steps: int = args.steps
-    runners: dict[str, Callable[[Path, str], Run]] = {
-        "floor": lambda p, s: run_floor(p, steps, s),
-        "floor+": lambda p, s: run_durable_floor(p, steps, s),
-        "saver": lambda p, s: run_saver(p, steps, s),
+    runners: dict[str, Runner] = {
+        "floor": lambda p, s, c: run_floor(p, steps, s, c),
+        "floor+": lambda p, s, c: run_durable_floor(p, steps, s, c),
+        "saver": lambda p, s, c: run_saver(p, steps, s, c),
     }
     engine = make_engine(steps)
     if engine is not None:
@@ -245,10 +301,15 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(args.rounds):
             for name, runner in runners.items():
                 path = Path(tmp) / f"{name}-{r}.sqlite"
-                run_times, cpu = runner(path, args.sync)
+                run_times, cpu = runner(path, args.sync, _QUIET)
                 per_step[name].append(run_times)
                 cpus[name].append(cpu)
                 sizes[name] = file_bytes(path)
+        pages: dict[str, float] = {}
+        for name, runner in runners.items():
+            counter = Pages(counting=True)
+            runner(Path(tmp) / f"{name}-pages.sqlite", args.sync, counter)
+            pages[name] = counter.per_step(steps)
     payload = payload_bytes(steps)
     print(
         f"{steps} supersteps, one ~{payload // steps}-byte message each; "
@@ -278,9 +339,22 @@ def main(argv: list[str] | None = None) -> int:
             f"mean {total(times) * 1e3:6.3f} ms = {total(times) / floor:4.2f}x floor, "
             f"median {typical(times) * 1e3:6.3f} ms = {typical(times) / floor_typical:4.2f}x "
             f"= {typical(times) / durable:4.2f}x floor+ | "
-            f"cpu {statistics.median(cpus[name]) * 1e3:6.3f} ms"
+            f"cpu {statistics.median(cpus[name]) * 1e3:6.3f} ms | "
+            f"pages {pages[name]:4.2f}"
         )
+    if args.by_step:
+        print_by_step(per_step, steps)
     return 0
+
+
+def print_by_step(per_step: dict[str, list[list[float]]], steps: int) -> None:
+    """Print each step's time (median over rounds) for every loop, in µs."""
+    names = list(per_step)
+    heading = " ".join(f"{name:>8}" for name in names)
+    print(f"step  {heading}   (µs; * marks the saver's snapshot steps)")
+    for i in range(steps):
+        row = " ".join(f"{statistics.median(t[i] for t in per_step[n]) * 1e6:8.1f}" for n in names)
+        print(f"{i + 1:4d}{'*' if i % SNAPSHOT_EVERY == 0 else ' '} {row}")
 
 
 if __name__ == "__main__":
