@@ -338,11 +338,20 @@ def sqlite_errors(path: str, timeout_s: float, verb: str) -> Iterator[None]:
     """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
     try:
         yield
-    except sqlite3.DatabaseError as exc:
-        raise error_for(path, timeout_s, verb, exc) from exc
-    except UnicodeDecodeError as exc:  # a name or text that is not UTF-8: damage
-        msg = (
-            f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file "
-            "is damaged: move it away (resume is impossible from it) or pass a new path"
-        )
-        raise CheckpointError(msg, path=path) from exc
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        raise sqlite_error(path, timeout_s, verb, exc) from exc
+
+
+def sqlite_error(
+    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
+) -> CheckpointError:
+    """Return the ``CheckpointError`` for an error :func:`sqlite_errors` turns (for a hot
+    path that catches it without a context manager)."""
+    if isinstance(exc, sqlite3.DatabaseError):
+        return error_for(path, timeout_s, verb, exc)
+    # a name or text that is not UTF-8: damage
+    msg = (
+        f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file "
+        "is damaged: move it away (resume is impossible from it) or pass a new path"
+    )
+    return CheckpointError(msg, path=path)

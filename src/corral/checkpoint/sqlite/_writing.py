@@ -58,10 +58,15 @@ def numbered_insert(
         sqlite3.IntegrityError: a seq is taken (another process wrote), the trigger refused
             a stale parent, or the checkpoint id is taken; nothing was written.
     """
-    values = [x for i, text in enumerate(rows.texts) for x in (rows.start + i, text)]
-    if len(rows.texts) <= _ONE_STATEMENT:
-        params = [*values, rows.checkpoint_seq, *checkpoint]
-        execute_patiently(conn, timeout_s, _insert(len(rows.texts)), params)
+    texts, start = rows.texts, rows.start
+    if len(texts) == 1:  # the usual step: one new value (the message a node appended)
+        params: Any = (start, texts[0], start + 1, *checkpoint)
+        execute_patiently(conn, timeout_s, _INSERT_ONE, params)
+        return
+    if len(texts) <= _ONE_STATEMENT:
+        values = [x for i, text in enumerate(texts) for x in (start + i, text)]
+        params = [*values, start + len(texts), *checkpoint]
+        execute_patiently(conn, timeout_s, _insert(len(texts)), params)
         return
     with transaction(conn, timeout_s=timeout_s):
         insert_rows(conn, rows, checkpoint)
@@ -125,3 +130,6 @@ def _insert(values: int) -> str:
         "INSERT INTO checkpoints (seq, thread, checkpoint_id, parent, snapshot, writes, meta, "
         "meta_is_delta, data) VALUES " + ", ".join(rows)
     )
+
+
+_INSERT_ONE: Final = _insert(1)

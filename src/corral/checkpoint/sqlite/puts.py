@@ -136,7 +136,12 @@ def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last |
     meta, delta = meta_text(meta_texts, checkpoint, last)
     referred = packer.referred
     dumps, fields = packer.dumps, packer.fields
-    writes_text = "[" + ",".join([f"[{dumps(n)},{fields(u)}]" for n, u in writes]) + "]"
+    if len(writes) == 1:  # a superstep of one task: its node's update
+        node, update = writes[0]
+        name = _encode_str(node) if type(node) is str else dumps(node)
+        writes_text = f"[[{name},{fields(update)}]]"
+    else:
+        writes_text = "[" + ",".join([f"[{dumps(n)},{fields(u)}]" for n, u in writes]) + "]"
     replay = packer.referred - referred + len(writes_text)
     new_id = checkpoint.checkpoint_id
     if lists is not None:
@@ -167,7 +172,7 @@ def meta_text(
         return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
     before = last.meta
     changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
-    gone = [k for k in before if k not in texts]
-    if gone:
+    if not before.keys() <= texts.keys():
+        gone = [k for k in before if k not in texts]
         return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
     return "{" + changed + "}", True

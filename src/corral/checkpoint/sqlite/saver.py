@@ -48,6 +48,7 @@ from corral.checkpoint.sqlite._reading import (
 from corral.checkpoint.sqlite._schema import (
     execute_patiently,
     open_file,
+    sqlite_error,
     sqlite_errors,
     transaction,
 )
@@ -152,18 +153,22 @@ class SqliteSaver:
         check_thread_id(checkpoint.thread_id)
         serializer = self.serializer
         writes = encode_writes(checkpoint, serializer)
-        with self._lock, self._errors("write a checkpoint to"):
-            conn = self._connection()
-            try:
-                self._put(conn, checkpoint, writes, ensure_ascii=False)
-            except UnicodeEncodeError:
-                # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
-                self._put(conn, checkpoint, writes, ensure_ascii=True)
-            except (ValueError, RecursionError):
-                # Packing met what the shortcuts let through (an int too long for JSON):
-                # the encoder names where it sits.
-                encode_checkpoint(checkpoint, serializer)
-                raise
+        with self._lock:
+            try:  # SQLite's errors are turned here: a context manager costs ~2 µs a put
+                conn = self._connection()
+                try:
+                    self._put(conn, checkpoint, writes, ensure_ascii=False)
+                except UnicodeEncodeError:
+                    # A lone surrogate cannot be stored as UTF-8 text; escape every non-ASCII.
+                    self._put(conn, checkpoint, writes, ensure_ascii=True)
+                except (ValueError, RecursionError):
+                    # Packing met what the shortcuts let through (an int too long for JSON):
+                    # the encoder names where it sits.
+                    encode_checkpoint(checkpoint, serializer)
+                    raise
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                verb = "write a checkpoint to"
+                raise sqlite_error(self.path, self.timeout_s, verb, exc) from exc
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -347,7 +352,8 @@ class SqliteSaver:
         parent = self._parent(conn, thread, checkpoint)
         if checkpoint.snapshot is not None:
             self._values.hash_reads()
-        rows, new_blobs = RowsAhead(start), dict[bytes, int]()
+        rows = RowsAhead(start)
+        new_blobs: dict[bytes, int] = {}
         packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
         packed = pack(packer, checkpoint, writes, self._last.get(checkpoint.thread_id))
         check_room(self.path, checkpoint.thread_id, range_start(thread, self._first), rows)
