@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import CheckpointError, Overwrite, Send, SqliteSaver
+from corral import CheckpointError, ConcurrentRunError, Overwrite, Send, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
 
@@ -496,3 +496,33 @@ def test_a_put_after_recorded_tasks_is_one_statement(tmp_path: Path) -> None:
         assert not any(s.startswith("BEGIN") for s in statements), statements
         assert saver.chain("t")[-1].writes == [("x", {"log": ["x" * 200, "y" * 200]})]
         assert saver.pending_writes("t", "b") == {}
+
+
+def test_a_put_after_reading_the_newest_is_one_statement(tmp_path: Path) -> None:
+    """A process that resumes a thread reads its newest chain first; the put that continues
+    it then goes in one INSERT (no BEGIN, no look-up of the parent) and reads back. If
+    another process writes to the thread between the read and the put, the put goes the
+    long way and is refused as stale, and nothing of it is stored."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as writer:
+        grow(writer, 3)
+    with SqliteSaver(path) as resumed:
+        assert resumed.chain("t")[-1].checkpoint_id == "c2"
+        statements: list[str] = []
+        assert resumed._conn is not None
+        resumed._conn.set_trace_callback(statements.append)
+        item = "the next item " * 20
+        resumed.put(Checkpoint("t", "c3", "c2", None, [("step", {"items": [item]})], {"steps": 4}))
+        resumed._conn.set_trace_callback(None)
+        # one statement (traced once more for each step of its triggers)
+        assert set(statements) == {statements[0]}, statements
+        assert statements[0].startswith("INSERT INTO checkpoints"), statements
+        assert resumed.chain("t")[-1].writes == [("step", {"items": [item]})]
+
+        assert resumed.chain("t")[-1].checkpoint_id == "c3"
+        with SqliteSaver(path) as other:  # another process continues the thread first
+            other.put(Checkpoint("t", "o4", "c3", None, [("step", {"items": ["o" * 200]})], {}))
+        with pytest.raises(ConcurrentRunError):
+            resumed.put(Checkpoint("t", "c4", "c3", None, [("step", {"items": ["x" * 200]})], {}))
+        assert [c.checkpoint_id for c in resumed.checkpoints("t")] == ["c0", "c1", "c2", "c3", "o4"]
+        assert resumed.chain("t")[-1].writes == [("step", {"items": ["o" * 200]})]

@@ -34,6 +34,7 @@ __all__ = [
     "STALE",
     "THREAD_BITS",
     "first_range",
+    "newest_params",
     "range_start",
     "upgrade",
 ]
@@ -168,6 +169,11 @@ def first_range(conn: sqlite3.Connection) -> int:
 def range_start(thread: int, first: int) -> int:
     """Return the first ``seq`` of ``thread``'s range (whose first row is one further)."""
     return (thread - 1 + first) << THREAD_BITS
+
+
+def newest_params(thread: int, first: int) -> dict[str, int]:
+    """Return the parameters of :data:`NEWEST` and :data:`NEWEST_ID` for ``thread``."""
+    return {"thread": thread, "low": range_start(thread, first)}
 
 
 NEWEST: Final = f"SELECT {_newest(':thread', ':low')}"

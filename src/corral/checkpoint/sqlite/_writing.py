@@ -22,7 +22,15 @@ from corral.checkpoint.sqlite._layout import LAST_ROW, LAST_SEQ, THREAD_BITS
 from corral.checkpoint.sqlite._schema import execute_patiently, transaction
 from corral.errors import CheckpointError
 
-__all__ = ["RowsAhead", "check_room", "insert_rows", "next_seq", "numbered_insert", "taken_seq"]
+__all__ = [
+    "RowsAhead",
+    "check_room",
+    "insert_record",
+    "insert_rows",
+    "next_seq",
+    "numbered_insert",
+    "taken_seq",
+]
 
 _ONE_STATEMENT: Final = 100
 """Value rows a one-statement put holds at most (SQLite limits the parameters of one
@@ -84,6 +92,19 @@ def insert_rows(
     conn.executemany(_VALUE_AT, [(rows.start + i, text) for i, text in enumerate(rows.texts)])
     if checkpoint is not None:
         conn.execute(_insert(0), [rows.checkpoint_seq, *checkpoint])
+
+
+def insert_record(conn: sqlite3.Connection, rows: RowsAhead, record: tuple[Any, ...]) -> None:
+    """Insert the value rows of ``rows`` and a finished task's ``(thread, seq, task,
+    record)`` in ``pending_writes`` (replacing an earlier record of the task), inside the
+    caller's transaction."""
+    insert_rows(conn, rows, None)
+    conn.execute(_RECORD, record)
+
+
+_RECORD: Final = (
+    "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) VALUES (?, ?, ?, ?)"
+)
 
 
 def next_seq(conn: sqlite3.Connection, low: int) -> int:

@@ -35,6 +35,7 @@ from corral.checkpoint.sqlite._layout import (
     ROW,
     STALE,
     first_range,
+    newest_params,
     range_start,
 )
 from corral.checkpoint.sqlite._reading import (
@@ -55,6 +56,7 @@ from corral.checkpoint.sqlite._schema import (
 from corral.checkpoint.sqlite._writing import (
     RowsAhead,
     check_room,
+    insert_record,
     insert_rows,
     next_seq,
     numbered_insert,
@@ -127,9 +129,9 @@ class SqliteSaver:
         placing snapshots by bytes)."""
         self._values = StoredValues(self._blob_ids)
         self._next_seq: dict[int, int] = {}
-        """Per thread, the seq after the last row this process put in it: the next row's,
-        unless another process wrote to the thread since (then a numbered put fails whole
-        and goes the long way)."""
+        """Per thread, the seq after the last row this process put (or read) in it: the next
+        row's, unless another process wrote to the thread since (then a numbered put fails
+        whole and goes the long way)."""
         with self._lock:
             self._connection()
 
@@ -223,7 +225,7 @@ class SqliteSaver:
             if thread is None:
                 return []
             if checkpoint_id is None:
-                found = conn.execute(NEWEST, self._range(thread)).fetchone()
+                found = conn.execute(NEWEST, newest_params(thread, self._first)).fetchone()
             else:
                 found = conn.execute(
                     "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
@@ -237,8 +239,10 @@ class SqliteSaver:
             read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
             chain = read.checkpoints
             check_chain(self.path, thread_id, chain, checkpoint_id)
-            if checkpoint_id is None and chain:  # the next put may follow it
+            if checkpoint_id is None and chain:  # the next put may follow it, in one INSERT
                 self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:])
+                self._seqs[thread, chain[-1].checkpoint_id] = found[0]
+                self._next_seq[thread] = next_seq(conn, range_start(thread, self._first))
             return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
@@ -413,12 +417,7 @@ class SqliteSaver:
             packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
             record = packer.record(tree)
             check_room(self.path, thread_id, low, rows)
-            insert_rows(conn, rows, None)
-            conn.execute(
-                "INSERT OR REPLACE INTO pending_writes (thread, seq, task, record) "
-                "VALUES (?, ?, ?, ?)",
-                (thread, seq, task, record),
-            )
+            insert_record(conn, rows, (thread, seq, task, record))
         self._known_blobs(new_blobs)
         if rows.texts:  # value rows at the thread's end: the next put numbers after them
             self._next_seq[thread] = rows.checkpoint_seq
@@ -464,7 +463,7 @@ class SqliteSaver:
         the one the writer read (the row's own trigger then accepts it, and clears it)."""
         assert checkpoint.newest_read is not None
         expected = self._seq(conn, thread, checkpoint.newest_read)
-        (newest,) = conn.execute(NEWEST, self._range(thread)).fetchone()
+        (newest,) = conn.execute(NEWEST, newest_params(thread, self._first)).fetchone()
         if expected is None or newest != expected:
             raise self._stale(conn, thread, checkpoint)
         conn.execute("UPDATE threads SET newest = ? WHERE id = ?", (parent or 0, thread))
@@ -475,12 +474,9 @@ class SqliteSaver:
         """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
         if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
             return taken(checkpoint, self.path)
-        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, self._range(thread)).fetchone()
+        params = newest_params(thread, self._first)
+        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, params).fetchone()
         return stale_parent(checkpoint, None if row is None else row[0], self.path)
-
-    def _range(self, thread: int) -> dict[str, int]:
-        """Return the parameters of :data:`NEWEST` for ``thread``."""
-        return {"thread": thread, "low": range_start(thread, self._first)}
 
     # -- reading -----------------------------------------------------------------------
 
