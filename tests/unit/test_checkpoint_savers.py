@@ -408,6 +408,31 @@ def test_a_list_item_changed_in_place_is_stored_as_it_is_now(make_saver: MakeSav
     assert third["history"][1] == (1, 2)
 
 
+def test_a_written_item_changed_before_the_snapshot_is_stored_as_it_is_then(
+    make_saver: MakeSaver,
+) -> None:
+    """A snapshot re-uses what the writes since the last one stored for the very same
+    message objects, but only while they are unchanged: a message edited in place after
+    its write is stored as it is at the snapshot, and its write keeps the first version."""
+    saver = make_saver()
+    kept = {"role": "ai", "content": "kept as written " * 20}
+    edited = {"role": "user", "content": "first version " * 20}
+    saver.put(Checkpoint("t", "a", None, {"log": []}, [], {}))
+    saver.put(Checkpoint("t", "b", "a", None, [("n", {"log": [kept]})], {}))
+    saver.put(Checkpoint("t", "c", "b", None, [("n", {"log": [edited]})], {}))
+    edited["content"] = "edited in place " * 20  # nodes should not do this; still stored right
+    new = {"role": "ai", "content": "the snapshot's own write " * 10}
+    state = {"log": [kept, edited, new]}
+    saver.put(Checkpoint("t", "d", "c", state, [("n", {"log": [new]})], {}))
+    back = {c.checkpoint_id: c for c in saver.checkpoints("t")}
+    assert back["d"].snapshot == {"log": [kept, edited, new]}
+    assert back["c"].writes == [
+        ("n", {"log": [{"role": "user", "content": "first version " * 20}]})
+    ]
+    assert back["d"].writes == [("n", {"log": [new]})]
+    assert saver.chain("t")[0].snapshot == state
+
+
 def test_long_lists_read_back_in_bulk_keep_tags_escapes_and_order(make_saver: MakeSaver) -> None:
     """A list of stored items is read back whole and in order, whether or not its items
     hold tagged values, escapes, or text that looks like a tag."""

@@ -13,11 +13,12 @@ list is split into its items (a list of stored items is written as runs of ids,
 ``{"$corral": "refs", "v": [[first, count], [first, count, step], ...]}``); a dict only
 from ``_SPLIT_DICT`` bytes on, so a small record (a chat message) is stored, and shared,
 whole. A snapshot therefore refers to the items the earlier writes stored instead of
-copying them. Two more savings keep the per-step cost flat: a snapshot re-uses the
+copying them. Three more savings keep the per-step cost flat: a snapshot re-uses the
 previous snapshot's packing of list items that are the same objects and still equal
-(:class:`~corral.checkpoint.sqlite.puts.Last`), and a meta is stored as the keys that
-changed since its parent when this process wrote the parent
-(:func:`~corral.checkpoint.sqlite.puts.meta_text`).
+(:class:`~corral.checkpoint.sqlite.puts.Last`), and the packing of the flat dicts (chat
+messages) the writes since then stored, for the same objects still equal (:data:`Stored`);
+and a meta is stored as the keys that changed since its parent when this process wrote the
+parent (:func:`~corral.checkpoint.sqlite.puts.meta_text`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from corral.checkpoint._stored import digest
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 
-__all__ = ["MIN_BLOB", "ListPacking", "Packer", "digest", "plain", "ref"]
+__all__ = ["MIN_BLOB", "SEEN_LIMIT", "ListPacking", "Packer", "Stored", "digest", "plain", "ref"]
 
 MIN_BLOB: Final = 128
 """JSON texts shorter than this stay inline: a reference would save little."""
@@ -46,7 +47,18 @@ _SMALL_ITEMS: Final = 32
 class Packer:
     """Turns encoded trees into JSON text, storing large values once in a value row."""
 
-    __slots__ = ("dumps", "known", "new", "referred", "serializer", "store", "strings", "written")
+    __slots__ = (
+        "dumps",
+        "fresh",
+        "known",
+        "new",
+        "referred",
+        "seen",
+        "serializer",
+        "store",
+        "strings",
+        "written",
+    )
 
     def __init__(
         self,
@@ -68,6 +80,10 @@ class Packer:
         reading them back reads (items re-used from an earlier snapshot not counted)."""
         self.strings: dict[int, tuple[str, str, int, int]] = {}
         """``id -> (string, reference, blob id, bytes)`` of the long strings packed so far."""
+        self.seen: dict[int, Stored] = {}
+        """The flat dicts earlier puts stored (see :data:`Stored`), for :meth:`snapshot`."""
+        self.fresh: dict[int, Stored] | None = None
+        """Where to note the flat dicts this packer stores (``None``: nowhere)."""
 
     def text(self, tree: Any) -> str:
         """Return ``tree`` as JSON, or a reference when it is large enough to share."""
@@ -95,7 +111,16 @@ class Packer:
         if len(text) < MIN_BLOB:
             return text, None
         blob_id = self.blob(text)
-        return ref(blob_id), blob_id
+        item = ref(blob_id), blob_id
+        fresh = self.fresh
+        if (
+            kind is dict
+            and fresh is not None
+            and len(fresh) < SEEN_LIMIT
+            and _PLAIN_SCALARS.issuperset(map(type, tree.values()))
+        ):  # a chat message a node wrote: the next snapshot holds the same object
+            fresh[id(tree)] = (tree, dict(tree), item, len(text))
+        return item
 
     def long_str(self, tree: str) -> tuple[str, int | None]:
         """Pack a long string once per put, however often the checkpoint holds it (a state
@@ -200,13 +225,19 @@ class Packer:
             where = f"state[{key!r}]"
             if type(value) is list:
                 raw, trees, items, ranges = self.reuse(value, earlier.get(key))
+                seen = self.seen
                 for i in range(len(raw), len(value)):
-                    tree = encode(
-                        value[i], serializer=self.serializer, where=f"{where}[{i}]", depth=2
-                    )
-                    raw.append(value[i])
+                    x = value[i]
+                    hit = seen.get(id(x)) if seen else None
+                    if hit is not None and hit[0] is x and _same(x, hit[1]):
+                        # stored by a write since the last snapshot, and unchanged since
+                        tree, item = hit[1], hit[2]
+                        self.referred += hit[3]
+                    else:
+                        tree = encode(x, serializer=self.serializer, where=f"{where}[{i}]", depth=2)
+                        item = self.item(tree)
+                    raw.append(x)
                     trees.append(tree)
-                    item = self.item(tree)
                     items.append(item)
                     if ranges is not None:
                         if item[1] is None:
@@ -264,6 +295,16 @@ class Packer:
             self.written += len(text)
         return blob_id
 
+
+Stored = tuple[dict[str, Any], dict[str, Any], tuple[str, int | None], int]
+"""A flat dict (plain scalar values) a put stored: the dict itself, a copy as it was then
+(its encoded tree), its packed ``(reference, blob id)`` and the bytes of its text. A
+snapshot re-uses it for the very same object, still equal to the copy: a message a node
+appended is encoded, hashed and looked up once, by its write, not again by the next
+snapshot."""
+SEEN_LIMIT: Final = 256
+"""Flat dicts a thread's writes note for its next snapshot, at most (the runtime snapshots
+every 20 checkpoints; a thread without snapshots stops noting at this many)."""
 
 ListPacking = tuple[list[Any], list[Any], list[tuple[str, int | None]], list[list[int]] | None]
 """What a snapshot remembers of one list: the items, their encoded trees and packed JSON,

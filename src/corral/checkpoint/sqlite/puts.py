@@ -29,7 +29,7 @@ from typing import Any, Final, NamedTuple
 
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, encode
-from corral.checkpoint.sqlite.packing import ListPacking, Packer, plain
+from corral.checkpoint.sqlite.packing import SEEN_LIMIT, ListPacking, Packer, Stored, plain
 
 __all__ = ["REPLAY_BYTES", "Last", "LastPuts", "Packed", "encode_writes", "meta_text", "pack"]
 
@@ -52,6 +52,8 @@ class Last(NamedTuple):
     """Bytes the writes after that snapshot refer to, up to ``checkpoint_id``."""
     write_bytes: int = 0
     """Bytes the writes of ``checkpoint_id`` itself refer to (the guess for the next)."""
+    written: dict[int, Stored] | None = None
+    """The flat dicts the writes since the last snapshot stored (see :data:`Stored`)."""
 
 
 class LastPuts:
@@ -127,14 +129,11 @@ def encode_writes(checkpoint: Checkpoint, serializer: Serializer | None) -> list
 def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last | None) -> Packed:
     """Return the texts of ``checkpoint`` (``writes`` from :func:`encode_writes`), packed
     against what this process put last in the thread."""
-    snapshot_text, lists, stored = None, None, 0
-    if checkpoint.snapshot is not None:
-        earlier = last.lists if last is not None else {}
-        snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
-        stored = packer.written + len(snapshot_text)
-    meta_texts = packer.meta_texts(checkpoint.meta)
-    meta, delta = meta_text(meta_texts, checkpoint, last)
-    referred = packer.referred
+    # The writes first: the flat dicts they store are noted (packer.fresh), and a snapshot
+    # holding the same objects re-uses them (packer.seen) instead of encoding them again.
+    earlier_written = last.written if last is not None and last.written is not None else {}
+    fresh: dict[int, Stored] = {}
+    packer.fresh = fresh
     dumps, fields = packer.dumps, packer.fields
     if len(writes) == 1:  # a superstep of one task: its node's update
         node, update = writes[0]
@@ -142,15 +141,28 @@ def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last |
         writes_text = f"[[{name},{fields(update)}]]"
     else:
         writes_text = "[" + ",".join([f"[{dumps(n)},{fields(u)}]" for n, u in writes]) + "]"
-    replay = packer.referred - referred + len(writes_text)
+    packer.fresh = None
+    replay = packer.referred + len(writes_text)
+    if fresh and len(earlier_written) < SEEN_LIMIT:
+        written = {**earlier_written, **fresh}
+    else:
+        written = earlier_written
+    snapshot_text, lists, stored = None, None, 0
+    if checkpoint.snapshot is not None:
+        earlier = last.lists if last is not None else {}
+        packer.seen = written
+        snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
+        stored = packer.written + len(snapshot_text)
+    meta_texts = packer.meta_texts(checkpoint.meta)
+    meta, delta = meta_text(meta_texts, checkpoint, last)
     new_id = checkpoint.checkpoint_id
     if lists is not None:
         kept = Last(new_id, meta_texts, lists, stored, 0, replay)
     elif last is not None and last.checkpoint_id == checkpoint.parent_id and last.since_bytes >= 0:
         since = last.since_bytes + replay
-        kept = Last(new_id, meta_texts, last.lists, last.snapshot_bytes, since, replay)
+        kept = Last(new_id, meta_texts, last.lists, last.snapshot_bytes, since, replay, written)
     else:  # no snapshot, and the parent is not ours: no advice on the next snapshot
-        kept = Last(new_id, meta_texts, last.lists if last else {}, 0, -1, replay)
+        kept = Last(new_id, meta_texts, last.lists if last else {}, 0, -1, replay, written)
     return Packed(snapshot_text, writes_text, meta, delta, kept)
 
 
