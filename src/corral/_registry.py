@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import _subgraph, targets
+from corral._names import NameTable
 from corral.control import Send
 from corral.counters import read_counters
 from corral.errors import GraphError, RouteError
@@ -75,11 +76,14 @@ class RouterEntry:
     max_sends: int | None = None
 
 
-def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) -> NodeSpec:
+def node_spec(
+    entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None, names: NameTable | None = None
+) -> NodeSpec:
     """Return the spec of a recorded node, reading its annotation and inferring its writes.
 
-    ``keys`` are the graph's state keys (a subgraph node shares some with its child) and
-    ``retry`` the graph's default retry policy.
+    ``keys`` are the graph's state keys (a subgraph node shares some with its child),
+    ``retry`` the graph's default retry policy and ``names`` the graph's node names (the
+    names its annotation routes to are mapped to them).
     """
     if entry.subgraph is not None:
         return _subgraph.node_spec(entry, keys)
@@ -88,6 +92,8 @@ def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) 
     else:
         writes = infer_writes(entry.func)
     command = targets.read_command_targets(entry.func, entry.localns)
+    if command is not None and names is not None:
+        command = names.targets(command)
     return NodeSpec(
         name=entry.name,
         func=entry.func,
@@ -111,17 +117,21 @@ def node_spec(entry: NodeEntry, keys: tuple[KeySpec, ...], retry: Retry | None) 
     )
 
 
-def router_spec(entry: RouterEntry) -> RouterSpec:
-    """Return the spec of a recorded router, reading its return annotation."""
+def router_spec(entry: RouterEntry, names: NameTable | None = None) -> RouterSpec:
+    """Return the spec of a recorded router, reading its return annotation.
+
+    The names it routes to are mapped to the graph's node names (``names``), when given.
+    """
     func = entry.func
     if entry.max_sends is not None:
         func = limit_sends(func, entry.max_sends)
+    found = targets.read_router_targets(entry.func, entry.localns)
     return RouterSpec(
         source=entry.source,
         name=entry.func.__name__,
         func=func,
         location=entry.location,
-        targets=targets.read_router_targets(entry.func, entry.localns),
+        targets=names.targets(found) if names is not None else found,
         guards=entry.guards,
         takes_ctx=takes_ctx(entry.func),
         is_async=inspect.iscoroutinefunction(entry.func),

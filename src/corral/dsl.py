@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, overload
 from typing_extensions import TypeForm
 
 from corral import _subgraph
+from corral._names import NameTable
 from corral._registry import (
     NodeEntry,
     RouterEntry,
@@ -136,6 +137,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self._location = caller_location(1)
         self._nodes: list[NodeEntry] = []
         self._routers: list[RouterEntry] = []
+        self._names = NameTable()
+        """One str object per node name: every route, guard and annotation holds the same one."""
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
@@ -236,12 +239,13 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             msg = f"node name={name!r} is not a str; pass the node's name, or omit it"
             raise GraphError(msg)
         node_name = name
+        names = self._names
         if isinstance(then, str):
-            then_routes: tuple[str, ...] | None = (then,)
+            then_routes: tuple[str, ...] | None = (names.name(then),)
         elif then is None:
             then_routes = None
         else:
-            then_routes = tuple(then)
+            then_routes = names.names(tuple(then))
         if max_runs is not None and (
             isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
         ):
@@ -258,14 +262,16 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             self._nodes.append(
                 NodeEntry(
                     func=func,
-                    name=node_name if node_name is not None else _subgraph.default_name(func),
+                    name=names.name(
+                        node_name if node_name is not None else _subgraph.default_name(func)
+                    ),
                     localns=localns,
                     location=def_location(func) if code is not None else caller_location(1),
                     start=start,
                     then=then_routes,
                     max_runs=max_runs,
-                    guards=tuple(guards),
-                    wait_for=tuple(wait_for),
+                    guards=names.guards(tuple(guards)),
+                    wait_for=names.names(tuple(wait_for)),
                     writes=tuple(writes) if writes is not None else None,
                     ignore=tuple(ignore),
                     input=input,
@@ -358,10 +364,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             self._routers.append(
                 RouterEntry(
                     func=func,
-                    source=source,
+                    source=self._names.name(source),
                     localns=localns,
                     location=def_location(func),
-                    guards=tuple(guards),
+                    guards=self._names.guards(tuple(guards)),
                     ignore=tuple(ignore),
                     max_sends=max_sends,
                 )
@@ -372,7 +378,12 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
     def spec(self) -> GraphSpec:
         """Return the graph as a :class:`GraphSpec`, reading every route annotation now."""
-        node_names = literal_names(self.nodes_literal) if self.nodes_literal is not None else None
+        names = self._names
+        node_names = (
+            names.names(literal_names(self.nodes_literal))
+            if self.nodes_literal is not None
+            else None
+        )
         update_keys = (
             read_schema(self.update_schema, role="update_schema")
             if self.update_schema is not None
@@ -382,8 +393,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             name=self.name,
             location=self._location,
             keys=self._keys,
-            nodes=tuple(node_spec(entry, self._keys, self.retry) for entry in self._nodes),
-            routers=tuple(router_spec(entry) for entry in self._routers),
+            nodes=tuple(node_spec(entry, self._keys, self.retry, names) for entry in self._nodes),
+            routers=tuple(router_spec(entry, names) for entry in self._routers),
             max_steps=self.max_steps,
             node_names=node_names,
             update_keys=update_keys,

@@ -173,3 +173,40 @@ def test_node_name_must_be_a_string() -> None:
     g = Graph(State)
     with pytest.raises(GraphError, match=r"name=\[\] is not a str"):
         g.node(name=[])  # type: ignore[call-overload]
+
+
+def test_every_occurrence_of_a_node_name_in_the_spec_is_one_object() -> None:
+    """Names built apart (f-strings) are one str object per name throughout the spec.
+
+    The analyser's and engine's lookups then succeed on identity; on graphs of thousands of
+    generated nodes, comparing equal but distinct strings made check() grow faster than
+    the graph (issue 15).
+    """
+    g = Graph(State)
+
+    def name(i: int) -> str:
+        return f"step{i}"  # a new object at every call
+
+    def route(state: State) -> Any:
+        return END
+
+    route.__annotations__ = {"return": Literal[name(0), name(1), END]}  # type: ignore[valid-type]
+    g.node(name(0), start=True, then=name(1), wait_for=[name(1)])(lambda state: {})
+    g.node(name(1), guards=[Guard(name(0), max=2, otherwise=name(1))])(lambda state: {})
+    g.router(name(1), guards=[Guard(name(0), max=3, otherwise=END)])(route)
+
+    spec = g.spec()
+    first, second = (node.name for node in spec.nodes)
+    assert first == "step0" and second == "step1"
+    node0, node1 = spec.nodes
+    router = spec.routers[0]
+    assert node0.then is not None and node0.then[0] is second
+    assert node0.wait_for[0] is second
+    assert node1.guards[0].target is first and node1.guards[0].otherwise is second
+    assert router.source is second and router.guards[0].target is first
+    assert router.targets.names is not None
+    assert router.targets.names[0] is first and router.targets.names[1] is second
+    names = {"step0": first, "step1": second, END: END}
+    for edge in spec.edges():
+        assert edge.target is names[edge.target], edge
+    assert node1.guards[0] == Guard("step0", max=2, otherwise="step1")  # equal, as given

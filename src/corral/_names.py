@@ -1,0 +1,68 @@
+"""One ``str`` object per node name of a graph.
+
+A graph's node names arrive as many equal but distinct string objects: a name built with an
+f-string is a new object at each place that builds it (the node, each ``then=`` route, each
+``Guard``, each ``Literal`` in an annotation). Every dict and set lookup by such a name then
+compares the characters of two objects that lie far apart in memory, and on a graph of
+thousands of nodes those reads miss the CPU caches: the analyser's time grew faster than the
+graph. A :class:`NameTable` maps every occurrence to the first object seen with that value,
+so the spec, the analyser's indexes and the engine's all hold, and look up, the same object,
+and a lookup succeeds on identity.
+
+Only exact ``str`` values are mapped: a ``str`` subclass (a ``StrEnum`` member) keeps its
+type and its repr in messages, and a value that is no string at all is left for the rules to
+report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from operator import is_
+from typing import Any, TypeVar, cast
+
+from corral.spec import END, START, Guard, TargetSet
+
+__all__ = ["NameTable"]
+
+_T = TypeVar("_T")
+
+
+class NameTable:
+    """The first ``str`` object seen for each node name (``START`` and ``END`` included)."""
+
+    __slots__ = ("_first",)
+
+    def __init__(self) -> None:
+        self._first: dict[Any, Any] = {START: START, END: END}
+
+    def name(self, value: _T) -> _T:
+        """Return the table's object equal to ``value`` (``value``, when it is the first)."""
+        if type(value) is str:
+            return cast("_T", self._first.setdefault(value, value))
+        return value
+
+    def names(self, values: tuple[_T, ...]) -> tuple[_T, ...]:
+        """Return ``values`` with every name replaced by the table's object."""
+        first = self._first
+        return tuple([first.setdefault(v, v) if type(v) is str else v for v in values])
+
+    def guards(self, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+        """Return ``guards``, each remade only when a name of it is not the table's object."""
+        return tuple(map(self._guard, guards))
+
+    def _guard(self, guard: Guard) -> Guard:
+        target, otherwise = self.name(guard.target), self.name(guard.otherwise)
+        if target is guard.target and otherwise is guard.otherwise:
+            return guard
+        return dataclasses.replace(guard, target=target, otherwise=otherwise)
+
+    def targets(self, found: TargetSet) -> TargetSet:
+        """Return ``found``, remade only when one of its names is not the table's object."""
+        given = found.names
+        if given is None:
+            return found
+        names = self.names(given)
+        sends = self.names(found.sends) if found.sends else ()
+        if all(map(is_, names, given)) and all(map(is_, sends, found.sends)):
+            return found
+        return TargetSet(names, found.many, sends, found.problem)
