@@ -15,7 +15,9 @@ and runs every rule) and of ``analyse(spec)`` alone, next to the goals from issu
 (issue 15, point 4). CPU time (``time.process_time``) is what the process itself spent, so
 other programs on a busy machine disturb the figures less than wall time; the collector is
 left as ``check()`` finds it. The sizes are timed in turn, round after round, so a spell of
-load touches both.
+load touches both. ``--parts`` also prints each part of ``check()`` (reading the spec,
+indexing the routes, each rule) on both chains and how much it grew, to find the one that
+grows faster than the graph.
 
 The other generators (:func:`guarded_graph`, :func:`loops_graph`, ...) are shapes the
 scaling test (``tests/unit/test_check_scaling.py``) times at two sizes.
@@ -153,10 +155,46 @@ def best_of(func: Callable[[], object], repeat: int = 7) -> float:
     return min(cpu_time(func) for _ in range(repeat))
 
 
+def part_times(g: Graph[State]) -> dict[str, float]:
+    """Return the CPU time of each part of one ``check()`` of ``g``, by name (collector off)."""
+    from corral.analysis import collector_paused
+    from corral.analysis._graph import SpecGraph
+    from corral.analysis.rules import RULES
+
+    times: dict[str, float] = {}
+    with collector_paused():
+        started = time.process_time()
+        spec = g.spec()
+        times["spec"] = time.process_time() - started
+        started = time.process_time()
+        graph = SpecGraph(spec)
+        times["SpecGraph"] = time.process_time() - started
+        for code, rule in RULES.items():
+            started = time.process_time()
+            list(rule.check(graph))
+            times[code] = time.process_time() - started
+    return times
+
+
+def print_parts(small: Graph[State], large: Graph[State], repeat: int) -> None:
+    """Print the least time of each part of ``check()`` on both graphs, and its growth."""
+    best: list[dict[str, float]] = [{}, {}]
+    for _ in range(repeat):
+        for i, g in enumerate((small, large)):
+            for part, spent in part_times(g).items():
+                best[i][part] = min(best[i].get(part, spent), spent)
+    print(f"parts of check(), {small.name} -> {large.name}:")
+    for part, spent in best[1].items():
+        before = best[0][part]
+        grown = f"{spent / before:5.1f}x" if before >= 0.0001 else "    -"
+        print(f"  {part:10} {before * 1000:8.2f} ms {spent * 1000:9.2f} ms  {grown}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the timings and return 1 if a goal is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timings per case (best kept)")
+    parser.add_argument("--parts", action="store_true", help="time each part of check() too")
     args = parser.parse_args(argv)
     print(f"python {sys.version.split()[0]}, best of {args.repeat} CPU timings")
     cases = (
@@ -193,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     small, large = best[cases[0][0]], best[cases[1][0]]
     growth = large / small
     print(f"check() 10,000 nodes / 1,000 nodes: {growth:.1f}x  (linear 10x, goal 12x)")
+    if args.parts:
+        print_parts(cases[0][1], cases[1][1], args.repeat)
     return 1 if missed or growth > 12 else 0
 
 

@@ -17,10 +17,10 @@ report.
 from __future__ import annotations
 
 import dataclasses
-from operator import is_
+from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
-from corral.spec import END, START, Guard, TargetSet
+from corral.spec import END, START, Guard
 
 __all__ = ["NameTable"]
 
@@ -41,7 +41,7 @@ class NameTable:
             return cast("_T", self._first.setdefault(value, value))
         return value
 
-    def names(self, values: tuple[_T, ...]) -> tuple[_T, ...]:
+    def names(self, values: Iterable[_T]) -> tuple[_T, ...]:
         """Return ``values`` with every name replaced by the table's object."""
         first = self._first
         return tuple([first.setdefault(v, v) if type(v) is str else v for v in values])
@@ -55,14 +55,3 @@ class NameTable:
         if target is guard.target and otherwise is guard.otherwise:
             return guard
         return dataclasses.replace(guard, target=target, otherwise=otherwise)
-
-    def targets(self, found: TargetSet) -> TargetSet:
-        """Return ``found``, remade only when one of its names is not the table's object."""
-        given = found.names
-        if given is None:
-            return found
-        names = self.names(given)
-        sends = self.names(found.sends) if found.sends else ()
-        if all(map(is_, names, given)) and all(map(is_, sends, found.sends)):
-            return found
-        return TargetSet(names, found.many, sends, found.problem)

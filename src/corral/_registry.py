@@ -91,9 +91,7 @@ def node_spec(
         writes: frozenset[str] | None = frozenset(entry.writes)
     else:
         writes = infer_writes(entry.func)
-    command = targets.read_command_targets(entry.func, entry.localns)
-    if command is not None and names is not None:
-        command = names.targets(command)
+    command = targets.read_command_targets(entry.func, entry.localns, table=names)
     return NodeSpec(
         name=entry.name,
         func=entry.func,
@@ -125,13 +123,12 @@ def router_spec(entry: RouterEntry, names: NameTable | None = None) -> RouterSpe
     func = entry.func
     if entry.max_sends is not None:
         func = limit_sends(func, entry.max_sends)
-    found = targets.read_router_targets(entry.func, entry.localns)
     return RouterSpec(
         source=entry.source,
         name=entry.func.__name__,
         func=func,
         location=entry.location,
-        targets=names.targets(found) if names is not None else found,
+        targets=targets.read_router_targets(entry.func, entry.localns, table=names),
         guards=entry.guards,
         takes_ctx=takes_ctx(entry.func),
         is_async=inspect.iscoroutinefunction(entry.func),

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import typing_extensions
 
+from corral._names import NameTable
 from corral.control import Command, Send
 from corral.spec import TargetSet
 
@@ -73,9 +74,14 @@ def _evaluate(raw: Any, func: Callable[..., Any], localns: Mapping[str, Any] | N
 
 
 def read_router_targets(
-    func: Callable[..., Any], localns: Mapping[str, Any] | None = None
+    func: Callable[..., Any],
+    localns: Mapping[str, Any] | None = None,
+    *,
+    table: NameTable | None = None,
 ) -> TargetSet:
     """Read the targets of a router from its return annotation.
+
+    With ``table`` (the graph's node names), each name read is the table's object for it.
 
     >>> from typing import Literal
     >>> def route(state: dict) -> Literal["a", "b"] | Literal["__end__"]: ...
@@ -86,18 +92,22 @@ def read_router_targets(
         annotation = read_return_annotation(func, localns)
         if annotation is _MISSING:
             return TargetSet(None, problem="it has no return annotation")
-        return _read_top(annotation, func, localns)
+        return _read_top(annotation, func, localns, table)
     except _Unreadable as exc:
         return TargetSet(None, problem=str(exc))
 
 
 def read_command_targets(
-    func: Callable[..., Any], localns: Mapping[str, Any] | None = None
+    func: Callable[..., Any],
+    localns: Mapping[str, Any] | None = None,
+    *,
+    table: NameTable | None = None,
 ) -> TargetSet | None:
     """Read `Command[Literal[...]]` targets from a node annotation; `None` if not a command node.
 
     A node annotated with a union that includes ``Command[...]`` is a command node too (it
     may also return a plain update). A bare ``Command`` is a command node with no targets.
+    With ``table`` (the graph's node names), each name read is the table's object for it.
     """
     try:
         annotation = read_return_annotation(func, localns)
@@ -131,11 +141,14 @@ def read_command_targets(
                         _add(names, name)
     except _Unreadable as exc:
         return TargetSet(None, problem=str(exc))
-    return TargetSet(tuple(names), many=False, sends=tuple(sends))
+    return TargetSet(_named(names, table), many=False, sends=_named(sends, table))
 
 
 def _read_top(
-    annotation: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None
+    annotation: Any,
+    func: Callable[..., Any],
+    localns: Mapping[str, Any] | None,
+    table: NameTable | None,
 ) -> TargetSet:
     names: list[str] = []
     sends: list[str] = []
@@ -166,7 +179,11 @@ def _read_top(
     if not names:
         msg = f"its return annotation {_show(annotation)} names no Literal targets"
         raise _Unreadable(msg)
-    return TargetSet(tuple(names), many=many, sends=tuple(sends))
+    return TargetSet(_named(names, table), many=many, sends=_named(sends, table))
+
+
+def _named(names: list[str], table: NameTable | None) -> tuple[str, ...]:
+    return tuple(names) if table is None else table.names(names)
 
 
 def _abc_sequence() -> Any:
