@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -291,11 +291,11 @@ def _node(
     then: dict[str, list[str]],
     wait_for: dict[str, list[str]],
     starts: set[str],
-    routed: Iterable[str],
+    routed: Collection[str],
 ) -> NodeSpec:
     command = _command(func, getattr(node_spec, "ends", None))
     fixed: tuple[str, ...] | None = tuple(then[name]) if name in then else None
-    if fixed is None and command is None and name not in set(routed):
+    if fixed is None and command is None and name not in routed:
         fixed = (END,)  # LangGraph ends the run at a node with no way out
     return NodeSpec(
         name,
