@@ -140,7 +140,8 @@ def function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
             return node.body
     lambdas = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
     if name == "<lambda>" and len(lambdas) == 1:
-        return [ast.Return(lambdas[0].body)]
+        body = lambdas[0].body
+        return [ast.copy_location(ast.Return(body), body)]  # placed: callers sort by line
     return None
 
 

@@ -173,6 +173,17 @@ def test_cr109_reads_the_routers_literal_as_path_map_keys() -> None:
     assert "'maybe'" in found[0].message and "{'maybe': <node>}" in found[0].message
 
 
+def test_a_lambda_router_with_a_path_map_is_read() -> None:
+    """A lambda router's returned literals are read too (this raised AttributeError)."""
+    builder = StateGraph(lg.State)
+    builder.add_node("plan", lg.plan)
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", lambda state: "maybe", {"done": END})
+    found = check(builder)
+    assert codes(found) == [("CR109", ("plan",))]
+    assert "'maybe'" in found[0].message
+
+
 @pytest.mark.parametrize(
     "node",
     [lg.attempt, lg.attempt_direct, lg.attempt_local, lg.attempt_in_place, lg.attempt_assigned],
