@@ -74,6 +74,8 @@ class Facts:
     names: Container[str]
     specs: dict[str, NodeSpec] = field(default_factory=dict)
     """Each node's spec by name."""
+    limits: dict[str, tuple[int | None, tuple[str, ...]]] = field(default_factory=dict)
+    """``(max_runs, wait_for)`` of the nodes that declare either (most declare neither)."""
     incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
     """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
     held: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -114,6 +116,8 @@ def read_facts(graph: SpecGraph) -> Facts:
                     f"give it @g.router({router.source!r}, max_sends=N)"
                 )
     for node in nodes:
+        if node.max_runs is not None or node.wait_for:
+            facts.limits[node.name] = (node.max_runs, node.wait_for)
         if node.command is not None and node.command.sends and facts.unbounded is None:
             facts.unbounded = f"node {node.name!r} may return Command(goto=Send(...)) values"
         if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
@@ -156,18 +160,26 @@ def per_node_runs(
     """Solve the per-node inequalities over the nodes of ``order`` (topological).
 
     Routes from nodes outside ``order`` are left out: ``starts`` stands for them.
+
+    The first pass reads a route from a node later in ``order`` (a guarded one: the
+    unguarded routes follow ``order``) as its ``max``. When the runs it gives each such
+    source leave that ``max`` the lesser (``width * runs(s) >= max``) and no ``wait_for``
+    names a later node, a second pass would compute the same counts: it is skipped.
     """
     if starts is None:
         starts = dict.fromkeys(facts.starts, 1)
     members = set(order)
-    specs = facts.specs
+    limits = facts.limits
     held = facts.held
+    incoming = facts.incoming
     runs: dict[str, int] = {}
-    for _ in range(PASSES + 1):
+    for done in range(PASSES + 1):
         changed = False
+        ahead: list[tuple[str, int, int]] = []  # (source, max, width) read as max, in pass 1
+        waits_ahead = False
         for name in order:
             total = starts.get(name, 0)
-            for source, cap, width in facts.incoming[name]:
+            for source, cap, width in incoming[name]:
                 if source not in members:
                     continue
                 counted = runs.get(source)
@@ -176,18 +188,40 @@ def per_node_runs(
                     if held and (source, name) in held:
                         taken = max(0, taken - held[source, name])
                     total += taken
+                elif counted is None:
+                    total += cap
+                    ahead.append((source, cap, width))
                 else:
-                    total += cap if counted is None else min(cap, width * counted)
+                    total += min(cap, width * counted)
             total = saturated(total)
-            node = specs[name]
-            if node.max_runs is not None:
-                total = min(total, node.max_runs)
-            for waited in node.wait_for:
-                if waited in runs:
-                    total = min(total, runs[waited])
+            if name in limits:
+                total, waits = _limited(total, limits[name], runs, members)
+                waits_ahead = waits_ahead or waits
             if runs.get(name) != total:
                 changed = True
                 runs[name] = total
         if not changed:
             break
+        if done == 0 and not waits_ahead and all(w * runs[s] >= cap for s, cap, w in ahead):
+            break
     return runs
+
+
+def _limited(
+    total: int,
+    limits: tuple[int | None, tuple[str, ...]],
+    runs: Mapping[str, int],
+    members: Container[str],
+) -> tuple[int, bool]:
+    """Return ``total`` capped by a node's ``(max_runs, wait_for)``, and whether it waits for
+    a node of ``members`` not counted yet (later in the order)."""
+    max_runs, wait_for = limits
+    if max_runs is not None:
+        total = min(total, max_runs)
+    ahead = False
+    for waited in wait_for:
+        if waited in runs:
+            total = min(total, runs[waited])
+        elif waited in members:
+            ahead = True
+    return total, ahead
