@@ -150,6 +150,56 @@ def test_new_input_on_a_finished_thread_starts_a_new_run() -> None:
     assert len(inputs) == 2 and all(c.snapshot is not None for c in inputs)
 
 
+class Chat(TypedDict):
+    messages: Annotated[list[dict[str, Any]], operator.add]
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_continued_run_hands_out_copies_of_the_lists_it_rebuilt(
+    tmp_path: Any, nested: bool
+) -> None:
+    """A thread continued with a new saver rebuilds its list of messages; a node and a
+    router that change what they read (the messages, flat or with a list inside) change
+    neither the state nor what the next reader gets."""
+    from corral import SqliteSaver
+
+    seen: list[list[dict[str, Any]]] = []
+    g = Graph(Chat, max_steps=1000)
+
+    @g.node(start=True)
+    def chat(state: Chat) -> dict[str, object]:
+        messages = state["messages"]
+        seen.append(json.loads(json.dumps(messages)))
+        new: dict[str, Any] = {"text": f"m{len(messages)}"}
+        if nested:
+            new["parts"] = [len(messages)]
+        for message in messages:
+            message["text"] = "changed by the node"
+            if nested:
+                message["parts"].append(-1)
+        return {"messages": [new]}
+
+    @g.router("chat", guards=[Guard("chat", max=10_000)])
+    def again(state: Chat) -> Literal["chat"] | End:
+        messages = state["messages"]
+        messages[0]["text"] = "changed by the router"
+        if nested:
+            messages[-1]["parts"].clear()
+        return "chat" if len(messages) < 6 else END
+
+    path = tmp_path / "chat.sqlite"
+
+    def wanted(n: int) -> list[dict[str, Any]]:
+        return [{"text": f"m{i}", **({"parts": [i]} if nested else {})} for i in range(n)]
+
+    with SqliteSaver(path) as saver, pytest.raises(StepLimitError):
+        g.compile(checkpointer=saver).invoke({"messages": []}, thread_id="t", max_steps=3)
+    with SqliteSaver(path) as saver:
+        run = g.compile(checkpointer=saver).invoke(None, thread_id="t")
+    assert run.state["messages"] == wanted(6)
+    assert seen == [wanted(n) for n in range(6)]
+
+
 def test_invoke_none_on_a_finished_thread_returns_it() -> None:
     """Continuing a finished thread runs nothing."""
     app = counter(2).compile(checkpointer=MemorySaver())

@@ -143,7 +143,10 @@ class StateView(FlatView):
             owned = self._owned = set()
         if key in owned:
             return value
-        mine = copy_value(value, self._notes)
+        notes = self._notes
+        if notes is not None and type(value) is list and value and type(value[0]) is dict:
+            notes.check(value)  # once per list: later copies and merges skip the check
+        mine = copy_value(value, notes)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -299,7 +302,9 @@ class ListNotes:
     A reducer that appends to a list of chat messages returns a new list holding the old
     items and the new ones; the merge checks only the new ones (when the old list was noted)
     and notes whether the result is a list of flat dicts, so a node reading the list copies
-    it without checking every item again (the check costs as much as the copy). Entries hold
+    it without checking every item again (the check costs as much as the copy). A list of
+    the state that no merge made (one rebuilt from a checkpoint) is noted by the first view
+    that copies it (:meth:`check`), so a continued run checks it once. Entries hold
     their list, so an id is never reused while noted; the table is cleared when it grows past
     ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
     outlives it. Items are not copied at the merge: a node that keeps a reference to what it
@@ -333,6 +338,12 @@ class ListNotes:
         if noted is None or noted[0] is not value or noted[1] != len(value):
             return None
         return noted[2]
+
+    def check(self, value: list[Any]) -> None:
+        """Note whether ``value``, a list of the run's state, is a list of flat dicts, unless
+        it is noted already (a state rebuilt from a checkpoint starts with none noted)."""
+        if self.noted(value) is None:
+            self._remember(value, _flat_dicts(value))
 
     def note_merged(self, current: Any, merged: Any) -> None:
         """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
@@ -378,7 +389,7 @@ def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) 
     if flat:
         return FlatView(values)
     view = StateView(values)
-    if notes is not None and notes.table:  # only then is it worth an instance attribute
+    if notes is not None:
         view._notes = notes
     return view
 
