@@ -17,7 +17,7 @@ from typing_extensions import TypeVar
 from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
-from corral.runtime import streams, threads
+from corral.runtime import persist, streams, threads
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
@@ -88,6 +88,7 @@ class CompiledGraph(Generic[StateT, InputT]):
             self.max_steps,
             frozenset(interrupt_before),
             frozenset(interrupt_after),
+            persist.parts_of(checkpointer),
         )
 
     def __repr__(self) -> str:

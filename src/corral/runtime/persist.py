@@ -34,7 +34,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, SnapshotAdvice, TaskWrites
 from corral.errors import CheckpointError, CorralError
@@ -45,10 +45,12 @@ from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = [
     "SNAPSHOT_EVERY",
+    "SaverParts",
     "ThreadWriter",
     "load",
     "pause_json",
     "pause_of",
+    "parts_of",
     "pauses_of",
     "rebuild",
     "result_json",
@@ -59,6 +61,22 @@ SNAPSHOT_EVERY = 20
 """A checkpoint carries a full snapshot at least every this many checkpoints."""
 
 FORMAT = 1
+
+
+class SaverParts(NamedTuple):
+    """The optional parts of the protocol a checkpointer has, found once per compiled graph
+    (:func:`parts_of`): a protocol check costs more than the rest of a writer."""
+
+    writes: TaskWrites | None
+    advice: SnapshotAdvice | None
+
+
+def parts_of(checkpointer: Checkpointer | None) -> SaverParts:
+    """Return the optional parts of the protocol that ``checkpointer`` has."""
+    return SaverParts(
+        checkpointer if isinstance(checkpointer, TaskWrites) else None,
+        checkpointer if isinstance(checkpointer, SnapshotAdvice) else None,
+    )
 
 
 class ThreadWriter(CheckpointWriter):
@@ -76,7 +94,9 @@ class ThreadWriter(CheckpointWriter):
         run: int,
         force_snapshot: bool,
         newest_read: str | None = None,
+        parts: SaverParts | None = None,
     ) -> None:
+        """``parts``: what :func:`parts_of` returns for ``checkpointer`` (found when not given)."""
         self.checkpointer = checkpointer
         self.tables = tables
         self.thread_id = thread_id
@@ -90,9 +110,11 @@ class ThreadWriter(CheckpointWriter):
         self.last_status = ""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
-        self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
+        if parts is None:
+            parts = parts_of(checkpointer)
+        self.writes = parts.writes
         self.records_tasks = self.writes is not None
-        self.advice = checkpointer if isinstance(checkpointer, SnapshotAdvice) else None
+        self.advice = parts.advice
         """Places snapshots by bytes too, when the store knows them."""
 
     def save_task(self, rs: RunState, result: TaskResult) -> None:

@@ -38,6 +38,8 @@ class Settings(NamedTuple):
     max_steps: int
     pause_before: frozenset[str]
     pause_after: frozenset[str]
+    parts: persist.SaverParts = persist.SaverParts(None, None)
+    """The optional parts of ``checkpointer`` (:func:`persist.parts_of`)."""
 
 
 def check_cap(max_steps: Any) -> int:
@@ -105,9 +107,9 @@ def start(
     _watch(rs, emit, buffer)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
-        _continue(rs, saver, chain, newest_read, resume)
+        _continue(rs, settings, chain, newest_read, resume)
     else:
-        _start_on_thread(rs, saver, chain, input, newest_read)
+        _start_on_thread(rs, settings, chain, input, newest_read)
     return rs
 
 
@@ -142,7 +144,7 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
 
 
 def _writer(
-    saver: Checkpointer,
+    settings: Settings,
     rs: RunState,
     last: Checkpoint | None,
     *,
@@ -153,8 +155,9 @@ def _writer(
     meta = last.meta if last is not None else {}
     run = int(meta.get("run", 0 if new_run else 1))
     assert rs.thread_id is not None
+    assert settings.checkpointer is not None
     return persist.ThreadWriter(
-        saver,
+        settings.checkpointer,
         rs.tables,
         rs.thread_id,
         parent_id=last.checkpoint_id if last is not None else None,
@@ -163,16 +166,17 @@ def _writer(
         run=run + 1 if new_run else run,
         force_snapshot=forked or new_run,  # the first checkpoint of every run has a snapshot
         newest_read=newest_read,
+        parts=settings.parts,
     )
 
 
 def _start_on_thread(
-    rs: RunState, saver: Checkpointer, chain: list[Checkpoint], input: Any, newest_read: str | None
+    rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
     base = persist.rebuild(rs.tables, chain) if chain else {}
     _start_fresh(rs, base, input)
     last = chain[-1] if chain else None
-    writer = _writer(saver, rs, last, new_run=True, forked=False, newest_read=newest_read)
+    writer = _writer(settings, rs, last, new_run=True, forked=False, newest_read=newest_read)
     rs.checkpoints = writer
     # The input checkpoint carries a snapshot, so the reducer keys that started empty
     # need no write of their own.
@@ -186,7 +190,7 @@ def _start_on_thread(
 
 def _continue(
     rs: RunState,
-    saver: Checkpointer,
+    settings: Settings,
     chain: list[Checkpoint],
     newest_read: str | None,
     resume: Resume | None,
@@ -194,9 +198,9 @@ def _continue(
     last = chain[-1]
     rs.values = persist.rebuild(rs.tables, chain)
     rs.flat = is_flat(rs.values)
-    persist.load(rs, rs.tables, last, saver)
+    persist.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
-    writer = _writer(saver, rs, last, new_run=False, forked=forked, newest_read=newest_read)
+    writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
     meta = last.meta
@@ -364,7 +368,7 @@ def update_state(
         if "reroute" in meta:
             extra["reroute"] = meta["reroute"]
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
-    writer = _writer(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
+    writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
     writer.put(rs, [(writer_name, update)], status, "update", pauses, extra)
     assert rs.checkpoint_id is not None
