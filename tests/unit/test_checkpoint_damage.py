@@ -171,3 +171,25 @@ def test_a_full_disk_is_named_and_loses_nothing(tmp_path: Path) -> None:
         assert saver.chain("t")[-1].checkpoint_id == last
         assert len(saver.checkpoints("t")) == int(last) + 1
         saver.put(Checkpoint("t", "next", last, None, [("n", {"blob": "y"})]))
+
+
+@pytest.mark.parametrize("gone", [0, 5, 11])
+def test_a_missing_item_of_a_stored_list_is_named(tmp_path: Path, gone: int) -> None:
+    """A list stored as a run of values, one of which was deleted (the first, one inside,
+    the last), gives CheckpointError naming that value, the file, thread and checkpoint."""
+    path = tmp_path / "c.sqlite"
+    messages = [{"role": "user", "content": f"m{i} " + "x" * 400} for i in range(12)]
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "c0", None, {"log": messages}))
+    conn = sqlite3.connect(path)
+    seqs = [s for (s,) in conn.execute("SELECT id FROM blobs ORDER BY id")]
+    assert len(seqs) == len(messages)
+    conn.execute("DELETE FROM checkpoints WHERE seq = ?", (seqs[gone],))
+    conn.commit()
+    conn.close()
+    for read in ("chain", "checkpoints"):
+        with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
+            getattr(saver, read)("t")
+        message = str(info.value)
+        assert f"stored value {seqs[gone]} is missing" in message, message
+        assert str(path) in message and "'t'" in message and "'c0'" in message, message

@@ -59,14 +59,26 @@ def parse_stored(runs: list[Run], texts: list[str]) -> Stored:
 
     Raises:
         ValueError: naming the stored value that is not JSON.
+        TypeError: a text is not a ``str`` (a value that is missing).
     """
+    return _parse(runs, texts)[0]
+
+
+def _parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
+    """Return :func:`parse_stored`'s trees, and the length of the texts together."""
     if not texts:
-        return Stored([], True)
+        return Stored([], True), 0
     if len(texts) == 1:
         whole = texts[0]
+        if type(whole) is not str:
+            raise TypeError(whole)
+        size = len(whole)
     else:  # one copy of the megabytes: the brackets join the first and last text
-        parts = [f"[{texts[0]}", *texts[1:-1], f"{texts[-1]}]"]
-        whole = ",".join(parts)
+        first, last = texts[0], texts[-1]
+        if type(first) is not str or type(last) is not str:
+            raise TypeError(first)
+        whole = ",".join([f"[{first}", *texts[1:-1], f"{last}]"])  # TypeError if one is not
+        size = len(whole) - len(texts) - 1  # less the brackets and commas
     # One-character searches run at memory speed; the longer ones only when they may match.
     final = ("$" not in whole or TAG not in whole) and ("\\" not in whole or "\\u" not in whole)
     try:
@@ -75,9 +87,9 @@ def parse_stored(runs: list[Run], texts: list[str]) -> Stored:
         pass
     else:
         if len(texts) == 1:
-            return Stored([tree], final)
+            return Stored([tree], final), size
         if len(tree) == len(texts):
-            return Stored(tree, final)
+            return Stored(tree, final), size
     ids = run_ids(runs)
     for ref, text in zip(ids, texts, strict=True):  # find the damaged one, to name it
         try:
@@ -128,15 +140,15 @@ class StoredValues:
             if single is not None and single in memo:
                 return Stored([memo[single]], True)
             texts = texts_of(runs)
-            if not _STR.issuperset(map(type, texts)):
+            try:
+                stored, size = _parse(runs, texts)
+            except TypeError:
                 ids = run_ids(runs)
                 missing = next(n for n, t in zip(ids, texts, strict=True) if type(t) is not str)
-                raise Damaged(f"stored value {missing} is missing")
-            self._read(texts, runs)
-            try:
-                stored = parse_stored(runs, texts)
+                raise Damaged(f"stored value {missing} is missing") from None
             except ValueError as exc:
                 raise Damaged(str(exc)) from exc
+            self._read(texts, runs, size)
             if single is not None and stored.final and type(stored.trees[0]) in _SCALARS:
                 memo[single] = stored.trees[0]
             return stored
@@ -155,8 +167,8 @@ class StoredValues:
             for text, blob_id in zip(texts, run_ids(runs), strict=True):
                 known[digest(text)] = blob_id
 
-    def _read(self, texts: list[str], runs: list[Run]) -> None:
-        size = sum(map(len, texts))
+    def _read(self, texts: list[str], runs: list[Run], size: int) -> None:
+        """Count ``size`` (the length of ``texts``) as read, and keep the texts for hashing."""
         with self._lock:
             self.bytes_read += size
             self._unhashed.append((texts, runs))
@@ -170,5 +182,4 @@ def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-_STR: Final = frozenset({str})
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
