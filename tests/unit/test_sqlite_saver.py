@@ -526,3 +526,26 @@ def test_a_put_after_reading_the_newest_is_one_statement(tmp_path: Path) -> None
             resumed.put(Checkpoint("t", "c4", "c3", None, [("step", {"items": ["x" * 200]})], {}))
         assert [c.checkpoint_id for c in resumed.checkpoints("t")] == ["c0", "c1", "c2", "c3", "o4"]
         assert resumed.chain("t")[-1].writes == [("step", {"items": ["o" * 200]})]
+
+
+def test_a_write_and_the_snapshot_list_it_appended_to_are_separate_values(
+    tmp_path: Path,
+) -> None:
+    """A snapshot's list and the write that appended its last item refer to one stored
+    value; read back, each has its own copy (changing one leaves the other alone), and both
+    equal what was put, a message (dict) or a plain string."""
+    path = tmp_path / "c.sqlite"
+    messages = [{"role": "user", "content": f"m{i} " + "x" * 400} for i in range(12)]
+    texts = [f"t{i} " + "y" * 400 for i in range(12)]
+    update = {"log": [messages[-1]], "texts": [texts[-1]]}
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "c0", None, {"log": messages[:-1], "texts": texts[:-1]}))
+        saver.put(Checkpoint("t", "c1", "c0", None, [("chat", update)]))
+        snapshot = {"log": messages, "texts": texts}
+        saver.put(Checkpoint("t", "c2", "c1", snapshot, [("chat", update)]))
+    with SqliteSaver(path) as saver:
+        (read,) = saver.chain("t")
+    assert read.snapshot == snapshot and read.writes == [("chat", update)]
+    written = read.writes[0][1]["log"][0]
+    written["content"] = "changed"
+    assert read.snapshot is not None and read.snapshot["log"][-1] == messages[-1]

@@ -134,11 +134,18 @@ class StoredValues:
         memo: dict[int, Any] = {}
         """Immutable values already read by this fetch (a snapshot and the write that set
         it refer to one 50 MB string: it is read and parsed once)."""
+        lists: list[tuple[list[Run], list[Any]]] = []
+        """Lists read by this fetch that hold no tag, with their runs: a snapshot's list of
+        messages and the write that appended its last one refer to the same value."""
 
         def fetch(runs: list[Run]) -> Stored:
             single = runs[0][0] if len(runs) == 1 and runs[0][1] == 1 else None
-            if single is not None and single in memo:
-                return Stored([memo[single]], True)
+            if single is not None:
+                if single in memo:
+                    return Stored([memo[single]], True)
+                known = _known(lists, single)
+                if known is not _MISSING:
+                    return Stored([known], True)
             texts = texts_of(runs)
             try:
                 stored, size = _parse(runs, texts)
@@ -151,6 +158,8 @@ class StoredValues:
             self._read(texts, runs, size)
             if single is not None and stored.final and type(stored.trees[0]) in _SCALARS:
                 memo[single] = stored.trees[0]
+            elif single is None and stored.final:
+                lists.append((runs, stored.trees))
             return stored
 
         return fetch
@@ -177,9 +186,29 @@ class StoredValues:
                 self._unhashed_bytes -= sum(map(len, self._unhashed.pop(0)[0]))
 
 
+def _known(lists: list[tuple[list[Run], list[Any]]], ref: int) -> Any:
+    """Return a copy of stored value ``ref`` from a list read before (``_MISSING`` if no
+    list has it, or it is not a scalar or a dict of scalars: those are fetched again)."""
+    for runs, trees in lists:
+        offset = 0
+        for first, count, step in runs:
+            index, off_step = divmod(ref - first, step)
+            if not off_step and 0 <= index < count:
+                tree = trees[offset + index]
+                kind = type(tree)
+                if kind in _SCALARS:
+                    return tree
+                if kind is dict and _SCALARS.issuperset(map(type, tree.values())):
+                    return tree.copy()  # the caller's own: the list keeps its item
+                return _MISSING
+            offset += count
+    return _MISSING
+
+
 def digest(text: str) -> bytes:
     """Return the content hash of a stored value's text."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_MISSING: Final[Any] = object()
