@@ -302,9 +302,10 @@ class ListNotes:
     A reducer that appends to a list of chat messages returns a new list holding the old
     items and the new ones; the merge checks only the new ones (when the old list was noted)
     and notes whether the result is a list of flat dicts, so a node reading the list copies
-    it without checking every item again (the check costs as much as the copy). A list of
-    the state that no merge made (one rebuilt from a checkpoint) is noted by the first view
-    that copies it (:meth:`check`), so a continued run checks it once. Entries hold
+    it without checking every item again (the check costs as much as the copy). The lists
+    of a state rebuilt from a checkpoint are noted when the run starts from it
+    (:meth:`check_state`), and a list no merge made (an input's, a key without a reducer) by
+    the first view that copies it (:meth:`check`), so each is checked once. Entries hold
     their list, so an id is never reused while noted; the table is cleared when it grows past
     ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
     outlives it. Items are not copied at the merge: a node that keeps a reference to what it
@@ -341,9 +342,16 @@ class ListNotes:
 
     def check(self, value: list[Any]) -> None:
         """Note whether ``value``, a list of the run's state, is a list of flat dicts, unless
-        it is noted already (a state rebuilt from a checkpoint starts with none noted)."""
+        it is noted already."""
         if self.noted(value) is None:
             self._remember(value, _flat_dicts(value))
+
+    def check_state(self, values: Mapping[str, Any]) -> None:
+        """Note the lists of dicts of a state no merge of this run made (one rebuilt from a
+        checkpoint): each is checked here once, not at every read of it."""
+        for value in values.values():
+            if type(value) is list and value and type(value[0]) is dict:
+                self.check(value)
 
     def note_merged(self, current: Any, merged: Any) -> None:
         """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
@@ -389,7 +397,7 @@ def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) 
     if flat:
         return FlatView(values)
     view = StateView(values)
-    if notes is not None:
+    if notes is not None and notes.table:  # only then is it worth an instance attribute
         view._notes = notes
     return view
 

@@ -175,6 +175,8 @@ def _start_on_thread(
 ) -> None:
     base = persist.rebuild(rs.tables, chain) if chain else {}
     _start_fresh(rs, base, input)
+    if base and not rs.flat:
+        rs.notes.check_state(rs.values)
     last = chain[-1] if chain else None
     writer = _writer(settings, rs, last, new_run=True, forked=False, newest_read=newest_read)
     rs.checkpoints = writer
@@ -198,6 +200,8 @@ def _continue(
     last = chain[-1]
     rs.values = persist.rebuild(rs.tables, chain)
     rs.flat = is_flat(rs.values)
+    if not rs.flat:
+        rs.notes.check_state(rs.values)
     persist.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
     writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
