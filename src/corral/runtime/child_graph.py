@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from corral.control import Resume
 from corral.errors import CorralError
 from corral.reducers import add_messages, append, merge, union
-from corral.runtime import persist
+from corral.runtime import persist, restore
 from corral.runtime.child_steps import Entry, Relay, StepPool, lift_error
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
@@ -282,7 +282,7 @@ class ChildGraph:
         if not chain:
             return "new", ()
         last = chain[-1]
-        ids = tuple(str(pause.id) for pause in persist.pauses_of(last))  # each with an id
+        ids = tuple(str(pause.id) for pause in restore.pauses_of(last))  # each with an id
         return str(last.meta.get("status", "running")), ids
 
     def begin(self, entry: Entry) -> tuple[RunState | None, bool]:
@@ -369,7 +369,7 @@ class ChildGraph:
             final: Mapping[str, Any] = rs.values
             steps = rs.steps - relay.counted
         else:
-            final = persist.rebuild(self.tables, self.checkpointer.chain(thread))
+            final = restore.rebuild(self.tables, self.checkpointer.chain(thread))
             steps = int(chain[-1].meta.get("steps", 0)) if chain else 0
             steps -= self._counted(thread)
         trace = relay.trace(rs) if rs is not None else []

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from corral.checkpoint.base import Checkpoint, Checkpointer, reads_fresh
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
-from corral.runtime import persist
+from corral.runtime import persist, restore
 from corral.runtime.drivers import call_router_async, call_router_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import leave_targets, next_tasks, pauses_before, take_routes
@@ -173,7 +173,7 @@ def _writer(
 def _start_on_thread(
     rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
-    base = persist.rebuild(rs.tables, chain) if chain else {}
+    base = restore.rebuild(rs.tables, chain) if chain else {}
     _start_fresh(rs, base, input)
     if base and not rs.flat:
         rs.notes.check_state(rs.values)
@@ -198,18 +198,18 @@ def _continue(
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
-    rs.values = persist.rebuild(rs.tables, chain)
+    rs.values = restore.rebuild(rs.tables, chain)
     rs.flat = is_flat(rs.values)
     if not rs.flat:
         rs.notes.check_state(rs.values)
-    persist.load(rs, rs.tables, last, settings.checkpointer)
+    restore.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
     writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
     meta = last.meta
     status = meta.get("status")
-    pending = persist.pauses_of(last)
+    pending = restore.pauses_of(last)
     if status == "done" and not rs.tasks:
         rs.status = "done"
         if resume is not None:
@@ -302,8 +302,8 @@ def get_state(
     chain = saver.chain(thread_id, checkpoint_id)
     if not chain:
         raise unknown_thread(thread_id, checkpoint_id)
-    values = persist.rebuild(tables, chain)
-    return persist.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
+    values = restore.rebuild(tables, chain)
+    return restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
@@ -317,13 +317,13 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
             parent = states.get(checkpoint.parent_id or "")
             if parent is None:
                 chain = saver.chain(thread_id, checkpoint.checkpoint_id)
-                values = persist.rebuild(tables, chain)
+                values = restore.rebuild(tables, chain)
             else:
                 values = apply_writes(
                     parent, list(checkpoint.writes), tables.reducers, tables.empties
                 )
         states[checkpoint.checkpoint_id] = values
-        out.append(persist.snapshot_of(values, checkpoint))
+        out.append(restore.snapshot_of(values, checkpoint))
     out.reverse()
     return out
 
@@ -354,12 +354,12 @@ def update_state(
     writer_name = as_node if as_node is not None else "__update__"
     update = check_input(tables, values, writer_name)
     rs = new_run(settings, None, thread_id, None)
-    state = persist.rebuild(tables, chain)
-    persist.load(rs, tables, base, saver)
+    state = restore.rebuild(tables, chain)
+    restore.load(rs, tables, base, saver)
     rs.values = apply_writes(state, [(writer_name, update)], tables.reducers, tables.empties)
     rs.flat = is_flat(rs.values)
     meta = base.meta
-    pauses = persist.pauses_of(base)
+    pauses = restore.pauses_of(base)
     extra: dict[str, Any] = {}
     status = str(meta.get("status", "running"))
     if node is not None:

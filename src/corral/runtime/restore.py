@@ -1,0 +1,229 @@
+"""Reading a run back from its checkpoints: the state rebuilt by replaying writes after the
+nearest snapshot, the run's counters and pending tasks loaded from the newest meta, and the
+pauses and snapshots it records (the write side is :mod:`corral.runtime.persist`)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
+from corral.errors import CheckpointError, CorralError
+from corral.runtime.events import Interrupt, StateSnapshot
+from corral.runtime.persist import FORMAT, interrupt_id
+from corral.runtime.run_state import Pause, RunState, TaskResult
+from corral.runtime.state import apply_writes
+from corral.runtime.tables import NO_ARG, Node, Tables, Task
+
+__all__ = ["interrupts_of", "load", "pause_of", "pauses_of", "rebuild", "snapshot_of"]
+
+
+def pauses_of(checkpoint: Checkpoint) -> list[Pause]:
+    """Return the pauses a checkpoint records, each with its id.
+
+    The engine names every pause before it saves it; a record without an ``id`` (a meta
+    edited by hand, or written by another tool) gets the id the engine would have given it
+    there, so it can be shown and answered like any other.
+    """
+    meta = checkpoint.meta
+    pauses = [pause_of(item) for item in meta.get("interrupts", [])]
+    for pause in pauses:
+        if pause.id is None:
+            run, supersteps = meta.get("run", 1), meta.get("supersteps", 0)
+            pause.id = interrupt_id(checkpoint.thread_id, run, supersteps, pause)
+    return pauses
+
+
+def pause_of(item: Mapping[str, Any]) -> Pause:
+    """Return the pause saved as ``item`` in a checkpoint's ``meta["interrupts"]``."""
+    return Pause(
+        int(item.get("task", 0)),
+        str(item["node"]),
+        item.get("value"),
+        item.get("when", "during"),
+        item.get("index"),
+        item.get("id"),
+    )
+
+
+def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
+    """Return the state at the last checkpoint of ``chain`` (snapshot + replayed writes).
+
+    Raises:
+        CheckpointError: the chain does not start at a snapshot, a write no longer applies,
+            or the state has keys the schema does not know.
+    """
+    first = chain[0]
+    if first.snapshot is None:
+        msg = (
+            f"checkpoint {first.checkpoint_id!r} of thread {first.thread_id!r} has no snapshot "
+            "to rebuild the state from; the checkpoint store is incomplete"
+        )
+        raise CheckpointError(msg)
+    values = dict(first.snapshot)
+    for checkpoint in chain[1:]:
+        if checkpoint.writes:
+            try:
+                values = apply_writes(
+                    values,
+                    [(node, update) for node, update in checkpoint.writes],
+                    tables.reducers,
+                    tables.empties,
+                )
+            except CorralError as exc:
+                msg = (
+                    f"checkpoint {checkpoint.checkpoint_id!r} of thread "
+                    f"{checkpoint.thread_id!r} cannot be replayed with this graph's "
+                    f"reducers: {exc}"
+                )
+                raise CheckpointError(msg) from exc
+    unknown = sorted(k for k in values if k not in tables.keyset)
+    if unknown:
+        msg = (
+            f"the state saved in thread {first.thread_id!r} has keys {unknown} that are not "
+            f"in this graph's state schema; resume it with the graph that wrote it, or start "
+            f"a new thread"
+        )
+        raise CheckpointError(msg)
+    return values
+
+
+def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
+    """Refuse to continue a checkpoint written by a graph whose nodes or routes changed."""
+    meta = checkpoint.meta
+    if meta.get("format") != FORMAT or "fingerprint" not in meta:
+        msg = (
+            f"checkpoint {checkpoint.checkpoint_id!r} of thread {checkpoint.thread_id!r} was "
+            f"not written by this version of corral; start a new thread"
+        )
+        raise CheckpointError(msg)
+    if meta["fingerprint"] != tables.fingerprint:
+        names = [t.get("node") for t in meta.get("next", [])]
+        missing = sorted({n for n in names if n not in tables.nodes})
+        detail = f" (its next nodes {missing} no longer exist)" if missing else ""
+        msg = (
+            f"thread {checkpoint.thread_id!r} was checkpointed by a graph with different "
+            f"nodes or routes{detail}; resume it with the graph that wrote it, or start a "
+            f"new run with invoke(input, thread_id=...) or a new thread"
+        )
+        raise CheckpointError(msg)
+
+
+def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Node:
+    node = tables.nodes.get(name)
+    if node is None:
+        msg = (
+            f"checkpoint {checkpoint.checkpoint_id!r} of thread {checkpoint.thread_id!r} "
+            f"names node {name!r}, which this graph does not have; resume it with the graph "
+            f"that wrote it"
+        )
+        raise CheckpointError(msg)
+    return node
+
+
+def load(
+    rs: RunState,
+    tables: Tables,
+    checkpoint: Checkpoint,
+    checkpointer: Checkpointer | None = None,
+) -> None:
+    """Restore the counters, tasks and bookkeeping of ``rs`` from a checkpoint's meta.
+
+    With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
+    stopped in the middle of a superstep) are taken as done and counted, so they do not run
+    again.
+    """
+    check_graph(tables, checkpoint)
+    meta = checkpoint.meta
+    rs.tasks = [
+        Task(_node(tables, t["node"], checkpoint), t["arg"] if "arg" in t else NO_ARG)
+        for t in meta.get("next", [])
+    ]
+    rs.steps = int(meta.get("steps", 0))
+    rs.supersteps = int(meta.get("supersteps", 0))
+    rs.runs = {str(k): int(v) for k, v in meta.get("runs", {}).items()}
+    for source, target, count in meta.get("guards", []):
+        rs.guards[(source, target)] = int(count)
+    rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
+    rs.held = list(meta.get("held", []))
+    rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
+    rs.done = {}
+    for item in meta.get("done", []):
+        result = _result(tables, item, checkpoint)
+        rs.done[result.position] = result
+    if "reroute" in meta:
+        rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
+    rs.checkpoint_id = checkpoint.checkpoint_id
+    if checkpointer is not None and len(rs.tasks) > 1 and isinstance(checkpointer, TaskWrites):
+        pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
+        for index, item in pending.items():
+            _take_pending(rs, tables, checkpoint, index, item)
+
+
+def _take_pending(
+    rs: RunState, tables: Tables, checkpoint: Checkpoint, index: int, item: Mapping[str, Any]
+) -> None:
+    """Count a recorded finished task as done, after checking it is the task it says."""
+    if index in rs.done:
+        return
+    name = item.get("node")
+    if (
+        not 0 <= index < len(rs.tasks)
+        or rs.tasks[index].node.name != name
+        or item.get("task") != index
+    ):
+        msg = (
+            f"the finished task {index} recorded after checkpoint {checkpoint.checkpoint_id!r} "
+            f"of thread {checkpoint.thread_id!r} names node {name!r}, which is not task "
+            f"{index} of that superstep; the checkpoint store is inconsistent: resume from "
+            f"an earlier checkpoint or start a new thread"
+        )
+        raise CheckpointError(msg)
+    result = _result(tables, item, checkpoint)
+    rs.done[index] = result
+    rs.steps += 1
+    rs.runs[result.node.name] = rs.runs.get(result.node.name, 0) + 1
+
+
+def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> TaskResult:
+    goto = item.get("goto")
+    return TaskResult(
+        int(item["task"]),
+        _node(tables, item["node"], checkpoint),
+        item.get("update"),
+        tuple(goto) if goto is not None else None,
+    )
+
+
+def interrupts_of(checkpoint: Checkpoint) -> tuple[Interrupt, ...]:
+    """Return the pending interrupts recorded in a checkpoint (see :func:`pauses_of`)."""
+    return tuple(pause.interrupt() for pause in pauses_of(checkpoint))
+
+
+def snapshot_of(
+    values: dict[str, Any], checkpoint: Checkpoint, *, owned: bool = False
+) -> StateSnapshot:
+    """Return the public snapshot of a checkpoint whose state is ``values``.
+
+    ``owned``: nobody else holds ``values`` (just rebuilt from a store's fresh decoding),
+    so they are handed over without a deep copy.
+    """
+    meta = checkpoint.meta
+    if "reroute" in meta:
+        nxt: tuple[str, ...] = ()
+    else:
+        nxt = tuple(t["node"] for t in meta.get("next", []))
+    return StateSnapshot(
+        values=values if owned else copy.deepcopy(values),
+        next=nxt,
+        steps=int(meta.get("steps", 0)),
+        supersteps=int(meta.get("supersteps", 0)),
+        guards={(s, t): int(n) for s, t, n in meta.get("guards", [])},
+        checkpoint_id=checkpoint.checkpoint_id,
+        parent_id=checkpoint.parent_id,
+        status=str(meta.get("status", "running")),
+        interrupts=interrupts_of(checkpoint),
+        source=str(meta.get("source", "loop")),
+        runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
+    )
