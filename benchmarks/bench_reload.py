@@ -13,7 +13,10 @@ Then, each round on a fresh copy of that file, interleaved:
 * ``floor+step``: the floor, plus one durable step as ``bench_checkpoint.py``'s floor writes
   it (INSERT the new message, COMMIT);
 * ``continue``: ``app.invoke(None, thread_id=...)`` with a new saver, which rebuilds the
-  state, runs one more superstep and commits its checkpoint.
+  state, runs one more superstep and commits its checkpoint;
+* ``new run``: ``app.invoke({"messages": [m]}, thread_id=...)`` with a new saver (a chat
+  turn): it rebuilds the state, commits the run's input checkpoint, runs one superstep and
+  commits its checkpoint.
 
 Goals (issue 15): ``get_state`` within 3x of ``floor``, ``continue`` within 2x of
 ``floor+step``.
@@ -151,6 +154,18 @@ def time_continue(path: Path, steps: int) -> Timing:
     return elapsed
 
 
+def time_new_run(path: Path, steps: int) -> Timing:
+    """A chat turn: ``invoke({"messages": [m]}, thread_id=...)`` with a new saver, a new run
+    on the thread (its input checkpoint, then one superstep and its checkpoint)."""
+    app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
+    start = _clocks()
+    run = app.invoke({"messages": [message(steps)]}, thread_id="t")
+    elapsed = _since(start)
+    saver.close()
+    assert run.status == "done" and len(run.state["messages"]) == steps + 2
+    return elapsed
+
+
 def reload(steps: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base, floor_base = Path(tmp) / "thread.sqlite", Path(tmp) / "floor.sqlite"
@@ -162,6 +177,7 @@ def reload(steps: int, rounds: int) -> None:
             "get_state": (base, lambda p: time_get_state(p, steps)),
             "floor+step": (floor_base, lambda p: time_floor(p, steps, step=True)),
             "continue": (base, lambda p: time_continue(p, steps)),
+            "new run": (base, lambda p: time_new_run(p, steps)),
         }
         times: dict[str, list[Timing]] = {name: [] for name in timers}
         for r in range(rounds):
@@ -187,7 +203,8 @@ def reload(steps: int, rounds: int) -> None:
         print(
             f"  {label:>4}: get_state / floor = {med['get_state'] / med['floor']:4.2f}x "
             f"(goal 3x), continue / (floor+step) = "
-            f"{med['continue'] / med['floor+step']:4.2f}x (goal 2x)"
+            f"{med['continue'] / med['floor+step']:4.2f}x (goal 2x), new run / "
+            f"(floor+step) = {med['new run'] / med['floor+step']:4.2f}x"
         )
 
 
