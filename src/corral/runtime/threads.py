@@ -164,7 +164,7 @@ def _writer(
         seq=int(meta.get("seq", 0)),
         since_snapshot=int(meta.get("since_snapshot", 0)),
         run=run + 1 if new_run else run,
-        force_snapshot=forked or new_run,  # the first checkpoint of every run has a snapshot
+        force_snapshot=forked,
         newest_read=newest_read,
         parts=settings.parts,
     )
@@ -174,14 +174,21 @@ def _start_on_thread(
     rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
     base = restore.rebuild(rs.tables, chain) if chain else {}
+    # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
+    # a replay of the input alone would not do.
+    filled = any(key not in base for key in rs.tables.empties)
     _start_fresh(rs, base, input)
     if base and not rs.flat:
         rs.notes.check_state(rs.values)
     last = chain[-1] if chain else None
-    writer = _writer(settings, rs, last, new_run=True, forked=False, newest_read=newest_read)
+    forked = newest_read is not None
+    writer = _writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
+    # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
+    # it gives this state (a new run resets only counters and tasks, which every meta holds in
+    # full), and the snapshots placed by count and by bytes keep counting across runs. It
+    # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
+    writer.force_snapshot = writer.force_snapshot or filled
     rs.checkpoints = writer
-    # The input checkpoint carries a snapshot, so the reducer keys that started empty
-    # need no write of their own.
     pauses = pauses_before(rs, rs.tasks)
     writer.name_pauses(rs, pauses)
     status = "interrupted" if pauses else "running"
