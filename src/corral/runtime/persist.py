@@ -3,9 +3,10 @@
 One checkpoint is written per superstep (plus one for the input of a run, and one for a
 superstep cut short by an interrupt or an error). It stores the superstep's writes, the
 ``(node, update)`` pairs in merge order, and a full snapshot of the state on the first
-checkpoint of every run (its input), on the first checkpoint of a fork, every
-:data:`SNAPSHOT_EVERY` checkpoints, and when the store advises one because the writes since
-the last snapshot hold many bytes (:class:`~corral.checkpoint.base.SnapshotAdvice`). A
+checkpoint of a thread, on the first checkpoint of a fork, every :data:`SNAPSHOT_EVERY`
+checkpoints, and when the store advises one because the writes since the last snapshot hold
+many bytes (:class:`~corral.checkpoint.base.SnapshotAdvice`); the count and the bytes carry
+on across the runs of a thread (a new run's input checkpoint is the input's write). A
 state is rebuilt by replaying the writes after the nearest snapshot through the reducers,
 so storage grows with the number of supersteps, not with their square, and a rebuild
 replays fewer than :data:`SNAPSHOT_EVERY` supersteps, and a bounded number of bytes.
