@@ -20,6 +20,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any, TypeVar, cast
 
+from corral.errors import GraphError
 from corral.spec import END, START, Guard
 
 __all__ = ["NameTable"]
@@ -46,9 +47,23 @@ class NameTable:
         first = self._first
         return tuple([first.setdefault(v, v) if type(v) is str else v for v in values])
 
-    def guards(self, guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
-        """Return ``guards``, each remade only when a name of it is not the table's object."""
-        return tuple(map(self._guard, guards))
+    def guards(self, guards: Iterable[object], where: str) -> tuple[Guard, ...]:
+        """Return ``guards``, each remade only when a name of it is not the table's object.
+
+        Raises:
+            GraphError: one of ``guards`` is not a ``Guard`` (``where`` says whose it is).
+        """
+        found = tuple(guards)
+        checked: list[Guard] = []
+        for guard in found:
+            if not isinstance(guard, Guard):
+                msg = (
+                    f"{where} has guards={list(found)!r}, and {guard!r} is not a Guard; "
+                    "write each one as Guard(target, max=N, otherwise=...)"
+                )
+                raise GraphError(msg)
+            checked.append(self._guard(guard))
+        return tuple(checked)
 
     def _guard(self, guard: Guard) -> Guard:
         target, otherwise = self.name(guard.target), self.name(guard.otherwise)

@@ -259,18 +259,17 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         ) -> Callable[ParamsT, ReturnT]:
             func: Callable[..., Any] = node_func
             code = getattr(func, "__code__", None)
+            own = names.name(node_name if node_name is not None else _subgraph.default_name(func))
             self._nodes.append(
                 NodeEntry(
                     func=func,
-                    name=names.name(
-                        node_name if node_name is not None else _subgraph.default_name(func)
-                    ),
+                    name=own,
                     localns=localns,
                     location=def_location(func) if code is not None else caller_location(1),
                     start=start,
                     then=then_routes,
                     max_runs=max_runs,
-                    guards=names.guards(tuple(guards)),
+                    guards=names.guards(guards, f"node {own!r}"),
                     wait_for=names.names(tuple(wait_for)),
                     writes=tuple(writes) if writes is not None else None,
                     ignore=tuple(ignore),
@@ -367,7 +366,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     source=self._names.name(source),
                     localns=localns,
                     location=def_location(func),
-                    guards=self._names.guards(tuple(guards)),
+                    guards=self._names.guards(guards, f"the router of {source!r}"),
                     ignore=tuple(ignore),
                     max_sends=max_sends,
                 )

@@ -6,7 +6,9 @@ import inspect
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
-from corral import END, Command, Context, End, Graph, Guard, Send
+import pytest
+
+from corral import END, Command, Context, End, Graph, GraphError, Guard, Send
 
 
 class State(TypedDict):
@@ -210,3 +212,12 @@ def test_every_occurrence_of_a_node_name_in_the_spec_is_one_object() -> None:
     for edge in spec.edges():
         assert edge.target is names[edge.target], edge
     assert node1.guards[0] == Guard("step0", max=2, otherwise="step1")  # equal, as given
+
+
+def test_a_guard_that_is_not_a_guard_is_a_graph_error_at_registration() -> None:
+    """guards= holding anything but Guard values names the value and how to write one."""
+    g = Graph(State)
+    with pytest.raises(GraphError, match=r"node 'a' has guards=\['a'\], and 'a' is not a Guard"):
+        g.node("a", start=True, guards=["a"])(lambda state: {})  # type: ignore[list-item]
+    with pytest.raises(GraphError, match=r"the router of 'a' .* \('a', 2\) is not a Guard"):
+        g.router("a", guards=[("a", 2)])(lambda state: END)  # type: ignore[list-item]
