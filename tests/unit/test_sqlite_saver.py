@@ -549,3 +549,46 @@ def test_a_write_and_the_snapshot_list_it_appended_to_are_separate_values(
     written = read.writes[0][1]["log"][0]
     written["content"] = "changed"
     assert read.snapshot is not None and read.snapshot["log"][-1] == messages[-1]
+
+
+def _delta_thread(path: Path) -> list[dict[str, Any]]:
+    """Put a snapshot and five checkpoints whose writes hold large values (stored apart),
+    the last two writing the same message (stored once); return the updates."""
+    updates = [{"log": [{"role": "user", "content": f"m{i} " + "x" * 400}]} for i in range(4)]
+    updates.append(updates[-1])
+    with SqliteSaver(path) as saver:
+        saver.put(Checkpoint("t", "c0", None, {"log": []}))
+        for i, update in enumerate(updates, 1):
+            saver.put(Checkpoint("t", f"c{i}", f"c{i - 1}", None, [("chat", update)]))
+    return updates
+
+
+def test_the_values_a_chain_replays_read_back_each_its_own(tmp_path: Path) -> None:
+    """The stored values the writes of a chain refer to read back equal to what was put;
+    two writes of one stored message get a copy each."""
+    path = tmp_path / "c.sqlite"
+    updates = _delta_thread(path)
+    with SqliteSaver(path) as saver:
+        chain = saver.chain("t")
+    assert [c.checkpoint_id for c in chain] == [f"c{i}" for i in range(6)]
+    assert [c.writes for c in chain[1:]] == [[("chat", u)] for u in updates]
+    chain[-1].writes[0][1]["log"][0]["content"] = "changed"
+    assert chain[-2].writes[0][1] == updates[-1]
+
+
+def test_a_missing_value_a_chain_replays_is_named(tmp_path: Path) -> None:
+    """A value that the writes of a checkpoint in the middle of a chain refer to, deleted,
+    gives CheckpointError naming it, the file, the thread and that checkpoint."""
+    path = tmp_path / "c.sqlite"
+    _delta_thread(path)
+    conn = sqlite3.connect(path)
+    (writes,) = conn.execute("SELECT writes FROM checkpoints WHERE checkpoint_id = 'c2'").fetchone()
+    ref = json.loads(writes)[0][1]["log"][0]["$corral"]
+    conn.execute("DELETE FROM checkpoints WHERE seq = ?", (ref,))
+    conn.commit()
+    conn.close()
+    with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
+        saver.chain("t")
+    message = str(info.value)
+    assert f"stored value {ref} is missing" in message, message
+    assert str(path) in message and "'t'" in message and "'c2'" in message, message
