@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .test_cli_threads import command_after, shell_words
+
 HERE = Path(__file__).resolve().parent
 FIXTURES = "cli_fixtures"
 
@@ -234,18 +236,19 @@ def test_run_waits_for_a_person_exits_3_and_the_printed_command_resumes(tmp_path
     assert json.loads(proc.stdout) == {"request": "refund", "draft": "reply to refund"}
     lines = proc.stderr.splitlines()
     thread = lines[0].split(" on thread ")[1].split()[0]
-    asking = lines[-3]
+    heading = "resume with (VALUE is parsed as JSON when it is JSON):"
+    asking = lines[lines.index(heading) - 1]
     assert asking.startswith("  review asks (id ") and asking.endswith(
         '): {"draft": "reply to refund"}'
     )
-    assert lines[-4:] == [
-        f"waiting for a person on thread {thread}:",
-        asking,
-        "resume with (VALUE is parsed as JSON when it is JSON):",
-        f"  corral run cli_fixtures/approval.py --thread {thread} --db {db} --resume VALUE",
-    ]
-    command = lines[-1].split()
-    assert command[:2] == ["corral", "run"]
+    assert lines[lines.index(heading) - 2] == f"waiting for a person on thread {thread}:"
+    # The command ends stderr; a long --db path continues it on more lines, each in 80 columns
+    printed = command_after(heading, proc.stderr)
+    assert printed == lines[-len(printed) :]
+    assert all(len(line) <= 80 for line in printed), printed
+    command = shell_words(printed)
+    assert command == ["corral", "run", "cli_fixtures/approval.py", "--thread", thread,
+                       "--db", str(db), "--resume", "VALUE"]  # fmt: skip
     resumed = corral(*command[1:-1], "yes")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["approved"] is True
@@ -268,9 +271,14 @@ def test_run_stopped_by_the_step_cap_exits_1_and_keeps_the_checkpoint(tmp_path: 
     )
     assert proc.returncode == 1
     assert proc.stdout == ""
-    assert proc.stderr.splitlines()[-3:] == [
+    heading = "the state reached is saved; continue with:"
+    printed = command_after(heading, proc.stderr)
+    assert proc.stderr.splitlines()[-len(printed) - 2 :] == [
         "error: stopped after 3 steps (max_steps=3) before running 'critique'; raise max_steps "
         "or add a guard",
-        "the state reached is saved; continue with:",
-        f"  corral run cli_fixtures/good.py --thread capped --db {db} --max-steps 6",
+        heading,
+        *printed,
     ]
+    assert all(len(line) <= 80 for line in printed), printed
+    assert shell_words(printed) == ["corral", "run", "cli_fixtures/good.py", "--thread",
+                                    "capped", "--db", str(db), "--max-steps", "6"]  # fmt: skip

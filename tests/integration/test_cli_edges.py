@@ -210,7 +210,7 @@ def test_two_interrupted_send_runs_show_ids_and_distinct_counters(
     # A plain answer to two questions is refused with the by-id form, naming --resume.
     assert main(["run", "fan.py", "--thread", "f", "--resume", "yes"]) == 1
     err = capsys.readouterr().err
-    assert "has 2 pending interrupts; answer each by id: corral run fan.py" in err
+    assert "has 2 pending interrupts; answer each by id:\n  corral run fan.py" in err
     assert "Resume(" not in err
     answers = json.dumps({ids[0]: "x", ids[1]: "y"})
     assert main(["run", "fan.py", "--thread", "f", "--resume", answers]) == 0

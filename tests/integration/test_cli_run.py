@@ -14,6 +14,8 @@ import pytest
 
 from corral.cli import main
 
+from .test_cli_threads import shell_words
+
 HERE = Path(__file__).resolve().parent
 GOOD = str(HERE / "cli_fixtures" / "good.py")
 
@@ -254,3 +256,137 @@ def test_a_postgres_url_without_a_server_is_an_error_line(
     assert code == 2
     assert err.startswith("error: cannot connect to 'postgresql:///agents?host=")
     assert "Traceback" not in err and "pw" not in err
+
+
+ASKS = """\
+import operator
+from typing import Annotated, Literal, TypedDict
+
+from corral import END, Graph, MemorySaver, Send, interrupt
+
+
+class State(TypedDict):
+    topics: list[str]
+    answers: Annotated[list[str], operator.add]
+
+
+g = Graph(State, name="asks")
+
+
+@g.node(start=True)
+def plan(state: State) -> dict[str, object]:
+    return {}
+
+
+@g.router("plan")
+def spread(state: State) -> list[Send[Literal["ask"]]]:
+    return [Send("ask", {"topics": [t]}) for t in state["topics"]]
+
+
+@g.node(then="publish")
+def ask(state: State) -> dict[str, object]:
+    return {"answers": [interrupt({"topic": state["topics"][0]})]}
+
+
+@g.node(then=END)
+def publish(state: State) -> dict[str, object]:
+    return {}
+
+
+app = g.compile(checkpointer=MemorySaver(), interrupt_before=["publish"])
+"""
+
+
+def printed_commands(err: str) -> list[list[str]]:
+    """Return each command printed in ``err``, as its lines: from a line that starts with
+    ``  corral run`` up to the first line that does not end in a backslash."""
+    commands: list[list[str]] = []
+    lines = iter(err.splitlines())
+    for line in lines:
+        if line.startswith("  corral run "):
+            command = [line]
+            while command[-1].endswith("\\"):
+                command.append(next(lines))
+            commands.append(command)
+    return commands
+
+
+def the_command(err: str, *, db: str, thread: str, extra: int) -> list[str]:
+    """Return the words of the one command in ``err``, checked: each of its lines fits 80
+    columns, and ``sh`` reads them as ``corral run asks.py:app --thread T --db DB`` and
+    ``extra`` more words."""
+    [lines] = printed_commands(err)
+    assert all(len(line) <= 80 for line in lines), lines
+    words = shell_words(lines)
+    assert words[:7] == ["corral", "run", "asks.py:app", "--thread", thread, "--db", db], lines
+    assert len(words) == 7 + extra, words
+    return words
+
+
+@pytest.fixture(params=["long path", "postgres", "long thread id"])
+def where(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[str, str]:
+    """A database and a thread id that make ``corral run ... --thread T --db DB`` wider
+    than 80 columns: a deep SQLite path, a PostgreSQL URL, or a long thread id."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "asks.py").write_text(ASKS)
+    if request.param == "long path":
+        folder = tmp_path / ("checkpoints of the support agent " * 3).strip()
+        folder.mkdir()
+        return str(folder / "runs.sqlite"), "t1"
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_url"), "t1"
+    return "runs.sqlite", "support-ticket-" + "0123456789abcdef" * 5
+
+
+def test_every_command_run_prints_fits_80_columns_and_works(
+    where: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resume, go on, answer by id, continue after a cap, and the refusals' commands: each
+    is printed within 80 columns (continued with ' \\', a long URL cut into pieces the
+    shell joins again), and what ``sh`` reads from the printed lines is the command that
+    does go on with the thread."""
+    db, thread = where
+    on = ["--db", db, "--thread", thread]
+    code, _, err = run(capsys, "asks.py:app", *on, "--input", '{"topics": ["a"]}')
+    assert code == 3
+    words = the_command(err, db=db, thread=thread, extra=2)
+    assert words[-2:] == ["--resume", "VALUE"]
+    code, _, err = run(capsys, *words[2:-1], "yes")  # paused before publish
+    assert code == 3
+    assert "go on with:" in err
+    words = the_command(err, db=db, thread=thread, extra=0)
+    code, out, err = run(capsys, *words[2:])
+    assert (code, json.loads(out)["answers"]) == (0, ["yes"])
+    # A finished thread has nothing to answer: the refusal gives the command to start anew.
+    code, _, err = run(capsys, "asks.py:app", *on, "--resume", "yes")
+    assert code == 1
+    assert "start a new run with:" in err
+    assert the_command(err, db=db, thread=thread, extra=2)[-2:] == ["--input", "JSON"]
+    # A thread with no checkpoint: the same, after "start it with:".
+    code, _, err = run(capsys, "asks.py:app", "--db", db, "--thread", thread + "2")
+    assert code == 1
+    assert "; start it with:" in err
+    [lines] = printed_commands(err)
+    assert all(len(line) <= 80 for line in lines), lines
+    assert shell_words(lines)[4] == thread + "2"
+    # Two questions: the command that answers each by id, printed and in the refusal.
+    code, _, err = run(capsys, "asks.py:app", *on, "--input", '{"topics": ["a", "b"]}')
+    assert code == 3
+    words = the_command(err, db=db, thread=thread, extra=2)
+    ids = set(json.loads(words[-1]))
+    assert len(ids) == 2
+    code, _, err = run(capsys, "asks.py:app", *on, "--resume", "yes")
+    assert (code, "answer each by id:" in err) == (1, True)
+    assert the_command(err, db=db, thread=thread, extra=2) == words
+    code, _, err = run(capsys, *words[2:-1], json.dumps(dict.fromkeys(ids, "ok")))
+    assert code == 3  # before publish
+    # A step cap: the command that continues with twice the cap.
+    on = ["--db", db, "--thread", thread + "3"]
+    capped = ["--input", '{"topics": ["a"]}', "--max-steps", "1"]
+    code, _, err = run(capsys, "asks.py:app", *on, *capped)
+    assert code == 1
+    assert "the state reached is saved; continue with:" in err
+    words = the_command(err, db=db, thread=thread + "3", extra=2)
+    assert words[-2:] == ["--max-steps", "2"]

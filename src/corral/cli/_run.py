@@ -3,13 +3,16 @@
 Exit codes: 0 the run finished, 3 it waits for a person, 1 it stopped on a cap, a node error
 or bad input (the checkpoint is kept, so ``--thread ID`` continues it), 2 a usage or load
 error (nothing ran).
+
+Every command it prints for a person to paste (resume, go on, continue with a bigger cap,
+start a thread) is laid out by ``_shell.command_lines``: on lines of its own, within 80
+columns, continued with `` \\`` when a ``--db`` URL, a path or a thread id makes it wider.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 import traceback
 import uuid
@@ -17,6 +20,7 @@ from typing import Any
 
 from corral.checkpoint import Checkpointer, open_saver
 from corral.cli import DEFAULT_DB
+from corral.cli._shell import command_lines
 from corral.control import Resume
 from corral.errors import (
     CheckpointError,
@@ -215,12 +219,12 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
     the command line names its options instead.
     """
     thread: str = args.thread
-    start = _resume_command(args, thread, "--input", "JSON")
+    start = _command(args, thread, "--input", "JSON")
     try:
         snapshot = app.get_state(thread)
     except CheckpointError:
         if value is None or isinstance(value, Resume):
-            msg = f"thread {thread!r} has no checkpoint in {args.db}; start it with: {start}"
+            msg = f"thread {thread!r} has no checkpoint in {args.db}; start it with:\n{start}"
             raise BadInput(msg) from None
         return
     if not isinstance(value, Resume):
@@ -228,8 +232,8 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
     asking = [i for i in snapshot.interrupts if getattr(i, "when", "during") == "during"]
     if snapshot.status != "interrupted" or not snapshot.interrupts:
         msg = (
-            f"thread {thread!r} is not waiting for an answer (status {snapshot.status!r}); "
-            f"leave out --resume to continue it, or start a new run with: {start}"
+            f"thread {thread!r} is not waiting for an answer (status {snapshot.status!r});\n"
+            f"leave out --resume to continue it, or start a new run with:\n{start}"
         )
         raise BadInput(msg)
     ids = [str(i.id) for i in asking]
@@ -237,8 +241,8 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
     if len(ids) > 1 and not (isinstance(answer, dict) and answer and set(answer) <= set(ids)):
         example = json.dumps(dict.fromkeys(ids, "VALUE"))
         msg = (
-            f"thread {thread!r} has {len(ids)} pending interrupts; answer each by id: "
-            f"{_resume_command(args, thread, '--resume', example)}"
+            f"thread {thread!r} has {len(ids)} pending interrupts; answer each by id:\n"
+            f"{_command(args, thread, '--resume', example)}"
         )
         raise BadInput(msg)
 
@@ -293,13 +297,15 @@ def _subgraph_paths(spec: GraphSpec, prefix: str = "") -> frozenset[str]:
     return frozenset(found)
 
 
-def _resume_command(args: argparse.Namespace, thread: str, *extra: str) -> str:
+def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
+    """Return the ``corral run`` command that goes on with ``thread`` (with this run's
+    ``--db`` and ``--deps``, then ``extra``), indented, on as many lines as 80 columns need."""
     words = ["corral", "run", args.path, "--thread", thread]
     if args.db != DEFAULT_DB:
         words += ["--db", args.db]
     if args.deps:
         words += ["--deps", args.deps]
-    return shlex.join([*words, *extra])
+    return "\n".join(command_lines([*words, *extra]))
 
 
 def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
@@ -315,15 +321,15 @@ def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread:
     asking = [i for i in interrupts if getattr(i, "when", "during") not in ("before", "after")]
     if not asking:
         print("go on with:", file=sys.stderr)
-        print(f"  {_resume_command(args, thread)}", file=sys.stderr)
+        print(_command(args, thread), file=sys.stderr)
     elif len(asking) > 1:
         answers = {str(getattr(i, "id", "?")): "VALUE" for i in asking}
         example = json.dumps(answers)
         print("answer each interrupt by id:", file=sys.stderr)
-        print(f"  {_resume_command(args, thread, '--resume', example)}", file=sys.stderr)
+        print(_command(args, thread, "--resume", example), file=sys.stderr)
     else:
         print("resume with (VALUE is parsed as JSON when it is JSON):", file=sys.stderr)
-        print(f"  {_resume_command(args, thread, '--resume', 'VALUE')}", file=sys.stderr)
+        print(_command(args, thread, "--resume", "VALUE"), file=sys.stderr)
 
 
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:
@@ -334,8 +340,8 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
     if isinstance(exc, NodeError) and cause is not None and str(cause) not in str(exc):
         print(f"  caused by {type(cause).__name__}: {cause}", file=sys.stderr)
     if isinstance(exc, StepLimitError):
-        more = _resume_command(args, thread, "--max-steps", str(cap * 2))
-        print(f"the state reached is saved; continue with:\n  {more}", file=sys.stderr)
+        more = _command(args, thread, "--max-steps", str(cap * 2))
+        print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
         print(f"the last checkpoint of thread {thread} is kept ({args.db})", file=sys.stderr)
     return 1
