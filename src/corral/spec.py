@@ -48,6 +48,7 @@ End = Literal["__end__"]
 _TargetT = TypeVar("_TargetT", bound=str, default=str, covariant=True)
 
 
+# No __slots__ here (the other spec classes have them): Guard[...](...) sets __orig_class__.
 @dataclass(frozen=True)
 class Guard(Generic[_TargetT]):
     """A counter on one route: take it at most ``max`` times in a run, then go to ``otherwise``.
@@ -78,7 +79,7 @@ class Guard(Generic[_TargetT]):
             raise GraphError(msg)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where something was defined: a file, a 1-based line and a 1-based column."""
 
@@ -90,7 +91,7 @@ class Location:
 UNKNOWN_LOCATION: Final = Location("<unknown>", 0, 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TargetSet:
     """The routes read from one return annotation.
 
@@ -108,7 +109,7 @@ class TargetSet:
     """Why the annotation names no targets, when it does not."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KeySpec:
     """One key of the state schema."""
 
@@ -121,7 +122,7 @@ class KeySpec:
     """The value a reducer starts from when the key is missing (``[]`` for a list), or ``None``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CounterFacts:
     """What a node's or router's source says about loop counters (see :mod:`corral.counters`)."""
 
@@ -133,7 +134,7 @@ class CounterFacts:
     """State keys the function increments in place (``state["n"] += 1``)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeSpec:
     """One registered node."""
 
@@ -171,7 +172,7 @@ class NodeSpec:
     """What the node's source says about loop counters; ``None`` when not read."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SubgraphSpec:
     """A child graph that runs as one node of its parent (registered with ``g.subgraph``)."""
 
@@ -187,7 +188,7 @@ class SubgraphSpec:
     shared keys are applied one by one."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RouterSpec:
     """One registered router: the conditional way out of ``source``."""
 
@@ -212,7 +213,7 @@ class RouterSpec:
 EdgeKind = Literal["start", "then", "router", "command", "send", "otherwise"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """One possible route from ``source`` to ``target``."""
 
@@ -229,7 +230,7 @@ class Edge:
     """Who declares the route: a router's function name, or the source node's name."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cycle:
     """One elementary cycle: its nodes in route order and the guards on its routes."""
 
@@ -240,7 +241,7 @@ class Cycle:
         return " → ".join((*self.nodes, self.nodes[0]))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GraphSpec:
     """Everything declared about one graph, with routes already read from annotations."""
 

@@ -50,18 +50,15 @@ class SpecGraph:
         """Every declared route, ``START`` and ``otherwise`` routes included."""
         self.unknown_targets: list[Edge] = []
         """Routes whose target is neither a node nor ``END`` (CR101)."""
-        pairs: dict[Pair, list[Edge]] = {}
+        pairs: dict[Pair, tuple[Edge, ...]] = {}
         rank = self.rank
         for edge in self.edges:
             source, target = edge.source, edge.target
             if target not in rank and target != END:
                 self.unknown_targets.append(edge)
             elif source in rank or source == START:
-                routes = pairs.get((source, target))
-                if routes is None:
-                    pairs[source, target] = [edge]
-                else:
-                    routes.append(edge)
+                pair = (source, target)
+                pairs[pair] = (*pairs[pair], edge) if pair in pairs else (edge,)
         self.pairs = pairs
         """The routes between each pair of ``START``, ``END`` and nodes, in declaration order."""
         self._guarded = {
@@ -108,9 +105,9 @@ class SpecGraph:
         """Return ``names`` in registration order (unknown names last, alphabetically)."""
         return sorted(set(names), key=lambda n: (self.rank.get(n, len(self.rank)), n))
 
-    def routes(self, source: str, target: str) -> list[Edge]:
+    def routes(self, source: str, target: str) -> tuple[Edge, ...]:
         """Return the routes declared from ``source`` to ``target``."""
-        return self.pairs.get((source, target), [])
+        return self.pairs.get((source, target), ())
 
     def is_guarded(self, source: str, target: str) -> bool:
         """Return whether every route from ``source`` to ``target`` carries a guard."""
