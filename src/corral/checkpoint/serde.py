@@ -26,11 +26,21 @@ ever builds one of the types above or calls the serializer the store was given.
 from __future__ import annotations
 
 import base64
-import reprlib
 from collections.abc import Callable
 from typing import Any, Final, Protocol, runtime_checkable
 
+from corral.checkpoint._flat import (
+    LEAVES,
+    MAX_INT_DIGITS,
+    SCALARS,
+    TOO_BIG,
+    flat_list,
+    ints_fit,
+)
 from corral.checkpoint._stored import TAG, Fetch, Run, Stored, parse_stored, run_ids
+from corral.checkpoint._unstorable import Unstorable as _Unstorable
+from corral.checkpoint._unstorable import shown as _shown
+from corral.checkpoint._unstorable import too_many_digits as _too_many_digits
 from corral.checkpoint.base import Checkpoint
 from corral.control import Send
 from corral.errors import CheckpointError, SerializationError
@@ -52,40 +62,25 @@ __all__ = [
 ]
 
 _PLAIN = (str, int, float, bool, type(None))
+_STR: Final = frozenset((str,))
+
+
+def _str_keys(value: dict[Any, Any]) -> bool:
+    """Return whether every key of a dict is a ``str`` (an empty dict's too), at C speed."""
+    return not value or set(map(type, value)) == _STR
+
 
 MAX_DEPTH: Final = 200
 """Containers nested deeper than this are refused (a list that holds itself is nested
 forever): every stored value can then be read back within Python's recursion limit."""
-MAX_INT_DIGITS: Final = 4300
-"""Ints with more digits are refused: Python reads no longer JSON number by default
-(``sys.get_int_max_str_digits()``), so another process could not read the checkpoint."""
-_TOO_BIG: Final = 10**MAX_INT_DIGITS
+_TOO_BIG: Final = TOO_BIG
+_LONG: Final = 8
+"""Lists this long or longer try the flat path first (shorter ones gain less than a failed
+try costs)."""
 _TOO_DEEP: Final = (
     f"it is nested more than {MAX_DEPTH} levels deep, or holds itself (a cycle); "
     "store a flatter value, or an id instead of the object itself"
 )
-
-
-def _shown(value: Any) -> str:
-    """Return a short repr of a value that could not be stored (never failing itself)."""
-    try:
-        shown = _SHORT.repr(value)
-    except Exception:  # a repr that fails, or an int too long to print
-        shown = f"<{type(value).__name__} object>"
-    return shown if len(shown) <= 60 else shown[:57] + "..."
-
-
-_SHORT: Final = reprlib.Repr()
-_SHORT.maxlevel = 3
-_SHORT.maxother = 60
-
-
-def _too_many_digits(value: int) -> str:
-    digits = int(value.bit_length() * 0.30103) + 1
-    return (
-        f"it has about {digits} digits, more than the {MAX_INT_DIGITS} a JSON number may have "
-        "(Python refuses longer ones when reading); store it as a str or as bytes"
-    )
 
 
 @runtime_checkable
@@ -141,7 +136,7 @@ def encode(
     Raises:
         SerializationError: a value that neither JSON, the tags nor ``serializer`` can store.
     """
-    return _Encoder(serializer, owner).encode(value, where, depth)
+    return _Encoder(serializer).encode(value, where, depth, owner)
 
 
 def decode(
@@ -167,37 +162,6 @@ def decode(
     return _Decoder(serializer, resolve, fetch).decode(tree, where)
 
 
-class _Unstorable(Exception):
-    """Raised inside the encoder; each container on the way out adds its part of the path."""
-
-    def __init__(self, value: Any, problem: str, cause: Exception | None = None) -> None:
-        super().__init__(problem)
-        self.value = value
-        self.problem = problem
-        self.cause = cause
-        self.path: list[str] = []
-        """Path parts, innermost first (``["[2]", "['drafts']"]``)."""
-        self.inner: Any = value
-        """The value whose encoding raised, as seen from the container being left."""
-
-    def within(self, container: Any, *places: Any) -> _Unstorable:
-        """Add the part of the path that leads from ``container`` to :attr:`inner`.
-
-        ``places`` are ``(pairs, part)``: ``(label, child)`` pairs and the format of a
-        label. The failing child is found by identity, so nothing is encoded again (which
-        would cost twice per level, exponential in the nesting).
-        """
-        for pairs, part in zip(places[::2], places[1::2], strict=True):
-            for label, child in pairs:
-                if child is self.inner:
-                    self.path.append(part.format(label))
-                    self.inner = container
-                    return self
-        self.path.append("[?]")
-        self.inner = container
-        return self
-
-
 class _Encoder:
     """One encoding pass; carries the serializer so the recursion stays cheap.
 
@@ -205,21 +169,27 @@ class _Encoder:
     nothing.
     """
 
-    __slots__ = ("owner", "serializer")
+    __slots__ = ("serializer",)
 
-    def __init__(self, serializer: Serializer | None, owner: str) -> None:
+    def __init__(self, serializer: Serializer | None) -> None:
         self.serializer = serializer
-        self.owner = f" ({owner})" if owner else ""
 
-    def encode(self, value: Any, where: str, depth: int = 0) -> Any:
+    def encode(
+        self, value: Any, where: str, depth: int = 0, owner: str = "", node: str | None = None
+    ) -> Any:
+        """Return :meth:`tree` of ``value``, or raise ``SerializationError`` naming where the
+        value that failed sits, and ``owner`` (or ``written by <node>``) after it."""
         try:
             return self.tree(value, depth)
         except _Unstorable as err:
+            if node is not None:
+                owner = f"written by {node!r}"
             location = where + "".join(reversed(err.path))
             shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"
             kind = type(err.value).__name__
             shown = _shown(err.value)
-            msg = f"cannot store the {kind} {shown} at {shown_at}{self.owner} in a checkpoint; "
+            msg = f"cannot store the {kind} {shown} at {shown_at}"
+            msg += f" ({owner}) in a checkpoint; " if owner else " in a checkpoint; "
             msg += err.problem
             raise SerializationError(msg, location=location, value_type=type(err.value)) from (
                 err.cause
@@ -234,15 +204,33 @@ class _Encoder:
         if depth >= MAX_DEPTH:
             raise _Unstorable(value, _TOO_DEEP)
         inner = depth + 1
+        # Flat containers (a chat message, a list of them, of ints...) are checked and copied
+        # whole (see _flat); elsewhere leaves are taken in place, without a call each.
         if kind is list:
+            flat = flat_list(value, inner < MAX_DEPTH) if len(value) >= _LONG else None
+            if flat is not None:
+                return flat
             try:
-                return [self.tree(item, inner) for item in value]
+                return [
+                    x
+                    if type(x) in LEAVES or (type(x) is int and -_TOO_BIG < x < _TOO_BIG)
+                    else self.tree(x, inner)
+                    for x in value
+                ]
             except _Unstorable as err:
                 raise err.within(value, enumerate(value), "[{!r}]") from None
         if kind is dict:
-            if all(type(k) is str for k in value) and TAG not in value:
+            if TAG not in value and _str_keys(value):
+                kinds = set(map(type, value.values()))
+                if kinds <= LEAVES or (kinds <= SCALARS and ints_fit(value.values(), kinds)):
+                    return value.copy()
                 try:
-                    return {k: self.tree(v, inner) for k, v in value.items()}
+                    return {
+                        k: v
+                        if type(v) in LEAVES or (type(v) is int and -_TOO_BIG < v < _TOO_BIG)
+                        else self.tree(v, inner)
+                        for k, v in value.items()
+                    }
                 except _Unstorable as err:
                     raise err.within(value, value.items(), "[{!r}]") from None
             try:
@@ -424,14 +412,14 @@ def encode_checkpoint(
     Raises:
         SerializationError: naming the state key, or the node whose update holds the value.
     """
+    encoder = _Encoder(serializer)
     state = None
     if snapshot and checkpoint.snapshot is not None:
-        state = encode(checkpoint.snapshot, serializer=serializer, where="state")
+        state = encoder.encode(checkpoint.snapshot, "state")
     writes = [
-        [node, encode(update, serializer=serializer, where="update", owner=f"written by {node!r}")]
-        for node, update in checkpoint.writes
+        [node, encoder.encode(update, "update", node=node)] for node, update in checkpoint.writes
     ]
-    info = encode(checkpoint.meta, serializer=serializer, where="meta") if meta else None
+    info = encoder.encode(checkpoint.meta, "meta") if meta else None
     return state, writes, info
 
 
@@ -446,11 +434,10 @@ def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
     """
     node = record.get("node") if type(record) is dict else None
     owner = f"written by {node!r}" if node is not None else ""
-    if type(record) is dict and TAG not in record and all(type(k) is str for k in record):
-        return {
-            k: encode(v, serializer=serializer, where=k, owner=owner) for k, v in record.items()
-        }
-    return encode(record, serializer=serializer, where="record", owner=owner)
+    encoder = _Encoder(serializer)
+    if type(record) is dict and TAG not in record and _str_keys(record):
+        return {k: encoder.encode(v, k, owner=owner) for k, v in record.items()}
+    return encoder.encode(record, "record", owner=owner)
 
 
 def decode_checkpoint(
