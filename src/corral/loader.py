@@ -4,7 +4,7 @@ Loading *imports* the modules, as pytest does: their module-level code runs. Eac
 :class:`~corral.dsl.Graph` and compiled app (:class:`~corral.runtime.app.CompiledGraph`) becomes
 one :class:`Target`; a compiled app built from a graph found in the same module is folded into
 that graph's target, so a module with ``g = Graph(...)`` and ``app = g.compile()`` holds one
-target, reachable as ``:g`` and as ``:app``.
+target, reachable as ``:g`` and as ``:app`` (and named in messages as it was picked).
 
 A module whose import fails is a :class:`LoadError`, never an exception; when the import raised
 :class:`~corral.errors.GraphError` (``app = g.compile()`` at module level on a broken graph) the
@@ -93,10 +93,14 @@ class Target:
     langgraph: Any = None
     """A LangGraph ``StateGraph`` or compiled graph (then ``graph`` and ``app`` are ``None``)."""
 
+    shown_as: str | None = None
+    """Set by :func:`load`: how the user named the target (see :attr:`label`)."""
+
     @property
     def label(self) -> str:
-        """Return ``source:name``, the way a user names this target on the command line."""
-        return f"{self.source}:{self.name}"
+        """Return ``PATH:name`` as the user gave it (the file, for a graph found in a folder
+        or package), the name being the one picked by, else :attr:`name`."""
+        return self.shown_as or f"{self.source}:{self.name}"
 
     module: types.ModuleType | None = field(default=None, repr=False)
     """The module of a failed target: Python drops a module whose import failed from
@@ -224,6 +228,9 @@ def load(
                 msg = f"{path} defines no graph called {wanted!r} (it has: {have})"
                 raise UsageError(msg)
             found = picked
+        for target in found:  # named by the path as given, unless found in a folder's file
+            where = path if target.source in (path, display_path(path)) else target.source
+            target.shown_as = f"{where}:{wanted or target.name}"
         loaded.targets.extend(found)
     return loaded
 

@@ -390,3 +390,50 @@ def test_every_command_run_prints_fits_80_columns_and_works(
     assert "the state reached is saved; continue with:" in err
     words = the_command(err, db=db, thread=thread + "3", extra=2)
     assert words[-2:] == ["--max-steps", "2"]
+
+
+TWO = ASKS + '\nh = Graph(State, name="other")\n'
+
+BROKEN_ALIAS = (HERE / "cli_fixtures" / "broken.py").read_text() + "\ndraft = g\n"
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("asks.py:app", "asks.py:app"),  # the compiled app, not the graph it was compiled from
+        ("asks.py:g", "asks.py:g"),
+        ("asks.py", "asks.py:g"),  # the one graph: by the name it was found under first
+        ("./asks.py:app", "./asks.py:app"),  # the path as written
+        (".", "asks.py:g"),  # a folder: the file the graph is in
+    ],
+)
+def test_the_heading_names_the_graph_as_the_user_picked_it(
+    given: str,
+    named: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``g = Graph(...)`` and ``app = g.compile(...)`` are one graph to the loader; the
+    heading names the one the user picked, as the user wrote the path."""
+    monkeypatch.chdir(tmp_path)
+    Path("asks.py").write_text(ASKS)
+    code, _, err = run(capsys, given, "--db", "runs.sqlite", "--input", '{"topics": ["a"]}')
+    assert code == 3
+    assert err.startswith(f"running {named} on thread "), err
+
+
+def test_refusals_name_the_graph_as_the_user_picked_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A graph that does not compile, picked by a second name, is named by that name; two
+    graphs and no ``:name``: the advice names the path as written."""
+    monkeypatch.chdir(tmp_path)
+    Path("loop.py").write_text(BROKEN_ALIAS)
+    code, _, err = run(capsys, "loop.py:draft", "--db", "runs.sqlite")
+    assert code == 2
+    assert err.startswith("error: loop.py:draft does not compile (2 errors):\n"), err
+    Path("two.py").write_text(TWO)
+    code, _, err = run(capsys, "./two.py", "--db", "runs.sqlite")
+    assert code == 2
+    assert err == "error: ./two.py defines 2 graphs (g, h); pick one with ./two.py:g\n"
