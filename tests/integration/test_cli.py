@@ -211,8 +211,13 @@ def test_run_finishes_prints_the_state_and_exits_0(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"score": 80}
-    assert proc.stderr.splitlines() == [
-        f"running cli_fixtures/good.py:g on thread t (checkpoints: {db}, max_steps=20)",
+    lines = proc.stderr.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    start = lines.index("[1/20] draft")  # the heading, wrapped at word breaks, comes first
+    assert " ".join(line.strip() for line in lines[:start]) == (
+        f"running cli_fixtures/good.py:g on thread t (checkpoints: {db}, max_steps=20)"
+    )
+    assert lines[start:] == [
         "[1/20] draft",
         "[2/20] critique",
         "        critique → revise (guard 1/3)",
@@ -273,9 +278,9 @@ def test_run_stopped_by_the_step_cap_exits_1_and_keeps_the_checkpoint(tmp_path: 
     assert proc.stdout == ""
     heading = "the state reached is saved; continue with:"
     printed = command_after(heading, proc.stderr)
-    assert proc.stderr.splitlines()[-len(printed) - 2 :] == [
-        "error: stopped after 3 steps (max_steps=3) before running 'critique'; raise max_steps "
-        "or add a guard",
+    assert proc.stderr.splitlines()[-len(printed) - 3 :] == [
+        "error: stopped after 3 steps (max_steps=3) before running 'critique'; raise",
+        "  max_steps or add a guard",
         heading,
         *printed,
     ]

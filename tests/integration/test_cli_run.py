@@ -69,6 +69,11 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def flat(text: str) -> str:
+    """Return ``text`` with its white space (the line breaks of wrapped lines) as one space."""
+    return " ".join(text.split())
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return str(tmp_path / "runs.sqlite")
@@ -129,7 +134,8 @@ def test_a_node_error_exits_1_and_names_the_node(
     code, out, err = run(capsys, GOOD, "--input", '{"score": -40}', "--db", db, "--thread", "n")
     assert (code, out) == (1, "")
     assert "error: node 'revise' raised ValueError: score -40 is negative" in err
-    assert err.splitlines()[-1] == f"the last checkpoint of thread n is kept ({db})"
+    assert flat(err).endswith(f"the last checkpoint of thread n is kept ({db})")
+    assert all(len(line) <= 80 for line in err.splitlines()), err
     assert "Traceback" not in err
     code, _, err = run(capsys, GOOD, "--input", '{"score": -40}', "--db", db, "--verbose")
     assert code == 1
@@ -143,8 +149,7 @@ def test_a_capped_run_continues_on_its_thread(db: str, capsys: pytest.CaptureFix
     assert code == 1
     code, out, err = run(capsys, GOOD, *args, "--max-steps", "10")
     assert (code, json.loads(out)) == (0, {"score": 80})
-    first = err.splitlines()[0]
-    assert first.startswith("continuing ") and "good.py:g on thread cap " in first
+    assert err.startswith("continuing ") and "good.py:g on thread cap " in flat(err)
     assert "[5/10] revise" in err
 
 
@@ -154,9 +159,10 @@ def test_a_graph_that_does_not_compile_is_a_load_error(
     """``run`` compiles the graph; its findings are listed and nothing runs (exit 2)."""
     code, out, err = run(capsys, str(HERE / "cli_fixtures" / "broken.py"), "--db", db)
     assert (code, out) == (2, "")
-    lines = err.splitlines()
-    assert lines[0].endswith("broken.py:g does not compile (2 errors):")
-    assert [line.split()[1] for line in lines[1:]] == ["CR201", "CR103"]
+    broken = HERE / "cli_fixtures" / "broken.py"
+    assert flat(err).startswith(f"error: {broken}:g does not compile (2 errors): ")
+    found = [line.split()[1] for line in err.splitlines() if re.match(r"  \S+:\d+:\d+: ", line)]
+    assert found == ["CR201", "CR103"]
 
 
 def test_a_module_that_raised_graph_error_at_import_is_not_run(
@@ -250,12 +256,14 @@ def test_a_postgres_url_keeps_the_thread(
 def test_a_postgres_url_without_a_server_is_an_error_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An unreachable server is one ``error:`` line naming the database, no traceback."""
-    url = f"postgresql://u:pw@/agents?host={tmp_path}&port=1"
+    """An unreachable server is an ``error:`` naming the database (wrapped to 80 columns),
+    no traceback."""
+    url = f"postgresql://u:pw@/agents?host={tmp_path / ('support-agent-sockets-' * 4)}&port=1"
     code, _, err = run(capsys, GOOD, "--input", '{"score": 40}', "--db", url)
     assert code == 2
     assert err.startswith("error: cannot connect to 'postgresql:///agents?host=")
     assert "Traceback" not in err and "pw" not in err
+    assert all(len(line) <= 80 for line in err.splitlines()), err
 
 
 ASKS = """\
@@ -340,17 +348,34 @@ def where(
     return "runs.sqlite", "support-ticket-" + "0123456789abcdef" * 5
 
 
+def unspaced(text: str) -> str:
+    return re.sub(r"\s", "", text)
+
+
+def said(err: str, *, until: str) -> str:
+    """Return the lines of ``err`` before the first that starts with ``until`` (a wrapped
+    heading or ``error:``), with no white space: a word wider than a line is cut where the
+    line ends. Every line of ``err`` is checked to fit 80 columns."""
+    lines = err.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    end = next(i for i, line in enumerate(lines) if line.startswith(until))
+    return unspaced("".join(lines[:end]))
+
+
 def test_every_command_run_prints_fits_80_columns_and_works(
     where: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Resume, go on, answer by id, continue after a cap, and the refusals' commands: each
     is printed within 80 columns (continued with ' \\', a long URL cut into pieces the
     shell joins again), and what ``sh`` reads from the printed lines is the command that
-    does go on with the thread."""
+    does go on with the thread. The heading and the ``error:`` lines, which name the
+    database, are wrapped to 80 columns too."""
     db, thread = where
     on = ["--db", db, "--thread", thread]
     code, _, err = run(capsys, "asks.py:app", *on, "--input", '{"topics": ["a"]}')
     assert code == 3
+    heading = f"running asks.py:app on thread {thread} (checkpoints: {db}, max_steps=50)"
+    assert said(err, until="[1/50] plan") == unspaced(heading)
     words = the_command(err, db=db, thread=thread, extra=2)
     assert words[-2:] == ["--resume", "VALUE"]
     code, _, err = run(capsys, *words[2:-1], "yes")  # paused before publish
@@ -367,7 +392,8 @@ def test_every_command_run_prints_fits_80_columns_and_works(
     # A thread with no checkpoint: the same, after "start it with:".
     code, _, err = run(capsys, "asks.py:app", "--db", db, "--thread", thread + "2")
     assert code == 1
-    assert "; start it with:" in err
+    refusal = f"error: thread '{thread}2' has no checkpoint in {db}; start it with:"
+    assert said(err, until="  corral run ") == unspaced(refusal)
     [lines] = printed_commands(err)
     assert all(len(line) <= 80 for line in lines), lines
     assert shell_words(lines)[4] == thread + "2"

@@ -326,7 +326,8 @@ def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
     Path("desk.py").write_text(DESK)
     argv = ["run", "desk.py:g", "--db", db, "--thread", "t3", "--input", '{"topic": ""}']
     assert main(argv) == 0
-    progress = capsys.readouterr().err.splitlines()[1:-1]
+    err = capsys.readouterr().err.splitlines()
+    progress = err[err.index("[1/50] brief") : -1]  # after the heading (wrapped)
     one_entry = [
         "        enter subgraph research (Send)",
         "[{}/50] research/plan",

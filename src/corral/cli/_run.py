@@ -7,6 +7,9 @@ error (nothing ran).
 Every command it prints for a person to paste (resume, go on, continue with a bigger cap,
 start a thread) is laid out by ``_shell.command_lines``: on lines of its own, within 80
 columns, continued with `` \\`` when a ``--db`` URL, a path or a thread id makes it wider.
+The heading, the ``error:`` lines and the others that name the thread or the database are
+wrapped by ``_shell.fit_line`` (as ``corral show``'s); progress lines and a person's
+payload are printed as they are.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 from corral.checkpoint import Checkpointer, open_saver
 from corral.cli import DEFAULT_DB
-from corral.cli._shell import command_lines
+from corral.cli._shell import command_lines, fit_line
 from corral.control import Resume
 from corral.errors import (
     CheckpointError,
@@ -55,7 +58,7 @@ def command(args: argparse.Namespace) -> int:
     try:
         value = _input(args)
     except BadInput as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        _say(f"error: {exc}")
         return 1
     try:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
@@ -63,7 +66,14 @@ def command(args: argparse.Namespace) -> int:
         return 2
     deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
     try:
-        app = _compile(target, open_saver(args.db))
+        saver = open_saver(args.db)
+    except CheckpointError as exc:  # cannot connect, not a corral database: nothing ran
+        if args.verbose:
+            traceback.print_exc()
+        _say(f"error: {exc}")
+        return 2
+    try:
+        app = _compile(target, saver)
     except GraphError as exc:
         _not_compiled(target, exc)
         return 2
@@ -72,14 +82,11 @@ def command(args: argparse.Namespace) -> int:
         try:
             _check_thread(app, args, value)
         except BadInput as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            _say(f"error: {exc}")
             return 1
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
-    print(
-        f"{verb} {target.label} on thread {thread} (checkpoints: {args.db}, max_steps={cap})",
-        file=sys.stderr,
-    )
+    _say(f"{verb} {target.label} on thread {thread} (checkpoints: {args.db}, max_steps={cap})")
     progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
         run = app.invoke(
@@ -91,7 +98,7 @@ def command(args: argparse.Namespace) -> int:
     if run.status == "interrupted":
         _explain_interrupts(run.interrupts, args, thread)
         return 3
-    print(f"done: {run.steps} steps on thread {run.thread_id or thread}", file=sys.stderr)
+    _say(f"done: {run.steps} steps on thread {run.thread_id or thread}")
     return 0
 
 
@@ -309,7 +316,7 @@ def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
 
 
 def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
-    print(f"waiting for a person on thread {thread}:", file=sys.stderr)
+    _say(f"waiting for a person on thread {thread}:")
     for item in interrupts:
         node = getattr(item, "node", "?")
         when = getattr(item, "when", "during")
@@ -335,23 +342,30 @@ def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread:
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:
     if args.verbose:
         traceback.print_exception(exc, file=sys.stderr)
-    print(f"error: {exc}", file=sys.stderr)
+    _say(f"error: {exc}")
     cause = exc.__cause__
     if isinstance(exc, NodeError) and cause is not None and str(cause) not in str(exc):
-        print(f"  caused by {type(cause).__name__}: {cause}", file=sys.stderr)
+        _say(f"  caused by {type(cause).__name__}: {cause}")
     if isinstance(exc, StepLimitError):
         more = _command(args, thread, "--max-steps", str(cap * 2))
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
-        print(f"the last checkpoint of thread {thread} is kept ({args.db})", file=sys.stderr)
+        _say(f"the last checkpoint of thread {thread} is kept ({args.db})")
     return 1
 
 
 def _not_compiled(target: Target, exc: GraphError) -> None:
     errors = [d for d in exc.diagnostics if d.severity == "error"]
     if not errors:
-        print(f"error: {target.label} does not compile: {exc}", file=sys.stderr)
+        _say(f"error: {target.label} does not compile: {exc}")
         return
-    print(f"error: {target.label} does not compile ({len(errors)} errors):", file=sys.stderr)
+    _say(f"error: {target.label} does not compile ({len(errors)} errors):")
     for d in errors:
         print(f"  {display_path(d.file)}:{d.line}:{d.col}: {d.code} {d.message}", file=sys.stderr)
+
+
+def _say(text: str) -> None:
+    """Print ``text`` on stderr, each line wrapped to 80 columns by ``fit_line``; the lines of
+    a command in it (``command_lines``) fit already and are printed as they are."""
+    for line in text.splitlines():
+        print("\n".join(fit_line(line)), file=sys.stderr)

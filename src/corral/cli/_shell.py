@@ -6,14 +6,17 @@ continued with `` \\`` at the end of a line (an option stays on the line of its 
 single word wider than a line (a PostgreSQL URL with a socket folder) is cut into pieces,
 each quoted on its own, joined by a backslash-newline and with no space before the next
 piece, so the shell joins them back into one word.
+
+A line of text (a heading, an error) is wrapped by :func:`fit_line` instead.
 """
 
 from __future__ import annotations
 
 import shlex
+import textwrap
 from collections.abc import Sequence
 
-__all__ = ["WIDTH", "command_lines"]
+__all__ = ["WIDTH", "command_lines", "fit_line"]
 
 WIDTH = 80
 """The columns of the terminal the CLI's text is laid out for."""
@@ -52,6 +55,22 @@ def command_lines(words: Sequence[str], *, indent: str = "  ", width: int = WIDT
             else:
                 layout.cut(word)
     return layout.done()
+
+
+def fit_line(line: str, *, width: int = WIDTH) -> list[str]:
+    """Return ``line`` wrapped at word breaks to ``width`` columns, continued 2 columns
+    further in; a word too long for a line of its own (a URL, a path) is cut, filling the
+    line it starts on.
+
+    >>> fit_line("checkpoints: " + "runs/" * 6, width=24)
+    ['checkpoints: runs/runs/r', '  uns/runs/runs/runs/']
+    """
+    lead = line[: len(line) - len(line.lstrip())]
+    if len(line) <= width:
+        return [line]
+    return textwrap.wrap(
+        line, width, subsequent_indent=lead + "  ", break_on_hyphens=False, drop_whitespace=True
+    )
 
 
 class _Layout:

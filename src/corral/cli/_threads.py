@@ -18,13 +18,12 @@ import json
 import os
 import re
 import shlex
-import textwrap
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
-from corral.cli._shell import WIDTH, command_lines
+from corral.cli._shell import WIDTH, command_lines, fit_line
 from corral.loader import UsageError
 
 __all__ = [
@@ -153,16 +152,6 @@ def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _fit(line: str) -> list[str]:
-    """Return ``line`` wrapped at word breaks to 80 columns, continued 2 columns further in."""
-    lead = line[: len(line) - len(line.lstrip())]
-    if len(line) <= WIDTH:
-        return [line]
-    return textwrap.wrap(
-        line, WIDTH, subsequent_indent=lead + "  ", break_on_hyphens=False, drop_whitespace=True
-    )
 
 
 def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
@@ -358,18 +347,18 @@ def _resume(args: argparse.Namespace, interrupts: list[dict[str, Any]]) -> str |
 
 def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
     lines = [
-        *_fit(
+        *fit_line(
             f"thread {report['thread']}: {report['status']} after {report['steps']} steps "
             f"(checkpoint {report['checkpoint']})"
         ),
-        *_fit(f"next: {', '.join(report['next']) or '(nothing: the run finished)'}"),
+        *fit_line(f"next: {', '.join(report['next']) or '(nothing: the run finished)'}"),
     ]
     if report["guards"]:
         lines.append("guards:")
         for g in report["guards"]:
             bound = f"/{g['max']}" if g["max"] is not None else ""
             used = " (used up)" if g["max"] is not None and g["count"] >= g["max"] else ""
-            lines.extend(_fit(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}"))
+            lines.extend(fit_line(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}"))
         if not graph_given:
             lines.append("  (give --graph PATH to see each guard's max)")
     if report["interrupts"]:
