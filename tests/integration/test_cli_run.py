@@ -253,6 +253,23 @@ def test_a_postgres_url_keeps_the_thread(
     assert "[5/10] revise" in err
 
 
+def test_a_password_in_the_postgres_url_is_not_shown_in_the_heading(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The heading shows the URL without its password (the server trusts the socket, so the
+    password is ignored); the printed command keeps the URL whole, as it must to work when
+    pasted."""
+    sep = "&" if "?" in postgres_url else "?"
+    url = f"{postgres_url}{sep}password=hunter2secret"
+    args = ["--db", url, "--thread", "pw"]
+    code, _, err = run(capsys, GOOD, "--input", '{"score": 40}', *args, "--max-steps", "4")
+    assert code == 1
+    heading = err[: err.index("max_steps=")]
+    assert "running" in heading and "postgresql://" in heading, err
+    said, command = err.split("continue with:")
+    assert "hunter2secret" not in said and "hunter2secret" in command, err
+
+
 def test_a_postgres_url_without_a_server_is_an_error_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

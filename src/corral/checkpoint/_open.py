@@ -7,7 +7,7 @@ import os
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 
-__all__ = ["is_postgres_url", "open_saver"]
+__all__ = ["is_postgres_url", "open_saver", "shown_db"]
 
 _SCHEMES = ("postgresql://", "postgres://")
 
@@ -37,3 +37,23 @@ def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
     if folder:
         os.makedirs(folder, exist_ok=True)
     return SqliteSaver(db)
+
+
+def shown_db(db: str) -> str:
+    """Return ``db`` as messages show it: a PostgreSQL URL that holds a password without it
+    (see :func:`~corral.checkpoint._pg_schema.redact`), anything else as given.
+
+    >>> shown_db("runs/c.sqlite"), shown_db("postgresql://db.example/agents")
+    ('runs/c.sqlite', 'postgresql://db.example/agents')
+    """
+    if not is_postgres_url(db):
+        return db
+    from psycopg.conninfo import conninfo_to_dict
+
+    from corral.checkpoint._pg_schema import redact
+
+    try:
+        secret = conninfo_to_dict(db).get("password")
+    except Exception:
+        return redact(db)
+    return redact(db) if secret else db

@@ -22,6 +22,7 @@ import uuid
 from typing import Any
 
 from corral.checkpoint import Checkpointer, open_saver
+from corral.checkpoint._open import shown_db
 from corral.cli import DEFAULT_DB
 from corral.cli._shell import command_lines, fit_line
 from corral.control import Resume
@@ -86,7 +87,8 @@ def command(args: argparse.Namespace) -> int:
             return 1
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
-    _say(f"{verb} {target.label} on thread {thread} (checkpoints: {args.db}, max_steps={cap})")
+    where = shown_db(args.db)
+    _say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
     progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
         run = app.invoke(
@@ -231,7 +233,8 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
         snapshot = app.get_state(thread)
     except CheckpointError:
         if value is None or isinstance(value, Resume):
-            msg = f"thread {thread!r} has no checkpoint in {args.db}; start it with:\n{start}"
+            where = shown_db(args.db)
+            msg = f"thread {thread!r} has no checkpoint in {where}; start it with:\n{start}"
             raise BadInput(msg) from None
         return
     if not isinstance(value, Resume):
@@ -350,7 +353,7 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
         more = _command(args, thread, "--max-steps", str(cap * 2))
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
-        _say(f"the last checkpoint of thread {thread} is kept ({args.db})")
+        _say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")
     return 1
 
 

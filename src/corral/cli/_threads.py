@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
+from corral.checkpoint._open import shown_db
 from corral.cli._shell import WIDTH, command_lines, fit_line
 from corral.loader import UsageError
 
@@ -225,7 +226,7 @@ def threads(args: argparse.Namespace) -> int:
         print(json.dumps(found, indent=2))
         return 0
     if not found:
-        print(f"no threads in {args.db}")
+        print(f"no threads in {shown_db(args.db)}")
         return 0
     rows = [
         (
