@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Final, NamedTuple
 
 __all__ = [
     "TAG",
     "Damaged",
     "Fetch",
+    "Fetched",
     "Run",
     "Stored",
     "StoredValues",
@@ -44,6 +45,9 @@ Run = tuple[int, int, int]
 """``(first, count, step)``: the ids ``first``, ``first + step``, ... (``count`` of them)."""
 Fetch = Callable[[list[Run]], Stored]
 """Return the trees of the stored values with the ids of these runs (see :func:`decode`)."""
+Fetched = tuple[list[Run], list[str], list[Any]]
+"""A list of stored values one fetch read, holding no tag: its runs of ids, the stored
+texts of its items and the list itself (the decoded value, as the decoder returned it)."""
 
 
 def run_ids(runs: list[Run]) -> list[int]:
@@ -123,9 +127,12 @@ class StoredValues:
         self.bytes_read = 0
         """Bytes of stored texts read so far (the saver measures a chain's replay by it)."""
 
-    def fetcher(self, texts_of: Callable[[list[Run]], list[Any]]) -> Fetch:
+    def fetcher(
+        self, texts_of: Callable[[list[Run]], list[Any]], lists: list[Fetched] | None = None
+    ) -> Fetch:
         """Return the ``fetch`` of :func:`~corral.checkpoint.serde.decode` over a store's
         ``texts_of(runs)``, which returns the stored texts in order (``None`` if missing).
+        The lists it reads that hold no tag are noted in ``lists`` (see :data:`Fetched`).
 
         Raises (from ``fetch``):
             Damaged: a value is missing or is not JSON.
@@ -134,7 +141,7 @@ class StoredValues:
         memo: dict[int, Any] = {}
         """Immutable values already read by this fetch (a snapshot and the write that set
         it refer to one 50 MB string: it is read and parsed once)."""
-        lists: list[tuple[list[Run], list[Any]]] = []
+        noted: list[Fetched] = [] if lists is None else lists
         """Lists read by this fetch that hold no tag, with their runs: a snapshot's list of
         messages and the write that appended its last one refer to the same value."""
 
@@ -143,7 +150,7 @@ class StoredValues:
             if single is not None:
                 if single in memo:
                     return Stored([memo[single]], True)
-                known = _known(lists, single)
+                known = _known(noted, single)
                 if known is not _MISSING:
                     return Stored([known], True)
             texts = texts_of(runs)
@@ -159,20 +166,25 @@ class StoredValues:
             if single is not None and stored.final and type(stored.trees[0]) in _SCALARS:
                 memo[single] = stored.trees[0]
             elif single is None and stored.final:
-                lists.append((runs, stored.trees))
+                noted.append((runs, texts, stored.trees))
             return stored
 
         return fetch
 
-    def hash_reads(self) -> None:
+    def hash_reads(self, skip: Collection[list[str]] = ()) -> None:
         """Remember the content hash of every value read since the last call, so a snapshot
         refers to them instead of storing them again (done only when a snapshot is packed:
-        a read that no snapshot follows, ``get_state``, never pays for hashing)."""
+        a read that no snapshot follows, ``get_state``, never pays for hashing). The batches
+        of texts in ``skip`` (the very lists) are dropped unhashed: the snapshot compares its
+        items with them and hashes the ones it does not re-use (``Packer.reread``)."""
         with self._lock:
             batches, self._unhashed = self._unhashed, []
             self._unhashed_bytes = 0
         known = self.known
+        skipped = {id(texts) for texts in skip}
         for texts, runs in batches:
+            if skipped and id(texts) in skipped:
+                continue
             for text, blob_id in zip(texts, run_ids(runs), strict=True):
                 known[digest(text)] = blob_id
 
@@ -186,10 +198,10 @@ class StoredValues:
                 self._unhashed_bytes -= sum(map(len, self._unhashed.pop(0)[0]))
 
 
-def _known(lists: list[tuple[list[Run], list[Any]]], ref: int) -> Any:
+def _known(lists: list[Fetched], ref: int) -> Any:
     """Return a copy of stored value ``ref`` from a list read before (``_MISSING`` if no
     list has it, or it is not a scalar or a dict of scalars: those are fetched again)."""
-    for runs, trees in lists:
+    for runs, _texts, trees in lists:
         offset = 0
         for first, count, step in runs:
             index, off_step = divmod(ref - first, step)

@@ -50,7 +50,7 @@ from corral.checkpoint._pg_schema import (
     error_for,
     redact,
 )
-from corral.checkpoint._stored import Damaged, Run, StoredValues, run_ids
+from corral.checkpoint._stored import Damaged, Fetched, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent, taken, unknown_parent
 from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
 from corral.checkpoint.sqlite._reading import Read, damaged, decode_rows
@@ -352,7 +352,7 @@ class PostgresSaver:
         sink = _BlobRows(conn, self._ids)
         packer = Packer(sink.store, self._blob_ids, {}, ensure_ascii, self.serializer)
         if checkpoint.snapshot is not None:
-            self._values.hash_reads()
+            self._values.hash_reads(self._last.read_texts(checkpoint.thread_id))
         packed = pack(packer, checkpoint, writes, last)
         params = {
             "thread": checkpoint.thread_id,
@@ -400,8 +400,10 @@ class PostgresSaver:
     def _decode(
         self, conn: psycopg.Connection[Any], thread_id: str, rows: list[tuple[Any, ...]]
     ) -> Read:
-        fetch = self._values.fetcher(_texts_of(conn))
-        return decode_rows(self.where, self.serializer, self._values, fetch, thread_id, rows)
+        fetched: list[Fetched] = []
+        fetch = self._values.fetcher(_texts_of(conn), fetched)
+        values = self._values
+        return decode_rows(self.where, self.serializer, values, fetch, thread_id, rows, fetched)
 
 
 def _texts_of(conn: psycopg.Connection[Any]) -> Callable[[list[Run]], list[Any]]:

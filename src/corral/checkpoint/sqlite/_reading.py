@@ -15,10 +15,11 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple, NoReturn
 
 from corral.checkpoint._meta import meta_problem
-from corral.checkpoint._stored import Damaged, Fetch, Run, StoredValues, run_ids
+from corral.checkpoint._stored import Damaged, Fetch, Fetched, Run, StoredValues, run_ids
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
 from corral.checkpoint.sqlite._schema import busy
+from corral.checkpoint.sqlite.packing import ReadList, read_lists
 from corral.errors import CheckpointError
 
 __all__ = [
@@ -143,6 +144,9 @@ class Read(NamedTuple):
     """Bytes read for the first checkpoint (a chain's snapshot)."""
     since_bytes: int
     """Bytes read for the others (the writes a chain replays)."""
+    lists: dict[str, ReadList]
+    """The lists of the first checkpoint's snapshot read as runs of stored values, by key:
+    the next snapshot of the thread re-uses their stored items (see :class:`ReadList`)."""
 
 
 def decode_rows(
@@ -152,8 +156,10 @@ def decode_rows(
     fetch: Fetch,
     thread_id: str,
     rows: list[tuple[Any, ...]],
+    fetched: list[Fetched] | None = None,
 ) -> Read:
-    """Decode checkpoint rows (see :func:`decode_row`), measuring the bytes each took."""
+    """Decode checkpoint rows (see :func:`decode_row`), measuring the bytes each took;
+    ``fetched`` is where ``fetch`` notes the lists it read (see ``StoredValues.fetcher``)."""
     out: list[Checkpoint] = []
     metas: dict[str, Any] = {}
     sizes = [0, 0]
@@ -162,7 +168,8 @@ def decode_rows(
         out.append(decode_row(path, serializer, fetch, thread_id, row, metas))
         size = values.bytes_read - before + len(row[3] or "") + len(row[4])
         sizes[len(out) > 1] += size
-    return Read(out, *sizes)
+    lists = read_lists(out[0].snapshot, fetched) if out and fetched else {}
+    return Read(out, sizes[0], sizes[1], lists)
 
 
 def damaged(path: str, thread_id: str, checkpoint_id: object, exc: BaseException) -> NoReturn:
@@ -252,5 +259,6 @@ def read_rows(
         find_damaged_row(conn, path, thread[0], thread[1], exc)
     except (sqlite3.DatabaseError, ValueError) as exc:
         find_damaged_row(conn, path, thread[0], thread[1], exc)
-    fetch = values.fetcher(texts_of(conn))
-    return decode_rows(path, serializer, values, fetch, thread[1], rows)
+    fetched: list[Fetched] = []
+    fetch = values.fetcher(texts_of(conn), fetched)
+    return decode_rows(path, serializer, values, fetch, thread[1], rows, fetched)

@@ -24,12 +24,20 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final, NamedTuple
 
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, encode
-from corral.checkpoint.sqlite.packing import SEEN_LIMIT, ListPacking, Packer, Stored, plain
+from corral.checkpoint.sqlite.packing import (
+    SEEN_LIMIT,
+    ListPacking,
+    Packer,
+    ReadList,
+    Stored,
+    plain,
+)
 
 __all__ = ["REPLAY_BYTES", "Last", "LastPuts", "Packed", "encode_writes", "meta_text", "pack"]
 
@@ -44,8 +52,9 @@ class Last(NamedTuple):
     meta: dict[str, str] | str
     """The JSON of each meta value (or of the whole meta when it is not a plain dict; ``""``
     after a read: the next meta is stored whole)."""
-    lists: dict[str, ListPacking]
-    """The lists of the thread's last snapshot, for :meth:`Packer.snapshot`."""
+    lists: Mapping[str, ListPacking | ReadList]
+    """The lists of the thread's last snapshot, for :meth:`Packer.snapshot` (after a read:
+    the lists of the chain's snapshot read as runs of stored values)."""
     snapshot_bytes: int = 0
     """Bytes the thread's last snapshot stored (after a read: took to read)."""
     since_bytes: int = 0
@@ -89,11 +98,28 @@ class LastPuts:
                 del self._threads[next(iter(self._threads))]
             self._threads[thread_id] = last
 
-    def read(self, thread_id: str, checkpoint_id: str, snapshot_bytes: int, since: int) -> None:
-        """Note a read of the thread's newest chain (unless this process put its end)."""
+    def read(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        snapshot_bytes: int,
+        since: int,
+        lists: dict[str, ReadList] | None = None,
+    ) -> None:
+        """Note a read of the thread's newest chain (unless this process put its end), and
+        the lists of its snapshot (``lists``) that the next snapshot may re-use."""
         known = self._threads.get(thread_id)
         if known is None or known.checkpoint_id != checkpoint_id:
-            self.put(thread_id, Last(checkpoint_id, "", {}, snapshot_bytes, since, 0))
+            read = dict(lists) if lists else {}
+            self.put(thread_id, Last(checkpoint_id, "", read, snapshot_bytes, since, 0))
+
+    def read_texts(self, thread_id: str) -> list[list[str]]:
+        """Return the stored texts of the read lists the thread's next snapshot re-uses (see
+        ``StoredValues.hash_reads``)."""
+        last = self._threads.get(thread_id)
+        if last is None:
+            return []
+        return [packing.texts for packing in last.lists.values() if type(packing) is ReadList]
 
     def forget(self, thread_id: str) -> None:
         with self._lock:

@@ -328,7 +328,7 @@ class SqliteSaver:
             if checkpoint.newest_read is not None:
                 self._fork(conn, thread, checkpoint, parent)
             if checkpoint.snapshot is not None:
-                self._values.hash_reads()
+                self._values.hash_reads(self._last.read_texts(checkpoint.thread_id))
             low = range_start(thread, self._first)
             rows = RowsAhead(next_seq(conn, low))
             packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)
@@ -355,7 +355,7 @@ class SqliteSaver:
         when another process took that seq."""
         parent = self._parent(conn, thread, checkpoint)
         if checkpoint.snapshot is not None:
-            self._values.hash_reads()
+            self._values.hash_reads(self._last.read_texts(checkpoint.thread_id))
         rows = RowsAhead(start)
         new_blobs: dict[bytes, int] = {}
         packer = Packer(rows.store, self._blob_ids, new_blobs, ensure_ascii, self.serializer)

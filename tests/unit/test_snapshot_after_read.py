@@ -1,0 +1,159 @@
+"""A snapshot put by a saver that only read the thread (a new process, a server worker)
+re-uses the stored items of the lists it read, and still stores exactly the state it is
+given: an item changed in place after the read, replaced, moved or given a type JSON cannot
+tell apart (a tuple) is stored as it is now, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corral import PostgresSaver, SqliteSaver
+from corral.checkpoint import Checkpoint, Checkpointer
+
+Opener = Callable[[], Checkpointer]
+
+
+def message(i: int, tagged: bool = False) -> dict[str, Any]:
+    """A chat message long enough to be stored as its own value (``tagged``: with a list)."""
+    out: dict[str, Any] = {"role": "assistant", "content": f"message {i}: " + "x" * 150, "n": i}
+    if tagged:
+        out["tags"] = ["a", str(i)]
+    return out
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    opened: list[Any] = []
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_cluster").new_database()
+
+    def open_saver() -> Checkpointer:
+        saver: Any
+        if request.param == "sqlite":
+            saver = SqliteSaver(tmp_path / "chat.db")
+        else:
+            saver = PostgresSaver(url)
+        opened.append(saver)
+        return saver
+
+    yield open_saver
+    for saver in opened:
+        saver.close()
+
+
+def start_thread(open_saver: Opener, count: int = 12, tagged: bool = False) -> None:
+    """Put a thread whose newest checkpoint (a delta) follows a snapshot of ``count``
+    messages, with one saver."""
+    saver = open_saver()
+    messages = [message(i, tagged and i % 2 == 1) for i in range(count)]
+    saver.put(Checkpoint("t", "c0", None, {"messages": messages, "turn": 1}, [], {"step": 0}))
+    update = {"messages": [message(count)]}
+    saver.put(Checkpoint("t", "c1", "c0", None, [("chat", update)], {"step": 1}))
+
+
+def read_newest(saver: Checkpointer) -> list[dict[str, Any]]:
+    """Return the messages of the thread's newest state, as a run rebuilds them."""
+    chain = saver.chain("t")
+    assert chain[0].snapshot is not None
+    messages: list[dict[str, Any]] = chain[0].snapshot["messages"]
+    for checkpoint in chain[1:]:
+        for _node, update in checkpoint.writes:
+            messages = messages + update["messages"]
+    return messages
+
+
+def put_snapshot(saver: Checkpointer, messages: list[Any]) -> None:
+    saver.put(Checkpoint("t", "c2", "c1", {"messages": messages, "turn": 2}, [], {"step": 2}))
+
+
+def stored(open_saver: Opener) -> list[Any]:
+    """Return the messages of the newest checkpoint as a fresh saver reads them."""
+    chain = open_saver().chain("t")
+    assert chain[-1].checkpoint_id == "c2" and chain[-1].snapshot is not None
+    messages: list[Any] = chain[-1].snapshot["messages"]
+    return messages
+
+
+def test_a_snapshot_after_a_read_stores_the_items_read_and_the_new_ones(store: Opener) -> None:
+    start_thread(store)
+    saver = store()
+    messages = read_newest(saver)
+    put_snapshot(saver, [*messages, message(13)])
+    assert stored(store) == [message(i) for i in range(14)]
+
+
+def test_a_snapshot_after_a_read_refers_to_the_values_read(tmp_path: Path) -> None:
+    path = tmp_path / "chat.db"
+    start_thread(lambda: SqliteSaver(path))
+    with SqliteSaver(path) as saver:
+        put_snapshot(saver, [*read_newest(saver), message(13)])
+    with SqliteSaver(path) as saver:
+        assert saver.chain("t")[-1].snapshot == {
+            "messages": [message(i) for i in range(14)],
+            "turn": 2,
+        }
+    conn = sqlite3.connect(path)
+    texts = [t for (t,) in conn.execute("SELECT data FROM checkpoints WHERE thread IS NULL")]
+    conn.close()
+    assert len(texts) == len(set(texts)) == 14  # each message stored once
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["flat", "nested"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "content changed in place",
+        "key added in place",
+        "tuple in place",
+        "item replaced",
+        "items swapped",
+        "list shortened",
+        "item removed",
+    ],
+)
+def test_a_snapshot_after_a_read_stores_items_changed_since_the_read(
+    store: Opener, change: str, tagged: bool
+) -> None:
+    start_thread(store, tagged=tagged)
+    saver = store()
+    messages = read_newest(saver)
+    if change == "content changed in place":
+        messages[3]["content"] = "edited after the read"
+    elif change == "key added in place":
+        messages[0]["edited"] = True
+    elif change == "tuple in place":  # the same JSON text as the list read, if tagged
+        messages[5]["tags"] = ("a", "5")
+        messages[6]["tags"] = ["a", "6"]
+    elif change == "item replaced":
+        messages[7] = {**messages[7], "content": "replaced"}
+    elif change == "items swapped":
+        messages[1], messages[2] = messages[2], messages[1]
+    elif change == "list shortened":
+        messages = messages[:4]
+    else:
+        del messages[0]
+    expected = [dict(m) for m in messages]
+    put_snapshot(saver, messages)
+    back = stored(store)
+    assert back == expected
+    assert [type(m.get("tags")) for m in back] == [type(m.get("tags")) for m in expected]
+
+
+def test_a_read_and_its_snapshot_in_one_saver_twice(store: Opener) -> None:
+    """The packing a read left, once used, is the saver's own: the next snapshot (a later
+    turn in the same process) re-uses it and still sees an item changed in place."""
+    start_thread(store)
+    saver = store()
+    messages = [*read_newest(saver), message(13)]
+    put_snapshot(saver, messages)
+    messages[2]["content"] = "edited after the first snapshot"
+    more = [*messages, message(14)]
+    saver.put(Checkpoint("t", "c3", "c2", {"messages": more, "turn": 3}, [], {"step": 3}))
+    chain = store().chain("t")
+    assert chain[-1].checkpoint_id == "c3" and chain[-1].snapshot is not None
+    assert chain[-1].snapshot["messages"] == more
