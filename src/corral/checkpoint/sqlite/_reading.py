@@ -19,7 +19,7 @@ from corral.checkpoint._stored import Damaged, Fetch, Fetched, Run, StoredValues
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
 from corral.checkpoint.sqlite._schema import busy
-from corral.checkpoint.sqlite.packing import ReadList, read_lists
+from corral.checkpoint.sqlite.rereads import ReadList, read_lists
 from corral.errors import CheckpointError
 
 __all__ = [

@@ -23,16 +23,24 @@ parent (:func:`~corral.checkpoint.sqlite.puts.meta_text`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import operator
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii as _encode_str
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from corral.checkpoint._stored import Fetched, Run, digest, run_ids
+from corral.checkpoint._stored import digest, run_ids
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
+from corral.checkpoint.sqlite.rereads import (
+    ReadList,
+    dumps_equal,
+    flat_dicts,
+    joined,
+    parsed,
+    read_lists,
+    same_flat,
+)
 
 __all__ = [
     "MIN_BLOB",
@@ -302,24 +310,28 @@ class Packer:
     def reread(self, value: list[Any], before: ReadList) -> ListPacking:
         """Return the packing of the longest prefix of ``value`` whose items are, each, a plain
         value (JSON types only) whose JSON is the stored text ``before`` read at that index:
-        those items are stored as those values (one encoder call compares them all when the
-        whole list read is a prefix; an item changed in place since the read is not equal).
-        Their trees are copies (flat dicts) or parsed from the texts: the next snapshot
-        compares with them. The texts not re-used are hashed, as reads are (see
+        those items are stored as those values (an item changed in place since the read is
+        not equal). When the whole list read is a prefix, its texts are parsed by one
+        ``json.loads`` and flat dicts (chat messages) compared with C loops: equal, with the
+        same keys in the same order and values of the same types (and floats of the same
+        text); other items by the encoder's text. The parsed trees are what the next
+        snapshot compares with. The texts not re-used are hashed, as reads are (see
         ``StoredValues.hash_reads``, which leaves them to this)."""
         runs, texts = before
         dumps = self.dumps
         count = len(texts)
-        n, flat = 0, False
+        n, trees = 0, None
         if count <= len(value):
             prefix = value[:count]
-            flat = _flat_dicts(prefix)
-            if (flat or plain(prefix, 1)) and _dumps_equal(dumps, prefix, _joined(texts)):
+            if flat_dicts(prefix):
+                trees = parsed(texts)
+                if trees is not None and same_flat(prefix, trees):
+                    n = count
+            elif plain(prefix, 1) and dumps_equal(dumps, prefix, joined(texts)):
                 n = count
         if n == 0:
-            flat = False
             for x, text in zip(value, texts, strict=False):
-                if not (plain(x, 2) and _dumps_equal(dumps, x, text)):
+                if not (plain(x, 2) and dumps_equal(dumps, x, text)):
                     break
                 n += 1
         ids = run_ids(runs)
@@ -336,9 +348,9 @@ class Packer:
         else:
             for blob_id in ids:
                 _extend(ranges, blob_id)
-        raw = value[:n]
-        trees: list[Any] = list(map(dict.copy, raw)) if flat else json.loads(_joined(texts[:n]))
-        return raw, trees, items, ranges
+        if n != count or trees is None:
+            trees = json.loads(joined(texts[:n]))
+        return value[:n], trees, items, ranges
 
     def blob(self, text: str) -> int:
         """Store ``text`` once (as far as this process knows) and return its id."""
@@ -366,55 +378,6 @@ ListPacking = tuple[list[Any], list[Any], list[tuple[str, int | None]], list[lis
 and the runs of ids of the stored items (``None`` when an item is inline)."""
 
 
-class ReadList(NamedTuple):
-    """A list of a snapshot a read decoded from stored values: the runs of their ids and
-    their stored texts (held, not copied), for the next snapshot of the thread."""
-
-    runs: list[Run]
-    texts: list[str]
-
-
-def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
-    """Return, by key, the lists of a decoded ``snapshot`` that a fetch read whole as runs
-    of stored values (``fetched``: what the fetch noted, with the very list objects)."""
-    if type(snapshot) is not dict or not fetched:
-        return {}
-    out: dict[str, ReadList] = {}
-    for key, value in snapshot.items():
-        if type(value) is list and type(key) is str:
-            for runs, texts, trees in fetched:
-                if trees is value:
-                    out[key] = ReadList(runs, texts)
-                    break
-    return out
-
-
-def _flat_dicts(items: list[Any]) -> bool:
-    """Return whether ``items`` are all dicts of str keys (none the tag) and plain scalar
-    values, as :func:`plain` would, by C loops only (chat messages)."""
-    return (
-        _DICT.issuperset(map(type, items))
-        and _STR.issuperset(map(type, itertools.chain.from_iterable(items)))
-        and _PLAIN_SCALARS.issuperset(
-            map(type, itertools.chain.from_iterable(map(dict.values, items)))
-        )
-        and not any(map(operator.contains, items, itertools.repeat(TAG)))
-    )
-
-
-def _joined(texts: list[str]) -> str:
-    """Return the JSON list of stored JSON texts (what the compact encoder writes)."""
-    return "[" + ",".join(texts) + "]"
-
-
-def _dumps_equal(dumps: Callable[[Any], str], value: Any, text: str) -> bool:
-    """Return whether ``dumps(value)`` is ``text`` (False if it cannot be encoded)."""
-    try:
-        return bool(dumps(value) == text)
-    except Exception:
-        return False
-
-
 def _scalar_json(value: Any) -> str | None:
     """Return the JSON of a str, int, bool or None cheaply (no encoder call), else None."""
     kind = type(value)
@@ -434,7 +397,6 @@ def _scalar_json(value: Any) -> str | None:
 _INF: Final = float("inf")
 _PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 _STR: Final = frozenset({str})
-_DICT: Final = frozenset({dict})
 _REF: Final = f'{{"{TAG}":%d}}'
 """The reference to a stored value, for ``%`` (:func:`ref`'s text)."""
 

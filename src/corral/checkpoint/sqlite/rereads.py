@@ -1,0 +1,103 @@
+"""What a read leaves for the next snapshot of its thread: the lists it decoded from stored
+values, and the checks that an item of a list to be stored still is the value read.
+
+A saver that did not write a thread (a new process, a server worker) reads its chain; the
+snapshot of that chain refers to the items of its long lists by runs of ids, and the read
+parses their stored texts. :func:`read_lists` notes, per key, those runs and texts (held,
+not copied); :meth:`~corral.checkpoint.sqlite.packing.Packer.reread` stores the items of
+the next snapshot that still have exactly those texts by the same ids, without encoding,
+dumping and hashing them again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
+
+from corral.checkpoint._stored import TAG, Fetched, Run
+
+__all__ = ["ReadList", "dumps_equal", "flat_dicts", "joined", "parsed", "read_lists", "same_flat"]
+
+
+class ReadList(NamedTuple):
+    """A list of a snapshot a read decoded from stored values: the runs of their ids and
+    their stored texts (held, not copied), for the next snapshot of the thread."""
+
+    runs: list[Run]
+    texts: list[str]
+
+
+def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
+    """Return, by key, the lists of a decoded ``snapshot`` that a fetch read whole as runs
+    of stored values (``fetched``: what the fetch noted, with the very list objects)."""
+    if type(snapshot) is not dict or not fetched:
+        return {}
+    out: dict[str, ReadList] = {}
+    for key, value in snapshot.items():
+        if type(value) is list and type(key) is str:
+            for runs, texts, trees in fetched:
+                if trees is value:
+                    out[key] = ReadList(runs, texts)
+                    break
+    return out
+
+
+def flat_dicts(items: list[Any]) -> bool:
+    """Return whether ``items`` are all dicts of str keys (none the tag) and plain scalar
+    values, as :func:`plain` would, by C loops only (chat messages)."""
+    return (
+        _DICT.issuperset(map(type, items))
+        and _STR.issuperset(map(type, itertools.chain.from_iterable(items)))
+        and _SCALARS.issuperset(map(type, itertools.chain.from_iterable(map(dict.values, items))))
+        and not any(map(operator.contains, items, itertools.repeat(TAG)))
+    )
+
+
+def same_flat(items: list[Any], trees: list[Any]) -> bool:
+    """Return whether flat dicts ``items`` have the JSON of ``trees`` (flat dicts as parsed):
+    equal, the same keys in the same order, values of the same types, floats of the same
+    text (``-0.0 == 0.0``), by C loops but for the floats."""
+    if items != trees:
+        return False
+    flatten = itertools.chain.from_iterable
+    if list(flatten(items)) != list(flatten(trees)):
+        return False
+    values = list(flatten(map(dict.values, items)))
+    kinds = list(map(type, values))
+    if kinds != list(map(type, flatten(map(dict.values, trees)))):
+        return False
+    if float not in kinds:
+        return True
+    floats = [float.__repr__(v) for v in values if type(v) is float]
+    theirs = flatten(map(dict.values, trees))
+    return floats == [float.__repr__(v) for v in theirs if type(v) is float]
+
+
+def parsed(texts: list[str]) -> list[Any] | None:
+    """Return the values of JSON texts by one ``json.loads`` (``None`` if they do not parse)."""
+    try:
+        trees = json.loads(joined(texts))
+    except ValueError:
+        return None
+    return trees if type(trees) is list and len(trees) == len(texts) else None
+
+
+def joined(texts: list[str]) -> str:
+    """Return the JSON list of stored JSON texts (what the compact encoder writes)."""
+    return "[" + ",".join(texts) + "]"
+
+
+def dumps_equal(dumps: Callable[[Any], str], value: Any, text: str) -> bool:
+    """Return whether ``dumps(value)`` is ``text`` (False if it cannot be encoded)."""
+    try:
+        return bool(dumps(value) == text)
+    except Exception:
+        return False
+
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+_STR: Final = frozenset({str})
+_DICT: Final = frozenset({dict})
