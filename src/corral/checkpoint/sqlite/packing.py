@@ -15,8 +15,10 @@ from ``_SPLIT_DICT`` bytes on, so a small record (a chat message) is stored, and
 whole. A snapshot therefore refers to the items the earlier writes stored instead of
 copying them. Three more savings keep the per-step cost flat: a snapshot re-uses the
 previous snapshot's packing of list items that are the same objects and still equal
-(:class:`~corral.checkpoint.sqlite.puts.Last`), and the packing of the flat dicts (chat
-messages) the writes since then stored, for the same objects still equal (:data:`Stored`);
+(:class:`~corral.checkpoint.sqlite.puts.Last`) or, after a read, the stored items of the
+lists the read decoded, for items whose JSON is still the text read (:meth:`Packer.reread`),
+and the packing of the flat dicts (chat messages) the writes since then stored, for the same
+objects still equal (:data:`Stored`);
 and a meta is stored as the keys that changed since its parent when this process wrote the
 parent (:func:`~corral.checkpoint.sqlite.puts.meta_text`).
 """
