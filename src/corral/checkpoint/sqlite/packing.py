@@ -319,14 +319,14 @@ class Packer:
         text); other items by the encoder's text. The parsed trees are what the next
         snapshot compares with. The texts not re-used are hashed, as reads are (see
         ``StoredValues.hash_reads``, which leaves them to this)."""
-        runs, texts = before
+        runs, texts, copies = before
         dumps = self.dumps
         count = len(texts)
         n, trees = 0, None
         if count <= len(value):
             prefix = value[:count]
             if flat_dicts(prefix):
-                trees = parsed(texts)
+                trees = parsed(texts) if copies is None else copies.copy()
                 if trees is not None and same_flat(prefix, trees):
                     n = count
             elif plain(prefix, 1) and dumps_equal(dumps, prefix, joined(texts)):

@@ -28,6 +28,9 @@ class ReadList(NamedTuple):
 
     runs: list[Run]
     texts: list[str]
+    copies: list[dict[str, Any]] | None = None
+    """When every item is a dict: a shallow copy of each, taken as it was parsed (the next
+    snapshot compares flat dicts with them instead of parsing the texts again)."""
 
 
 def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
@@ -40,7 +43,8 @@ def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
         if type(value) is list and type(key) is str:
             for runs, texts, trees in fetched:
                 if trees is value:
-                    out[key] = ReadList(runs, texts)
+                    dicts = _DICT.issuperset(map(type, value))
+                    out[key] = ReadList(runs, texts, list(map(dict.copy, value)) if dicts else None)
                     break
     return out
 
