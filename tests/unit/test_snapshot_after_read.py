@@ -169,3 +169,43 @@ def test_a_read_and_its_snapshot_in_one_saver_twice(store: Opener) -> None:
     chain = store().chain("t")
     assert chain[-1].checkpoint_id == "c3" and chain[-1].snapshot is not None
     assert chain[-1].snapshot["messages"] == more
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["flat", "nested"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "bool for an equal float",
+        "float for an equal int",
+        "negative zero",
+        "keys reordered",
+        "int for an equal float",
+    ],
+)
+@pytest.mark.parametrize("how", ["snapshot", "write"])
+def test_a_value_changed_in_place_to_an_equal_one_of_another_type_after_a_put_is_stored(
+    store: Opener, change: str, tagged: bool, how: str
+) -> None:
+    """The saver's own reuse of what it put (the previous snapshot's items, the flat dicts a
+    write stored) takes an item only if its JSON would be the same: ``True == 1``,
+    ``1.0 == 1`` and ``-0.0 == 0.0`` in Python, but not in what is stored."""
+    saver = store()
+    messages = [message(i, tagged and i % 2 == 1) for i in range(6)]
+    saver.put(Checkpoint("t", "c0", None, {"messages": messages, "turn": 1}, [], {"step": 0}))
+    new = message(6)
+    saver.put(Checkpoint("t", "c1", "c0", None, [("chat", {"messages": [new]})], {"step": 1}))
+    messages = [*messages, new]
+    target = messages[6] if how == "write" else messages[3]
+    if change == "bool for an equal float":
+        target["score"] = False
+    elif change == "float for an equal int":
+        target["n"] = float(target["n"])
+    elif change == "negative zero":
+        target["score"] = -0.0
+    elif change == "keys reordered":
+        target["role"] = target.pop("role")
+    else:
+        target["score"] = 0
+    expected = [dict(m) for m in messages]
+    put_snapshot(saver, messages)
+    assert repr(stored(store)) == repr(expected)

@@ -428,11 +428,29 @@ def plain(value: Any, depth: int = 0) -> bool:
 
 
 def _same(value: Any, tree: Any) -> bool:
-    """Return whether ``value`` still equals the tree it was stored as (False if unsure)."""
+    """Return whether ``value`` still equals the tree it was stored as, type for type (its
+    JSON would be the same: ``True == 1``, ``1.0 == 1`` and ``-0.0 == 0.0`` are not), keys in
+    the same order; False if unsure."""
     try:
-        return bool(value == tree)
+        if not value == tree:
+            return False
     except Exception:
         return False
+    if type(value) is list and flat_dicts(value):
+        return same_flat(value, tree)
+    return _alike(value, tree)
+
+
+def _alike(value: Any, tree: Any) -> bool:
+    """Return whether two equal values have the same types, key orders and float texts."""
+    kind = type(value)
+    if kind is not type(tree):
+        return False
+    if kind is list:
+        return all(map(_alike, value, tree))
+    if kind is dict:
+        return list(value) == list(tree) and all(map(_alike, value.values(), tree.values()))
+    return kind is not float or float.__repr__(value) == float.__repr__(tree)
 
 
 def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
