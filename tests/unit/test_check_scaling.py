@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -29,39 +28,16 @@ from pathlib import Path
 import pytest
 
 from corral import Graph
-from corral.analysis._graph import SpecGraph
-from corral.analysis.rules import RULES
-from corral.spec import GraphSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from bench_check import State, guarded_graph, loops_graph
+from bench_check import State, guarded_graph, loops_graph, part_times
 
 BAR = 9.0
 """The most a part may grow when the graph grows 4x (linear: ~4x; quadratic: ~16x)."""
 FLOOR_S = 0.001
 """Parts quicker than this on the smaller graph are too small to judge: noise swamps them."""
 ROUNDS = 3
-
-
-def part_times(g: Graph[State], spec: GraphSpec | None) -> dict[str, float]:
-    """Return the CPU time of each part of one ``check()`` of ``g``, by name.
-
-    Reading the spec is timed too unless ``spec`` is given.
-    """
-    times: dict[str, float] = {}
-    if spec is None:
-        started = time.process_time()
-        spec = g.spec()
-        times["spec"] = time.process_time() - started
-    started = time.process_time()
-    graph = SpecGraph(spec)
-    times["SpecGraph"] = time.process_time() - started
-    for code, rule in RULES.items():
-        started = time.process_time()
-        list(rule.check(graph))
-        times[code] = time.process_time() - started
-    return times
 
 
 def least_times(graphs: list[Graph[State]], *, read: bool) -> list[dict[str, float]]:
