@@ -44,6 +44,17 @@ def ints_fit(values: Collection[Any], kinds: set[type]) -> bool:
     return bool(-TOO_BIG < min(ints) and max(ints) < TOO_BIG)
 
 
+def flat_dicts(value: list[Any]) -> bool:
+    """Return whether ``value`` holds only flat dicts (``str`` keys, none of them
+    ``"$corral"``, scalar values), by built-ins over the whole list (chat messages)."""
+    return (
+        _DICT.issuperset(map(type, value))
+        and not any(map(contains, value, repeat(TAG)))
+        and _STR.issuperset(map(type, chain.from_iterable(value)))
+        and SCALARS.issuperset(map(type, chain.from_iterable(map(dict.values, value))))
+    )
+
+
 def flat_list(value: list[Any], dicts_allowed: bool) -> list[Any] | None:
     """Return a copy of a list of scalars, or of flat dicts (``str`` keys, none of them
     ``"$corral"``, scalar values) when ``dicts_allowed`` (the encoder's depth leaves room for

@@ -31,13 +31,13 @@ from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final
 
+from corral.checkpoint._flat import flat_dicts
 from corral.checkpoint._stored import digest, run_ids
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 from corral.checkpoint.sqlite.rereads import (
     ReadList,
     dumps_equal,
-    flat_dicts,
     joined,
     parsed,
     read_lists,

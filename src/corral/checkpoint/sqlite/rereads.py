@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import operator
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from corral.checkpoint._stored import TAG, Fetched, Run
+from corral.checkpoint._stored import Fetched, Run
 
-__all__ = ["ReadList", "dumps_equal", "flat_dicts", "joined", "parsed", "read_lists", "same_flat"]
+__all__ = ["ReadList", "dumps_equal", "joined", "parsed", "read_lists", "same_flat"]
 
 
 class ReadList(NamedTuple):
@@ -47,17 +46,6 @@ def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
                     out[key] = ReadList(runs, texts, list(map(dict.copy, value)) if dicts else None)
                     break
     return out
-
-
-def flat_dicts(items: list[Any]) -> bool:
-    """Return whether ``items`` are all dicts of str keys (none the tag) and plain scalar
-    values, as :func:`plain` would, by C loops only (chat messages)."""
-    return (
-        _DICT.issuperset(map(type, items))
-        and _STR.issuperset(map(type, itertools.chain.from_iterable(items)))
-        and _SCALARS.issuperset(map(type, itertools.chain.from_iterable(map(dict.values, items))))
-        and not any(map(operator.contains, items, itertools.repeat(TAG)))
-    )
 
 
 def same_flat(items: list[Any], trees: list[Any]) -> bool:
@@ -102,6 +90,4 @@ def dumps_equal(dumps: Callable[[Any], str], value: Any, text: str) -> bool:
         return False
 
 
-_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-_STR: Final = frozenset({str})
 _DICT: Final = frozenset({dict})
