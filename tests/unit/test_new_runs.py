@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import operator
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reopening import Opener, reopening
 
 from corral import (
     END,
     Graph,
     Guard,
     MemorySaver,
-    PostgresSaver,
     Resume,
     SqliteSaver,
     StepLimitError,
@@ -80,32 +80,11 @@ class AlwaysSnapshot(MemorySaver):
         return True
 
 
-Opener = Callable[[], Checkpointer]
-
-
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Yield a function that opens a NEW saver on one store each call (memory: the same)."""
-    opened: list[Any] = []
-    memory = MemorySaver()
-    url = ""
-    if request.param == "postgres":
-        url = request.getfixturevalue("postgres_cluster").new_database()
-
-    def open_saver() -> Checkpointer:
-        saver: Any
-        if request.param == "memory":
-            return memory
-        if request.param == "sqlite":
-            saver = SqliteSaver(tmp_path / "checkpoints.sqlite")
-        else:
-            saver = PostgresSaver(url)
-        opened.append(saver)
-        return saver
-
-    yield open_saver
-    for saver in opened:
-        saver.close()
+    with reopening(request, tmp_path / "checkpoints.sqlite") as opener:
+        yield opener
 
 
 def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:

@@ -6,16 +6,15 @@ tell apart (a tuple) is stored as it is now, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from reopening import Opener, reopening
 
-from corral import PostgresSaver, SqliteSaver
+from corral import SqliteSaver
 from corral.checkpoint import Checkpoint, Checkpointer
-
-Opener = Callable[[], Checkpointer]
 
 
 def message(i: int, tagged: bool = False) -> dict[str, Any]:
@@ -29,22 +28,8 @@ def message(i: int, tagged: bool = False) -> dict[str, Any]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    opened: list[Any] = []
-    if request.param == "postgres":
-        url = request.getfixturevalue("postgres_cluster").new_database()
-
-    def open_saver() -> Checkpointer:
-        saver: Any
-        if request.param == "sqlite":
-            saver = SqliteSaver(tmp_path / "chat.db")
-        else:
-            saver = PostgresSaver(url)
-        opened.append(saver)
-        return saver
-
-    yield open_saver
-    for saver in opened:
-        saver.close()
+    with reopening(request, tmp_path / "chat.db") as opener:
+        yield opener
 
 
 def start_thread(open_saver: Opener, count: int = 12, tagged: bool = False) -> None:
