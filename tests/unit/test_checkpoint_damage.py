@@ -62,6 +62,17 @@ def write_thread(path: Path, steps: int = 30) -> None:
     conn.close()
 
 
+def read_errors(path: Path) -> list[str]:
+    """Return the message of the ``CheckpointError`` each read of thread ``t`` raises
+    (``chain`` and ``checkpoints``, each with a new saver)."""
+    messages = []
+    for read in ("chain", "checkpoints"):
+        with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
+            getattr(saver, read)("t")
+        messages.append(str(info.value))
+    return messages
+
+
 def read_everything(path: Path, steps: int = 30) -> None:
     """Read all of thread 't', asserting that what is read is the whole thread."""
     with SqliteSaver(path) as saver:
@@ -129,10 +140,7 @@ def test_a_hand_edited_row_names_file_thread_and_checkpoint(tmp_path: Path, case
     conn.execute(f"UPDATE checkpoints SET {column} = {value} WHERE checkpoint_id = 'c0'", params)
     conn.commit()
     conn.close()
-    for read in ("chain", "checkpoints"):
-        with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
-            getattr(saver, read)("t")
-        message = str(info.value)
+    for message in read_errors(path):
         assert str(path) in message and "'t'" in message and "'c0'" in message, message
 
 
@@ -187,9 +195,6 @@ def test_a_missing_item_of_a_stored_list_is_named(tmp_path: Path, gone: int) -> 
     conn.execute("DELETE FROM checkpoints WHERE seq = ?", (seqs[gone],))
     conn.commit()
     conn.close()
-    for read in ("chain", "checkpoints"):
-        with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
-            getattr(saver, read)("t")
-        message = str(info.value)
+    for message in read_errors(path):
         assert f"stored value {seqs[gone]} is missing" in message, message
         assert str(path) in message and "'t'" in message and "'c0'" in message, message
