@@ -143,10 +143,7 @@ class StateView(FlatView):
             owned = self._owned = set()
         if key in owned:
             return value
-        notes = self._notes
-        if notes is not None and type(value) is list and value and type(value[0]) is dict:
-            notes.check(value)  # once per list: later copies and merges skip the check
-        mine = copy_value(value, notes)
+        mine = copy_value(value, self._notes)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -273,8 +270,7 @@ def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
         if _all_immutable(map(type, value)):
             return value.copy()
     elif first is dict:
-        noted = notes.noted(value) if notes is not None else None
-        if noted or (noted is None and _flat_dicts(value)):
+        if notes.flat(value) if notes is not None else _flat_dicts(value):
             return list(map(dict.copy, value))
     out = list(value)
     for index, item in enumerate(out):
@@ -305,7 +301,7 @@ class ListNotes:
     it without checking every item again (the check costs as much as the copy). The lists
     of a state rebuilt from a checkpoint are noted when the run starts from it
     (:meth:`check_state`), and a list no merge made (an input's, a key without a reducer) by
-    the first view that copies it (:meth:`check`), so each is checked once. Entries hold
+    the first copy of it (:meth:`flat`), so each is checked once. Entries hold
     their list, so an id is never reused while noted; the table is cleared when it grows past
     ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
     outlives it. Items are not copied at the merge: a node that keeps a reference to what it
@@ -340,18 +336,21 @@ class ListNotes:
             return None
         return noted[2]
 
-    def check(self, value: list[Any]) -> None:
-        """Note whether ``value``, a list of the run's state, is a list of flat dicts, unless
-        it is noted already."""
-        if self.noted(value) is None:
-            self._remember(value, _flat_dicts(value))
+    def flat(self, value: list[Any]) -> bool:
+        """Return whether ``value``, a list of dicts of the run's state, holds flat dicts:
+        as noted, else checked now and noted (so later copies and merges skip the check)."""
+        noted = self.noted(value)
+        if noted is None:
+            noted = _flat_dicts(value)
+            self._remember(value, noted)
+        return noted
 
     def check_state(self, values: Mapping[str, Any]) -> None:
         """Note the lists of dicts of a state no merge of this run made (one rebuilt from a
         checkpoint): each is checked here once, not at every read of it."""
         for value in values.values():
             if type(value) is list and value and type(value[0]) is dict:
-                self.check(value)
+                self.flat(value)
 
     def note_merged(self, current: Any, merged: Any) -> None:
         """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
