@@ -487,4 +487,5 @@ _is: Final = operator.is_
 
 
 def ref(blob_id: int) -> str:
-    return f'{{"{TAG}":{blob_id}}}'
+    """Return the reference to stored value ``blob_id``."""
+    return _REF % blob_id
