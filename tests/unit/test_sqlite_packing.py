@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import corral.checkpoint.sqlite as sqlite_package
@@ -58,20 +58,28 @@ def test_the_sqlite_package_does_not_import_the_package_root() -> None:
                 assert all(alias.name != "corral" for alias in node.names), path
 
 
+_KEYS = st.text(max_size=8) | st.just("$corral")
+_ATOMS = st.integers() | st.text(max_size=20) | st.booleans() | st.none()
 _META = st.dictionaries(
-    st.text(max_size=8) | st.just("$corral"),
+    _KEYS,
     st.floats()
     | st.integers()
     | st.text(max_size=200)
     | st.lists(st.integers() | st.text(max_size=60) | st.floats(), max_size=6)
     | st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=60), max_size=4)
-    | st.lists(st.tuples(st.text(max_size=4)), max_size=2),
+    | st.lists(st.tuples(st.text(max_size=4)), max_size=2)
+    | st.lists(st.dictionaries(_KEYS, _ATOMS, max_size=3), max_size=3)
+    | st.lists(st.lists(_ATOMS, max_size=3) | _ATOMS, max_size=3),
     max_size=6,
 )
+"""A meta: the runtime's shapes (ints, strings, lists of tasks, run and guard counts) and
+others; bools, None and the encoder's tag among them go the general way."""
 
 
 @settings(max_examples=100, deadline=None)
 @given(_META)
+@example({"next": [{"node": "a", "n": True}], "guards": [["a", "b", None]], "runs": {"a": 1.0}})
+@example({"next": [{"$corral": 1}], "runs": {"$corral": 1}, "held": [[True], ["a"]]})
 def test_meta_texts_hold_what_the_general_path_holds(meta: dict[str, Any]) -> None:
     """The meta's fast paths (ints, short strings, finite floats, small plain lists and
     dicts) write JSON of the same value as the general path (the encoder, then a stored
