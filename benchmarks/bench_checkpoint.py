@@ -1,7 +1,7 @@
 """Checkpoint storage and speed: 200 supersteps that each append a ~500-byte message.
 
 Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]
-[--by-step]``
+[--by-step] [--tmpfs] [--split]``
 
 Four loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
 (WAL, the same ``synchronous`` level, the default page size):
@@ -33,7 +33,9 @@ payload (the JSON bytes of the messages), the per-step time around step 10 and a
 a step writes (WAL frames, counted in one more untimed run of each loop with SQLite's
 automatic WAL checkpoints off, so that the WAL holds every page written). ``--by-step``
 also prints each step's time (median over rounds) for every loop, the snapshot steps
-marked, to see where a loop's time goes along the run.
+marked, to see where a loop's time goes along the run. ``--tmpfs`` puts the files on
+``/dev/shm`` (memory: no disk, only the CPU is left; with ``--sync NORMAL`` there is no fsync
+either). ``--split`` also prints where the engine's CPU a step goes (see :func:`split`).
 """
 
 from __future__ import annotations
@@ -223,8 +225,8 @@ def run_saver(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
 Runner = Callable[[Path, str, Pages], Run]
 
 
-def make_engine(steps: int) -> Runner | None:
-    """Return a runner of the real graph, or ``None`` while the runtime cannot run it."""
+def engine_graph(steps: int) -> Graph[Any]:
+    """Return the graph: one node appending the next message, looping through a guard."""
 
     class State(TypedDict):
         messages: Annotated[list[dict[str, str]], operator.add]
@@ -238,6 +240,13 @@ def make_engine(steps: int) -> Runner | None:
     @g.router("chat", guards=[Guard("chat", max=steps - 1, otherwise=END)])
     def again(state: State) -> Literal["chat"] | End:
         return "chat"
+
+    return g
+
+
+def make_engine(steps: int) -> Runner | None:
+    """Return a runner of the real graph, or ``None`` while the runtime cannot run it."""
+    g = engine_graph(steps)
 
     class Stamped(SqliteSaver):
         """Takes the time as each checkpoint is written: the input's, then each superstep's."""
@@ -284,8 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sync", choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--by-step", action="store_true", help="print every step's time too")
+    parser.add_argument("--tmpfs", action="store_true", help="write the files to /dev/shm")
+    parser.add_argument("--split", action="store_true", help="split the engine's CPU a step")
     args = parser.parse_args(argv)
     steps: int = args.steps
+    where = "/dev/shm" if args.tmpfs else None
     runners: dict[str, Runner] = {
         "floor": lambda p, s, c: run_floor(p, steps, s, c),
         "floor+": lambda p, s, c: run_durable_floor(p, steps, s, c),
@@ -297,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     per_step: dict[str, list[list[float]]] = {name: [] for name in runners}
     cpus: dict[str, list[float]] = {name: [] for name in runners}
     sizes: dict[str, int] = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
         for r in range(args.rounds):
             for name, runner in runners.items():
                 path = Path(tmp) / f"{name}-{r}.sqlite"
@@ -344,7 +356,95 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.by_step:
         print_by_step(per_step, steps)
+    if args.split:
+        split(steps, args.sync, args.rounds, where)
     return 0
+
+
+def split(steps: int, sync: str, rounds: int, where: str | None) -> None:
+    """Print where the engine's CPU a step goes (least over ``rounds`` interleaved rounds).
+
+    * ``engine``: the real graph with ``SqliteSaver``, as above;
+    * ``own``: the same graph with a checkpointer that keeps the checkpoints it is given
+      and writes nothing (no snapshot advice): the superstep and building its checkpoint;
+    * ``puts``: those checkpoints put into a ``SqliteSaver`` in a loop: the saver's share,
+      ``sql`` of it the one ``INSERT`` a put runs (``puts`` again with SQLite's
+      ``execute`` timed; the rest is the put's Python);
+    * ``bare``: the graph with no checkpointer (the inline path, :mod:`corral.runtime.inline`).
+
+    ``engine`` is more than ``own + puts``: run in turn, the engine's code and the saver's
+    evict each other from the CPU's caches (a loop of puts alone keeps them warm).
+    """
+    graph = engine_graph(steps)
+
+    class Keep(SqliteSaver):
+        kept: list[Checkpoint]
+
+        def put(self, checkpoint: Checkpoint) -> None:
+            self.kept.append(checkpoint)
+
+        def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+            return False
+
+    def invoke(app: Any, thread: str | None) -> float:
+        cpu = time.process_time()
+        app.invoke({"messages": []}, thread_id=thread)
+        return (time.process_time() - cpu) / steps
+
+    def put_all(saver: SqliteSaver, checkpoints: list[Checkpoint]) -> float:
+        cpu = time.process_time()
+        for checkpoint in checkpoints:
+            saver.put(checkpoint)
+        return (time.process_time() - cpu) / steps
+
+    least: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(dir=where) as tmp:
+        for r in range(rounds):
+            saver = SqliteSaver(Path(tmp) / f"engine-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
+            figures = {"engine": invoke(graph.compile(checkpointer=saver), "bench")}
+            saver.close()
+            keep = Keep(Path(tmp) / f"keep-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
+            keep.kept = []
+            figures["own"] = invoke(graph.compile(checkpointer=keep), "bench")
+            keep.close()
+            saver = SqliteSaver(Path(tmp) / f"puts-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
+            figures["puts"] = put_all(saver, keep.kept)
+            saver.close()
+            saver = SqliteSaver(Path(tmp) / f"sql-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
+            assert saver._conn is not None
+            timed = saver._conn = Timed(saver._conn)  # type: ignore[assignment]
+            put_all(saver, keep.kept)
+            figures["sql"] = timed.seconds / steps
+            saver._conn = timed.conn
+            saver.close()
+            figures["bare"] = invoke(graph.compile(), None)
+            for name, value in figures.items():
+                least[name] = min(least.get(name, value), value)
+    print(
+        f"engine CPU a step (least of {rounds}): engine {least['engine'] * 1e6:5.1f} µs = "
+        f"own {least['own'] * 1e6:5.1f} (bare superstep {least['bare'] * 1e6:5.1f}) + "
+        f"puts {least['puts'] * 1e6:5.1f} (SQL {least['sql'] * 1e6:5.1f}, Python "
+        f"{(least['puts'] - least['sql']) * 1e6:5.1f}) + run in turn "
+        f"{(least['engine'] - least['own'] - least['puts']) * 1e6:5.1f}"
+    )
+
+
+class Timed:
+    """A connection whose ``execute`` is timed (CPU seconds summed in ``seconds``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.seconds = 0.0
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        cpu = time.process_time()
+        try:
+            return self.conn.execute(sql, params)
+        finally:
+            self.seconds += time.process_time() - cpu
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
 
 
 def print_by_step(per_step: dict[str, list[list[float]]], steps: int) -> None:
