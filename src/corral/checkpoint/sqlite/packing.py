@@ -42,6 +42,7 @@ from corral.checkpoint.sqlite.rereads import (
     parsed,
     read_lists,
     same_flat,
+    same_objects,
 )
 
 __all__ = [
@@ -292,7 +293,7 @@ class Packer:
         if (
             count <= len(value)
             and all(map(_is, value, old_raw))
-            and _same(value[:count], old_trees)
+            and (same_objects(value[:count], old_trees) or _same(value[:count], old_trees))
         ):
             ranges = None if old_ranges is None else [run.copy() for run in old_ranges]
             return old_raw.copy(), old_trees.copy(), old_items.copy(), ranges

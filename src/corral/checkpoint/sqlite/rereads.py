@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import operator
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
+from corral.checkpoint._flat import SCALARS
 from corral.checkpoint._stored import Fetched, Run
 
-__all__ = ["ReadList", "dumps_equal", "joined", "parsed", "read_lists", "same_flat"]
+__all__ = [
+    "ReadList",
+    "dumps_equal",
+    "joined",
+    "parsed",
+    "read_lists",
+    "same_flat",
+    "same_objects",
+]
 
 
 class ReadList(NamedTuple):
@@ -66,6 +76,23 @@ def same_flat(items: list[Any], trees: list[Any]) -> bool:
     floats = [float.__repr__(v) for v in values if type(v) is float]
     theirs = flatten(map(dict.values, trees))
     return floats == [float.__repr__(v) for v in theirs if type(v) is float]
+
+
+def same_objects(items: list[Any], trees: list[Any]) -> bool:
+    """Return whether ``items`` are dicts with the keys of ``trees`` in the same order and,
+    for values, the very scalar objects ``trees`` hold (so their JSON is the trees'), by C
+    loops: the usual case for the messages a snapshot stored, each tree a shallow copy
+    taken when it was stored. False leaves the question open (a value replaced by an equal
+    one, trees parsed from a read): :func:`same_flat` answers it."""
+    if len(items) != len(trees) or not _DICT.issuperset(map(type, items)):
+        return False
+    flatten = itertools.chain.from_iterable
+    if list(flatten(items)) != list(flatten(trees)):
+        return False
+    values = list(flatten(map(dict.values, items)))
+    return all(map(operator.is_, values, flatten(map(dict.values, trees)))) and (
+        SCALARS.issuperset(map(type, values))
+    )
 
 
 def parsed(texts: list[str]) -> list[Any] | None:
