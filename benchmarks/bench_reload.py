@@ -32,6 +32,11 @@ The figures are medians over rounds; the machine may be shared, so the ratios (m
 one process, rounds interleaved) are what to compare. Part 1 prints them twice: by wall time
 (what a caller waits, the commit's sync included) and by the process's CPU time (steadier on a
 busy machine; a sync's wait for the disk is not in it).
+
+``--instructions`` counts instead, with valgrind's callgrind, the instructions this process
+runs in each measured call of part 1 (a fresh copy each, after one uncounted call of the
+kind): the same on a busy machine as on a quiet one, so a change of a few percent shows.
+It leaves out what the kernel does (page reads, the sync) and the cost of cache misses.
 """
 
 from __future__ import annotations
@@ -42,12 +47,13 @@ import operator
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
 
 from corral import END, End, Graph, Guard, SqliteSaver, StepLimitError
 
@@ -105,30 +111,33 @@ def build_floor(path: Path, steps: int) -> None:
 
 Timing = tuple[float, float]
 """Seconds of wall time and of this process's CPU time."""
+T = TypeVar("T")
 
 
-def _clocks() -> Timing:
-    return time.perf_counter(), time.process_time()
-
-
-def _since(start: Timing) -> Timing:
-    wall, cpu = _clocks()
-    return wall - start[0], cpu - start[1]
+def timed(work: Callable[[], T]) -> tuple[T, Timing]:
+    """Return what ``work()`` returns, and the wall and CPU time it took. It is called
+    through ``operator.call``: what ``--instructions`` counts is what runs inside that."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    out = operator.call(work)
+    return out, (time.perf_counter() - wall, time.process_time() - cpu)
 
 
 def time_floor(path: Path, steps: int, *, step: bool) -> Timing:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
-    start = _clocks()
-    (text,) = conn.execute("SELECT data FROM state WHERE id = 1").fetchone()
-    messages = json.loads(text)
-    if step:
-        new = message(len(messages))
-        messages = operator.add(messages, [new])
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO items (data) VALUES (?)", (json.dumps(new),))
-        conn.execute("COMMIT")
-    elapsed = _since(start)
+
+    def read_and_step() -> list[Any]:
+        (text,) = conn.execute("SELECT data FROM state WHERE id = 1").fetchone()
+        messages: list[Any] = json.loads(text)
+        if step:
+            new = message(len(messages))
+            messages = operator.add(messages, [new])
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO items (data) VALUES (?)", (json.dumps(new),))
+            conn.execute("COMMIT")
+        return messages
+
+    messages, elapsed = timed(read_and_step)
     conn.close()
     assert len(messages) == steps + step
     return elapsed
@@ -136,9 +145,7 @@ def time_floor(path: Path, steps: int, *, step: bool) -> Timing:
 
 def time_get_state(path: Path, steps: int) -> Timing:
     app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
-    start = _clocks()
-    snapshot = app.get_state("t")
-    elapsed = _since(start)
+    snapshot, elapsed = timed(lambda: app.get_state("t"))
     saver.close()
     assert len(snapshot.values["messages"]) == steps
     return elapsed
@@ -146,9 +153,7 @@ def time_get_state(path: Path, steps: int) -> Timing:
 
 def time_continue(path: Path, steps: int) -> Timing:
     app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
-    start = _clocks()
-    run = app.invoke(None, thread_id="t", max_steps=steps + 10)
-    elapsed = _since(start)
+    run, elapsed = timed(lambda: app.invoke(None, thread_id="t", max_steps=steps + 10))
     saver.close()
     assert run.status == "done" and len(run.state["messages"]) == steps + 1
     return elapsed
@@ -158,12 +163,20 @@ def time_new_run(path: Path, steps: int) -> Timing:
     """A chat turn: ``invoke({"messages": [m]}, thread_id=...)`` with a new saver, a new run
     on the thread (its input checkpoint, then one superstep and its checkpoint)."""
     app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
-    start = _clocks()
-    run = app.invoke({"messages": [message(steps)]}, thread_id="t")
-    elapsed = _since(start)
+    run, elapsed = timed(lambda: app.invoke({"messages": [message(steps)]}, thread_id="t"))
     saver.close()
     assert run.status == "done" and len(run.state["messages"]) == steps + 2
     return elapsed
+
+
+_TIMERS: dict[str, Callable[[Path, int], Timing]] = {
+    "floor": lambda p, steps: time_floor(p, steps, step=False),
+    "get_state": time_get_state,
+    "floor+step": lambda p, steps: time_floor(p, steps, step=True),
+    "continue": time_continue,
+    "new run": time_new_run,
+}
+"""Part 1's measured calls, by name."""
 
 
 def reload(steps: int, rounds: int) -> None:
@@ -172,21 +185,15 @@ def reload(steps: int, rounds: int) -> None:
         build_thread(base, steps)
         build_floor(floor_base, steps)
         size = sum(p.stat().st_size for p in Path(tmp).glob("thread.sqlite*"))
-        timers: dict[str, tuple[Path, Callable[[Path], Timing]]] = {
-            "floor": (floor_base, lambda p: time_floor(p, steps, step=False)),
-            "get_state": (base, lambda p: time_get_state(p, steps)),
-            "floor+step": (floor_base, lambda p: time_floor(p, steps, step=True)),
-            "continue": (base, lambda p: time_continue(p, steps)),
-            "new run": (base, lambda p: time_new_run(p, steps)),
-        }
-        times: dict[str, list[Timing]] = {name: [] for name in timers}
+        times: dict[str, list[Timing]] = {name: [] for name in _TIMERS}
         for r in range(rounds):
-            for name, (source, timer) in timers.items():
+            for name, timer in _TIMERS.items():
+                source = floor_base if name.startswith("floor") else base
                 copy = Path(tmp) / f"{name}-{r}.sqlite"
                 shutil.copy(source, copy)
                 for wal in Path(tmp).glob(source.name + "-wal"):
                     shutil.copy(wal, copy.with_name(copy.name + "-wal"))
-                times[name].append(timer(copy))
+                times[name].append(timer(copy, steps))
                 for leftover in Path(tmp).glob(copy.name + "*"):
                     leftover.unlink()
     print(
@@ -194,8 +201,8 @@ def reload(steps: int, rounds: int) -> None:
         f"({size} bytes on disk); medians of {rounds} rounds "
         f"(python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})"
     )
-    wall = {name: statistics.median(t[0] for t in timed) for name, timed in times.items()}
-    cpu = {name: statistics.median(t[1] for t in timed) for name, timed in times.items()}
+    wall = {name: statistics.median(t[0] for t in taken) for name, taken in times.items()}
+    cpu = {name: statistics.median(t[1] for t in taken) for name, taken in times.items()}
     print(f"  {'':>10}  {'wall':>8}  {'cpu':>8}")
     for name in times:
         print(f"  {name:>10}: {wall[name] * 1e3:5.2f} ms  {cpu[name] * 1e3:5.2f} ms")
@@ -206,6 +213,75 @@ def reload(steps: int, rounds: int) -> None:
             f"{med['continue'] / med['floor+step']:4.2f}x (goal 2x), new run / "
             f"(floor+step) = {med['new run'] / med['floor+step']:4.2f}x"
         )
+
+
+def count_instructions(steps: int, calls: int) -> None:
+    """Print the instructions of one measured call of each kind of part 1 (callgrind)."""
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind is not installed")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        build_thread(Path(tmp) / "thread.sqlite", steps)
+        build_floor(Path(tmp) / "floor.sqlite", steps)
+        counts = {name: _callgrind(Path(tmp), name, steps, calls) for name in _TIMERS}
+    print(
+        f"instructions: a thread of {steps} supersteps; millions per call, the mean of "
+        f"{calls} calls (callgrind; python {sys.version.split()[0]}, SQLite "
+        f"{sqlite3.sqlite_version})"
+    )
+    for name, count in counts.items():
+        print(f"  {name:>10}: {count / 1e6:6.2f} M")
+    print(
+        f"  get_state / floor = {counts['get_state'] / counts['floor']:4.2f}x, continue / "
+        f"(floor+step) = {counts['continue'] / counts['floor+step']:4.2f}x, new run / "
+        f"(floor+step) = {counts['new run'] / counts['floor+step']:4.2f}x"
+    )
+
+
+def _callgrind(folder: Path, name: str, steps: int, calls: int) -> float:
+    """Return the mean instructions of ``calls`` measured calls of timer ``name`` (what runs
+    inside :func:`timed`'s ``operator.call``) under callgrind, after one not counted."""
+    out = folder / "callgrind.out"
+    script = [sys.executable, __file__, "--steps", str(steps), "--counted", name, str(folder)]
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=_operator_call",
+            "--dump-after=_operator_call",
+            f"--callgrind-out-file={out}",
+            *script,
+            str(calls + 1),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    counts = []
+    parts = {int(p.name[len(out.name) + 1 :] or 0): p for p in folder.glob(out.name + "*")}
+    for _, part in sorted(parts.items()):  # callgrind.out.1, .2, ... then the rest
+        for line in part.read_text().splitlines():
+            if line.startswith("totals:") or line.startswith("summary:"):
+                counts.append(int(line.split()[1]))
+                break
+        part.unlink()
+    measured = [n for n in counts if n][1:]  # the first call warms caches up
+    if len(measured) != calls:
+        msg = f"callgrind counted {len(counts)} parts for {name!r}: {counts}"
+        raise RuntimeError(msg)
+    return sum(measured) / calls
+
+
+def counted_calls(steps: int, name: str, folder: Path, calls: int) -> None:
+    """Run timer ``name`` ``calls`` times, each on a fresh copy of the files in ``folder``
+    (for ``--instructions``, which counts what runs inside ``operator.call``)."""
+    source = folder / ("floor.sqlite" if name.startswith("floor") else "thread.sqlite")
+    for i in range(calls):
+        copy = folder / f"counted-{i}.sqlite"
+        shutil.copy(source, copy)
+        _TIMERS[name](copy, steps)
+        for leftover in folder.glob(copy.name + "*"):
+            leftover.unlink()
 
 
 class Big(TypedDict):
@@ -285,7 +361,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big-steps", type=int, default=8)
     parser.add_argument("--skip-big", action="store_true")
     parser.add_argument("--skip-reload", action="store_true")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        nargs="?",
+        const=3,
+        metavar="CALLS",
+        help="count part 1's instructions per call with callgrind (mean of CALLS calls)",
+    )
+    parser.add_argument("--counted", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.counted:  # inside callgrind (see count_instructions)
+        name, folder, calls = args.counted
+        counted_calls(args.steps, name, Path(folder), int(calls))
+        return 0
+    if args.instructions:
+        count_instructions(args.steps, args.instructions)
+        return 0
     if not args.skip_reload:
         reload(args.steps, args.rounds)
     if not args.skip_big:
