@@ -9,6 +9,7 @@ so it is the value itself and is not walked again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import threading
@@ -26,6 +27,7 @@ __all__ = [
     "digest",
     "parse_stored",
     "run_ids",
+    "scalar_dicts",
 ]
 
 TAG = "$corral"
@@ -103,6 +105,26 @@ def _parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
             raise ValueError(msg) from None
     msg = f"stored values {ids[0]}..{ids[-1]} do not read as one list each"
     raise ValueError(msg)
+
+
+def scalar_dicts(dicts: list[dict[str, Any]]) -> bool:
+    """Return whether ``dicts``, parsed by :func:`parse_stored` from JSON text that holds no
+    tag (``Stored.final``), hold only scalars (str, number, bool, None).
+
+    CPython does not track a dict for garbage collection until a container is put in it
+    (the example in ``gc.is_tracked``'s documentation), and JSON has no containers but
+    lists and dicts: a dict fresh from ``json.loads`` is untracked exactly when all of its
+    values are scalars. So one C loop over the dicts answers, not one over every value
+    (2,000 chat messages: ~25 µs instead of ~200 µs). Where the interpreter does not behave
+    so (checked once, on import) the answer is False, and the caller checks the values.
+    """
+    return _UNTRACKED_SCALARS and not any(map(gc.is_tracked, dicts))
+
+
+_UNTRACKED_SCALARS: Final = not gc.is_tracked(json.loads('{"a": "b", "c": 1.5, "d": null}')) and (
+    all(map(gc.is_tracked, json.loads('[{"a": []}, {"a": {"b": 1}}]')))
+)
+"""Whether :func:`scalar_dicts` may answer from ``gc.is_tracked`` in this interpreter."""
 
 
 _READ_BYTES: Final = 8 << 20

@@ -66,6 +66,10 @@ class Checkpoint:
     """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
     newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
     to be the newest."""
+    flat_lists: tuple[list[Any], ...] = field(default=(), compare=False, repr=False)
+    """Lists of ``snapshot`` (the objects themselves) that the store decoded, fresh, as
+    dicts of scalars: the runtime copies them for a node without checking their items.
+    A store that does not know leaves it empty (the runtime then checks)."""
 
     @property
     def expected(self) -> str | None:

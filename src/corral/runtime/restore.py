@@ -13,7 +13,7 @@ from corral.errors import CheckpointError, CorralError
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
-from corral.runtime.state import apply_writes
+from corral.runtime.state import ListNotes, apply_writes
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["interrupts_of", "load", "pause_of", "pauses_of", "rebuild", "snapshot_of"]
@@ -47,8 +47,14 @@ def pause_of(item: Mapping[str, Any]) -> Pause:
     )
 
 
-def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
+def rebuild(
+    tables: Tables, chain: Sequence[Checkpoint], notes: ListNotes | None = None
+) -> dict[str, Any]:
     """Return the state at the last checkpoint of ``chain`` (snapshot + replayed writes).
+
+    With ``notes`` (the run's that goes on from this state), the lists the store found flat
+    (``Checkpoint.flat_lists``) are noted as such, and so are the lists the replay appended
+    to them, by a check of the appended items only.
 
     Raises:
         CheckpointError: the chain does not start at a snapshot, a write no longer applies,
@@ -62,6 +68,9 @@ def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
         )
         raise CheckpointError(msg)
     values = dict(first.snapshot)
+    if notes is not None:
+        for value in first.flat_lists:
+            notes.note_flat(value)
     for checkpoint in chain[1:]:
         if checkpoint.writes:
             try:
@@ -78,6 +87,10 @@ def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
                     f"reducers: {exc}"
                 )
                 raise CheckpointError(msg) from exc
+    if notes is not None and len(chain) > 1:
+        for key, before in first.snapshot.items():
+            if values.get(key) is not before and notes.noted(before):
+                notes.note_merged(before, values.get(key))
     unknown = sorted(k for k in values if k not in tables.keyset)
     if unknown:
         msg = (

@@ -173,7 +173,7 @@ def _writer(
 def _start_on_thread(
     rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
-    base = restore.rebuild(rs.tables, chain) if chain else {}
+    base = restore.rebuild(rs.tables, chain, rs.notes) if chain else {}
     # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
     # a replay of the input alone would not do.
     filled = any(key not in base for key in rs.tables.empties)
@@ -205,7 +205,7 @@ def _continue(
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
-    rs.values = restore.rebuild(rs.tables, chain)
+    rs.values = restore.rebuild(rs.tables, chain, rs.notes)
     rs.flat = is_flat(rs.values)
     if not rs.flat:
         rs.notes.check_state(rs.values)

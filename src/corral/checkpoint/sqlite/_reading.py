@@ -12,10 +12,19 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final, NamedTuple, NoReturn
 
 from corral.checkpoint._meta import meta_problem
-from corral.checkpoint._stored import Damaged, Fetch, Fetched, Run, StoredValues, run_ids
+from corral.checkpoint._stored import (
+    Damaged,
+    Fetch,
+    Fetched,
+    Run,
+    StoredValues,
+    run_ids,
+    scalar_dicts,
+)
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
 from corral.checkpoint.sqlite._schema import busy
@@ -169,6 +178,16 @@ def decode_rows(
         size = values.bytes_read - before + len(row[3] or "") + len(row[4])
         sizes[len(out) > 1] += size
     lists = read_lists(out[0].snapshot, fetched) if out and fetched else {}
+    if lists:  # lists of dicts fresh from JSON: the runtime copies them without a check
+        snapshot = out[0].snapshot
+        assert snapshot is not None
+        flat = tuple(
+            snapshot[key]
+            for key, read in lists.items()
+            if read.copies is not None and scalar_dicts(snapshot[key])
+        )
+        if flat:
+            out[0] = replace(out[0], flat_lists=flat)
     return Read(out, sizes[0], sizes[1], lists)
 
 
