@@ -35,6 +35,11 @@ Python (the connection's busy timeout). Its busy handler sleeps in C, where Pyth
 signal handler: a Ctrl-C during a 30 s wait would be honoured only when the wait ends. So
 corral waits in slices of this length, up to the saver's ``timeout_s``
 (:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
+_MMAP_BYTES: Final = 256 << 20
+"""How much of a file SQLite reads through a memory map instead of ``read()`` calls: a new
+saver's first read of a long thread takes its pages from the OS cache without copying
+each one (a chain of 2,000 messages, about 400 pages: ~0.5 ms less CPU). SQLite maps the
+file read-only and only as far as it extends."""
 _PAUSE_S: Final = 0.001
 """The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
 
@@ -79,6 +84,8 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
             conn.close()
             raise
         else:
+            if not in_memory:
+                conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             return conn
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
