@@ -1,8 +1,9 @@
 """SqliteSaver's layout: what one put writes, and files written by older layouts.
 
 ``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3)
-with :func:`write_history` below; the tests open it with this corral and compare what
-they read with a ``MemorySaver`` fed the same history.
+and ``layout4.sqlite`` by layout 4 (main at 85f4e0f), each with :func:`write_history`
+below; the tests open them with this corral and compare what they read with a
+``MemorySaver`` fed the same history.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from corral import CheckpointError, ConcurrentRunError, MemorySaver, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
 
-LAYOUT3 = Path(__file__).parent.parent / "fixtures" / "sqlite" / "layout3.sqlite"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
+OLD_LAYOUTS = [FIXTURES / "layout3.sqlite", FIXTURES / "layout4.sqlite"]
 
 
 def message(who: str, i: int) -> dict[str, str]:
@@ -73,15 +75,15 @@ def same(a: list[Checkpoint], b: list[Checkpoint]) -> None:
     ]
 
 
-@pytest.fixture
-def old_file(tmp_path: Path) -> Path:
+@pytest.fixture(params=OLD_LAYOUTS, ids=lambda p: p.stem)
+def old_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     path = tmp_path / "old.sqlite"
-    shutil.copy(LAYOUT3, path)
+    shutil.copy(request.param, path)
     return path
 
 
-def test_a_layout_3_file_reads_as_it_was_written(old_file: Path) -> None:
-    """Every checkpoint, chain and recorded task of a file written by layout 3 reads back
+def test_an_old_file_reads_as_it_was_written(old_file: Path) -> None:
+    """Every checkpoint, chain and recorded task of a file written by layout 3 or 4 reads back
     equal to what was put, and the file is upgraded to this corral's layout."""
     ref = reference()
     with SqliteSaver(old_file) as saver:
@@ -98,7 +100,7 @@ def test_a_layout_3_file_reads_as_it_was_written(old_file: Path) -> None:
     conn.close()
 
 
-def test_a_layout_3_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) -> None:
+def test_an_old_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) -> None:
     """A thread of an old file continues from its newest checkpoint: a put after it is
     taken (and drops its recorded task), one after an older checkpoint is refused, and
     the next chain reads across the old and the new rows."""
@@ -120,13 +122,16 @@ def test_a_layout_3_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) ->
             same(saver.checkpoints(thread), ref.checkpoints(thread))
         with pytest.raises(ConcurrentRunError):
             saver.put(Checkpoint("a", "y", "g9", None, [], {}))
+        for taken in ("a3", "f8", "g9"):  # an old id, the old newest, a new one
+            with pytest.raises(CheckpointError, match=f"'{taken}' already exists"):
+                saver.put(Checkpoint("a", taken, "g10", None, [], {}))
     with SqliteSaver(old_file) as again:  # a new process: the newest is the last row
         same(again.chain("a"), ref.chain("a"))
         again.put(Checkpoint("a", "g11", "g10", None, [], {"i": 11}))
         assert again.chain("a")[-1].checkpoint_id == "g11"
 
 
-def test_a_new_thread_in_a_layout_3_file(old_file: Path) -> None:
+def test_a_new_thread_in_an_old_file(old_file: Path) -> None:
     """A thread begun after the upgrade lives beside the old ones; forks work in both."""
     with SqliteSaver(old_file) as saver:
         saver.put(Checkpoint("d", "d0", None, {"m": [message("d", 0)]}, [], {}))
