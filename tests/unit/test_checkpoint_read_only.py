@@ -6,15 +6,12 @@ binds root too) instead of ``chmod``-ed; where neither works the tests are skipp
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from read_only import read_only
 
 from corral import END, CheckpointError, CompiledGraph, Graph, SqliteSaver
 from corral.cli import main
@@ -32,28 +29,6 @@ def counter(saver: SqliteSaver) -> CompiledGraph[State]:
         return {"n": state["n"] + 1}
 
     return g.compile(checkpointer=saver)
-
-
-@contextmanager
-def read_only(*paths: Path) -> Iterator[None]:
-    """Make ``paths`` read-only for this process for the block (files and folders)."""
-    done: list[Path] = []
-    try:
-        for path in paths:
-            if os.geteuid() == 0:
-                result = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
-                if result.returncode != 0:
-                    pytest.skip(f"cannot make a file read-only for root: {result.stderr!r}")
-            else:
-                path.chmod(0o555 if path.is_dir() else 0o444)
-            done.append(path)
-        yield
-    finally:
-        for path in done:
-            if os.geteuid() == 0:
-                subprocess.run(["chattr", "-i", str(path)], check=True)
-            else:
-                path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def written(folder: Path) -> Path:

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from read_only import read_only
 
 from corral import CheckpointError, ConcurrentRunError, MemorySaver, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
+from corral.checkpoint.sqlite._layout import BATCH
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
 OLD_LAYOUTS = [FIXTURES / "layout3.sqlite", FIXTURES / "layout4.sqlite"]
@@ -127,8 +129,16 @@ def test_an_old_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) -> Non
                 saver.put(Checkpoint("a", taken, "g10", None, [], {}))
     with SqliteSaver(old_file) as again:  # a new process: the newest is the last row
         same(again.chain("a"), ref.chain("a"))
-        again.put(Checkpoint("a", "g11", "g10", None, [], {"i": 11}))
-        assert again.chain("a")[-1].checkpoint_id == "g11"
+        for i in range(11, 11 + 2 * BATCH):  # past a block or two: ids copied, and not
+            parent = f"g{i - 1}"
+            again.put(Checkpoint("a", f"g{i}", parent, None, [("talk", {"n": i})], {"i": i}))
+    with SqliteSaver(old_file) as third:
+        new = [f"g{i}" for i in range(9, 11 + 2 * BATCH)]
+        for cid in ["a0", "a7", "a11", "f8", *new]:
+            assert third.chain("a", cid)[-1].checkpoint_id == cid
+        for taken in ("a0", "f8", new[0], new[-3], new[-1]):
+            with pytest.raises(CheckpointError, match=f"'{taken}' already exists"):
+                third.put(Checkpoint("a", taken, new[-1], None, [], {}))
 
 
 def test_a_new_thread_in_an_old_file(old_file: Path) -> None:
@@ -162,9 +172,10 @@ def wal_frames(path: Path, puts: list[Checkpoint]) -> float:
     return (end - start) / (4096 + 24) / (len(puts) - 1)
 
 
-def test_a_step_writes_two_pages(tmp_path: Path) -> None:
+def test_a_step_writes_one_page(tmp_path: Path) -> None:
     """A put of one superstep's checkpoint and its stored message writes the thread's last
-    page and the page of the id index (no pointer row), plus the odd page split."""
+    page (no pointer row, no index page), plus the odd page split and a page of ``ids``
+    every block of rows."""
     puts = [
         Checkpoint(
             "t",
@@ -176,7 +187,7 @@ def test_a_step_writes_two_pages(tmp_path: Path) -> None:
         )
         for i in range(120)
     ]
-    assert wal_frames(tmp_path / "c.sqlite", puts) < 2.4
+    assert wal_frames(tmp_path / "c.sqlite", puts) < 1.6
 
 
 def test_a_newest_row_that_lost_its_thread_is_named_not_skipped(tmp_path: Path) -> None:
@@ -193,3 +204,60 @@ def test_a_newest_row_that_lost_its_thread_is_named_not_skipped(tmp_path: Path) 
     conn.close()
     with SqliteSaver(path) as saver, pytest.raises(CheckpointError, match="newest checkpoint"):
         saver.chain("t")
+
+
+def test_every_checkpoint_of_a_long_thread_is_found_by_id(tmp_path: Path) -> None:
+    """Ids are copied into ``ids`` a block of rows at a time and the last block is scanned:
+    after every put, a new process finds every checkpoint by id (puts of one value, of
+    more values than a block, recorded tasks between, a fork), refuses the newest and the
+    first id again, and a stale parent; at the end, every id again."""
+    path = tmp_path / "c.sqlite"
+    ids: list[str] = []
+    with SqliteSaver(path) as saver:
+        for i in range(3 * BATCH):
+            parent, newest = (ids[-1] if ids else None), (ids[-1] if ids else None)
+            if i == 2 * BATCH:  # a fork from an older checkpoint
+                parent = ids[BATCH]
+            big = {"m": [message("t", k) for k in range(BATCH + 3)]} if i % 9 == 0 else None
+            cid = f"c{i}"
+            fork = newest if parent != newest else None
+            saver.put(
+                Checkpoint("t", cid, parent, big, [("talk", {"n": i})], {"i": i}, newest_read=fork)
+            )
+            ids.append(cid)
+            if i % 5 == 0:
+                record = {"task": 0, "node": "talk", "update": {"m": [message("w", i)]}}
+                saver.put_writes("t", cid, 0, {**record, "goto": None})
+            with SqliteSaver(path) as reader:
+                for known in ids:
+                    assert reader.chain("t", known)[-1].checkpoint_id == known
+                for taken in {ids[0], cid}:
+                    with pytest.raises(CheckpointError, match=f"'{taken}' already exists"):
+                        reader.put(Checkpoint("t", taken, cid, None, [], {}))
+                if len(ids) > 1:
+                    with pytest.raises(ConcurrentRunError):
+                        reader.put(Checkpoint("t", "x", ids[-2], None, [], {}))
+    with SqliteSaver(path) as reader:
+        for taken in ids:
+            with pytest.raises(CheckpointError, match=f"'{taken}' already exists"):
+                reader.put(Checkpoint("t", taken, ids[-1], None, [], {}))
+        assert [c.checkpoint_id for c in reader.checkpoints("t")] == ids
+    conn = sqlite3.connect(path)
+    (copied,) = conn.execute("SELECT count(*) FROM ids").fetchone()
+    conn.close()
+    assert 0 < copied < len(ids)  # both ways are taken: copied ids, and the scanned block
+
+
+def test_a_read_only_old_file_is_read_by_id(tmp_path: Path) -> None:
+    """A layout-4 file this process may not write is read as it is (not upgraded): by id
+    through its unique index."""
+    path = tmp_path / "old.sqlite"
+    shutil.copy(OLD_LAYOUTS[1], path)
+    ref = reference()
+    with read_only(path, tmp_path), SqliteSaver(path) as saver:
+        for cid in ("a0", "a7", "f8"):
+            same(saver.chain("a", cid), ref.chain("a", cid))
+        same(saver.checkpoints("a"), ref.checkpoints("a"))
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM corral_schema").fetchone() == (4,)
+    conn.close()

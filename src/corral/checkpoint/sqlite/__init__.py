@@ -1,16 +1,17 @@
 """``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
 
-Layout (version 4, :mod:`~corral.checkpoint.sqlite._layout`). ``checkpoints`` is one table
+Layout (version 5, :mod:`~corral.checkpoint.sqlite._layout`). ``checkpoints`` is one table
 of two kinds of rows, numbered by ``seq``: a *checkpoint* row (its thread, a small integer
 from ``threads``; its id; its parent, the parent row's ``seq``; and three JSON texts, the
 snapshot (or NULL), the writes and the meta) and a *value* row (``data``: the JSON of one
 stored value, with ``thread`` NULL). Each thread numbers its rows in a range of ``seq`` of
 its own, in the order they were put; a put appends the values its checkpoint stores and then
-the checkpoint itself to the end of its thread's range, and one entry to the index of
-checkpoint ids: two pages written per superstep. The thread's newest checkpoint is its last
-checkpoint row (``threads.newest`` overrides it only in files upgraded from layout 3 and
-inside a fork's transaction), so no pointer row is written per step. The view ``blobs``
-shows the value rows.
+the checkpoint itself to the end of its thread's range: one page written per superstep. The
+checkpoint ids are copied into ``ids`` a block of 16 rows at a time (one page every eight
+supersteps of one message); the thread's last block is scanned. The thread's newest
+checkpoint is its last checkpoint row (``threads.newest`` overrides it only in files
+upgraded from layout 3 and inside a fork's transaction), so no pointer row is written per
+step. The view ``blobs`` shows the value rows.
 
 ``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
 yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
@@ -20,14 +21,14 @@ Storing values once, and the deltas of metas and snapshots: see
 :mod:`corral.checkpoint.sqlite.packing` (shared with ``PostgresSaver``).
 
 Modules: ``saver`` (:class:`SqliteSaver`), ``_layout`` (the tables, their triggers, and
-upgrading older layouts), ``_schema`` (opening a file and checking it is a corral file of
-a version this corral reads), ``packing`` (encoded trees to JSON texts that
-store large values once), ``puts`` (one checkpoint packed against the thread's last: meta
-deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows back to
-checkpoints, stored values read by range queries, damage named), ``_writing`` (a put as
-one ``INSERT``), ``jsontext`` (the compact
-JSON encoder). None imports ``corral`` itself, only its ``checkpoint`` and ``errors``
-modules; ``packing``, ``puts`` and ``_reading`` serve ``PostgresSaver`` too.
+upgrading older layouts), ``_ids`` (finding a checkpoint by id), ``_schema`` (opening a file
+and checking it is a corral file of a version this corral reads), ``packing`` (encoded trees
+to JSON texts that store large values once), ``puts`` (one checkpoint packed against the
+thread's last: meta deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows
+back to checkpoints, stored values read by range queries, damage named), ``_writing`` (a put
+as one ``INSERT``), ``jsontext`` (the compact JSON encoder). None imports ``corral`` itself,
+only its ``checkpoint`` and ``errors`` modules; ``packing``, ``puts`` and ``_reading`` serve
+``PostgresSaver`` too.
 
 Safety. The file is in WAL mode; every ``put`` is one transaction, usually one ``INSERT``
 of rows the saver numbered itself (``_writing``), else ``BEGIN IMMEDIATE`` ... ``COMMIT``

@@ -1,19 +1,39 @@
-"""The tables of a corral SQLite file (layout 4), their triggers, and upgrading older ones.
+"""The tables of a corral SQLite file (layout 5), their triggers, and upgrading older ones.
 
-One step, one leaf page (plus one of the id index). A thread's rows are numbered in a
-range of ``seq`` of its own, ``2**32`` wide: the first thread of a file from 1, the next
-from ``2**32``, and so on (:func:`range_start`; in a file upgraded from layout 3 the ranges
-start one further on, above the rows already there). A put appends its value rows and
-its checkpoint row to the end of its thread's range, so one step of a thread writes one
-page of the table and one of the index of checkpoint ids (its ids grow along a run), and
-the thread's newest checkpoint is its last row that is not a value row: no pointer row is
+One step, one leaf page. A thread's rows are numbered in a range of ``seq`` of its own,
+``2**32`` wide: the first thread of a file from 1, the next from ``2**32``, and so on
+(:func:`range_start`; in a file upgraded from layout 3 the ranges start one further on,
+above the rows already there). A put appends its value rows and its checkpoint row to the
+end of its thread's range, so one step of a thread writes one page of the table, and the
+thread's newest checkpoint is its last row that is not a value row: no pointer row is
 updated per step (layout 3 kept one in ``threads``, a third page written by every put).
 
-The compare-and-set is a trigger on the checkpoint row's ``INSERT``: its parent must be the
-thread's newest. ``threads.newest`` overrides "the last row" where set: in a file upgraded
-from layout 3 it names each old thread's newest until the thread's first new put, and a
-fork sets it to the fork's parent (after checking the newest it read) inside the fork's
-transaction; the row's trigger clears it again.
+Checkpoint ids are indexed in batches (layout 4 had a unique index on ``(thread,
+checkpoint_id)``, a second page written by every put). A thread's range is cut in blocks
+of :data:`BATCH` ``seq``; ``ids`` maps ``(thread, checkpoint_id)`` to ``seq`` for every
+checkpoint row of the blocks before the block of the thread's last row. The rows of that
+last block, the thread's *tail*, are found by a scan of at most ``BATCH`` rows. Rows are
+numbered without gaps (the writer numbers them, see ``_writing``), so every block's first
+row is written once, and its ``AFTER INSERT`` trigger (``ids_batch``) copies the checkpoint
+rows of the block before into ``ids``, in the same transaction: one page of ``ids`` every
+``BATCH`` rows (eight supersteps of one message) instead of one page every put. A
+checkpoint is found by id with one seek of ``ids``, else a scan of the tail
+(:data:`SEQ_OF`); a crash cannot separate a block's first row from its copy (one
+transaction), and rows not yet copied are the tail, found by the scan.
+
+The compare-and-set is a trigger on the checkpoint row's ``INSERT`` (``put_checks``): its
+parent must be the thread's newest and its id new to the thread (not in ``ids``, nor in the
+rows not yet copied there). One scan serves both: the rows from the start of the block
+before the new row (or from the parent, if earlier) hold every uncopied row and every
+checkpoint after the parent. ``threads.newest`` overrides "the last row" where set: in a
+file upgraded from layout 3 it names each old thread's newest until the thread's first new
+put, and a fork sets it to the fork's parent (after checking the newest it read) inside the
+fork's transaction; the row's trigger clears it again.
+
+Upgrading (:func:`upgrade`, in the opener's write transaction): layout 2 gains the pointer,
+3 the ranges, 4 the ``ids`` table (filled with every checkpoint already there; a later copy
+skips the ids already in it) and loses the unique index. A corral that writes layout 4 or
+older refuses a file of layout 5 (its version is newer than it reads).
 """
 
 from __future__ import annotations
@@ -22,6 +42,7 @@ import sqlite3
 from typing import Final
 
 __all__ = [
+    "BATCH",
     "CHAIN",
     "LAST_ROW",
     "LAST_SEQ",
@@ -31,7 +52,10 @@ __all__ = [
     "ROW",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SEQ_OF",
     "STALE",
+    "TAKEN",
+    "THREAD_ROWS",
     "THREAD_BITS",
     "first_range",
     "newest_params",
@@ -39,12 +63,15 @@ __all__ = [
     "upgrade",
 ]
 
-SCHEMA_VERSION: Final = 4
-"""The layout version this corral writes (it reads and upgrades 2 and 3)."""
+SCHEMA_VERSION: Final = 5
+"""The layout version this corral writes (it reads and upgrades 2, 3 and 4)."""
 THREAD_BITS: Final = 32
 """A thread's range of ``seq`` is ``2**THREAD_BITS`` wide."""
 LAST_SEQ: Final = (1 << THREAD_BITS) - 1
 """The last offset in a thread's range."""
+BATCH: Final = 16
+"""Rows of a block: the first row of each copies the ids of the block before into ``ids``
+(a power of two; measured best of 8, 16 and 32)."""
 
 PENDING: Final = """
 CREATE TABLE IF NOT EXISTS pending_writes (
@@ -71,18 +98,37 @@ def _newest(thread: str, low: str) -> str:
 
 STALE: Final = "corral: the parent is not the newest checkpoint"
 """The message of the trigger that refuses a stale parent."""
+TAKEN: Final = "corral: the checkpoint id is taken"
+"""The message of the trigger that refuses an id the thread already has."""
 
 
-def _triggers(first: int) -> tuple[str, str]:
-    """Return the compare-and-set triggers of a file whose first thread's range is ``first``
-    (0 or 1, baked into the trigger so that a put reads nothing more)."""
+def _triggers(first: int) -> tuple[str, str, str]:
+    """Return the compare-and-set triggers and the copy of ids of a file whose first
+    thread's range is ``first`` (0 or 1, baked into the triggers so that a put reads nothing
+    more)."""
     low = f"((NEW.thread - {1 - first}) << {THREAD_BITS})"
+    parent = "coalesce(NEW.parent, 0)"
+    pointer = "(SELECT newest FROM threads WHERE id = NEW.thread)"
+    # From the block before the new row's (its rows may not be copied yet), or the
+    # parent's next row if earlier, to the row before the new one; a checkpoint row after
+    # the parent is a newer checkpoint unless the pointer overrides the last row.
+    scanned = (
+        f"FROM checkpoints WHERE seq BETWEEN max({low}, min((NEW.seq - 1) & {-BATCH}, "
+        f"{parent} + 1)) AND NEW.seq - 1 AND data IS NULL"
+    )
+    newer = f"seq > {parent} AND {pointer} IS NULL"
+    stale = (
+        f"coalesce({pointer}, {parent}) IS NOT {parent} OR EXISTS (SELECT 1 {scanned} AND {newer})"
+    )
     refuse = f"""
-CREATE TRIGGER IF NOT EXISTS parent_is_newest BEFORE INSERT ON checkpoints
-WHEN NEW.thread IS NOT NULL
-    AND coalesce(NEW.parent, 0) IS NOT coalesce({_newest("NEW.thread", low)}, 0)
+CREATE TRIGGER IF NOT EXISTS put_checks BEFORE INSERT ON checkpoints
+WHEN NEW.thread IS NOT NULL AND (
+    coalesce({pointer}, {parent}) IS NOT {parent}
+    OR EXISTS (SELECT 1 {scanned} AND ({newer} OR checkpoint_id = NEW.checkpoint_id))
+    OR EXISTS (SELECT 1 FROM ids WHERE thread = NEW.thread AND checkpoint_id = NEW.checkpoint_id))
 BEGIN
-    SELECT RAISE(ABORT, '{STALE}');
+    SELECT RAISE(ABORT, '{STALE}') WHERE {stale};
+    SELECT RAISE(ABORT, '{TAKEN}');
 END
 """
     # Clearing the pointer writes nothing when it is not set (the usual put).
@@ -94,7 +140,30 @@ BEGIN
     DELETE FROM pending_writes WHERE thread = NEW.thread AND seq = NEW.parent;
 END
 """
-    return refuse, done
+    # Any row, value or checkpoint, may start a block; ids copied at the upgrade are skipped.
+    copy = f"""
+CREATE TRIGGER IF NOT EXISTS ids_batch AFTER INSERT ON checkpoints
+WHEN NEW.seq & {BATCH - 1} = 0
+BEGIN
+    INSERT OR IGNORE INTO ids (thread, checkpoint_id, seq)
+    SELECT thread, checkpoint_id, seq FROM checkpoints
+    WHERE seq BETWEEN NEW.seq - {BATCH} AND NEW.seq - 1
+        AND thread = (NEW.seq >> {THREAD_BITS}) + {1 - first};
+END
+"""
+    return refuse, done, copy
+
+
+IDS: Final = """
+CREATE TABLE ids (
+    thread INTEGER NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (thread, checkpoint_id)
+) WITHOUT ROWID
+"""
+"""The checkpoint ids of each thread's rows before its last block (see the module's
+docstring)."""
 
 
 SCHEMA: Final = (
@@ -123,9 +192,7 @@ CREATE TABLE checkpoints (
     data TEXT,
     CHECK ((thread IS NULL) = (data IS NOT NULL))
 )""",
-    """
-CREATE UNIQUE INDEX checkpoint_ids ON checkpoints (thread, checkpoint_id)
-    WHERE thread IS NOT NULL""",
+    IDS,
     "CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL",
     PENDING,
     *_triggers(0),
@@ -142,16 +209,26 @@ _FROM_3: Final = (
     "ALTER TABLE corral_schema ADD COLUMN first_range INTEGER NOT NULL DEFAULT 1",
     "DROP TRIGGER IF EXISTS newest_only",
     "DROP TRIGGER IF EXISTS becomes_newest",
-    *_triggers(1),
 )
 """Layout 3 to 4: the rows already there keep their numbers (below the first range, as
 ``first_range`` is 1) and each thread its pointer, its newest until its first new put."""
+_FROM_4: Final = (
+    IDS,
+    "INSERT INTO ids SELECT thread, checkpoint_id, seq FROM checkpoints WHERE thread IS NOT NULL",
+    "DROP TRIGGER IF EXISTS parent_is_newest",
+    "DROP INDEX IF EXISTS checkpoint_ids",
+)
+"""Layout 4 to 5: every checkpoint already there is in ``ids``, and the unique index goes
+(``put_done`` stays as it was)."""
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
-    """Bring a file of layout ``version`` (2 or 3) to this layout, inside the caller's
+    """Bring a file of layout ``version`` (2, 3 or 4) to this layout, inside the caller's
     write transaction. Every corral process using the file must be of this version."""
-    for statement in (*(_FROM_2 if version == 2 else ()), *_FROM_3):
+    steps = (*(_FROM_2 if version == 2 else ()), *(_FROM_3 if version <= 3 else ()), *_FROM_4)
+    for statement in steps:
+        conn.execute(statement)
+    for statement in _triggers(first_range(conn)):
         conn.execute(statement)
     conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
 
@@ -172,7 +249,8 @@ def range_start(thread: int, first: int) -> int:
 
 
 def newest_params(thread: int, first: int) -> dict[str, int]:
-    """Return the parameters of :data:`NEWEST` and :data:`NEWEST_ID` for ``thread``."""
+    """Return the parameters of :data:`NEWEST`, :data:`NEWEST_ID` and :data:`THREAD_ROWS`
+    for ``thread``."""
     return {"thread": thread, "low": range_start(thread, first)}
 
 
@@ -206,3 +284,22 @@ WITH RECURSIVE up(seq, parent, stop) AS (
     "FROM checkpoints AS k",
     "FROM up JOIN checkpoints AS k ON k.seq = up.seq AND k.thread = :thread",
 )
+
+SEQ_OF: Final = f"""
+SELECT coalesce((SELECT seq FROM ids WHERE thread = :thread AND checkpoint_id = :id), (
+    SELECT seq FROM checkpoints WHERE seq BETWEEN ({LAST_ROW}) & {-BATCH} AND :low + {LAST_SEQ}
+    AND thread = :thread AND checkpoint_id = :id))
+"""
+"""The seq of the checkpoint ``:id`` of ``:thread`` (``None`` when it has none): one seek
+of ``ids``, else a scan of the block of the thread's last row (at most :data:`BATCH` rows)."""
+
+THREAD_ROWS: Final = (
+    ROW
+    + f"""
+WHERE (k.seq BETWEEN :low AND :low + {LAST_SEQ}
+    OR k.seq IN (SELECT seq FROM ids WHERE thread = :thread AND seq < :low))
+AND k.thread = :thread ORDER BY k.seq
+"""
+)
+"""Every checkpoint row of ``:thread``, oldest first: its range (a file upgraded from
+layout 3 holds older rows below the ranges, found through ``ids``)."""

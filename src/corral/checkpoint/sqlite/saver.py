@@ -28,11 +28,11 @@ from corral.checkpoint.serde import (
     encode_checkpoint,
     encode_record,
 )
+from corral.checkpoint.sqlite._ids import CURRENT, Lookups, lookups, seq_of
 from corral.checkpoint.sqlite._layout import (
     CHAIN,
     NEWEST,
     NEWEST_ID,
-    ROW,
     STALE,
     first_range,
     newest_params,
@@ -117,6 +117,7 @@ class SqliteSaver:
         self._pid = 0
         self._first = 0
         """The range of the file's first thread (see :mod:`~corral.checkpoint.sqlite._layout`)."""
+        self._lookups: Lookups = CURRENT
         self._closed = False
         self._threads: dict[str, int] = {}
         """Thread name -> row id, for threads known to be committed."""
@@ -227,10 +228,7 @@ class SqliteSaver:
             if checkpoint_id is None:
                 found = conn.execute(NEWEST, newest_params(thread, self._first)).fetchone()
             else:
-                found = conn.execute(
-                    "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?",
-                    (thread, checkpoint_id),
-                ).fetchone()
+                found = (self._seq(conn, thread, checkpoint_id),)
             if found is None or found[0] is None:
                 if checkpoint_id is None:  # a thread's row is put with its first checkpoint
                     check_chain(self.path, thread_id, [], None)
@@ -252,8 +250,8 @@ class SqliteSaver:
             thread = self._thread(conn, thread_id, create=False)
             if thread is None:
                 return []
-            query = ROW + " WHERE k.thread = ? ORDER BY k.seq"
-            return self._rows(conn, thread, thread_id, query, (thread,)).checkpoints
+            query, params = self._lookups.thread_rows, newest_params(thread, self._first)
+            return self._rows(conn, thread, thread_id, query, params).checkpoints
 
     # -- extras ------------------------------------------------------------------------
 
@@ -300,7 +298,7 @@ class SqliteSaver:
         self._next_seq.clear()
         with self._errors("open"):
             conn = open_file(self.path, self.synchronous, self.timeout_s)
-            self._first = first_range(conn)
+            self._first, self._lookups = first_range(conn), lookups(conn)
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -427,10 +425,8 @@ class SqliteSaver:
         seq = self._seqs.get((thread, checkpoint_id))
         if seq is not None:
             return seq
-        query = "SELECT seq FROM checkpoints WHERE thread = ? AND checkpoint_id = ?"
-        # may run outside a transaction (before a one-statement put): it may wait
-        row = execute_patiently(conn, self.timeout_s, query, (thread, checkpoint_id)).fetchone()
-        return None if row is None else int(row[0])
+        low = range_start(thread, self._first)
+        return seq_of(conn, self._lookups, self.timeout_s, thread, low, checkpoint_id)
 
     def _known_blobs(self, blobs: dict[bytes, int]) -> None:
         if len(self._blob_ids) + len(blobs) > _KNOWN_CACHE:
