@@ -261,3 +261,30 @@ def test_a_read_only_old_file_is_read_by_id(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT version FROM corral_schema").fetchone() == (4,)
     conn.close()
+
+
+def test_two_savers_taking_turns_on_one_thread_find_each_others_ids(tmp_path: Path) -> None:
+    """Two savers (two connections, as two processes) put the checkpoints of one thread in
+    turn, each after the other's: each finds the other's parent by id (copied into ``ids``
+    or in the scanned block), and refuses the other's ids and a stale parent."""
+    path = tmp_path / "c.sqlite"
+    savers = [SqliteSaver(path), SqliteSaver(path)]
+    try:
+        parent: str | None = None
+        for i in range(3 * BATCH):
+            saver, other = savers[i % 2], savers[1 - i % 2]
+            state = {"m": [message("t", 0)]} if i == 0 else None
+            saver.put(Checkpoint("t", f"c{i}", parent, state, [("talk", {"n": i})], {"i": i}))
+            with pytest.raises(CheckpointError, match=f"'c{i}' already exists"):
+                other.put(Checkpoint("t", f"c{i}", f"c{i}", None, [], {}))
+            if parent is not None:
+                with pytest.raises(ConcurrentRunError):
+                    other.put(Checkpoint("t", "x", parent, None, [], {}))
+            parent = f"c{i}"
+        for saver in savers:
+            assert [c.checkpoint_id for c in saver.checkpoints("t")] == [
+                f"c{i}" for i in range(3 * BATCH)
+            ]
+    finally:
+        for saver in savers:
+            saver.close()
