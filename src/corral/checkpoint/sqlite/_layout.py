@@ -54,7 +54,6 @@ __all__ = [
     "SCHEMA_VERSION",
     "SEQ_OF",
     "STALE",
-    "TAKEN",
     "THREAD_ROWS",
     "THREAD_BITS",
     "first_range",
@@ -96,10 +95,9 @@ def _newest(thread: str, low: str) -> str:
     )
 
 
-STALE: Final = "corral: the parent is not the newest checkpoint"
-"""The message of the trigger that refuses a stale parent."""
-TAKEN: Final = "corral: the checkpoint id is taken"
-"""The message of the trigger that refuses an id the thread already has."""
+STALE: Final = "corral: the parent is not the newest checkpoint, or the id is taken"
+"""The message of the trigger that refuses a stale parent or an id the thread has (the
+saver tells which: the trigger's program stays small)."""
 
 
 def _triggers(first: int) -> tuple[str, str, str]:
@@ -108,27 +106,25 @@ def _triggers(first: int) -> tuple[str, str, str]:
     more)."""
     low = f"((NEW.thread - {1 - first}) << {THREAD_BITS})"
     parent = "coalesce(NEW.parent, 0)"
-    pointer = "(SELECT newest FROM threads WHERE id = NEW.thread)"
     # From the block before the new row's (its rows may not be copied yet), or the
     # parent's next row if earlier, to the row before the new one; a checkpoint row after
-    # the parent is a newer checkpoint unless the pointer overrides the last row.
+    # the parent is a newer checkpoint unless the pointer overrides the last row. The
+    # thread's row is read once: the scan is inside its EXISTS.
     scanned = (
         f"FROM checkpoints WHERE seq BETWEEN max({low}, min((NEW.seq - 1) & {-BATCH}, "
         f"{parent} + 1)) AND NEW.seq - 1 AND data IS NULL"
     )
-    newer = f"seq > {parent} AND {pointer} IS NULL"
-    stale = (
-        f"coalesce({pointer}, {parent}) IS NOT {parent} OR EXISTS (SELECT 1 {scanned} AND {newer})"
-    )
+    pointer_stale = f"coalesce(t.newest, {parent}) IS NOT {parent}"
+    newer = f"(seq > {parent} AND t.newest IS NULL)"
+    taken = "checkpoint_id = NEW.checkpoint_id"
     refuse = f"""
 CREATE TRIGGER IF NOT EXISTS put_checks BEFORE INSERT ON checkpoints
 WHEN NEW.thread IS NOT NULL AND (
-    coalesce({pointer}, {parent}) IS NOT {parent}
-    OR EXISTS (SELECT 1 {scanned} AND ({newer} OR checkpoint_id = NEW.checkpoint_id))
-    OR EXISTS (SELECT 1 FROM ids WHERE thread = NEW.thread AND checkpoint_id = NEW.checkpoint_id))
+    EXISTS (SELECT 1 FROM threads AS t WHERE t.id = NEW.thread AND ({pointer_stale}
+        OR EXISTS (SELECT 1 {scanned} AND ({newer} OR {taken}))))
+    OR EXISTS (SELECT 1 FROM ids WHERE thread = NEW.thread AND {taken}))
 BEGIN
-    SELECT RAISE(ABORT, '{STALE}') WHERE {stale};
-    SELECT RAISE(ABORT, '{TAKEN}');
+    SELECT RAISE(ABORT, '{STALE}');
 END
 """
     # Clearing the pointer writes nothing when it is not set (the usual put).

@@ -385,7 +385,8 @@ class SqliteSaver:
     def _refused(
         self, conn: sqlite3.Connection, thread: int, checkpoint: Checkpoint, exc: Exception
     ) -> CheckpointError:
-        """Return the error for a checkpoint row SQLite refused: stale, or its id taken."""
+        """Return the error for a checkpoint row SQLite refused: stale, or its id taken
+        (the trigger's one message covers both; :meth:`_stale` tells which)."""
         if str(exc) == STALE:
             return self._stale(conn, thread, checkpoint)
         return taken(checkpoint, self.path)
