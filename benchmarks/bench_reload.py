@@ -16,7 +16,9 @@ Then, each round on a fresh copy of that file, interleaved:
   state, runs one more superstep and commits its checkpoint;
 * ``new run``: ``app.invoke({"messages": [m]}, thread_id=...)`` with a new saver (a chat
   turn): it rebuilds the state, commits the run's input checkpoint, runs one superstep and
-  commits its checkpoint.
+  commits its checkpoint;
+* ``history`` (three rounds, after the others): ``app.history(thread)`` with a new saver,
+  a snapshot with its own copy of the state for each of the ``steps + 1`` checkpoints.
 
 Goals (issue 15): ``get_state`` within 3x of ``floor``, ``continue`` within 2x of
 ``floor+step``.
@@ -169,6 +171,16 @@ def time_new_run(path: Path, steps: int) -> Timing:
     return elapsed
 
 
+def time_history(path: Path, steps: int) -> Timing:
+    """``app.history(thread)`` with a new saver: a snapshot (its own copy of the state) per
+    checkpoint, ``steps + 1`` of them."""
+    app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
+    history, elapsed = timed(lambda: app.history("t"))
+    saver.close()
+    assert len(history) == steps + 1
+    return elapsed
+
+
 _TIMERS: dict[str, Callable[[Path, int], Timing]] = {
     "floor": lambda p, steps: time_floor(p, steps, step=False),
     "get_state": time_get_state,
@@ -196,6 +208,11 @@ def reload(steps: int, rounds: int) -> None:
                 times[name].append(timer(copy, steps))
                 for leftover in Path(tmp).glob(copy.name + "*"):
                     leftover.unlink()
+        histories = []
+        for r in range(3):  # a second or more each: three rounds, after the others
+            copy = Path(tmp) / f"history-{r}.sqlite"
+            shutil.copy(base, copy)
+            histories.append(time_history(copy, steps))
     print(
         f"reload: a thread of {steps} supersteps, one ~500-byte message each "
         f"({size} bytes on disk); medians of {rounds} rounds "
@@ -206,6 +223,9 @@ def reload(steps: int, rounds: int) -> None:
     print(f"  {'':>10}  {'wall':>8}  {'cpu':>8}")
     for name in times:
         print(f"  {name:>10}: {wall[name] * 1e3:5.2f} ms  {cpu[name] * 1e3:5.2f} ms")
+    history = statistics.median(t[1] for t in histories)
+    each = history / (steps + 1) / cpu["floor"]
+    print(f"  history: {history * 1e3:.0f} ms CPU (median of 3) = {each:.2f}x floor a snapshot")
     for label, med in (("wall", wall), ("cpu", cpu)):
         print(
             f"  {label:>4}: get_state / floor = {med['get_state'] / med['floor']:4.2f}x "
