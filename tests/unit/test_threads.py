@@ -231,6 +231,42 @@ def test_history_is_newest_first_and_get_state_matches() -> None:
     assert history[1].guards == {("count", "count"): 2}
 
 
+class Messages(TypedDict):
+    messages: Annotated[list[dict[str, Any]], operator.add]
+
+
+def test_each_snapshot_of_history_is_its_own() -> None:
+    """Changing a message in one snapshot of history (a flat one, a nested one, the list)
+    changes no other snapshot, no later history and no stored state."""
+    g = Graph(Messages, max_steps=100)
+
+    @g.node(start=True)
+    def chat(state: Messages) -> dict[str, object]:
+        n = len(state["messages"])
+        return {"messages": [{"n": n, "tags": ["t"]} if n % 2 else {"n": n, "text": "hi"}]}
+
+    @g.router("chat", guards=[Guard("chat", max=30, otherwise=END)])
+    def again(state: Messages) -> Literal["chat"] | End:
+        return "chat" if len(state["messages"]) < SNAPSHOT_EVERY + 5 else END
+
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"messages": [{"n": -1, "text": "first"}]}, thread_id="t")
+    expected = [
+        [dict(m, tags=list(m["tags"])) if "tags" in m else dict(m) for m in h.values["messages"]]
+        for h in app.history("t")
+    ]
+    history = app.history("t")
+    for i, snapshot in enumerate(history):
+        for message in snapshot.values["messages"]:
+            message["n"] = "changed"
+            if "tags" in message:
+                message["tags"].append("changed")
+        snapshot.values["messages"].append({"n": "extra"})
+        assert [h.values["messages"] for h in history[i + 1 :]] == expected[i + 1 :]
+        assert [h.values["messages"] for h in app.history("t")] == expected
+    assert app.get_state("t").values["messages"] == expected[0]
+
+
 def test_update_state_forks_and_keeps_history() -> None:
     """update_state writes a new checkpoint through the reducers and leaves history intact."""
     app = counter(5).compile(checkpointer=MemorySaver(), interrupt_before=["count"])

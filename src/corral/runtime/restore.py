@@ -4,7 +4,6 @@ pauses and snapshots it records (the write side is :mod:`corral.runtime.persist`
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from corral.errors import CheckpointError, CorralError
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
-from corral.runtime.state import ListNotes, apply_writes
+from corral.runtime.state import ListNotes, apply_writes, copy_value
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["interrupts_of", "load", "pause_of", "pauses_of", "rebuild", "snapshot_of"]
@@ -215,12 +214,19 @@ def interrupts_of(checkpoint: Checkpoint) -> tuple[Interrupt, ...]:
 
 
 def snapshot_of(
-    values: dict[str, Any], checkpoint: Checkpoint, *, owned: bool = False
+    values: dict[str, Any],
+    checkpoint: Checkpoint,
+    *,
+    owned: bool = False,
+    notes: ListNotes | None = None,
 ) -> StateSnapshot:
     """Return the public snapshot of a checkpoint whose state is ``values``.
 
     ``owned``: nobody else holds ``values`` (just rebuilt from a store's fresh decoding),
-    so they are handed over without a deep copy.
+    so they are handed over without a deep copy; else the snapshot gets a deep copy
+    (:func:`~corral.runtime.state.copy_value`: lists of chat messages by C loops, where
+    ``copy.deepcopy`` walked every value: ``history`` copies one state per checkpoint);
+    ``notes``: what the merges that made ``values`` noted about their lists.
     """
     meta = checkpoint.meta
     if "reroute" in meta:
@@ -228,7 +234,7 @@ def snapshot_of(
     else:
         nxt = tuple(t["node"] for t in meta.get("next", []))
     return StateSnapshot(
-        values=values if owned else copy.deepcopy(values),
+        values=values if owned else copy_value(values, notes),
         next=nxt,
         steps=int(meta.get("steps", 0)),
         supersteps=int(meta.get("supersteps", 0)),

@@ -23,7 +23,7 @@ from corral.runtime.drivers import call_router_async, call_router_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import leave_targets, next_tasks, pauses_before, take_routes
 from corral.runtime.run_state import RunState
-from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.state import ListNotes, apply_writes, is_flat
 from corral.runtime.subgraphs import answer_for
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
@@ -317,6 +317,7 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
     """Return every checkpoint of the thread as a snapshot, newest first."""
     states: dict[str, dict[str, Any]] = {}
     out: list[StateSnapshot] = []
+    notes = ListNotes()  # each state's lists are checked for their copy once, then by merge
     for checkpoint in saver.checkpoints(thread_id):
         if checkpoint.snapshot is not None:
             values = dict(checkpoint.snapshot)
@@ -327,10 +328,10 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
                 values = restore.rebuild(tables, chain)
             else:
                 values = apply_writes(
-                    parent, list(checkpoint.writes), tables.reducers, tables.empties
+                    parent, list(checkpoint.writes), tables.reducers, tables.empties, notes=notes
                 )
         states[checkpoint.checkpoint_id] = values
-        out.append(restore.snapshot_of(values, checkpoint))
+        out.append(restore.snapshot_of(values, checkpoint, notes=notes))
     out.reverse()
     return out
 
