@@ -121,8 +121,10 @@ def scalar_dicts(dicts: list[dict[str, Any]]) -> bool:
     return _UNTRACKED_SCALARS and not any(map(gc.is_tracked, dicts))
 
 
-_UNTRACKED_SCALARS: Final = not gc.is_tracked(json.loads('{"a": "b", "c": 1.5, "d": null}')) and (
-    all(map(gc.is_tracked, json.loads('[{"a": []}, {"a": {"b": 1}}]')))
+_UNTRACKED_SCALARS: Final = (
+    hasattr(gc, "is_tracked")  # not every Python has it
+    and not gc.is_tracked(json.loads('{"a": "b", "c": 1.5, "d": null}'))
+    and all(map(gc.is_tracked, json.loads('[{"a": []}, {"a": {"b": 1}}]')))
 )
 """Whether :func:`scalar_dicts` may answer from ``gc.is_tracked`` in this interpreter."""
 
