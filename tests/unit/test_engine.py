@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -715,6 +716,35 @@ def test_stream_updates_values_and_events() -> None:
     assert isinstance(events[-1], RunEnd) and events[-1].status == "done"
     ends = [e for e in events if isinstance(e, SuperstepEnd)]
     assert [e.next for e in ends] == [("critique",), ("revise",), ("critique",), ()]
+
+
+def test_stream_values_are_the_callers_own_copies() -> None:
+    """A state stream(mode="values") yields is a deep copy: changing it, its lists or the
+    messages in them changes neither a later yield nor the run's result."""
+
+    class Chat(TypedDict):
+        messages: Annotated[list[dict[str, Any]], operator.add]
+
+    g: Graph[Chat, Any] = Graph(Chat)
+
+    @g.node(start=True)
+    def say(state: Chat) -> dict[str, object]:
+        return {"messages": [{"role": "ai", "text": f"m{len(state['messages'])}", "n": [1]}]}
+
+    @g.router("say", guards=[Guard("say", max=2, otherwise=END)])
+    def again(state: Chat) -> Literal["say"] | End:
+        return "say"
+
+    app = g.compile()
+    seen = []
+    for values in app.stream({"messages": []}, mode="values"):
+        seen.append(copy.deepcopy(values))
+        values["messages"][0]["text"] = "changed"
+        values["messages"][0]["n"].append(2)
+        values["messages"].append({"role": "x"})
+    assert [len(v["messages"]) for v in seen] == [1, 2, 3]
+    assert all(v["messages"][0] == {"role": "ai", "text": "m0", "n": [1]} for v in seen)
+    assert app.invoke({"messages": []}).state == seen[-1]
 
 
 def test_on_event_gets_the_events_in_order_as_they_happen() -> None:

@@ -406,9 +406,12 @@ def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) 
     return view
 
 
-def thaw(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a deep, plain copy of a state for the caller to keep."""
-    return copy.deepcopy(dict(values))
+def thaw(values: Mapping[str, Any], notes: ListNotes | None = None) -> dict[str, Any]:
+    """Return a deep, plain copy of a state for the caller to keep (by :func:`copy_value`:
+    lists of chat messages by C loops; ``notes``: the run's, so a list it has checked is
+    not checked again)."""
+    copied: dict[str, Any] = copy_value(dict(values), notes)
+    return copied
 
 
 def apply_writes(

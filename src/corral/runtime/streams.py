@@ -57,7 +57,7 @@ def _pick(rs: RunState, event: Event, mode: str) -> Any:
     if mode == "custom":
         return (event.node, event.value) if isinstance(event, Custom) else _SKIP
     if isinstance(event, SuperstepEnd):
-        return thaw(rs.values)
+        return thaw(rs.values, rs.notes)
     return _SKIP
 
 
