@@ -27,7 +27,7 @@ from corral import (
     SqliteSaver,
 )
 from corral.checkpoint import Checkpoint, Checkpointer
-from corral.checkpoint.base import SnapshotAdvice
+from corral.checkpoint.base import NewestId, SnapshotAdvice
 from corral.errors import SerializationError
 
 Saver = MemorySaver | SqliteSaver | PostgresSaver
@@ -134,6 +134,23 @@ def test_forks_keep_both_branches(make_saver: MakeSaver) -> None:
     assert ids(saver.chain("t", "c4")) == ["c0", "c1", "c2", "c3", "c4"]
     assert ids(saver.checkpoints("t")) == ["c0", "c1", "c2", "c3", "c4", "fork1", "fork2"]
     assert saver.chain("t")[-1].parent_id == "fork1"
+
+
+def test_newest_id_names_the_newest_without_reading_it(make_saver: MakeSaver) -> None:
+    """newest_id follows puts and forks, as chain(t)[-1] does; None for an unknown thread."""
+    saver = make_saver()
+    assert isinstance(saver, NewestId)
+    assert saver.newest_id("t") is None
+    linear(saver, 25, every=10)
+    assert saver.newest_id("t") == "c24" == saver.chain("t")[-1].checkpoint_id
+    saver.put(Checkpoint("t", "fork1", "c2", None, [("edit", {"n": 100})], {}, newest_read="c24"))
+    assert saver.newest_id("t") == "fork1"
+    linear(saver, 3, thread="other")
+    assert (saver.newest_id("t"), saver.newest_id("other"), saver.newest_id("x")) == (
+        "fork1",
+        "c2",
+        None,
+    )
 
 
 def test_a_stale_parent_is_refused_by_every_saver(make_saver: MakeSaver) -> None:

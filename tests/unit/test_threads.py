@@ -12,6 +12,7 @@ from corral import (
     END,
     CheckpointError,
     CompiledGraph,
+    ConcurrentRunError,
     End,
     Graph,
     Guard,
@@ -305,6 +306,44 @@ def test_time_travel_from_an_older_checkpoint() -> None:
     assert run.state["n"] == 4 and calls == [3, 4]
     assert len(app.history("t")) == len(history) + 2
     assert app.get_state("t", old.checkpoint_id).values["n"] == 2
+
+
+class ChainCounting(MemorySaver):
+    """A MemorySaver that records the checkpoint each chain() call asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str | None] = []
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        self.asked.append(checkpoint_id)
+        return super().chain(thread_id, checkpoint_id)
+
+
+def test_a_fork_names_the_newest_without_reading_its_state() -> None:
+    """A fork reads the chain of the checkpoint it starts from only (the thread's newest is
+    named by newest_id, not rebuilt), and still refuses to go on once another run moved the
+    thread past the newest it named."""
+    saver = ChainCounting()
+    app = counter(30).compile(checkpointer=saver)
+    app.invoke({"n": 0}, thread_id="t")
+    old = next(h for h in app.history("t") if h.values["n"] == 2)
+    saver.asked.clear()
+    run = app.invoke(None, thread_id="t", checkpoint_id=old.checkpoint_id)
+    assert run.state["n"] == 30 and saver.asked == [old.checkpoint_id]
+
+    class Late(ChainCounting):  # another run puts a checkpoint after the fork named the newest
+        def newest_id(self, thread_id: str) -> str | None:
+            newest = super().newest_id(thread_id)
+            app.invoke({"n": 0}, thread_id="t")
+            return newest
+
+    late = Late()
+    app = counter(3).compile(checkpointer=late)
+    app.invoke({"n": 0}, thread_id="t")
+    first = app.history("t")[-1].checkpoint_id
+    with pytest.raises(ConcurrentRunError):
+        app.invoke(None, thread_id="t", checkpoint_id=first)
 
 
 def test_a_checkpoint_from_a_changed_graph_is_refused() -> None:

@@ -37,6 +37,7 @@ from corral.errors import CheckpointError, ConcurrentRunError
 __all__ = [
     "Checkpoint",
     "Checkpointer",
+    "NewestId",
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
@@ -189,6 +190,21 @@ class TaskWrites(Protocol):
         A record is superseded (and a store may drop it) once a checkpoint whose parent is
         ``checkpoint_id`` has been put. Unknown threads or checkpoints give ``{}``.
         """
+        ...
+
+
+@runtime_checkable
+class NewestId(Protocol):
+    """The optional part of the protocol that names a thread's newest checkpoint unread.
+
+    A fork (``invoke(..., checkpoint_id=older)``) must name the thread's newest checkpoint in
+    its first put, for the compare-and-set; a store with this method answers without
+    decoding the newest checkpoint's state, else the runtime reads it with ``chain``. The
+    three built-in savers have it.
+    """
+
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint, ``None`` when it has none."""
         ...
 
 

@@ -143,6 +143,12 @@ class MemorySaver:
         check_thread_id(thread_id)
         return [self._decode(stored) for stored in self._threads.get(thread_id, {}).values()]
 
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
+        check_thread_id(thread_id)
+        with self._lock:
+            return next(reversed(self._threads.get(thread_id, {})), None)
+
     def threads(self) -> list[str]:
         """Return the ids of every thread with a checkpoint, in the order they began."""
         return list(self._threads)

@@ -286,6 +286,14 @@ class PostgresSaver:
             ).fetchall()
             return self._decode(conn, thread_id, rows).checkpoints
 
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
+        check_thread_id(thread_id)
+        query = "SELECT newest FROM corral_threads WHERE name = %s"
+        with self._connection(f"read thread {thread_id!r} from") as conn:
+            row = conn.execute(query, (thread_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     # -- extras ------------------------------------------------------------------------
 
     def threads(self) -> list[str]:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Final, NamedTuple
 
-from corral.checkpoint.sqlite._layout import ROW, SEQ_OF, THREAD_ROWS
+from corral.checkpoint.sqlite._layout import NEWEST_ID, ROW, SEQ_OF, THREAD_ROWS, newest_params
 from corral.checkpoint.sqlite._schema import execute_patiently
 
-__all__ = ["CURRENT", "Lookups", "lookups", "seq_of"]
+__all__ = ["CURRENT", "Lookups", "lookups", "newest_id", "seq_of"]
 
 
 class Lookups(NamedTuple):
@@ -48,3 +48,11 @@ def seq_of(
     params = {"thread": thread, "low": low, "id": cid}
     row = execute_patiently(conn, timeout_s, queries.seq_of, params).fetchone()
     return None if row is None or row[0] is None else int(row[0])
+
+
+def newest_id(conn: sqlite3.Connection, timeout_s: float, thread: int, first: int) -> str | None:
+    """Return the id of ``thread``'s newest checkpoint (``first``: the file's first range),
+    ``None`` when it has none; it may wait for another process's write, up to ``timeout_s``."""
+    params = newest_params(thread, first)
+    row = execute_patiently(conn, timeout_s, NEWEST_ID, params).fetchone()
+    return None if row is None or row[0] is None else str(row[0])

@@ -28,11 +28,10 @@ from corral.checkpoint.serde import (
     encode_checkpoint,
     encode_record,
 )
-from corral.checkpoint.sqlite._ids import CURRENT, Lookups, lookups, seq_of
+from corral.checkpoint.sqlite._ids import CURRENT, Lookups, lookups, newest_id, seq_of
 from corral.checkpoint.sqlite._layout import (
     CHAIN,
     NEWEST,
-    NEWEST_ID,
     STALE,
     first_range,
     newest_params,
@@ -47,7 +46,6 @@ from corral.checkpoint.sqlite._reading import (
     thread_of,
 )
 from corral.checkpoint.sqlite._schema import (
-    execute_patiently,
     open_file,
     sqlite_error,
     sqlite_errors,
@@ -253,13 +251,19 @@ class SqliteSaver:
             query, params = self._lookups.thread_rows, newest_params(thread, self._first)
             return self._rows(conn, thread, thread_id, query, params).checkpoints
 
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
+        check_thread_id(thread_id)
+        with self._lock, self._errors(f"read thread {thread_id!r} from"), self._read() as conn:
+            thread = self._thread(conn, thread_id, create=False)
+            return None if thread is None else newest_id(conn, self.timeout_s, thread, self._first)
+
     # -- extras ------------------------------------------------------------------------
 
     def threads(self) -> list[str]:
         """Return the ids of every thread with a checkpoint, in the order they began."""
         with self._lock, self._errors("read threads from"), self._read() as conn:
-            rows = conn.execute("SELECT name FROM threads ORDER BY id").fetchall()
-            return [name for (name,) in rows]
+            return [name for (name,) in conn.execute("SELECT name FROM threads ORDER BY id")]
 
     def close(self) -> None:
         """Close the file; later calls raise ``CheckpointError``. Closing twice is harmless."""
@@ -471,9 +475,8 @@ class SqliteSaver:
         """Return the error for a refused put: a taken id, else ``ConcurrentRunError``."""
         if self._seq(conn, thread, checkpoint.checkpoint_id) is not None:
             return taken(checkpoint, self.path)
-        params = newest_params(thread, self._first)
-        row = execute_patiently(conn, self.timeout_s, NEWEST_ID, params).fetchone()
-        return stale_parent(checkpoint, None if row is None else row[0], self.path)
+        newest = newest_id(conn, self.timeout_s, thread, self._first)
+        return stale_parent(checkpoint, newest, self.path)
 
     # -- reading -----------------------------------------------------------------------
 
