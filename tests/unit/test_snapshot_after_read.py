@@ -194,3 +194,40 @@ def test_a_value_changed_in_place_to_an_equal_one_of_another_type_after_a_put_is
     expected = [dict(m) for m in messages]
     put_snapshot(saver, messages)
     assert repr(stored(store)) == repr(expected)
+
+
+def test_a_fork_by_a_new_saver_refers_to_the_values_of_the_chain_it_read(
+    store: Opener,
+) -> None:
+    """A fork from an older checkpoint by a saver that has read only that checkpoint's
+    chain: its first checkpoint (a snapshot) re-uses the stored items of the messages read,
+    and still stores a message changed in place after the read as it is now."""
+    start_thread(store)
+    more = store()
+    chain = more.chain("t")
+    more.put(Checkpoint("t", "c2", "c1", None, [("chat", {"messages": [message(13)]})], {}))
+    saver = store()  # a new process forks from c1, an older checkpoint than the newest c2
+    forked = saver.chain("t", "c1")
+    assert [c.checkpoint_id for c in forked] == ["c0", "c1"] == [c.checkpoint_id for c in chain]
+    messages = read_newest_of(forked)
+    messages[3]["content"] = "edited in the fork"  # in place, in the dict the read made
+    messages[5] = dict(messages[5], n=5.0)  # replaced by an equal value of another type
+    fork = Checkpoint("t", "f1", "c1", {"messages": messages, "turn": 2}, [], {}, newest_read="c2")
+    saver.put(fork)
+    assert store().chain("t")[-1].snapshot == {"messages": messages, "turn": 2}
+    if isinstance(saver, SqliteSaver):
+        conn = sqlite3.connect(saver.path)
+        texts = [t for (t,) in conn.execute("SELECT data FROM checkpoints WHERE thread IS NULL")]
+        conn.close()
+        # messages 0-13 once each, and the two changed in the fork: nothing else again
+        assert len(texts) == len(set(texts)) == 16
+
+
+def read_newest_of(chain: list[Checkpoint]) -> list[dict[str, Any]]:
+    """Return the messages of the state at the end of ``chain``, as a run rebuilds them."""
+    assert chain[0].snapshot is not None
+    messages: list[dict[str, Any]] = chain[0].snapshot["messages"]
+    for checkpoint in chain[1:]:
+        for _node, update in checkpoint.writes:
+            messages = messages + update["messages"]
+    return messages

@@ -272,8 +272,9 @@ class PostgresSaver:
         with self._connection("read checkpoints from") as conn:
             rows = conn.execute(CHAIN, {"thread": thread_id, "id": checkpoint_id}).fetchall()
             read = self._decode(conn, thread_id, rows)
-            if checkpoint_id is None and read.checkpoints:  # the next put may follow it
-                self._last.read(thread_id, read.checkpoints[-1].checkpoint_id, *read[1:])
+            if read.checkpoints:  # the next put may follow it (a fork's: see LastPuts.read)
+                newest = checkpoint_id is None
+                self._last.read(thread_id, read.checkpoints[-1].checkpoint_id, *read[1:], newest)
             return read.checkpoints
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:

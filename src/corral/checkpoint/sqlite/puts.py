@@ -105,11 +105,17 @@ class LastPuts:
         snapshot_bytes: int,
         since: int,
         lists: dict[str, ReadList] | None = None,
+        newest: bool = True,
     ) -> None:
         """Note a read of the thread's newest chain (unless this process put its end), and
-        the lists of its snapshot (``lists``) that the next snapshot may re-use."""
+        the lists of its snapshot (``lists``) that the next snapshot may re-use.
+
+        A read of an older chain (``newest`` false: a fork is about to start from it) is
+        noted only when nothing is known of the thread: the fork's first checkpoint, a
+        snapshot, then re-uses the stored items of the lists it read instead of storing them
+        again, and what this process knows of the newest it put is never replaced by it."""
         known = self._threads.get(thread_id)
-        if known is None or known.checkpoint_id != checkpoint_id:
+        if known is None or (newest and known.checkpoint_id != checkpoint_id):
             read = dict(lists) if lists else {}
             self.put(thread_id, Last(checkpoint_id, "", read, snapshot_bytes, since, 0))
 

@@ -11,7 +11,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from types import TracebackType
 from typing import Any, ClassVar, Final, Literal
 
 from corral.checkpoint._stored import Damaged, StoredValues
@@ -239,6 +238,8 @@ class SqliteSaver:
                 self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:])
                 self._seqs[thread, chain[-1].checkpoint_id] = found[0]
                 self._next_seq[thread] = next_seq(conn, range_start(thread, self._first))
+            elif chain:  # a fork's first snapshot may re-use its stored items
+                self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:], newest=False)
             return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
@@ -276,12 +277,7 @@ class SqliteSaver:
     def __enter__(self) -> SqliteSaver:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
