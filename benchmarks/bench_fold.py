@@ -286,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copy(base, copy)
                 writes[name].append(step_and_fold(copy, steps, run, folds=_WRITES[name]))
         in_use, pages = grow_folded(base, Path(tmp) / "grown.db", run)
+        unfolded, _ = grow_folded(base, Path(tmp) / "unfolded.db", steps + 1)  # no fold
         plain = sqlite3.connect(base).execute("PRAGMA page_count").fetchone()[0]
     payload = sum(len(json.dumps(br.message(i), separators=(",", ":"))) for i in range(steps))
     print(
@@ -311,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k:>10}: {w * 1e3:6.3f} ms wall {c * 1e3:6.3f} ms CPU, {p} WAL pages")
     print(
         f"  storage: folded as it grows {in_use} pages in use ({pages} in the file) = "
-        f"{in_use * 4096 / payload:.2f}x the payload; unfolded {plain} pages = "
+        f"{in_use * 4096 / payload:.2f}x the payload; the same copy unfolded {unfolded} pages "
+        f"= {unfolded * 4096 / payload:.2f}x; the saver's file {plain} pages = "
         f"{plain * 4096 / payload:.2f}x"
     )
     return 0
