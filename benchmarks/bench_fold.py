@@ -9,18 +9,25 @@ JSON array text each, in a side table ``folds``; the folded value rows are delet
 measures, in one process with interleaved rounds (medians; CPU time and wall time):
 
 * reads: the newest snapshot's list of messages fetched the way the saver fetches it today
-  (``StoredValues.fetcher`` over ``_reading.texts_of``: one range query of 2,000 rows, one
-  join, one ``json.loads``), against the same list read from run rows (one range query of
-  ``steps / run`` rows, one join of their texts without their brackets, one ``json.loads``),
-  against the floor's one row (one SELECT, one ``json.loads``); and ``continue`` and
-  ``floor+step`` of ``bench_reload.py``, to place the saving against the issue 15 goal;
+  (``rows``: ``StoredValues.fetcher`` over ``_reading.texts_of``, one range query of 2,000
+  rows, one join, one ``json.loads``), against the same list read from run rows (``runs``:
+  one range query of ``steps / run`` rows, their texts joined without their brackets, one
+  ``json.loads``; ``runs_each``: one ``json.loads`` a run row), against the floor's one row
+  (one SELECT, one ``json.loads``); the ``_sql`` lines are the queries alone;
+* ``get_state`` and ``continue`` of ``bench_reload.py`` (a new saver each) on the thread's
+  file, and on the folded file with a prototype reader installed for the call (the lines
+  ending in "runs": :func:`folded_texts` and :func:`folded_parse` in place of the saver's
+  ``_reading._texts`` and ``_stored._parse``; checked first to rebuild the same states), and
+  ``floor+step``, to place the saving against the issue 15 goal;
 * writes: a durable step as ``bench_reload``'s floor writes it (INSERT one message, COMMIT,
   ``synchronous=FULL``), against the same step that also folds the last ``--run`` value
   rows of the thread into one run row (what a snapshot put would do): time and WAL pages;
 * storage: every ``--run`` supersteps folded as a thread grows (a copy of the thread's rows
-  in order, folding at each snapshot): pages in use against the payload.
+  in order, folding at each snapshot): pages in use against the payload, and the same copy
+  unfolded.
 
-``--instructions N`` counts the reads instead, with callgrind (mean of N calls after one).
+``--instructions N`` counts instead, with callgrind, the instructions of each measured call
+(mean of N calls after one; a fresh copy of the file for each call that writes).
 """
 
 from __future__ import annotations
@@ -39,7 +46,10 @@ from typing import Any
 
 import bench_reload as br
 
-from corral.checkpoint._stored import StoredValues
+from corral import SqliteSaver
+from corral.checkpoint import _stored
+from corral.checkpoint._stored import TAG, Run, Stored, StoredValues, run_ids
+from corral.checkpoint.sqlite import _reading
 from corral.checkpoint.sqlite._reading import texts_of
 from corral.checkpoint.sqlite._schema import _MMAP_BYTES
 
@@ -147,6 +157,115 @@ def read_floor(conn: sqlite3.Connection, steps: int) -> list[Any]:
 
 _FILES = {"floor": "floor.sqlite", "rows": "rows.db", "runs": "runs.db"}
 _FILES.update({"runs_each": "runs.db"}, **{f"{n}_sql": f for n, f in _FILES.items()})
+
+
+class Chunks(list[str]):
+    """Texts a prototype reader returns: each a run row's JSON array, or a value row's."""
+
+    arrays: list[bool]
+
+
+def folded_texts(conn: sqlite3.Connection, runs: list[Run]) -> list[Any]:
+    """A prototype of a run-aware ``_reading._texts``: a long run of ids is read from the
+    run rows that tile it (then the value rows after the last one); other ids as today,
+    and an id missing from the value rows from the run row that holds it."""
+    if len(runs) == 1 and runs[0][1] >= 8:
+        first, count, step = runs[0]
+        last = first + (count - 1) * step
+        rows = conn.execute(_FOLDS_IN, (first, last)).fetchall()
+        out, done = Chunks(), first - step
+        for start, end, data in rows:
+            if start != done + step:
+                break
+            if end > last:  # a run reaching past the ids asked: its first items (re-encoded)
+                data = json.dumps(json.loads(data)[: (last - start) // step + 1])
+                end = last
+            out.append(data)
+            done = end
+        else:
+            out.arrays = [True] * len(out)
+            if done < last:
+                rest = _TEXTS(conn, [(done + step, (last - done) // step, step)])
+                out.extend(rest)
+                out.arrays += [False] * len(rest)
+            return out
+    texts = _TEXTS(conn, runs)
+    ids = run_ids(runs)
+    for i, text in enumerate(texts):
+        if text is None:  # folded: take it from its run row (re-encoded: a prototype)
+            row = conn.execute(_FOLD_OF, (ids[i],)).fetchone()
+            if row is not None and ids[i] <= row[1]:
+                texts[i] = json.dumps(json.loads(row[2])[(ids[i] - row[0]) // 2])
+    return texts
+
+
+_FOLDS_IN = "SELECT first, last, data FROM folds WHERE first BETWEEN ? AND ? ORDER BY first"
+_FOLD_OF = "SELECT first, last, data FROM folds WHERE first <= ? ORDER BY first DESC LIMIT 1"
+_TEXTS = _reading._texts
+_PARSE = _stored._parse
+
+
+def folded_parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
+    """A prototype of a chunk-aware ``_stored._parse``: one ``json.loads`` a run row."""
+    if not isinstance(texts, Chunks):
+        return _PARSE(runs, texts)
+    trees: list[Any] = []
+    final, size = True, 0
+    for text, array in zip(texts, texts.arrays, strict=True):
+        final = final and ("$" not in text or TAG not in text)
+        final = final and ("\\" not in text or "\\u" not in text)
+        size += len(text)
+        if array:
+            trees += json.loads(text)
+        else:
+            trees.append(json.loads(text))
+    return Stored(trees, final), size
+
+
+class folded_reader:
+    """Install the prototype reader (``_reading._texts`` and ``_stored._parse``)."""
+
+    def __enter__(self) -> None:
+        _reading._texts = folded_texts
+        _stored._parse = folded_parse
+
+    def __exit__(self, *exc: object) -> None:
+        _reading._texts = _TEXTS
+        _stored._parse = _PARSE
+
+
+def saver_call(name: str, path: Path, steps: int) -> tuple[float, float]:
+    """``get_state`` or ``continue`` of ``bench_reload`` on a copy of ``path``; the names
+    ending in "runs" with the prototype reader installed."""
+    copy = path.with_name(f"call-{name.replace(' ', '_')}.db")
+    shutil.copy(path, copy)
+    timer = br.time_get_state if name.startswith("get_state") else br.time_continue
+    try:
+        if name.endswith("runs"):
+            with folded_reader():
+                return timer(copy, steps)
+        return timer(copy, steps)
+    finally:
+        for leftover in path.parent.glob(copy.name + "*"):
+            leftover.unlink()
+
+
+def check_prototype(base: Path, folded: Path) -> None:
+    """Fail unless the prototype reader rebuilds, from the folded file, the state and the
+    history the saver reads from the thread's own file."""
+    app = br.chat_graph().compile(checkpointer=(saver := SqliteSaver(base)))
+    expected = app.get_state("t").values, [s.values for s in app.history("t")[:50]]
+    saver.close()
+    with folded_reader():
+        app = br.chat_graph().compile(checkpointer=(saver := SqliteSaver(folded)))
+        got = app.get_state("t").values, [s.values for s in app.history("t")[:50]]
+        saver.close()
+    assert got == expected, "the prototype reader read another state"
+
+
+_SAVER_CALLS = {"get_state": "rows", "get_state runs": "runs", "continue": "rows"}
+_SAVER_CALLS["continue runs"] = "runs"
+"""Whole calls through the saver, and the file each reads."""
 _WRITES = {"step": "", "+fold py": "python", "+fold sql": "sql"}
 """The measured writes: a step alone, or with a fold (see :func:`step_and_fold`)."""
 READERS: dict[str, Callable[[sqlite3.Connection, int], list[Any]]] = {
@@ -244,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.counted:  # inside callgrind, on the files the caller built
         name, folder, calls = args.counted
         for i in range(int(calls)):
-            if name in _WRITES:  # a fresh copy of the thread each
+            if name in _SAVER_CALLS:
+                saver_call(name, Path(folder) / _FILES[_SAVER_CALLS[name]], steps)
+            elif name in _WRITES:  # a fresh copy of the thread each
                 copy = Path(folder) / f"counted-{i}.db"
                 shutil.copy(Path(folder) / _FILES["rows"], copy)
                 step_and_fold(copy, steps, run, folds=_WRITES[name])
@@ -258,29 +379,25 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(base, folded)
         fold_all(folded, run)
         files = {n: Path(tmp) / f for n, f in _FILES.items()}
+        check_prototype(base, folded)
         if args.instructions:
             print(f"instructions of one read, millions (mean of {args.instructions} calls):")
-            for name in (*READERS, *_WRITES):
+            for name in (*READERS, *_WRITES, *_SAVER_CALLS):
                 counted = count(name, Path(tmp), steps, args.instructions, run)
                 print(f"  {name:>10}: {counted / 1e6:6.3f}")
             return 0
-        reads: dict[str, list[tuple[float, float]]] = {n: [] for n in (*READERS, "continue")}
-        reads["floor+step"] = []
-        writes: dict[str, list[tuple[float, float, int]]] = {
-            "step": [],
-            "+fold py": [],
-            "+fold sql": [],
+        reads: dict[str, list[tuple[float, float]]] = {
+            n: [] for n in (*READERS, *_SAVER_CALLS, "floor+step")
         }
+        writes: dict[str, list[tuple[float, float, int]]] = {name: [] for name in _WRITES}
         for r in range(args.rounds):
             for name in READERS:
                 reads[name].append(time_read(name, files[name], steps))
-            for name, timer in (("continue", br.time_continue), ("floor+step", None)):
-                copy = Path(tmp) / f"{name}-{r}.sqlite"
-                shutil.copy(base if timer else floor, copy)
-                if timer:
-                    reads[name].append(timer(copy, steps))
-                else:
-                    reads[name].append(br.time_floor(copy, steps, step=True))
+            for name, source in _SAVER_CALLS.items():
+                reads[name].append(saver_call(name, files[source], steps))
+            copy = Path(tmp) / f"floor-{r}.sqlite"
+            shutil.copy(floor, copy)
+            reads["floor+step"].append(br.time_floor(copy, steps, step=True))
             for name in writes:
                 copy = Path(tmp) / f"w-{name}-{r}.sqlite"
                 shutil.copy(base, copy)
@@ -297,13 +414,14 @@ def main(argv: list[str] | None = None) -> int:
     wall = {k: statistics.median(t[0] for t in v) for k, v in reads.items()}
     for k in reads:
         print(f"  {k:>10}: {wall[k] * 1e3:6.3f} ms wall {cpu[k] * 1e3:6.3f} ms CPU")
-    saved = cpu["rows"] - cpu["runs_each"]
     print(
         f"  CPU: rows/floor {cpu['rows'] / cpu['floor']:.2f}x, runs/floor "
         f"{cpu['runs'] / cpu['floor']:.2f}x, runs_each/floor "
-        f"{cpu['runs_each'] / cpu['floor']:.2f}x; continue/(floor+step) "
-        f"{cpu['continue'] / cpu['floor+step']:.2f}x, less the saving "
-        f"{(cpu['continue'] - saved) / cpu['floor+step']:.2f}x"
+        f"{cpu['runs_each'] / cpu['floor']:.2f}x; get_state/floor "
+        f"{cpu['get_state'] / cpu['floor']:.2f}x"
+        f" -> {cpu['get_state runs'] / cpu['floor']:.2f}x from runs; continue/(floor+step) "
+        f"{cpu['continue'] / cpu['floor+step']:.2f}x -> "
+        f"{cpu['continue runs'] / cpu['floor+step']:.2f}x from runs"
     )
     for k, v in writes.items():
         w = statistics.median(t[0] for t in v)
