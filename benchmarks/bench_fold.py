@@ -37,7 +37,6 @@ import json
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -440,7 +439,6 @@ def main(argv: list[str] | None = None) -> int:
 def count(name: str, folder: Path, steps: int, calls: int, run: int) -> float:
     """Mean instructions of ``calls`` reads ``name`` (inside ``operator.call``), after one."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "cg.out"
         script = [
             sys.executable,
             __file__,
@@ -452,28 +450,7 @@ def count(name: str, folder: Path, steps: int, calls: int, run: int) -> float:
             name,
             str(folder),
         ]
-        subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--collect-atstart=no",
-                "--toggle-collect=_operator_call",
-                "--dump-after=_operator_call",
-                f"--callgrind-out-file={out}",
-                *script,
-                str(calls + 1),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        counts = []
-        parts = {int(p.name[len(out.name) + 1 :] or 0): p for p in Path(tmp).glob("cg.out*")}
-        for _, part in sorted(parts.items()):
-            for line in part.read_text().splitlines():
-                if line.startswith(("totals:", "summary:")):
-                    counts.append(int(line.split()[1]))
-                    break
-        measured = [n for n in counts if n][1:]
+        measured = br.callgrind(script, Path(tmp), calls)
         return sum(measured) / len(measured)
 
 

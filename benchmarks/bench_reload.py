@@ -261,8 +261,19 @@ def count_instructions(steps: int, calls: int) -> None:
 def _callgrind(folder: Path, name: str, steps: int, calls: int) -> float:
     """Return the mean instructions of ``calls`` measured calls of timer ``name`` (what runs
     inside :func:`timed`'s ``operator.call``) under callgrind, after one not counted."""
-    out = folder / "callgrind.out"
     script = [sys.executable, __file__, "--steps", str(steps), "--counted", name, str(folder)]
+    measured = callgrind(script, folder, calls)
+    if len(measured) != calls:
+        msg = f"callgrind counted {len(measured)} calls for {name!r}, not {calls}: {measured}"
+        raise RuntimeError(msg)
+    return sum(measured) / calls
+
+
+def callgrind(script: list[str], folder: Path, calls: int) -> list[int]:
+    """Run ``script`` (a command that makes ``calls`` + 1 calls through ``operator.call``)
+    under callgrind, its output in ``folder``; return the instructions of each call that
+    ran inside ``operator.call`` but the first (which warms caches up)."""
+    out = folder / "callgrind.out"
     subprocess.run(
         [
             "valgrind",
@@ -281,15 +292,11 @@ def _callgrind(folder: Path, name: str, steps: int, calls: int) -> float:
     parts = {int(p.name[len(out.name) + 1 :] or 0): p for p in folder.glob(out.name + "*")}
     for _, part in sorted(parts.items()):  # callgrind.out.1, .2, ... then the rest
         for line in part.read_text().splitlines():
-            if line.startswith("totals:") or line.startswith("summary:"):
+            if line.startswith(("totals:", "summary:")):
                 counts.append(int(line.split()[1]))
                 break
         part.unlink()
-    measured = [n for n in counts if n][1:]  # the first call warms caches up
-    if len(measured) != calls:
-        msg = f"callgrind counted {len(counts)} parts for {name!r}: {counts}"
-        raise RuntimeError(msg)
-    return sum(measured) / calls
+    return [n for n in counts if n][1:]
 
 
 def counted_calls(steps: int, name: str, folder: Path, calls: int) -> None:

@@ -44,7 +44,11 @@ def start_thread(open_saver: Opener, count: int = 12, tagged: bool = False) -> N
 
 def read_newest(saver: Checkpointer) -> list[dict[str, Any]]:
     """Return the messages of the thread's newest state, as a run rebuilds them."""
-    chain = saver.chain("t")
+    return read_newest_of(saver.chain("t"))
+
+
+def read_newest_of(chain: list[Checkpoint]) -> list[dict[str, Any]]:
+    """Return the messages of the state at the end of ``chain``, as a run rebuilds them."""
     assert chain[0].snapshot is not None
     messages: list[dict[str, Any]] = chain[0].snapshot["messages"]
     for checkpoint in chain[1:]:
@@ -221,13 +225,3 @@ def test_a_fork_by_a_new_saver_refers_to_the_values_of_the_chain_it_read(
         conn.close()
         # messages 0-13 once each, and the two changed in the fork: nothing else again
         assert len(texts) == len(set(texts)) == 16
-
-
-def read_newest_of(chain: list[Checkpoint]) -> list[dict[str, Any]]:
-    """Return the messages of the state at the end of ``chain``, as a run rebuilds them."""
-    assert chain[0].snapshot is not None
-    messages: list[dict[str, Any]] = chain[0].snapshot["messages"]
-    for checkpoint in chain[1:]:
-        for _node, update in checkpoint.writes:
-            messages = messages + update["messages"]
-    return messages
