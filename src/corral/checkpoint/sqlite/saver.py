@@ -234,12 +234,12 @@ class SqliteSaver:
             read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
             chain = read.checkpoints
             check_chain(self.path, thread_id, chain, checkpoint_id)
-            if checkpoint_id is None and chain:  # the next put may follow it, in one INSERT
-                self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:])
+            if chain:  # the next put may follow it (a fork's: see LastPuts.read)
+                newest = checkpoint_id is None
+                self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:], newest)
+            if checkpoint_id is None and chain:  # ... in one INSERT
                 self._seqs[thread, chain[-1].checkpoint_id] = found[0]
                 self._next_seq[thread] = next_seq(conn, range_start(thread, self._first))
-            elif chain:  # a fork's first snapshot may re-use its stored items
-                self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:], newest=False)
             return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
