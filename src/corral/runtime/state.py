@@ -34,7 +34,6 @@ __all__ = [
     "apply_writes",
     "copy_value",
     "is_flat",
-    "thaw",
     "view_of",
 ]
 
@@ -404,14 +403,6 @@ def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) 
     if notes is not None and notes.table:  # only then is it worth an instance attribute
         view._notes = notes
     return view
-
-
-def thaw(values: Mapping[str, Any], notes: ListNotes | None = None) -> dict[str, Any]:
-    """Return a deep, plain copy of a state for the caller to keep (by :func:`copy_value`:
-    lists of chat messages by C loops; ``notes``: the run's, so a list it has checked is
-    not checked again)."""
-    copied: dict[str, Any] = copy_value(dict(values), notes)
-    return copied
 
 
 def apply_writes(

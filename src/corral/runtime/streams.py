@@ -20,7 +20,7 @@ from typing import Any, Literal
 from corral.errors import StreamModeError
 from corral.runtime.events import Custom, Event, NodeEnd, SuperstepEnd
 from corral.runtime.run_state import RunState
-from corral.runtime.state import thaw
+from corral.runtime.state import copy_value
 
 __all__ = ["MODES", "LiveBuffer", "StreamMode", "check_mode", "live", "select", "select_async"]
 
@@ -57,7 +57,7 @@ def _pick(rs: RunState, event: Event, mode: str) -> Any:
     if mode == "custom":
         return (event.node, event.value) if isinstance(event, Custom) else _SKIP
     if isinstance(event, SuperstepEnd):
-        return thaw(rs.values, rs.notes)
+        return copy_value(rs.values, rs.notes)  # the caller's to keep: a deep copy
     return _SKIP
 
 
