@@ -198,6 +198,10 @@ def test_ctrl_c_while_the_queue_waits_for_another_writer_is_heard_at_once(
     queue = SqliteQueue(path, timeout_s=20)
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
+    # Ctrl-C must mean KeyboardInterrupt here, as in a terminal: pytest started in the
+    # background by a shell without job control (`pytest &`) inherits SIGINT ignored, and
+    # Python keeps it ignored, so the signal would be dropped and submit would wait 20 s.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -207,6 +211,7 @@ def test_ctrl_c_while_the_queue_waits_for_another_writer_is_heard_at_once(
         took = time.monotonic() - started
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
         holder.execute("ROLLBACK")
         holder.close()
     assert took < 1.5, f"KeyboardInterrupt {took:.2f} s after the wait began (SIGINT at 0.3 s)"
