@@ -216,3 +216,30 @@ def test_ctrl_c_while_the_queue_waits_for_another_writer_is_heard_at_once(
         holder.close()
     assert took < 1.5, f"KeyboardInterrupt {took:.2f} s after the wait began (SIGINT at 0.3 s)"
     assert queue.submit("t", None, resume=False) >= 1
+
+
+def test_a_queue_that_another_writer_holds_past_timeout_s_says_so(tmp_path: Path) -> None:
+    """Submitting to a SQLite run queue whose file another connection holds longer than
+    timeout_s raises CheckpointError naming the file, timeout_s and a way out, as the
+    saver does, not SQLite's bare 'database is locked'."""
+    import sqlite3
+
+    from corral.errors import CheckpointError
+    from corral.workers._sqlite import SqliteQueue
+
+    path = str(tmp_path / "q.sqlite")
+    queue = SqliteQueue(path, timeout_s=0.2)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(CheckpointError) as info:
+            queue.submit("t", None, resume=False)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert str(info.value) == (
+        f"cannot queue a run in {path!r}: another process held it for more than "
+        "timeout_s=0.2; raise timeout_s or run fewer writers at once"
+    )
+    assert info.value.path == path
+    assert queue.submit("t", None, resume=False) >= 1

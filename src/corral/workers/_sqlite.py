@@ -15,8 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, execute_patiently
-from corral.errors import CheckpointError
+from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, error_for, execute_patiently
 from corral.workers.queue import Outcome, QueuedRun
 
 __all__ = ["SqliteQueue"]
@@ -85,9 +84,8 @@ class SqliteQueue:
                         conn.execute("ROLLBACK")
                     raise
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                msg = f"cannot {verb} {self.where!r}: {exc}"
-                raise CheckpointError(msg, path=self.where) from exc
+            except sqlite3.DatabaseError as exc:
+                raise error_for(self.where, self.timeout_s, verb, exc) from exc
 
     def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
         with self._tx("queue a run in") as conn:
