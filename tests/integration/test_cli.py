@@ -154,13 +154,14 @@ def test_lint_github_prints_workflow_annotations() -> None:
 
 
 def test_a_missing_path_is_a_usage_error() -> None:
-    """A path that is neither a file, a folder nor a module exits 2 with one line."""
+    """A path that is neither a file, a folder nor a module exits 2 with one error,
+    wrapped to 80 columns."""
     proc = corral("lint", "no_such_dir/agent.py")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr == (
-        "error: 'no_such_dir/agent.py' does not exist; give a .py file, a folder or a dotted "
-        "module name\n"
+        "error: 'no_such_dir/agent.py' does not exist; give a .py file, a folder or a\n"
+        "  dotted module name\n"
     )
 
 

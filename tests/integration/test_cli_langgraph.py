@@ -148,9 +148,9 @@ def test_run_refuses_a_langgraph_graph(tree: Path, capsys: pytest.CaptureFixture
     code, _, err = run(capsys, "run", "agent.py:graph")
     assert code == 2
     assert err == (
-        "error: agent.py:graph is a LangGraph graph: corral lints, draws and ports it but "
-        "does not run it; run it with LangGraph, or `corral port agent.py:graph` to move it "
-        "to corral\n"
+        "error: agent.py:graph is a LangGraph graph: corral lints, draws and ports it but\n"
+        "  does not run it; run it with LangGraph, or `corral port agent.py:graph` to\n"
+        "  move it to corral\n"
     )
 
 

@@ -7,6 +7,7 @@ the rest quickly. Each test runs from this folder, so paths print as ``cli_fixtu
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -262,8 +263,8 @@ def test_a_name_picks_one_graph(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = lint(capsys, "cli_fixtures/two_graphs.py:third")
     assert code == 2
     assert err == (
-        "error: cli_fixtures/two_graphs.py defines no graph called 'third' "
-        "(it has: first, second)\n"
+        "error: cli_fixtures/two_graphs.py defines no graph called 'third' (it has:\n"
+        "  first, second)\n"
     )
 
 
@@ -283,8 +284,8 @@ def test_draw_needs_a_name_when_a_module_has_two_graphs(
     """Several graphs and no ``:name`` is a usage error that shows how to pick one."""
     assert main(["draw", "cli_fixtures/two_graphs.py"]) == 2
     assert capsys.readouterr().err == (
-        "error: cli_fixtures/two_graphs.py defines 2 graphs (first, second); pick one with "
-        "cli_fixtures/two_graphs.py:first\n"
+        "error: cli_fixtures/two_graphs.py defines 2 graphs (first, second); pick one\n"
+        "  with cli_fixtures/two_graphs.py:first\n"
     )
     assert main(["draw", "cli_fixtures/two_graphs.py:second"]) == 0
     assert "    fork ==> left\n    fork ==> right\n" in capsys.readouterr().out
@@ -322,14 +323,16 @@ def test_a_file_with_no_graph_is_a_usage_error_for_draw(
 def test_a_file_that_is_not_python_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``corral lint notes.txt`` explains what PATH may be."""
+    """``corral lint notes.txt`` explains what PATH may be (wrapped to 80 columns)."""
     notes = tmp_path / "notes.txt"
     notes.write_text("corral\n")
     code, _, err = lint(capsys, str(notes))
     assert code == 2
-    assert err == (
-        f"error: {str(notes)!r} is not a Python file; give a .py file, a folder or a module name\n"
+    message = (
+        f"error: {str(notes)!r} is not a Python file; give a .py file, a folder or a module name"
     )
+    assert all(len(line) <= 80 for line in err.splitlines()), err
+    assert re.sub(r"\s", "", err) == re.sub(r"\s", "", message)  # a long path is cut
 
 
 def test_cycles_says_when_the_list_was_cut(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -269,6 +270,43 @@ def test_a_missing_database_is_a_usage_error(
     assert main(["threads", "--db", "nope.sqlite"]) == 2
     assert "no checkpoint database at 'nope.sqlite'" in capsys.readouterr().err
     assert not (tmp_path / "nope.sqlite").exists()
+
+
+def unspaced(text: str) -> str:
+    return re.sub(r"\s", "", text)
+
+
+@pytest.mark.parametrize("command", [["threads"], ["history", "t1"], ["show", "t1"]])
+def test_a_missing_database_at_a_deep_path_is_said_within_80_columns(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``error:`` line naming a missing SQLite file is wrapped to 80 columns, as run's
+    lines are: the path is cut where a line ends and goes on, indented, on the next, so
+    the lines joined again hold the whole message."""
+    folder = tmp_path / ("checkpoints of the support agent " * 3).strip()
+    db = str(folder / "runs.sqlite")
+    assert main([*command, "--db", db]) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith("error: no checkpoint database at")
+    message = f"error: no checkpoint database at {db!r}; give the file `corral run --db` wrote to"
+    assert unspaced(err) == unspaced(message)
+
+
+def test_a_postgres_url_without_a_server_is_said_within_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``corral threads --db URL`` with no server behind a long URL: one ``error:`` naming
+    the URL (password hidden), wrapped to 80 columns, no traceback."""
+    url = f"postgresql://u:pw@/agents?host={tmp_path / ('support-agent-sockets-' * 4)}&port=1"
+    assert main(["threads", "--db", url]) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith("error: cannot connect to 'postgresql:///agents?host=")
+    assert "Traceback" not in err and "pw" not in err
+    assert unspaced(str(tmp_path / ("support-agent-sockets-" * 4))) in unspaced(err)
 
 
 DESK = """\

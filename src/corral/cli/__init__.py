@@ -23,6 +23,7 @@ from typing import Any
 from corral import __version__
 from corral.cli import _lint, _port, _serve, _show
 from corral.cli._report import FORMATS
+from corral.cli._shell import say
 from corral.errors import CorralError
 from corral.loader import UsageError
 
@@ -360,12 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.handler(args)
     except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     except CorralError as exc:  # e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -375,10 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.verbose:
             traceback.print_exc()
-        print(
+        say(
             f"error: corral {args.command} failed: {type(exc).__name__}: {exc} "
-            "(a bug in corral? --verbose shows the traceback)",
-            file=sys.stderr,
+            "(a bug in corral? --verbose shows the traceback)"
         )
         return 2
     finally:

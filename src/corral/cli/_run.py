@@ -24,7 +24,7 @@ from typing import Any
 from corral.checkpoint import Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli import DEFAULT_DB
-from corral.cli._shell import command_lines, fit_line
+from corral.cli._shell import command_lines, say
 from corral.control import Resume
 from corral.errors import (
     CheckpointError,
@@ -59,7 +59,7 @@ def command(args: argparse.Namespace) -> int:
     try:
         value = _input(args)
     except BadInput as exc:
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return 1
     try:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
@@ -71,7 +71,7 @@ def command(args: argparse.Namespace) -> int:
     except CheckpointError as exc:  # cannot connect, not a corral database: nothing ran
         if args.verbose:
             traceback.print_exc()
-        _say(f"error: {exc}")
+        say(f"error: {exc}")
         return 2
     try:
         app = _compile(target, saver)
@@ -83,12 +83,12 @@ def command(args: argparse.Namespace) -> int:
         try:
             _check_thread(app, args, value)
         except BadInput as exc:
-            _say(f"error: {exc}")
+            say(f"error: {exc}")
             return 1
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
     where = shown_db(args.db)
-    _say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
+    say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
     progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
         run = app.invoke(
@@ -100,7 +100,7 @@ def command(args: argparse.Namespace) -> int:
     if run.status == "interrupted":
         _explain_interrupts(run.interrupts, args, thread)
         return 3
-    _say(f"done: {run.steps} steps on thread {run.thread_id or thread}")
+    say(f"done: {run.steps} steps on thread {run.thread_id or thread}")
     return 0
 
 
@@ -319,7 +319,7 @@ def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
 
 
 def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
-    _say(f"waiting for a person on thread {thread}:")
+    say(f"waiting for a person on thread {thread}:")
     for item in interrupts:
         node = getattr(item, "node", "?")
         when = getattr(item, "when", "during")
@@ -345,30 +345,23 @@ def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread:
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:
     if args.verbose:
         traceback.print_exception(exc, file=sys.stderr)
-    _say(f"error: {exc}")
+    say(f"error: {exc}")
     cause = exc.__cause__
     if isinstance(exc, NodeError) and cause is not None and str(cause) not in str(exc):
-        _say(f"  caused by {type(cause).__name__}: {cause}")
+        say(f"  caused by {type(cause).__name__}: {cause}")
     if isinstance(exc, StepLimitError):
         more = _command(args, thread, "--max-steps", str(cap * 2))
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
-        _say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")
+        say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")
     return 1
 
 
 def _not_compiled(target: Target, exc: GraphError) -> None:
     errors = [d for d in exc.diagnostics if d.severity == "error"]
     if not errors:
-        _say(f"error: {target.label} does not compile: {exc}")
+        say(f"error: {target.label} does not compile: {exc}")
         return
-    _say(f"error: {target.label} does not compile ({len(errors)} errors):")
+    say(f"error: {target.label} does not compile ({len(errors)} errors):")
     for d in errors:
         print(f"  {display_path(d.file)}:{d.line}:{d.col}: {d.code} {d.message}", file=sys.stderr)
-
-
-def _say(text: str) -> None:
-    """Print ``text`` on stderr, each line wrapped to 80 columns by ``fit_line``; the lines of
-    a command in it (``command_lines``) fit already and are printed as they are."""
-    for line in text.splitlines():
-        print("\n".join(fit_line(line)), file=sys.stderr)

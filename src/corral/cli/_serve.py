@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from typing import Any
 
 __all__ = ["add_parser", "command"]
@@ -87,6 +86,7 @@ def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
     from corral.cli._run import _compile
+    from corral.cli._shell import say
     from corral.cli._show import LoadFailed, load_one
     from corral.errors import GraphError
     from corral.workers import Worker
@@ -100,7 +100,7 @@ def command(args: argparse.Namespace) -> int:
         try:
             app = _compile(target, saver)
         except GraphError as exc:
-            print(f"error: {target.label} does not compile: {exc}", file=sys.stderr)
+            say(f"error: {target.label} does not compile: {exc}")
             return 2
         worker = Worker(
             app,

@@ -7,16 +7,18 @@ single word wider than a line (a PostgreSQL URL with a socket folder) is cut int
 each quoted on its own, joined by a backslash-newline and with no space before the next
 piece, so the shell joins them back into one word.
 
-A line of text (a heading, an error) is wrapped by :func:`fit_line` instead.
+A line of text (a heading, an error) is wrapped by :func:`fit_line` instead; :func:`say`
+prints text to stderr that way.
 """
 
 from __future__ import annotations
 
 import shlex
+import sys
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["WIDTH", "command_lines", "fit_line"]
+__all__ = ["WIDTH", "command_lines", "fit_line", "say"]
 
 WIDTH = 80
 """The columns of the terminal the CLI's text is laid out for."""
@@ -71,6 +73,13 @@ def fit_line(line: str, *, width: int = WIDTH) -> list[str]:
     return textwrap.wrap(
         line, width, subsequent_indent=lead + "  ", break_on_hyphens=False, drop_whitespace=True
     )
+
+
+def say(text: str) -> None:
+    """Print ``text`` on stderr, each line wrapped to 80 columns by :func:`fit_line` (the
+    lines of a command made by :func:`command_lines` fit already and print as they are)."""
+    for line in text.splitlines():
+        print("\n".join(fit_line(line)), file=sys.stderr)
 
 
 class _Layout:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from corral.analysis import bound, list_cycles
+from corral.cli._shell import say
 from corral.loader import Target, UsageError, load, split_selector
 from corral.render import render_dot, render_mermaid
 from corral.spec import END, Cycle, Guard
@@ -39,7 +40,7 @@ def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Tar
         for message, formatted in problems:
             if verbose and formatted:
                 print(formatted, file=sys.stderr, end="")
-            print(f"error: {message}", file=sys.stderr)
+            say(f"error: {message}")
         if loaded.graph_errors:
             print("hint: `corral lint` lists the findings", file=sys.stderr)
         raise LoadFailed
@@ -53,10 +54,9 @@ def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Tar
         raise UsageError(msg)
     target = usable[0]
     if target.failed:
-        print(
+        say(
             f"note: {target.source} failed to import after defining {target.name!r}; "
-            "showing the graph as it was defined",
-            file=sys.stderr,
+            "showing the graph as it was defined"
         )
     return target
 
