@@ -199,7 +199,8 @@ def test_cycles_marks_an_unguarded_cycle() -> None:
     proc = corral("cycles", f"{FIXTURES}/broken.py")
     assert proc.returncode == 0
     assert proc.stdout == (
-        "g: 1 cycle\n  ask → ask    UNGUARDED (CR201): add a Guard to one of its routes\n"
+        f"{FIXTURES}/broken.py:g: 1 cycle\n"
+        "  ask → ask    UNGUARDED (CR201): add a Guard to one of its routes\n"
         "bound: unbounded: a cycle has no guarded route (CR201)\n"
     )
 

@@ -125,7 +125,7 @@ def test_draw_and_cycles(tree: Path, capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = run(capsys, "cycles", "agent.py")
     assert code == 0
     assert out.splitlines() == [
-        "builder: 1 cycle",
+        "agent.py:builder: 1 cycle",
         "  write → critique → write    UNBOUNDED: only a counter or recursion_limit stops it "
         "(lint: CR201, CR204)",
     ]

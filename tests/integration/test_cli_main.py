@@ -335,6 +335,27 @@ def test_a_file_that_is_not_python_is_a_usage_error(
     assert re.sub(r"\s", "", err) == re.sub(r"\s", "", message)  # a long path is cut
 
 
+@pytest.mark.parametrize(
+    ("selector", "title"),
+    [
+        ("cli_fixtures/good.py:app", "cli_fixtures/good.py:app"),
+        ("./cli_fixtures/good.py:app", "./cli_fixtures/good.py:app"),
+        ("cli_fixtures/good.py", "cli_fixtures/good.py:g"),
+        ("cli_fixtures.good:app", "cli_fixtures.good:app"),
+    ],
+)
+def test_cycles_names_the_graph_as_it_was_typed(
+    selector: str, title: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``corral cycles`` titles its listing with the graph as the user named it, as ``corral
+    run``'s heading does (the path as typed, the :name picked, else the attribute)."""
+    assert main(["cycles", selector]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{title}: 1 cycle"
+    assert lines[1].split() == ["critique", "→", "revise", "→", "critique", "guarded:", "revise",
+                                "≤3,", "then", "END"]  # fmt: skip
+
+
 def test_cycles_says_when_the_list_was_cut(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -380,7 +401,7 @@ def test_cycles_says_when_the_list_was_cut(
     monkeypatch.chdir(tmp_path)
     assert main(["cycles", "mesh.py", "--limit", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "g: 2 cycles (stopped at --limit 2; there are more)"
+    assert lines[0] == "mesh.py:g: 2 cycles (stopped at --limit 2; there are more)"
     assert len(lines) == 4
     assert all("guarded: " in line for line in lines[1:3])
     assert lines[3].startswith("bound: ")

@@ -93,7 +93,7 @@ def cycles(args: argparse.Namespace) -> int:
     cut = bool(getattr(found, "truncated", False)) or len(found) > limit
     langgraph = target.langgraph is not None
     print(
-        format_cycles(target.name, list(found)[:limit], cut=cut, limit=limit, langgraph=langgraph)
+        format_cycles(target.label, list(found)[:limit], cut=cut, limit=limit, langgraph=langgraph)
     )
     if not langgraph:  # LangGraph has no guards: its cycles say why it has no bound
         print(f"bound: {bound(spec)}")
