@@ -243,3 +243,14 @@ def test_a_queue_that_another_writer_holds_past_timeout_s_says_so(tmp_path: Path
     )
     assert info.value.path == path
     assert queue.submit("t", None, resume=False) >= 1
+
+
+def test_the_worker_command_in_process_gives_back_the_signal_handlers(tmp_path: Path) -> None:
+    """main(['worker', ...]) run in-process (a test, an embedding app) hands SIGINT and
+    SIGTERM back to the handlers it found, so Ctrl-C works again once it returns."""
+    from corral.cli import main
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    db = str(tmp_path / "runs.sqlite")
+    assert main(["worker", GRAPH, "--db", db, "--until-idle", "--poll", "0.01"]) == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -113,9 +113,13 @@ def command(args: argparse.Namespace) -> int:
         def stop(signum: int, frame: object) -> None:
             worker.stop()
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        worker.run(until_idle=args.until_idle)
+        found = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            worker.run(until_idle=args.until_idle)
+        finally:  # main() may run in-process (a test, an app): give the signals back
+            for signum, handler in found.items():
+                if handler is not None:  # None: set outside Python, cannot be put back
+                    signal.signal(signum, handler)
         return 0
     finally:
         saver.close()
