@@ -1,27 +1,37 @@
-"""Where a durable step's time goes: the floor and the engine of ``bench_checkpoint.py``, by phase.
+"""Where a durable step's time goes: ``bench_checkpoint.py``'s loops by phase, and prototypes.
 
 Run: ``python benchmarks/bench_durable.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]
-[--tmpfs]``
+[--tmpfs] [--sleep-us N] [--only floor,engine] [--variants]``
 
-Runs ``bench_checkpoint``'s ``floor`` and ``engine`` loops in turn (interleaved rounds, one
-process, fresh files) and splits each step into phases, stamped with the wall clock, the
-thread's CPU clock and ``getrusage(RUSAGE_THREAD)`` (user and system time, voluntary and
-involuntary context switches):
+Runs ``bench_checkpoint``'s ``floor``, ``floor+``, ``saver`` and ``engine`` loops in turn
+(interleaved rounds, one process, fresh files) and splits each step into phases, stamped
+with the wall clock, the thread's CPU clock and ``getrusage(RUSAGE_THREAD)`` (user and
+system time, voluntary and involuntary context switches):
 
 * floor: ``py`` (the message, the list, ``json.dumps``), ``begin``, ``insert``, ``commit``;
+* floor+: ``py`` (the same and the row's texts), ``sql`` (its one ``INSERT``);
+* saver: ``py`` (the message, the list, the checkpoint), ``put-py``, ``sql``, ``put-after``
+  (as the engine's);
 * engine: ``own`` (from one ``put``'s return to the next ``put``: the superstep, the node,
   the router, building the checkpoint), ``put-py`` (the saver's Python before its
   statement), ``sql`` (the one ``INSERT``, which commits), ``put-after`` (the saver's
   bookkeeping after it).
 
 The stamps cost about 2 µs of CPU a phase (each loop pays them per phase it has); the
-figures are per step, summed over a run, medians over rounds. ``cpu - user - sys`` is the
-difference between the precise CPU clock and the tick-sampled rusage.
+figures are per step, summed over a run, medians over rounds; rusage's user and system
+times are sampled at the scheduler's ticks (only their sums over a run mean much).
+``--sleep-us`` sleeps after each commit: on tmpfs, a stand-in for the fsync's wait.
+
+``--variants`` runs the prototypes of two levers instead, against the floor and the engine
+(mean step, wall, and CPU a step): ``overlap``, the saver's ``INSERT`` on a writer thread
+while the engine goes on, the node waiting for it (:class:`Overlapped`), and ``minimal``,
+the engine with a put as cheap as ``floor+``'s hand-written one (:class:`Minimal`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import operator
 import resource
 import sqlite3
@@ -40,6 +50,7 @@ from bench_checkpoint import _DURABLE_INSERT, engine_graph, message, step_meta
 from corral import END, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite._layout import range_start
+from corral.checkpoint.sqlite._writing import _INSERT_ONE
 
 SLEEP = 0.0
 """Seconds each commit is followed by a sleep (``--sleep-us``: a stand-in for the fsync's wait)."""
@@ -78,7 +89,6 @@ def run_floor(path: Path, steps: int, sync: str) -> Phases:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {sync}")
     conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
-    import json
 
     state: dict[str, Any] = {"messages": []}
     ph = Phases(["py", "begin", "insert", "commit"])
@@ -142,7 +152,6 @@ def run_engine(path: Path, steps: int, sync: str) -> Phases:
 
 
 def run_floor_plus(path: Path, steps: int, sync: str) -> Phases:
-    import json
 
     SqliteSaver(path, synchronous=sync).close()  # type: ignore[arg-type]
     conn = sqlite3.connect(path, isolation_level=None)
@@ -199,6 +208,32 @@ def run_saver(path: Path, steps: int, sync: str) -> Phases:
     return ph
 
 
+class Minimal(SqliteSaver):
+    """A prototype of the cheapest put: a checkpoint with no snapshot, of one write of one
+    message, that this saver can number, is written as ``floor+`` writes it (the message's
+    ``json.dumps``, the write's reference by hand, the meta in full by ``json.dumps``) in
+    the saver's one ``INSERT``; the rest go through ``SqliteSaver.put``. What a put without
+    packing, checks, meta deltas or snapshot bookkeeping would cost (its snapshots re-encode
+    the messages the minimal puts did not note: those steps cost more)."""
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        thread = self._threads.get(checkpoint.thread_id)
+        start = None if thread is None else self._next_seq.get(thread)
+        writes = checkpoint.writes
+        if checkpoint.snapshot is not None or start is None or len(writes) != 1:
+            super().put(checkpoint)
+            return
+        assert thread is not None and self._conn is not None
+        ((node, update),) = writes
+        parent = self._seqs[thread, checkpoint.parent_id]  # type: ignore[index]
+        data = json.dumps(update["messages"][0])
+        text = f'[[{json.dumps(node)},{{"messages":[{{"$corral":{start}}}]}}]]'
+        row = (thread, checkpoint.checkpoint_id, parent, None, text, json.dumps(checkpoint.meta), 0)
+        self._conn.execute(_INSERT_ONE, (start, data, start + 1, *row))
+        self._seqs[thread, checkpoint.checkpoint_id] = start + 1
+        self._next_seq[thread] = start + 2
+
+
 class Overlapped(SqliteSaver):
     """A prototype of the overlap lever: the saver's one-statement ``INSERT`` (which
     commits) runs on a writer thread while the engine goes on; the node waits for it first
@@ -232,9 +267,6 @@ class Overlapped(SqliteSaver):
     def wait(self) -> None:
         pending = self.pending
         if pending is not None:
-            if self.spin:
-                while not pending.done():
-                    pass
             pending.result()
             self.pending = None
 
@@ -264,23 +296,24 @@ def overlap_graph(steps: int, saver: list[Overlapped]) -> Any:
     return g
 
 
-def overlap(steps: int, rounds: int, sync: str, where: str | None) -> None:
-    """Print the mean step (wall) and CPU a step of the floor, the engine and the engine
-    with its commit overlapped (blocking and spinning wait), interleaved rounds."""
+def variants(steps: int, rounds: int, sync: str, where: str | None) -> None:
+    """Print the mean step (wall) and CPU a step of the floor, the engine, the engine with
+    its commit overlapped (:class:`Overlapped`) and with the cheapest put
+    (:class:`Minimal`), in interleaved rounds."""
     holder: list[Overlapped] = []
     graphs = {"engine": engine_graph(steps), "overlap": overlap_graph(steps, holder)}
 
     def engine(path: Path, kind: str) -> tuple[float, float]:
         saver: SqliteSaver
-        if kind == "engine":
-            saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
-            app = graphs["engine"].compile(checkpointer=saver)
-        else:
+        if kind == "overlap":
             saver = Overlapped(path, synchronous=sync)  # type: ignore[arg-type]
-            saver.spin = kind == "spin"
             saver.start_writer()
             holder[:] = [saver]
             app = graphs["overlap"].compile(checkpointer=saver)
+        else:
+            kept = Minimal if kind == "minimal" else SqliteSaver
+            saver = kept(path, synchronous=sync)  # type: ignore[arg-type]
+            app = graphs["engine"].compile(checkpointer=saver)
         wall, cpu = time.perf_counter(), time.process_time()
         app.invoke({"messages": []}, thread_id="bench")
         if isinstance(saver, Overlapped):
@@ -294,7 +327,7 @@ def overlap(steps: int, rounds: int, sync: str, where: str | None) -> None:
         run_floor(path, steps, sync)
         return (time.perf_counter() - wall) / steps, (time.process_time() - cpu) / steps
 
-    kinds = ["floor", "engine", "overlap", "spin"]
+    kinds = ["floor", "engine", "overlap", "minimal"]
     got: dict[str, list[tuple[float, float]]] = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory(dir=where) as tmp:
         for r in range(rounds):
@@ -302,14 +335,15 @@ def overlap(steps: int, rounds: int, sync: str, where: str | None) -> None:
                 path = Path(tmp) / f"{kind}{r}.sqlite"
                 got[kind].append(floor(path) if kind == "floor" else engine(path, kind))
     base = statistics.median(w for w, _ in got["floor"])
-    print(f"overlap prototype, {steps} steps, synchronous={sync}, medians of {rounds} rounds")
+    print(f"prototypes, {steps} steps, synchronous={sync}, medians of {rounds} rounds")
     for kind, values in got.items():
         wall = statistics.median(w for w, _ in values)
         cpu = statistics.median(c for _, c in values)
         ratios = [w / f for (w, _), (f, _) in zip(values, got["floor"], strict=True)]
         print(
             f"{kind:>8}: {wall * 1e6:7.1f} µs a step = {wall / base:4.2f}x floor "
-            f"(per round {min(ratios):4.2f}-{max(ratios):4.2f}x), cpu {cpu * 1e6:6.1f} µs"
+            f"(per round {min(ratios):4.2f}-{max(ratios):4.2f}x, median "
+            f"{statistics.median(ratios):4.2f}x), cpu {cpu * 1e6:6.1f} µs"
         )
 
 
@@ -321,10 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tmpfs", action="store_true")
     parser.add_argument("--sleep-us", type=float, default=0.0, help="sleep after each commit")
     parser.add_argument("--only", default="", help="comma-separated loops to run")
-    parser.add_argument("--overlap", action="store_true", help="the overlap prototype instead")
+    parser.add_argument("--variants", action="store_true", help="the prototypes instead")
     args = parser.parse_args(argv)
-    if args.overlap:
-        overlap(args.steps, args.rounds, args.sync, "/dev/shm" if args.tmpfs else None)
+    if args.variants:
+        variants(args.steps, args.rounds, args.sync, "/dev/shm" if args.tmpfs else None)
         return 0
     global SLEEP
     SLEEP = args.sleep_us / 1e6
