@@ -1,8 +1,8 @@
 """SqliteSaver's layout: what one put writes, and files written by older layouts.
 
-``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3)
-and ``layout4.sqlite`` by layout 4 (main at 85f4e0f), each with :func:`write_history`
-below; the tests open them with this corral and compare what they read with a
+``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3),
+``layout4.sqlite`` by layout 4 (main at 85f4e0f) and ``layout5.sqlite`` by layout 5 (main at
+cdcc26e), each with :func:`write_history` below; the tests open them with this corral and compare what they read with a
 ``MemorySaver`` fed the same history.
 """
 
@@ -22,7 +22,7 @@ from corral.checkpoint.sqlite import SCHEMA_VERSION
 from corral.checkpoint.sqlite._layout import BATCH
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
-OLD_LAYOUTS = [FIXTURES / "layout3.sqlite", FIXTURES / "layout4.sqlite"]
+OLD_LAYOUTS = [FIXTURES / f"layout{n}.sqlite" for n in (3, 4, 5)]
 
 
 def message(who: str, i: int) -> dict[str, str]:
@@ -85,7 +85,7 @@ def old_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def test_an_old_file_reads_as_it_was_written(old_file: Path) -> None:
-    """Every checkpoint, chain and recorded task of a file written by layout 3 or 4 reads back
+    """Every checkpoint, chain and recorded task of a file written by layout 3, 4 or 5 reads back
     equal to what was put, and the file is upgraded to this corral's layout."""
     ref = reference()
     with SqliteSaver(old_file) as saver:
