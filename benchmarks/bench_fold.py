@@ -111,7 +111,7 @@ def fold_all(path: Path, run: int) -> None:
 
 def read_rows(conn: sqlite3.Connection, steps: int) -> list[Any]:
     """The saver's fetch of the snapshot's list ``[[2, steps, 2]]`` (value rows)."""
-    fetch = StoredValues({}).fetcher(texts_of(conn), [])
+    fetch = StoredValues({}).fetcher(texts_of(conn, False), [])
     return fetch([(2, steps, 2)]).trees
 
 
@@ -137,7 +137,7 @@ def read_runs_each(conn: sqlite3.Connection, steps: int) -> list[Any]:
 
 
 def sql_rows(conn: sqlite3.Connection, steps: int) -> list[Any]:
-    return texts_of(conn)([(2, steps, 2)])
+    return texts_of(conn, False)([(2, steps, 2)])
 
 
 def sql_runs(conn: sqlite3.Connection, steps: int) -> list[Any]:
@@ -204,7 +204,7 @@ _TEXTS = _reading._texts
 _PARSE = _stored._parse
 
 
-def folded_parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
+def folded_parse(runs: list[Run], texts: list[Any], arrays: Any = None) -> tuple[Stored, int]:
     """A prototype of a chunk-aware ``_stored._parse``: one ``json.loads`` a run row."""
     if not isinstance(texts, Chunks):
         return _PARSE(runs, texts)

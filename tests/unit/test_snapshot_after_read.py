@@ -88,7 +88,7 @@ def test_a_snapshot_after_a_read_refers_to_the_values_read(tmp_path: Path) -> No
             "turn": 2,
         }
     conn = sqlite3.connect(path)
-    texts = [t for (t,) in conn.execute("SELECT data FROM checkpoints WHERE thread IS NULL")]
+    texts = [t for (t,) in conn.execute("SELECT data FROM blobs")]
     conn.close()
     assert len(texts) == len(set(texts)) == 14  # each message stored once
 
@@ -221,7 +221,7 @@ def test_a_fork_by_a_new_saver_refers_to_the_values_of_the_chain_it_read(
     assert store().chain("t")[-1].snapshot == {"messages": messages, "turn": 2}
     if isinstance(saver, SqliteSaver):
         conn = sqlite3.connect(saver.path)
-        texts = [t for (t,) in conn.execute("SELECT data FROM checkpoints WHERE thread IS NULL")]
+        texts = [t for (t,) in conn.execute("SELECT data FROM blobs")]
         conn.close()
         # messages 0-13 once each, and the two changed in the fork: nothing else again
         assert len(texts) == len(set(texts)) == 16

@@ -2,8 +2,8 @@
 
 ``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3),
 ``layout4.sqlite`` by layout 4 (main at 85f4e0f) and ``layout5.sqlite`` by layout 5 (main at
-cdcc26e), each with :func:`write_history` below; the tests open them with this corral and compare what they read with a
-``MemorySaver`` fed the same history.
+cdcc26e), each with :func:`write_history` below; the tests open them with this corral and
+compare what they read with a ``MemorySaver`` fed the same history.
 """
 
 from __future__ import annotations

@@ -13,8 +13,10 @@ import gc
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Collection
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Final, NamedTuple, NoReturn
+
+from corral.checkpoint._pieces import Arrays, Folded, ItemTexts, Pieces, Rows
 
 __all__ = [
     "TAG",
@@ -47,7 +49,7 @@ Run = tuple[int, int, int]
 """``(first, count, step)``: the ids ``first``, ``first + step``, ... (``count`` of them)."""
 Fetch = Callable[[list[Run]], Stored]
 """Return the trees of the stored values with the ids of these runs (see :func:`decode`)."""
-Fetched = tuple[list[Run], list[str], list[Any]]
+Fetched = tuple[list[Run], Sequence[str], list[Any]]
 """A list of stored values one fetch read, holding no tag: its runs of ids, the stored
 texts of its items and the list itself (the decoded value, as the decoder returned it)."""
 
@@ -70,8 +72,11 @@ def parse_stored(runs: list[Run], texts: list[str]) -> Stored:
     return _parse(runs, texts)[0]
 
 
-def _parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
-    """Return :func:`parse_stored`'s trees, and the length of the texts together."""
+def _parse(runs: list[Run], texts: list[Any], arrays: Arrays | None = None) -> tuple[Stored, int]:
+    """Return :func:`parse_stored`'s trees, and the length of the texts together (the texts
+    may come in :class:`Pieces`; ``arrays``: the folded arrays parsed so far by the fetch)."""
+    if type(texts) is Pieces:
+        return _parse_pieces(texts, Arrays() if arrays is None else arrays)
     if not texts:
         return Stored([], True), 0
     if len(texts) == 1:
@@ -96,7 +101,12 @@ def _parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
             return Stored([tree], final), size
         if len(tree) == len(texts):
             return Stored(tree, final), size
-    ids = run_ids(runs)
+    _name_damaged(run_ids(runs), texts)
+
+
+def _name_damaged(ids: list[int], texts: list[Any]) -> NoReturn:
+    """Raise the ``ValueError`` naming the first of ``texts`` (of values ``ids``) that is not
+    JSON, else the ids of texts that do not read as one list each."""
     for ref, text in zip(ids, texts, strict=True):  # find the damaged one, to name it
         try:
             json.loads(text)
@@ -105,6 +115,29 @@ def _parse(runs: list[Run], texts: list[Any]) -> tuple[Stored, int]:
             raise ValueError(msg) from None
     msg = f"stored values {ids[0]}..{ids[-1]} do not read as one list each"
     raise ValueError(msg)
+
+
+def _parse_pieces(pieces: Pieces, arrays: Arrays) -> tuple[Stored, int]:
+    """Return the trees of :class:`Pieces`: single texts joined and parsed together (as by
+    :func:`parse_stored`), a folded array by one ``json.loads`` per fetch."""
+    only = pieces[0] if len(pieces) == 1 else None
+    if isinstance(only, Folded):  # a long read of one run
+        trees, final = arrays.items(only)
+        return Stored(trees, final), sum(only.lengths[p] for p in only.positions)
+    out: list[Any] = []
+    final, size = True, 0
+    for piece in pieces:
+        if isinstance(piece, Rows):
+            stored, more = _parse([(n, 1, 1) for n in piece.ids], piece.texts)
+            out += stored.trees
+        else:
+            trees, final_piece = arrays.items(piece)
+            stored = Stored(trees, final_piece)
+            out += trees
+            more = sum(piece.lengths[p] for p in piece.positions)
+        final = final and stored.final
+        size += more
+    return Stored(out, final), size
 
 
 def scalar_dicts(dicts: list[dict[str, Any]]) -> bool:
@@ -145,7 +178,7 @@ class StoredValues:
         """Content hash -> id of committed values, shared with the writer."""
         self._lock = threading.Lock()
         """A saver's reads may come from several threads (PostgreSQL's pool)."""
-        self._unhashed: list[tuple[list[str], list[Run]]] = []
+        self._unhashed: list[tuple[Sequence[str], list[Run], int]] = []
         """Batches of texts read and not hashed yet, oldest first (bounded by bytes)."""
         self._unhashed_bytes = 0
         self.bytes_read = 0
@@ -162,6 +195,8 @@ class StoredValues:
             Damaged: a value is missing or is not JSON.
         """
 
+        arrays = Arrays()
+        """The folded arrays this fetch parsed (see :mod:`corral.checkpoint._pieces`)."""
         memo: dict[int, Any] = {}
         """Immutable values already read by this fetch (a snapshot and the write that set
         it refer to one 50 MB string: it is read and parsed once)."""
@@ -177,15 +212,15 @@ class StoredValues:
                 known = _known(noted, single)
                 if known is not _MISSING:
                     return Stored([known], True)
-            texts = texts_of(runs)
+            texts: Any = texts_of(runs)
             try:
-                stored, size = _parse(runs, texts)
+                stored, size = _parse(runs, texts, arrays)
             except TypeError:
-                ids = run_ids(runs)
-                missing = next(n for n, t in zip(ids, texts, strict=True) if type(t) is not str)
-                raise Damaged(f"stored value {missing} is missing") from None
+                raise Damaged(f"stored value {_missing(runs, texts)} is missing") from None
             except ValueError as exc:
                 raise Damaged(str(exc)) from exc
+            if type(texts) is Pieces:
+                texts = ItemTexts(texts)
             self._read(texts, runs, size)
             if single is not None and stored.final and type(stored.trees[0]) in _SCALARS:
                 memo[single] = stored.trees[0]
@@ -195,7 +230,7 @@ class StoredValues:
 
         return fetch
 
-    def hash_reads(self, skip: Collection[list[str]] = ()) -> None:
+    def hash_reads(self, skip: Collection[Sequence[str]] = ()) -> None:
         """Remember the content hash of every value read since the last call, so a snapshot
         refers to them instead of storing them again (done only when a snapshot is packed:
         a read that no snapshot follows, ``get_state``, never pays for hashing). The batches
@@ -206,20 +241,29 @@ class StoredValues:
             self._unhashed_bytes = 0
         known = self.known
         skipped = {id(texts) for texts in skip}
-        for texts, runs in batches:
+        for texts, runs, _size in batches:
             if skipped and id(texts) in skipped:
                 continue
             for text, blob_id in zip(texts, run_ids(runs), strict=True):
                 known[digest(text)] = blob_id
 
-    def _read(self, texts: list[str], runs: list[Run], size: int) -> None:
+    def _read(self, texts: Sequence[str], runs: list[Run], size: int) -> None:
         """Count ``size`` (the length of ``texts``) as read, and keep the texts for hashing."""
         with self._lock:
             self.bytes_read += size
-            self._unhashed.append((texts, runs))
+            self._unhashed.append((texts, runs, size))
             self._unhashed_bytes += size
             while self._unhashed_bytes > _READ_BYTES and len(self._unhashed) > 1:
-                self._unhashed_bytes -= sum(map(len, self._unhashed.pop(0)[0]))
+                self._unhashed_bytes -= self._unhashed.pop(0)[2]
+
+
+def _missing(runs: list[Run], texts: list[Any]) -> int:
+    """Return the id of the first value missing from ``texts`` (of ``runs``, maybe in
+    :class:`Pieces`)."""
+    if type(texts) is Pieces:
+        pairs = (pair for p in texts if type(p) is Rows for pair in zip(*p, strict=True))
+        return next(n for n, t in pairs if type(t) is not str)
+    return next(n for n, t in zip(run_ids(runs), texts, strict=True) if type(t) is not str)
 
 
 def _known(lists: list[Fetched], ref: int) -> Any:

@@ -1,8 +1,9 @@
 """Finding a thread's checkpoints by id, and listing them, in the file's layout.
 
-A file of layout 5 finds an id in ``ids`` or by a scan of the thread's tail (see
+A file of layout 5 or 6 finds an id in ``ids`` or by a scan of the thread's tail (see
 :mod:`~corral.checkpoint.sqlite._layout`); an older file opened read-only (so never
-upgraded) has no ``ids`` but its unique index on ``(thread, checkpoint_id)``.
+upgraded) has no ``ids`` but its unique index on ``(thread, checkpoint_id)``, and one of
+layout 5 or older no ``runs`` (its values are all rows).
 """
 
 from __future__ import annotations
@@ -23,20 +24,26 @@ class Lookups(NamedTuple):
     """The seq of checkpoint ``:id`` of ``:thread`` (no row, or ``None``: it has none)."""
     thread_rows: str
     """Every checkpoint row of ``:thread`` (as ``ROW`` selects them), oldest first."""
+    folded: bool = True
+    """Whether the file has ``runs`` (layout 6): values may be folded there."""
 
 
 CURRENT: Final = Lookups(SEQ_OF, THREAD_ROWS)
 _INDEXED: Final = Lookups(
     "SELECT seq FROM checkpoints WHERE thread = :thread AND checkpoint_id = :id",
     ROW + " WHERE k.thread = :thread ORDER BY k.seq",
+    folded=False,
 )
 """The queries of layouts 2 to 4, which a file opened read-only may still be in."""
 
 
 def lookups(conn: sqlite3.Connection) -> Lookups:
     """Return the queries for the file behind ``conn``."""
-    query = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'ids'"
-    return CURRENT if conn.execute(query).fetchone() is not None else _INDEXED
+    query = "SELECT name FROM sqlite_schema WHERE type = 'table' AND name IN ('ids', 'runs')"
+    tables = {name for (name,) in conn.execute(query)}
+    if "ids" not in tables:
+        return _INDEXED
+    return CURRENT if "runs" in tables else CURRENT._replace(folded=False)
 
 
 def seq_of(

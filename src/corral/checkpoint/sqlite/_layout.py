@@ -1,4 +1,4 @@
-"""The tables of a corral SQLite file (layout 5), their triggers, and upgrading older ones.
+"""The tables of a corral SQLite file (layout 6), their triggers, and upgrading older ones.
 
 One step, one leaf page. A thread's rows are numbered in a range of ``seq`` of its own,
 ``2**32`` wide: the first thread of a file from 1, the next from ``2**32``, and so on
@@ -30,16 +30,22 @@ file upgraded from layout 3 it names each old thread's newest until the thread's
 put, and a fork sets it to the fork's parent (after checking the newest it read) inside the
 fork's transaction; the row's trigger clears it again.
 
+Value rows are folded into ``runs`` at snapshot puts (layout 6, see
+:mod:`~corral.checkpoint.sqlite._runs`).
+
 Upgrading (:func:`upgrade`, in the opener's write transaction): layout 2 gains the pointer,
 3 the ranges, 4 the ``ids`` table (filled with every checkpoint already there; a later copy
-skips the ids already in it) and loses the unique index. A corral that writes layout 4 or
-older refuses a file of layout 5 (its version is newer than it reads).
+skips the ids already in it) and loses the unique index, 5 the ``runs`` table and its
+trigger. A corral that writes layout 5 or older refuses a file of layout 6 (its version is
+newer than it reads).
 """
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Final
+
+from corral.checkpoint.sqlite._runs import BLOBS, RUNS, fold_trigger
 
 __all__ = [
     "BATCH",
@@ -62,8 +68,8 @@ __all__ = [
     "upgrade",
 ]
 
-SCHEMA_VERSION: Final = 5
-"""The layout version this corral writes (it reads and upgrades 2, 3 and 4)."""
+SCHEMA_VERSION: Final = 6
+"""The layout version this corral writes (it reads and upgrades 2, 3, 4 and 5)."""
 THREAD_BITS: Final = 32
 """A thread's range of ``seq`` is ``2**THREAD_BITS`` wide."""
 LAST_SEQ: Final = (1 << THREAD_BITS) - 1
@@ -189,9 +195,11 @@ CREATE TABLE checkpoints (
     CHECK ((thread IS NULL) = (data IS NOT NULL))
 )""",
     IDS,
-    "CREATE VIEW blobs (id, data) AS SELECT seq, data FROM checkpoints WHERE thread IS NULL",
+    RUNS,
+    BLOBS,
     PENDING,
     *_triggers(0),
+    fold_trigger(0, THREAD_BITS),
 )
 """A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener)."""
 
@@ -216,15 +224,24 @@ _FROM_4: Final = (
 )
 """Layout 4 to 5: every checkpoint already there is in ``ids``, and the unique index goes
 (``put_done`` stays as it was)."""
+_FROM_5: Final = (RUNS, "DROP VIEW IF EXISTS blobs", BLOBS)
+"""Layout 5 to 6: ``runs`` (empty: a thread's rows fold from its next snapshot on, see
+:mod:`~corral.checkpoint.sqlite._runs`) and ``blobs`` showing the folded values too."""
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
-    """Bring a file of layout ``version`` (2, 3 or 4) to this layout, inside the caller's
+    """Bring a file of layout ``version`` (2 to 5) to this layout, inside the caller's
     write transaction. Every corral process using the file must be of this version."""
-    steps = (*(_FROM_2 if version == 2 else ()), *(_FROM_3 if version <= 3 else ()), *_FROM_4)
+    steps = (
+        *(_FROM_2 if version == 2 else ()),
+        *(_FROM_3 if version <= 3 else ()),
+        *(_FROM_4 if version <= 4 else ()),
+        *_FROM_5,
+    )
     for statement in steps:
         conn.execute(statement)
-    for statement in _triggers(first_range(conn)):
+    first = first_range(conn)
+    for statement in (*_triggers(first), fold_trigger(first, THREAD_BITS)):
         conn.execute(statement)
     conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
 

@@ -27,6 +27,7 @@ from corral.checkpoint._stored import (
 )
 from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode_checkpoint
+from corral.checkpoint.sqlite._folded import FoldedTexts
 from corral.checkpoint.sqlite._schema import busy
 from corral.checkpoint.sqlite.rereads import ReadList, read_lists
 from corral.errors import CheckpointError
@@ -65,8 +66,11 @@ def thread_of(conn: sqlite3.Connection, path: str, name: str) -> int | None:
     raise CheckpointError(msg, path=path)
 
 
-def texts_of(conn: sqlite3.Connection) -> Callable[[list[Run]], list[Any]]:
-    """Return the reader of stored texts that :class:`StoredValues` needs, over ``conn``."""
+def texts_of(conn: sqlite3.Connection, folded: bool) -> Callable[[list[Run]], list[Any]]:
+    """Return the reader of stored texts that :class:`StoredValues` needs, over ``conn``
+    (``folded``: the file has ``runs``, layout 6), for one fetch."""
+    if folded:
+        return FoldedTexts(conn, _texts)
     return lambda runs: _texts(conn, runs)
 
 
@@ -267,9 +271,10 @@ def read_rows(
     thread: tuple[int, str],
     query: str,
     params: Any,
+    folded: bool,
 ) -> Read:
     """Fetch and decode the checkpoint rows ``query`` selects from ``thread`` (its row id and
-    name); damage is named by file, thread and checkpoint."""
+    name); damage is named by file, thread and checkpoint (``folded``: see :func:`texts_of`)."""
     try:
         rows = conn.execute(query, params).fetchall()
     except sqlite3.OperationalError as exc:
@@ -279,5 +284,5 @@ def read_rows(
     except (sqlite3.DatabaseError, ValueError) as exc:
         find_damaged_row(conn, path, thread[0], thread[1], exc)
     fetched: list[Fetched] = []
-    fetch = values.fetcher(texts_of(conn), fetched)
+    fetch = values.fetcher(texts_of(conn, folded), fetched)
     return decode_rows(path, serializer, values, fetch, thread[1], rows, fetched)

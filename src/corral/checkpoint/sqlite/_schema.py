@@ -266,7 +266,7 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
             f"version ({exc}); the file is damaged, move it away and start a new one"
         )
         raise CheckpointError(msg, path=path) from exc
-    if row is not None and row[0] in (2, 3, 4, SCHEMA_VERSION):
+    if row is not None and row[0] in (2, 3, 4, 5, SCHEMA_VERSION):
         return int(row[0])
     version, writer = row if row is not None else (None, "an unknown writer")
     msg = (

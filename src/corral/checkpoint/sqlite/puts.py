@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final, NamedTuple
 
@@ -119,7 +119,7 @@ class LastPuts:
             read = dict(lists) if lists else {}
             self.put(thread_id, Last(checkpoint_id, "", read, snapshot_bytes, since, 0))
 
-    def read_texts(self, thread_id: str) -> list[list[str]]:
+    def read_texts(self, thread_id: str) -> list[Sequence[str]]:
         """Return the stored texts of the read lists the thread's next snapshot re-uses (see
         ``StoredValues.hash_reads``)."""
         last = self._threads.get(thread_id)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
 from corral.checkpoint._flat import SCALARS
@@ -36,7 +36,7 @@ class ReadList(NamedTuple):
     their stored texts (held, not copied), for the next snapshot of the thread."""
 
     runs: list[Run]
-    texts: list[str]
+    texts: Sequence[str]
     copies: list[dict[str, Any]] | None = None
     """When every item is a dict: a shallow copy of each, taken as it was parsed (the next
     snapshot compares flat dicts with them instead of parsing the texts again)."""
@@ -95,7 +95,7 @@ def same_objects(items: list[Any], trees: list[Any]) -> bool:
     )
 
 
-def parsed(texts: list[str]) -> list[Any] | None:
+def parsed(texts: Sequence[str]) -> list[Any] | None:
     """Return the values of JSON texts by one ``json.loads`` (``None`` if they do not parse)."""
     try:
         trees = json.loads(joined(texts))
@@ -104,7 +104,7 @@ def parsed(texts: list[str]) -> list[Any] | None:
     return trees if type(trees) is list and len(trees) == len(texts) else None
 
 
-def joined(texts: list[str]) -> str:
+def joined(texts: Sequence[str]) -> str:
     """Return the JSON list of stored JSON texts (what the compact encoder writes)."""
     return "[" + ",".join(texts) + "]"
 

@@ -197,7 +197,7 @@ class SqliteSaver:
             seq = None if thread is None else self._seq(conn, thread, checkpoint_id)
             if thread is None or seq is None:
                 return {}
-            fetch = self._values.fetcher(texts_of(conn))
+            fetch = self._values.fetcher(texts_of(conn, self._lookups.folded))
             out: dict[int, dict[str, Any]] = {}
             for task, text in conn.execute(
                 "SELECT task, record FROM pending_writes WHERE thread = ? AND seq = ? "
@@ -487,8 +487,9 @@ class SqliteSaver:
         self, conn: sqlite3.Connection, thread: int, thread_id: str, query: str, params: Any
     ) -> Read:
         """Fetch and decode checkpoint rows; damage is named by file, thread and checkpoint."""
+        names, folded = (thread, thread_id), self._lookups.folded
         return read_rows(
-            conn, self.path, self.serializer, self._values, (thread, thread_id), query, params
+            conn, self.path, self.serializer, self._values, names, query, params, folded
         )
 
     def _errors(self, verb: str) -> AbstractContextManager[None]:
