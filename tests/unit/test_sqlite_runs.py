@@ -233,28 +233,32 @@ def damage(path: Path, sql: str) -> None:
     conn.close()
 
 
+_FIRST_RUN = " WHERE seq = (SELECT min(seq) FROM runs)"
+
+
 @pytest.mark.parametrize(
-    "change",
+    ("change", "reads"),
     [
-        "UPDATE runs SET data = substr(data, 1, 100) WHERE seq = (SELECT min(seq) FROM runs)",
-        "UPDATE runs SET data = replace(data, '},{', '}.{') "
-        "WHERE seq = (SELECT min(seq) FROM runs)",
-        "UPDATE runs SET items = '[[1],[2]]' WHERE seq = (SELECT min(seq) FROM runs)",
-        "UPDATE runs SET items = 'x' WHERE seq = (SELECT min(seq) FROM runs)",
-        "UPDATE runs SET data = CAST(x'5b80ff5d' AS TEXT) WHERE seq = (SELECT min(seq) FROM runs)",
+        ("UPDATE runs SET data = substr(data, 1, 100)", ("chain", "checkpoints")),
+        ("UPDATE runs SET data = replace(data, '},{', '}.{')", ("chain", "checkpoints")),
+        ("UPDATE runs SET data = '[' || data || ']'", ("chain", "checkpoints")),
+        ("UPDATE runs SET data = CAST(x'5b80ff5d' AS TEXT)", ("chain", "checkpoints")),
+        # The items say which value is where: a read of single values needs them.
+        ("UPDATE runs SET items = '[[1],[2]]'", ("checkpoints",)),
+        ("UPDATE runs SET items = 'x'", ("checkpoints",)),
     ],
 )
-def test_a_damaged_run_is_named(tmp_path: Path, change: str) -> None:
-    """A run row that is not JSON, whose items do not describe it, or that is not UTF-8
-    gives CheckpointError naming the folded values, the file, thread and checkpoint, and
-    the way out."""
+def test_a_damaged_run_is_named(tmp_path: Path, change: str, reads: tuple[str, ...]) -> None:
+    """A run row that is not JSON, holds another count of values, whose items do not
+    describe it, or that is not UTF-8 gives CheckpointError naming the folded values, the
+    file, thread and checkpoint, and the way out."""
     path = tmp_path / "t.db"
     chat(path, 45)
     conn = sqlite3.connect(path)
     first, last = conn.execute("SELECT seq, last FROM runs ORDER BY seq").fetchone()
     conn.close()
-    damage(path, change)
-    for read in ("chain", "checkpoints"):
+    damage(path, change + _FIRST_RUN)
+    for read in reads:
         with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
             getattr(saver, read)("t")
         message_ = str(info.value)

@@ -11,8 +11,9 @@ is parsed again, so no two decoded values share an object.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NamedTuple, overload
 
 __all__ = ["Arrays", "Folded", "ItemTexts", "Pieces", "Rows"]
@@ -22,15 +23,44 @@ TAG: Final = "$corral"
 
 class Folded(NamedTuple):
     """Some items of one folded array: ``positions`` (a ``range`` when consecutive) of the
-    array ``text``, whose items' texts have the ``lengths`` given."""
+    array ``text`` of ``total`` items."""
 
-    name: str
-    """How an error names it: ``"stored values first..last"``."""
     key: int
     """The array's identity in its store (a fetch parses each array once)."""
+    last: int
+    """With ``key``, how an error names it: ``"stored values key..last"``."""
     text: str
-    lengths: list[int]
+    total: int
+    """How many items the array holds."""
+    items: str
+    """The run's ``[[seq, ...], [length, ...]]`` (parsed only to split the text)."""
     positions: range | list[int]
+
+    @property
+    def name(self) -> str:
+        return f"stored values {self.key}..{self.last}"
+
+    def size(self) -> int:
+        """Return the length of the texts of the items at ``positions``."""
+        positions = self.positions
+        if len(positions) == self.total:
+            return len(self.text) - self.total - 1
+        lengths = self.lengths()
+        if type(positions) is range:
+            return sum(lengths[positions.start : positions.stop])
+        return sum([lengths[p] for p in positions])
+
+    def lengths(self) -> list[int]:
+        """Return the length of each item's text (``ValueError`` if they do not tile it)."""
+        try:
+            lengths = json.loads(self.items)[1]
+            if type(lengths) is list and len(lengths) == self.total:
+                if sum(lengths) + self.total + 1 == len(self.text):
+                    return lengths
+        except (ValueError, TypeError, IndexError, KeyError):
+            pass
+        msg = f"{self.name} (folded into one row) are damaged (their sizes do not tile them)"
+        raise ValueError(msg)
 
 
 class Rows(NamedTuple):
@@ -56,13 +86,13 @@ def final_text(text: str) -> bool:
 
 
 def check_array(piece: Folded, tree: Any) -> list[Any]:
-    """Return the parsed array ``tree`` of ``piece`` if it holds one item per length.
+    """Return the parsed array ``tree`` of ``piece`` if it holds its count of items.
 
     Raises:
         ValueError: naming the folded values, and what is wrong.
     """
-    if type(tree) is not list or len(tree) != len(piece.lengths):
-        msg = f"{piece.name} do not read as the list of {len(piece.lengths)} values they hold"
+    if type(tree) is not list or len(tree) != piece.total:
+        msg = f"{piece.name} do not read as the list of {piece.total} values they hold"
         raise ValueError(msg)
     return tree
 
@@ -71,31 +101,79 @@ class Arrays:
     """The folded arrays one fetch parsed, and which of their items it handed out."""
 
     def __init__(self) -> None:
-        self._parsed: dict[int, tuple[list[Any], bool, set[int]]] = {}
+        self._parsed: dict[int, tuple[list[Any], bool]] = {}
+        self._used: dict[int, set[int]] = {}
+        """Per array handed out in part, the positions handed out."""
 
     def items(self, piece: Folded) -> tuple[list[Any], bool]:
         """Return the parsed items at ``piece.positions`` (objects no earlier call handed
         out), and whether the array names no tag."""
+        positions = piece.positions
         known = self._parsed.get(piece.key)
         if known is None:
-            try:
-                tree = json.loads(piece.text)
-            except ValueError as exc:
-                msg = f"{piece.name} are not JSON ({exc})"
-                raise ValueError(msg) from None
-            known = (check_array(piece, tree), final_text(piece.text), set())
-            self._parsed[piece.key] = known
-        trees, final, used = known
-        positions = piece.positions
-        if used.isdisjoint(positions):
-            used.update(positions)
-        else:  # handed out before: parsed again, so no two values share an object
-            trees = check_array(piece, json.loads(piece.text))
-        if type(positions) is range and len(positions) == len(trees):
+            trees, final = self._parse(piece)
+            self._parsed[piece.key] = trees, final
+            if len(positions) == len(trees):
+                self._used[piece.key] = _ALL
+                return trees, final
+            self._used[piece.key] = used = set()
+        else:
+            trees, final = known
+            used = self._used[piece.key]
+            if used is _ALL or not used.isdisjoint(positions):
+                # handed out before: parsed again, so no two values share an object
+                trees = self._parse(piece)[0]
+                used = set()
+        used.update(positions)
+        if len(positions) == len(trees):
             return trees, final
         if type(positions) is range:
             return trees[positions.start : positions.stop], final
         return [trees[p] for p in positions], final
+
+    def whole(self, pieces: Pieces) -> tuple[list[Any], bool, int] | None:
+        """Return the items of ``pieces`` when all but maybe the last are whole arrays not
+        parsed before, their finality and the length of their texts (else ``None``): one
+        ``json.loads`` an array, and no bookkeeping per item."""
+        ahead = len(pieces) - (type(pieces[-1]) is Rows)
+        runs = [p for p in pieces[:ahead] if type(p) is Folded]
+        if len(runs) < 2 or len(runs) != ahead:
+            return None
+        if any(len(p.positions) != p.total or p.key in self._parsed for p in runs):
+            return None
+        texts = [p.text for p in runs]
+        try:  # the C scanner itself: json.loads adds ~3,000 instructions a call
+            parsed = list(map(_SCAN, texts, itertools.repeat(0)))
+        except (ValueError, StopIteration):
+            return None  # damage: named piece by piece
+        trees = [tree for tree, _end in parsed]
+        if [end for _tree, end in parsed] != list(map(len, texts)) or list(map(len, trees)) != [
+            p.total for p in runs
+        ]:
+            return None
+        finals = list(map(final_text, texts))
+        for p, tree, final in zip(runs, trees, finals, strict=True):
+            self._parsed[p.key] = tree, final
+            self._used[p.key] = _ALL
+        size = sum(map(len, texts)) - sum(map(len, trees)) - len(trees)
+        return list(itertools.chain.from_iterable(trees)), all(finals), size
+
+    @staticmethod
+    def _parse(piece: Folded) -> tuple[list[Any], bool]:
+        try:
+            tree = json.loads(piece.text)
+        except ValueError as exc:
+            msg = f"{piece.name} are not JSON ({exc})"
+            raise ValueError(msg) from None
+        return check_array(piece, tree), final_text(piece.text)
+
+
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""``json.loads`` without its checks of leading and trailing whitespace (stored texts
+have none: the end is checked instead)."""
+
+_ALL: Final[set[int]] = set()
+"""Marks an array handed out whole."""
 
 
 class ItemTexts(Sequence[str]):
@@ -129,11 +207,12 @@ class ItemTexts(Sequence[str]):
                     out += piece.texts
                     continue
                 assert type(piece) is Folded
+                lengths = piece.lengths()
                 ends, at = [], 1
-                for length in piece.lengths:
+                for length in lengths:
                     ends.append(at)
                     at += length + 1
-                text, lengths = piece.text, piece.lengths
+                text = piece.text
                 out += [text[ends[p] : ends[p] + lengths[p]] for p in piece.positions]
             self._texts = out
         return self._texts

@@ -123,9 +123,15 @@ def _parse_pieces(pieces: Pieces, arrays: Arrays) -> tuple[Stored, int]:
     only = pieces[0] if len(pieces) == 1 else None
     if isinstance(only, Folded):  # a long read of one run
         trees, final = arrays.items(only)
-        return Stored(trees, final), sum(only.lengths[p] for p in only.positions)
+        return Stored(trees, final), only.size()
     out: list[Any] = []
     final, size = True, 0
+    whole = arrays.whole(pieces)  # the usual long read: whole runs, then maybe rows
+    if whole is not None:
+        out, final, size = whole
+        pieces = Pieces(pieces[len(pieces) - (type(pieces[-1]) is Rows) :])
+        if not pieces:
+            return Stored(out, final), size
     for piece in pieces:
         if isinstance(piece, Rows):
             stored, more = _parse([(n, 1, 1) for n in piece.ids], piece.texts)
@@ -134,7 +140,7 @@ def _parse_pieces(pieces: Pieces, arrays: Arrays) -> tuple[Stored, int]:
             trees, final_piece = arrays.items(piece)
             stored = Stored(trees, final_piece)
             out += trees
-            more = sum(piece.lengths[p] for p in piece.positions)
+            more = piece.size()
         final = final and stored.final
         size += more
     return Stored(out, final), size

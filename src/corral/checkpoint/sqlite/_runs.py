@@ -40,13 +40,17 @@ RUNS: Final = """
 CREATE TABLE IF NOT EXISTS runs (
     seq INTEGER PRIMARY KEY,
     last INTEGER NOT NULL,
+    first INTEGER,
+    n INTEGER NOT NULL,
+    step INTEGER NOT NULL,
     items TEXT NOT NULL,
     data TEXT NOT NULL
 )
 """
-"""One fold: ``seq`` the first value row of its window, ``last`` the last; ``items`` the
-JSON ``[[seq, ...], [length, ...]]`` of the values folded (maybe none), ``data`` their
-texts as one JSON array, in that order."""
+"""One fold: ``seq`` the first value row of its window, ``last`` the last; ``n`` values
+folded (maybe none), ``first`` the first of them and ``step`` their spacing when they are
+evenly spaced (else 0); ``items`` the JSON ``[[seq, ...], [length, ...]]`` of the values
+folded, ``data`` their texts as one JSON array, in that order."""
 
 
 def fold_trigger(first: int, thread_bits: int) -> str:
@@ -60,23 +64,32 @@ def fold_trigger(first: int, thread_bits: int) -> str:
         "AND thread IS NOT NULL ORDER BY seq DESC LIMIT 1"
     )
     small = f"FILTER (WHERE size < {SMALL})"
+    fold = f"count(*) {small} >= {MIN_FOLD}"
+    # The small values in order of seq (the window function sorts each kind by seq): each
+    # one's gap from the one before tells whether they are evenly spaced.
     return f"""
 CREATE TRIGGER IF NOT EXISTS fold AFTER INSERT ON checkpoints
 WHEN NEW.snapshot IS NOT NULL
 BEGIN
-    INSERT INTO runs (seq, last, items, data)
+    INSERT INTO runs (seq, last, first, n, step, items, data)
     SELECT min(seq), max(seq),
-        CASE WHEN count(*) {small} >= {MIN_FOLD}
+        CASE WHEN {fold} THEN min(seq) {small} END,
+        CASE WHEN {fold} THEN count(*) {small} ELSE 0 END,
+        CASE WHEN {fold} AND min(gap) {small} = max(gap) {small} THEN min(gap) {small}
+            ELSE 0 END,
+        CASE WHEN {fold}
             THEN '[[' || group_concat(seq) {small} || '],[' || group_concat(size) {small} || ']]'
             ELSE '[[],[]]' END,
-        CASE WHEN count(*) {small} >= {MIN_FOLD}
-            THEN '[' || group_concat(data, ',') {small} || ']' ELSE '[]' END
+        CASE WHEN {fold} THEN '[' || group_concat(data, ',') {small} || ']' ELSE '[]' END
     FROM (
-        SELECT seq, data, length(data) AS size FROM checkpoints
-        WHERE seq > coalesce(({last_run.format("last")}), {low}) AND seq < ({before})
-            AND thread IS NULL
-        ORDER BY seq LIMIT {WINDOW})
-    HAVING count(*) {small} >= {MIN_FOLD} OR count(*) > count(*) {small};
+        SELECT seq, data, size,
+            seq - lag(seq) OVER (PARTITION BY size < {SMALL} ORDER BY seq) AS gap
+        FROM (
+            SELECT seq, data, length(data) AS size FROM checkpoints
+            WHERE seq > coalesce(({last_run.format("last")}), {low}) AND seq < ({before})
+                AND thread IS NULL
+            ORDER BY seq LIMIT {WINDOW}))
+    HAVING {fold} OR count(*) > count(*) {small};
     DELETE FROM checkpoints WHERE thread IS NULL AND seq IN (
         SELECT value FROM json_each(({last_run.format("items")}), '$[0]'));
 END
