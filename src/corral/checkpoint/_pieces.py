@@ -132,14 +132,14 @@ class Arrays:
         return [trees[p] for p in positions], final
 
     def whole(self, pieces: Pieces) -> tuple[list[Any], bool, int] | None:
-        """Return the items of ``pieces`` when all but maybe the last are whole arrays not
-        parsed before, their finality and the length of their texts (else ``None``): one
-        ``json.loads`` an array, and no bookkeeping per item."""
+        """Return the items of ``pieces`` when all but maybe the last are whole arrays, their
+        finality and the length of their texts (else ``None``): each array parsed afresh by
+        one call of the JSON scanner, and no bookkeeping per item."""
         ahead = len(pieces) - (type(pieces[-1]) is Rows)
         runs = [p for p in pieces[:ahead] if type(p) is Folded]
         if len(runs) < 2 or len(runs) != ahead:
             return None
-        if any(len(p.positions) != p.total or p.key in self._parsed for p in runs):
+        if any(len(p.positions) != p.total for p in runs):
             return None
         texts = [p.text for p in runs]
         try:  # the C scanner itself: json.loads adds ~3,000 instructions a call
@@ -153,8 +153,9 @@ class Arrays:
             return None
         finals = list(map(final_text, texts))
         for p, tree, final in zip(runs, trees, finals, strict=True):
-            self._parsed[p.key] = tree, final
-            self._used[p.key] = _ALL
+            if p.key not in self._parsed:  # else parsed afresh: handed out before
+                self._parsed[p.key] = tree, final
+                self._used[p.key] = _ALL
         size = sum(map(len, texts)) - sum(map(len, trees)) - len(trees)
         return list(itertools.chain.from_iterable(trees)), all(finals), size
 

@@ -1,6 +1,6 @@
 """``SqliteSaver``: checkpoints in one SQLite file (the embedded default).
 
-Layout (version 5, :mod:`~corral.checkpoint.sqlite._layout`). ``checkpoints`` is one table
+Layout (version 6, :mod:`~corral.checkpoint.sqlite._layout`). ``checkpoints`` is one table
 of two kinds of rows, numbered by ``seq``: a *checkpoint* row (its thread, a small integer
 from ``threads``; its id; its parent, the parent row's ``seq``; and three JSON texts, the
 snapshot (or NULL), the writes and the meta) and a *value* row (``data``: the JSON of one
@@ -11,7 +11,11 @@ checkpoint ids are copied into ``ids`` a block of 16 rows at a time (one page ev
 supersteps of one message); the thread's last block is scanned. The thread's newest
 checkpoint is its last checkpoint row (``threads.newest`` overrides it only in files
 upgraded from layout 3 and inside a fork's transaction), so no pointer row is written per
-step. The view ``blobs`` shows the value rows.
+step. At each snapshot put a trigger folds the thread's small value rows written since its
+last fold into one row of ``runs`` (their texts as one JSON array; each value keeps its
+``seq``, resolved through the run): a long list reads back by one query and one parse per
+run instead of one row per item (:mod:`~corral.checkpoint.sqlite._runs`). The view
+``blobs`` shows every stored value, folded or not.
 
 ``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
 yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
@@ -26,15 +30,18 @@ and checking it is a corral file of a version this corral reads), ``packing`` (e
 to JSON texts that store large values once), ``puts`` (one checkpoint packed against the
 thread's last: meta deltas, snapshot reuse, snapshot placement by bytes), ``_reading`` (rows
 back to checkpoints, stored values read by range queries, damage named), ``_writing`` (a put
-as one ``INSERT``), ``jsontext`` (the compact JSON encoder). None imports ``corral`` itself,
-only its ``checkpoint`` and ``errors`` modules; ``packing``, ``puts`` and ``_reading`` serve
+as one ``INSERT``), ``jsontext`` (the compact JSON encoder), ``_runs`` (the fold into runs)
+and ``_folded`` (reading values from runs and rows). None imports ``corral`` itself, only
+its ``checkpoint`` and ``errors`` modules; ``packing``, ``puts`` and ``_reading`` serve
 ``PostgresSaver`` too.
 
 Safety. The file is in WAL mode; every ``put`` is one transaction, usually one ``INSERT``
 of rows the saver numbered itself (``_writing``), else ``BEGIN IMMEDIATE`` ... ``COMMIT``
 (one writer at a time across processes, others wait up to ``timeout_s``); readers read in a
-transaction of their own and see only committed checkpoints. Rows and blobs are never updated
-or deleted, so whatever a process has cached about them stays true. The file carries an
+transaction of their own and see only committed checkpoints. Checkpoint rows and runs are
+never updated or deleted, and a stored value, once committed, keeps its ``seq`` and its text
+for good: a value row is deleted only by the fold that copied it into a run, in the same
+transaction, so whatever a process has cached about them (ids, content hashes) stays true. The file carries an
 ``application_id`` and a ``corral_schema`` version row: a file corral did not write, or a
 damaged one, raises ``CheckpointError`` naming the path, never a silent reset.
 """

@@ -66,7 +66,7 @@ class FoldedTexts:
         """The ranges of ids whose runs were all read."""
 
     def __call__(self, asked: list[Run]) -> list[Any]:
-        if len(asked) == 1 and asked[0][1] >= _LONG and not self._runs:
+        if len(asked) == 1 and asked[0][1] >= _LONG:
             whole = self._whole(*asked[0])
             if whole is not None:
                 return whole
