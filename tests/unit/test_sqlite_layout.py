@@ -20,6 +20,7 @@ from corral import CheckpointError, ConcurrentRunError, MemorySaver, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
 from corral.checkpoint.sqlite._layout import BATCH
+from corral.checkpoint.sqlite._runs import MIN_FOLD
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
 OLD_LAYOUTS = [FIXTURES / f"layout{n}.sqlite" for n in (3, 4, 5)]
@@ -292,26 +293,27 @@ def test_two_savers_taking_turns_on_one_thread_find_each_others_ids(tmp_path: Pa
 
 def test_an_old_thread_folds_from_its_next_snapshot(old_file: Path) -> None:
     """After the upgrade an old thread's values are folded into runs by its next snapshot
-    (those below the ranges of a file from layout 3 stay rows), and it reads back equal."""
+    with the new ones (those below the ranges of a file from layout 3 stay rows), and it
+    reads back equal."""
     ref = reference()
+    parent, ids = "f8", []
     with SqliteSaver(old_file) as saver:
-        for s in (saver, ref):
-            talk = [("talk", {"m": [message("a", 90)]})]
-            s.put(Checkpoint("a", "g9", "f8", None, talk, {"i": 9}))
-            state = {"m": [message("a", i) for i in range(14)], "n": 10}
-            s.put(Checkpoint("a", "g10", "g9", state, [("talk", {"n": 10})], {"i": 10}))
-            talk = [("talk", {"m": [message("a", 91)]})]
-            s.put(Checkpoint("a", "g11", "g10", None, talk, {}))
+        for i in range(MIN_FOLD + 1):
+            cid = f"g{i}"
+            snapshot = {"m": [message("a", n) for n in range(i)], "n": i} if i == MIN_FOLD else None
+            talk = [("talk", {"m": [message("a", 100 + i)]})]
+            for s in (saver, ref):
+                s.put(Checkpoint("a", cid, parent, snapshot, talk, {"i": i}))
+            parent = cid
+            ids.append(cid)
     conn = sqlite3.connect(old_file)
     (below_ranges,) = conn.execute("SELECT first_range FROM corral_schema").fetchone()
-    (folded,) = conn.execute(
-        "SELECT coalesce(sum(json_array_length(items, '$[0]')), 0) FROM runs"
-    ).fetchone()
+    (folded,) = conn.execute("SELECT coalesce(sum(n), 0) FROM runs").fetchone()
     conn.close()
-    assert folded == 0 if below_ranges else folded >= 8
+    assert folded == MIN_FOLD if below_ranges else folded > MIN_FOLD
     with SqliteSaver(old_file) as saver:
         for thread in ("a", "b", "c"):
             same(saver.checkpoints(thread), ref.checkpoints(thread))
-        for cid in ("a3", "a10", "f8", "g9", "g10", "g11"):
+        for cid in ("a3", "a10", "f8", *ids[::7], ids[-1]):
             same(saver.chain("a", cid), ref.chain("a", cid))
         assert saver.pending_writes("a", "f8") == {}

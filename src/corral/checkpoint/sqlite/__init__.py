@@ -41,9 +41,10 @@ of rows the saver numbered itself (``_writing``), else ``BEGIN IMMEDIATE`` ... `
 transaction of their own and see only committed checkpoints. Checkpoint rows and runs are
 never updated or deleted, and a stored value, once committed, keeps its ``seq`` and its text
 for good: a value row is deleted only by the fold that copied it into a run, in the same
-transaction, so whatever a process has cached about them (ids, content hashes) stays true. The file carries an
-``application_id`` and a ``corral_schema`` version row: a file corral did not write, or a
-damaged one, raises ``CheckpointError`` naming the path, never a silent reset.
+transaction, so whatever a process has cached about them (ids, content hashes) stays true.
+The file carries an ``application_id`` and a ``corral_schema`` version row: a file corral
+did not write, or a damaged one, raises ``CheckpointError`` naming the path, never a silent
+reset.
 """
 
 from corral.checkpoint.sqlite._layout import SCHEMA_VERSION
