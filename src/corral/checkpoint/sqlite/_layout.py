@@ -45,7 +45,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
-from corral.checkpoint.sqlite._runs import BLOBS, RUNS, fold_trigger
+from corral.checkpoint.sqlite._runs import BLOBS, RUNS, compact, fold_trigger
 
 __all__ = [
     "BATCH",
@@ -168,7 +168,7 @@ CREATE TABLE ids (
 docstring)."""
 
 
-SCHEMA: Final = (
+_SCHEMA: Final = (
     """
 CREATE TABLE corral_schema (
     version INTEGER NOT NULL,
@@ -199,9 +199,11 @@ CREATE TABLE checkpoints (
     BLOBS,
     PENDING,
     *_triggers(0),
-    fold_trigger(0, THREAD_BITS),
+    fold_trigger(THREAD_BITS),
 )
-"""A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener)."""
+SCHEMA: Final = tuple(map(compact, _SCHEMA))
+"""A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener), its
+statements single-spaced: its schema fits one page."""
 
 _FROM_2: Final = (
     "ALTER TABLE threads ADD COLUMN newest INTEGER",
@@ -241,7 +243,7 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
     for statement in steps:
         conn.execute(statement)
     first = first_range(conn)
-    for statement in (*_triggers(first), fold_trigger(first, THREAD_BITS)):
+    for statement in (*_triggers(first), fold_trigger(THREAD_BITS)):
         conn.execute(statement)
     conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
 

@@ -35,7 +35,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BLOBS", "FEWEST", "MIN_FOLD", "RUNS", "SMALL", "WINDOW", "fold_trigger"]
+__all__ = ["BLOBS", "FEWEST", "MIN_FOLD", "RUNS", "SMALL", "WINDOW", "compact", "fold_trigger"]
+
+
+def compact(sql: str) -> str:
+    """Return ``sql`` on one line, single-spaced (the file's schema stays on one page)."""
+    return " ".join(sql.split())
+
 
 SMALL: Final = 16384
 """Values of this many characters or more stay rows of their own."""
@@ -48,75 +54,52 @@ marked as done with fewer: its small values stay rows)."""
 WINDOW: Final = 256
 """Value rows one fold looks at, at most (an old thread's first folds catch up in steps)."""
 
-RUNS: Final = """
-CREATE TABLE IF NOT EXISTS runs (
-    seq INTEGER PRIMARY KEY,
-    last INTEGER NOT NULL,
-    first INTEGER,
-    n INTEGER NOT NULL,
-    step INTEGER NOT NULL,
-    items TEXT NOT NULL,
-    data TEXT NOT NULL
-)
-"""
+RUNS: Final = compact("""
+CREATE TABLE IF NOT EXISTS runs(seq INTEGER PRIMARY KEY,last INT NOT NULL,first INT,
+    n INT NOT NULL,step INT NOT NULL,items TEXT NOT NULL,data TEXT NOT NULL)
+""")
 """One fold: ``seq`` the first value row of its window, ``last`` the last; ``n`` values
 folded (maybe none), ``first`` the first of them and ``step`` their spacing when they are
 evenly spaced (else 0); ``items`` the JSON ``[[seq, ...], [length, ...]]`` of the values
 folded, ``data`` their texts as one JSON array, in that order."""
 
 
-def fold_trigger(first: int, thread_bits: int) -> str:
-    """Return the fold's trigger in a file whose first thread's range is ``first``."""
-    low = f"((NEW.thread - {1 - first}) << {thread_bits})"
-    last_run = (
-        f"SELECT {{}} FROM runs WHERE seq BETWEEN {low} AND NEW.seq ORDER BY seq DESC LIMIT 1"
-    )
-    before = (
-        f"SELECT seq FROM checkpoints WHERE seq BETWEEN {low} AND NEW.seq - 1 "
-        "AND thread IS NOT NULL ORDER BY seq DESC LIMIT 1"
-    )
-    small = f"FILTER (WHERE size < {SMALL})"
-    large = f"count(*) > count(*) {small}"
-    fold = f"(count(*) {small} >= {MIN_FOLD} OR ({large} AND count(*) {small} >= {FEWEST}))"
-    # The small values in order of seq (the window function sorts each kind by seq): each
-    # one's gap from the one before tells whether they are evenly spaced.
-    return f"""
-CREATE TRIGGER IF NOT EXISTS fold AFTER INSERT ON checkpoints
-WHEN NEW.snapshot IS NOT NULL
+def fold_trigger(thread_bits: int) -> str:
+    """Return the fold's trigger (its SQL kept short: the file's schema stays on one page)."""
+    low = f"(NEW.seq>>{thread_bits}<<{thread_bits})"  # the start of the new row's range
+    # The thread's last run (or one of an earlier thread: its last is below the range and
+    # its rows are gone; no run of a later thread is before NEW.seq).
+    last_run = "SELECT {} FROM runs WHERE seq<=NEW.seq ORDER BY seq DESC LIMIT 1"
+    # The checkpoint row before the new one (if another thread's, the window is empty).
+    before = "SELECT seq FROM checkpoints WHERE seq<NEW.seq AND thread>0 ORDER BY seq DESC LIMIT 1"
+    # The window's values (s: small), each kind in order of seq (the window function sorts
+    # by it): a small value's gap from the one before tells whether they are evenly spaced.
+    window = f"""
+        SELECT seq,data,z,z<{SMALL} s,seq-lag(seq)OVER(PARTITION BY z<{SMALL} ORDER BY seq)g
+        FROM(SELECT seq,data,length(data)z FROM checkpoints
+            WHERE seq>max(coalesce(({last_run.format("last")}),0),{low}) AND seq<({before})
+            AND thread IS NULL ORDER BY seq LIMIT {WINDOW})"""
+    only = "FILTER(WHERE s)"
+    return compact(f"""
+CREATE TRIGGER IF NOT EXISTS fold AFTER INSERT ON checkpoints WHEN NEW.snapshot IS NOT NULL
 BEGIN
-    INSERT INTO runs (seq, last, first, n, step, items, data)
-    SELECT min(seq), max(seq),
-        CASE WHEN {fold} THEN min(seq) {small} END,
-        CASE WHEN {fold} THEN count(*) {small} ELSE 0 END,
-        CASE WHEN {fold} AND min(gap) {small} = max(gap) {small} THEN min(gap) {small}
-            ELSE 0 END,
-        CASE WHEN {fold}
-            THEN '[[' || group_concat(seq) {small} || '],[' || group_concat(size) {small} || ']]'
-            ELSE '[[],[]]' END,
-        CASE WHEN {fold} THEN '[' || group_concat(data, ',') {small} || ']' ELSE '[]' END
-    FROM (
-        SELECT seq, data, size,
-            seq - lag(seq) OVER (PARTITION BY size < {SMALL} ORDER BY seq) AS gap
-        FROM (
-            SELECT seq, data, length(data) AS size FROM checkpoints
-            WHERE seq > coalesce(({last_run.format("last")}), {low}) AND seq < ({before})
-                AND thread IS NULL
-            ORDER BY seq LIMIT {WINDOW}))
-    HAVING {fold} OR {large};
-    DELETE FROM checkpoints WHERE thread IS NULL AND seq IN (
-        SELECT value FROM json_each(({last_run.format("items")}), '$[0]'));
-END
-"""
+    INSERT INTO runs(seq,last,first,n,step,items,data)
+    SELECT lo,hi,iif(f,fs,NULL),iif(f,k,0),iif(f AND g=h,g,0),
+        iif(f,'[['||sq||'],['||sz||']]','[[],[]]'),iif(f,'['||d||']','[]')
+    FROM(SELECT min(seq)lo,max(seq)hi,min(seq){only}fs,sum(s)k,count(*)>sum(s)big,
+        min(g){only}g,max(g){only}h,group_concat(seq){only}sq,group_concat(z){only}sz,
+        group_concat(data){only}d,sum(s)>={MIN_FOLD} OR(count(*)>sum(s)AND sum(s)>={FEWEST})f
+        FROM({window}))
+    WHERE f OR big;
+    DELETE FROM checkpoints WHERE thread IS NULL
+        AND seq IN(SELECT value FROM json_each(({last_run.format("items")}),'$[0]'));
+END""")
 
 
-BLOBS: Final = """
-CREATE VIEW blobs (id, data) AS
-SELECT seq, data FROM checkpoints WHERE thread IS NULL
-UNION ALL
-SELECT id, substr(data, 2 + ends + k - size, size) FROM (
-    SELECT s.value AS id, r.data AS data, z.key AS k, z.value AS size,
-        sum(z.value) OVER (PARTITION BY r.seq ORDER BY z.key) AS ends
-    FROM runs AS r, json_each(r.items, '$[1]') AS z
-    JOIN json_each(r.items, '$[0]') AS s ON s.key = z.key)
-"""
+BLOBS: Final = compact("""
+CREATE VIEW blobs(id,data)AS SELECT seq,data FROM checkpoints WHERE thread IS NULL
+UNION ALL SELECT s.value,
+    substr(r.data,1+sum(z.value+1)OVER(PARTITION BY r.seq ORDER BY z.key)-z.value,z.value)
+FROM runs r,json_each(r.items,'$[1]')z JOIN json_each(r.items,'$[0]')s ON s.key=z.key
+""")
 """Every stored value, folded or not: ``id`` its seq, ``data`` its JSON text."""
