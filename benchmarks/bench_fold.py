@@ -2,8 +2,11 @@
 
 Run: ``python benchmarks/bench_fold.py [--steps 2000] [--rounds 15] [--instructions 5]``
 
-Nothing in corral writes run rows: this script builds the 2,000-step thread of
-``bench_reload.py`` (one ~500-byte message a superstep, each its own value row), then, on
+Layout 6 (built since: ``corral.checkpoint.sqlite._runs``) folds values itself; this script,
+the experiment before it, builds the 2,000-step thread of ``bench_reload.py`` and puts the
+folded values back into value rows (:func:`unfold`: layout 5's file, one ~500-byte message a
+superstep, each its own value row; the file keeps the freed pages of ``runs``, so "the
+saver's file" storage line counts them), then, on
 copies of the file, folds the value rows by hand into rows of ``--run`` messages each (one
 JSON array text each, in a side table ``folds``; the folded value rows are deleted) and
 measures, in one process with interleaved rounds (medians; CPU time and wall time):
@@ -56,6 +59,20 @@ FOLDS = """CREATE TABLE IF NOT EXISTS folds (
     first INTEGER PRIMARY KEY, last INTEGER NOT NULL, data TEXT NOT NULL)"""
 """The hack's run rows: the value rows ``first``..``last`` (every other seq: a thread's
 value and checkpoint rows alternate), as one JSON array text."""
+
+
+def unfold(path: Path) -> None:
+    """Put the values layout 6 folded into runs back into value rows, as layout 5 kept them
+    (the experiment compares with those)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(
+        "INSERT INTO checkpoints (seq, data) SELECT id, data FROM blobs "
+        "WHERE id NOT IN (SELECT seq FROM checkpoints)"
+    )
+    conn.execute("DELETE FROM runs")
+    conn.execute("COMMIT")
+    conn.close()
 
 
 def value_seqs(conn: sqlite3.Connection) -> list[int]:
@@ -374,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         base, folded, floor = (Path(tmp) / _FILES[n] for n in ("rows", "runs", "floor"))
         br.build_thread(base, steps)
+        unfold(base)  # the thread as layout 5 stored it: a value row per message
         br.build_floor(floor, steps)
         shutil.copy(base, folded)
         fold_all(folded, run)
