@@ -72,24 +72,24 @@ def fold_trigger(thread_bits: int) -> str:
     last_run = "SELECT {} FROM runs WHERE seq<=NEW.seq ORDER BY seq DESC LIMIT 1"
     # The checkpoint row before the new one (if another thread's, the window is empty).
     before = "SELECT seq FROM checkpoints WHERE seq<NEW.seq AND thread>0 ORDER BY seq DESC LIMIT 1"
-    # The window's values (s: small), each kind in order of seq (the window function sorts
-    # by it): a small value's gap from the one before tells whether they are evenly spaced.
     window = f"""
-        SELECT seq,data,z,z<{SMALL} s,seq-lag(seq)OVER(PARTITION BY z<{SMALL} ORDER BY seq)g
-        FROM(SELECT seq,data,length(data)z FROM checkpoints
-            WHERE seq>max(coalesce(({last_run.format("last")}),0),{low}) AND seq<({before})
-            AND thread IS NULL ORDER BY seq LIMIT {WINDOW})"""
+        SELECT seq,data,z,z<{SMALL} s FROM(SELECT seq,data,length(data)z FROM checkpoints
+        WHERE seq>max(coalesce(({last_run.format("last")}),0),{low}) AND seq<({before})
+        AND thread IS NULL ORDER BY seq LIMIT {WINDOW})"""
     only = "FILTER(WHERE s)"
+    # Small values (s) a..b, k of them, evenly spaced by 1 when b-a=k-1, by 2 when b-a=2k-2
+    # and all of one parity (p=q): distinct seqs, so no other set fits (other steps: 0, and a
+    # reader looks them up in items). No sort: the window's rows come in order of seq.
     return compact(f"""
 CREATE TRIGGER IF NOT EXISTS fold AFTER INSERT ON checkpoints WHEN NEW.snapshot IS NOT NULL
 BEGIN
     INSERT INTO runs(seq,last,first,n,step,items,data)
-    SELECT lo,hi,iif(f,fs,NULL),iif(f,k,0),iif(f AND g=h,g,0),
+    SELECT lo,hi,iif(f,a,NULL),iif(f,k,0),iif(f,iif(b-a=k-1,1,iif(b-a=2*k-2 AND p=q,2,0)),0),
         iif(f,'[['||sq||'],['||sz||']]','[[],[]]'),iif(f,'['||d||']','[]')
-    FROM(SELECT min(seq)lo,max(seq)hi,min(seq){only}fs,sum(s)k,count(*)>sum(s)big,
-        min(g){only}g,max(g){only}h,group_concat(seq){only}sq,group_concat(z){only}sz,
-        group_concat(data){only}d,sum(s)>={MIN_FOLD} OR(count(*)>sum(s)AND sum(s)>={FEWEST})f
-        FROM({window}))
+    FROM(SELECT min(seq)lo,max(seq)hi,min(seq){only}a,max(seq){only}b,sum(s)k,
+        min(seq%2){only}p,max(seq%2){only}q,count(*)>sum(s)big,group_concat(seq){only}sq,
+        group_concat(z){only}sz,group_concat(data){only}d,
+        sum(s)>={MIN_FOLD} OR(count(*)>sum(s) AND sum(s)>={FEWEST})f FROM({window}))
     WHERE f OR big;
     DELETE FROM checkpoints WHERE thread IS NULL
         AND seq IN(SELECT value FROM json_each(({last_run.format("items")}),'$[0]'));
