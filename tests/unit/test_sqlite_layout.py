@@ -249,18 +249,21 @@ def test_every_checkpoint_of_a_long_thread_is_found_by_id(tmp_path: Path) -> Non
     assert 0 < copied < len(ids)  # both ways are taken: copied ids, and the scanned block
 
 
-def test_a_read_only_old_file_is_read_by_id(tmp_path: Path) -> None:
-    """A layout-4 file this process may not write is read as it is (not upgraded): by id
-    through its unique index."""
+@pytest.mark.parametrize("version", [4, 5])
+def test_a_read_only_old_file_is_read_by_id(tmp_path: Path, version: int) -> None:
+    """A layout-4 or layout-5 file this process may not write is read as it is (not
+    upgraded): by id through its unique index (layout 4) or ``ids`` (layout 5), its values
+    from their rows (no ``runs``)."""
     path = tmp_path / "old.sqlite"
-    shutil.copy(OLD_LAYOUTS[1], path)
+    shutil.copy(FIXTURES / f"layout{version}.sqlite", path)
     ref = reference()
     with read_only(path, tmp_path), SqliteSaver(path) as saver:
         for cid in ("a0", "a7", "f8"):
             same(saver.chain("a", cid), ref.chain("a", cid))
         same(saver.checkpoints("a"), ref.checkpoints("a"))
+        assert saver.pending_writes("a", "f8") == ref.pending_writes("a", "f8")
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM corral_schema").fetchone() == (4,)
+    assert conn.execute("SELECT version FROM corral_schema").fetchone() == (version,)
     conn.close()
 
 
