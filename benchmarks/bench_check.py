@@ -17,7 +17,11 @@ other programs on a busy machine disturb the figures less than wall time; the co
 left as ``check()`` finds it. The sizes are timed in turn, round after round, so a spell of
 load touches both. ``--parts`` also prints each part of ``check()`` (reading the spec,
 indexing the routes, each rule) on both chains and how much it grew, to find the one that
-grows faster than the graph.
+grows faster than the graph. ``--callgrind`` (needs valgrind) counts, instead of timing, what
+one ``check()`` of each chain executes: instructions, and the reads and writes that miss a
+1 MiB last-level cache (the size of one core's L2 here). Unlike times these counts do not
+move with the load on the machine; the instructions grow 10x (the work is linear) and the
+misses far more, which is what makes the time grow more than 10x.
 
 The other generators (:func:`guarded_graph`, :func:`loops_graph`, ...) are shapes the
 scaling test (``tests/unit/test_check_scaling.py``) times at two sizes.
@@ -26,7 +30,10 @@ scaling test (``tests/unit/test_check_scaling.py``) times at two sizes.
 from __future__ import annotations
 
 import argparse
+import operator
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
@@ -195,12 +202,76 @@ def print_parts(small: Graph[State], large: Graph[State], repeat: int) -> None:
         print(f"  {part:10} {before * 1000:8.2f} ms {spent * 1000:9.2f} ms  {grown}")
 
 
+def counted(size: int, calls: int) -> None:
+    """Call ``check()`` of a chain of ``size`` nodes ``calls`` times through ``operator.call``
+    (what ``--callgrind`` counts)."""
+    g = chain_graph(size)
+    for _ in range(calls):
+        operator.call(g.check)
+
+
+def callgrind_counts(size: int) -> dict[str, int]:
+    """Return what one ``check()`` of a chain of ``size`` nodes executes, under callgrind:
+    ``Ir`` (instructions), ``LLmiss`` (data reads and writes missing a 1 MiB last level).
+
+    The second of two calls is counted (the first fills the caches of the analyser).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        out = f"{folder}/callgrind.out"
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--cache-sim=yes",
+                "--LL=1048576,16,64",
+                "--collect-atstart=no",
+                "--toggle-collect=_operator_call",
+                "--dump-after=_operator_call",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                __file__,
+                "--counted",
+                str(size),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        with open(f"{out}.2") as dump:
+            for line in dump:
+                if line.startswith("events:"):
+                    events = line.split()[1:]
+                elif line.startswith("summary:"):
+                    values = dict(zip(events, map(int, line.split()[1:]), strict=True))
+                    return {"Ir": values["Ir"], "LLmiss": values["DLmr"] + values["DLmw"]}
+    msg = "callgrind wrote no summary"
+    raise RuntimeError(msg)
+
+
+def print_callgrind() -> None:
+    """Print the callgrind counts of ``check()`` on both chains, and their growth."""
+    small, large = callgrind_counts(1000), callgrind_counts(10_000)
+    print("check() under callgrind (1 MiB last level), chain1000 -> chain10000:")
+    for event in ("Ir", "LLmiss"):
+        grown = large[event] / small[event]
+        print(f"  {event:7} {small[event] / 1e6:9.2f} M {large[event] / 1e6:9.2f} M  {grown:5.1f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the timings and return 1 if a goal is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timings per case (best kept)")
     parser.add_argument("--parts", action="store_true", help="time each part of check() too")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="count instructions and misses, no timing"
+    )
+    parser.add_argument("--counted", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.counted is not None:
+        counted(args.counted, 2)
+        return 0
+    if args.callgrind:
+        print_callgrind()
+        return 0
     print(f"python {sys.version.split()[0]}, best of {args.repeat} CPU timings")
     cases = (
         ("1,000-node chain, guarded back routes", chain_graph(1000), 0.1),
