@@ -51,23 +51,32 @@ class SpecGraph:
         self.unknown_targets: list[Edge] = []
         """Routes whose target is neither a node nor ``END`` (CR101)."""
         pairs: dict[Pair, tuple[Edge, ...]] = {}
+        guarded: set[Pair] = set()
+        succ: dict[str, list[str]] = {START: [], **{n: [] for n in self.names}, END: []}
         rank = self.rank
+        # one pass over the routes fills all three (on 10,000 nodes each further pass over
+        # the routes reads memory the caches no longer hold)
         for edge in self.edges:
             source, target = edge.source, edge.target
             if target not in rank and target != END:
                 self.unknown_targets.append(edge)
             elif source in rank or source == START:
                 pair = (source, target)
-                pairs[pair] = (*pairs[pair], edge) if pair in pairs else (edge,)
+                routes = pairs.get(pair)
+                if routes is None:
+                    pairs[pair] = (edge,)
+                    succ[source].append(target)
+                    if edge.guard is not None:
+                        guarded.add(pair)
+                else:
+                    pairs[pair] = (*routes, edge)
+                    if edge.guard is None:
+                        guarded.discard(pair)
         self.pairs = pairs
         """The routes between each pair of ``START``, ``END`` and nodes, in declaration order."""
-        self._guarded = {
-            pair for pair, routes in pairs.items() if all(r.guard is not None for r in routes)
-        }
-        self.succ: dict[str, list[str]] = {START: [], **{n: [] for n in self.names}, END: []}
+        self._guarded = guarded
+        self.succ = succ
         """Each node's successors (``START`` and ``END`` included), in declaration order."""
-        for source, target in pairs:
-            self.succ[source].append(target)
         self._routers: dict[str, list[RouterSpec]] = {}
         for router in spec.routers:
             self._routers.setdefault(router.source, []).append(router)
@@ -140,7 +149,10 @@ class SpecGraph:
         if repaired and self.repairs:
             lengths = _distances(self._repaired, START)
             return {n for n in lengths if n in self.rank}
-        return {n for n in self.distance if n in self.rank}
+        reached = set(self.distance)  # START, the nodes, END: no unknown name has a route
+        reached.discard(START)
+        reached.discard(END)
+        return reached
 
     @cached_property
     def repairs(self) -> list[Pair] | None:
@@ -184,6 +196,8 @@ class SpecGraph:
         are not reported again.
         """
         seen: set[str] = {END, *excused}
+        rank = self.rank
+        no_node = [START, *(n for n in seen if n not in rank)]  # all seen may hold but nodes
         queue = deque(seen)
         pred = self._pred
         while queue:
@@ -192,7 +206,8 @@ class SpecGraph:
                 if source not in seen:
                     seen.add(source)
                     queue.append(source)
-        return {n for n in seen if n in self.rank}
+        seen.difference_update(no_node)
+        return seen
 
     @cached_property
     def _pred(self) -> dict[str, list[str]]:

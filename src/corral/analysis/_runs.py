@@ -45,7 +45,7 @@ def known(count: int) -> int | None:
     return count if count < MANY else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
     """What one run of a node stands for in a walk: one node run, or a whole child run."""
 
@@ -124,18 +124,29 @@ def read_facts(graph: SpecGraph) -> Facts:
             facts.single = False
     widths = {r.source: r.max_sends or 1 for r in spec.routers}
     held = _otherwise_held(graph)
-    facts.incoming = {n: [] for n in names}
-    for (source, target), routes in graph.pairs.items():
+    incoming: dict[str, list[tuple[str, int | None, int]]] = {n: [] for n in names}
+    facts.incoming = incoming
+    single = facts.single
+    for pair, routes in graph.pairs.items():
+        source, target = pair
         if source not in names or target not in names:
             continue  # from START or to END
-        if facts.single and any(r.many for r in routes):
-            facts.single = False
-        width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
-        guarded = all(r.guard is not None for r in routes)
-        cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
-        facts.incoming[target].append((source, cap, width))
-        if (source, target) in held and all(r.kind == "otherwise" for r in routes):
-            facts.held[source, target] = held[source, target]
+        if len(routes) == 1:  # most pairs: read the one route without a generator per fact
+            (route,) = routes
+            single = single and not route.many
+            width = widths.get(source, 1) if route.kind == "send" else 1
+            cap = None if route.guard is None else route.guard.max
+            otherwise = route.kind == "otherwise"
+        else:
+            single = single and not any(r.many for r in routes)
+            width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
+            guarded = all(r.guard is not None for r in routes)
+            cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
+            otherwise = all(r.kind == "otherwise" for r in routes)
+        incoming[target].append((source, cap, width))
+        if otherwise and pair in held:
+            facts.held[pair] = held[pair]
+    facts.single = single
     return facts
 
 
@@ -156,10 +167,13 @@ def per_node_runs(
     facts: Facts,
     order: list[str],
     starts: Mapping[str, int] | None = None,
+    members: Container[str] | None = None,
 ) -> dict[str, int]:
     """Solve the per-node inequalities over the nodes of ``order`` (topological).
 
     Routes from nodes outside ``order`` are left out: ``starts`` stands for them.
+    ``members`` holds the nodes of ``order`` when the caller has them at hand (a set of
+    thousands of names is not made again for every call).
 
     The first pass reads a route from a node later in ``order`` (a guarded one: the
     unguarded routes follow ``order``) as its ``max``. When the runs it gives each such
@@ -168,7 +182,8 @@ def per_node_runs(
     """
     if starts is None:
         starts = dict.fromkeys(facts.starts, 1)
-    members = set(order)
+    if members is None:
+        members = set(order)
     limits = facts.limits
     held = facts.held
     incoming = facts.incoming

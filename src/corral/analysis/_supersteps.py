@@ -40,7 +40,6 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     may be released in the superstep after any of them runs. Routers and guards are
     read as "may take any of their routes", so the relation over-approximates.
     """
-    succ = _successors(graph)
     pairs: set[tuple[str, str]] = set()
     queue: deque[tuple[str, str]] = deque()
 
@@ -55,6 +54,9 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
             add(a, b)
         for s in sends:
             add(s, s)
+    if not queue:
+        return pairs  # no fan-out: nothing runs together, so no successor index is built
+    succ = _successors(graph)
     while queue:
         a, b = queue.popleft()
         for a2, a_send in succ[a]:

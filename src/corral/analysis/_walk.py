@@ -23,7 +23,7 @@ runs long.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from corral.analysis._runs import Facts, per_node_runs, saturated
@@ -36,7 +36,7 @@ WITNESS_LIMIT = 1_000_000
 """The longest witness written out node run by node run (the short text is always given)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Step:
     """How the longest walk ending at a node gets there."""
 
@@ -95,7 +95,12 @@ def longest_walk(
             steps.update(_walk_group(facts, runs, group, entries, position))
     if not steps:
         return 0, None
-    last = max(names, key=lambda n: steps[n].length if n in steps else -1)
+    last, longest = names[0], -2  # the first node that ends a longest walk
+    for name in names:
+        step = steps.get(name)
+        length = -1 if step is None else step.length
+        if length > longest:
+            last, longest = name, length
     return steps[last].length, _witness(steps, last)
 
 
@@ -106,26 +111,34 @@ def _walk_group(
     entries: Mapping[str, tuple[int, str | None, bool]],
     position: Mapping[str, int],
 ) -> dict[str, _Step]:
-    members = set(group)
-    inside = [(s, cap) for n in group for s, cap, _w in facts.incoming[n] if s in members]
-    looped = len(group) > 1 or bool(inside)
-    if not looped:
-        (node,) = group
+    if len(group) == 1 and all(s != group[0] for s, _c, _w in facts.incoming[group[0]]):
+        (node,) = group  # on no cycle: most groups, so no set or list is made for it
         length, before, exact = entries[node]
-        unit = facts.unit(node)
-        known = unit.nodes is not None
-        length = saturated(length + unit.runs)
-        step = _Step(length, before, (), 0, unit.nodes or (), unit.text, exact and known)
+        unit = facts.units.get(node)
+        if unit is None:  # one node run (what Facts.unit would make, not made)
+            step = _Step(saturated(length + 1), before, (), 0, (node,), node, exact)
+        else:
+            exact = exact and unit.nodes is not None
+            length = saturated(length + unit.runs)
+            step = _Step(length, before, (), 0, unit.nodes or (), unit.text, exact)
         return {node: step}
-    cycle = _simple_guarded_cycle(facts, group)
+    members = set(group)
+    cycle = _simple_guarded_cycle(facts, group, members)
     if cycle is not None and len(entries) * len(group) <= EXACT_CYCLE_WORK:
         return _walk_cycle(facts, cycle[0], cycle[1], cycle[2], entries)
     order = sorted(group, key=position.__getitem__)  # the group's share of the topological order
-    entry_runs = per_node_runs(facts, order, dict.fromkeys(entries, 1))
-    caps = sum(cap for _s, cap in inside if cap is not None)
+    entry_runs = per_node_runs(facts, order, dict.fromkeys(entries, 1), members)
+    caps = 0  # the guards' maxima on the routes inside the group
+    for n in group:
+        for s, cap, _w in facts.incoming[n]:
+            if cap is not None and s in members:
+                caps += cap
+    units = facts.units
     inner = min(
-        sum(runs[n] * facts.weight(n) for n in group),
-        sum(count * facts.weight(n) for n, count in entry_runs.items()),
+        sum(runs[n] for n in group) if not units else sum(runs[n] * facts.weight(n) for n in group),
+        sum(entry_runs.values())
+        if not units
+        else sum(count * facts.weight(n) for n, count in entry_runs.items()),
         (1 + caps) * _longest_unguarded_path(facts, order),
     )
     length, before, _exact = max(entries.values(), key=lambda e: e[0])
@@ -133,13 +146,14 @@ def _walk_group(
     return dict.fromkeys(group, step)
 
 
-def _simple_guarded_cycle(facts: Facts, group: list[str]) -> tuple[list[str], int, int] | None:
+def _simple_guarded_cycle(
+    facts: Facts, group: list[str], members: Container[str]
+) -> tuple[list[str], int, int] | None:
     """Return ``(cycle, index of the guarded route's source, max)`` or ``None``.
 
-    Only for a group that is exactly one cycle, with exactly one guarded route and no
-    ``max_runs`` on its nodes.
+    Only for a group (``members``: its nodes) that is exactly one cycle, with exactly one
+    guarded route and no ``max_runs`` on its nodes.
     """
-    members = set(group)
     if any(facts.specs[n].max_runs is not None for n in group):
         return None
     nexts: dict[str, str] = {}
@@ -226,16 +240,19 @@ def _longest_unguarded_path(facts: Facts, group: list[str]) -> int:
 
     ``group`` is in topological order of the unguarded routes.
     """
-    members = set(group)
-    longest: dict[str, int] = {}
+    longest: dict[str, int] = dict.fromkeys(group, 0)  # 0: not reached yet in the order
+    units = facts.units
+    most = 0
     for name in group:
-        before = [
-            longest[s]
-            for s, cap, _w in facts.incoming[name]
-            if cap is None and s in members and s in longest
-        ]
-        longest[name] = facts.weight(name) + max(before, default=0)
-    return max(longest.values(), default=1)
+        before = 0
+        for s, cap, _w in facts.incoming[name]:
+            if cap is None and longest.get(s, 0) > before:
+                before = longest[s]
+        here = before + (1 if name not in units else facts.weight(name))
+        longest[name] = here
+        if here > most:
+            most = here
+    return most if group else 1
 
 
 def _witness(steps: Mapping[str, _Step], last: str) -> tuple[tuple[str, ...] | None, str] | None:

@@ -117,7 +117,7 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
     order = graph.unguarded_order
     if order is None:
         return _unbounded(facts, "a cycle has no guarded route (CR201)", path)
-    runs = per_node_runs(facts, order)
+    runs = per_node_runs(facts, order, members=graph.rank)  # order holds every node
     per_node: dict[str, int | None] = {n: known(count) for n, count in runs.items()}
     for node in facts.nodes:
         if node.subgraph is None:
@@ -134,7 +134,10 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
             per_node[f"{node.name}/{name}"] = (
                 None if count is None else known(count * runs[node.name])
             )
-    total = saturated(sum(saturated(runs[n] * facts.weight(n)) for n in runs))
+    if facts.units:
+        total = saturated(sum(saturated(runs[n] * facts.weight(n)) for n in runs))
+    else:  # every node is one node run, and each count is saturated already
+        total = saturated(sum(runs.values()))
     if not facts.single:
         return _result(total, per_node)
     walk, witness = longest_walk(facts, runs, order, graph.components)

@@ -216,13 +216,16 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     to one of the listed ones), and make sure every listed node can run again after the
     join before a route comes back to it.
     """
+    joins = [node for node in graph.nodes if node.wait_for]
+    if not joins:
+        return  # no join: the routes are not indexed for nothing
     incoming: dict[str, list[str]] = {}
     succ: dict[str, list[str]] = {}
     for edge in graph.edges:
         incoming.setdefault(edge.target, []).append(edge.source)
         succ.setdefault(edge.source, []).append(edge.target)
-    for node in graph.nodes:
-        waits = meant_names(graph, node.wait_for) if node.wait_for else None
+    for node in joins:
+        waits = meant_names(graph, node.wait_for)
         if waits is None:
             continue  # no join, or a misspelt name CR101 reports that may be meant for any node
         listed = quote_names(node.wait_for)
