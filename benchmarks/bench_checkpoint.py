@@ -23,10 +23,11 @@ Four loops write the same 200 messages to a fresh SQLite file each, with the sam
   through ``on_event``, which would add the cost of building the run's events (about 4.6
   µs a step here) to a figure about checkpoints.
 
-Rounds are interleaved (floor, floor+, saver, engine, floor, ...) so disk noise hits all
-alike; figures are medians over rounds. "mean" is the mean step (snapshots and WAL
-checkpoints included); "median" is the typical step, which ignores the spikes other
-processes' disk use causes on a shared machine; "cpu" is the process's CPU time a step
+Rounds are interleaved (floor, floor+, saver, engine; then floor+, saver, engine, floor; and
+so on: each round starts with the next loop) so disk noise hits all alike; figures are
+medians over rounds. "mean" is the mean step (snapshots and WAL checkpoints included);
+"median" is the typical step, which ignores the spikes other processes' disk use causes on
+a shared machine; "cpu" is the process's CPU time a step
 (the rest of a step is waiting for the disk). It prints the stored bytes against the raw
 payload (the JSON bytes of the messages), the per-step time around step 10 and around step
 200, the per-step time against the floor, the median step against ``floor+``, and the pages
@@ -310,8 +311,12 @@ def main(argv: list[str] | None = None) -> int:
     cpus: dict[str, list[float]] = {name: [] for name in runners}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(dir=where) as tmp:
+        names = list(runners)
         for r in range(args.rounds):
-            for name, runner in runners.items():
+            # Each round starts with the next loop, so no loop always runs first (right
+            # after the previous round's files were written) or always last.
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                runner = runners[name]
                 path = Path(tmp) / f"{name}-{r}.sqlite"
                 run_times, cpu = runner(path, args.sync, _QUIET)
                 per_step[name].append(run_times)
