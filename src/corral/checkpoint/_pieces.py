@@ -19,6 +19,7 @@ from typing import Any, Final, NamedTuple, overload
 __all__ = ["Arrays", "Folded", "ItemTexts", "Pieces", "Rows"]
 
 TAG: Final = "$corral"
+"""The key that marks a tagged object."""
 
 
 class Folded(NamedTuple):

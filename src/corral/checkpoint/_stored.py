@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final, NamedTuple, NoReturn
 
-from corral.checkpoint._pieces import Arrays, Folded, ItemTexts, Pieces, Rows
+from corral.checkpoint._pieces import TAG, Arrays, Folded, ItemTexts, Pieces, Rows, final_text
 
 __all__ = [
     "TAG",
@@ -31,9 +31,6 @@ __all__ = [
     "run_ids",
     "scalar_dicts",
 ]
-
-TAG = "$corral"
-"""The key that marks a tagged object."""
 
 
 class Stored(NamedTuple):
@@ -90,8 +87,7 @@ def _parse(runs: list[Run], texts: list[Any], arrays: Arrays | None = None) -> t
             raise TypeError(first)
         whole = ",".join([f"[{first}", *texts[1:-1], f"{last}]"])  # TypeError if one is not
         size = len(whole) - len(texts) - 1  # less the brackets and commas
-    # One-character searches run at memory speed; the longer ones only when they may match.
-    final = ("$" not in whole or TAG not in whole) and ("\\" not in whole or "\\u" not in whole)
+    final = final_text(whole)
     try:
         tree = json.loads(whole)
     except ValueError:
