@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from corral import CheckpointError, MemorySaver, SqliteSaver
 from corral.checkpoint import Checkpoint
-from corral.checkpoint._stored import parse_stored
-from corral.checkpoint.sqlite._folded import FoldedTexts, _runs_of
+from corral.checkpoint._stored import parse_stored, runs_of
+from corral.checkpoint.sqlite._folded import FoldedTexts
 from corral.checkpoint.sqlite._reading import _texts
 from corral.checkpoint.sqlite._runs import MIN_FOLD, SMALL
 
@@ -205,7 +205,7 @@ def test_a_reader_never_misses_a_value_a_fold_moves(tmp_path: Path) -> None:
         reader.close()
     conn = sqlite3.connect(path, isolation_level=None)
     ids = [n for (n,) in conn.execute("SELECT seq FROM checkpoints WHERE thread IS NULL")]
-    expected = [m for m in parse_stored(_runs_of(ids), _texts(conn, _runs_of(ids))).trees]
+    expected = [m for m in parse_stored(runs_of(ids), _texts(conn, runs_of(ids))).trees]
     folds: list[int] = []
 
     def rows_then_fold(c: sqlite3.Connection, runs: list[Any]) -> list[Any]:
@@ -217,13 +217,13 @@ def test_a_reader_never_misses_a_value_a_fold_moves(tmp_path: Path) -> None:
             writer.put({"m": writer.messages(1, False)}, True)
         return texts
 
-    texts = FoldedTexts(conn, rows_then_fold)(_runs_of(ids))
+    texts = FoldedTexts(conn, rows_then_fold)(runs_of(ids))
     writer.saver.close()
     (left,) = conn.execute(
         f"SELECT count(*) FROM checkpoints WHERE seq IN ({','.join(map(str, ids))})"
     ).fetchone()
     assert left < len(ids) // 2  # the fold did move most of them
-    assert parse_stored(_runs_of(ids), texts).trees == expected
+    assert parse_stored(runs_of(ids), texts).trees == expected
     conn.close()
 
 

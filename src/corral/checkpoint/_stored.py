@@ -27,8 +27,10 @@ __all__ = [
     "Stored",
     "StoredValues",
     "digest",
+    "extend_runs",
     "parse_stored",
     "run_ids",
+    "runs_of",
     "scalar_dicts",
 ]
 
@@ -54,6 +56,36 @@ texts of its items and the list itself (the decoded value, as the decoder return
 def run_ids(runs: list[Run]) -> list[int]:
     """Return the ids of ``runs``, in order."""
     return [n for first, count, step in runs for n in range(first, first + count * step, step)]
+
+
+def extend_runs(ranges: list[list[int]], blob_id: int) -> None:
+    """Add ``blob_id`` to ``ranges``: ``[first, count]`` runs of consecutive ids, or
+    ``[first, count, step]`` runs of evenly spaced ids, as a ``refs`` tag stores them (a
+    thread's values lie between its checkpoint rows, so the items its supersteps appended
+    are usually two ids apart)."""
+    last = ranges[-1] if ranges else None
+    if last is None:
+        ranges.append([blob_id, 1])
+    elif last[1] == 1 and blob_id > last[0]:
+        last[1] = 2
+        if blob_id - last[0] != 1:
+            last.append(blob_id - last[0])
+    elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
+        last[1] += 1
+    else:
+        ranges.append([blob_id, 1])
+
+
+def runs_of(ids: list[int]) -> list[Run]:
+    """Return ``ids`` as runs (the inverse of :func:`run_ids`).
+
+    >>> runs_of([3, 5, 7, 8, 9])
+    [(3, 3, 2), (8, 2, 1)]
+    """
+    ranges: list[list[int]] = []
+    for n in ids:
+        extend_runs(ranges, n)
+    return [(r[0], r[1], r[2] if len(r) > 2 else 1) for r in ranges]
 
 
 def parse_stored(runs: list[Run], texts: list[str]) -> Stored:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 from corral.checkpoint._pieces import Folded, Pieces, Rows
-from corral.checkpoint._stored import Damaged, Run
+from corral.checkpoint._stored import Damaged, Run, runs_of
 
 __all__ = ["FoldedTexts"]
 
@@ -163,7 +163,7 @@ class FoldedTexts:
         if not groups:
             return []
         ids = [n for group in groups for n in group.ids]
-        texts = self._rows(self._conn, _runs_of(ids))
+        texts = self._rows(self._conn, runs_of(ids))
         at = 0
         for group in groups:
             group.texts[:] = texts[at : at + len(group.ids)]
@@ -267,28 +267,6 @@ def _name_damaged_run(conn: sqlite3.Connection, low: int, high: int, exc: BaseEx
             raise Damaged(msg) from None
     msg = f"stored values from {low} to {high} cannot be read ({exc})"
     raise Damaged(msg) from None
-
-
-def _runs_of(ids: list[int]) -> list[Run]:
-    """Return ``ids`` as runs of evenly spaced ids."""
-    out: list[Run] = []
-    i, count = 0, len(ids)
-    while i < count:
-        first = ids[i]
-        if i + 1 == count:
-            out.append((first, 1, 1))
-            break
-        step = ids[i + 1] - first
-        j = i + 1
-        while j + 1 < count and ids[j + 1] - ids[j] == step:
-            j += 1
-        if step <= 0:
-            out.append((first, 1, 1))
-            i += 1
-            continue
-        out.append((first, j - i + 1, step))
-        i = j + 1
-    return out
 
 
 _COLUMNS: Final = "SELECT seq, last, items, data FROM runs"

@@ -32,7 +32,7 @@ from json.encoder import encode_basestring_ascii as _encode_str
 from typing import Any, Final
 
 from corral.checkpoint._flat import flat_dicts
-from corral.checkpoint._stored import digest, run_ids
+from corral.checkpoint._stored import digest, extend_runs, run_ids
 from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
 from corral.checkpoint.sqlite.rereads import (
@@ -267,7 +267,7 @@ class Packer:
                         if item[1] is None:
                             ranges = None
                         else:
-                            _extend(ranges, item[1])
+                            extend_runs(ranges, item[1])
                 lists[key] = (raw, trees, items, ranges)
                 if ranges is not None and len(items) > 1:
                     text = f'{{"{TAG}":"refs","v":{self.dumps(ranges)}}}'
@@ -307,7 +307,7 @@ class Packer:
         if ranges is not None:
             for _, blob_id in items:
                 assert blob_id is not None
-                _extend(ranges, blob_id)
+                extend_runs(ranges, blob_id)
         return old_raw[:n], old_trees[:n], items, ranges
 
     def reread(self, value: list[Any], before: ReadList) -> ListPacking:
@@ -350,7 +350,7 @@ class Packer:
             ranges = [[f, c] if s == 1 or c == 1 else [f, c, s] for f, c, s in runs]
         else:
             for blob_id in ids:
-                _extend(ranges, blob_id)
+                extend_runs(ranges, blob_id)
         if n != count or trees is None:
             trees = json.loads(joined(texts[:n]))
         return value[:n], trees, items, ranges
@@ -455,9 +455,7 @@ def _alike(value: Any, tree: Any) -> bool:
 
 
 def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
-    """Return the ids of stored items as ``[first, count]`` runs of consecutive ids, or
-    ``[first, count, step]`` runs of evenly spaced ids (a thread's values lie between its
-    checkpoint rows, so the items its supersteps appended are usually two ids apart).
+    """Return the ids of stored items as the runs of :func:`extend_runs`.
 
     >>> _ranges([("", 3), ("", 5), ("", 7), ("", 8), ("", 9)])
     [[3, 3, 2], [8, 2]]
@@ -465,23 +463,8 @@ def _ranges(items: list[tuple[str, int | None]]) -> list[list[int]]:
     ranges: list[list[int]] = []
     for _, blob_id in items:
         assert blob_id is not None
-        _extend(ranges, blob_id)
+        extend_runs(ranges, blob_id)
     return ranges
-
-
-def _extend(ranges: list[list[int]], blob_id: int) -> None:
-    """Add ``blob_id`` to the runs of :func:`_ranges`."""
-    last = ranges[-1] if ranges else None
-    if last is None:
-        ranges.append([blob_id, 1])
-    elif last[1] == 1 and blob_id > last[0]:
-        last[1] = 2
-        if blob_id - last[0] != 1:
-            last.append(blob_id - last[0])
-    elif blob_id == last[0] + last[1] * (last[2] if len(last) > 2 else 1):
-        last[1] += 1
-    else:
-        ranges.append([blob_id, 1])
 
 
 _is: Final = operator.is_
