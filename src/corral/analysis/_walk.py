@@ -133,12 +133,9 @@ def _walk_group(
         for s, cap, _w in facts.incoming[n]:
             if cap is not None and s in members:
                 caps += cap
-    units = facts.units
     inner = min(
-        sum(runs[n] for n in group) if not units else sum(runs[n] * facts.weight(n) for n in group),
-        sum(entry_runs.values())
-        if not units
-        else sum(count * facts.weight(n) for n, count in entry_runs.items()),
+        sum(runs[n] * facts.weight(n) for n in group),
+        sum(count * facts.weight(n) for n, count in entry_runs.items()),
         (1 + caps) * _longest_unguarded_path(facts, order),
     )
     length, before, _exact = max(entries.values(), key=lambda e: e[0])
@@ -241,14 +238,13 @@ def _longest_unguarded_path(facts: Facts, group: list[str]) -> int:
     ``group`` is in topological order of the unguarded routes.
     """
     longest: dict[str, int] = dict.fromkeys(group, 0)  # 0: not reached yet in the order
-    units = facts.units
     most = 0
     for name in group:
         before = 0
         for s, cap, _w in facts.incoming[name]:
             if cap is None and longest.get(s, 0) > before:
                 before = longest[s]
-        here = before + (1 if name not in units else facts.weight(name))
+        here = before + facts.weight(name)
         longest[name] = here
         if here > most:
             most = here
