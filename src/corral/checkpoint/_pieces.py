@@ -74,8 +74,8 @@ class Rows(NamedTuple):
 class Pieces(list[Folded | Rows]):
     """The texts of the ids asked, in order, as :class:`Rows` and :class:`Folded` pieces."""
 
-    def count(self) -> int:  # type: ignore[override]
-        """Return how many values the pieces hold."""
+    def value_count(self) -> int:
+        """Return how many values the pieces hold (``list.count`` keeps its meaning)."""
         return sum(len(p.positions) if isinstance(p, Folded) else len(p.ids) for p in self)
 
 
@@ -184,7 +184,7 @@ class ItemTexts(Sequence[str]):
 
     def __init__(self, pieces: Pieces) -> None:
         self._pieces = pieces
-        self._count = pieces.count()
+        self._count = pieces.value_count()
         self._texts: list[str] | None = None
 
     def __len__(self) -> int:
