@@ -1,8 +1,9 @@
 """SqliteSaver's layout: what one put writes, and files written by older layouts.
 
 ``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3),
-``layout4.sqlite`` by layout 4 (main at 85f4e0f) and ``layout5.sqlite`` by layout 5 (main at
-cdcc26e), each with :func:`write_history` below; the tests open them with this corral and
+``layout4.sqlite`` by layout 4 (main at 85f4e0f), ``layout5.sqlite`` by layout 5 (main at
+cdcc26e) and ``layout6.sqlite`` by layout 6 as first built (main at 90e97d2: the fold a trigger
+of ``checkpoints``), each with :func:`write_history` below; the tests open them with this corral and
 compare what they read with a ``MemorySaver`` fed the same history.
 """
 
@@ -23,7 +24,7 @@ from corral.checkpoint.sqlite._layout import BATCH
 from corral.checkpoint.sqlite._runs import MIN_FOLD
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
-OLD_LAYOUTS = [FIXTURES / f"layout{n}.sqlite" for n in (3, 4, 5)]
+OLD_LAYOUTS = [FIXTURES / f"layout{n}.sqlite" for n in (3, 4, 5, 6)]
 
 
 def message(who: str, i: int) -> dict[str, str]:
@@ -86,8 +87,9 @@ def old_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def test_an_old_file_reads_as_it_was_written(old_file: Path) -> None:
-    """Every checkpoint, chain and recorded task of a file written by layout 3, 4 or 5 reads back
-    equal to what was put, and the file is upgraded to this corral's layout."""
+    """Every checkpoint, chain and recorded task of a file written by layout 3, 4, 5 or 6 (as
+    first built) reads back equal to what was put, and the file is upgraded to this corral's
+    layout."""
     ref = reference()
     with SqliteSaver(old_file) as saver:
         assert saver.threads() == ["a", "b", "c"]
@@ -249,11 +251,11 @@ def test_every_checkpoint_of_a_long_thread_is_found_by_id(tmp_path: Path) -> Non
     assert 0 < copied < len(ids)  # both ways are taken: copied ids, and the scanned block
 
 
-@pytest.mark.parametrize("version", [4, 5])
+@pytest.mark.parametrize("version", [4, 5, 6])
 def test_a_read_only_old_file_is_read_by_id(tmp_path: Path, version: int) -> None:
-    """A layout-4 or layout-5 file this process may not write is read as it is (not
-    upgraded): by id through its unique index (layout 4) or ``ids`` (layout 5), its values
-    from their rows (no ``runs``)."""
+    """A layout-4, 5 or 6 file this process may not write is read as it is (not upgraded):
+    by id through its unique index (layout 4) or ``ids`` (layouts 5 and 6), its values from
+    their rows (no ``runs`` in layout 5) or runs."""
     path = tmp_path / "old.sqlite"
     shutil.copy(FIXTURES / f"layout{version}.sqlite", path)
     ref = reference()
