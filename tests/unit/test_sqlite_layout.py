@@ -102,7 +102,41 @@ def test_an_old_file_reads_as_it_was_written(old_file: Path) -> None:
         assert saver.pending_writes("a", "f8") == ref.pending_writes("a", "f8")
     conn = sqlite3.connect(old_file)
     assert conn.execute("SELECT version FROM corral_schema").fetchone() == (SCHEMA_VERSION,)
+    assert folds(conn) == "snapshot_puts"
     conn.close()
+
+
+def folds(conn: sqlite3.Connection) -> str:
+    """Return what the file's fold is a trigger of (the table ``checkpoints`` made every
+    put's ``INSERT`` carry it: layout 6 as first built)."""
+    query = "SELECT tbl_name FROM sqlite_schema WHERE type = 'trigger' AND name = 'fold'"
+    ((table,),) = conn.execute(query).fetchall()
+    return str(table)
+
+
+def test_only_a_snapshot_put_goes_through_the_fold(tmp_path: Path) -> None:
+    """In a new file the fold is the trigger of the view ``snapshot_puts``, not of
+    ``checkpoints``: only snapshot puts fold, and the thread reads back equal."""
+    path = tmp_path / "n.sqlite"
+    ref = MemorySaver()
+    runs: list[int] = []
+    with SqliteSaver(path) as saver:
+        parent = None
+        for i in range(2 * MIN_FOLD + 1):
+            snapshot = {"m": [message("a", n) for n in range(i)]} if i % MIN_FOLD == 0 else None
+            talk = [("talk", {"m": [message("a", i)]})]
+            for s in (saver, ref):
+                s.put(Checkpoint("t", f"c{i}", parent, snapshot, talk, {}))
+            parent = f"c{i}"
+            conn = sqlite3.connect(path)
+            runs.append(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+            assert folds(conn) == "snapshot_puts"
+            conn.close()
+    assert runs[-1] > 0
+    assert all(runs[i] == runs[i - 1] for i in range(1, len(runs)) if i % MIN_FOLD)
+    with SqliteSaver(path) as saver:
+        same(saver.checkpoints("t"), ref.checkpoints("t"))
+        same(saver.chain("t", "c79"), ref.chain("t", "c79"))
 
 
 def test_an_old_thread_goes_on_and_refuses_a_stale_parent(old_file: Path) -> None:

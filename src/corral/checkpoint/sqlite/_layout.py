@@ -31,13 +31,21 @@ put, and a fork sets it to the fork's parent (after checking the newest it read)
 fork's transaction; the row's trigger clears it again.
 
 Value rows are folded into ``runs`` at snapshot puts (layout 6, see
-:mod:`~corral.checkpoint.sqlite._runs`).
+:mod:`~corral.checkpoint.sqlite._runs`): a snapshot put inserts its rows into the view
+``snapshot_puts``, whose trigger inserts them into ``checkpoints`` and folds.
 
 Upgrading (:func:`upgrade`, in the opener's write transaction): layout 2 gains the pointer,
 3 the ranges, 4 the ``ids`` table (filled with every checkpoint already there; a later copy
-skips the ids already in it) and loses the unique index, 5 the ``runs`` table and its
-trigger. A corral that writes layout 5 or older refuses a file of layout 6 (its version is
-newer than it reads).
+skips the ids already in it) and loses the unique index, 5 the ``runs`` table and the fold.
+A corral that writes layout 5 or older refuses a file of layout 6 (its version is newer
+than it reads).
+
+Layout 6 as first built had the fold as an ``AFTER INSERT`` trigger of ``checkpoints``
+(:func:`fold_on_table`); the opener moves it to ``snapshot_puts`` and the version stays 6:
+both forms are read alike, and a corral of the first form that writes to a moved file
+only folds nothing (it inserts into ``checkpoints``, checked by the same triggers), so a
+thread it writes is read from rows until a later snapshot of this corral folds them, at
+most :data:`~corral.checkpoint.sqlite._runs.WINDOW` a snapshot.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
-from corral.checkpoint.sqlite._runs import BLOBS, RUNS, compact, fold_trigger
+from corral.checkpoint.sqlite._runs import BLOBS, RUNS, SNAPSHOT_PUTS, compact, fold_trigger
 
 __all__ = [
     "BATCH",
@@ -63,6 +71,7 @@ __all__ = [
     "THREAD_ROWS",
     "THREAD_BITS",
     "first_range",
+    "fold_on_table",
     "newest_params",
     "range_start",
     "upgrade",
@@ -199,6 +208,7 @@ CREATE TABLE checkpoints (
     BLOBS,
     PENDING,
     *_triggers(0),
+    SNAPSHOT_PUTS,
     fold_trigger(THREAD_BITS),
 )
 SCHEMA: Final = tuple(map(compact, _SCHEMA))
@@ -229,23 +239,35 @@ _FROM_4: Final = (
 _FROM_5: Final = (RUNS, "DROP VIEW IF EXISTS blobs", BLOBS)
 """Layout 5 to 6: ``runs`` (empty: a thread's rows fold from its next snapshot on, see
 :mod:`~corral.checkpoint.sqlite._runs`) and ``blobs`` showing the folded values too."""
+_FOLD_ON_TABLE: Final = (
+    "SELECT 1 FROM sqlite_schema WHERE type = 'trigger' AND name = 'fold' "
+    "AND tbl_name = 'checkpoints'"
+)
 
 
 def upgrade(conn: sqlite3.Connection, version: int) -> None:
-    """Bring a file of layout ``version`` (2 to 5) to this layout, inside the caller's
-    write transaction. Every corral process using the file must be of this version."""
+    """Bring a file of layout ``version`` (2 to 5, or 6 with :func:`fold_on_table`) to this
+    layout, inside the caller's write transaction. Every corral process using a file of
+    layout 5 or older must be of this version."""
     steps = (
         *(_FROM_2 if version == 2 else ()),
         *(_FROM_3 if version <= 3 else ()),
         *(_FROM_4 if version <= 4 else ()),
-        *_FROM_5,
+        *(_FROM_5 if version <= 5 else ()),
     )
     for statement in steps:
         conn.execute(statement)
-    first = first_range(conn)
-    for statement in (*_triggers(first), fold_trigger(THREAD_BITS)):
+    triggers = _triggers(first_range(conn)) if version <= 5 else ()
+    for statement in (*triggers, "DROP TRIGGER IF EXISTS fold", SNAPSHOT_PUTS):
         conn.execute(statement)
+    conn.execute(fold_trigger(THREAD_BITS))
     conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
+
+
+def fold_on_table(conn: sqlite3.Connection) -> bool:
+    """Return whether the file is of layout 6 as first built: its fold a trigger of
+    ``checkpoints``, which every put's ``INSERT`` carries (:func:`upgrade` moves it)."""
+    return conn.execute(_FOLD_ON_TABLE).fetchone() is not None
 
 
 def first_range(conn: sqlite3.Connection) -> int:

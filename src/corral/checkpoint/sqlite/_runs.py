@@ -8,9 +8,15 @@ query and one ``json.loads``. A folded value keeps its ``seq``: every reference 
 before or after the fold stays valid (the content-hash cache is file-wide, so another
 thread may refer to it too) and is resolved through the run that holds it.
 
-The fold is the ``AFTER INSERT`` trigger of a snapshot's checkpoint row (:func:`fold_trigger`),
-so it commits with the put or not at all, whichever process writes it, and a one-statement
-put stays one statement. Its window: the thread's value rows after the last run of its
+The fold is the ``INSTEAD OF INSERT`` trigger of a view, :data:`SNAPSHOT_PUTS`, that only
+a snapshot put inserts into (:func:`fold_trigger`): it inserts each row into ``checkpoints``
+(whose triggers check the put as ever), then, at the checkpoint row, folds. So the fold
+commits with its snapshot or not at all, a one-statement put stays one statement, and the
+other puts' ``INSERT INTO checkpoints`` carries no fold: SQLite compiles every trigger of a
+table into each ``INSERT`` it prepares, and runs each one's program for every row, ``WHEN``
+clause or not (layout 6 as first built had the fold on ``checkpoints``: a new connection's
+first put cost 1.32 M instructions against 0.58 M without it, a later put 144 k against
+135 k; ``bench_layout.py --first``). Its window: the thread's value rows after the last run of its
 range (or the range's start) and before the thread's checkpoint row before the new one (the
 snapshot's own new values stay rows until the next fold), at most :data:`WINDOW` of them.
 Values of :data:`SMALL` characters or more are left as rows (a run is read whole to get one
@@ -35,7 +41,17 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["BLOBS", "FEWEST", "MIN_FOLD", "RUNS", "SMALL", "WINDOW", "compact", "fold_trigger"]
+__all__ = [
+    "BLOBS",
+    "FEWEST",
+    "MIN_FOLD",
+    "RUNS",
+    "SMALL",
+    "SNAPSHOT_PUTS",
+    "WINDOW",
+    "compact",
+    "fold_trigger",
+]
 
 
 def compact(sql: str) -> str:
@@ -64,6 +80,12 @@ evenly spaced (else 0); ``items`` the JSON ``[[seq, ...], [length, ...]]`` of th
 folded, ``data`` their texts as one JSON array, in that order."""
 
 
+COLUMNS: Final = "seq,thread,checkpoint_id,parent,snapshot,writes,meta,meta_is_delta,data"
+"""The columns of ``checkpoints``, in their order (the fold's ``INSERT`` names none)."""
+SNAPSHOT_PUTS: Final = "CREATE VIEW IF NOT EXISTS snapshot_puts AS SELECT*FROM checkpoints WHERE 0"
+"""The view a snapshot put inserts its rows into (the fold is its trigger); it shows none."""
+
+
 def fold_trigger(thread_bits: int) -> str:
     """Return the fold's trigger (its SQL kept short: the file's schema stays on one page)."""
     low = f"(NEW.seq>>{thread_bits}<<{thread_bits})"  # the start of the new row's range
@@ -72,17 +94,19 @@ def fold_trigger(thread_bits: int) -> str:
     last_run = "SELECT {} FROM runs WHERE seq<=NEW.seq ORDER BY seq DESC LIMIT 1"
     # The checkpoint row before the new one (if another thread's, the window is empty).
     before = "SELECT seq FROM checkpoints WHERE seq<NEW.seq AND thread>0 ORDER BY seq DESC LIMIT 1"
+    at = "NEW.snapshot NOT NULL"  # the checkpoint row folds; a value row has nothing to do
     window = f"""
         SELECT seq,data,z,z<{SMALL} s FROM(SELECT seq,data,length(data)z FROM checkpoints
         WHERE seq>max(coalesce(({last_run.format("last")}),0),{low}) AND seq<({before})
-        AND thread IS NULL ORDER BY seq LIMIT {WINDOW})"""
+        AND thread IS NULL AND {at} ORDER BY seq LIMIT {WINDOW})"""
     only = "FILTER(WHERE s)"
     # Small values (s) a..b, k of them, evenly spaced by 1 when b-a=k-1, by 2 when b-a=2k-2
     # and all of one parity (p=q): distinct seqs, so no other set fits (other steps: 0, and a
     # reader looks them up in items). No sort: the window's rows come in order of seq.
     return compact(f"""
-CREATE TRIGGER IF NOT EXISTS fold AFTER INSERT ON checkpoints WHEN NEW.snapshot IS NOT NULL
+CREATE TRIGGER IF NOT EXISTS fold INSTEAD OF INSERT ON snapshot_puts
 BEGIN
+    INSERT INTO checkpoints VALUES({",".join("NEW." + c for c in COLUMNS.split(","))});
     INSERT INTO runs(seq,last,first,n,step,items,data)
     SELECT lo,hi,iif(f,a,NULL),iif(f,k,0),iif(f,iif(b-a=k-1,1,iif(b-a=2*k-2 AND p=q,2,0)),0),
         iif(f,'[['||sq||'],['||sz||']]','[[],[]]'),iif(f,'['||d||']','[]')
@@ -91,7 +115,7 @@ BEGIN
         group_concat(z){only}sz,group_concat(data){only}d,
         sum(s)>={MIN_FOLD} OR(count(*)>sum(s) AND sum(s)>={FEWEST})f FROM({window}))
     WHERE f OR big;
-    DELETE FROM checkpoints WHERE thread IS NULL
+    DELETE FROM checkpoints WHERE {at} AND thread IS NULL
         AND seq IN(SELECT value FROM json_each(({last_run.format("items")}),'$[0]'));
 END""")
 

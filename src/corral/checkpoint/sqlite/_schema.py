@@ -15,7 +15,13 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint.sqlite._layout import PENDING, SCHEMA, SCHEMA_VERSION, upgrade
+from corral.checkpoint.sqlite._layout import (
+    PENDING,
+    SCHEMA,
+    SCHEMA_VERSION,
+    fold_on_table,
+    upgrade,
+)
 from corral.errors import CheckpointError
 
 __all__ = [
@@ -194,7 +200,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        elif (version := _check_version(conn, path)) < SCHEMA_VERSION:
+        elif (version := _check_version(conn, path)) < SCHEMA_VERSION or fold_on_table(conn):
             upgrade(conn, version)
         else:
             conn.execute(PENDING)  # a file that lost it (older files get it on upgrade)

@@ -9,7 +9,8 @@ that thread since: it writes all the rows with one multi-row ``INSERT``, which S
 as one transaction of its own. If another process did write meanwhile, the first ``seq``
 is taken: the ``INSERT`` fails as a whole on the primary key (nothing is written) and the
 saver puts the checkpoint the long way. The compare-and-set triggers run inside that one
-statement as they do inside the long way's transaction.
+statement as they do inside the long way's transaction. A snapshot put inserts into the view
+``snapshot_puts`` instead, whose trigger inserts the rows and folds (see ``_runs``).
 """
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ def numbered_insert(
         sqlite3.IntegrityError: a seq is taken (another process wrote), the trigger refused
             a stale parent, or the checkpoint id is taken; nothing was written.
     """
-    texts, start = rows.texts, rows.start
-    if len(texts) == 1:  # the usual step: one new value (the message a node appended)
+    texts, start, snapshot = rows.texts, rows.start, checkpoint[3] is not None
+    if len(texts) == 1 and not snapshot:  # the usual step: one new value (a node's message)
         params: Any = (start, texts[0], start + 1, *checkpoint)
         execute_patiently(conn, timeout_s, _INSERT_ONE, params)
         return
     if len(texts) <= _ONE_STATEMENT:
         values = [x for i, text in enumerate(texts) for x in (start + i, text)]
         params = [*values, start + len(texts), *checkpoint]
-        execute_patiently(conn, timeout_s, _insert(len(texts)), params)
+        execute_patiently(conn, timeout_s, _insert(len(texts), snapshot), params)
         return
     with transaction(conn, timeout_s=timeout_s):
         insert_rows(conn, rows, checkpoint)
@@ -85,13 +86,15 @@ def insert_rows(
 ) -> None:
     """Insert the value rows of ``rows`` and then ``checkpoint``'s row, if any, inside the
     caller's transaction."""
+    snapshot = checkpoint is not None and checkpoint[3] is not None
     if checkpoint is not None and len(rows.texts) <= _ONE_STATEMENT:
         values = [x for i, text in enumerate(rows.texts) for x in (rows.start + i, text)]
-        conn.execute(_insert(len(rows.texts)), [*values, rows.checkpoint_seq, *checkpoint])
+        insert = _insert(len(rows.texts), snapshot)
+        conn.execute(insert, [*values, rows.checkpoint_seq, *checkpoint])
         return
     conn.executemany(_VALUE_AT, [(rows.start + i, text) for i, text in enumerate(rows.texts)])
     if checkpoint is not None:
-        conn.execute(_insert(0), [rows.checkpoint_seq, *checkpoint])
+        conn.execute(_insert(0, snapshot), [rows.checkpoint_seq, *checkpoint])
 
 
 def insert_record(conn: sqlite3.Connection, rows: RowsAhead, record: tuple[Any, ...]) -> None:
@@ -142,14 +145,16 @@ def taken_seq(exc: sqlite3.IntegrityError) -> bool:
 _VALUE_AT: Final = "INSERT INTO checkpoints (seq, data) VALUES (?, ?)"
 
 
-@lru_cache(maxsize=_ONE_STATEMENT + 1)
-def _insert(values: int) -> str:
-    """Return the one-statement insert of ``values`` value rows and one checkpoint row."""
+@lru_cache(maxsize=2 * (_ONE_STATEMENT + 1))
+def _insert(values: int, snapshot: bool = False) -> str:
+    """Return the one-statement insert of ``values`` value rows and one checkpoint row (into
+    ``snapshot_puts``, which folds, for a ``snapshot`` checkpoint)."""
     rows = ["(?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?)"] * values
     rows.append("(?, ?, ?, ?, ?, ?, ?, ?, NULL)")
     return (
-        "INSERT INTO checkpoints (seq, thread, checkpoint_id, parent, snapshot, writes, meta, "
-        "meta_is_delta, data) VALUES " + ", ".join(rows)
+        f"INSERT INTO {'snapshot_puts' if snapshot else 'checkpoints'} (seq, thread, "
+        "checkpoint_id, parent, snapshot, writes, meta, meta_is_delta, data) VALUES "
+        + ", ".join(rows)
     )
 
 
