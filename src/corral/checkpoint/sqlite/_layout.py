@@ -32,7 +32,7 @@ fork's transaction; the row's trigger clears it again.
 
 Value rows are folded into ``runs`` at snapshot puts (layout 6, see
 :mod:`~corral.checkpoint.sqlite._runs`): a snapshot put inserts its rows into the view
-``snapshot_puts``, whose trigger inserts them into ``checkpoints`` and folds.
+``put_fold``, whose trigger inserts them into ``checkpoints`` and folds.
 
 Upgrading (:func:`upgrade`, in the opener's write transaction): layout 2 gains the pointer,
 3 the ranges, 4 the ``ids`` table (filled with every checkpoint already there; a later copy
@@ -41,7 +41,7 @@ A corral that writes layout 5 or older refuses a file of layout 6 (its version i
 than it reads).
 
 Layout 6 as first built had the fold as an ``AFTER INSERT`` trigger of ``checkpoints``
-(:func:`fold_on_table`); the opener moves it to ``snapshot_puts`` and the version stays 6:
+(:func:`fold_on_table`); the opener moves it to ``put_fold`` and the version stays 6:
 both forms are read alike, and a corral of the first form that writes to a moved file
 only folds nothing (it inserts into ``checkpoints``, checked by the same triggers), so a
 thread it writes is read from rows until a later snapshot of this corral folds them, at
@@ -53,7 +53,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
-from corral.checkpoint.sqlite._runs import BLOBS, RUNS, SNAPSHOT_PUTS, compact, fold_trigger
+from corral.checkpoint.sqlite._runs import BLOBS, PUT_FOLD, RUNS, compact, fold_trigger
 
 __all__ = [
     "BATCH",
@@ -89,9 +89,9 @@ BATCH: Final = 16
 
 PENDING: Final = """
 CREATE TABLE IF NOT EXISTS pending_writes (
-    thread INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    task INTEGER NOT NULL,
+    thread INT NOT NULL,
+    seq INT NOT NULL,
+    task INT NOT NULL,
     record TEXT NOT NULL,
     PRIMARY KEY (thread, seq, task)
 ) WITHOUT ROWID
@@ -119,8 +119,8 @@ def _triggers(first: int) -> tuple[str, str, str]:
     """Return the compare-and-set triggers and the copy of ids of a file whose first
     thread's range is ``first`` (0 or 1, baked into the triggers so that a put reads nothing
     more)."""
-    low = f"((NEW.thread - {1 - first}) << {THREAD_BITS})"
-    parent = "coalesce(NEW.parent, 0)"
+    low = f"(NEW.thread - {1 - first}) << {THREAD_BITS}"
+    parent = "ifnull(NEW.parent, 0)"
     # From the block before the new row's (its rows may not be copied yet), or the
     # parent's next row if earlier, to the row before the new one; a checkpoint row after
     # the parent is a newer checkpoint unless the pointer overrides the last row. The
@@ -135,7 +135,7 @@ def _triggers(first: int) -> tuple[str, str, str]:
     refuse = f"""
 CREATE TRIGGER IF NOT EXISTS put_checks BEFORE INSERT ON checkpoints
 WHEN NEW.thread IS NOT NULL AND (
-    EXISTS (SELECT 1 FROM threads AS t WHERE t.id = NEW.thread AND ({pointer_stale}
+    EXISTS (SELECT 1 FROM threads t WHERE t.id = NEW.thread AND ({pointer_stale}
         OR EXISTS (SELECT 1 {scanned} AND ({newer} OR {taken}))))
     OR EXISTS (SELECT 1 FROM ids WHERE thread = NEW.thread AND {taken}))
 BEGIN
@@ -156,8 +156,7 @@ END
 CREATE TRIGGER IF NOT EXISTS ids_batch AFTER INSERT ON checkpoints
 WHEN NEW.seq & {BATCH - 1} = 0
 BEGIN
-    INSERT OR IGNORE INTO ids (thread, checkpoint_id, seq)
-    SELECT thread, checkpoint_id, seq FROM checkpoints
+    INSERT OR IGNORE INTO ids SELECT thread, checkpoint_id, seq FROM checkpoints
     WHERE seq BETWEEN NEW.seq - {BATCH} AND NEW.seq - 1
         AND thread = (NEW.seq >> {THREAD_BITS}) + {1 - first};
 END
@@ -167,9 +166,9 @@ END
 
 IDS: Final = """
 CREATE TABLE ids (
-    thread INTEGER NOT NULL,
+    thread INT NOT NULL,
     checkpoint_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
+    seq INT NOT NULL,
     PRIMARY KEY (thread, checkpoint_id)
 ) WITHOUT ROWID
 """
@@ -180,26 +179,26 @@ docstring)."""
 _SCHEMA: Final = (
     """
 CREATE TABLE corral_schema (
-    version INTEGER NOT NULL,
+    version INT NOT NULL,
     written_by TEXT NOT NULL,
-    first_range INTEGER NOT NULL DEFAULT 1
+    first_range INT NOT NULL DEFAULT 1
 )""",
     """
 CREATE TABLE threads (
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
-    newest INTEGER
+    newest INT
 )""",
     """
 CREATE TABLE checkpoints (
     seq INTEGER PRIMARY KEY,
-    thread INTEGER REFERENCES threads (id),
+    thread INT REFERENCES threads (id),
     checkpoint_id TEXT,
-    parent INTEGER,
+    parent INT,
     snapshot TEXT,
     writes TEXT,
     meta TEXT,
-    meta_is_delta INTEGER,
+    meta_is_delta INT,
     data TEXT,
     CHECK ((thread IS NULL) = (data IS NOT NULL))
 )""",
@@ -208,12 +207,14 @@ CREATE TABLE checkpoints (
     BLOBS,
     PENDING,
     *_triggers(0),
-    SNAPSHOT_PUTS,
+    PUT_FOLD,
     fold_trigger(THREAD_BITS),
 )
 SCHEMA: Final = tuple(map(compact, _SCHEMA))
 """A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener), its
-statements single-spaced: its schema fits one page."""
+statements compacted (:func:`~corral.checkpoint.sqlite._runs.compact`; its integer columns
+that are no row ids typed ``INT``, the same affinity as ``INTEGER``): its schema fits one
+page, 16 bytes to spare."""
 
 _FROM_2: Final = (
     "ALTER TABLE threads ADD COLUMN newest INTEGER",
@@ -256,11 +257,11 @@ def upgrade(conn: sqlite3.Connection, version: int) -> None:
         *(_FROM_5 if version <= 5 else ()),
     )
     for statement in steps:
-        conn.execute(statement)
+        conn.execute(compact(statement))
     triggers = _triggers(first_range(conn)) if version <= 5 else ()
-    for statement in (*triggers, "DROP TRIGGER IF EXISTS fold", SNAPSHOT_PUTS):
-        conn.execute(statement)
-    conn.execute(fold_trigger(THREAD_BITS))
+    for statement in (*triggers, "DROP TRIGGER IF EXISTS fold", PUT_FOLD):
+        conn.execute(compact(statement))
+    conn.execute(compact(fold_trigger(THREAD_BITS)))
     conn.execute("UPDATE corral_schema SET version = ?", (SCHEMA_VERSION,))
 
 

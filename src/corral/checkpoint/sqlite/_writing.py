@@ -10,7 +10,7 @@ as one transaction of its own. If another process did write meanwhile, the first
 is taken: the ``INSERT`` fails as a whole on the primary key (nothing is written) and the
 saver puts the checkpoint the long way. The compare-and-set triggers run inside that one
 statement as they do inside the long way's transaction. A snapshot put inserts into the view
-``snapshot_puts`` instead, whose trigger inserts the rows and folds (see ``_runs``).
+``put_fold`` instead, whose trigger inserts the rows and folds (see ``_runs``).
 """
 
 from __future__ import annotations
@@ -148,11 +148,11 @@ _VALUE_AT: Final = "INSERT INTO checkpoints (seq, data) VALUES (?, ?)"
 @lru_cache(maxsize=2 * (_ONE_STATEMENT + 1))
 def _insert(values: int, snapshot: bool = False) -> str:
     """Return the one-statement insert of ``values`` value rows and one checkpoint row (into
-    ``snapshot_puts``, which folds, for a ``snapshot`` checkpoint)."""
+    ``put_fold``, which folds, for a ``snapshot`` checkpoint)."""
     rows = ["(?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?)"] * values
     rows.append("(?, ?, ?, ?, ?, ?, ?, ?, NULL)")
     return (
-        f"INSERT INTO {'snapshot_puts' if snapshot else 'checkpoints'} (seq, thread, "
+        f"INSERT INTO {'put_fold' if snapshot else 'checkpoints'} (seq, thread, "
         "checkpoint_id, parent, snapshot, writes, meta, meta_is_delta, data) VALUES "
         + ", ".join(rows)
     )
