@@ -11,11 +11,12 @@ checkpoint ids are copied into ``ids`` a block of 16 rows at a time (one page ev
 supersteps of one message); the thread's last block is scanned. The thread's newest
 checkpoint is its last checkpoint row (``threads.newest`` overrides it only in files
 upgraded from layout 3 and inside a fork's transaction), so no pointer row is written per
-step. At each snapshot put a trigger folds the thread's small value rows written since its
-last fold into one row of ``runs`` (their texts as one JSON array; each value keeps its
-``seq``, resolved through the run): a long list reads back by one query and one parse per
-run instead of one row per item (:mod:`~corral.checkpoint.sqlite._runs`). The view
-``blobs`` shows every stored value, folded or not.
+step. A snapshot put inserts its rows through the view ``put_fold``, whose trigger also
+folds the thread's small value rows written since its last fold into one row of ``runs``
+(their texts as one JSON array; each value keeps its ``seq``, resolved through the run): a
+long list reads back by one query and one parse per run instead of one row per item
+(:mod:`~corral.checkpoint.sqlite._runs`). The view ``blobs`` shows every stored value,
+folded or not.
 
 ``pending_writes`` holds the finished tasks of a superstep whose checkpoint is not written
 yet, keyed ``(thread, seq of the checkpoint the superstep started from, task)``; putting
