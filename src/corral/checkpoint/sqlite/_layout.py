@@ -214,7 +214,7 @@ SCHEMA: Final = tuple(map(compact, _SCHEMA))
 """A new file (``corral_schema`` gets its row, with ``first_range`` 0, from the opener), its
 statements compacted (:func:`~corral.checkpoint.sqlite._runs.compact`; its integer columns
 that are no row ids typed ``INT``, the same affinity as ``INTEGER``): its schema fits one
-page, 16 bytes to spare."""
+page, 20 bytes to spare."""
 
 _FROM_2: Final = (
     "ALTER TABLE threads ADD COLUMN newest INTEGER",

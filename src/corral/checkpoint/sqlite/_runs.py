@@ -16,9 +16,11 @@ other puts' ``INSERT INTO checkpoints`` carries no fold: SQLite compiles every t
 table into each ``INSERT`` it prepares, and runs each one's program for every row, ``WHEN``
 clause or not (layout 6 as first built had the fold on ``checkpoints``: a new connection's
 first put cost 1.32 M instructions against 0.58 M without it, a later put 144 k against
-135 k; ``bench_layout.py --first``). Its window: the thread's value rows after the last run of its
-range (or the range's start) and before the thread's checkpoint row before the new one (the
-snapshot's own new values stay rows until the next fold), at most :data:`WINDOW` of them.
+135 k; ``bench_layout.py --base 6 --first``).
+
+Its window: the thread's value rows after the last run of its range (or the range's start)
+and before the thread's checkpoint row before the new one (the snapshot's own new values
+stay rows until the next fold), at most :data:`WINDOW` of them.
 Values of :data:`SMALL` characters or more are left as rows (a run is read whole to get one
 value). When the window holds at least :data:`MIN_FOLD` small values (about every second
 snapshot of a chat, a message a step) they are folded: ``first``, ``n`` and ``step`` say
@@ -46,9 +48,9 @@ __all__ = [
     "BLOBS",
     "FEWEST",
     "MIN_FOLD",
+    "PUT_FOLD",
     "RUNS",
     "SMALL",
-    "PUT_FOLD",
     "WINDOW",
     "compact",
     "fold_trigger",
@@ -97,7 +99,8 @@ folded, ``data`` their texts as one JSON array, in that order."""
 
 
 COLUMNS: Final = "seq,thread,checkpoint_id,parent,snapshot,writes,meta,meta_is_delta,data"
-"""The columns of ``checkpoints``, in their order (the fold's ``INSERT`` names none)."""
+"""The columns of ``checkpoints``, in their order, the same in every layout from 2 on (the
+fold's ``INSERT`` names none: the schema's page has no room for them)."""
 PUT_FOLD: Final = "CREATE VIEW IF NOT EXISTS put_fold AS SELECT*FROM checkpoints WHERE 0"
 """The view a snapshot put inserts its rows into (the fold is its trigger); it shows none."""
 
