@@ -11,9 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import corral.checkpoint.sqlite as sqlite_package
-from corral.checkpoint.serde import encode
+from corral.checkpoint.serde import MAX_DEPTH, encode
 from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
-from corral.checkpoint.sqlite.packing import MIN_BLOB, Packer
+from corral.checkpoint.sqlite.packing import MIN_BLOB, Packer, plain
 
 _JSON = st.recursive(
     st.none()
@@ -116,3 +116,53 @@ class Stored:
         if isinstance(tree, dict) and list(tree) == ["$corral"] and type(tree["$corral"]) is int:
             tree = json.loads(self.texts[tree["$corral"] - 1])
         return json.dumps(tree)
+
+
+class _Str(str):
+    """A str subclass: not a plain JSON type (the encoder would store its class)."""
+
+
+_ANY = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=4)
+    | st.builds(_Str, st.text(max_size=4))
+    | st.just((1, 2))
+    | st.just({1}),
+    lambda inner: (
+        st.lists(inner, max_size=12)
+        | st.dictionaries(
+            st.text(max_size=4) | st.just("$corral") | st.integers(), inner, max_size=12
+        )
+    ),
+    max_leaves=40,
+)
+
+
+def _plain_by_definition(value: Any, depth: int = 0) -> bool:
+    kind = type(value)
+    if kind in (str, int, float, bool, type(None)):
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is list:
+        return all(_plain_by_definition(x, depth + 1) for x in value)
+    if kind is dict:
+        return all(type(k) is str and k != "$corral" for k in value) and all(
+            _plain_by_definition(x, depth + 1) for x in value.values()
+        )
+    return False
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ANY)
+@example({"messages": [{"role": "a", "content": "b"}]})
+@example([[_Str("a")]])
+@example({"a": {1: 2}})
+def test_plain_says_what_the_definition_says(value: Any) -> None:
+    """plain() (a loop for short containers, C loops for long ones) answers as its
+    definition: JSON types only, str keys, no "$corral" key, nested within MAX_DEPTH."""
+    assert plain(value) == _plain_by_definition(value)
+    assert plain(value, MAX_DEPTH - 1) == _plain_by_definition(value, MAX_DEPTH - 1)
