@@ -85,7 +85,7 @@ def test_meta_texts_hold_what_the_general_path_holds(meta: dict[str, Any]) -> No
     dicts) write JSON of the same value as the general path (the encoder, then a stored
     value's reference when it is long); a finite float as ``json.dumps`` writes it."""
     fast, general = Stored(), Stored()
-    texts = Packer(fast.store, {}, {}, ensure_ascii=False, serializer=None).meta_texts(meta)
+    texts, items = Packer(fast.store, {}, {}, ensure_ascii=False, serializer=None).meta_texts(meta)
     packer = Packer(general.store, {}, {}, ensure_ascii=False, serializer=None)
     if "$corral" in meta:  # the encoder's tag as a key: the whole meta goes the general way
         assert isinstance(texts, str)
@@ -93,6 +93,7 @@ def test_meta_texts_hold_what_the_general_path_holds(meta: dict[str, Any]) -> No
         return
     assert isinstance(texts, dict)
     assert list(texts) == list(meta)
+    assert items == [f"{json.dumps(key)}:{text}" for key, text in texts.items()]
     for key, value in meta.items():
         expected = packer.text(encode(value, where="meta", depth=1))
         assert fast.resolve(texts[key]) == general.resolve(expected), (key, value)

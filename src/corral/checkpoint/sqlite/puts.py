@@ -185,8 +185,18 @@ def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last |
         packer.seen = written
         snapshot_text, lists = packer.snapshot(checkpoint.snapshot, earlier)
         stored = packer.written + len(snapshot_text)
-    meta_texts = packer.meta_texts(checkpoint.meta)
-    meta, delta = meta_text(meta_texts, checkpoint, last)
+    # The meta is stored as its changes since the parent when this process wrote the
+    # parent (whole on a snapshot, so every chain starts from a whole meta).
+    before = (
+        last.meta
+        if last is not None
+        and checkpoint.snapshot is None
+        and checkpoint.parent_id == last.checkpoint_id
+        and type(last.meta) is dict
+        else None
+    )
+    meta_texts, items = packer.meta_texts(checkpoint.meta, before)
+    meta, delta = meta_text(meta_texts, items, before)
     new_id = checkpoint.checkpoint_id
     if lists is not None:
         kept = Last(new_id, meta_texts, lists, stored, 0, replay)
@@ -199,23 +209,17 @@ def pack(packer: Packer, checkpoint: Checkpoint, writes: list[Any], last: Last |
 
 
 def meta_text(
-    texts: dict[str, str] | str, checkpoint: Checkpoint, last: Last | None
+    texts: dict[str, str] | str, items: list[str], before: dict[str, str] | None
 ) -> tuple[str, bool]:
-    """Return the meta's JSON and whether it is a delta: only the keys that changed since
-    the parent when this process wrote the parent; in full on a snapshot (so every chain
-    starts from a full meta). Removed keys make it ``{"$corral": "delta", "v": ..., "del":
-    [...]}``."""
+    """Return the meta's JSON and whether it is a delta, from what :meth:`Packer.meta_texts`
+    returned (``items``: of the keys whose JSON changed since ``before``, the parent's, or
+    of every key when there is no parent to store a delta against). Removed keys make it
+    ``{"$corral": "delta", "v": ..., "del": [...]}``."""
     if isinstance(texts, str):
         return texts, False
-    if (
-        last is None
-        or checkpoint.snapshot is not None
-        or checkpoint.parent_id != last.checkpoint_id
-        or isinstance(last.meta, str)
-    ):
-        return "{" + ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items()]) + "}", False
-    before = last.meta
-    changed = ",".join([f"{_encode_str(k)}:{t}" for k, t in texts.items() if before.get(k) != t])
+    changed = ",".join(items)
+    if before is None:
+        return "{" + changed + "}", False
     if not before.keys() <= texts.keys():
         gone = [k for k in before if k not in texts]
         return f'{{"{TAG}":"delta","v":{{{changed}}},"del":{json.dumps(gone)}}}', True
