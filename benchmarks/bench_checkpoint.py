@@ -1,7 +1,7 @@
 """Checkpoint storage and speed: 200 supersteps that each append a ~500-byte message.
 
 Run: ``python benchmarks/bench_checkpoint.py [--steps 200] [--rounds 5] [--sync FULL|NORMAL]
-[--by-step] [--tmpfs] [--split]``
+[--by-step] [--tmpfs] [--split] [--instructions [CALLS]]``
 
 Four loops write the same 200 messages to a fresh SQLite file each, with the same PRAGMAs
 (WAL, the same ``synchronous`` level, the default page size):
@@ -37,14 +37,21 @@ also prints each step's time (median over rounds) for every loop, the snapshot s
 marked, to see where a loop's time goes along the run. ``--tmpfs`` puts the files on
 ``/dev/shm`` (memory: no disk, only the CPU is left; with ``--sync NORMAL`` there is no fsync
 either). ``--split`` also prints where the engine's CPU a step goes (see :func:`split`).
+``--instructions`` counts instead, with valgrind's callgrind, the instructions a step of each
+loop runs (``synchronous=NORMAL`` on ``/dev/shm``; the mean of CALLS runs after one not
+counted), and of ``puts``, the saver's puts of the engine's checkpoints alone (see
+:func:`split`): the same on a busy machine as on a quiet one, so a change of a few
+thousand instructions a step shows (it leaves out the kernel's work and cache misses).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import operator
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -296,8 +303,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by-step", action="store_true", help="print every step's time too")
     parser.add_argument("--tmpfs", action="store_true", help="write the files to /dev/shm")
     parser.add_argument("--split", action="store_true", help="split the engine's CPU a step")
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        nargs="?",
+        const=3,
+        metavar="CALLS",
+        help="count each loop's instructions a step with callgrind (mean of CALLS runs)",
+    )
+    parser.add_argument("--counted", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     steps: int = args.steps
+    if args.counted:  # inside callgrind (see count_instructions)
+        name, folder, calls = args.counted
+        counted_runs(steps, name, Path(folder), int(calls))
+        return 0
+    if args.instructions:
+        count_instructions(steps, args.instructions)
+        return 0
     where = "/dev/shm" if args.tmpfs else None
     runners: dict[str, Runner] = {
         "floor": lambda p, s, c: run_floor(p, steps, s, c),
@@ -432,6 +455,72 @@ def split(steps: int, sync: str, rounds: int, where: str | None) -> None:
         f"{(least['puts'] - least['sql']) * 1e6:5.1f}) + run in turn "
         f"{(least['engine'] - least['own'] - least['puts']) * 1e6:5.1f}"
     )
+
+
+_COUNTED = ("floor", "floor+", "saver", "engine", "puts")
+
+
+def count_instructions(steps: int, calls: int) -> None:
+    """Print the instructions a step of each loop runs (callgrind; see ``--instructions``)."""
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)")
+        return
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_reload import callgrind
+
+    print(
+        f"instructions a step ({steps} steps, synchronous=NORMAL on /dev/shm; mean of "
+        f"{calls} runs, callgrind; python {sys.version.split()[0]}, SQLite "
+        f"{sqlite3.sqlite_version}):"
+    )
+    counts: dict[str, float] = {}
+    for name in _COUNTED:
+        with tempfile.TemporaryDirectory() as tmp:
+            script = [sys.executable, __file__, "--steps", str(steps), "--counted", name, tmp]
+            measured = callgrind(script, Path(tmp), calls)
+        counts[name] = sum(measured) / len(measured) / steps
+        print(f"  {name:>6}: {counts[name] / 1e3:7.1f} k", flush=True)
+    print(
+        f"  engine / floor = {counts['engine'] / counts['floor']:4.2f}x, engine / floor+ = "
+        f"{counts['engine'] / counts['floor+']:4.2f}x, saver / floor = "
+        f"{counts['saver'] / counts['floor']:4.2f}x"
+    )
+
+
+def counted_runs(steps: int, name: str, folder: Path, calls: int) -> None:
+    """Run loop ``name`` ``calls`` times through ``operator.call`` (what callgrind counts),
+    each on a fresh file in ``/dev/shm`` with ``synchronous=NORMAL``."""
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as tmp:
+        graph = engine_graph(steps)
+        kept: list[Checkpoint] = []
+        if name == "puts":  # the engine's checkpoints, kept by a saver that writes nothing
+
+            class Keep(SqliteSaver):
+                def put(self, checkpoint: Checkpoint) -> None:
+                    kept.append(checkpoint)
+
+                def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+                    return False
+
+            with Keep(Path(tmp) / "keep.sqlite", synchronous="NORMAL") as keep:
+                graph.compile(checkpointer=keep).invoke({"messages": []}, thread_id="bench")
+        for i in range(calls):
+            path = Path(tmp) / f"{name}-{i}.sqlite"
+            work: Callable[[], Any]
+            if name in ("floor", "floor+", "saver"):
+                loop = {"floor": run_floor, "floor+": run_durable_floor, "saver": run_saver}
+                work = functools.partial(loop[name], path, steps, "NORMAL")
+            elif name == "engine":
+                app = graph.compile(checkpointer=SqliteSaver(path, synchronous="NORMAL"))
+                work = functools.partial(app.invoke, {"messages": []}, thread_id="bench")
+            else:
+                work = functools.partial(_put_all, SqliteSaver(path, synchronous="NORMAL"), kept)
+            operator.call(work)
+
+
+def _put_all(saver: SqliteSaver, checkpoints: list[Checkpoint]) -> None:
+    for checkpoint in checkpoints:
+        saver.put(checkpoint)
 
 
 class Timed:
