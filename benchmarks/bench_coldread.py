@@ -79,6 +79,7 @@ def collections_timer() -> Callable[[str, dict[str, Any]], None]:
 
 def floor_round(path: Path) -> dict[str, float]:
     conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA synchronous = FULL")  # as bench_reload's floor
     start = cpu()
     (text,) = conn.execute("SELECT data FROM state WHERE id = 1").fetchone()
     fetched = cpu()
@@ -131,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         bench_reload.build_floor(floor, args.steps)
         for r in range(args.rounds + 2):  # the first two warm up
             copies = Path(tmp) / f"floor-{r}.sqlite", Path(tmp) / f"thread-{r}.sqlite"
-            shutil.copy(floor, copies[0])
+            shutil.copy(floor, copies[0])  # each copied just before its read, as bench_reload
+            parts = floor_round(copies[0])
             shutil.copy(thread, copies[1])
-            parts = {**floor_round(copies[0]), **read_round(copies[1], args.steps)}
+            parts.update(read_round(copies[1], args.steps))
             for leftover in Path(tmp).glob("*-*.sqlite*"):
                 leftover.unlink()
             if r >= 2:
