@@ -145,6 +145,30 @@ def test_a_snapshot_after_a_read_stores_items_changed_since_the_read(
     assert repr(back) == repr(expected)  # types, key order and the sign of zero included
 
 
+@pytest.mark.parametrize("first", ["put", "read"])
+def test_a_saver_reading_again_what_it_put_or_read_stores_a_change_made_after(
+    store: Opener, first: str
+) -> None:
+    """A second read of the newest by the saver that put it (or read it already) takes no
+    copies for the next snapshot (that one compares with what the saver holds from the
+    first); a message changed in place after it, and a new one, are stored as they are."""
+    if first == "put":
+        saver = store()
+        messages = [message(i) for i in range(12)]
+        saver.put(Checkpoint("t", "c0", None, {"messages": messages, "turn": 1}, [], {"step": 0}))
+        update = {"messages": [message(12)]}
+        saver.put(Checkpoint("t", "c1", "c0", None, [("chat", update)], {"step": 1}))
+    else:
+        start_thread(store)
+        saver = store()
+        read_newest(saver)
+    again = [*read_newest(saver), message(13)]
+    again[4]["content"] = "edited after the second read"
+    expected = [dict(m) for m in again]
+    put_snapshot(saver, again)
+    assert repr(stored(store)) == repr(expected)
+
+
 def test_a_read_and_its_snapshot_in_one_saver_twice(store: Opener) -> None:
     """The packing a read left, once used, is the saver's own: the next snapshot (a later
     turn in the same process) re-uses it and still sees an item changed in place."""

@@ -22,6 +22,7 @@ from corral.checkpoint._stored import Fetched, Run
 
 __all__ = [
     "ReadList",
+    "dicts_only",
     "dumps_equal",
     "joined",
     "parsed",
@@ -42,9 +43,13 @@ class ReadList(NamedTuple):
     snapshot compares flat dicts with them instead of parsing the texts again)."""
 
 
-def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
+def read_lists(
+    snapshot: Any, fetched: list[Fetched], *, copies: bool = True
+) -> dict[str, ReadList]:
     """Return, by key, the lists of a decoded ``snapshot`` that a fetch read whole as runs
-    of stored values (``fetched``: what the fetch noted, with the very list objects)."""
+    of stored values (``fetched``: what the fetch noted, with the very list objects);
+    ``copies``: with the shallow copies of their dicts (``False``: none, ``copies`` is
+    ``None``: no snapshot will compare with them)."""
     if type(snapshot) is not dict or not fetched:
         return {}
     out: dict[str, ReadList] = {}
@@ -52,9 +57,14 @@ def read_lists(snapshot: Any, fetched: list[Fetched]) -> dict[str, ReadList]:
         if type(value) is list and type(key) is str:
             for runs, texts, trees in fetched:
                 if trees is value:
-                    out[key] = ReadList(runs, texts, _copies(value))
+                    out[key] = ReadList(runs, texts, _copies(value) if copies else None)
                     break
     return out
+
+
+def dicts_only(items: list[Any]) -> bool:
+    """Return whether every one of ``items`` is a dict (by one C loop)."""
+    return _DICT.issuperset(map(type, items))
 
 
 def _copies(items: list[Any]) -> list[dict[str, Any]] | None:

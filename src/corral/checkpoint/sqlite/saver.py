@@ -37,9 +37,9 @@ from corral.checkpoint.sqlite._layout import (
     range_start,
 )
 from corral.checkpoint.sqlite._reading import (
-    Read,
     check_chain,
     damaged,
+    kept_by,
     read_rows,
     texts_of,
     thread_of,
@@ -231,11 +231,14 @@ class SqliteSaver:
                     check_chain(self.path, thread_id, [], None)
                 return []
             params = {"thread": thread, "seq": found[0]}
-            read = self._rows(conn, thread, thread_id, CHAIN + " ORDER BY k.seq", params)
+            newest, known = checkpoint_id is None, self._last.get(thread_id)
+            keeps = kept_by(None if known is None else known.checkpoint_id, newest)
+            store = (self.path, self.serializer, self._values, (thread, thread_id))
+            query, folded = CHAIN + " ORDER BY k.seq", self._lookups.folded
+            read = read_rows(conn, *store, query, params, folded, keeps)
             chain = read.checkpoints
             check_chain(self.path, thread_id, chain, checkpoint_id)
             if chain:  # the next put may follow it (a fork's: see LastPuts.read)
-                newest = checkpoint_id is None
                 self._last.read(thread_id, chain[-1].checkpoint_id, *read[1:], newest)
             if checkpoint_id is None and chain:  # ... in one INSERT
                 self._seqs[thread, chain[-1].checkpoint_id] = found[0]
@@ -250,7 +253,9 @@ class SqliteSaver:
             if thread is None:
                 return []
             query, params = self._lookups.thread_rows, newest_params(thread, self._first)
-            return self._rows(conn, thread, thread_id, query, params).checkpoints
+            store = (self.path, self.serializer, self._values, (thread, thread_id))
+            never = kept_by(None, None)  # history: no snapshot compares with its lists
+            return read_rows(conn, *store, query, params, self._lookups.folded, never).checkpoints
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
@@ -482,15 +487,6 @@ class SqliteSaver:
         conn = self._connection()
         with transaction(conn, read=True, timeout_s=self.timeout_s):
             yield conn
-
-    def _rows(
-        self, conn: sqlite3.Connection, thread: int, thread_id: str, query: str, params: Any
-    ) -> Read:
-        """Fetch and decode checkpoint rows; damage is named by file, thread and checkpoint."""
-        names, folded = (thread, thread_id), self._lookups.folded
-        return read_rows(
-            conn, self.path, self.serializer, self._values, names, query, params, folded
-        )
 
     def _errors(self, verb: str) -> AbstractContextManager[None]:
         """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
