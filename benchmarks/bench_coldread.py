@@ -1,6 +1,6 @@
 """A new saver's read of a long thread (``get_state``), phase by phase, against the floor.
 
-Run: ``python benchmarks/bench_coldread.py [--steps 2000] [--rounds 30]``
+Run: ``python benchmarks/bench_coldread.py [--steps 2000] [--rounds 30] [--same-saver]``
 
 The thread and the floor are ``bench_reload.py``'s (a ~500-byte message a step; the floor
 is one SELECT of the whole list stored as one JSON text plus one ``json.loads``). Each
@@ -21,6 +21,10 @@ kept`` the shallow copy of each message the next snapshot compares with (``read_
 ``flat check`` the ``gc.is_tracked`` pass (``scalar_dicts``); ``runtime`` what
 ``get_state`` does around ``chain()``. GC is the collections that ran inside the call,
 wherever they fell (it is inside the other lines too).
+
+``--same-saver`` reads instead with one saver, kept open, that continued the thread by a
+step first (it put the newest checkpoint: a long-lived saver re-reading a thread it
+writes, as a server's). The files are copied all the same (the floor's reads are fresh).
 """
 
 from __future__ import annotations
@@ -89,8 +93,12 @@ def floor_round(path: Path) -> dict[str, float]:
     return {"floor": end - start, "floor fetch": fetched - start, "floor parse": end - fetched}
 
 
-def read_round(path: Path, steps: int) -> dict[str, float]:
-    app = bench_reload.chat_graph().compile(checkpointer=(store := SqliteSaver(path)))
+def read_round(path: Path, steps: int, store: SqliteSaver | None = None) -> dict[str, float]:
+    """Time ``get_state`` with a new saver on ``path`` (or with ``store``, kept open)."""
+    kept = store
+    if store is None:
+        store = SqliteSaver(path)
+    app = bench_reload.chat_graph().compile(checkpointer=store)
     spent.clear()
     callback = collections_timer()
     gc.callbacks.append(callback)
@@ -98,8 +106,9 @@ def read_round(path: Path, steps: int) -> dict[str, float]:
     snapshot = app.get_state("t")
     total = cpu() - start
     gc.callbacks.remove(callback)
-    store.close()
-    assert len(snapshot.values["messages"]) == steps
+    if kept is None:
+        store.close()
+    assert len(snapshot.values["messages"]) == steps + (kept is not None)
     s = dict(spent)
     return {
         "get_state": total,
@@ -118,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--same-saver",
+        action="store_true",
+        help="read with one saver that continued the thread by a step (it put the newest)",
+    )
     args = parser.parse_args(argv)
     noted(saver.SqliteSaver, "chain", "chain")
     noted(saver, "read_rows", "rows")
@@ -130,20 +144,29 @@ def main(argv: list[str] | None = None) -> int:
         thread, floor = Path(tmp) / "thread.sqlite", Path(tmp) / "floor.sqlite"
         bench_reload.build_thread(thread, args.steps)
         bench_reload.build_floor(floor, args.steps)
+        same = None
+        if args.same_saver:  # a long-lived saver that wrote the thread's newest checkpoint
+            shutil.copy(thread, Path(tmp) / "same.sqlite")
+            same = SqliteSaver(Path(tmp) / "same.sqlite")
+            app = bench_reload.chat_graph().compile(checkpointer=same)
+            app.invoke(None, thread_id="t", max_steps=args.steps + 10)
         for r in range(args.rounds + 2):  # the first two warm up
             copies = Path(tmp) / f"floor-{r}.sqlite", Path(tmp) / f"thread-{r}.sqlite"
             shutil.copy(floor, copies[0])  # each copied just before its read, as bench_reload
             parts = floor_round(copies[0])
             shutil.copy(thread, copies[1])
-            parts.update(read_round(copies[1], args.steps))
+            parts.update(read_round(copies[1], args.steps, same))
             for leftover in Path(tmp).glob("*-*.sqlite*"):
                 leftover.unlink()
             if r >= 2:
                 for name, seconds in parts.items():
                     rounds[name].append(seconds)
+        if same is not None:
+            same.close()
     median = {name: statistics.median(values) for name, values in rounds.items()}
+    who = "the saver that put its newest" if args.same_saver else "a new saver"
     print(
-        f"cold read: a thread of {args.steps} steps, a new saver; CPU medians of "
+        f"cold read: a thread of {args.steps} steps, {who}; CPU medians of "
         f"{args.rounds} rounds (python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version})"
     )
     for name, seconds in median.items():
