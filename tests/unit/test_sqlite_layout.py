@@ -2,9 +2,9 @@
 
 ``tests/fixtures/sqlite/layout3.sqlite`` was written by corral's layout 3 (main at 45cb3a3),
 ``layout4.sqlite`` by layout 4 (main at 85f4e0f), ``layout5.sqlite`` by layout 5 (main at
-cdcc26e) and ``layout6.sqlite`` by layout 6 as first built (main at 90e97d2: the fold a trigger
-of ``checkpoints``), each with :func:`write_history` below; the tests open them with this corral and
-compare what they read with a ``MemorySaver`` fed the same history.
+cdcc26e) and ``layout6.sqlite`` by layout 6 as first built (main at 90e97d2: the fold a
+trigger of ``checkpoints``), each with ``layout_history.write_history``; the tests open them
+with this corral and compare what they read with a ``MemorySaver`` fed the same history.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
+from layout_history import message, reference, same
 from read_only import read_only
 
 from corral import CheckpointError, ConcurrentRunError, MemorySaver, SqliteSaver
@@ -25,58 +25,6 @@ from corral.checkpoint.sqlite._runs import MIN_FOLD
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "sqlite"
 OLD_LAYOUTS = [FIXTURES / f"layout{n}.sqlite" for n in (3, 4, 5, 6)]
-
-
-def message(who: str, i: int) -> dict[str, str]:
-    """Return a ~300-byte message (stored as a value row of its own)."""
-    return {"role": who, "content": f"{who} says {i} " + "lorem ipsum " * 24}
-
-
-def write_history(saver: Any) -> None:
-    """Put the history the fixture holds: thread 'a' (12 checkpoints, snapshots at 0, 5
-    and 10, a fork after 'a7' and a recorded task after the newest), thread 'b' (3
-    checkpoints, written between a's) and thread 'c' (one checkpoint, its first)."""
-    msgs: list[dict[str, str]] = []
-    parent: str | None = None
-    for i in range(12):
-        new = message("a", i)
-        msgs.append(new)
-        state = {"m": list(msgs), "n": i} if i % 5 == 0 else None
-        saver.put(
-            Checkpoint("a", f"a{i}", parent, state, [("talk", {"m": [new], "n": i})], {"i": i})
-        )
-        parent = f"a{i}"
-        if i < 3:
-            saver.put(
-                Checkpoint(
-                    "b",
-                    f"b{i}",
-                    f"b{i - 1}" if i else None,
-                    {"m": [message("b", i)]} if i == 0 else None,
-                    [("talk", {"m": [message("b", i)]})],
-                    {"i": i},
-                )
-            )
-    fork = Checkpoint(
-        "a", "f8", "a7", None, [("edit", {"n": 100})], {"i": 8, "fork": True}, newest_read="a11"
-    )
-    saver.put(fork)
-    saver.put_writes(
-        "a", "f8", 0, {"task": 0, "node": "talk", "update": {"m": [message("t", 0)]}, "goto": None}
-    )
-    saver.put(Checkpoint("c", "c0", None, {"m": [], "n": 0}, [], {"i": 0}))
-
-
-def reference() -> MemorySaver:
-    saver = MemorySaver()
-    write_history(saver)
-    return saver
-
-
-def same(a: list[Checkpoint], b: list[Checkpoint]) -> None:
-    assert [(c.checkpoint_id, c.parent_id, c.snapshot, c.writes, c.meta) for c in a] == [
-        (c.checkpoint_id, c.parent_id, c.snapshot, c.writes, c.meta) for c in b
-    ]
 
 
 @pytest.fixture(params=OLD_LAYOUTS, ids=lambda p: p.stem)
