@@ -1,8 +1,9 @@
-"""The compact JSON encoder the savers write their texts with.
+"""The compact JSON encoder the savers write their texts with, and :func:`plain`, which tells
+whether a tree is one it writes as it is.
 
 ``json.JSONEncoder.encode`` builds a new C encoder on every call, which costs more than
 encoding a small value; :func:`compact_dumps` builds it once. The trees it encodes come
-from :mod:`corral.checkpoint.serde` (or pass :func:`corral.checkpoint.sqlite.packing.plain`),
+from :mod:`corral.checkpoint.serde` (or pass :func:`plain`),
 so they hold no cycles and the circular-reference check is left out, as
 ``check_circular=False`` would. Its output equals ``json.dumps(tree, separators=(",", ":"),
 ensure_ascii=...)`` (pinned by ``tests/unit/test_sqlite_packing.py``).
@@ -14,7 +15,9 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["DUMPS", "DUMPS_ASCII", "compact_dumps"]
+from corral.checkpoint.serde import MAX_DEPTH, TAG
+
+__all__ = ["DUMPS", "DUMPS_ASCII", "PLAIN_SCALARS", "STR", "compact_dumps", "plain"]
 
 
 def compact_dumps(ensure_ascii: bool) -> Callable[[Any], str]:
@@ -38,3 +41,48 @@ DUMPS: Final = compact_dumps(ensure_ascii=False)
 """Compact JSON keeping non-ASCII characters as they are."""
 DUMPS_ASCII: Final = compact_dumps(ensure_ascii=True)
 """Compact JSON escaping every non-ASCII character (for texts holding lone surrogates)."""
+
+
+PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+"""The scalar types JSON has (the encoder writes them as they are)."""
+STR: Final = frozenset({str})
+
+
+def plain(value: Any, depth: int = 0) -> bool:
+    """Return whether ``value`` is made of JSON types only, nested no deeper than the
+    encoder allows (so the encoder would leave it as it is)."""
+    kind = type(value)
+    if kind in PLAIN_SCALARS:
+        return True
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is list:
+        if len(value) > _LOOPED:  # one C loop over the item types
+            return PLAIN_SCALARS.issuperset(map(type, value)) or all(
+                [plain(x, depth + 1) for x in value]
+            )
+        # A short list (a node's update, a meta's tasks): a loop here costs less than
+        # setting up the C loop's iterators.
+        for x in value:
+            if type(x) not in PLAIN_SCALARS and not plain(x, depth + 1):
+                return False
+        return True
+    if kind is dict:
+        if TAG in value:
+            return False
+        if len(value) > _LOOPED:
+            return STR.issuperset(map(type, value)) and (
+                PLAIN_SCALARS.issuperset(map(type, value.values()))
+                or all([plain(x, depth + 1) for x in value.values()])
+            )
+        for key, x in value.items():
+            if type(key) is not str or (type(x) not in PLAIN_SCALARS and not plain(x, depth + 1)):
+                return False
+        return True
+    return False
+
+
+_LOOPED: Final = 8
+"""Containers up to this long are checked by a loop in Python: building the iterators of
+a C loop (``frozenset.issuperset(map(type, ...))``) costs ~2,000 instructions, a loop's
+turn ~200 (callgrind)."""

@@ -33,8 +33,8 @@ from typing import Any, Final
 
 from corral.checkpoint._flat import flat_dicts
 from corral.checkpoint._stored import digest, extend_runs, run_ids
-from corral.checkpoint.serde import MAX_DEPTH, TAG, Serializer, encode
-from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII
+from corral.checkpoint.serde import TAG, Serializer, encode
+from corral.checkpoint.sqlite.jsontext import DUMPS, DUMPS_ASCII, PLAIN_SCALARS, STR, plain
 from corral.checkpoint.sqlite.rereads import (
     ReadList,
     dumps_equal,
@@ -141,7 +141,7 @@ class Packer:
             kind is dict
             and fresh is not None
             and len(fresh) < SEEN_LIMIT
-            and _PLAIN_SCALARS.issuperset(map(type, tree.values()))
+            and PLAIN_SCALARS.issuperset(map(type, tree.values()))
         ):  # a chat message a node wrote: the next snapshot holds the same object
             fresh[id(tree)] = (tree, dict(tree), item, len(text))
         return item
@@ -171,7 +171,7 @@ class Packer:
         and the ``"key":value`` items of the keys whose JSON is not what ``before`` holds for
         them (of every key when ``before`` is None): one pass makes both."""
         serializer = self.serializer
-        if type(meta) is not dict or TAG in meta or not _STR.issuperset(map(type, meta)):
+        if type(meta) is not dict or TAG in meta or not STR.issuperset(map(type, meta)):
             return self.text(encode(meta, serializer=serializer, where="meta")), []
         texts: dict[str, str] = {}
         items: list[str] = []
@@ -417,50 +417,8 @@ def _scalar_json(value: Any) -> str | None:
 
 
 _INF: Final = float("inf")
-_PLAIN_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
-_STR: Final = frozenset({str})
 _REF: Final = f'{{"{TAG}":%d}}'
 """The reference to a stored value, for ``%`` (:func:`ref`'s text)."""
-
-
-def plain(value: Any, depth: int = 0) -> bool:
-    """Return whether ``value`` is made of JSON types only, nested no deeper than the
-    encoder allows (so the encoder would leave it as it is)."""
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return True
-    if depth >= MAX_DEPTH:
-        return False
-    if kind is list:
-        if len(value) > _LOOPED:  # one C loop over the item types
-            return _PLAIN_SCALARS.issuperset(map(type, value)) or all(
-                [plain(x, depth + 1) for x in value]
-            )
-        # A short list (a node's update, a meta's tasks): a loop here costs less than
-        # setting up the C loop's iterators.
-        for x in value:
-            if type(x) not in _PLAIN_SCALARS and not plain(x, depth + 1):
-                return False
-        return True
-    if kind is dict:
-        if TAG in value:
-            return False
-        if len(value) > _LOOPED:
-            return _STR.issuperset(map(type, value)) and (
-                _PLAIN_SCALARS.issuperset(map(type, value.values()))
-                or all([plain(x, depth + 1) for x in value.values()])
-            )
-        for key, x in value.items():
-            if type(key) is not str or (type(x) not in _PLAIN_SCALARS and not plain(x, depth + 1)):
-                return False
-        return True
-    return False
-
-
-_LOOPED: Final = 8
-"""Containers up to this long are checked by a loop in Python: building the iterators of
-a C loop (``frozenset.issuperset(map(type, ...))``) costs ~2,000 instructions, a loop's
-turn ~200 (callgrind)."""
 
 
 def _same(value: Any, tree: Any) -> bool:
