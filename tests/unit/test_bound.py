@@ -322,3 +322,34 @@ def test_an_otherwise_route_counts_only_runs_past_its_guards_max() -> None:
     g.router("c")(_router("b"))
     bound = g.bound()
     assert (bound.steps, bound.per_node["c"], bound.witness) == (2, 0, ("a", "b"))
+
+
+def _fallback_never_taken(back: tuple[str, ...], back_max: int) -> Graph[State]:
+    """n0's guard on n0 → n1 (max 1) falls back to n3, but n1 never leads back to n0.
+
+    n3's router goes to ``back`` with Guard('n0', max=back_max); n2 is a dead node.
+    """
+    g = Graph(State, max_steps=10_000)
+    g.node("n0", start=True)(_node)
+    g.router("n0", guards=[Guard("n1", max=1, otherwise="n3")])(_router("n1", END))
+    g.node("n1")(_node)
+    g.router("n1")(_router(END))
+    g.node("n2")(_node)
+    g.router("n2")(_router(END))
+    g.node("n3")(_node)
+    g.router("n3", guards=[Guard("n0", max=back_max)])(_router(*back))
+    return g
+
+
+def test_an_otherwise_route_whose_guards_target_never_leads_back_is_never_taken() -> None:
+    """Without fan-out, n0 runs again after n0 → n1 only if n1 leads back to n0: it does
+    not, so n0 → n1 is taken once at most and its guard's otherwise (n3) never runs.
+
+    The longest run is n0 → n1 (2 node runs) whether n3 goes back to n0 or not.
+    """
+    for back, back_max in ((("n1", "n0"), 0), (("n0",), 1)):
+        g = _fallback_never_taken(back, back_max)
+        assert longest_run(g.spec()) == 2
+        bound = g.bound()
+        assert (bound.steps, bound.witness) == (2, ("n0", "n1")), back
+        assert dict(bound.per_node) == {"n0": 1, "n1": 1, "n2": 0, "n3": 0}, back
