@@ -353,3 +353,55 @@ def test_an_otherwise_route_whose_guards_target_never_leads_back_is_never_taken(
         bound = g.bound()
         assert (bound.steps, bound.witness) == (2, ("n0", "n1")), back
         assert dict(bound.per_node) == {"n0": 1, "n1": 1, "n2": 0, "n3": 0}, back
+
+
+def test_a_dropped_fallback_can_cut_the_only_way_back_of_another_guard() -> None:
+    """s1 → a never comes back, so s1's fallback o1 is never taken; without o1, t2 no
+    longer leads back to x, so x's fallback y is never taken either (x loops on itself).
+    """
+    g = Graph(State, max_steps=10_000)
+    g.node("x", start=True)(_node)
+    guards = [Guard("x", max=2), Guard("t2", max=1, otherwise="y")]
+    g.router("x", guards=guards)(_router("x", "t2", END))
+    g.node("t2", then="s1")(_node)
+    g.node("s1")(_node)
+    g.router("s1", guards=[Guard("a", max=1, otherwise="o1")])(_router("a"))
+    g.node("a", then=END)(_node)
+    g.node("o1", then="x")(_node)
+    g.node("y", then=END)(_node)
+    bound = g.bound()
+    assert longest_run(g.spec()) == bound.steps == 6
+    assert bound.witness == ("x", "x", "x", "t2", "s1", "a")
+    assert (bound.per_node["o1"], bound.per_node["y"]) == (0, 0)
+
+
+def test_with_fan_out_a_fallback_whose_target_never_leads_back_still_counts() -> None:
+    """p fans out to s and q, and q goes to s: s runs twice though t never leads back to
+    it, so s → t is used up on the second run and the otherwise route to o is taken."""
+    g = Graph(State, max_steps=10_000)
+
+    @g.node(start=True, then=("s", "q"))
+    def p(state: State) -> None: ...
+
+    @g.node(then="s")
+    def q(state: State) -> None: ...
+
+    @g.node()
+    def s(state: State) -> None: ...
+
+    @g.router("s", guards=[Guard("t", max=1, otherwise="o")])
+    def route(state: State) -> Literal["t"]:
+        return "t"
+
+    @g.node(then=END)
+    def t(state: State) -> None: ...
+
+    @g.node(then=END)
+    def o(state: State) -> dict[str, int]:
+        return {"n": 1}
+
+    run = g.compile().invoke({"n": 0})
+    assert run.state["n"] == 1  # o ran
+    bound = g.bound()
+    assert bound.per_node["o"] == 1
+    assert bound.steps is not None and bound.steps >= run.steps

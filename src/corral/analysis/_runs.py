@@ -22,6 +22,7 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from corral.analysis._fallbacks import untaken_fallbacks
 from corral.spec import GraphSpec, NodeSpec
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ class Facts:
     starts: list[str] = field(default_factory=list)
     single: bool = True
     """True when one node runs at a time (no fan-out of any kind)."""
+    components: list[list[str]] | None = None
+    """The strongly connected groups of the routes left once the ``otherwise`` routes no run
+    takes are dropped (:mod:`corral.analysis._fallbacks`); ``None`` when none is."""
     unbounded: str | None = None
     units: dict[str, Unit] = field(default_factory=dict)
     """The subgraph nodes' units (every other node is one node run)."""
@@ -100,7 +104,11 @@ class Facts:
 
 
 def read_facts(graph: SpecGraph) -> Facts:
-    """Return the routes of ``graph`` between nodes, with their guards and widths."""
+    """Return the routes of ``graph`` between nodes, with their guards and widths.
+
+    Without fan-out, the guards' ``otherwise`` routes no run takes are left out
+    (:mod:`corral.analysis._fallbacks`), with the groups of the routes left.
+    """
     spec = graph.spec
     nodes = graph.nodes
     names = graph.rank
@@ -147,7 +155,21 @@ def read_facts(graph: SpecGraph) -> Facts:
         if otherwise and pair in held:
             facts.held[pair] = held[pair]
     facts.single = single
+    if single and facts.held:
+        _drop_untaken(graph, facts)
     return facts
+
+
+def _drop_untaken(graph: SpecGraph, facts: Facts) -> None:
+    """Drop the ``otherwise`` pairs no run takes (without fan-out) from ``facts``."""
+    untaken, components = untaken_fallbacks(graph, facts.held)
+    if not untaken:
+        return
+    for source, target in untaken:
+        del facts.held[source, target]
+        incoming = facts.incoming[target]
+        incoming[:] = [fact for fact in incoming if fact[0] != source]
+    facts.components = components
 
 
 def _otherwise_held(graph: SpecGraph) -> dict[tuple[str, str], int]:

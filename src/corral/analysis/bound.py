@@ -3,7 +3,9 @@
 **Per node** (:mod:`corral.analysis._runs`). Every run of a node is caused by a route taken
 into it (or by the start): a route is taken at most once per run of its source, a guarded
 route at most ``max`` times per run. Once CR201 holds, the unguarded routes form no cycle,
-so these inequalities are solved in topological order of the unguarded routes.
+so these inequalities are solved in topological order of the unguarded routes. Without
+fan-out, a guard's ``otherwise`` route that no run can take (its guarded route's target
+never leads back to the source: :mod:`corral.analysis._fallbacks`) is left out first.
 
 **Per run.** With fan-out (a ``then=`` tuple, a list router, several start nodes, a
 ``Command`` that may go to several nodes, ``Send``, joins) several nodes run per
@@ -140,7 +142,8 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
         total = saturated(sum(runs.values()))
     if not facts.single:
         return _result(total, per_node)
-    walk, witness = longest_walk(facts, runs, order, graph.components)
+    components = graph.components if facts.components is None else facts.components
+    walk, witness = longest_walk(facts, runs, order, components)
     if walk > total:
         return _result(total, per_node)
     if witness is None:

@@ -1,0 +1,104 @@
+"""Which guards' ``otherwise`` routes no run can take, in a graph without fan-out.
+
+A guard on ``s → t`` with ``max=m`` sends a run of ``s`` to its ``otherwise`` route only
+once ``s → t`` has been taken ``m`` times, each on an earlier run of ``s``. With ``m >= 1``
+that needs a run of ``s`` after one that took ``s → t``. Without fan-out a run is one path:
+after ``s → t`` the next node is ``t`` (or the run ends, at ``END``), so ``s`` runs again
+only along routes leading from ``t`` back to ``s``. Since ``s → t`` is a route, they exist
+exactly when ``s`` and ``t`` are in one strongly connected group. When they are not, the
+``otherwise`` route never fires, and a pair of nodes made only of such routes (every guard
+of ``s`` falling back there is one of them) is never taken: :func:`untaken_fallbacks`
+returns those pairs.
+
+Dropping them can split a group, so that more guards' targets no longer lead back to their
+sources: the rule is applied again on the groups left, at most :data:`PASSES` times. Each
+pass is sound: a run that took a dropped pair would have gone from ``t`` back to ``s``
+along pairs no run takes, dropped by an earlier pass, or along pairs that were left, and
+the groups of the pairs left say no such path exists.
+
+With fan-out (a ``Send``, several ``then`` targets, a join, several start nodes) ``s`` may
+run again on another branch, so nothing is dropped: the caller asks only without fan-out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+from corral.analysis._cuts import strongly_connected
+from corral.spec import Guard
+
+if TYPE_CHECKING:
+    from corral.analysis._graph import SpecGraph
+
+__all__ = ["PASSES", "untaken_fallbacks"]
+
+PASSES = 4
+"""The most times the rule is applied again on the groups left after a drop."""
+
+Pair = tuple[str, str]
+
+
+def untaken_fallbacks(
+    graph: SpecGraph, fallbacks: Collection[Pair]
+) -> tuple[set[Pair], list[list[str]] | None]:
+    """Return the pairs of ``fallbacks`` no run takes, and the groups of the pairs left.
+
+    ``fallbacks`` are pairs made only of guards' ``otherwise`` routes; ``graph`` has no
+    fan-out. The groups are the strongly connected groups of nodes (sinks first, as
+    :attr:`SpecGraph.components`) once the untaken pairs are dropped, ``None`` when none is.
+    """
+    guards = _guards_by_fallback(graph, fallbacks)
+    group = _index(graph.components)
+    untaken: set[Pair] = set()
+    components: list[list[str]] | None = None
+    succ: dict[str, list[str]] = dict(graph.node_succ)  # dropped pairs: lists replaced, not changed
+    for _ in range(PASSES):
+        found = [
+            pair
+            for pair in fallbacks
+            if pair not in untaken and _never_fires(graph, pair[0], guards[pair], group)
+        ]
+        if not found:
+            break
+        untaken.update(found)
+        for source in {s for s, _t in found}:
+            succ[source] = [t for t in succ[source] if (source, t) not in untaken]
+        components = strongly_connected(graph.names, succ)
+        group = _index(components)
+    return untaken, components
+
+
+def _never_fires(
+    graph: SpecGraph, source: str, guards: list[Guard], group: Mapping[str, int]
+) -> bool:
+    """Return whether every guard of ``source`` in ``guards`` never falls back.
+
+    A guard never falls back when its ``max`` is 1 or more and its route leads to a node
+    (or ``END``) from which no route leads back to ``source``.
+    """
+    for guard in guards:
+        target = guard.target
+        if guard.max < 1 or (source, target) not in graph.pairs:
+            return False  # max=0 falls back at once; an undeclared route: not counted here
+        if group.get(target) == group[source]:
+            return False
+    return True
+
+
+def _guards_by_fallback(graph: SpecGraph, fallbacks: Collection[Pair]) -> dict[Pair, list[Guard]]:
+    """Return, for each pair of ``fallbacks``, the guards of its source falling back there."""
+    found: dict[Pair, list[Guard]] = {pair: [] for pair in fallbacks}
+    specs = {n.name: n for n in graph.nodes}
+    for source in {s for s, _t in fallbacks}:
+        sites = [specs[source].guards, *(r.guards for r in graph.routers_of(source))]
+        for guards in sites:
+            for guard in guards:
+                pair = (source, guard.otherwise)
+                if guard.otherwise is not None and pair in found:
+                    found[pair].append(guard)
+    return found
+
+
+def _index(components: list[list[str]]) -> dict[str, int]:
+    return {node: i for i, group in enumerate(components) for node in group}
