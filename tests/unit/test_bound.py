@@ -97,20 +97,29 @@ def longest_run(spec: GraphSpec) -> int:
 
 
 def in_exact_class(spec: GraphSpec) -> bool:
-    """Cycles disjoint, each one simple cycle with exactly one guarded route, no max_runs."""
+    """Cycles disjoint, each one simple cycle with exactly one guarded route, no max_runs.
+
+    Left out (documented in docs/concepts.md): a cycle through a pair of nodes that holds
+    both a guarded route and a guard's ``otherwise`` route. The pair reads as unguarded
+    (the ``otherwise`` route is), so the walk may go round past the other route's guard.
+    """
     succ: dict[str, set[str]] = {n.name: set() for n in spec.nodes}
     guarded: dict[tuple[str, str], bool] = {}
+    kinds: dict[tuple[str, str], set[str]] = {}
     for edge in spec.edges():
         if edge.source in succ and edge.target in succ:
             succ[edge.source].add(edge.target)
             pair = (edge.source, edge.target)
             guarded[pair] = guarded.get(pair, True) and edge.guard is not None
+            kinds.setdefault(pair, set()).add("guarded" if edge.guard else edge.kind)
     for group in strongly_connected(list(succ), succ):
         members = set(group)
         inside = [(s, t) for s in group for t in succ[s] if t in members]
         if not inside:
             continue
         if len(inside) != len(group) or sum(guarded[p] for p in inside) != 1:
+            return False
+        if any({"guarded", "otherwise"} <= kinds[p] for p in inside):
             return False
         if any(n.max_runs is not None for n in spec.nodes if n.name in members):
             return False
@@ -405,3 +414,18 @@ def test_with_fan_out_a_fallback_whose_target_never_leads_back_still_counts() ->
     bound = g.bound()
     assert bound.per_node["o"] == 1
     assert bound.steps is not None and bound.steps >= run.steps
+
+
+def test_a_pair_of_an_untaken_fallback_and_a_max_0_route_is_never_taken() -> None:
+    """n0 → n3 is a route guarded with max=0 and the otherwise of n0 → n1 (never used
+    up, n1 ends): no run takes it, so n3 never runs."""
+    g = Graph(State, max_steps=10_000)
+    g.node("n0", start=True)(_node)
+    guards = [Guard("n1", max=1, otherwise="n3"), Guard("n3", max=0)]
+    g.router("n0", guards=guards)(_router("n1", "n3"))
+    g.node("n1", then=END)(_node)
+    g.node("n3")(_node)
+    g.router("n3", guards=[Guard("n0", max=1)])(_router("n0"))
+    bound = g.bound()
+    assert longest_run(g.spec()) == bound.steps == 2
+    assert (bound.witness, bound.per_node["n3"]) == (("n0", "n1"), 0)

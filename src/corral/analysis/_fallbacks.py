@@ -6,15 +6,15 @@ that needs a run of ``s`` after one that took ``s → t``. Without fan-out a run
 after ``s → t`` the next node is ``t`` (or the run ends, at ``END``), so ``s`` runs again
 only along routes leading from ``t`` back to ``s``. Since ``s → t`` is a route, they exist
 exactly when ``s`` and ``t`` are in one strongly connected group. When they are not, the
-``otherwise`` route never fires, and a pair of nodes made only of such routes (every guard
-of ``s`` falling back there is one of them) is never taken: :func:`untaken_fallbacks`
-returns those pairs.
+``otherwise`` route never fires: :func:`untaken_fallbacks` finds the pairs of nodes whose
+``otherwise`` routes (every guard of ``s`` falling back there) are all such routes, and
+whose other routes, if any, are guarded with ``max=0``: no run takes them.
 
-Dropping them can split a group, so that more guards' targets no longer lead back to their
-sources: the rule is applied again on the groups left, at most :data:`PASSES` times. Each
-pass is sound: a run that took a dropped pair would have gone from ``t`` back to ``s``
-along pairs no run takes, dropped by an earlier pass, or along pairs that were left, and
-the groups of the pairs left say no such path exists.
+Dropping such pairs can split a group, so that more guards' targets no longer lead back to
+their sources: the rule is applied again on the groups left, at most :data:`PASSES` times.
+Each pass is sound: a run that took a dropped route would have gone from ``t`` back to
+``s`` along pairs no run takes, dropped by an earlier pass, or along pairs that were left,
+and the groups of the pairs left say no such path exists.
 
 With fan-out (a ``Send``, several ``then`` targets, a join, several start nodes) ``s`` may
 run again on another branch, so nothing is dropped: the caller asks only without fan-out.
@@ -44,9 +44,10 @@ def untaken_fallbacks(
 ) -> tuple[set[Pair], list[list[str]] | None]:
     """Return the pairs of ``fallbacks`` no run takes, and the groups of the pairs left.
 
-    ``fallbacks`` are pairs made only of guards' ``otherwise`` routes; ``graph`` has no
-    fan-out. The groups are the strongly connected groups of nodes (sinks first, as
-    :attr:`SpecGraph.components`) once the untaken pairs are dropped, ``None`` when none is.
+    ``fallbacks`` are pairs made of guards' ``otherwise`` routes and, besides, only routes
+    no run takes (guarded with ``max=0``); ``graph`` has no fan-out. The groups are the
+    strongly connected groups of nodes (sinks first, as :attr:`SpecGraph.components`) once
+    the untaken pairs are dropped, ``None`` when none is.
     """
     guards = _guards_by_fallback(graph, fallbacks)
     group = _index(graph.components)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from corral.analysis._fallbacks import untaken_fallbacks
-from corral.spec import GraphSpec, NodeSpec
+from corral.spec import Edge, GraphSpec, NodeSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -135,6 +135,7 @@ def read_facts(graph: SpecGraph) -> Facts:
     incoming: dict[str, list[tuple[str, int | None, int]]] = {n: [] for n in names}
     facts.incoming = incoming
     single = facts.single
+    mixed: list[tuple[str, str]] = []  # otherwise routes and routes no run takes
     for pair, routes in graph.pairs.items():
         source, target = pair
         if source not in names or target not in names:
@@ -151,22 +152,42 @@ def read_facts(graph: SpecGraph) -> Facts:
             guarded = all(r.guard is not None for r in routes)
             cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
             otherwise = all(r.kind == "otherwise" for r in routes)
+            if not otherwise and cap is None and _closed_but_otherwise(routes):
+                mixed.append(pair)
         incoming[target].append((source, cap, width))
         if otherwise and pair in held:
             facts.held[pair] = held[pair]
     facts.single = single
-    if single and facts.held:
-        _drop_untaken(graph, facts)
+    if single and (facts.held or mixed):
+        _drop_untaken(graph, facts, [*facts.held, *mixed])
     return facts
 
 
-def _drop_untaken(graph: SpecGraph, facts: Facts) -> None:
-    """Drop the ``otherwise`` pairs no run takes (without fan-out) from ``facts``."""
-    untaken, components = untaken_fallbacks(graph, facts.held)
+def _closed_but_otherwise(routes: tuple[Edge, ...]) -> bool:
+    """Return whether ``routes`` hold an ``otherwise`` route and, besides, only guards of
+    ``max=0`` (routes no run takes): the pair is taken only when its ``otherwise`` is."""
+    fallback = False
+    for route in routes:
+        if route.kind == "otherwise":
+            fallback = True
+        elif route.guard is None or route.guard.max:
+            return False
+    return fallback
+
+
+def _drop_untaken(graph: SpecGraph, facts: Facts, fallbacks: list[tuple[str, str]]) -> None:
+    """Leave out of ``facts`` the pairs no run takes, their ``otherwise`` routes never taken.
+
+    Only without fan-out. A pair that also holds a route some run may take is kept whole:
+    read as unguarded (taken at most once a run of its source) it is sound, and in a cycle
+    cut by one other guard the walk stays exact, where a second guarded route would make
+    it loose.
+    """
+    untaken, components = untaken_fallbacks(graph, fallbacks)
     if not untaken:
         return
     for source, target in untaken:
-        del facts.held[source, target]
+        facts.held.pop((source, target), None)
         incoming = facts.incoming[target]
         incoming[:] = [fact for fact in incoming if fact[0] != source]
     facts.components = components
