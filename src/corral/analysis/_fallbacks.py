@@ -76,8 +76,11 @@ def _never_fires(
     """Return whether every guard of ``source`` in ``guards`` never falls back.
 
     A guard never falls back when its ``max`` is 1 or more and its route leads to a node
-    (or ``END``) from which no route leads back to ``source``.
+    (or ``END``) from which no route leads back to ``source``. ``False`` with no guard
+    (an ``otherwise`` route whose guard is not found is kept).
     """
+    if not guards:
+        return False
     for guard in guards:
         target = guard.target
         if guard.max < 1 or (source, target) not in graph.pairs:
