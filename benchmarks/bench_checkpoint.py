@@ -303,15 +303,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--by-step", action="store_true", help="print every step's time too")
     parser.add_argument("--tmpfs", action="store_true", help="write the files to /dev/shm")
     parser.add_argument("--split", action="store_true", help="split the engine's CPU a step")
-    parser.add_argument(
-        "--instructions",
-        type=int,
-        nargs="?",
-        const=3,
-        metavar="CALLS",
-        help="count each loop's instructions a step with callgrind (mean of CALLS runs)",
+    from bench_reload import callgrind_flags
+
+    callgrind_flags(
+        parser, "count each loop's instructions a step with callgrind (mean of CALLS runs)"
     )
-    parser.add_argument("--counted", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     steps: int = args.steps
     if args.counted:  # inside callgrind (see count_instructions)

@@ -269,6 +269,13 @@ def _callgrind(folder: Path, name: str, steps: int, calls: int) -> float:
     return sum(measured) / calls
 
 
+def callgrind_flags(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--instructions [CALLS]`` (described by ``what``) and the hidden ``--counted``
+    that a run under callgrind is started with (see :func:`callgrind`)."""
+    parser.add_argument("--instructions", type=int, nargs="?", const=3, metavar="CALLS", help=what)
+    parser.add_argument("--counted", nargs=3, help=argparse.SUPPRESS)
+
+
 def callgrind(script: list[str], folder: Path, calls: int) -> list[int]:
     """Run ``script`` (a command that makes ``calls`` + 1 calls through ``operator.call``)
     under callgrind, its output in ``folder``; return the instructions of each call that
@@ -388,15 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--big-steps", type=int, default=8)
     parser.add_argument("--skip-big", action="store_true")
     parser.add_argument("--skip-reload", action="store_true")
-    parser.add_argument(
-        "--instructions",
-        type=int,
-        nargs="?",
-        const=3,
-        metavar="CALLS",
-        help="count part 1's instructions per call with callgrind (mean of CALLS calls)",
+    callgrind_flags(
+        parser, "count part 1's instructions per call with callgrind (mean of CALLS calls)"
     )
-    parser.add_argument("--counted", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.counted:  # inside callgrind (see count_instructions)
         name, folder, calls = args.counted
