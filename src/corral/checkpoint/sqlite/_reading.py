@@ -39,7 +39,7 @@ __all__ = [
     "decode_row",
     "decode_rows",
     "find_damaged_row",
-    "kept_by",
+    "never_kept",
     "texts_of",
     "thread_of",
 ]
@@ -150,15 +150,9 @@ def decode_row(
     return checkpoint
 
 
-def kept_by(last_id: str | None, newest: bool | None) -> Callable[[str], bool]:
-    """Return the ``keeps`` of :func:`decode_rows` for a saver whose ``LastPuts`` holds
-    ``last_id`` for the thread (``None``: nothing), reading its newest chain or an older one
-    (``newest``; ``None``: a read whose lists no snapshot uses, ``checkpoints()``), by
-    ``LastPuts.read``'s rule: it keeps a read's lists when it knows nothing of the thread,
-    or the newest read is not what it put last."""
-    if newest is None:
-        return lambda _read_id: False
-    return lambda read_id: last_id is None or (newest and last_id != read_id)
+def never_kept(_read_id: str) -> bool:
+    """The ``keeps`` of :func:`decode_rows` for a read no snapshot compares with (history)."""
+    return False
 
 
 class Read(NamedTuple):

@@ -114,10 +114,16 @@ class LastPuts:
         noted only when nothing is known of the thread: the fork's first checkpoint, a
         snapshot, then re-uses the stored items of the lists it read instead of storing them
         again, and what this process knows of the newest it put is never replaced by it."""
-        known = self._threads.get(thread_id)
-        if known is None or (newest and known.checkpoint_id != checkpoint_id):
+        if self.keeps(thread_id, checkpoint_id, newest):
             read = dict(lists) if lists else {}
             self.put(thread_id, Last(checkpoint_id, "", read, snapshot_bytes, since, 0))
+
+    def keeps(self, thread_id: str, checkpoint_id: str, newest: bool = True) -> bool:
+        """Return whether :meth:`read` of the chain ending at ``checkpoint_id`` notes it (and
+        keeps its lists): when nothing is known of the thread, or a newest chain this process
+        did not put last. A reader asks first, so a read no one keeps takes no copies."""
+        known = self._threads.get(thread_id)
+        return known is None or (newest and known.checkpoint_id != checkpoint_id)
 
     def read_texts(self, thread_id: str) -> list[Sequence[str]]:
         """Return the stored texts of the read lists the thread's next snapshot re-uses (see

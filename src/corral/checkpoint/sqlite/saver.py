@@ -5,6 +5,7 @@ The layout and its invariants are described in :mod:`corral.checkpoint.sqlite`.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -39,7 +40,7 @@ from corral.checkpoint.sqlite._layout import (
 from corral.checkpoint.sqlite._reading import (
     check_chain,
     damaged,
-    kept_by,
+    never_kept,
     read_rows,
     texts_of,
     thread_of,
@@ -231,8 +232,8 @@ class SqliteSaver:
                     check_chain(self.path, thread_id, [], None)
                 return []
             params = {"thread": thread, "seq": found[0]}
-            newest, known = checkpoint_id is None, self._last.get(thread_id)
-            keeps = kept_by(None if known is None else known.checkpoint_id, newest)
+            newest = checkpoint_id is None
+            keeps = functools.partial(self._last.keeps, thread_id, newest=newest)
             store = (self.path, self.serializer, self._values, (thread, thread_id))
             query, folded = CHAIN + " ORDER BY k.seq", self._lookups.folded
             read = read_rows(conn, *store, query, params, folded, keeps)
@@ -254,8 +255,8 @@ class SqliteSaver:
                 return []
             query, params = self._lookups.thread_rows, newest_params(thread, self._first)
             store = (self.path, self.serializer, self._values, (thread, thread_id))
-            never = kept_by(None, None)  # history: no snapshot compares with its lists
-            return read_rows(conn, *store, query, params, self._lookups.folded, never).checkpoints
+            folded = self._lookups.folded  # history: no snapshot compares with its lists
+            return read_rows(conn, *store, query, params, folded, never_kept).checkpoints
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
