@@ -93,19 +93,69 @@ def test_a_thread_id_that_is_not_a_str_is_named(saver: Any, thread_id: Any) -> N
         assert f" is {kind[type(thread_id)]}, not a str" in str(info.value)
 
 
-def test_a_huge_int_is_refused_even_where_the_digit_limit_is_lifted(saver: Any) -> None:
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ({"v": 10**5000}, "['v']"),
+        ({"v": [1, -(10**4400)]}, "['v'][1]"),
+        ({"v": [*range(20), 10**4400]}, "['v'][20]"),
+        ({"v": {f"k{i}": i for i in range(9)} | {"big": 10**4400}}, "['v']['big']"),
+    ],
+    ids=["key", "short list", "long list", "long dict"],
+)
+@pytest.mark.parametrize("part", ["state", "update"])
+def test_a_huge_int_is_refused_even_where_the_digit_limit_is_lifted(
+    saver: Any, value: dict[str, Any], where: str, part: str
+) -> None:
     """A process that called sys.set_int_max_str_digits(0) could write a number every other
-    process fails to read (a file called damaged there): the saver refuses it at the put."""
+    process fails to read (a file called damaged there): the saver refuses it at the put,
+    in a snapshot and in a node's update, naming where it sits."""
     import sys
 
+    if part == "state":
+        checkpoint = Checkpoint("t", "0", None, value)
+    else:
+        checkpoint = Checkpoint("t", "0", None, None, [("node", value)])
     limit = sys.get_int_max_str_digits()
     sys.set_int_max_str_digits(0)
     try:
-        with pytest.raises(SerializationError, match="more than the 4300 a JSON number"):
-            saver.put(Checkpoint("t", "0", None, {"v": 10**5000}))
+        with pytest.raises(SerializationError, match="more than the 4300 a JSON number") as info:
+            saver.put(checkpoint)
     finally:
         sys.set_int_max_str_digits(limit)
+    assert info.value.location == part + where
     assert saver.chain("t") == []
+
+
+def test_a_node_writing_a_huge_int_is_stopped_at_the_put(saver: Any) -> None:
+    """A node of a process that lifted the digit limit returns an int too long for JSON:
+    the run stops with SerializationError naming the key and the node, and what the thread
+    holds stays readable by a process with the default limit."""
+    import sys
+    from typing import TypedDict
+
+    from corral import END, Graph
+
+    class S(TypedDict):
+        n: int
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def grow(state: S) -> dict[str, int]:
+        return {"n": 10**5000}
+
+    app = g.compile(checkpointer=saver)
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        with pytest.raises(SerializationError) as info:
+            app.invoke({"n": 1}, thread_id="t")
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert info.value.location == "update['n']"
+    assert "written by 'grow'" in str(info.value)
+    assert app.get_state("t").values == {"n": 1}
 
 
 def test_a_value_too_deep_to_store_runs_without_a_saver_and_is_named_with_one() -> None:

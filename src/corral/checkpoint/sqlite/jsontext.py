@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Final
 
+from corral.checkpoint._flat import LEAVES, TOO_BIG, ints_fit
 from corral.checkpoint.serde import MAX_DEPTH, TAG
 
 __all__ = ["DUMPS", "DUMPS_ASCII", "PLAIN_SCALARS", "STR", "compact_dumps", "plain"]
@@ -50,33 +51,42 @@ STR: Final = frozenset({str})
 
 def plain(value: Any, depth: int = 0) -> bool:
     """Return whether ``value`` is made of JSON types only, nested no deeper than the
-    encoder allows (so the encoder would leave it as it is)."""
+    encoder allows (so the encoder would leave it as it is).
+
+    An int of more digits than a JSON number may have is not plain: the encoder refuses it,
+    naming where it sits (a writer that lifted Python's digit limit could write it, and no
+    other process could read the thread back).
+    """
     kind = type(value)
-    if kind in PLAIN_SCALARS:
+    if kind in LEAVES:
         return True
+    if kind is int:
+        return bool(-TOO_BIG < value < TOO_BIG)
     if depth >= MAX_DEPTH:
         return False
     if kind is list:
         if len(value) > _LOOPED:  # one C loop over the item types
-            return PLAIN_SCALARS.issuperset(map(type, value)) or all(
+            kinds = set(map(type, value))
+            return (PLAIN_SCALARS.issuperset(kinds) and ints_fit(value, kinds)) or all(
                 [plain(x, depth + 1) for x in value]
             )
         # A short list (a node's update, a meta's tasks): a loop here costs less than
         # setting up the C loop's iterators.
         for x in value:
-            if type(x) not in PLAIN_SCALARS and not plain(x, depth + 1):
+            if type(x) not in LEAVES and not plain(x, depth + 1):
                 return False
         return True
     if kind is dict:
         if TAG in value:
             return False
         if len(value) > _LOOPED:
+            kinds = set(map(type, value.values()))
             return STR.issuperset(map(type, value)) and (
-                PLAIN_SCALARS.issuperset(map(type, value.values()))
+                (PLAIN_SCALARS.issuperset(kinds) and ints_fit(value.values(), kinds))
                 or all([plain(x, depth + 1) for x in value.values()])
             )
         for key, x in value.items():
-            if type(key) is not str or (type(x) not in PLAIN_SCALARS and not plain(x, depth + 1)):
+            if type(key) is not str or (type(x) not in LEAVES and not plain(x, depth + 1)):
                 return False
         return True
     return False
