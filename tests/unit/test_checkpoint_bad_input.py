@@ -93,6 +93,43 @@ def test_a_thread_id_that_is_not_a_str_is_named(saver: Any, thread_id: Any) -> N
         assert f" is {kind[type(thread_id)]}, not a str" in str(info.value)
 
 
+def test_a_thread_id_with_a_lone_surrogate_is_named(saver: Any) -> None:
+    """A thread id that is not valid Unicode (a lone surrogate, as os.fsdecode makes of
+    bytes that are not UTF-8) is a CheckpointError naming it in every saver and at every
+    entry of a compiled graph, never a bare UnicodeEncodeError; nothing is stored."""
+    from typing import TypedDict
+
+    from corral import END, Graph
+
+    class S(TypedDict):
+        n: int
+
+    g = Graph(S)
+
+    @g.node(start=True, then=END)
+    def step(state: S) -> dict[str, int]:
+        return {"n": state["n"] + 1}
+
+    app = g.compile(checkpointer=saver)
+    bad = "t\udcff"
+    queued = [] if isinstance(saver, MemorySaver) else [lambda: app.submit({"n": 1}, thread_id=bad)]
+    for call in (
+        *queued,
+        lambda: saver.chain(bad),
+        lambda: saver.checkpoints(bad),
+        lambda: saver.put(Checkpoint(bad, "1", None, {})),
+        lambda: app.invoke({"n": 1}, thread_id=bad),
+        lambda: app.get_state(bad),
+        lambda: app.history(bad),
+        lambda: app.update_state(bad, {"n": 2}),
+    ):
+        with pytest.raises(CheckpointError) as info:
+            call()
+        assert "lone surrogate '\\udcff' at index 1" in str(info.value)
+        assert "pass a thread id of valid text" in str(info.value)
+    assert app.invoke({"n": 1}, thread_id="thé ☃").state == {"n": 2}  # valid Unicode is fine
+
+
 @pytest.mark.parametrize(
     ("value", "where"),
     [

@@ -79,7 +79,12 @@ class Checkpoint:
 
 
 def check_thread_id(thread_id: object) -> None:
-    """Raise ``CheckpointError`` for a thread id that is not a ``str`` (every saver keys by str)."""
+    """Raise ``CheckpointError`` for a thread id that is not a ``str`` of valid Unicode.
+
+    Every saver keys by str, and a store keeps text as UTF-8: a lone surrogate (as
+    ``os.fsdecode`` makes of bytes that are not UTF-8) cannot be written, so it is refused
+    here, the same in every saver, before anything is read or stored.
+    """
     if type(thread_id) is not str:
         kind = type(thread_id).__name__
         article = "an" if kind[:1] in "aeiouAEIOU" else "a"
@@ -88,6 +93,17 @@ def check_thread_id(thread_id: object) -> None:
             f"pass a str such as {str(thread_id)[:40]!r}"
         )
         raise CheckpointError(msg)
+    if not thread_id.isascii():
+        try:
+            thread_id.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = thread_id[exc.start]
+            msg = (
+                f"thread_id={thread_id!r} holds the lone surrogate {bad!r} at index "
+                f"{exc.start}, which is not valid Unicode and cannot be stored; pass a "
+                "thread id of valid text (bytes decoded with errors='replace', or their hex)"
+            )
+            raise CheckpointError(msg) from None
 
 
 def reads_fresh(checkpointer: object) -> bool:

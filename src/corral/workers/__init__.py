@@ -11,6 +11,7 @@ import time
 import weakref
 from typing import Any
 
+from corral.checkpoint.base import check_thread_id
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 from corral.errors import CheckpointError, CorralError, RunFailedError, WaitTimeoutError
@@ -61,6 +62,7 @@ def submit(app: CompiledGraph[Any], input: Any, *, thread_id: str) -> int:
     if not isinstance(thread_id, str) or not thread_id:
         msg = f"submit() needs a thread_id, a non-empty str, not {thread_id!r}"
         raise CorralError(msg)
+    check_thread_id(thread_id)  # a lone surrogate: named before the queue's database sees it
     queue = queue_for(app)
     text, resume = dump_input(input, getattr(app.checkpointer, "serializer", None))
     return queue.submit(thread_id, text, resume)
