@@ -133,7 +133,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.name = name
         self.max_steps = max_steps
         self.retry = _subgraph.check_retry(retry, "Graph")
-        self._keys = read_schema(state_schema)
+        self._localns = caller_locals(1)
+        """The locals of the function that made the graph: its schemas' annotations may
+        name them (as route annotations name the locals their decorators saw)."""
+        self._keys = read_schema(state_schema, localns=self._localns)
         self._location = caller_location(1)
         self._nodes: list[NodeEntry] = []
         self._routers: list[RouterEntry] = []
@@ -384,7 +387,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             else None
         )
         update_keys = (
-            read_schema(self.update_schema, role="update_schema")
+            read_schema(self.update_schema, role="update_schema", localns=self._localns)
             if self.update_schema is not None
             else None
         )

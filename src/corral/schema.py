@@ -7,6 +7,7 @@ reducer; every other key is overwritten by updates.
 from __future__ import annotations
 
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 import typing_extensions
@@ -17,8 +18,15 @@ from corral.spec import KeySpec
 __all__ = ["empty_value", "read_schema"]
 
 
-def read_schema(schema: type[Any], *, role: str = "state_schema") -> tuple[KeySpec, ...]:
+def read_schema(
+    schema: type[Any], *, role: str = "state_schema", localns: Mapping[str, Any] | None = None
+) -> tuple[KeySpec, ...]:
     """Return the keys of a ``TypedDict`` class in declaration order.
+
+    Its annotations are resolved against its module's globals and ``localns``, the locals
+    of the function that made the ``Graph`` (a ``TypedDict`` defined there under
+    ``from __future__ import annotations`` may name ``Annotated`` or a reducer imported
+    there, as route annotations may).
 
     Raises:
         GraphError: ``schema`` is not a ``TypedDict`` or its annotations do not resolve.
@@ -30,7 +38,9 @@ def read_schema(schema: type[Any], *, role: str = "state_schema") -> tuple[KeySp
         )
         raise GraphError(msg)
     try:
-        hints = typing_extensions.get_type_hints(schema, include_extras=True)
+        hints = typing_extensions.get_type_hints(
+            schema, localns=dict(localns) if localns else None, include_extras=True
+        )
     except Exception as exc:
         msg = f"the annotations of {role} {schema.__qualname__!r} do not resolve: {exc}"
         raise GraphError(msg) from exc

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from corral import END, End, Graph, Guard
 
@@ -31,5 +31,34 @@ def build() -> Graph[State]:
     @g.node(then="critique")
     def revise(state: State) -> dict[str, object]:
         return {"score": state["score"] + 20}
+
+    return g
+
+
+def build_with_local_state() -> Graph[Any, Any]:
+    """Return a graph whose state, update schema and reducer are all local to this function.
+
+    Under postponed annotations the ``TypedDict``s' key types are strings naming
+    ``Annotated``, ``operator`` and ``Note``, which only this function's locals hold.
+    """
+    import operator
+    from typing import Annotated, NotRequired
+
+    class Note(TypedDict):
+        text: str
+
+    class LocalState(TypedDict):
+        log: Annotated[list[Note], operator.add]
+        count: int
+
+    class LocalUpdate(TypedDict):
+        log: NotRequired[Annotated[list[Note], operator.add]]
+        count: NotRequired[int]
+
+    g: Graph[LocalState, LocalUpdate] = Graph(LocalState, LocalUpdate)
+
+    @g.node(start=True, then=END)
+    def note(state: LocalState) -> LocalUpdate:
+        return {"log": [{"text": "noted"}], "count": state["count"] + 1}
 
     return g

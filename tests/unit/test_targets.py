@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -96,6 +97,19 @@ def test_graph_in_function_resolves_local_alias() -> None:
     assert g.check() == []
     spec = g.spec()
     assert spec.routers[0].targets.names == ("revise", END)
+
+
+def test_graph_in_function_resolves_a_local_state() -> None:
+    """A TypedDict state (and update schema) defined inside a function under postponed
+    annotations resolves against that function's locals, as its routes do: its keys name
+    Annotated, a reducer and a TypedDict imported or defined there."""
+    g = in_function.build_with_local_state()
+    keys = {k.name: k for k in g.spec().keys}
+    assert keys["log"].reducer is operator.add and keys["count"].reducer is None
+    assert [k.name for k in g.spec().update_keys or ()] == ["log", "count"]
+    assert g.check() == []
+    run = g.compile().invoke({"log": [{"text": "given"}], "count": 0})
+    assert run.state == {"log": [{"text": "given"}, {"text": "noted"}], "count": 1}
 
 
 def test_alias_defined_after_use_in_module() -> None:
