@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from corral.analysis._graph import SpecGraph
+from corral.analysis._joins import Exclusive, RunsAfter, StuckJoin
+from corral.analysis._joins import stuck_joins as never_released
 from corral.analysis._supersteps import coactive_pairs
 from corral.analysis.rules._base import (
     Finding,
@@ -17,7 +19,7 @@ from corral.analysis.rules._base import (
     rule,
     show_type,
 )
-from corral.spec import START
+from corral.spec import START, NodeSpec
 
 
 @rule("CR301", "parallel-write")
@@ -224,6 +226,8 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     for edge in graph.edges:
         incoming.setdefault(edge.target, []).append(edge.source)
         succ.setdefault(edge.source, []).append(edge.target)
+    spec_nodes = {node.name: node for node in joins}
+    checked: list[tuple[NodeSpec, list[str]]] = []
     for node in joins:
         waits = meant_names(graph, node.wait_for)
         if waits is None:
@@ -244,20 +248,67 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
                 node.location,
                 node.ignore,
             )
+        if outsiders:
+            continue  # reported above
         after = _reachable_from(node.name, succ)
-        if outsiders or node.name not in after:
-            continue  # reported above, or the join runs at most once
-        for waited in dict.fromkeys(waits):
-            if graph.is_node(waited) and waited not in after:
-                yield Finding(
-                    f"the join {node.name!r} can run again after a route re-enters it, but "
-                    f"{waited!r}, which it waits for, cannot run after it; the second time "
-                    "the run would wait there forever and end silently: route back through "
-                    f"{waited!r} or drop it from wait_for",
-                    (node.name, waited),
-                    node.location,
-                    node.ignore,
-                )
+        reported = False
+        if node.name in after:
+            for waited in dict.fromkeys(waits):
+                if graph.is_node(waited) and waited not in after:
+                    reported = True
+                    yield Finding(
+                        f"the join {node.name!r} can run again after a route re-enters it, "
+                        f"but {waited!r}, which it waits for, cannot run after it; the second "
+                        "time the run would wait there forever and end silently: route back "
+                        f"through {waited!r} or drop it from wait_for",
+                        (node.name, waited),
+                        node.location,
+                        node.ignore,
+                    )
+        if not reported:
+            checked.append((node, waits))
+    for stuck in never_released(graph, checked, lambda: coactive_pairs(graph)):
+        node = spec_nodes[stuck.join]
+        message, nodes = _stuck_words(stuck)
+        yield Finding(message, nodes, node.location, node.ignore)
+
+
+def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
+    """Return the message and the nodes of a join held forever (see ``analysis._joins``)."""
+    join = stuck.join
+    held = f"a run that routes to {join!r} waits there forever (StuckJoinError)"
+    if isinstance(stuck, RunsAfter):
+        if stuck.waited == join:
+            return (
+                f"the join {join!r} waits for itself, which cannot run before it does: {held}; "
+                f"drop {join!r} from its own wait_for",
+                (join,),
+            )
+        return (
+            f"the join {join!r} waits for {stuck.waited!r}, which can only run after it (no "
+            f"route from the start reaches {stuck.waited!r} without passing through "
+            f"{join!r}): {held}; drop {stuck.waited!r} from wait_for, or route to it before "
+            "the join",
+            (join, stuck.waited),
+        )
+    if isinstance(stuck, Exclusive):
+        first, second = stuck.first, stuck.second
+        return (
+            f"the join {join!r} waits for {first!r} and {second!r}, but no run runs both "
+            "before it (neither leads to the other and no fan-out leads to both, e.g. two "
+            f"routes of one router): {held}; without wait_for the node runs after whichever "
+            f"ran, or run both with a fan-out, e.g. then=({first!r}, {second!r})",
+            (join, first, second),
+        )
+    looping, waited = stuck.looping, stuck.waited
+    return (
+        f"node {looping!r} routes to the join {join!r} and can run again without it (it is on "
+        "a loop that avoids the join), so the join may be released while "
+        f"{looping!r} still loops, then entered again by it; the join then waits for "
+        f"{waited!r} again, which cannot run after it: {held}; route the loop's way out "
+        f"through a node that runs once and wait for that node instead of {looping!r}",
+        tuple(dict.fromkeys((join, looping, waited))),
+    )
 
 
 def _reachable_from(start: str, succ: dict[str, list[str]]) -> set[str]:

@@ -1,0 +1,191 @@
+"""CR304 on joins no run can release: judged against every run of the real runtime."""
+
+from __future__ import annotations
+
+from exhaustive import Shape, Way, build, every_run, forward_shapes, shapes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from corral import END, Guard
+from corral.errors import StuckJoinError
+
+NEW_KINDS = ("can only run after", "no run runs both", "loop that avoids", "waits for itself")
+"""Words of the CR304 findings about joins no run releases (analysis/_joins.py)."""
+
+
+def cr304(shape: Shape) -> list[tuple[tuple[str, ...], str]]:
+    return [(d.nodes, d.message) for d in build(shape).check() if d.code == "CR304"]
+
+
+def every_run_is_stuck(shape: Shape) -> bool:
+    outcomes, complete = every_run(build(shape))
+    assert complete
+    return all(isinstance(o.error, StuckJoinError) for o in outcomes)
+
+
+AFTER = Shape(
+    (
+        ("plan", Way("then", ("a",), start=True)),
+        ("a", Way("then", ("join",))),
+        ("join", Way("then", ("b",), wait_for=("a", "b"))),
+        ("b", Way("then", (END,))),
+    )
+)
+EXCLUSIVE = Shape(
+    (
+        ("pick", Way("router", ("a", "b"), start=True)),
+        ("a", Way("then", ("join",))),
+        ("b", Way("then", ("join",))),
+        ("join", Way("then", (END,), wait_for=("a", "b"))),
+    )
+)
+LOOPING = Shape(
+    (
+        ("plan", Way("then", ("work", "b"), start=True)),
+        ("work", Way("router", ("work", "join"), guards=(Guard("work", max=2, otherwise="join"),))),
+        ("b", Way("then", ("join",))),
+        ("join", Way("then", (END,), wait_for=("work", "b"))),
+    )
+)
+ITSELF = Shape(
+    (
+        ("plan", Way("then", ("join",), start=True)),
+        ("join", Way("then", (END,), wait_for=("plan", "join"))),
+    )
+)
+
+
+def test_a_join_waiting_for_a_node_after_it_is_cr304() -> None:
+    """join waits for b, which only runs after join: every run is stuck, and CR304 says why."""
+    assert every_run_is_stuck(AFTER)
+    assert cr304(AFTER) == [
+        (
+            ("join", "b"),
+            "the join 'join' waits for 'b', which can only run after it (no route from the "
+            "start reaches 'b' without passing through 'join'): a run that routes to 'join' "
+            "waits there forever (StuckJoinError); drop 'b' from wait_for, or route to it "
+            "before the join",
+        )
+    ]
+
+
+def test_a_join_waiting_for_itself_is_cr304() -> None:
+    """A join listed in its own wait_for never runs before it does."""
+    assert every_run_is_stuck(ITSELF)
+    assert [nodes for nodes, _ in cr304(ITSELF)] == [("join",)]
+
+
+def test_a_join_waiting_for_two_exclusive_routes_is_cr304() -> None:
+    """pick routes to a or to b, never both: join, waiting for both, never runs."""
+    assert every_run_is_stuck(EXCLUSIVE)
+    assert cr304(EXCLUSIVE) == [
+        (
+            ("join", "a", "b"),
+            "the join 'join' waits for 'a' and 'b', but no run runs both before it (neither "
+            "leads to the other and no fan-out leads to both, e.g. two routes of one router): "
+            "a run that routes to 'join' waits there forever (StuckJoinError); without "
+            "wait_for the node runs after whichever ran, or run both with a fan-out, e.g. "
+            "then=('a', 'b')",
+        )
+    ]
+
+
+def test_a_join_a_looping_node_re_enters_is_cr304() -> None:
+    """work loops beside b: join is released after work's first lap and b's arrival, then
+    work's way out enters it again, waiting for b, which never runs again."""
+    outcomes, complete = every_run(build(LOOPING))
+    assert complete
+    stuck = [o for o in outcomes if isinstance(o.error, StuckJoinError)]
+    assert len(stuck) == len(outcomes) - 1  # only the run where work never loops ends
+    assert cr304(LOOPING) == [
+        (
+            ("join", "work", "b"),
+            "node 'work' routes to the join 'join' and can run again without it (it is on a "
+            "loop that avoids the join), so the join may be released while 'work' still "
+            "loops, then entered again by it; the join then waits for 'b' again, which cannot "
+            "run after it: a run that routes to 'join' waits there forever (StuckJoinError); "
+            "route the loop's way out through a node that runs once and wait for that node "
+            "instead of 'work'",
+        )
+    ]
+
+
+def test_joins_every_run_releases_are_quiet() -> None:
+    """Branches of different lengths, a join in a guarded loop, a loop that ends before the
+    join, and several Send runs of one node: no run is stuck and CR304 is silent."""
+    quiet = [
+        Shape(
+            (
+                ("plan", Way("then", ("a", "b"), start=True)),
+                ("a", Way("then", ("c",))),
+                ("c", Way("then", ("join",))),
+                ("b", Way("then", ("join",))),
+                (
+                    "join",
+                    Way(
+                        "router",
+                        ("plan", END),
+                        (Guard("plan", max=2, otherwise=END),),
+                        wait_for=("c", "b"),
+                    ),
+                ),
+            )
+        ),
+        Shape(
+            (
+                ("plan", Way("then", ("work",), start=True)),
+                (
+                    "work",
+                    Way("router", ("work", "join"), (Guard("work", max=2, otherwise="join"),)),
+                ),
+                ("join", Way("then", (END,), wait_for=("plan", "work"))),
+            )
+        ),
+        Shape(
+            (
+                ("plan", Way("send", ("work",), start=True)),
+                ("work", Way("then", ("join",))),
+                ("join", Way("then", (END,), wait_for=("work",))),
+            )
+        ),
+    ]
+    for shape in quiet:
+        outcomes, complete = every_run(build(shape))
+        assert complete and not [o for o in outcomes if o.error is not None], shape
+        assert cr304(shape) == [], shape
+
+
+def _judged(shape: Shape) -> None:
+    g = build(shape)
+    found = g.check()
+    if not any(w.wait_for for _, w in shape.ways):
+        return
+    if any(d.severity == "error" and d.code != "CR304" for d in found):
+        return
+    outcomes, complete = every_run(g, limit=300)
+    if not complete:
+        return
+    stuck = [o for o in outcomes if isinstance(o.error, StuckJoinError)]
+    messages = [d.message for d in found if d.code == "CR304"]
+    if stuck and len(stuck) == len(outcomes):
+        assert messages, "every run is stuck at a join, and CR304 is silent"
+    if any(kind in m for m in messages for kind in NEW_KINDS):
+        assert stuck, "CR304 says a join is held forever, and no run is stuck"
+
+
+JUDGED = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@JUDGED
+@given(forward_shapes(sends=True))
+def test_cr304_against_every_run(shape: Shape) -> None:
+    """A graph every run of which is stuck at a join has CR304, and a join CR304 says no run
+    releases is held in some run (mostly forward graphs, joins, fan-outs, Send)."""
+    _judged(shape)
+
+
+@JUDGED
+@given(st.integers(3, 5).flatmap(lambda n: shapes(max_nodes=n)))
+def test_cr304_against_every_run_on_any_routes(shape: Shape) -> None:
+    """The same on graphs with routes anywhere (self-joins, back routes, otherwise routes)."""
+    _judged(shape)
