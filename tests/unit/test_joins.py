@@ -1,4 +1,5 @@
-"""CR304 on joins no run can release: judged against every run of the real runtime."""
+"""Joins judged against every run of the real runtime: CR304 on joins no run can release,
+CR301 on what runs beside a join released late."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral import END, Guard
-from corral.errors import StuckJoinError
+from corral.errors import InvalidUpdateError, StuckJoinError
 
 NEW_KINDS = ("can only run after", "no run runs both", "loop that avoids", "waits for itself")
 """Words of the CR304 findings about joins no run releases (analysis/_joins.py)."""
@@ -169,8 +170,15 @@ def _judged(shape: Shape) -> None:
     messages = [d.message for d in found if d.code == "CR304"]
     if stuck and len(stuck) == len(outcomes):
         assert messages, "every run is stuck at a join, and CR304 is silent"
-    if any(kind in m for m in messages for kind in NEW_KINDS):
-        assert stuck, "CR304 says a join is held forever, and no run is stuck"
+    for finding in found:
+        if finding.code != "CR304" or not any(kind in finding.message for kind in NEW_KINDS):
+            continue
+        join = finding.nodes[0]
+        ran = any(join in o.ran for o in outcomes)
+        if "loop that avoids" in finding.message:
+            assert stuck or not ran, "CR304 says a join is entered again, no run is stuck"
+        else:
+            assert not ran, "CR304 says no run releases a join, and a run ran it"
 
 
 JUDGED = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -179,8 +187,9 @@ JUDGED = settings(max_examples=150, deadline=None, suppress_health_check=list(He
 @JUDGED
 @given(forward_shapes(sends=True))
 def test_cr304_against_every_run(shape: Shape) -> None:
-    """A graph every run of which is stuck at a join has CR304, and a join CR304 says no run
-    releases is held in some run (mostly forward graphs, joins, fan-outs, Send)."""
+    """A graph every run of which is stuck at a join has CR304; a join CR304 says no run
+    releases never runs, and one it says a loop re-enters is stuck in some run, or never
+    entered (mostly forward graphs, joins, fan-outs, Send)."""
     _judged(shape)
 
 
@@ -189,3 +198,38 @@ def test_cr304_against_every_run(shape: Shape) -> None:
 def test_cr304_against_every_run_on_any_routes(shape: Shape) -> None:
     """The same on graphs with routes anywhere (self-joins, back routes, otherwise routes)."""
     _judged(shape)
+
+
+LATE = Shape(
+    (
+        ("plan", Way("then", ("a", "b"), start=True)),
+        ("a", Way("then", ("join",))),
+        ("b", Way("then", ("c",))),
+        ("c", Way("then", ("d",))),
+        ("d", Way("then", (END,), writes_x=True)),
+        ("join", Way("then", (END,), wait_for=("a", "c"), writes_x=True)),
+    )
+)
+
+
+def test_a_join_released_a_superstep_after_its_route_conflicts_with_what_runs_beside_it() -> None:
+    """a routes to join in superstep 2; join waits for c too, which runs in superstep 3, so
+    join runs in superstep 4 beside d: both write x, which has no reducer (CR301)."""
+    outcomes, complete = every_run(build(LATE))
+    assert complete and len(outcomes) == 1
+    error = outcomes[0].error
+    assert isinstance(error, InvalidUpdateError) and set(error.nodes) == {"d", "join"}
+    found = [(d.code, d.nodes) for d in build(LATE).check() if d.severity == "error"]
+    assert found == [("CR301", ("d", "join"))]
+
+
+@JUDGED
+@given(forward_shapes(sends=True))
+def test_cr301_against_every_run(shape: Shape) -> None:
+    """Two nodes some run makes write x in one superstep (no reducer) are a CR301 finding."""
+    g = build(shape)
+    reported = [set(d.nodes) for d in g.check() if d.code == "CR301"]
+    outcomes, _complete = every_run(g, limit=200)
+    for outcome in outcomes:
+        if isinstance(outcome.error, InvalidUpdateError):
+            assert any(set(outcome.error.nodes) <= nodes for nodes in reported), outcome.error

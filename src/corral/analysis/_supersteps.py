@@ -8,7 +8,7 @@ pairs of nodes, grown from the graph's fan-outs forward; no run is explored.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import combinations
 from typing import TYPE_CHECKING
 
@@ -37,8 +37,11 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
       de-duplicated), which is how branches of equal length join.
 
     A ``wait_for`` join is treated as a successor of every node it waits for, because it
-    may be released in the superstep after any of them runs. Routers and guards are
-    read as "may take any of their routes", so the relation over-approximates.
+    may be released in the superstep after any of them runs; and a join may have been
+    held since a route into it was taken supersteps earlier, so it also pairs with every
+    successor of a node it waits for, and of the nodes that may run with that node.
+    Routers and guards are read as "may take any of their routes", so the relation
+    over-approximates.
     """
     pairs: set[tuple[str, str]] = set()
     queue: deque[tuple[str, str]] = deque()
@@ -57,6 +60,9 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     if not queue:
         return pairs  # no fan-out: nothing runs together, so no successor index is built
     succ = _successors(graph)
+    releasing = _releasing(graph)
+    for waited, joins in releasing.items():
+        _released_beside(joins, succ[waited], add)
     while queue:
         a, b = queue.popleft()
         for a2, a_send in succ[a]:
@@ -65,7 +71,36 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
                     add(a2, b2)
                 elif a_send or b_send:
                     add(a2, a2)
+        if a in releasing:
+            _released_beside(releasing[a], succ[b], add)
+        if b in releasing:
+            _released_beside(releasing[b], succ[a], add)
     return pairs
+
+
+def _released_beside(
+    joins: list[str], after: set[tuple[str, bool]], add: Callable[[str, str], None]
+) -> None:
+    """Pair each of ``joins`` with the nodes of ``after``: they may run in one superstep."""
+    for join in joins:
+        for node, _send in after:
+            if node != join:
+                add(join, node)
+
+
+def _releasing(graph: SpecGraph) -> dict[str, list[str]]:
+    """Return, for each node some join waits for, those joins.
+
+    A join held by a route taken earlier is released in the superstep after the one in
+    which its last awaited node ran, so it runs beside the successors of that node and of
+    every node running with it: possibly supersteps after the route into it was taken.
+    """
+    found: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        for waited in dict.fromkeys(node.wait_for):
+            if graph.is_node(waited):
+                found.setdefault(waited, []).append(node.name)
+    return found
 
 
 def _successors(graph: SpecGraph) -> dict[str, set[tuple[str, bool]]]:
