@@ -5,7 +5,8 @@ Every run of a node is caused by a route taken into it (or by the start). A rout
 ``max_sends=w``), and a guarded route at most ``max`` times in a whole run. So the runs of
 ``n`` are at most its start count plus, over its incoming routes, ``runs(s)`` (unguarded)
 or ``min(max, runs(s))`` (guarded), capped by ``max_runs`` and, for a ``wait_for`` join,
-by the runs of each node it waits for. Once CR201 holds, the unguarded routes form no
+by the runs of each node it waits for (not for a join a ``Send`` targets: a ``Send`` runs
+it at once, without holding it). Once CR201 holds, the unguarded routes form no
 cycle, so these inequalities are solved in topological order of the unguarded routes,
 reading a guarded route as its constant ``max``; further passes replace constants by
 ``min(max, runs(s))`` while that lowers anything. Every pass gives a sound bound.
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from corral.analysis._fallbacks import untaken_fallbacks
-from corral.spec import Edge, GraphSpec, NodeSpec
+from corral.spec import END, START, Edge, GraphSpec, NodeSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -75,8 +76,9 @@ class Facts:
     names: Container[str]
     specs: dict[str, NodeSpec] = field(default_factory=dict)
     """Each node's spec by name."""
-    limits: dict[str, tuple[int | None, tuple[str, ...]]] = field(default_factory=dict)
-    """``(max_runs, wait_for)`` of the nodes that declare either (most declare neither)."""
+    limits: dict[str, tuple[int | None, tuple[str, ...], int]] = field(default_factory=dict)
+    """``(max_runs, wait_for, free runs)`` of the nodes that declare either (most declare
+    neither); a start join's first run waits for nothing, so it has one free run."""
     incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
     """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
     held: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -123,9 +125,13 @@ def read_facts(graph: SpecGraph) -> Facts:
                     f"router {router.name!r} returns Send values and declares no max_sends; "
                     f"give it @g.router({router.source!r}, max_sends=N)"
                 )
+    # A Send runs its target at once, even a join: its runs are not bounded by those of
+    # the nodes it waits for.
+    sent = {t for r in spec.routers for t in r.targets.sends}
     for node in nodes:
-        if node.max_runs is not None or node.wait_for:
-            facts.limits[node.name] = (node.max_runs, node.wait_for)
+        waits = () if node.name in sent else node.wait_for
+        if node.max_runs is not None or waits:
+            facts.limits[node.name] = (node.max_runs, waits, int(node.start))
         if node.command is not None and node.command.sends and facts.unbounded is None:
             facts.unbounded = f"node {node.name!r} may return Command(goto=Send(...)) values"
         if node.command_fanout or node.wait_for or (node.then and len(node.then) > 1):
@@ -161,6 +167,55 @@ def read_facts(graph: SpecGraph) -> Facts:
     if single and (facts.held or mixed):
         _drop_untaken(graph, facts, [*facts.held, *mixed])
     return facts
+
+
+def drop_routes_from(facts: Facts, source: str) -> None:
+    """Leave every route from ``source`` out of ``facts``: no run takes one."""
+    for target, incoming in facts.incoming.items():
+        if any(fact[0] == source for fact in incoming):
+            incoming[:] = [fact for fact in incoming if fact[0] != source]
+            facts.held.pop((source, target), None)
+
+
+def always_failing(graph: SpecGraph) -> list[str]:
+    """Return the subgraph nodes of ``graph`` whose child no run of can end normally.
+
+    A child's run ends normally only by reaching ``END``; a route guarded with ``max=0``
+    and no ``otherwise`` raises ``GuardExhaustedError`` whenever it is taken, so a child
+    whose every path to ``END`` takes one (or enters a child of its own that cannot end)
+    fails on every entry.
+    """
+    return [
+        node.name
+        for node in graph.nodes
+        if node.subgraph is not None and not _can_end(node.subgraph.graph)
+    ]
+
+
+def _can_end(spec: GraphSpec) -> bool:
+    """Return whether some path of routes no run must fail on leads from ``START`` to
+    ``END`` in ``spec``."""
+    failing = {
+        node.name
+        for node in spec.nodes
+        if node.subgraph is not None and not _can_end(node.subgraph.graph)
+    }
+    succ: dict[str, list[str]] = {}
+    for edge in spec.edges():
+        if edge.guard is not None and edge.guard.max == 0:
+            continue  # raises (or goes to its otherwise, a route of its own)
+        if edge.source not in failing:
+            succ.setdefault(edge.source, []).append(edge.target)
+    seen = {START}
+    stack = [START]
+    while stack:
+        for target in succ.get(stack.pop(), ()):
+            if target == END:
+                return True
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return False
 
 
 def _closed_but_otherwise(routes: tuple[Edge, ...]) -> bool:
@@ -267,19 +322,23 @@ def per_node_runs(
 
 def _limited(
     total: int,
-    limits: tuple[int | None, tuple[str, ...]],
+    limits: tuple[int | None, tuple[str, ...], int],
     runs: Mapping[str, int],
     members: Container[str],
 ) -> tuple[int, bool]:
-    """Return ``total`` capped by a node's ``(max_runs, wait_for)``, and whether it waits for
-    a node of ``members`` not counted yet (later in the order)."""
-    max_runs, wait_for = limits
+    """Return ``total`` capped by a node's ``(max_runs, wait_for, free runs)``, and whether
+    it waits for a node of ``members`` not counted yet (later in the order).
+
+    Every run of a join but a free one needs a run of each node it waits for since its
+    last run, so it runs at most as often as each of them, plus its free runs.
+    """
+    max_runs, wait_for, free = limits
     if max_runs is not None:
         total = min(total, max_runs)
     ahead = False
     for waited in wait_for:
         if waited in runs:
-            total = min(total, runs[waited])
+            total = min(total, runs[waited] + free)
         elif waited in members:
             ahead = True
     return total, ahead

@@ -6,10 +6,13 @@ order:
 
 - a node on no cycle adds one run (a subgraph node: its child's bound) to the longest walk
   into it;
-- a group that is one simple cycle with one guarded route (``max=m``), no ``max_runs``, and
-  no other route inside it is walked exactly: entered at ``x``, the walk can go round ``m``
-  times past the guard and stop at any node ``y`` before the guard is used up again, so it
-  runs ``pos(y) + 1 + k * (m - [y is past the guard])`` nodes (``k`` nodes in the cycle);
+- a group that is one simple cycle with one guarded route (``max=m``) and no other route
+  inside it is walked exactly: entered at ``x``, the walk can go round ``m`` times past
+  the guard and stop at any node ``y`` before the guard is used up again, so it runs
+  ``pos(y) + 1 + k * (m - [y is past the guard])`` nodes (``k`` nodes in the cycle); a
+  node's ``max_runs=c`` stops it before that node's ``c + 1``-th run (``NodeCapError``
+  ends the run), so no walk runs more than ``pos(z) + c * k`` nodes of the cycle, and the
+  laps are cut to fit;
 - any other group is sound but loose: between two guarded routes the walk follows
   unguarded routes, which form no cycle, so it runs at most ``(1 + sum of the group's
   guard maxima) * (longest unguarded path in the group)`` nodes, and never more than the
@@ -149,10 +152,8 @@ def _simple_guarded_cycle(
     """Return ``(cycle, index of the guarded route's source, max)`` or ``None``.
 
     Only for a group (``members``: its nodes) that is exactly one cycle, with exactly one
-    guarded route and no ``max_runs`` on its nodes.
+    guarded route.
     """
-    if any(facts.specs[n].max_runs is not None for n in group):
-        return None
     nexts: dict[str, str] = {}
     guarded: list[tuple[str, int]] = []
     for target in group:
@@ -191,6 +192,11 @@ def _walk_cycle(
     """
     k = len(cycle)
     index = {n: i for i, n in enumerate(cycle)}
+    caps = [
+        (i, n.max_runs)
+        for i, n in enumerate(facts.specs[n] for n in cycle)
+        if n.max_runs is not None
+    ]
     units = [facts.unit(n) for n in cycle]
     known = all(u.nodes is not None for u in units)
     lap_runs = sum(u.runs for u in units)
@@ -205,6 +211,9 @@ def _walk_cycle(
             pos = (index[y] - start) % k
             past_guard = pos > (guard_at - start) % k
             laps = times - int(past_guard)
+            if caps:  # the walk stops before a node's (max_runs + 1)th run (NodeCapError)
+                visits = min((i - start) % k + cap * k for i, cap in caps)
+                laps = min(laps, (visits - pos - 1) // k)
             if laps < 0:
                 continue
             total = length + laps * lap_runs + before_runs[start + pos + 1] - before_runs[start]

@@ -17,7 +17,10 @@ topological order; a group that is one simple cycle cut by one guard is walked e
 **Subgraphs.** A subgraph node is not a node run: each entry is a fresh run of its child,
 which takes at most the child's own bound (computed recursively; its guards count per
 entry). So a subgraph node weighs its child's bound, where every other node weighs one run,
-in the walk and in the sum, and the child's witness is spliced into the parent's.
+in the walk and in the sum, and the child's witness is spliced into the parent's. A child
+no run of which can end (every way to ``END`` passes a route guarded with ``max=0`` and no
+``otherwise``, or a child of its own that cannot end) raises on every entry, so its
+node's routes are never taken: they are left out, and a witness ends in that child.
 
 That makes the bound exact on graphs without fan-out whose cycles are disjoint and each
 cut by one guard, when each child's bound is exact too (the walk reaching it is returned as
@@ -34,7 +37,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from corral.analysis._graph import SpecGraph
-from corral.analysis._runs import MANY, Facts, Unit, known, per_node_runs, read_facts, saturated
+from corral.analysis._runs import (
+    MANY,
+    Facts,
+    Unit,
+    always_failing,
+    drop_routes_from,
+    known,
+    per_node_runs,
+    read_facts,
+    saturated,
+)
 from corral.analysis._walk import longest_walk
 from corral.spec import GraphSpec
 
@@ -119,8 +132,7 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
     order = graph.unguarded_order
     if order is None:
         return _unbounded(facts, "a cycle has no guarded route (CR201)", path)
-    runs = per_node_runs(facts, order, members=graph.rank)  # order holds every node
-    per_node: dict[str, int | None] = {n: known(count) for n, count in runs.items()}
+    children: dict[str, Bound] = {}
     for node in facts.nodes:
         if node.subgraph is None:
             continue
@@ -131,11 +143,15 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
             done[id(child_spec)] = child
         if child.steps is None:
             return Bound(None, {n.name: None for n in facts.nodes}, reason=child.reason)
+        children[node.name] = child
         facts.units[node.name] = Unit.of_child(node.name, child.steps, child.witness, child.path)
-        for name, count in child.per_node.items():
-            per_node[f"{node.name}/{name}"] = (
-                None if count is None else known(count * runs[node.name])
-            )
+    for name in always_failing(graph):
+        drop_routes_from(facts, name)  # its entry raises, so its routes are never taken
+    runs = per_node_runs(facts, order, members=graph.rank)  # order holds every node
+    per_node: dict[str, int | None] = {n: known(count) for n, count in runs.items()}
+    for name, child in children.items():
+        for inner, count in child.per_node.items():
+            per_node[f"{name}/{inner}"] = None if count is None else known(count * runs[name])
     if facts.units:
         total = saturated(sum(saturated(runs[n] * facts.weight(n)) for n in runs))
     else:  # every node is one node run, and each count is saturated already
