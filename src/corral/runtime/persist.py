@@ -101,6 +101,8 @@ class ThreadWriter(CheckpointWriter):
         self.newest_read = newest_read
         """For a fork, the thread's newest checkpoint when the run read it (first put only)."""
         self.last_status = ""
+        self.source = "loop"
+        """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
         if parts is None:
@@ -135,7 +137,7 @@ class ThreadWriter(CheckpointWriter):
             # A join still held when nothing else is left to run never runs: the run ends
             # with StuckJoinError (CR304), and the checkpoint says so.
             status = "running" if rs.tasks else "error" if rs.held else "done"
-        self.put(rs, writes, status, "loop", pauses)
+        self.put(rs, writes, status, self.source, pauses)
 
     def save_partial(
         self,

@@ -161,6 +161,14 @@ class Routing:
         targets, via = leave_targets(node, goto, raw)
         take_routes(self.rs, node, targets, via, self.plain, self.sends)
 
+    def defer(self, tasks: Sequence[Task]) -> None:
+        """Add ``tasks``, which this superstep did not run, to the next superstep."""
+        for task in tasks:
+            if task.arg is not NO_ARG:
+                self.sends.append(task)
+            elif task.node not in self.plain:
+                self.plain.append(task.node)
+
     def failed(self) -> None:
         """Save the merged superstep with its routes still to take (a router failed)."""
         rs = self.rs

@@ -224,7 +224,10 @@ class Superstep:
         "values",
     )
 
-    def __init__(self, rs: RunState) -> None:
+    def __init__(self, rs: RunState, *, plan: bool = True) -> None:
+        """``plan=False``: no calls are planned and no bound is checked; the caller hands
+        back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
+        which no cap refuses)."""
         self.rs = rs
         self.values = rs.values
         """The state every task of this superstep reads."""
@@ -238,7 +241,9 @@ class Superstep:
         writer = rs.checkpoints
         # With several tasks, each finished one is recorded at once, so a crash in the
         # superstep re-runs only the tasks that had not finished.
-        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        if not plan:
+            return
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
         # the first bound hit.
         steps = rs.steps
