@@ -131,3 +131,24 @@ def test_stream_checks_its_mode_and_input_at_the_call() -> None:
         app.stream({"m": 0})
     with pytest.raises(InvalidUpdateError):
         app.astream({"m": 0})
+
+
+@pytest.mark.parametrize("update", [5, "n", [("n", 1)]], ids=["int", "str", "pairs"])
+@pytest.mark.parametrize("how", ["invoke", "on_event", "ainvoke"])
+def test_a_command_whose_update_is_not_a_dict_names_the_node(update: Any, how: str) -> None:
+    """Command(update=5) from a node is an InvalidUpdateError naming the node and what to
+    return, never a bare TypeError."""
+    app = triage_graph(Command(update=update, goto="a")).compile()
+    with pytest.raises(
+        InvalidUpdateError, match=r"node 'triage' returned Command\(update="
+    ) as info:
+        if how == "ainvoke":
+            import asyncio
+
+            asyncio.run(app.ainvoke({"n": 0}))
+        elif how == "on_event":
+            app.invoke({"n": 0}, on_event=lambda event: None)
+        else:
+            app.invoke({"n": 0})
+    assert info.value.node == "triage" and info.value.key is None
+    assert "dict" in str(info.value)

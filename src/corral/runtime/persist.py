@@ -260,10 +260,13 @@ def _task_json(task: Task) -> dict[str, Any]:
 
 def result_json(result: TaskResult) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
+    update = result.update
+    if update is not None and type(update) is not dict:  # a subgraph entry's ChildWrites:
+        update = dict(update)  # its writes are the checkpoint's, its own update is empty
     return {
         "task": result.position,
         "node": result.node.name,
-        "update": result.update,
+        "update": update,
         "goto": list(result.goto) if result.goto is not None else None,
     }
 

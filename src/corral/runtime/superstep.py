@@ -25,6 +25,7 @@ their answers to a :class:`Routing`. Checkpoints are written through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from corral.control import Command, Send
@@ -147,7 +148,7 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
     elif type(out) is dict:
         update = out
     elif isinstance(out, Command):
-        update = dict(out.update) if out.update is not None else None
+        update = out.update if out.update is None else _command_update(node, out.update)
         if out.goto is not None:
             goto = _command_targets(rs, node, out.goto)
     elif isinstance(out, dict):
@@ -167,6 +168,18 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
     return update, goto
+
+
+def _command_update(node: Node, update: Any) -> dict[str, Any]:
+    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
+    if isinstance(update, Mapping):
+        return dict(update)
+    msg = (
+        f"node {node.name!r} returned Command(update={_short(update)}), a "
+        f"{type(update).__name__}; give Command a dict of the keys it changes: "
+        f"Command(update={{'key': value}}, goto=...)"
+    )
+    raise InvalidUpdateError(msg, node=node.name)
 
 
 def _short(value: Any) -> str:
