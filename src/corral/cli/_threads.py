@@ -41,8 +41,9 @@ __all__ = [
 ]
 
 _INPUT = "__input__"
-_CHILD = re.compile(r"(?P<parent>.+)/[^/]+@\d+\.\d+\.\d+")
-"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK`` (``runtime.subgraphs``)."""
+_CHILD = re.compile(r"(?P<parent>.+)/[^/]+@\d+\.\d+\.\d+(~[0-9a-f]+)?")
+"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK``, with ``~FORK`` after
+it on a fork's branch (``runtime.child_graph.child_thread``)."""
 
 
 def open_existing(db: str) -> Checkpointer:

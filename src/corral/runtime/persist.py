@@ -88,6 +88,7 @@ class ThreadWriter(CheckpointWriter):
         force_snapshot: bool,
         newest_read: str | None = None,
         parts: SaverParts | None = None,
+        fork: str = "",
     ) -> None:
         """``parts``: what :func:`parts_of` returns for ``checkpointer`` (found when not given)."""
         self.checkpointer = checkpointer
@@ -100,6 +101,9 @@ class ThreadWriter(CheckpointWriter):
         self.force_snapshot = force_snapshot
         self.newest_read = newest_read
         """For a fork, the thread's newest checkpoint when the run read it (first put only)."""
+        self.fork = fork
+        """Names the fork this run's checkpoints are on (``""``: the thread's first branch);
+        a subgraph entry's child thread is named after it (``child_graph.child_thread``)."""
         self.last_status = ""
         self.source = "loop"
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
@@ -185,6 +189,8 @@ class ThreadWriter(CheckpointWriter):
             snapshot = None
             since = self.since_snapshot + 1
         meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
+        if self.fork:
+            meta["fork"] = self.fork
         if extra:
             meta.update(extra)
         checkpoint = Checkpoint(

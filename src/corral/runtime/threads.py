@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -168,6 +169,9 @@ def _writer(
         force_snapshot=forked,
         newest_read=newest_read,
         parts=settings.parts,
+        # A fork starts a branch of its own: what runs after it, a subgraph's child
+        # included, runs afresh instead of finding the old branch's runs.
+        fork=secrets.token_hex(4) if newest_read is not None else str(meta.get("fork", "")),
     )
 
 

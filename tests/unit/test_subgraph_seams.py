@@ -1,0 +1,175 @@
+"""Where subgraphs meet the other features: forks run the child afresh (contract 7a), a
+used-up guard out of a subgraph node, and the step a child's failure names."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    Graph,
+    Guard,
+    GuardExhaustedError,
+    MemorySaver,
+    NodeError,
+    PostgresSaver,
+    Resume,
+    SqliteSaver,
+    interrupt,
+)
+from corral.checkpoint import Checkpointer
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
+    """Each saver the contract names."""
+    if request.param == "memory":
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
+            yield sqlite
+    else:
+        url = request.getfixturevalue("postgres_url")
+        with PostgresSaver(url) as postgres:
+            yield postgres
+
+
+class Research(TypedDict):
+    topic: str
+    summary: str
+    notes: Annotated[list[str], operator.add]
+
+
+def research(calls: list[str], *, asks: bool = False) -> Graph[Research]:
+    """plan -> research (a child that summarises the topic, asking first when ``asks``)."""
+    child = Graph(Research, name="research")
+
+    @child.node(start=True, then=END)
+    def summarise(state: Research) -> dict[str, Any]:
+        answer = interrupt(f"summarise {state['topic']}?") if asks else "yes"
+        calls.append(f"{state['topic']}:{answer}")
+        return {"summary": f"summary of {state['topic']} ({answer})"}
+
+    g = Graph(Research)
+
+    @g.node(start=True, then="research")
+    def plan(state: Research) -> dict[str, Any]:
+        return {"notes": [f"plan {state['topic']}"]}
+
+    g.subgraph("research", child, then=END)
+    return g
+
+
+def before_the_entry(app: Any, thread: str) -> str:
+    """Return the checkpoint after plan ran, before the subgraph entry."""
+    return next(h.checkpoint_id for h in app.history(thread) if h.next == ("research",))
+
+
+def test_a_fork_before_a_subgraph_runs_the_child_afresh(saver: Checkpointer) -> None:
+    """update_state(T, {'topic': ...}, checkpoint_id=C) then invoke(None): the child runs
+    on the forked state; its old summary is never reused."""
+    calls: list[str] = []
+    app = research(calls).compile(checkpointer=saver)
+    assert (
+        app.invoke({"topic": "tides"}, thread_id="t").state["summary"] == "summary of tides (yes)"
+    )
+    app.update_state("t", {"topic": "volcanoes"}, checkpoint_id=before_the_entry(app, "t"))
+    run = app.invoke(None, thread_id="t")
+    assert run.state["summary"] == "summary of volcanoes (yes)"
+    assert calls == ["tides:yes", "volcanoes:yes"]
+
+
+def test_replaying_from_before_a_subgraph_asks_again(saver: Checkpointer) -> None:
+    """invoke(None, checkpoint_id=C) before a child that asks: the old answer is not reused;
+    the child asks again, and the new answer is the one used."""
+    calls: list[str] = []
+    app = research(calls, asks=True).compile(checkpointer=saver)
+    assert app.invoke({"topic": "tides"}, thread_id="t").status == "interrupted"
+    assert app.invoke(Resume("yes"), thread_id="t").status == "done"
+    replay = app.invoke(None, thread_id="t", checkpoint_id=before_the_entry(app, "t"))
+    assert replay.status == "interrupted" and replay.interrupts[0].node == "research/summarise"
+    done = app.invoke(Resume("no"), thread_id="t")
+    assert done.state["summary"] == "summary of tides (no)"
+    assert calls == ["tides:yes", "tides:no"]
+
+
+def test_a_fork_of_a_fork_runs_the_child_afresh_each_time(saver: Checkpointer) -> None:
+    """Two forks from the same checkpoint each get their own child run."""
+    calls: list[str] = []
+    app = research(calls).compile(checkpointer=saver)
+    app.invoke({"topic": "tides"}, thread_id="t")
+    before = before_the_entry(app, "t")
+    for topic in ("volcanoes", "glaciers"):
+        app.update_state("t", {"topic": topic}, checkpoint_id=before)
+        assert app.invoke(None, thread_id="t").state["summary"] == f"summary of {topic} (yes)"
+    assert calls == ["tides:yes", "volcanoes:yes", "glaciers:yes"]
+
+
+def test_a_pause_inside_the_child_still_resumes_after_a_plain_update(
+    saver: Checkpointer,
+) -> None:
+    """An update of the newest checkpoint (not a fork) keeps the child where it paused:
+    Resume answers it and the child is not run again from its start."""
+    calls: list[str] = []
+    app = research(calls, asks=True).compile(checkpointer=saver)
+    app.invoke({"topic": "tides"}, thread_id="t")
+    app.update_state("t", {"notes": ["edited"]})
+    run = app.invoke(Resume("ok"), thread_id="t")
+    assert run.state["summary"] == "summary of tides (ok)" and calls == ["tides:ok"]
+
+
+class Loop(TypedDict):
+    n: int
+
+
+def looping_subgraph() -> Graph[Loop]:
+    child = Graph(Loop, name="bump")
+
+    @child.node(start=True, then=END)
+    def inc(state: Loop) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    g = Graph(Loop)
+    g.subgraph(
+        "bump", child, start=True, then="bump", guards=[Guard("bump", max=1)], ignore=("CR105",)
+    )
+    return g
+
+
+def test_a_used_up_guard_out_of_a_subgraph_node_is_saved_and_named(
+    saver: Checkpointer,
+) -> None:
+    """The second time round, the guard out of the subgraph node is used up: the run stops
+    with GuardExhaustedError, and the merged superstep is saved (no SerializationError)."""
+    app = looping_subgraph().compile(checkpointer=saver)
+    with pytest.raises(GuardExhaustedError) as info:
+        app.invoke({"n": 0}, thread_id="t")
+    assert (info.value.source, info.value.target) == ("bump", "bump")
+    snapshot = app.get_state("t")
+    assert snapshot.values["n"] == 2 and snapshot.status == "error"
+
+
+def test_a_node_error_in_a_child_names_the_step_it_reports(engine_path: str) -> None:
+    """A NodeError raised inside a subgraph says the same step in its text as in .step."""
+    child = Graph(Loop, name="inner")
+
+    @child.node(start=True, then=END)
+    def fail(state: Loop) -> None:
+        raise ValueError("boom")
+
+    g = Graph(Loop)
+
+    @g.node(start=True, then="sub")
+    def first(state: Loop) -> dict[str, Any]:
+        return {"n": 1}
+
+    g.subgraph("sub", child, then=END)
+    with pytest.raises(NodeError) as info:
+        g.compile().invoke({"n": 0})
+    assert info.value.node == "sub/fail" and info.value.step == 2
+    assert "(step 2)" in str(info.value) and "(step 1)" not in str(info.value)
