@@ -3,6 +3,7 @@ used-up guard out of a subgraph node, and the step a child's failure names."""
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from corral import (
     interrupt,
 )
 from corral.checkpoint import Checkpointer
+from corral.cli import main
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -173,3 +175,49 @@ def test_a_node_error_in_a_child_names_the_step_it_reports(engine_path: str) -> 
         g.compile().invoke({"n": 0})
     assert info.value.node == "sub/fail" and info.value.step == 2
     assert "(step 2)" in str(info.value) and "(step 1)" not in str(info.value)
+
+
+class Outer(TypedDict):
+    topic: str
+
+
+class Inner(TypedDict):
+    topic: str
+    scratch: str
+
+
+def test_corral_history_lists_child_nodes_whatever_they_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A child node that wrote only a child-only key, or nothing, is still listed in
+    `corral history` of the parent, by path, in the superstep that entered the child;
+    on a fork's branch, the fork's child is the one listed."""
+    child = Graph(Inner, name="inner")
+
+    @child.node(start=True, then="quiet")
+    def think(state: Inner) -> dict[str, Any]:
+        return {"scratch": "notes"}
+
+    @child.node(then=END)
+    def quiet(state: Inner) -> None:
+        return None
+
+    g = Graph(Outer)
+
+    @g.node(start=True, then="sub")
+    def plan(state: Outer) -> None:
+        return None
+
+    g.subgraph("sub", child, then=END)
+    db = tmp_path / "h.sqlite"
+    with SqliteSaver(db) as sqlite:
+        app = g.compile(checkpointer=sqlite)
+        app.invoke({"topic": "tides"}, thread_id="t")
+        before = next(h for h in app.history("t") if h.next == ("sub",))
+        app.update_state("t", {"topic": "seas"}, checkpoint_id=before.checkpoint_id)
+        app.invoke(None, thread_id="t")
+    capsys.readouterr()
+    assert main(["history", "t", "--db", str(db), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    entries = [r["nodes"] for r in rows if "sub" in r["nodes"]]
+    assert entries == [["sub", "sub/think", "sub/quiet"]] * 2

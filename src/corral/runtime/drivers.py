@@ -190,8 +190,8 @@ def route_sync(rs: RunState, routing: Routing) -> None:
             _, node, _, _ = result  # unpacked: a NamedTuple's fields read slower in 3.11
             raw = call_router_sync(rs, node, node.router) if node.router is not None else None
             routing.take(result, raw)
-    except CorralError:
-        routing.failed()
+    except CorralError as error:
+        routing.failed(error)
         raise
     routing.finish()
 
@@ -205,8 +205,8 @@ async def route_async(rs: RunState, routing: Routing) -> None:
             if router is not None:
                 raw = await call_router_async(rs, result.node, router)
             routing.take(result, raw)
-    except CorralError:
-        routing.failed()
+    except CorralError as error:
+        routing.failed(error)
         raise
     routing.finish()
 

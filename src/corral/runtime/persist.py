@@ -132,16 +132,15 @@ class ThreadWriter(CheckpointWriter):
         rs: RunState,
         writes: list[tuple[str, dict[str, Any]]],
         pauses: list[Pause],
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a finished superstep."""
+        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
         self.name_pauses(rs, pauses)
         if pauses:
             status = "interrupted"
         else:
-            # A join still held when nothing else is left to run never runs: the run ends
-            # with StuckJoinError (CR304), and the checkpoint says so.
-            status = "running" if rs.tasks else "error" if rs.held else "done"
-        self.put(rs, writes, status, self.source, pauses)
+            status = "error" if error is not None else "running" if rs.tasks else "done"
+        self.put(rs, writes, status, self.source, pauses, error_json(error))
 
     def save_partial(
         self,
@@ -152,10 +151,11 @@ class ThreadWriter(CheckpointWriter):
         *,
         reroute: list[TaskResult] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt or error)."""
+        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
         self.name_pauses(rs, pauses)
-        extra: dict[str, Any] = {}
+        extra = error_json(error)
         if results:
             extra["done"] = [result_json(r) for r in results]
         if reroute is not None:
@@ -262,6 +262,13 @@ def _task_json(task: Task) -> dict[str, Any]:
     if task.arg is NO_ARG:
         return {"node": task.node.name}
     return {"node": task.node.name, "arg": task.arg}
+
+
+def error_json(error: Exception | None) -> dict[str, Any]:
+    """Return the meta entry that records the error a run failed with (none: empty)."""
+    if error is None:
+        return {}
+    return {"error": {"type": type(error).__name__, "message": str(error)}}
 
 
 def result_json(result: TaskResult) -> dict[str, Any]:

@@ -30,18 +30,18 @@ from typing import Any
 
 from corral.control import Command, Send
 from corral.errors import (
+    ConcurrentRunError,
     CorralError,
     InvalidUpdateError,
     NodeCapError,
     NodeError,
     RouteError,
     StepLimitError,
-    StuckJoinError,
 )
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RunEnd
 from corral.runtime.interrupts import _Pause
-from corral.runtime.routing import Routing, named_sends, sends_a_function
+from corral.runtime.routing import Routing, named_sends, sends_a_function, stuck_join
 from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
 from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.subgraphs import (
@@ -331,12 +331,17 @@ class Superstep:
             error.__cause__ = exc
             self.failure = error
 
-    def keep_finished(self) -> None:
-        """Keep the finished siblings of a failed superstep; the caller raises the error."""
+    def keep_finished(self, error: CorralError) -> None:
+        """Record that the superstep failed with ``error``, keeping its finished siblings;
+        the caller raises the error. A resumed run runs the tasks that did not finish."""
         writer = self.rs.checkpoints
+        if writer is None:
+            return
         results = kept(self.rs, self._with_done())
-        if writer is not None and (results or self.pauses):
-            writer.save_partial(self.rs, results, self.pauses, "error")
+        try:
+            writer.save_partial(self.rs, results, self.pauses, "error", error=error)
+        except ConcurrentRunError:
+            pass  # another run wrote the thread since: its checkpoints say how it stands
 
     def _with_done(self) -> list[TaskResult]:
         done = self.rs.done
@@ -354,7 +359,7 @@ class Superstep:
         rs = self.rs
         error = self.failure or self.cap_error
         if error is not None:
-            self.keep_finished()
+            self.keep_finished(error)
             raise error
         results = self._with_done() if rs.done else self.results
         if self.pauses:
@@ -364,8 +369,8 @@ class Superstep:
             return None
         try:
             writes = merge(rs, results, self.number)
-        except CorralError:
-            self.keep_finished()
+        except CorralError as failure:
+            self.keep_finished(failure)
             raise
         return Routing(rs, results, writes)
 
@@ -422,28 +427,15 @@ def running(rs: RunState) -> bool:
 def end_run(rs: RunState) -> None:
     """End a run that has nothing left to run (or paused), or raise for a stuck join."""
     if rs.status == "running":
-        if rs.held:
-            raise stuck_join(rs)
         writer = rs.checkpoints
+        if rs.held:
+            stuck = stuck_join(rs)
+            if writer is not None and writer.last_status != "error":
+                writer.save_superstep(rs, [], [], stuck)
+            raise stuck
         if writer is not None and writer.last_status not in ("", "done"):
             # Resumed from a pause with nothing left to run: record that the run is over.
             writer.save_superstep(rs, [], [])
         rs.status = "done"
     if rs.emit is not None:
         rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps))
-
-
-def stuck_join(rs: RunState) -> StuckJoinError:
-    """Return the error of a run that would end while a ``wait_for`` join still waits."""
-    name = rs.held[0]
-    join = rs.tables.nodes[name]
-    arrived = rs.arrived.get(name, set())
-    missing = tuple(sorted(join.wait_for - arrived))
-    msg = (
-        f"the run would end while join {name!r} still waits for {list(missing)} "
-        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
-        f"drop them from its wait_for (CR304)"
-    )
-    return StuckJoinError(
-        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
-    )
