@@ -23,6 +23,7 @@ from corral import (
 )
 from corral.checkpoint import Checkpointer
 from corral.cli import main
+from corral.errors import RunFailedError
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -120,3 +121,20 @@ def test_corral_threads_and_show_report_the_failure(
     assert "thread t1: error after 1 steps" in text
     assert "failed: NodeError: node 'two' raised ValueError" in text
     assert f"corral run PATH --thread t1 --db {db}" in text.replace(" \\\n   ", "")
+
+
+def test_a_run_failed_in_a_worker_leaves_the_thread_in_error(tmp_path: Path) -> None:
+    """A queued run whose node raises in a worker: wait raises RunFailedError, and the
+    thread's status is 'error' with the same error, not 'running'."""
+    from corral.workers import Worker
+
+    broken = [True]
+    with SqliteSaver(tmp_path / "q.sqlite") as sqlite:
+        app = flaky(broken).compile(checkpointer=sqlite)
+        app.submit({"n": 0}, thread_id="w")
+        Worker(app, concurrency=1, poll_s=0.01, log=None).run(until_idle=True)
+        with pytest.raises(RunFailedError, match="the service is down"):
+            app.wait("w", timeout=10)
+        snapshot = app.get_state("w")
+        assert snapshot.status == "error" and snapshot.error is not None
+        assert "the service is down" in snapshot.error.message
