@@ -175,8 +175,8 @@ def _command_update(node: Node, update: Any) -> dict[str, Any]:
     if isinstance(update, Mapping):
         return dict(update)
     msg = (
-        f"node {node.name!r} returned Command(update={_short(update)}), a "
-        f"{type(update).__name__}; give Command a dict of the keys it changes: "
+        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
+        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
         f"Command(update={{'key': value}}, goto=...)"
     )
     raise InvalidUpdateError(msg, node=node.name)
@@ -334,10 +334,10 @@ class Superstep:
     def keep_finished(self, error: CorralError) -> None:
         """Record that the superstep failed with ``error``, keeping its finished siblings;
         the caller raises the error. A resumed run runs the tasks that did not finish."""
+        results = kept(self.rs, self._with_done())
         writer = self.rs.checkpoints
         if writer is None:
             return
-        results = kept(self.rs, self._with_done())
         try:
             writer.save_partial(self.rs, results, self.pauses, "error", error=error)
         except ConcurrentRunError:
