@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from corral import (
     END,
     Command,
+    CorralError,
     End,
     Graph,
     Guard,
@@ -255,3 +258,80 @@ def test_resume_still_answers_after_a_plain_update(saver: Checkpointer) -> None:
     app.invoke({"n": 0}, thread_id="t")
     app.update_state("t", {"n": 100})
     assert app.invoke(Resume(5), thread_id="t").state["n"] == 105
+
+
+class Loop(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+def loop_graph(replace: tuple[str, int, dict[str, Any]] | None = None) -> Graph[Loop]:
+    """inc loops through a router and double through then=, both guarded; with ``replace``
+    = (node, k, update), that node's k-th run (from 0) returns ``update`` instead."""
+    g = Graph(Loop)
+    runs: dict[str, int] = {}
+
+    def given(name: str, out: dict[str, Any]) -> dict[str, Any]:
+        k = runs.get(name, 0)
+        runs[name] = k + 1
+        if replace is not None and replace[:2] == (name, k):
+            return replace[2]
+        return out
+
+    @g.node(start=True)
+    def inc(state: Loop) -> dict[str, Any]:
+        return given("inc", {"n": state["n"] + 1, "log": ["inc"]})
+
+    @g.router("inc", guards=[Guard("inc", max=4, otherwise=END), Guard("double", max=2)])
+    def after_inc(state: Loop) -> Literal["inc", "double"] | End:
+        if state["n"] > 12:
+            return END
+        return "double" if state["n"] % 3 == 0 else "inc"
+
+    @g.node(then="inc", guards=[Guard("inc", max=3, otherwise=END)])
+    def double(state: Loop) -> dict[str, Any]:
+        return given("double", {"n": state["n"] * 2, "log": ["double"]})
+
+    return g
+
+
+def outcome_of(call: Any) -> tuple[Any, ...]:
+    """Return what a run ended with: its values and counters, or the error's type."""
+    try:
+        run = call()
+    except CorralError as error:
+        return ("raised", type(error).__name__)
+    return ("ended", run.status, run.state, run.steps, dict(run.guards))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    node=st.sampled_from(["inc", "double"]),
+    k=st.integers(0, 3),
+    n=st.integers(0, 15),
+    start=st.integers(0, 5),
+)
+def test_as_node_is_that_node_returning_the_update(node: str, k: int, n: int, start: int) -> None:
+    """Pausing before every run of a node and answering its k-th run with
+    update_state(as_node=node) ends exactly like a run in which that run returned the
+    update: the same values, steps, guard counts, status or error."""
+    update = {"n": n, "log": ["given"]}
+    app = loop_graph().compile(checkpointer=MemorySaver(), interrupt_before=[node])
+    thread = "t"
+
+    def drive() -> Any:
+        run = app.invoke({"n": start, "log": []}, thread_id=thread)
+        seen = 0
+        while run.status == "interrupted":
+            if seen == k:
+                app.update_state(thread, update, as_node=node)
+            seen += 1
+            run = app.invoke(None, thread_id=thread)
+        assume(seen > k)  # the node ran k times or more, so its k-th run was replaced
+        return run
+
+    expected = outcome_of(
+        lambda: loop_graph((node, k, update)).compile().invoke({"n": start, "log": []})
+    )
+    got = outcome_of(drive)
+    assert got == expected
