@@ -138,3 +138,19 @@ def test_a_run_failed_in_a_worker_leaves_the_thread_in_error(tmp_path: Path) -> 
         snapshot = app.get_state("w")
         assert snapshot.status == "error" and snapshot.error is not None
         assert "the service is down" in snapshot.error.message
+
+
+def test_an_update_of_a_failed_thread_keeps_the_error_until_a_run_continues(
+    saver: Checkpointer,
+) -> None:
+    """update_state on a failed thread (a fix of its state) keeps status and error; as_node
+    of the failed node stands in for its run, and the thread is done."""
+    app = flaky([True]).compile(checkpointer=saver)
+    with pytest.raises(NodeError):
+        app.invoke({"n": 0}, thread_id="t")
+    app.update_state("t", {"n": 5})
+    edited = app.get_state("t")
+    assert edited.status == "error" and edited.error is not None and edited.next == ("two",)
+    app.update_state("t", {"n": 50}, as_node="two")
+    done = app.get_state("t")
+    assert (done.status, done.error, done.next, done.values["n"]) == ("done", None, (), 50)

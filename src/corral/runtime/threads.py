@@ -389,8 +389,7 @@ def update_state(
         extra: dict[str, Any] = {}
         if rs.done:  # finished siblings: kept in meta, or recorded after a crash
             extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
-        if "reroute" in base.meta:
-            extra["reroute"] = base.meta["reroute"]
+        extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
         writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
     assert rs.checkpoint_id is not None
