@@ -7,12 +7,13 @@ import json
 import operator
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
 from corral import (
     END,
+    Command,
     Graph,
     Guard,
     GuardExhaustedError,
@@ -20,6 +21,7 @@ from corral import (
     NodeError,
     PostgresSaver,
     Resume,
+    Send,
     SqliteSaver,
     interrupt,
 )
@@ -221,3 +223,33 @@ def test_corral_history_lists_child_nodes_whatever_they_wrote(
     rows = json.loads(capsys.readouterr().out)
     entries = [r["nodes"] for r in rows if "sub" in r["nodes"]]
     assert entries == [["sub", "sub/think", "sub/quiet"]] * 2
+
+
+class Desk(TypedDict):
+    topics: list[str]
+    summary: Annotated[list[str], operator.add]
+
+
+def test_a_fork_before_a_send_fan_out_runs_each_child_afresh(saver: Checkpointer) -> None:
+    """Send entries into a subgraph, forked with other topics: every entry runs its child
+    on the new argument; none of the old children's results comes back."""
+    child = Graph(Desk, name="one")
+
+    @child.node(start=True, then=END)
+    def write(state: Desk) -> dict[str, Any]:
+        return {"summary": [f"on {state['topics'][0]}"]}
+
+    g = Graph(Desk)
+
+    @g.node(start=True)
+    def brief(state: Desk) -> Command[Literal["one"]]:
+        return Command(goto=[Send("one", {"topics": [t], "summary": []}) for t in state["topics"]])
+
+    g.subgraph("one", child, then=END)
+    app = g.compile(checkpointer=saver)
+    first = app.invoke({"topics": ["tides", "seals"], "summary": []}, thread_id="t")
+    assert sorted(first.state["summary"]) == ["on seals", "on tides"]
+    before = next(h for h in app.history("t") if h.next == ("brief",))
+    app.update_state("t", {"topics": ["volcanoes", "glaciers"]}, checkpoint_id=before.checkpoint_id)
+    again = app.invoke(None, thread_id="t")
+    assert sorted(again.state["summary"]) == ["on glaciers", "on volcanoes"]

@@ -24,6 +24,7 @@ from corral import (
     PostgresSaver,
     Resume,
     SqliteSaver,
+    StuckJoinError,
     interrupt,
 )
 from corral.checkpoint import Checkpointer
@@ -335,3 +336,31 @@ def test_as_node_is_that_node_returning_the_update(node: str, k: int, n: int, st
     )
     got = outcome_of(drive)
     assert got == expected
+
+
+def test_as_node_that_strands_a_join_ends_like_the_run_would(saver: Checkpointer) -> None:
+    """as_node routes only to a join whose other node can no longer run: the checkpoint
+    says 'error' with StuckJoinError, as the run would have ended, and continuing raises
+    it; it never says 'done' with the join held."""
+    g = Graph(Fan)
+
+    @g.node(start=True)
+    def split(state: Fan) -> Command[Literal["left", "join"]]:
+        return Command(goto="left")
+
+    @g.node(then="join")
+    def left(state: Fan) -> dict[str, Any]:
+        return {"log": ["left"]}
+
+    @g.node(wait_for=("left",), then=END, ignore=("CR304",))
+    def join(state: Fan) -> dict[str, Any]:
+        return {"log": ["join"]}
+
+    app = g.compile(checkpointer=saver, interrupt_before=["split"])
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", Command(goto="join"), as_node="split")
+    snapshot = app.get_state("t")
+    assert snapshot.status == "error" and snapshot.error is not None
+    assert snapshot.error.type == "StuckJoinError"
+    with pytest.raises(StuckJoinError):
+        app.invoke(None, thread_id="t")
