@@ -413,7 +413,8 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     superstep = Superstep(rs, plan=False)
     if not superstep.finished(Call(at, node, NO_ARG, rs.steps + 1), out, 0.0):
-        raise superstep.failure  # type: ignore[misc]
+        assert superstep.failure is not None
+        raise superstep.failure
     routing = superstep.close()
     assert routing is not None  # nothing paused: the one task was given its outcome
     routing.results = [*rerouted, *routing.results]
