@@ -120,6 +120,7 @@ def test_threads_lists_each_thread(db: str, capsys: pytest.CaptureFixture[str]) 
             "checkpoints": 8,
             "next": ["approve"],
             "parent": None,
+            "error": None,
         }
     ]
     when = datetime.datetime.fromisoformat(updated)
@@ -407,5 +408,5 @@ def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
     assert [r["nodes"] for r in history] == [
         ["input"],
         ["brief"],  # returned no update: found by its count of runs
-        ["research/plan", "research"],
+        ["research/plan", "research", "research/search"],  # search wrote child keys only
     ]

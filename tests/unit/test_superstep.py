@@ -63,17 +63,21 @@ def test_a_command_node_without_goto_ends_its_branch(returns: Any, how: str) -> 
     assert run.state["n"] == (0 if returns is None else 1)
 
 
-def test_update_state_as_a_command_node_continues_along_its_targets() -> None:
-    """update_state(as_node=<Command node>) continues like a then= node: the thread goes on."""
+def test_update_state_as_a_command_node_goes_where_its_command_says() -> None:
+    """update_state(as_node=<Command node>) is that node returning the value: a Command's
+    goto is followed; a plain dict ends its branch, as it does in a run (contract 7a)."""
     app = triage_graph(Command(goto="a")).compile(
         checkpointer=MemorySaver(), interrupt_before=["triage"]
     )
     app.invoke({"n": 0}, thread_id="t")
-    app.update_state("t", {"n": 5}, as_node="triage")
+    app.update_state("t", Command(update={"n": 5}, goto="a"), as_node="triage")
     snapshot = app.get_state("t")
-    assert snapshot.next == ("a", "b") and snapshot.status == "running"
+    assert snapshot.next == ("a",) and snapshot.status == "running"
     run = app.invoke(None, thread_id="t")
     assert run.status == "done" and run.state["n"] == 15
+    app.invoke({"n": 0}, thread_id="u")
+    app.update_state("u", {"n": 5}, as_node="triage")
+    assert app.get_state("u").next == () and app.get_state("u").status == "done"
 
 
 class Fan(TypedDict):
@@ -127,3 +131,24 @@ def test_stream_checks_its_mode_and_input_at_the_call() -> None:
         app.stream({"m": 0})
     with pytest.raises(InvalidUpdateError):
         app.astream({"m": 0})
+
+
+@pytest.mark.parametrize("update", [5, "n", [("n", 1)]], ids=["int", "str", "pairs"])
+@pytest.mark.parametrize("how", ["invoke", "on_event", "ainvoke"])
+def test_a_command_whose_update_is_not_a_dict_names_the_node(update: Any, how: str) -> None:
+    """Command(update=5) from a node is an InvalidUpdateError naming the node and what to
+    return, never a bare TypeError."""
+    app = triage_graph(Command(update=update, goto="a")).compile()
+    with pytest.raises(
+        InvalidUpdateError, match=r"node 'triage' returned Command\(update="
+    ) as info:
+        if how == "ainvoke":
+            import asyncio
+
+            asyncio.run(app.ainvoke({"n": 0}))
+        elif how == "on_event":
+            app.invoke({"n": 0}, on_event=lambda event: None)
+        else:
+            app.invoke({"n": 0})
+    assert info.value.node == "triage" and info.value.key is None
+    assert "dict" in str(info.value)

@@ -13,6 +13,7 @@ and the resume command continued with `` \\`` (see ``_shell``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -41,8 +42,11 @@ __all__ = [
 ]
 
 _INPUT = "__input__"
-_CHILD = re.compile(r"(?P<parent>.+)/[^/]+@\d+\.\d+\.\d+")
-"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK`` (``runtime.subgraphs``)."""
+_CHILD = re.compile(
+    r"(?P<parent>.+)/(?P<node>[^/]+)@(?P<run>\d+)\.(?P<step>\d+)\.\d+(~(?P<fork>[0-9a-f]+))?"
+)
+"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK``, with ``~FORK`` after
+it on a fork's branch (``runtime.child_graph.child_thread``)."""
 
 
 def open_existing(db: str) -> Checkpointer:
@@ -220,6 +224,7 @@ def threads(args: argparse.Namespace) -> int:
                 "checkpoints": len(chain),
                 "next": [t.get("node") for t in last.get("next", [])],
                 "parent": parent,
+                "error": _error(last),
             }
         )
     if args.format == "json":
@@ -246,10 +251,36 @@ def threads(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_children(
+    saver: Checkpointer, thread: str, checkpoints: list[Checkpoint], ids: list[str]
+) -> list[HistoryRow]:
+    """Return the history rows of ``thread``, each superstep's row naming the node runs of
+    the subgraph children it entered too, by path (``research/search``), whatever they
+    wrote: a child's thread is listed in ``ids``, named after its parent's superstep."""
+    rows = history_rows(checkpoints)
+    entered: dict[tuple[str, str, str], list[str]] = {}
+    for child in ids:
+        match = _CHILD.fullmatch(child)
+        if match is None or match["parent"] != thread:
+            continue
+        nodes = entered.setdefault((match["run"], match["step"], match["fork"] or ""), [])
+        for row in _with_children(saver, child, ordered(saver, child), ids):
+            nodes.extend(f"{match['node']}/{node}" for node in row.nodes if node != "input")
+    for index, checkpoint in enumerate(checkpoints):
+        meta = checkpoint.meta
+        key = (str(meta.get("run", 0)), str(meta.get("supersteps", 0)), meta.get("fork") or "")
+        nodes = entered.pop(key, [])
+        if nodes:
+            merged = tuple(dict.fromkeys([*rows[index].nodes, *nodes]))
+            rows[index] = dataclasses.replace(rows[index], nodes=merged)
+    return rows
+
+
 def history(args: argparse.Namespace) -> int:
-    """Print one row per checkpoint of ``THREAD``, oldest first."""
+    """Print one row per checkpoint of ``THREAD``, oldest first, subgraph children's node
+    runs included."""
     saver = open_existing(args.db)
-    rows = history_rows(ordered(saver, args.thread))
+    rows = _with_children(saver, args.thread, ordered(saver, args.thread), thread_ids(saver))
     if args.format == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return 0
@@ -295,13 +326,22 @@ def show(args: argparse.Namespace) -> int:
             for p in interrupts
         ],
         "state": state,
-        "resume": _resume(args, interrupts),
+        "resume": _resume(args, interrupts, failed=_error(meta) is not None),
+        "error": _error(meta),
     }
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
         return 0
     print(_show_text(report, graph_given=bool(args.graph)))
     return 0
+
+
+def _error(meta: dict[str, Any]) -> str | None:
+    """Return ``TYPE: message`` of the error a failed run recorded (``None``: none)."""
+    failed = meta.get("error") if meta.get("status") == "error" else None
+    if not isinstance(failed, dict):
+        return None
+    return f"{failed.get('type')}: {failed.get('message')}"
 
 
 def _app(path: str, saver: Checkpointer, *, verbose: bool) -> Any:
@@ -328,9 +368,12 @@ def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:
     return found
 
 
-def _resume(args: argparse.Namespace, interrupts: list[dict[str, Any]]) -> str | None:
-    """Return the exact ``corral run`` command that answers the pending interrupts."""
-    if not interrupts:
+def _resume(
+    args: argparse.Namespace, interrupts: list[dict[str, Any]], *, failed: bool = False
+) -> str | None:
+    """Return the exact ``corral run`` command that answers the pending interrupts (or,
+    after a failed run, continues it)."""
+    if not interrupts and not failed:
         return None
     from corral.cli import DEFAULT_DB
 
@@ -354,6 +397,11 @@ def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
         ),
         *fit_line(f"next: {', '.join(report['next']) or '(nothing: the run finished)'}"),
     ]
+    if report["error"]:
+        lines.extend(fit_line(f"failed: {report['error']}"))
+        if not report["interrupts"]:
+            lines.append("once the cause is fixed, continue it with:")
+            lines.extend(command_lines(shlex.split(report["resume"])))
     if report["guards"]:
         lines.append("guards:")
         for g in report["guards"]:

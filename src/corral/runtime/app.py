@@ -312,11 +312,13 @@ class CompiledGraph(Generic[StateT, InputT]):
     ) -> str:
         """Write ``values`` into the thread as a new checkpoint (a fork); return its id.
 
-        ``values`` is merged through the reducers like a node's update. With ``as_node``,
-        the update counts as that node's, and the next nodes are that node's routes (for a
-        ``Command`` node: every target of its annotation, like ``then=``); without it, the
-        thread's pending nodes and interrupts stay as they were. The checkpoint it forks
-        from (the last one, or ``checkpoint_id``) stays in history.
+        ``values`` is merged through the reducers like a node's update; without ``as_node``
+        the thread's pending nodes and interrupts stay as they were. With ``as_node``, it
+        is exactly as if that node had run and returned ``values`` (a dict, or a
+        ``Command`` whose ``goto`` it follows; typed code casts it): the same engine code
+        merges it, notes it at its joins and takes its routes, and the nodes that were
+        waiting to run still run (see docs/persistence.md).
+        The checkpoint it forks from (the last one, or ``checkpoint_id``) stays in history.
         """
         saver = self._saver("update_state")
         update: Any = values  # the update schema for mypy; a mapping at run time

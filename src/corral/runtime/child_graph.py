@@ -92,9 +92,13 @@ start from the parent's value itself (any other reducer gets a copy, so that it 
 change the parent's value in place)."""
 
 
-def child_thread(thread_id: str, path: str, entry: str) -> str:
-    """Return the thread the child of ``path`` runs on for one entry of the parent's run."""
-    return f"{thread_id}/{path}@{entry}"
+def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) -> str:
+    """Return the thread the child of ``path`` runs on for task ``task`` of the superstep
+    after the parent's checkpoint ``meta``: ``T/path@RUN.SUPERSTEP.TASK``, and ``~FORK``
+    after it on a fork's branch, so that a fork runs the child afresh."""
+    entry = f"{meta.get('run', 0)}.{int(meta.get('supersteps', 0)) + 1}.{task}"
+    fork = meta.get("fork")
+    return f"{thread_id}/{path}@{entry}~{fork}" if fork else f"{thread_id}/{path}@{entry}"
 
 
 class ChildGraph:

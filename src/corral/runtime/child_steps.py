@@ -232,7 +232,8 @@ def lift_error(exc: CorralError, name: str, max_steps: int, relay: Relay) -> Cor
         return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
                               state=exc.state)  # fmt: skip
     if isinstance(exc, NodeError):
-        path = f"{name}/{exc.node}"
-        msg = f"in subgraph {name!r}: {exc}"
-        return NodeError(msg, node=path, step=relay.number(exc.step), attempts=exc.attempts)
+        path, step = f"{name}/{exc.node}", relay.number(exc.step)
+        text = str(exc).replace(f"(step {exc.step}", f"(step {step}", 1)  # the parent's number
+        msg = f"in subgraph {name!r}: {text}"
+        return NodeError(msg, node=path, step=step, attempts=exc.attempts)
     return exc

@@ -44,6 +44,8 @@ __all__ = [
     "call_node_sync",
     "call_router_async",
     "call_router_sync",
+    "route_async",
+    "route_sync",
     "run_async",
     "run_sync",
 ]
@@ -174,19 +176,39 @@ def run_sync(rs: RunState) -> Iterator[Event]:
                 routing = yield from _superstep_sync(rs)
             if routing is None:
                 break
-        try:
-            for result in routing.results:
-                _, node, _, _ = result  # unpacked: a NamedTuple's fields read slower in 3.11
-                raw = call_router_sync(rs, node, node.router) if node.router is not None else None
-                routing.take(result, raw)
-        except CorralError:
-            routing.failed()
-            raise
-        routing.finish()
+        route_sync(rs, routing)
         if rs.buffer:
             yield from flush(rs)
     end_run(rs)
     yield from flush(rs)
+
+
+def route_sync(rs: RunState, routing: Routing) -> None:
+    """Take the routes of a closed superstep (calling each result's router), then finish it."""
+    try:
+        for result in routing.results:
+            _, node, _, _ = result  # unpacked: a NamedTuple's fields read slower in 3.11
+            raw = call_router_sync(rs, node, node.router) if node.router is not None else None
+            routing.take(result, raw)
+    except CorralError as error:
+        routing.failed(error)
+        raise
+    routing.finish()
+
+
+async def route_async(rs: RunState, routing: Routing) -> None:
+    """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
+    try:
+        for result in routing.results:
+            router = result.node.router
+            raw = None
+            if router is not None:
+                raw = await call_router_async(rs, result.node, router)
+            routing.take(result, raw)
+    except CorralError as error:
+        routing.failed(error)
+        raise
+    routing.finish()
 
 
 def rs_routing(rs: RunState) -> Routing | None:
@@ -284,17 +306,7 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
             routing = superstep.close()
             if routing is None:
                 break
-        try:
-            for result in routing.results:
-                router = result.node.router
-                raw = None
-                if router is not None:
-                    raw = await call_router_async(rs, result.node, router)
-                routing.take(result, raw)
-        except CorralError:
-            routing.failed()
-            raise
-        routing.finish()
+        await route_async(rs, routing)
         for event in flush(rs):
             yield event
     end_run(rs)

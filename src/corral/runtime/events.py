@@ -175,6 +175,18 @@ Event: TypeAlias = (
 """Any record ``stream(mode="events")`` yields."""
 
 
+@dataclass(frozen=True, slots=True)
+class RunError:
+    """The error a thread's last run failed with, as its checkpoint records it."""
+
+    type: str
+    """The error's class name (``"NodeError"``, ``"StepLimitError"``...)."""
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
 @dataclass(frozen=True)
 class StateSnapshot:
     """A thread's state at one checkpoint, as ``get_state`` and ``history`` return it."""
@@ -188,7 +200,8 @@ class StateSnapshot:
     checkpoint_id: str
     parent_id: str | None
     status: str
-    """``"running"``, ``"done"``, ``"interrupted"`` or ``"error"``."""
+    """``"running"``, ``"done"``, ``"interrupted"`` or ``"error"`` (the run failed: see
+    :attr:`error`)."""
     interrupts: tuple[Interrupt, ...] = ()
     source: str = "loop"
     """What wrote the checkpoint: ``"input"``, ``"loop"``, ``"update"`` (a fork)."""
@@ -196,3 +209,5 @@ class StateSnapshot:
     subgraphs: dict[str, StateSnapshot] = field(default_factory=dict)
     """With ``get_state(thread, subgraphs=True)``: the paused children, by path
     (``"review"``, ``"outer/inner"``)."""
+    error: RunError | None = None
+    """When ``status == "error"``: the error the run failed with."""

@@ -88,6 +88,7 @@ class ThreadWriter(CheckpointWriter):
         force_snapshot: bool,
         newest_read: str | None = None,
         parts: SaverParts | None = None,
+        fork: str = "",
     ) -> None:
         """``parts``: what :func:`parts_of` returns for ``checkpointer`` (found when not given)."""
         self.checkpointer = checkpointer
@@ -100,7 +101,12 @@ class ThreadWriter(CheckpointWriter):
         self.force_snapshot = force_snapshot
         self.newest_read = newest_read
         """For a fork, the thread's newest checkpoint when the run read it (first put only)."""
+        self.fork = fork
+        """Names the fork this run's checkpoints are on (``""``: the thread's first branch);
+        a subgraph entry's child thread is named after it (``child_graph.child_thread``)."""
         self.last_status = ""
+        self.source = "loop"
+        """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
         if parts is None:
@@ -126,16 +132,15 @@ class ThreadWriter(CheckpointWriter):
         rs: RunState,
         writes: list[tuple[str, dict[str, Any]]],
         pauses: list[Pause],
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a finished superstep."""
+        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
         self.name_pauses(rs, pauses)
         if pauses:
             status = "interrupted"
         else:
-            # A join still held when nothing else is left to run never runs: the run ends
-            # with StuckJoinError (CR304), and the checkpoint says so.
-            status = "running" if rs.tasks else "error" if rs.held else "done"
-        self.put(rs, writes, status, "loop", pauses)
+            status = "error" if error is not None else "running" if rs.tasks else "done"
+        self.put(rs, writes, status, self.source, pauses, error_json(error))
 
     def save_partial(
         self,
@@ -146,10 +151,11 @@ class ThreadWriter(CheckpointWriter):
         *,
         reroute: list[TaskResult] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt or error)."""
+        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
         self.name_pauses(rs, pauses)
-        extra: dict[str, Any] = {}
+        extra = error_json(error)
         if results:
             extra["done"] = [result_json(r) for r in results]
         if reroute is not None:
@@ -183,6 +189,8 @@ class ThreadWriter(CheckpointWriter):
             snapshot = None
             since = self.since_snapshot + 1
         meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
+        if self.fork:
+            meta["fork"] = self.fork
         if extra:
             meta.update(extra)
         checkpoint = Checkpoint(
@@ -256,12 +264,22 @@ def _task_json(task: Task) -> dict[str, Any]:
     return {"node": task.node.name, "arg": task.arg}
 
 
+def error_json(error: Exception | None) -> dict[str, Any]:
+    """Return the meta entry that records the error a run failed with (none: empty)."""
+    if error is None:
+        return {}
+    return {"error": {"type": type(error).__name__, "message": str(error)}}
+
+
 def result_json(result: TaskResult) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
+    update = result.update
+    if update is not None and type(update) is not dict:  # a subgraph entry's ChildWrites:
+        update = dict(update)  # its writes are the checkpoint's, its own update is empty
     return {
         "task": result.position,
         "node": result.node.name,
-        "update": result.update,
+        "update": update,
         "goto": list(result.goto) if result.goto is not None else None,
     }
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.errors import CheckpointError, CorralError
-from corral.runtime.events import Interrupt, StateSnapshot
+from corral.runtime.events import Interrupt, RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
 from corral.runtime.state import ListNotes, apply_writes, copy_value
@@ -233,6 +233,8 @@ def snapshot_of(
         nxt: tuple[str, ...] = ()
     else:
         nxt = tuple(t["node"] for t in meta.get("next", []))
+    status = str(meta.get("status", "running"))
+    failed = meta.get("error") if status == "error" else None
     return StateSnapshot(
         values=values if owned else copy_value(values, notes),
         next=nxt,
@@ -241,8 +243,9 @@ def snapshot_of(
         guards={(s, t): int(n) for s, t, n in meta.get("guards", [])},
         checkpoint_id=checkpoint.checkpoint_id,
         parent_id=checkpoint.parent_id,
-        status=str(meta.get("status", "running")),
+        status=status,
         interrupts=interrupts_of(checkpoint),
         source=str(meta.get("source", "loop")),
         runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
+        error=RunError(str(failed["type"]), str(failed["message"])) if failed else None,
     )

@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
-from corral.errors import GuardExhaustedError, RouteError
+from corral.errors import GuardExhaustedError, RouteError, StuckJoinError
 from corral.runtime.events import RouteTaken, SuperstepEnd
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskResult
 from corral.runtime.tables import NO_ARG, Node, Router
@@ -36,6 +36,7 @@ __all__ = [
     "pauses_before",
     "router_targets",
     "sends_a_function",
+    "stuck_join",
     "take_routes",
     "take_then",
 ]
@@ -161,13 +162,24 @@ class Routing:
         targets, via = leave_targets(node, goto, raw)
         take_routes(self.rs, node, targets, via, self.plain, self.sends)
 
-    def failed(self) -> None:
-        """Save the merged superstep with its routes still to take (a router failed)."""
+    def defer(self, tasks: Sequence[Task]) -> None:
+        """Add ``tasks``, which this superstep did not run, to the next superstep."""
+        for task in tasks:
+            if task.arg is not NO_ARG:
+                self.sends.append(task)
+            elif task.node not in self.plain:
+                self.plain.append(task.node)
+
+    def failed(self, error: Exception) -> None:
+        """Save the merged superstep with its routes still to take (``error``: a router
+        failed, or a route could not be taken)."""
         rs = self.rs
         if rs.checkpoints is None or self.guards_before is None:
             return
         rs.guards = self.guards_before
-        rs.checkpoints.save_partial(rs, [], [], "error", reroute=self.results, writes=self.writes)
+        rs.checkpoints.save_partial(
+            rs, [], [], "error", reroute=self.results, writes=self.writes, error=error
+        )
 
     def finish(self) -> None:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
@@ -184,7 +196,10 @@ class Routing:
         if rs.emit is not None:
             rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
         if rs.checkpoints is not None:
-            rs.checkpoints.save_superstep(rs, self.writes, pauses)
+            # A join still held when nothing else is left to run never runs: the run ends
+            # with StuckJoinError (CR304), and the checkpoint says so.
+            stuck = stuck_join(rs) if rs.held and not tasks else None
+            rs.checkpoints.save_superstep(rs, self.writes, pauses, stuck)
         if pauses:
             rs.pause(pauses)
 
@@ -312,3 +327,19 @@ def pauses_before(rs: RunState, tasks: Sequence[Task]) -> list[Pause]:
             seen.add(name)
             pauses.append(Pause(index, name, None, "before"))
     return pauses
+
+
+def stuck_join(rs: RunState) -> StuckJoinError:
+    """Return the error of a run that would end while a ``wait_for`` join still waits."""
+    name = rs.held[0]
+    join = rs.tables.nodes[name]
+    arrived = rs.arrived.get(name, set())
+    missing = tuple(sorted(join.wait_for - arrived))
+    msg = (
+        f"the run would end while join {name!r} still waits for {list(missing)} "
+        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
+        f"drop them from its wait_for (CR304)"
+    )
+    return StuckJoinError(
+        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
+    )

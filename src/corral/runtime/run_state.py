@@ -100,9 +100,13 @@ class CheckpointWriter:
         raise NotImplementedError
 
     def save_superstep(
-        self, rs: RunState, writes: list[tuple[str, dict[str, Any]]], pauses: list[Pause]
+        self,
+        rs: RunState,
+        writes: list[tuple[str, dict[str, Any]]],
+        pauses: list[Pause],
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a finished superstep."""
+        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
         raise NotImplementedError
 
     def save_partial(
@@ -114,8 +118,9 @@ class CheckpointWriter:
         *,
         reroute: list[TaskResult] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
+        error: Exception | None = None,
     ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt or error)."""
+        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
         raise NotImplementedError
 
 

@@ -100,8 +100,10 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
 def _thread(rs: RunState, call: Call) -> str | None:
     if rs.checkpoints is None or rs.thread_id is None:
         return None
-    run = getattr(rs.checkpoints, "run", 0)
-    return child_thread(rs.thread_id, call.node.name, f"{run}.{rs.supersteps + 1}.{call.position}")
+    writer = rs.checkpoints
+    meta = {"run": getattr(writer, "run", 0), "supersteps": rs.supersteps}
+    meta["fork"] = getattr(writer, "fork", "")
+    return child_thread(rs.thread_id, call.node.name, meta, call.position)
 
 
 def _plain_tasks(rs: RunState, after: int) -> int:
@@ -282,8 +284,7 @@ def paused_children(
         child: ChildGraph = tables.nodes[name].child
         for place, task in enumerate(tasks):
             key = name if len(tasks) == 1 else f"{name}[{place}]"
-            entry = f"{meta.get('run', 0)}.{int(meta.get('supersteps', 0)) + 1}.{task}"
-            inner = child.app.get_state(child_thread(thread_id, name, entry), subgraphs=True)
+            inner = child.app.get_state(child_thread(thread_id, name, meta, task), subgraphs=True)
             found[key] = inner
             found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
     return dataclasses.replace(snapshot, subgraphs=found)

@@ -25,22 +25,23 @@ their answers to a :class:`Routing`. Checkpoints are written through
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from corral.control import Command, Send
 from corral.errors import (
+    ConcurrentRunError,
     CorralError,
     InvalidUpdateError,
     NodeCapError,
     NodeError,
     RouteError,
     StepLimitError,
-    StuckJoinError,
 )
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RunEnd
 from corral.runtime.interrupts import _Pause
-from corral.runtime.routing import Routing, named_sends, sends_a_function
+from corral.runtime.routing import Routing, named_sends, sends_a_function, stuck_join
 from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
 from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.subgraphs import (
@@ -147,7 +148,7 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
     elif type(out) is dict:
         update = out
     elif isinstance(out, Command):
-        update = dict(out.update) if out.update is not None else None
+        update = out.update if out.update is None else _command_update(node, out.update)
         if out.goto is not None:
             goto = _command_targets(rs, node, out.goto)
     elif isinstance(out, dict):
@@ -167,6 +168,18 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
     return update, goto
+
+
+def _command_update(node: Node, update: Any) -> dict[str, Any]:
+    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
+    if isinstance(update, Mapping):
+        return dict(update)
+    msg = (
+        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
+        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
+        f"Command(update={{'key': value}}, goto=...)"
+    )
+    raise InvalidUpdateError(msg, node=node.name)
 
 
 def _short(value: Any) -> str:
@@ -224,7 +237,10 @@ class Superstep:
         "values",
     )
 
-    def __init__(self, rs: RunState) -> None:
+    def __init__(self, rs: RunState, *, plan: bool = True) -> None:
+        """``plan=False``: no calls are planned and no bound is checked; the caller hands
+        back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
+        which no cap refuses)."""
         self.rs = rs
         self.values = rs.values
         """The state every task of this superstep reads."""
@@ -238,7 +254,9 @@ class Superstep:
         writer = rs.checkpoints
         # With several tasks, each finished one is recorded at once, so a crash in the
         # superstep re-runs only the tasks that had not finished.
-        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        if not plan:
+            return
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
         # the first bound hit.
         steps = rs.steps
@@ -313,12 +331,17 @@ class Superstep:
             error.__cause__ = exc
             self.failure = error
 
-    def keep_finished(self) -> None:
-        """Keep the finished siblings of a failed superstep; the caller raises the error."""
-        writer = self.rs.checkpoints
+    def keep_finished(self, error: CorralError) -> None:
+        """Record that the superstep failed with ``error``, keeping its finished siblings;
+        the caller raises the error. A resumed run runs the tasks that did not finish."""
         results = kept(self.rs, self._with_done())
-        if writer is not None and (results or self.pauses):
-            writer.save_partial(self.rs, results, self.pauses, "error")
+        writer = self.rs.checkpoints
+        if writer is None:
+            return
+        try:
+            writer.save_partial(self.rs, results, self.pauses, "error", error=error)
+        except ConcurrentRunError:
+            pass  # another run wrote the thread since: its checkpoints say how it stands
 
     def _with_done(self) -> list[TaskResult]:
         done = self.rs.done
@@ -336,7 +359,7 @@ class Superstep:
         rs = self.rs
         error = self.failure or self.cap_error
         if error is not None:
-            self.keep_finished()
+            self.keep_finished(error)
             raise error
         results = self._with_done() if rs.done else self.results
         if self.pauses:
@@ -346,8 +369,8 @@ class Superstep:
             return None
         try:
             writes = merge(rs, results, self.number)
-        except CorralError:
-            self.keep_finished()
+        except CorralError as failure:
+            self.keep_finished(failure)
             raise
         return Routing(rs, results, writes)
 
@@ -404,28 +427,15 @@ def running(rs: RunState) -> bool:
 def end_run(rs: RunState) -> None:
     """End a run that has nothing left to run (or paused), or raise for a stuck join."""
     if rs.status == "running":
-        if rs.held:
-            raise stuck_join(rs)
         writer = rs.checkpoints
+        if rs.held:
+            stuck = stuck_join(rs)
+            if writer is not None and writer.last_status != "error":
+                writer.save_superstep(rs, [], [], stuck)
+            raise stuck
         if writer is not None and writer.last_status not in ("", "done"):
             # Resumed from a pause with nothing left to run: record that the run is over.
             writer.save_superstep(rs, [], [])
         rs.status = "done"
     if rs.emit is not None:
         rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps))
-
-
-def stuck_join(rs: RunState) -> StuckJoinError:
-    """Return the error of a run that would end while a ``wait_for`` join still waits."""
-    name = rs.held[0]
-    join = rs.tables.nodes[name]
-    arrived = rs.arrived.get(name, set())
-    missing = tuple(sorted(join.wait_for - arrived))
-    msg = (
-        f"the run would end while join {name!r} still waits for {list(missing)} "
-        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
-        f"drop them from its wait_for (CR304)"
-    )
-    return StuckJoinError(
-        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
-    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -19,12 +20,13 @@ from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fre
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import persist, restore
-from corral.runtime.drivers import call_router_async, call_router_sync
+from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
-from corral.runtime.routing import leave_targets, next_tasks, pauses_before, take_routes
-from corral.runtime.run_state import RunState
+from corral.runtime.routing import pauses_before
+from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import ListNotes, apply_writes, is_flat
 from corral.runtime.subgraphs import answer_for
+from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["Settings", "get_state", "history", "start", "update_state"]
@@ -167,6 +169,9 @@ def _writer(
         force_snapshot=forked,
         newest_read=newest_read,
         parts=settings.parts,
+        # A fork starts a branch of its own: what runs after it, a subgraph's child
+        # included, runs afresh instead of finding the old branch's runs.
+        fork=secrets.token_hex(4) if newest_read is not None else str(meta.get("fork", "")),
     )
 
 
@@ -346,66 +351,75 @@ def update_state(
     settings: Settings,
     saver: Checkpointer,
     thread_id: str,
-    values: Mapping[str, Any],
+    values: Any,
     as_node: str | None,
     checkpoint_id: str | None,
 ) -> str:
-    """Write ``values`` into the thread as a new checkpoint (a fork); return its id."""
+    """Write ``values`` into the thread as a new checkpoint (a fork); return its id.
+
+    Without ``as_node`` the update is merged and the pending tasks, pauses and finished
+    siblings stay as they were; with it, ``values`` is what that node returned (see
+    :func:`_run_as`).
+    """
     tables = settings.tables
     chain = saver.chain(thread_id, checkpoint_id)
     if not chain:
         raise unknown_thread(thread_id, checkpoint_id)
     base = chain[-1]
-    node: Node | None = None
-    if as_node is not None:
-        node = tables.nodes.get(as_node)
-        if node is None:
-            msg = f"as_node={as_node!r} is not a node; name one of {list(tables.nodes)}"
-            raise GraphError(msg)
-    writer_name = as_node if as_node is not None else "__update__"
-    update = check_input(tables, values, writer_name)
+    node = tables.nodes.get(as_node) if as_node is not None else None
+    if as_node is not None and node is None:
+        msg = f"as_node={as_node!r} is not a node; name one of {list(tables.nodes)}"
+        raise GraphError(msg)
+    if node is None or not isinstance(values, Command):
+        values = check_input(tables, values, as_node or "__update__")
     rs = new_run(settings, None, thread_id, None)
-    state = restore.rebuild(tables, chain)
+    rs.values = restore.rebuild(tables, chain, rs.notes)
     restore.load(rs, tables, base, saver)
-    rs.values = apply_writes(state, [(writer_name, update)], tables.reducers, tables.empties)
-    rs.flat = is_flat(rs.values)
-    meta = base.meta
-    pauses = restore.pauses_of(base)
-    extra: dict[str, Any] = {}
-    status = str(meta.get("status", "running"))
-    if node is not None:
-        _route_as(rs, node)
-        pauses = []
-        status = "running" if rs.tasks else "done"
-    else:
-        if rs.done:  # finished siblings: kept in meta, or recorded after a crash
-            extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
-        if "reroute" in meta:
-            extra["reroute"] = meta["reroute"]
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
-    writer.put(rs, [(writer_name, update)], status, "update", pauses, extra)
+    writer.source = "update"
+    rs.checkpoints = writer
+    if node is not None:
+        rs.flat = is_flat(rs.values)
+        _run_as(rs, node, values)
+    else:
+        writes = [("__update__", values)]
+        rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
+        extra: dict[str, Any] = {}
+        if rs.done:  # finished siblings: kept in meta, or recorded after a crash
+            extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
+        extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
+        status = str(base.meta.get("status", "running"))
+        writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
     assert rs.checkpoint_id is not None
     return rs.checkpoint_id
 
 
-def _route_as(rs: RunState, node: Node) -> None:
-    """Take the routes of ``node`` as if it had just run (``update_state(as_node=...)``).
+def _run_as(rs: RunState, node: Node, out: Any) -> None:
+    """Close the pending superstep as if ``node`` had run in it and returned ``out``.
 
-    A ``Command`` node's update carries no ``goto`` here, so, like a node with ``then=``,
-    its next tasks are the routes it may take: the thread continues from there.
+    Its task there (or, when it has none, a task of its own added to it) finishes with
+    ``out``; the tasks that had finished before are merged with it at the barrier; the core
+    takes every route, and the tasks that have not run wait for the next superstep.
     """
-    raw: Any = None
-    if node.router is not None:
-        if node.router.is_async:
-            raw = asyncio.run(call_router_async(rs, node, node.router))
-        else:
-            raw = call_router_sync(rs, node, node.router)
-    goto = tuple(node.command) if node.command is not None else None
-    targets, via = leave_targets(node, goto, raw)
-    plain: list[Node] = []
-    sends: list[Task] = []
-    take_routes(rs, node, targets, via, plain, sends)
-    rs.tasks = next_tasks(rs, plain, sends)
-    rs.answers = {}
+    rerouted = rs.reroute or []  # merged before a router failed: their routes are still due
+    if rerouted:
+        rs.tasks, rs.reroute = [], None
+    tasks, done = list(rs.tasks), rs.done
+    at = next((i for i, t in enumerate(tasks) if t.node is node and i not in done), None)
+    if at is None:
+        at, rs.tasks = len(tasks), [*tasks, node.task]
+    waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
+    superstep = Superstep(rs, plan=False)
+    if not superstep.finished(Call(at, node, NO_ARG, rs.steps + 1), out, 0.0):
+        assert superstep.failure is not None
+        raise superstep.failure
+    routing = superstep.close()
+    assert routing is not None  # nothing paused: the one task was given its outcome
+    routing.results = [*rerouted, *routing.results]
+    routing.defer(waiting)
+    if any(r.node.router is not None and r.node.router.is_async for r in routing.results):
+        asyncio.run(route_async(rs, routing))
+    else:
+        route_sync(rs, routing)

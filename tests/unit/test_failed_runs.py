@@ -1,0 +1,156 @@
+"""A thread whose last run failed says so (contract 14): status ``"error"`` and
+``snapshot.error`` on every saver, in ``corral threads`` and ``corral show``; a later
+``invoke(None, ...)`` continues it from where it failed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    Graph,
+    MemorySaver,
+    NodeCapError,
+    NodeError,
+    PostgresSaver,
+    SqliteSaver,
+    StepLimitError,
+)
+from corral.checkpoint import Checkpointer
+from corral.cli import main
+from corral.errors import RunFailedError
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
+    """Each saver the contract names."""
+    if request.param == "memory":
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
+            yield sqlite
+    else:
+        url = request.getfixturevalue("postgres_url")
+        with PostgresSaver(url) as postgres:
+            yield postgres
+
+
+class N(TypedDict):
+    n: int
+
+
+def flaky(broken: list[bool]) -> Graph[N]:
+    """one -> two; two raises while ``broken[0]``."""
+    g = Graph(N)
+
+    @g.node(start=True, then="two")
+    def one(state: N) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    @g.node(then=END)
+    def two(state: N) -> dict[str, Any]:
+        if broken[0]:
+            raise ValueError("the service is down")
+        return {"n": state["n"] + 10}
+
+    return g
+
+
+def test_a_node_error_leaves_the_thread_in_error(saver: Checkpointer) -> None:
+    """After a NodeError the thread's status is 'error' with the error's type and message,
+    never 'running'; once fixed, invoke(None) runs the failed node, not the one before."""
+    broken = [True]
+    app = flaky(broken).compile(checkpointer=saver)
+    with pytest.raises(NodeError):
+        app.invoke({"n": 0}, thread_id="t")
+    snapshot = app.get_state("t")
+    assert snapshot.status == "error" and snapshot.next == ("two",)
+    assert snapshot.error is not None and snapshot.error.type == "NodeError"
+    assert "node 'two' raised ValueError: the service is down" in snapshot.error.message
+    assert app.history("t")[0].error == snapshot.error
+    broken[0] = False
+    run = app.invoke(None, thread_id="t")
+    assert run.status == "done" and run.state["n"] == 11
+    assert app.get_state("t").error is None
+
+
+def test_a_cap_leaves_the_thread_in_error(saver: Checkpointer) -> None:
+    """A StepLimitError or NodeCapError is recorded like a node error."""
+    g = Graph(N)
+
+    @g.node(start=True, max_runs=2, ignore=("CR105",))
+    def spin(state: N) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    @g.router("spin", ignore=("CR201",))
+    def again(state: N) -> Literal["spin"]:
+        return "spin"
+
+    app = g.compile(checkpointer=saver, max_steps=50)
+    with pytest.raises(NodeCapError):
+        app.invoke({"n": 0}, thread_id="runs", max_steps=50)
+    assert app.get_state("runs").error is not None
+    assert app.get_state("runs").error.type == "NodeCapError"  # type: ignore[union-attr]
+    with pytest.raises(StepLimitError):
+        app.invoke({"n": 0}, thread_id="steps", max_steps=1)
+    failed = app.get_state("steps")
+    assert failed.status == "error" and failed.error is not None
+    assert failed.error.type == "StepLimitError" and "max_steps=1" in failed.error.message
+
+
+def test_corral_threads_and_show_report_the_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`corral threads` and `corral show` say 'error' and what the error was."""
+    db = tmp_path / "runs.sqlite"
+    with SqliteSaver(db) as sqlite:
+        app = flaky([True]).compile(checkpointer=sqlite)
+        with pytest.raises(NodeError):
+            app.invoke({"n": 0}, thread_id="t1")
+    capsys.readouterr()
+    assert main(["threads", "--db", str(db), "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["status"] == "error" and row["error"].startswith("NodeError: node 'two'")
+    assert main(["show", "t1", "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "thread t1: error after 1 steps" in text
+    assert "failed: NodeError: node 'two' raised ValueError" in text
+    assert f"corral run PATH --thread t1 --db {db}" in text.replace(" \\\n   ", "")
+
+
+def test_a_run_failed_in_a_worker_leaves_the_thread_in_error(tmp_path: Path) -> None:
+    """A queued run whose node raises in a worker: wait raises RunFailedError, and the
+    thread's status is 'error' with the same error, not 'running'."""
+    from corral.workers import Worker
+
+    broken = [True]
+    with SqliteSaver(tmp_path / "q.sqlite") as sqlite:
+        app = flaky(broken).compile(checkpointer=sqlite)
+        app.submit({"n": 0}, thread_id="w")
+        Worker(app, concurrency=1, poll_s=0.01, log=None).run(until_idle=True)
+        with pytest.raises(RunFailedError, match="the service is down"):
+            app.wait("w", timeout=10)
+        snapshot = app.get_state("w")
+        assert snapshot.status == "error" and snapshot.error is not None
+        assert "the service is down" in snapshot.error.message
+
+
+def test_an_update_of_a_failed_thread_keeps_the_error_until_a_run_continues(
+    saver: Checkpointer,
+) -> None:
+    """update_state on a failed thread (a fix of its state) keeps status and error; as_node
+    of the failed node stands in for its run, and the thread is done."""
+    app = flaky([True]).compile(checkpointer=saver)
+    with pytest.raises(NodeError):
+        app.invoke({"n": 0}, thread_id="t")
+    app.update_state("t", {"n": 5})
+    edited = app.get_state("t")
+    assert edited.status == "error" and edited.error is not None and edited.next == ("two",)
+    app.update_state("t", {"n": 50}, as_node="two")
+    done = app.get_state("t")
+    assert (done.status, done.error, done.next, done.values["n"]) == ("done", None, (), 50)
