@@ -68,6 +68,9 @@ class Worker:
         grace_s: after ``stop()``, how long runs may take to finish before release.
         log: where the JSON event lines go (``None``: nowhere).
         name: this worker's id in the queue and the log (default ``host:pid:random``).
+        deps: handed to every run as ``invoke(..., deps=deps)``, so nodes and routers find
+            it as ``ctx.deps`` (tool clients): one object for every run this worker makes,
+            from all its threads at once, so it must be safe to share between threads.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class Worker:
         grace_s: float = 30.0,
         log: TextIO | None = sys.stderr,
         name: str | None = None,
+        deps: Any = None,
     ) -> None:
         from corral.workers import queue_for
 
@@ -96,6 +100,7 @@ class Worker:
         self.grace_s = grace_s
         self.log = log
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.deps = deps
         self.finished = 0
         """Runs this worker marked done, interrupted or failed."""
         self._stop = threading.Event()
@@ -234,7 +239,7 @@ class Worker:
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
                 with fenced(self.queue.fence(run, self.name)):
-                    result = self.app.invoke(value, thread_id=run.thread_id)
+                    result = self.app.invoke(value, thread_id=run.thread_id, deps=self.deps)
             except LeaseLostError:
                 self.emit("lost", run=run.id, thread=run.thread_id, attempt=run.attempts)
                 return
