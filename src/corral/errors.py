@@ -228,9 +228,10 @@ class LeaseLostError(CheckpointError):
     """A worker's write refused because the run's lease is no longer the worker's.
 
     The lease expired (the worker froze, stalled or lost the database) and another worker
-    claimed the run; the write and everything after it belong to that worker now. Nothing
-    of the refused write was stored. ``run_id``, ``thread_id``, ``owner`` (the worker that
-    lost it) and ``attempt`` (its claim's number) say which lease.
+    claimed the run, or the worker released it when it stopped; the run belongs to its new
+    holder now. Nothing of the refused write was stored. ``run_id``, ``thread_id``,
+    ``owner`` (the worker that lost it) and ``attempt`` (its claim's number) say which
+    lease.
     """
 
     def __init__(

@@ -131,9 +131,10 @@ def lease_lost(run: QueuedRun, owner: str, where: str) -> LeaseLostError:
     """Return the error for a write of ``run`` refused because ``owner`` lost its lease."""
     msg = (
         f"worker {owner!r} no longer holds run {run.id} of thread {run.thread_id!r} "
-        f"(its claim {run.attempts}): the lease expired and another worker took the run "
-        "over, so this write was refused and that worker goes on with the run; if this "
-        "happens often, raise lease_s (--lease) above the longest stall of a worker"
+        f"(its claim {run.attempts}): its lease expired and another worker claimed the run, "
+        "or it released the run on stop; this write was refused and whoever holds the run "
+        "now goes on with it. If this happens often, raise lease_s (--lease) above the "
+        "longest stall of a worker"
     )
     return LeaseLostError(
         msg, run_id=run.id, thread_id=run.thread_id, owner=owner, attempt=run.attempts, path=where
