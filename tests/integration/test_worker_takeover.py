@@ -10,21 +10,25 @@ race it.
 
 from __future__ import annotations
 
+import io
 import json
+import operator
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from graphs.worker_graph import CLEAN, g
 
-from corral import CompiledGraph, PostgresSaver, SqliteSaver
+from corral import END, CompiledGraph, Graph, PostgresSaver, SqliteSaver
+from corral.workers import Worker
 
 GRAPH = str(Path(__file__).resolve().parents[1] / "graphs" / "worker_graph.py") + ":g"
 NODES = ["plan", "draft", "check_a", "check_b", "review", "publish"]
@@ -201,3 +205,78 @@ def test_a_taken_over_worker_commits_nothing_more(
     assert node_runs(runs, b.pid) == ["draft", "check_a", "check_b", "review", "publish"]
     assert_applied_once(app, "t")
     assert "lost" in a.named(), a.named()
+
+
+class Steps(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def gated_graph(entered: list[threading.Event], gates: list[threading.Event]) -> Graph[Steps]:
+    """``first -> slow -> last``; the n-th run of ``slow`` sets ``entered[n]`` and waits for
+    ``gates[n]``."""
+    h = Graph(Steps)
+    calls: list[int] = []
+
+    @h.node(start=True, then="slow")
+    def first(state: Steps) -> dict[str, object]:
+        return {"log": ["first"]}
+
+    @h.node(then="last")
+    def slow(state: Steps) -> dict[str, object]:
+        n = len(calls)
+        calls.append(n)
+        entered[n].set()
+        assert gates[n].wait(30)
+        return {"log": [f"slow#{n}"]}
+
+    @h.node(then=END)
+    def last(state: Steps) -> dict[str, object]:
+        return {"log": ["last"]}
+
+    return h
+
+
+@pytest.mark.parametrize("kind", ["postgres", "sqlite"])
+def test_a_run_released_on_stop_gets_no_commit_from_the_worker_that_released_it(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A worker in your process stops (``stop()``) while a node still runs; after
+    ``grace_s`` it releases the run, which B claims. When the old node returns, its commit
+    is refused: the released run is B's alone, and ``last`` runs once, in B."""
+    saver: PostgresSaver | SqliteSaver = (
+        PostgresSaver(request.getfixturevalue("postgres_url"))
+        if kind == "postgres"
+        else SqliteSaver(tmp_path / "c.sqlite")
+    )
+    entered = [threading.Event(), threading.Event()]
+    gates = [threading.Event(), threading.Event()]
+    app = gated_graph(entered, gates).compile(checkpointer=saver)
+    app.submit({"log": []}, thread_id="t")
+    log_a = io.StringIO()
+    a = Worker(app, lease_s=30, grace_s=0.1, poll_s=0.01, log=log_a, name="A")
+    a_thread = threading.Thread(target=a.run, daemon=True)
+    b = Worker(app, lease_s=30, poll_s=0.01, log=None, name="B")
+    b_thread = threading.Thread(target=b.run, daemon=True)
+    try:
+        a_thread.start()
+        assert entered[0].wait(30)
+        a.stop()
+        a_thread.join(30)
+        assert '"event": "released"' in log_a.getvalue()
+        b_thread.start()
+        assert entered[1].wait(30)
+        gates[0].set()  # A's node returns while B's runs
+        deadline = time.monotonic() + 30
+        while '"event": "lost"' not in log_a.getvalue():
+            assert time.monotonic() < deadline, log_a.getvalue()
+            time.sleep(0.01)
+        gates[1].set()
+        assert app.wait("t", timeout=30).state["log"] == ["first", "slow#1", "last"]
+    finally:
+        for gate in gates:
+            gate.set()
+        b.stop()
+        b_thread.join(30)
+    writers = [node for c in saver.checkpoints("t") for node, _ in c.writes]
+    assert writers == ["__input__", "first", "slow", "last"]
+    saver.close()
