@@ -67,3 +67,33 @@ def test_a_fence_that_passes_changes_nothing(saver: SqliteSaver | PostgresSaver)
     assert len(calls) == 5
     assert [c.checkpoint_id for c in saver.checkpoints("t")] == ["1", "2", "3", "4"]
     assert saver.pending_writes("t", "4")[1]["update"] == {"n": 5}
+
+
+def test_a_claim_cannot_slip_in_between_a_workers_check_and_its_commit(
+    postgres_url: str,
+) -> None:
+    """PostgreSQL: while a write that passed its lease's fence is not yet committed, a claim
+    of the (expired) run skips it; once committed, the claim takes it, and the old
+    claim's next fence refuses."""
+    import psycopg
+    from graphs.worker_graph import g
+
+    from corral.errors import LeaseLostError
+    from corral.workers import queue_for
+
+    with PostgresSaver(postgres_url) as store, psycopg.connect(postgres_url) as conn:
+        conn.autocommit = True
+        queue = queue_for(g.compile(checkpointer=store))
+        queue.submit("t", None, False)
+        held = queue.claim("A", lease_s=0.001)
+        assert held is not None
+        expired = "SELECT lease_until < now() FROM corral_runs WHERE id = %s"
+        while conn.execute(expired, (held.id,)).fetchone() != (True,):
+            pass
+        with conn.transaction():
+            queue.fence(held, "A")(conn)  # A's write passed its check, not yet committed
+            assert queue.claim("B", lease_s=30) is None
+        taken = queue.claim("B", lease_s=30)
+        assert taken is not None and taken.attempts == held.attempts + 1
+        with pytest.raises(LeaseLostError, match="no longer holds run"), conn.transaction():
+            queue.fence(held, "A")(conn)
