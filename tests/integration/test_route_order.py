@@ -28,7 +28,7 @@ from graphs.route_order_graph import g
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import END, Command, Graph, Resume, SqliteSaver, interrupt
+from corral import END, Command, End, Graph, Resume, SqliteSaver, interrupt
 from corral.errors import CheckpointError
 from corral.fingerprint import fingerprint, legacy_fingerprint
 from corral.spec import GraphSpec
@@ -158,7 +158,7 @@ def _permuted(spec: GraphSpec, data: st.DataObject) -> GraphSpec:
 
 
 def fan_graph() -> GraphSpec:
-    """Fan-out ``then=``, a router with several targets and ``Send`` targets, a join."""
+    """Fan-out ``then=``, a join, a router with several targets and one sending to two."""
     from corral import Send
 
     class S(TypedDict):
@@ -170,12 +170,17 @@ def fan_graph() -> GraphSpec:
     f.node("b", then="join")(lambda s: {})
     f.node("c", then="join")(lambda s: {})
     f.node("join", wait_for=("a", "b", "c"))(lambda s: {})
-    f.node("one")(lambda s: {"items": [1]})
-    f.node("two")(lambda s: {"items": [2]})
+    f.node("spread")(lambda s: {})
+    for name in ("one", "two"):
+        f.node(name, then=END, input=int)(lambda n: {"items": [n]})
 
     @f.router("join")
-    def spread(state: S) -> list[Send] | Literal["one", "two", "__end__"]:
-        return [Send("one", None), Send("two", None)] if not state["items"] else END
+    def choose(state: S) -> list[Literal["spread", "one", "two"]] | End:
+        return ["spread"] if not state["items"] else END
+
+    @f.router("spread", max_sends=2)
+    def send(state: S) -> list[Send[Literal["two", "one"]]]:
+        return [Send("one", 1), Send("two", 2)]
 
     return f.spec()
 
@@ -187,3 +192,17 @@ def test_the_fingerprint_does_not_depend_on_the_order_routes_are_listed_in(
 ) -> None:
     for spec in (fan_graph(), g.spec()):
         assert fingerprint(_permuted(spec, data)) == fingerprint(spec)
+
+
+def test_the_fingerprint_tells_other_routes_apart() -> None:
+    """The spec the property permutes reads every kind of route, and a target more or
+    less is another graph."""
+    spec = fan_graph()
+    assert [r.targets.names or r.targets.sends for r in spec.routers] == [
+        ("spread", "one", "two", "__end__"),
+        ("two", "one"),
+    ]
+    first = spec.routers[0]
+    fewer = dataclasses.replace(first.targets, names=("spread", "one"))
+    changed = dataclasses.replace(spec, routers=(dataclasses.replace(first, targets=fewer),))
+    assert fingerprint(changed) != fingerprint(spec)
