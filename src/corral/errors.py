@@ -19,6 +19,7 @@ __all__ = [
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",
     "InvalidUpdateError",
+    "LeaseLostError",
     "NodeCapError",
     "NodeError",
     "RouteError",
@@ -221,6 +222,33 @@ class ConcurrentRunError(CheckpointError):
         self.thread_id = thread_id
         self.expected = expected
         self.newest = newest
+
+
+class LeaseLostError(CheckpointError):
+    """A worker's write refused because the run's lease is no longer the worker's.
+
+    The lease expired (the worker froze, stalled or lost the database) and another worker
+    claimed the run, or the worker released it when it stopped; the run belongs to its new
+    holder now. Nothing of the refused write was stored. ``run_id``, ``thread_id``,
+    ``owner`` (the worker that lost it) and ``attempt`` (its claim's number) say which
+    lease.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: int,
+        thread_id: str,
+        owner: str,
+        attempt: int,
+        path: str | None = None,
+    ) -> None:
+        super().__init__(message, path=path)
+        self.run_id = run_id
+        self.thread_id = thread_id
+        self.owner = owner
+        self.attempt = attempt
 
 
 class ToolError(CorralError, TypeError):

@@ -5,6 +5,11 @@
 kills its own process (SIGKILL) when ``$CORRAL_DIE_AT`` names it and the marker file
 ``$CORRAL_DIE_FLAG`` exists (the marker is removed first, so only one process dies); a node
 waits while ``$CORRAL_HOLD_FLAG`` exists (a slow node, for SIGTERM tests).
+
+For takeover tests: the process stops itself (SIGSTOP) where ``$CORRAL_FREEZE_AT`` says,
+once, while the marker ``$CORRAL_FREEZE_FLAG`` exists: in the node of that name, or with
+``input`` just before a claimed run's input is handed to ``invoke`` (after the worker
+decided the run starts afresh). Each node run appends ``PID NODE`` to ``$CORRAL_RUNS_LOG``.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 import operator
 import os
 import signal
+import threading
 import time
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from corral import END, Graph, interrupt
 
@@ -34,8 +40,46 @@ CLEAN = {
 }
 
 
+def freeze_at(point: str) -> None:
+    """Stop this process (SIGSTOP) if ``$CORRAL_FREEZE_AT`` names ``point``, once."""
+    flag = os.environ.get("CORRAL_FREEZE_FLAG")
+    if os.environ.get("CORRAL_FREEZE_AT") == point and flag and os.path.exists(flag):
+        os.remove(flag)
+        # Stopped outside any queue transaction: a SQLite write lock held while stopped
+        # would stop every other worker too. Sent to this thread, the stop begins here.
+        from corral import workers
+
+        locks = [getattr(q, "_lock", None) for q in list(workers._QUEUES.values())]
+        held = [lock for lock in locks if lock is not None]
+        for lock in held:
+            lock.acquire()
+        try:
+            signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
+        finally:
+            for lock in held:
+                lock.release()
+
+
+if os.environ.get("CORRAL_FREEZE_AT") == "input":
+    import corral.workers.worker as _worker
+
+    _load_input = _worker.load_input
+
+    def _load_then_freeze(run: Any, serializer: Any = None) -> Any:
+        value = _load_input(run, serializer)
+        freeze_at("input")
+        return value
+
+    _worker.load_input = _load_then_freeze
+
+
 def step(name: str) -> dict[str, object]:
-    """Do what every node does: maybe die, maybe wait, then log the run."""
+    """Do what every node does: maybe die, maybe freeze, maybe wait, then log the run."""
+    runs = os.environ.get("CORRAL_RUNS_LOG")
+    if runs:
+        with open(runs, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {name}\n")
+    freeze_at(name)
     flag = os.environ.get("CORRAL_DIE_FLAG")
     if os.environ.get("CORRAL_DIE_AT") == name and flag and os.path.exists(flag):
         os.remove(flag)

@@ -254,3 +254,71 @@ def test_the_worker_command_in_process_gives_back_the_signal_handlers(tmp_path: 
     db = str(tmp_path / "runs.sqlite")
     assert main(["worker", GRAPH, "--db", db, "--until-idle", "--poll", "0.01"]) == 0
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+DEPS_GRAPH = f"{HERE.parent / 'graphs' / 'deps_graph.py'}"
+
+
+def deps_worker(db: str, *args: str) -> list[str]:
+    """The command line of ``corral worker`` on the deps graph."""
+    return [sys.executable, "-m", "corral", "worker", f"{DEPS_GRAPH}:g", "--db", db, *args]
+
+
+@pytest.fixture
+def deps_app(db: str) -> Iterator[CompiledGraph[Any]]:
+    from graphs.deps_graph import g as deps_graph
+
+    saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
+    yield deps_graph.compile(checkpointer=saver)
+    saver.close()
+
+
+def test_the_worker_command_hands_deps_to_every_run(deps_app: CompiledGraph[Any], db: str) -> None:
+    """--deps MODULE:FACTORY: FACTORY() is called once, when the worker starts, and every
+    run the worker makes (from both its threads) reads that object as ctx.deps."""
+    for i in range(3):
+        deps_app.submit({"name": f"n{i}", "answer": ""}, thread_id=f"t{i}")
+    proc = subprocess.Popen(
+        deps_worker(db, "--deps", f"{DEPS_GRAPH}:make_tools", "--until-idle", "--concurrency", "2"),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    answers = [deps_app.wait(f"t{i}", timeout=1).state["answer"] for i in range(3)]
+    assert answers == [f"hello n{i} from client 1 of process {proc.pid}" for i in range(3)]
+
+
+def test_a_worker_hands_its_deps_to_every_run(deps_app: CompiledGraph[Any]) -> None:
+    """Worker(app, deps=...) in a process of your own."""
+    from graphs.deps_graph import Tools
+
+    tools = Tools()
+    deps_app.submit({"name": "ann", "answer": ""}, thread_id="t")
+    Worker(deps_app, poll_s=0.01, log=None, deps=tools).run(until_idle=True)
+    answer = deps_app.wait("t", timeout=1).state["answer"]
+    assert answer == f"hello ann from client {tools.number} of process {os.getpid()}"
+
+
+@pytest.mark.parametrize(
+    ("deps", "says"),
+    [
+        ("make_tools", "must be MODULE:FACTORY"),
+        (f"{DEPS_GRAPH}:nothing", "has no attribute 'nothing'"),
+        ("no_such_module_here:make", "no_such_module_here"),
+    ],
+)
+def test_a_worker_given_bad_deps_takes_no_run(
+    deps_app: CompiledGraph[Any], db: str, deps: str, says: str
+) -> None:
+    deps_app.submit({"name": "ann", "answer": ""}, thread_id="t")
+    done = subprocess.run(
+        deps_worker(db, "--deps", deps, "--until-idle"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert says in " ".join(done.stderr.split()) and "Traceback" not in done.stderr
+    with pytest.raises(WaitTimeoutError):
+        deps_app.wait("t", timeout=0.01)

@@ -24,11 +24,20 @@ fan-out re-runs only the tasks that had not finished. Putting the next checkpoin
 parent supersedes its pending writes: a store drops them in the same transaction, so they
 never accumulate. Both built-in savers implement it; a store without it still works, and a
 crash then re-runs the whole cut superstep.
+
+Fences. Inside ``with fenced(fence):`` every write of the built-in SQL savers (``put``,
+``put_writes``) first calls ``fence`` with the store's connection (``sqlite3`` or
+``psycopg``), inside the write's own transaction, before anything is written; it raises
+to refuse the write, which is then rolled back whole. A worker runs each queued run
+fenced by the run's lease (:mod:`corral.workers`), so a worker whose run was taken over
+commits nothing more, in the run's thread or in a subgraph's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,15 +46,40 @@ from corral.errors import CheckpointError, ConcurrentRunError
 __all__ = [
     "Checkpoint",
     "Checkpointer",
+    "Fence",
     "NewestId",
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
+    "current_fence",
+    "fenced",
     "reads_fresh",
     "stale_parent",
     "taken",
     "unknown_parent",
 ]
+
+
+Fence = Callable[[Any], None]
+"""A condition a write must meet: called with the store's connection inside the write's
+transaction, before anything is written; it raises to refuse the write (see above)."""
+
+_fence: ContextVar[Fence | None] = ContextVar("corral_fence", default=None)
+
+
+@contextmanager
+def fenced(fence: Fence) -> Iterator[None]:
+    """Check ``fence`` in every write a built-in SQL saver makes in this context."""
+    token = _fence.set(fence)
+    try:
+        yield
+    finally:
+        _fence.reset(token)
+
+
+def current_fence() -> Fence | None:
+    """Return the fence the writes of this context must pass (``None``: none)."""
+    return _fence.get()
 
 
 @dataclass(frozen=True)

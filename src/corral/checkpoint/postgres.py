@@ -51,7 +51,14 @@ from corral.checkpoint._pg_schema import (
     redact,
 )
 from corral.checkpoint._stored import Damaged, Fetched, Run, StoredValues, run_ids
-from corral.checkpoint.base import Checkpoint, check_thread_id, stale_parent, taken, unknown_parent
+from corral.checkpoint.base import (
+    Checkpoint,
+    check_thread_id,
+    current_fence,
+    stale_parent,
+    taken,
+    unknown_parent,
+)
 from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
 from corral.checkpoint.sqlite._reading import Read, damaged, decode_rows
 from corral.checkpoint.sqlite.packing import Packer
@@ -198,7 +205,7 @@ class PostgresSaver:
         """
         check_thread_id(checkpoint.thread_id)
         writes = encode_writes(checkpoint, self.serializer)
-        with self._connection("write a checkpoint to") as conn:
+        with self._connection("write a checkpoint to") as conn, _fenced(conn):
             try:
                 self._put(conn, checkpoint, writes, ensure_ascii=False)
             except UnicodeEncodeError:  # a lone surrogate: escape every non-ASCII character
@@ -215,7 +222,7 @@ class PostgresSaver:
         """Save a finished task's ``record`` (see ``TaskWrites``)."""
         check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
-        with self._connection("record a finished task in") as conn:
+        with self._connection("record a finished task in") as conn, _fenced(conn):
             for ascii_only in (False, True):
                 sink = _BlobRows(conn, self._ids)
                 packer = Packer(sink.store, self._blob_ids, {}, ascii_only, self.serializer)
@@ -413,6 +420,19 @@ class PostgresSaver:
         fetch = self._values.fetcher(_texts_of(conn), fetched)
         values = self._values
         return decode_rows(self.where, self.serializer, values, fetch, thread_id, rows, fetched)
+
+
+@contextmanager
+def _fenced(conn: psycopg.Connection[Any]) -> Iterator[None]:
+    """Run the block as it is, or, in a fenced context (``fenced``), in one transaction
+    that passes the fence first."""
+    fence = current_fence()
+    if fence is None:
+        yield
+        return
+    with conn.transaction():
+        fence(conn)
+        yield
 
 
 def _texts_of(conn: psycopg.Connection[Any]) -> Callable[[list[Run]], list[Any]]:

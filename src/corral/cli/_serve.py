@@ -30,7 +30,8 @@ def add_parser(commands: Any, **options: Any) -> None:
             "examples:\n"
             "  corral worker agents/support.py:graph --db postgresql://app@db/agents \\\n"
             "      --concurrency 8\n"
-            "  corral worker agent.py --db runs/checkpoints.sqlite   # workers on one machine"
+            "  corral worker agent.py --db runs/checkpoints.sqlite   # workers on one machine\n"
+            "  corral worker agent.py --db postgresql://app@db/agents --deps agent_tools:clients"
         ),
         **options,
     )
@@ -68,6 +69,14 @@ def add_parser(commands: Any, **options: Any) -> None:
     worker.add_argument(
         "--until-idle", action="store_true", help="stop once no queued run is ready"
     )
+    worker.add_argument(
+        "--deps",
+        metavar="MODULE:FACTORY",
+        help=(
+            "call FACTORY() from MODULE (a dotted name or a .py file) once, when the worker "
+            "starts, and pass the result as deps to every run (nodes read it as ctx.deps)"
+        ),
+    )
     worker.set_defaults(handler=command)
 
 
@@ -85,7 +94,7 @@ def _seconds(text: str) -> float:
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
-    from corral.cli._run import _compile
+    from corral.cli._run import _compile, _deps
     from corral.cli._shell import say
     from corral.cli._show import LoadFailed, load_one
     from corral.errors import GraphError
@@ -95,6 +104,7 @@ def command(args: argparse.Namespace) -> int:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     except LoadFailed:
         return 2
+    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.concurrency + 2)
     try:
         try:
@@ -108,6 +118,7 @@ def command(args: argparse.Namespace) -> int:
             lease_s=args.lease,
             poll_s=args.poll,
             grace_s=args.grace,
+            deps=deps,
         )
 
         def stop(signum: int, frame: object) -> None:

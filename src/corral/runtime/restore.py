@@ -9,6 +9,7 @@ from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.errors import CheckpointError, CorralError
+from corral.fingerprint import same_graph
 from corral.runtime.events import Interrupt, RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
@@ -110,7 +111,7 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
             f"not written by this version of corral; start a new thread"
         )
         raise CheckpointError(msg)
-    if meta["fingerprint"] != tables.fingerprint:
+    if not same_graph(meta["fingerprint"], tables.spec, tables.fingerprint):
         names = [t.get("node") for t in meta.get("next", [])]
         missing = sorted({n for n in names if n not in tables.nodes})
         detail = f" (its next nodes {missing} no longer exist)" if missing else ""

@@ -8,11 +8,10 @@ is read here (not the DSL): the empty value of a reducer key comes from ``KeySpe
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from corral.fingerprint import fingerprint
 from corral.retry import Retry
 from corral.spec import END, GraphSpec, Guard
 
@@ -281,29 +280,3 @@ def _then_tasks(tables: Tables, node: Node) -> tuple[Task, ...] | None:
         return None
     unique = {name: tables.nodes[name] for name in names}.values()
     return tuple(target.task for target in sorted(unique, key=lambda target: target.order))
-
-
-def fingerprint(spec: GraphSpec) -> str:
-    """Return a short hash of the node names and their routes.
-
-    A checkpoint records it so that resuming with a graph whose nodes or routes changed is
-    detected instead of running the wrong node.
-    """
-    shape: list[Any] = []
-    for ns in spec.nodes:
-        routers = [
-            [list(r.targets.names or ()), list(r.targets.sends)]
-            for r in spec.routers
-            if r.source == ns.name
-        ]
-        shape.append(
-            [
-                ns.name,
-                list(ns.then or ()),
-                list(ns.command.names or ()) if ns.command is not None else None,
-                routers,
-                sorted(ns.wait_for),
-            ]
-        )
-    text = json.dumps(shape, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -13,11 +13,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from corral.checkpoint._pg_schema import error_for
-from corral.workers.queue import Outcome, QueuedRun
+from corral.workers.queue import Outcome, QueuedRun, lease_lost
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
+
+    from corral.checkpoint.base import Fence
 
 __all__ = ["PostgresQueue"]
 
@@ -36,6 +38,16 @@ WHERE id = (
     ORDER BY r.id FOR UPDATE SKIP LOCKED LIMIT 1)
 RETURNING id, thread, input, resume, base, attempts
 """
+
+_HELD = """
+SELECT 1 FROM corral_runs
+WHERE id = %s AND owner = %s AND attempts = %s AND status = 'running'
+FOR KEY SHARE
+"""
+"""The fence of a worker's write, in the write's transaction. The row lock (held until the
+write commits) makes a claim skip the run meanwhile (``SKIP LOCKED``); a claim that locked
+it first makes the check wait for the claim and then see the new owner. ``KEY SHARE``
+does not hold up the heartbeat's renewal (an ``UPDATE`` of other columns)."""
 
 
 class PostgresQueue:
@@ -127,6 +139,16 @@ class PostgresQueue:
                 (thread_id,),
             ).fetchone()
         return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
+
+    def fence(self, run: QueuedRun, owner: str) -> Fence:
+        where = self.where
+
+        def held(conn: psycopg.Connection[Any]) -> None:
+            row = conn.execute(_HELD, (run.id, owner, run.attempts)).fetchone()
+            if row is None:
+                raise lease_lost(run, owner, where)
+
+        return held
 
     def close(self) -> None:
         """Leave the pool to its saver."""

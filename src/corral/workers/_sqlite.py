@@ -14,9 +14,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, error_for, execute_patiently
-from corral.workers.queue import Outcome, QueuedRun
+from corral.workers.queue import Outcome, QueuedRun, lease_lost
+
+if TYPE_CHECKING:
+    from corral.checkpoint.base import Fence
 
 __all__ = ["SqliteQueue"]
 
@@ -45,6 +49,10 @@ WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < :now))
         SELECT 1 FROM corral_runs AS e
         WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
 ORDER BY r.id LIMIT 1
+"""
+
+_HELD = """
+SELECT 1 FROM corral_runs WHERE id = ? AND owner = ? AND attempts = ? AND status = 'running'
 """
 
 
@@ -160,6 +168,16 @@ class SqliteQueue:
                 (thread_id,),
             ).fetchone()
         return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
+
+    def fence(self, run: QueuedRun, owner: str) -> Fence:
+        where = self.where
+
+        def held(conn: sqlite3.Connection) -> None:
+            # Inside the write's BEGIN IMMEDIATE: no claim can commit until the write does.
+            if conn.execute(_HELD, (run.id, owner, run.attempts)).fetchone() is None:
+                raise lease_lost(run, owner, where)
+
+        return held
 
     def close(self) -> None:
         """Close this process's connection to the file."""

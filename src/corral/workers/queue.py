@@ -13,10 +13,19 @@ by heartbeat; a claim takes a run that is queued or whose lease expired, and nev
 a thread that has an older run still queued or running, so the runs of one thread go one
 after another in submission order. Every change a worker makes to a run it holds is
 conditional on ``owner`` still being itself, so a worker whose lease was taken over cannot
-mark the run finished. The lease is only a way to hand work out: what makes two workers
-that both believe they hold a thread safe is the checkpointer's compare-and-set (a step
-committed against a stale parent is refused), so no node's committed run is ever stored
-twice.
+mark the run finished.
+
+The lease also guards the thread. A claim is numbered (``attempts``), and every write a
+worker makes for a run (each checkpoint, each finished task, in the run's thread and in
+its subgraphs' threads) is fenced by it (:meth:`RunQueue.fence`): the write's own
+transaction first checks that the run is still ``running`` under this owner and this
+claim, and refuses the write with ``LeaseLostError`` otherwise. On PostgreSQL the check
+locks the run's row (``FOR KEY SHARE``) until the write commits, so a claim, which skips
+locked rows, cannot slip in between; on SQLite the write lock orders them. So once
+another worker claimed the run, a worker that lost it (frozen, stalled, cut off, or
+released at shutdown) commits nothing more: not a step, and not the run's input a second
+time. The checkpointer's compare-and-set still refuses a step committed against a stale
+parent by any other writer of the thread.
 
 ``base`` is the thread's newest checkpoint id when the run was first started ("" for a new
 thread). A worker that takes a run over compares it with the thread's newest checkpoint:
@@ -30,10 +39,20 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
 from corral.control import Resume
+from corral.errors import LeaseLostError
 
-__all__ = ["FINISHED", "Outcome", "QueuedRun", "RunQueue", "dump_input", "load_input"]
+__all__ = [
+    "FINISHED",
+    "Outcome",
+    "QueuedRun",
+    "RunQueue",
+    "dump_input",
+    "lease_lost",
+    "load_input",
+]
 
 FINISHED: Final = frozenset({"done", "interrupted", "failed"})
 """The statuses of a run that left the queue."""
@@ -98,9 +117,28 @@ class RunQueue(Protocol):
         """Return the status of the newest run submitted to the thread."""
         ...
 
+    def fence(self, run: QueuedRun, owner: str) -> Fence:
+        """Return the check every write of ``run`` by ``owner`` must pass: the run is still
+        ``running`` under ``owner`` and claim ``run.attempts`` (else ``LeaseLostError``)."""
+        ...
+
     def close(self) -> None:
         """Close what the queue opened."""
         ...
+
+
+def lease_lost(run: QueuedRun, owner: str, where: str) -> LeaseLostError:
+    """Return the error for a write of ``run`` refused because ``owner`` lost its lease."""
+    msg = (
+        f"worker {owner!r} no longer holds run {run.id} of thread {run.thread_id!r} "
+        f"(its claim {run.attempts}): its lease expired and another worker claimed the run, "
+        "or it released the run on stop; this write was refused and whoever holds the run "
+        "now goes on with it. If this happens often, raise lease_s (--lease) above the "
+        "longest stall of a worker"
+    )
+    return LeaseLostError(
+        msg, run_id=run.id, thread_id=run.thread_id, owner=owner, attempt=run.attempts, path=where
+    )
 
 
 def dump_input(value: Any, serializer: Serializer | None = None) -> tuple[str | None, bool]:

@@ -8,10 +8,14 @@ runs again.
 
 What can go wrong, and what the worker does:
 
-- Its commit is refused (``ConcurrentRunError``): another worker wrote the thread first,
-  because this worker's lease expired while a node ran. If the lease is still its own (the
-  other writer was a worker that had lost it), it continues from the new last checkpoint;
-  otherwise it drops the run, whose new owner carries on.
+- Another worker took the run over (this worker's lease expired while it was frozen,
+  stalled or cut off): its next write for the run is refused (``LeaseLostError``: every
+  write of a run is fenced by its claim, see :mod:`corral.workers.queue`), and it drops
+  the run (``lost``), whose new owner carries on. The node it had in flight ran, but
+  nothing of it or after it is committed by this worker.
+- Its commit is refused (``ConcurrentRunError``): another writer of the thread committed
+  first (an ``invoke`` outside the queue). If the lease is still its own, it continues
+  from the new last checkpoint; otherwise it drops the run.
 - The database is unreachable (``CheckpointError``): it waits and tries again, continuing
   from the last checkpoint, for as long as its lease can still be valid; after that the
   run is left to whoever claims it next.
@@ -37,7 +41,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from corral.errors import CheckpointError, ConcurrentRunError, CorralError, SerializationError
+from corral.checkpoint.base import fenced
+from corral.errors import (
+    CheckpointError,
+    ConcurrentRunError,
+    CorralError,
+    LeaseLostError,
+    SerializationError,
+)
 from corral.runtime.app import CompiledGraph
 from corral.workers.queue import QueuedRun, RunQueue, load_input
 
@@ -57,6 +68,9 @@ class Worker:
         grace_s: after ``stop()``, how long runs may take to finish before release.
         log: where the JSON event lines go (``None``: nowhere).
         name: this worker's id in the queue and the log (default ``host:pid:random``).
+        deps: handed to every run as ``invoke(..., deps=deps)``, so nodes and routers find
+            it as ``ctx.deps`` (tool clients): one object for every run this worker makes,
+            from all its threads at once, so it must be safe to share between threads.
     """
 
     def __init__(
@@ -70,6 +84,7 @@ class Worker:
         grace_s: float = 30.0,
         log: TextIO | None = sys.stderr,
         name: str | None = None,
+        deps: Any = None,
     ) -> None:
         from corral.workers import queue_for
 
@@ -85,6 +100,7 @@ class Worker:
         self.grace_s = grace_s
         self.log = log
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.deps = deps
         self.finished = 0
         """Runs this worker marked done, interrupted or failed."""
         self._stop = threading.Event()
@@ -222,7 +238,11 @@ class Worker:
                     base = newest
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
-                result = self.app.invoke(value, thread_id=run.thread_id)
+                with fenced(self.queue.fence(run, self.name)):
+                    result = self.app.invoke(value, thread_id=run.thread_id, deps=self.deps)
+            except LeaseLostError:
+                self.emit("lost", run=run.id, thread=run.thread_id, attempt=run.attempts)
+                return
             except ConcurrentRunError as exc:
                 self.emit("conflict", run=run.id, thread=run.thread_id, newest=exc.newest)
                 if not self._still_held(run.id):

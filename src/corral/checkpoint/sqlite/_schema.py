@@ -15,6 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from corral.checkpoint.base import current_fence
 from corral.checkpoint.sqlite._layout import (
     PENDING,
     SCHEMA,
@@ -212,7 +213,8 @@ def transaction(
 ) -> Iterator[None]:
     """Run the block in one transaction: committed at its end, rolled back on any exception.
 
-    A write transaction takes the write lock at once (``BEGIN IMMEDIATE``); a read
+    A write transaction takes the write lock at once (``BEGIN IMMEDIATE``) and then calls
+    the context's fence (see :func:`~corral.checkpoint.base.fenced`); a read
     transaction takes its snapshot at once. Either waits for another connection up to
     ``timeout_s`` (at least one slice of SQLite's own wait) where a Ctrl-C gets through
     (:func:`execute_patiently`); the block's statements then never wait (WAL mode).
@@ -226,6 +228,9 @@ def transaction(
             execute_patiently(conn, timeout_s, "PRAGMA schema_version")  # reads: a snapshot
         else:
             execute_patiently(conn, timeout_s, "BEGIN IMMEDIATE")
+            fence = current_fence()
+            if fence is not None:
+                fence(conn)
         yield
         conn.execute("COMMIT")
     except BaseException:

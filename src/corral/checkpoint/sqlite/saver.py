@@ -18,6 +18,7 @@ from corral.checkpoint._stored import Damaged, StoredValues
 from corral.checkpoint.base import (
     Checkpoint,
     check_thread_id,
+    current_fence,
     stale_parent,
     taken,
     unknown_parent,
@@ -320,7 +321,7 @@ class SqliteSaver:
     ) -> None:
         thread = self._threads.get(checkpoint.thread_id)
         start = None if thread is None else self._next_seq.get(thread)
-        if start is not None and checkpoint.newest_read is None:
+        if start is not None and checkpoint.newest_read is None and current_fence() is None:
             assert thread is not None
             if self._put_numbered(conn, checkpoint, writes, ensure_ascii, thread, start):
                 return
