@@ -115,6 +115,8 @@ class _Child:
     received: bytearray = field(default_factory=bytearray)
     status: int | None = None
     timed_out: bool = False
+    imported: list[str] = field(default_factory=list)
+    """Top-level packages the child reported importing (a hint, see :func:`_warm`)."""
 
 
 def serve(timeout_s: float, jobs: int) -> None:
@@ -138,6 +140,8 @@ def serve(timeout_s: float, jobs: int) -> None:
 
 
 def _loop(children: dict[int, _Child], devnull: int, timeout_s: float, jobs: int) -> None:
+    startup_path = list(sys.path)
+    tried: set[str] = set()
     waiting: list[tuple[int, dict[str, Any]]] = []
     pending = b""
     while True:
@@ -157,6 +161,7 @@ def _loop(children: dict[int, _Child], devnull: int, timeout_s: float, jobs: int
             if _step(child, readable):
                 del children[child.pipe]
                 _answer(child)
+                _warm(child.imported, tried, startup_path)
 
 
 _WARM_UP = """
@@ -228,6 +233,7 @@ def _child(request: dict[str, Any], write: int, devnull: int) -> None:
         os.dup2(write, _RESULT_FD)
         os.closerange(_RESULT_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 4096))
         me = os.getpid()
+        before = set(sys.modules)
         path = str(request["path"])
         try:
             found = import_modules(
@@ -240,7 +246,11 @@ def _child(request: dict[str, Any], write: int, devnull: int) -> None:
             reports = [_unexpected(path, exc)]
         if os.getpid() == me:  # a copy the module forked does not answer for it
             data = encode_reports(reports)
-            _write(_RESULT_FD, FRAME.pack(len(data)) + data)
+            # Second frame: the top-level packages this module imported, which the worker
+            # may import itself (installed ones only, see _warm) so later children have them.
+            tops = sorted({name.partition(".")[0] for name in set(sys.modules) - before})
+            names = json.dumps(tops).encode()
+            _write(_RESULT_FD, FRAME.pack(len(data)) + data + FRAME.pack(len(names)) + names)
     finally:
         os._exit(0)
 
@@ -308,11 +318,11 @@ def _answer(child: _Child) -> None:
             os.close(fd)
     header: dict[str, Any] = {"id": child.ident}
     data = bytes(child.received)
-    size = FRAME.unpack(data[: FRAME.size])[0] if len(data) >= FRAME.size else -1
+    frames = _frames(data)
     status = child.status if child.status is not None else 0
-    if 0 <= size <= MAX_REPORT_BYTES and len(data) == FRAME.size + size:
-        header["size"] = size
-        body = data[FRAME.size :]
+    if frames is not None:
+        body, child.imported = frames
+        header["size"] = len(body)
     elif child.timed_out:
         header["timeout"] = True
         body = b""
@@ -326,6 +336,74 @@ def _answer(child: _Child) -> None:
         header["garbled"] = True
         body = b""
     _write(1, (json.dumps(header) + "\n").encode() + body)
+
+
+def _frames(data: bytes) -> tuple[bytes, list[str]] | None:
+    """Split a child's bytes into its report and its imported names; ``None`` if malformed."""
+    parts: list[bytes] = []
+    while data and len(parts) < 2:
+        if len(data) < FRAME.size:
+            return None
+        (size,) = FRAME.unpack(data[: FRAME.size])
+        if size > MAX_REPORT_BYTES or len(data) < FRAME.size + size:
+            return None
+        parts.append(data[FRAME.size : FRAME.size + size])
+        data = data[FRAME.size + size :]
+    if data or not parts:
+        return None
+    names: list[str] = []
+    if len(parts) == 2:
+        try:
+            loaded = json.loads(parts[1])
+        except ValueError:
+            return None
+        if isinstance(loaded, list):
+            names = [n for n in loaded if isinstance(n, str) and n.isidentifier()]
+    return parts[0], names
+
+
+def _trusted_folders() -> tuple[str, ...]:
+    """Return the folders of the standard library and of installed packages."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    found = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    found += site.getsitepackages() if hasattr(site, "getsitepackages") else []
+    return tuple(os.path.realpath(f) + os.sep for f in found)
+
+
+def _warm(names: list[str], tried: set[str], startup_path: list[str]) -> None:
+    """Import, in the worker, the installed packages a child imported, for later children.
+
+    A project's modules often import one heavy package each (LangGraph, an SDK); without
+    this every child would import it again. Only a package found on the worker's own
+    start-up path (never the linted folders or the current folder: the worker runs with
+    ``-P``) and installed in the standard library or site-packages is imported, so no
+    linted module's code runs in the worker; the names a child reports are a hint at most.
+    """
+    import importlib
+    import importlib.util
+
+    wanted = [n for n in names if n not in sys.modules and n not in tried]
+    if not wanted:
+        return
+    trusted = _trusted_folders()
+    saved = sys.path
+    sys.path = list(startup_path)
+    try:
+        for name in wanted:
+            tried.add(name)
+            try:
+                spec = importlib.util.find_spec(name)
+                origin = spec.origin if spec is not None else None
+                if origin and os.path.realpath(origin).startswith(trusted):
+                    importlib.import_module(name)
+            except Exception:  # an installed package that fails to import: children will say
+                continue
+    finally:
+        sys.path = saved
+    gc.freeze()
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -183,7 +183,7 @@ class _Process:
     def start(cls, timeout_s: float, jobs: int) -> _Process:
         code = f"from corral.cli._forks import serve; serve({timeout_s!r}, {jobs!r})"
         popen = subprocess.Popen(
-            [sys.executable, "-c", code],
+            [sys.executable, "-P", "-c", code],  # -P: the current folder is not on its path
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
