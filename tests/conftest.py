@@ -6,7 +6,30 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from leftovers import left_behind, mark_run
 from postgres_cluster import Cluster, find_bin
+
+_RUN: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Mark this run, so the processes it starts can be found at its end."""
+    if os.path.isdir("/proc"):
+        _RUN.append(mark_run())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when a process it started is still running at its end."""
+    if not _RUN:
+        return
+    left = left_behind(_RUN[0])
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["processes the test run left running (a test must stop what it starts):"]
+        lines += [f"  {line}" for line in left]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -337,3 +337,13 @@ def test_every_kind_of_broken_example_is_there() -> None:
     assert "CR103" in codes["dead_node"]
     assert "CR301" in codes["missing_reducer"]
     assert "CR101" in codes["typo_route"]
+
+
+def test_the_first_example_of_corral_help_exits_0() -> None:
+    """The first command ``corral --help`` shows, run from the repository, exits 0."""
+    helped = corral("--help")
+    lines = helped.stdout.split("examples:\n", 1)[1].splitlines()
+    first = shlex.split(lines[0].strip())
+    assert first[0] == "corral"
+    proc = corral(*first[1:])
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -8,9 +8,14 @@ and reports the same findings.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -143,20 +148,17 @@ def test_draw_refuses_a_fifo(tree: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "not a regular file" in capsys.readouterr().err
 
 
-def test_the_worker_is_reused_across_modules(
+def test_modules_are_imported_outside_lints_process(
     tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Modules are imported by one worker: its pid is the same for every module."""
+    """Modules are imported in worker processes: lint's own process never imports them."""
     for name in ("a", "b", "c"):
         (tree / f"pid_{name}.py").write_text(
             "import corral, os, sys\nsys.stderr.write(f'pid={os.getpid()}\\n')\n"
         )
     code = main(["lint", "tree"])
     assert code == 1
-    # The worker writes to the real stderr (fd 2), which capsys does not see; the parent
-    # itself never imported the modules.
-    import sys
-
+    # The worker writes to the real stderr (fd 2), which capsys does not see.
     assert not any(name.startswith("pid_") for name in sys.modules)
 
 
@@ -269,3 +271,193 @@ def test_same_named_nodes_in_two_files_keep_their_own_writes(
     assert writes[(os.path.join("pair", "alpha.py"), "work")] == {"a"}
     assert writes[(os.path.join("pair", "beta.py"), "work")] == {"b"}
     assert writes[(os.path.join("pair", "beta.py"), "other")] == {"a"}
+
+
+# -- a module spoils only its own report (issue 31, point 6) ------------------------------
+
+
+def _loops(tree: Path, count: int) -> list[str]:
+    """Write ``count`` files with a CR201 each; return their paths as lint shows them."""
+    names = []
+    for index in range(count):
+        (tree / f"loop_{index}.py").write_text(
+            UNGUARDED.replace("Graph(State)", f"Graph(State, name='l{index}')")
+        )
+        names.append(os.path.join("tree", f"loop_{index}.py"))
+    return names
+
+
+def _flagged(out: str) -> set[str]:
+    return {line.split(":")[0] for line in out.splitlines() if ": CR201 " in line}
+
+
+def _errors(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error: ")]
+
+
+def test_lint_never_unpickles_or_trusts_what_a_module_writes(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module writing a pickle and a fake empty answer into every pipe it holds runs no
+    code in lint, and every other file keeps its findings; the module alone is named."""
+    marker = tmp_path / "unpickled"
+    (tree / "aaa_forges.py").write_text(
+        textwrap.dedent(
+            f"""\
+            import corral, json, os, pickle, stat, struct
+
+            class Bomb:
+                def __reduce__(self):
+                    return (open, ({str(marker)!r}, "w"))
+
+            payloads = [pickle.dumps(Bomb()), b'[]', b'{{"id": 0, "size": 2}}\\n[]']
+            for fd in range(3, 256):
+                try:
+                    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                        continue
+                    for data in payloads:
+                        os.write(fd, struct.pack("!I", len(data)) + data)
+                except OSError:
+                    pass
+            """
+        )
+    )
+    looping = _loops(tree, 6)
+    code, out, err = lint(capsys, "tree")
+    assert not marker.exists()
+    assert _flagged(out) == {os.path.join("tree", "looping.py"), *looping}
+    assert code == 2
+    assert _errors(err) == [
+        f"error: cannot import {os.path.join('tree', 'aaa_forges.py')}: importing it sent lint "
+        "an unreadable report (it wrote to lint's pipe)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "import corral.found\ncorral.found.Target.check = lambda self: []\n",
+        "import corral.analysis\ncorral.analysis.analyse = lambda spec: []\n"
+        "import corral.found\ncorral.found.Target.check = lambda self: []\n",
+        "import sys\nfor m in list(sys.modules):\n    if m.startswith('corral.cli'):\n"
+        "        setattr(sys.modules[m], 'check_target', None)\n"
+        "        setattr(sys.modules[m], 'check_module', None)\n",
+    ],
+)
+def test_a_module_that_patches_corral_spoils_no_other_file(
+    tree: Path, patch: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A module replacing corral's check functions at import changes no later file's result."""
+    (tree / "aaa_patches.py").write_text("import corral\n" + patch)
+    looping = _loops(tree, 4)
+    code, out, err = lint(capsys, "tree")
+    assert _flagged(out) == {os.path.join("tree", "looping.py"), *looping}, err
+    assert code in (1, 2)
+    assert all("aaa_patches.py" in line for line in _errors(err))
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["import os\nos._exit(0)\n", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n"],
+)
+def test_files_checked_before_a_module_ends_its_process_keep_their_findings(
+    tree: Path, body: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ten files with a CR201 each, then one that ends its process: all ten are flagged and
+    only the last is named."""
+    looping = _loops(tree, 10)
+    (tree / "zzz_ends.py").write_text("import corral\n" + body)
+    code, out, err = lint(capsys, "tree")
+    assert _flagged(out) == {os.path.join("tree", "looping.py"), *looping}
+    assert code == 2
+    errors = _errors(err)
+    assert len(errors) == 1 and os.path.join("tree", "zzz_ends.py") in errors[0], errors
+
+
+def _lint_process(tree: Path, *, shell: bool = False) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "corral", "lint", tree.name, "--import-timeout", "3"]
+    command: list[str] | str = argv
+    if shell:
+        command = " ".join(shlex.quote(a) for a in argv) + " 2>&1 | cat"
+    return subprocess.run(
+        command,
+        shell=shell,
+        cwd=tree.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,  # a module that kills its process group never reaches pytest
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "os.kill(os.getppid(), signal.SIGKILL)\n",
+        "os.killpg(0, signal.SIGKILL)\n",
+        "os.kill(0, signal.SIGKILL)\n",
+        "os.kill(os.getppid(), signal.SIGSTOP)\n",
+    ],
+)
+def test_a_module_that_kills_its_parent_or_group_cannot_end_lint(tree: Path, body: str) -> None:
+    """Killing (or stopping) the parent or the process group reaches lint's worker at most:
+    lint exits 2 naming that module alone, and every other file keeps its findings."""
+    (tree / "mmm_kills.py").write_text("import corral, os, signal\n" + body)
+    looping = _loops(tree, 6)
+    done = _lint_process(tree)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert _flagged(done.stdout) == {os.path.join("tree", "looping.py"), *looping}
+    errors = _errors(done.stderr)
+    assert len(errors) == 1 and os.path.join("tree", "mmm_kills.py") in errors[0], errors
+
+
+@pytest.mark.parametrize("leaves", ["in its group", "in a session of its own"])
+def test_a_process_a_module_leaves_behind_does_not_keep_lint_running(
+    tree: Path, tmp_path: Path, leaves: str
+) -> None:
+    """A module forking a sleeper that holds stderr: ``corral lint ... 2>&1 | cat`` ends at
+    once; a sleeper left in the module's process group is killed with it."""
+    pid_file = tmp_path / "sleeper.pid"
+    escape = "os.setsid()\n        " if leaves == "in a session of its own" else ""
+    (tree / "aaa_forks.py").write_text(
+        "import corral, os, time\n"
+        "if os.fork() == 0:\n"
+        f"    try:\n        {escape}open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "        time.sleep(30)\n"
+        "    finally:\n        os._exit(0)\n"
+    )
+    try:
+        done = _lint_process(tree, shell=True)
+        assert done.returncode == 0  # the status of `cat`; lint's findings are in the text
+        assert "tree/looping.py:19:1: CR201" in done.stdout
+        sleeper = int(pid_file.read_text())
+        if leaves == "in its group":
+            _wait_gone(sleeper)
+    finally:
+        if pid_file.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def _wait_gone(pid: int) -> None:
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{pid}/stat") as handle:
+            if handle.read().split(")")[-1].split()[0] == "Z":
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} a module left in its group is still running")
+
+
+def test_a_module_that_forks_and_carries_on_is_reported_once(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both copies of a module that calls os.fork() run on; its graph is reported once."""
+    (tree / "looping.py").write_text("import os\nos.fork()\n" + UNGUARDED)
+    code, out, err = lint(capsys, "tree", "--format", "json")
+    assert code == 1, err
+    assert [d["code"] for d in json.loads(out)] == ["CR201"]

@@ -108,3 +108,52 @@ def test_reading_and_linting_langgraph_graphs_does_not_import_langgraph() -> Non
     loaded = modules_after("import corral.langgraph, corral.analysis, corral.cli, corral.loader")
     assert "corral.langgraph" in loaded
     assert not {name for name in loaded if name.split(".")[0] in ("langgraph", "langchain_core")}
+
+
+def test_every_public_error_is_importable_from_corral() -> None:
+    """``from corral import RunFailedError`` and every other public error class works."""
+    import inspect
+
+    import corral.errors
+
+    public = {
+        name
+        for name, value in vars(corral.errors).items()
+        if inspect.isclass(value)
+        and issubclass(value, corral.errors.CorralError)
+        and not name.startswith("_")
+    }
+    assert public <= set(corral.__all__)
+    from corral import RunFailedError, WaitTimeoutError
+
+    assert RunFailedError is corral.errors.RunFailedError
+    assert issubclass(WaitTimeoutError, TimeoutError)
+
+
+def test_every_name_the_docs_import_from_corral_exists() -> None:
+    """Each ``from corral import ...`` in the docs, README and examples names a public name."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "examples").rglob("*.py")]
+    names = set()
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        for found in re.finditer(r"^\s*from corral import (\([^)]*\)|.+)$", text, re.MULTILINE):
+            for item in found.group(1).split("#")[0].strip("() ").split(","):
+                if item.strip():
+                    names.add(item.split()[0])  # "X as y" imports X
+    missing = sorted(name for name in names if name not in corral.__all__)
+    assert missing == []
+
+
+def test_the_telemetry_extra_installs_what_otel_does() -> None:
+    """``pip install 'corral[telemetry]'`` is an alias of ``corral[otel]``."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert extras["telemetry"] == [f"{project['project']['name']}[otel]"]
+    assert extras["otel"]

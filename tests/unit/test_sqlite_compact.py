@@ -72,7 +72,8 @@ def compiled(conn: sqlite3.Connection, sql: str) -> tuple[Any, ...]:
     """Return what SQLite makes of ``sql``: its program, rows and column names (or its
     error). The program's texts that only echo the source (a trigger statement's trace, a
     CHECK's message) or a pointer (a virtual table's) are left out."""
-    params = (3,) if "?1" in sql else ()
+    # ?1 is a numbered parameter: bound by name, as Python 3.12 deprecates a sequence for it
+    params: dict[str, int] = {"1": 3} if "?1" in sql else {}
     try:
         program = [
             (*op[:5], None if op[1] in _ECHOES else op[5], *op[6:])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from corral._where import parse_db
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 
@@ -15,28 +16,31 @@ _SCHEMES = ("postgresql://", "postgres://")
 def is_postgres_url(db: str) -> bool:
     """Return whether ``db`` names a PostgreSQL database rather than a SQLite file.
 
-    >>> is_postgres_url("postgresql://db.example/agents"), is_postgres_url("runs/c.sqlite")
+    >>> is_postgres_url("PostgreSQL://db.example/agents"), is_postgres_url("runs/c.sqlite")
     (True, False)
     """
-    return db.startswith(_SCHEMES)
+    return db.lower().startswith(_SCHEMES)
 
 
 def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
     """Return a ``PostgresSaver`` for a ``postgresql://`` URL, else a ``SqliteSaver`` for the
-    file ``db`` (its folder is created).
+    file ``db`` names (``FILE`` or ``sqlite:FILE``; its folder is created).
 
     Args:
         max_size: the most connections a ``PostgresSaver`` opens at once.
 
     Raises:
-        CheckpointError: the database cannot be opened (the message says why).
+        CheckpointError: a ``--db`` form corral does not take (see
+            :func:`~corral._where.parse_db`), or the database cannot be opened
+            (the message says why).
     """
-    if is_postgres_url(db):
-        return PostgresSaver(db, max_size=max_size)
-    folder = os.path.dirname(db)
+    where = parse_db(db)
+    if where.kind == "postgres":
+        return PostgresSaver(where.target, max_size=max_size)
+    folder = os.path.dirname(where.target)
     if folder:
         os.makedirs(folder, exist_ok=True)
-    return SqliteSaver(db)
+    return SqliteSaver(where.target)
 
 
 def shown_db(db: str) -> str:

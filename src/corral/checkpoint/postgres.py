@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from corral._where import check_conninfo
 from corral.checkpoint._pg_schema import (
     CHAIN,
     PUT_FIRST,
@@ -161,6 +162,7 @@ class PostgresSaver:
         self.timeout_s = timeout_s
         self._own_pool = isinstance(conninfo, str)
         if isinstance(conninfo, str):
+            check_conninfo(conninfo)  # the driver's own error would repeat the password
             self.where = redact(conninfo)
             try:  # a clear error now (server down, no such database), not at the first put
                 with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:

@@ -14,6 +14,7 @@ CR201 unguarded-cycle (error)
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import traceback
@@ -22,6 +23,9 @@ from typing import Any
 
 from corral import __version__
 from corral.cli import _lint, _port, _serve, _show
+from corral.cli._options import positive as _positive
+from corral.cli._options import seconds as _seconds
+from corral.cli._options import thread_id as _thread_id
 from corral.cli._report import FORMATS
 from corral.cli._shell import say
 from corral.errors import CorralError
@@ -49,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check, draw and run corral graphs.",
         epilog=(
             "examples:\n"
-            "  corral lint examples                 check every graph under examples/\n"
+            "  corral lint examples --exclude examples/broken\n"
+            "                                       check every graph under examples/ but the\n"
+            "                                       deliberately broken ones\n"
             "  corral draw examples/draft_loop.py   print a Mermaid flowchart\n"
             "  corral cycles examples/draft_loop.py list the loops and their guards\n"
             "  corral run examples/draft_loop.py --deps examples/draft_loop.py:FakeWriter \\\n"
@@ -162,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     draw.add_argument(
         "--thread",
+        type=_thread_id,
         metavar="ID",
         help="draw the routes this thread took (thick, ×N) and its guard counts (with --db)",
     )
@@ -291,7 +298,7 @@ def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None
         epilog="examples:\n  corral history t1 --db runs.sqlite --format json",
         formatter_class=_formatter,
     )
-    past.add_argument("thread", metavar="THREAD")
+    past.add_argument("thread", type=_thread_id, metavar="THREAD")
     past.set_defaults(handler=_threads.history)
     now = commands.add_parser(
         "show",
@@ -306,7 +313,7 @@ def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None
         epilog="examples:\n  corral show t1 --db runs.sqlite --graph agent.py",
         formatter_class=_formatter,
     )
-    now.add_argument("thread", metavar="THREAD")
+    now.add_argument("thread", type=_thread_id, metavar="THREAD")
     now.add_argument("--graph", metavar="PATH", help=_PATH_HELP)
     now.set_defaults(handler=_threads.show)
 
@@ -315,35 +322,6 @@ def _run_command(args: argparse.Namespace) -> int:
     from corral.cli import _run  # imports the runtime only when something runs
 
     return _run.command(args)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        msg = f"{text!r} is not a whole number, 1 or more"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
-def _thread_id(text: str) -> str:
-    if not text.strip():
-        msg = "a thread id cannot be empty; give an id, or leave --thread out for a new thread"
-        raise argparse.ArgumentTypeError(msg)
-    return text
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        msg = f"{text!r} is not a number of seconds above 0"
-        raise argparse.ArgumentTypeError(msg)
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -373,20 +351,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
+    except OSError as exc:
+        if not _is_output_error(exc):
+            return _failed(args, exc)
+        return _output_failed(exc)
     except Exception as exc:
-        if args.verbose:
-            traceback.print_exc()
-        say(
-            f"error: corral {args.command} failed: {type(exc).__name__}: {exc} "
-            "(a bug in corral? --verbose shows the traceback)"
-        )
-        return 2
+        return _failed(args, exc)
     finally:
         try:
             sys.stdout.flush()
         except BrokenPipeError:
             code = _reader_went_away()
+        except OSError as exc:
+            code = _output_failed(exc)
     return code
+
+
+def _failed(args: argparse.Namespace, exc: BaseException) -> int:
+    if args.verbose:
+        traceback.print_exception(exc)
+    say(
+        f"error: corral {args.command} failed: {type(exc).__name__}: {exc} "
+        "(a bug in corral? --verbose shows the traceback)"
+    )
+    return 2
+
+
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _is_output_error(exc: OSError) -> bool:
+    """Return whether ``exc`` is a write to stdout that the device refused (``> /dev/full``)."""
+    return exc.errno in _OUTPUT_ERRNOS and exc.filename is None
+
+
+def _output_failed(exc: OSError) -> int:
+    """Say that the output could not be written (what was done is kept) and return 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit must not fail
+    say(
+        f"error: cannot write the output to stdout: {exc.strerror}; free space where stdout "
+        "goes, or send it elsewhere (checkpoints already written are kept)"
+    )
+    return 1
 
 
 def _reader_went_away() -> int:

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import traceback
 import uuid
 from typing import Any
 
+from corral._where import command_db
 from corral.checkpoint import Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli import DEFAULT_DB
@@ -122,13 +124,23 @@ def _input(args: argparse.Namespace) -> Any:
     return data
 
 
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+"""The most ``--input @FILE`` reads: the state of one run, not a data set (or /dev/zero)."""
+
+
 def _read_input_file(where: str) -> str:
     try:
         with open(where, "rb") as handle:
-            raw = handle.read()
+            raw = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
         msg = f"cannot read the input file {where!r}: {exc.strerror or exc}"
         raise BadInput(msg) from exc
+    if len(raw) > MAX_INPUT_BYTES:
+        msg = (
+            f"the input file {where!r} is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
+            "give the run's input state, and let a node read big data from where it lives"
+        )
+        raise BadInput(msg)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -151,6 +163,8 @@ def _parse_json(text: str, where: str) -> Any:
     except RecursionError as exc:
         msg = f"{where} is nested too deeply to read (JSON arrays or objects inside each other)"
         raise BadInput(msg) from exc
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise BadInput(_too_many_digits(where, exc)) from exc
 
 
 def _json_or_text(text: str) -> Any:
@@ -162,6 +176,17 @@ def _json_or_text(text: str) -> Any:
     except RecursionError as exc:
         msg = "--resume is nested too deeply to read (JSON arrays or objects inside each other)"
         raise BadInput(msg) from exc
+    except ValueError as exc:
+        raise BadInput(_too_many_digits("--resume", exc)) from exc
+
+
+def _too_many_digits(where: str, exc: ValueError) -> str:
+    found = re.search(r"has (\d+) digits", str(exc))
+    size = f" ({found[1]} digits)" if found else ""
+    return (
+        f"{where} holds an integer too long to read{size}: Python reads at most "
+        f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
+    )
 
 
 def _deps(spec: str, *, verbose: bool) -> Any:
@@ -312,7 +337,7 @@ def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
     ``--db`` and ``--deps``, then ``extra``), indented, on as many lines as 80 columns need."""
     words = ["corral", "run", args.path, "--thread", thread]
     if args.db != DEFAULT_DB:
-        words += ["--db", args.db]
+        words += ["--db", command_db(args.db)]
     if args.deps:
         words += ["--deps", args.deps]
     return "\n".join(command_lines([*words, *extra]))

@@ -11,7 +11,9 @@ __all__ = ["add_parser", "command"]
 
 def add_parser(commands: Any, **options: Any) -> None:
     """Add the ``worker`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB, _positive
+    from corral.cli import DEFAULT_DB
+    from corral.cli._options import positive as _positive
+    from corral.cli._options import seconds as _seconds
 
     worker = commands.add_parser(
         "worker",
@@ -78,17 +80,6 @@ def add_parser(commands: Any, **options: Any) -> None:
         ),
     )
     worker.set_defaults(handler=command)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        msg = f"{text!r} is not a number of seconds above 0"
-        raise argparse.ArgumentTypeError(msg)
-    return value
 
 
 def command(args: argparse.Namespace) -> int:

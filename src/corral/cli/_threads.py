@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from corral._where import command_db
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.checkpoint._open import shown_db
 from corral.cli._shell import WIDTH, command_lines, fit_line
@@ -51,10 +52,11 @@ it on a fork's branch (``runtime.child_graph.child_thread``)."""
 
 def open_existing(db: str) -> Checkpointer:
     """Open ``db`` for reading; a SQLite path that does not exist is a usage error."""
+    from corral._where import parse_db
     from corral.checkpoint import open_saver
-    from corral.checkpoint._open import is_postgres_url
 
-    if not is_postgres_url(db) and not os.path.isfile(db):
+    where = parse_db(db)
+    if where.kind == "sqlite" and not os.path.isfile(where.target):
         msg = f"no checkpoint database at {db!r}; give the file `corral run --db` wrote to"
         raise UsageError(msg)
     saver: Checkpointer = open_saver(db)
@@ -379,7 +381,7 @@ def _resume(
 
     words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
     if args.db != DEFAULT_DB:
-        words += ["--db", args.db]
+        words += ["--db", command_db(args.db)]
     asking = [p for p in interrupts if p.get("when", "during") == "during"]
     if not asking:
         return shlex.join(words)

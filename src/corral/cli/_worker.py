@@ -1,44 +1,50 @@
-"""Import and check modules in a child process, so user code cannot hang or end ``corral lint``.
+"""Import and check modules outside ``corral lint``'s process, one process per module.
 
 ``corral lint`` imports the modules it checks, and importing runs their top-level code: a
-``while True: pass`` would hang the linter, ``os._exit(0)`` would end it with exit code 0
-and no output, a crash in a C extension would take it down. So the parent process never
-imports them. It walks the folders (:func:`corral.loader.python_files`), then hands each
-module to one worker process, which imports it, finds its graphs
-(:func:`corral.loader.find_targets`), runs the analyser and sends back plain data: findings
-and error messages. One worker serves every module in turn (starting an interpreter per
-module would cost ~100 ms each), so modules that import each other are imported once, as
-in-process. The invariant: every module asked about gets exactly one answer, either the
-worker's or a load error written by the parent when the worker died (the exit code or
-signal is named) or did not answer within the per-module timeout (the worker is killed).
-In both cases the next module gets a fresh worker.
+``while True: pass`` would hang the linter, ``os._exit(0)`` would end it, a module could
+patch the analyser. So the parent process never imports them, and never reads anything
+from them but plain JSON. It walks the folders (:func:`corral.loader.python_files`), then
+hands each module to the worker (:mod:`corral.cli._forks`), which forks a fresh child per
+module; the child imports it, finds its graphs, runs the analyser and sends back a report.
 
-The protocol is length-prefixed pickles over the worker's stdin and a private copy of its
-stdout; the worker's own fd 1 is pointed at stderr, so a module that prints cannot corrupt
-the answers, and its stdin is ``/dev/null``, so a module that reads input does not block.
+The invariant: every module asked about gets exactly one answer, and only from the child
+that imported it (or a failure written here when no such answer came: the child ended
+without one, was stopped at the per-module timeout, or sent bytes that are not a report).
+A module can spoil its own answer, never another's: a fresh child per module means a
+module's patches, its ``os._exit`` or its crash reach nobody else.
+
+The worker itself runs no module code, but a module can kill it (``os.kill(os.getppid(),
+...)``). When the worker ends with several modules in flight, they are asked again one at
+a time, so the module that kills the worker again is named alone and the others keep
+their answers.
+
+A module's stderr (and its stdout, pointed there) reaches ``corral lint``'s stderr through
+a pipe this process copies, so a process a module leaves behind holding it cannot keep
+``corral lint ... 2>&1 | cat`` from ending.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import contextlib
+import json
 import os
-import pickle
 import select
-import signal
-import struct
 import subprocess
 import sys
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
 
-from corral.analysis.diagnostic import Diagnostic
-from corral.errors import GraphError
-from corral.loader import Target, UsageError, find_targets, import_modules
+from corral.cli._forks import check_module, check_target
+from corral.cli._reports import (
+    Failure,
+    ModuleReport,
+    TargetReport,
+    UnreadableReport,
+    decode_reports,
+)
 
 __all__ = [
     "Failure",
@@ -48,52 +54,13 @@ __all__ = [
     "Worker",
     "check_module",
     "check_target",
-    "serve",
 ]
 
-_HEADER = struct.Struct("!I")
-_READY = b"R"
-_FLUSH_S = 0.05
-"""The worker sends its answers at least this often (seconds) while requests keep coming."""
 _STARTUP_S = 60.0
 """How long a new worker may take to start (import corral), before any module's clock."""
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A module or graph that could not be loaded or checked, as text."""
-
-    source: str
-    """The file, module or ``file:graph`` it is about."""
-    message: str
-    """One line for the user, naming the source."""
-    formatted: str = ""
-    """The traceback, for ``--verbose``."""
-
-
-@dataclass(frozen=True)
-class TargetReport:
-    """One graph a module defined, with its findings."""
-
-    name: str
-    aliases: tuple[str, ...]
-    failed: bool
-    """Its module failed to import after defining it (its findings are not reported)."""
-    diagnostics: tuple[Diagnostic, ...] = ()
-    failure: Failure | None = None
-    """Set when the graph was found but its spec could not be built or checked."""
-
-
-@dataclass(frozen=True)
-class ModuleReport:
-    """What the worker learnt from importing one module."""
-
-    source: str
-    targets: tuple[TargetReport, ...] = ()
-    failure: Failure | None = None
-    """The import failed (with a plain exception, or the worker died or timed out)."""
-    graph_error: tuple[Diagnostic, ...] = ()
-    """The import raised ``GraphError`` with findings: they are reported as findings."""
+_SLACK_S = 5.0
+"""How much longer than the per-module timeout the worker may be silent before it is
+taken for stopped (a module can ``SIGSTOP`` it)."""
 
 
 @dataclass(frozen=True)
@@ -103,142 +70,23 @@ class Request:
     path: str
     dotted: bool = False
     only_marked: bool = True
-    sys_path: tuple[str, ...] = ()
-    """The parent's ``sys.path``: entries the worker lacks are added in front, so a module
-    importable in the parent (a test's ``syspath_prepend``, a tool's plugin folder) is
-    importable in the worker too."""
 
 
-def check_module(source: str, module: Any, error: Any, seen: dict[int, Target]) -> ModuleReport:
-    """Return the findings for one imported module (runs in the worker)."""
-    failure = None
-    graph_error: tuple[Diagnostic, ...] = ()
-    if error is not None:
-        if isinstance(error.exc, GraphError) and error.exc.diagnostics:
-            graph_error = tuple(error.exc.diagnostics)
-        else:
-            failure = Failure(error.source, error.message, error.formatted)
-    reports: list[TargetReport] = []
-    if module is not None:
-        for target in find_targets(module, source, seen, failed=error is not None):
-            reports.append(check_target(target))
-    return ModuleReport(source, tuple(reports), failure, graph_error)
-
-
-def check_target(target: Target) -> TargetReport:
-    if target.failed:
-        return TargetReport(target.name, target.aliases, failed=True)
+def _jobs() -> int:
     try:
-        found = tuple(target.check())
-    except GraphError as exc:
-        if not exc.diagnostics:
-            return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
-        found = tuple(exc.diagnostics)
-    except Exception as exc:
-        return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
-    return TargetReport(target.name, target.aliases, False, found)
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
 
 
-def _failure(target: Target, exc: BaseException) -> Failure:
-    text = str(exc).strip().splitlines()
-    detail = f": {text[0]}" if text else ""
-    message = f"cannot check {target.label}: {type(exc).__name__}{detail}"
-    return Failure(target.label, message, "".join(traceback.format_exception(exc)))
-
-
-def _answer(request: Request, seen: dict[int, Target]) -> list[ModuleReport]:
-    if request.sys_path:
-        sys.path[:0] = [p for p in request.sys_path if p not in sys.path]
-    found = import_modules(request.path, dotted=request.dotted, only_marked=request.only_marked)
-    return [check_module(source, module, error, seen) for source, module, error in found]
-
-
-def serve() -> None:
-    """Answer requests on stdin until it closes (the worker's main loop)."""
-    answers = os.fdopen(os.dup(1), "wb")
-    requests = os.dup(0)  # unbuffered, so select() sees every waiting request
-    os.dup2(2, 1)  # a module's print() goes to stderr, never into the answers
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    sys.stdout = sys.stderr
-    seen: dict[int, Target] = {}
-    # What every checked module needs of corral (the DSL it imports, the analyser that
-    # checks its graphs) is imported before the first clock starts: --import-timeout
-    # measures the user's module, not corral's own first import (seconds on a cold start).
-    import corral.analysis
-    import corral.dsl  # noqa: F401
-
-    answers.write(_READY)  # the per-module clock starts once the interpreter is up
-    answers.flush()
-    flushed = time.monotonic()
-    # Answers written while the next request was already waiting are sent in batches; a
-    # module that then hangs at import must not hold back the answers before it (the
-    # parent would blame them on the timeout), so a thread sends them every _FLUSH_S too.
-    threading.Thread(target=_flush_every, args=(answers,), daemon=True).start()
-    while True:
-        if time.monotonic() - flushed > _FLUSH_S or not _waiting(requests):
-            answers.flush()  # a write per answer would cost a context switch per module
-            flushed = time.monotonic()
-        header = _read_exactly(requests, _HEADER.size)
-        if len(header) < _HEADER.size:
-            return
-        (size,) = _HEADER.unpack(header)
-        request: Request = pickle.loads(_read_exactly(requests, size))
-        try:
-            reply: object = _answer(request, seen)
-        except BaseException as exc:  # a UsageError for a dotted name that is no module
-            reply = [_unexpected(request.path, exc)]
-        data = _dumps(reply, request.path)
-        answers.write(_HEADER.pack(len(data)) + data)
-
-
-def _flush_every(answers: IO[bytes]) -> None:
-    """Send the worker's buffered answers every :data:`_FLUSH_S` (a daemon thread)."""
-    while True:
-        time.sleep(_FLUSH_S)
-        try:
-            answers.flush()
-        except (OSError, ValueError):  # the parent is gone, or the stream is closed
-            return
-
-
-def _waiting(fd: int) -> bool:
-    """Return whether another request is waiting in the pipe."""
-    return bool(select.select([fd], [], [], 0)[0])
-
-
-def _read_exactly(fd: int, size: int) -> bytes:
-    """Read ``size`` bytes from ``fd``; fewer only when it closes."""
-    parts: list[bytes] = []
-    while size:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        parts.append(chunk)
-        size -= len(chunk)
-    return b"".join(parts)
-
-
-def _unexpected(source: str, exc: BaseException) -> ModuleReport:
-    if isinstance(exc, UsageError):
-        message = str(exc)
-    else:
-        message = f"cannot import {source}: {type(exc).__name__}: {exc}"
-    formatted = "".join(traceback.format_exception(exc))
-    return ModuleReport(source, failure=Failure(source, message, formatted))
-
-
-def _dumps(reply: object, source: str) -> bytes:
-    try:
-        return pickle.dumps(reply)
-    except Exception as exc:  # a finding that holds something unpicklable: never expected
-        failure = Failure(source, f"cannot report on {source}: {type(exc).__name__}: {exc}")
-        return pickle.dumps([ModuleReport(source, failure=failure)])
+class _WorkerGone(Exception):
+    """The worker ended, or stopped answering, with modules in flight."""
 
 
 @dataclass
 class Worker:
-    """The parent's handle on the worker process: ask about one module at a time.
+    """The parent's handle on the worker process: ask about modules, one answer each.
 
     >>> with Worker(timeout_s=10.0) as worker:
     ...     [report.source for report in worker.ask(Request("corral.spec", dotted=True))]
@@ -246,12 +94,12 @@ class Worker:
     """
 
     timeout_s: float
-    """How long one module may take to import and check before the worker is killed."""
+    """How long one module may take to import and check before its child is killed."""
     window: int = 32
-    """How many requests may wait in the worker's pipe."""
-    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    _sent_path: tuple[str, ...] = field(default=(), repr=False)
-    _clock: float = field(default=0.0, repr=False)
+    """How many requests may wait at the worker."""
+    jobs: int = field(default_factory=_jobs)
+    """How many children import modules at once."""
+    _process: _Process | None = field(default=None, repr=False)
 
     def __enter__(self) -> Worker:
         return self
@@ -262,142 +110,250 @@ class Worker:
     def close(self) -> None:
         """Stop the worker."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        assert process.stdin is not None and process.stdout is not None
-        # Every answer is in; killing spares the interpreter's teardown of every module.
-        process.kill()
-        process.wait()
-        for stream in (process.stdin, process.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        if process is not None:
+            process.stop()
 
     def ask(self, request: Request) -> list[ModuleReport]:
-        """Return the worker's reports for one request."""
+        """Return the reports for one request."""
         return next(iter(self.run([request])))
 
     def run(self, requests: Iterable[Request]) -> Iterator[list[ModuleReport]]:
         """Yield the reports for each request, in order.
 
-        Up to :attr:`window` requests wait in the worker's pipe, so the worker never waits
-        for the parent between modules (a round trip per module doubled lint's time on a
-        busy machine). Each module's clock starts when the answer before it arrived. When
-        the worker dies or is stopped, the module it was on gets a failure and the
-        requests queued behind it go to a fresh worker.
+        Up to :attr:`window` requests wait at the worker, so it never waits for this
+        process between modules. When the worker ends with one module in flight, that module
+        is named; with several, they are asked again one at a time.
         """
         queue = iter(requests)
-        resend: deque[Request] = deque()
-        pending: deque[Request] = deque()
+        asked: dict[int, Request] = {}
+        answers: dict[int, list[ModuleReport]] = {}
+        suspects: deque[int] = deque()
+        shown = 0
+        ident = 0
         while True:
-            while len(pending) < self.window:
-                request = resend.popleft() if resend else next(queue, None)
-                if request is None:
-                    break
-                self._send(request)
-                pending.append(request)
-            if not pending:
+            process = self._start()
+            if suspects:
+                if not process.in_flight:
+                    process.send(suspects.popleft(), asked)
+            else:
+                while len(process.in_flight) < self.window:
+                    request = next(queue, None)
+                    if request is None:
+                        break
+                    asked[ident] = request
+                    process.send(ident, asked)
+                    ident += 1
+            if not process.in_flight:
                 return
-            request = pending.popleft()
-            reply, alive = self._receive(request)
-            if not alive:
-                resend.extendleft(reversed(pending))
-                pending.clear()
-            yield reply
+            try:
+                done, reports = process.receive(asked)
+                answers[done] = reports
+            except _WorkerGone as gone:
+                self._process = None
+                process.stop()
+                lost = sorted(process.in_flight)
+                if len(lost) == 1:
+                    answers[lost[0]] = [_failed(asked[lost[0]], str(gone))]
+                else:
+                    suspects.extend(lost)
+            while shown in answers:
+                asked.pop(shown)
+                yield answers.pop(shown)
+                shown += 1
 
-    def _send(self, request: Request) -> None:
-        process = self._start()
-        assert process.stdin is not None
-        here = tuple(sys.path)
-        if here != self._sent_path:
-            request = dataclasses.replace(request, sys_path=here)
-            self._sent_path = here
-        data = pickle.dumps(request)
-        try:
-            process.stdin.write(_HEADER.pack(len(data)) + data)
-        except OSError:
-            pass  # the worker has died; the answer it owes says so
-
-    def _receive(self, request: Request) -> tuple[list[ModuleReport], bool]:
-        process = self._process
-        assert process is not None and process.stdout is not None
-        deadline = self._clock + self.timeout_s
-        shown = _shown(request)
-        try:
-            (size,) = _HEADER.unpack(_read(process.stdout, _HEADER.size, deadline))
-            reply: list[ModuleReport] = pickle.loads(_read(process.stdout, size, deadline))
-        except _TimedOut:
-            self._kill()
-            message = (
-                f"cannot import {shown}: it did not finish within "
-                f"{self.timeout_s:g} s (--import-timeout); it was stopped"
-            )
-            return [ModuleReport(shown, failure=Failure(shown, message))], False
-        except (OSError, EOFError, struct.error, pickle.UnpicklingError):
-            how = self._kill()
-            message = f"cannot import {shown}: importing it {how}"
-            return [ModuleReport(shown, failure=Failure(shown, message))], False
-        self._clock = time.monotonic()
-        return reply, True
-
-    def _start(self) -> subprocess.Popen[bytes]:
+    def _start(self) -> _Process:
         if self._process is None:
-            code = "from corral.cli._worker import serve; serve()"
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", code],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                bufsize=0,
-            )
-            assert self._process.stdout is not None
-            deadline = time.monotonic() + _STARTUP_S
-            if _read(self._process.stdout, len(_READY), deadline) != _READY:
-                msg = "the corral lint worker did not start"
-                raise OSError(msg)
-            self._sent_path = ()
-            self._clock = time.monotonic()
+            self._process = _Process.start(self.timeout_s, self.jobs)
         return self._process
 
-    def _kill(self) -> str:
-        """Stop the worker; return how it ended, for the message."""
-        process, self._process = self._process, None
-        assert process is not None
-        if process.poll() is None:
-            process.kill()
-        code = process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        if code == -signal.SIGKILL:
-            return "was stopped"
-        if code < 0:
-            return f"crashed the process ({signal.Signals(-code).name})"
-        return f"ended the process (exit code {code})"
 
+@dataclass
+class _Process:
+    """One running worker: its pipes, the requests it holds, the thread copying its stderr."""
 
-class _TimedOut(Exception):
-    pass
+    popen: subprocess.Popen[bytes]
+    pid: int
+    timeout_s: float
+    relay: _Relay
+    in_flight: set[int] = field(default_factory=set)
+    buffer: bytearray = field(default_factory=bytearray)
+    sys_path: list[str] = field(default_factory=list)
 
+    @classmethod
+    def start(cls, timeout_s: float, jobs: int) -> _Process:
+        code = f"from corral.cli._forks import serve; serve({timeout_s!r}, {jobs!r})"
+        popen = subprocess.Popen(
+            [sys.executable, "-P", "-c", code],  # -P: the current folder is not on its path
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            start_new_session=True,
+        )
+        assert popen.stderr is not None
+        relay = _Relay.start(os.dup(popen.stderr.fileno()))
+        popen.stderr.close()
+        popen.wait()  # the first process forks the worker and ends at once
+        process = cls(popen, 0, timeout_s, relay)
+        try:
+            line = process._line(time.monotonic() + _STARTUP_S)
+            process.pid = int(json.loads(line)["ready"])
+        except (_WorkerGone, ValueError, KeyError, TypeError):
+            process.stop()
+            msg = "the corral lint worker did not start"
+            raise OSError(msg) from None
+        return process
 
-def _read(stream: IO[bytes], size: int, deadline: float) -> bytes:
-    """Read exactly ``size`` bytes before ``deadline`` (a ``time.monotonic()`` value)."""
-    parts: list[bytes] = []
-    left = size
-    fd = stream.fileno()
-    while left:
+    def send(self, ident: int, asked: dict[int, Request]) -> None:
+        request = asked[ident]
+        message: dict[str, object] = {
+            "id": ident,
+            "path": request.path,
+            "dotted": request.dotted,
+            "only_marked": request.only_marked,
+        }
+        if sys.path != self.sys_path:
+            # Entries this process has and the worker lacks (a test's syspath_prepend, a
+            # tool's plugin folder) are added in front of the worker's.
+            message["sys_path"] = self.sys_path = list(sys.path)
+        assert self.popen.stdin is not None
+        self.in_flight.add(ident)
+        with contextlib.suppress(OSError):  # the worker has ended: receive() says so
+            self.popen.stdin.write((json.dumps(message) + "\n").encode())
+
+    def receive(self, asked: dict[int, Request]) -> tuple[int, list[ModuleReport]]:
+        """Return the next answer: the request's id and its reports."""
+        deadline = time.monotonic() + self.timeout_s + _SLACK_S
+        try:
+            header = json.loads(self._line(deadline))
+            ident = header["id"]
+            if ident not in self.in_flight:
+                raise _WorkerGone("sent an answer to nothing it was asked")
+            size = header.get("size")
+            body = self._exactly(size, deadline) if isinstance(size, int) else b""
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _WorkerGone(f"sent an unreadable answer ({exc})") from None
+        self.in_flight.discard(ident)
+        request = asked[ident]
+        if isinstance(size, int):
+            return ident, _reports(request, body)
+        return ident, [_failed(request, _how(header, self.timeout_s))]
+
+    def _line(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            self._fill(deadline)
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer[:] = rest
+        return line
+
+    def _exactly(self, size: int, deadline: float) -> bytes:
+        while len(self.buffer) < size:
+            self._fill(deadline)
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    def _fill(self, deadline: float) -> None:
+        assert self.popen.stdout is not None
+        fd = self.popen.stdout.fileno()
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
-            raise _TimedOut
-        chunk = os.read(fd, left)
+            raise _WorkerGone("stopped the lint worker (it stopped answering)")
+        chunk = os.read(fd, 1 << 20)
         if not chunk:
-            raise EOFError
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
+            raise _WorkerGone("ended the lint worker")
+        self.buffer += chunk
+
+    def stop(self) -> None:
+        """Close the worker's requests (it ends, killing its children) and, to be sure, kill it."""
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        with contextlib.suppress(OSError):
+            self.popen.stdin.close()
+        with contextlib.suppress(_WorkerGone, OSError):
+            while True:  # until the worker's stdout ends: it has stopped its children
+                self._fill(time.monotonic() + 2.0)
+        with contextlib.suppress(OSError):
+            self.popen.stdout.close()
+        if self.pid:
+            # The worker is not our child (it forked away); closing its stdin ends it, and
+            # this reaches one that was stopped. Same session id: it is still the worker.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if os.getsid(self.pid) == self.pid:
+                    os.killpg(self.pid, 9)
+        self.relay.stop()
+
+
+@dataclass
+class _Relay:
+    """A thread copying the worker's stderr (its children's too) to this process's fd 2."""
+
+    fd: int
+    thread: threading.Thread
+    done: threading.Event
+
+    @classmethod
+    def start(cls, fd: int) -> _Relay:
+        done = threading.Event()
+        thread = threading.Thread(target=_copy, args=(fd, done), daemon=True)
+        thread.start()
+        return cls(fd, thread, done)
+
+    def stop(self) -> None:
+        """Copy what is already written, then stop; a leftover writer does not hold it."""
+        self.done.set()
+        self.thread.join(timeout=5.0)
+
+
+def _copy(fd: int, done: threading.Event) -> None:
+    try:
+        while True:
+            if not select.select([fd], [], [], 0.05)[0]:
+                if done.is_set():
+                    return
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            with contextlib.suppress(OSError):
+                os.write(2, chunk)
+    finally:
+        os.close(fd)
+
+
+def _reports(request: Request, body: bytes) -> list[ModuleReport]:
+    try:
+        reports = decode_reports(body)
+    except UnreadableReport:
+        return [_failed(request, "sent lint an unreadable report (it wrote to lint's pipe)")]
+    expected = _shown(request)
+    if not request.dotted and [r.source for r in reports] != [expected]:
+        return [_failed(request, "sent lint a report about another module")]
+    return reports
+
+
+def _how(header: dict[str, object], timeout_s: float) -> str:
+    if header.get("timeout"):
+        return f"it did not finish within {timeout_s:g} s (--import-timeout); it was stopped"
+    signum = header.get("signal")
+    if isinstance(signum, int):
+        import signal
+
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return f"importing it crashed the process ({name})"
+    if header.get("garbled"):
+        return "importing it sent lint an unreadable report (it wrote to lint's pipe)"
+    return f"importing it ended the process (exit code {header.get('exit')})"
+
+
+def _failed(request: Request, how: str) -> ModuleReport:
+    shown = _shown(request)
+    if not how.startswith(("it ", "importing ")):
+        how = f"importing it {how}"
+    message = f"cannot import {shown}: {how}"
+    return ModuleReport(shown, failure=Failure(shown, message))
 
 
 def _shown(request: Request) -> str:

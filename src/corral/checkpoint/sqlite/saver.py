@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Final, Literal
 
+from corral._where import check_sqlite_path
 from corral.checkpoint._stored import Damaged, StoredValues
 from corral.checkpoint.base import (
     Checkpoint,
@@ -108,6 +109,7 @@ class SqliteSaver:
             msg = f"synchronous={synchronous!r} is not a SQLite sync level; use 'FULL' or 'NORMAL'"
             raise ValueError(msg)
         self.path = os.fspath(path)
+        check_sqlite_path(self.path)  # a FIFO or /dev/null is not "a disk full or failing"
         self.serializer = serializer
         self.synchronous = synchronous
         self.timeout_s = timeout_s
