@@ -1,125 +1,147 @@
-"""``corral worker``: run the queued runs of one graph (see :mod:`corral.workers`)."""
+"""``corral serve``: graphs over the Agent Protocol, with the inbox page (``corral.serve``)."""
 
 from __future__ import annotations
 
 import argparse
-import signal
+import os
 from typing import Any
 
 __all__ = ["add_parser", "command"]
 
 
 def add_parser(commands: Any, **options: Any) -> None:
-    """Add the ``worker`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB, _positive
+    """Add the ``serve`` command to the ``corral`` parser's subcommands."""
+    from corral.cli import DEFAULT_DB
 
-    worker = commands.add_parser(
-        "worker",
-        help="run queued runs of a graph (app.submit), many workers on one database",
+    serve = commands.add_parser(
+        "serve",
+        help="serve graphs over HTTP (LangGraph SDK compatible) with an inbox page",
         description=(
-            "Take the runs queued with app.submit(...) for one graph and run them, each\n"
-            "under a lease renewed by heartbeat, so two workers never run one thread at\n"
-            "once and a run whose worker died is taken over after --lease seconds from\n"
-            "its last checkpoint. Start as many workers as you like, on any machines that\n"
-            "reach the database. Events go to stderr as JSON lines. SIGTERM or Ctrl-C:\n"
-            "take no new run, finish the held ones within --grace seconds, release the rest.\n"
+            "Serve the named graphs over HTTP: the Agent Protocol's threads, runs and\n"
+            "assistants in the shapes of the LangGraph server, so the LangGraph SDK works\n"
+            "against it, and at / an inbox page where people answer waiting threads. Runs\n"
+            "are queued in the database and run by this process's workers (--workers) or\n"
+            "by `corral worker` processes on the same database. An assistant's id is its\n"
+            "graph's name; PATH:name=alias serves it under another name.\n"
             "\n"
-            "exit codes: 0 stopped cleanly, 2 a usage or load error"
+            "exit codes: 0 stopped, 2 a usage or load error"
         ),
         epilog=(
             "examples:\n"
-            "  corral worker agents/support.py:graph --db postgresql://app@db/agents \\\n"
-            "      --concurrency 8\n"
-            "  corral worker agent.py --db runs/checkpoints.sqlite   # workers on one machine"
+            "  corral serve agents/support.py:graph --db runs.sqlite\n"
+            "  CORRAL_SERVE_TOKEN=s3cret corral serve agents/ --db postgresql://app@db/agents \\\n"
+            "      --host 0.0.0.0 --workers 8"
         ),
         **options,
     )
-    worker.add_argument("path", metavar="PATH", help="FILE.py[:graph] or module[:graph]")
-    worker.add_argument(
-        "--db",
-        metavar="FILE|URL",
-        default=DEFAULT_DB,
-        help=f"postgresql:// URL, or a SQLite file for one machine (default: {DEFAULT_DB})",
+    serve.add_argument("paths", nargs="+", metavar="PATH", help="FILE.py[:graph][=name] ...")
+    serve.add_argument(
+        "--db", metavar="FILE|URL", default=DEFAULT_DB, help=f"(default: {DEFAULT_DB})"
     )
-    worker.add_argument(
-        "--concurrency", type=_positive, default=1, metavar="N", help="runs at once (default: 1)"
+    serve.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=2024, help="(default: 2024)")
+    serve.add_argument(
+        "--workers",
+        type=_count,
+        default=2,
+        metavar="N",
+        help="runs this process runs at once; 0 leaves them to `corral worker` (default: 2)",
     )
-    worker.add_argument(
-        "--lease",
-        type=_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="a run is taken over this long after its worker's last heartbeat (default: 30)",
+    serve.add_argument(
+        "--auth-token",
+        metavar="TOKEN",
+        default=os.environ.get("CORRAL_SERVE_TOKEN"),
+        help="every API call needs it (Bearer or x-api-key) (default: $CORRAL_SERVE_TOKEN)",
     )
-    worker.add_argument(
-        "--poll",
-        type=_seconds,
-        default=0.5,
-        metavar="SECONDS",
-        help="how often an idle worker asks for work (default: 0.5)",
+    serve.add_argument(
+        "--max-body",
+        type=_count,
+        default=1 << 20,
+        metavar="BYTES",
+        help="larger request bodies get 413 (default: 1048576)",
     )
-    worker.add_argument(
-        "--grace",
-        type=_seconds,
-        default=30.0,
-        metavar="SECONDS",
-        help="after SIGTERM, how long held runs may take before release (default: 30)",
+    serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="let a browser UI on ORIGIN call the API (repeatable)",
     )
-    worker.add_argument(
-        "--until-idle", action="store_true", help="stop once no queued run is ready"
+    serve.add_argument("--deps", metavar="MODULE:FACTORY", help="passed to every node as deps")
+    serve.add_argument(
+        "--lease", type=float, default=30.0, metavar="SECONDS", help=argparse.SUPPRESS
     )
-    worker.set_defaults(handler=command)
+    serve.set_defaults(handler=command)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        msg = f"{text!r} is not a number of seconds above 0"
+def _count(text: str) -> int:
+    if not text.isdigit():
+        msg = f"{text!r} is not a whole number, 0 or more"
         raise argparse.ArgumentTypeError(msg)
-    return value
+    return int(text)
+
+
+def _load(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
+    """Load and compile every ``PATH[:graph][=name]``; refuse two graphs with one name."""
+    from corral.cli._run import _compile
+    from corral.cli._show import load_one
+    from corral.loader import UsageError
+
+    graphs: dict[str, Any] = {}
+    for argument in paths:
+        path, _, alias = argument.partition("=")
+        target = load_one(path, verbose=verbose, allow_partial=False)
+        app = _compile(target, saver)
+        name = alias or app.spec.name or target.name
+        if name in graphs:
+            msg = (
+                f"two graphs are named {name!r} ({argument!r} and another); "
+                f"serve one under another name with PATH:graph=NAME"
+            )
+            raise UsageError(msg)
+        graphs[name] = app
+    return graphs
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
-    from corral.checkpoint import open_saver
-    from corral.cli._run import _compile
-    from corral.cli._shell import say
-    from corral.cli._show import LoadFailed, load_one
-    from corral.errors import GraphError
-    from corral.workers import Worker
-
+    """Run ``corral serve`` until SIGTERM/Ctrl-C."""
     try:
-        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
-    except LoadFailed:
+        import uvicorn
+
+        from corral.serve import create_app
+    except ImportError as exc:
+        from corral.cli._shell import say
+
+        say(f"error: corral serve needs the serve extra: pip install 'corral[serve]' ({exc})")
         return 2
-    saver = open_saver(args.db, max_size=args.concurrency + 2)
+    from corral.checkpoint import open_saver
+    from corral.cli._run import _deps
+    from corral.cli._show import LoadFailed
+    from corral.errors import GraphError
+
+    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    saver = open_saver(args.db, max_size=args.workers + 8)
     try:
         try:
-            app = _compile(target, saver)
-        except GraphError as exc:
-            say(f"error: {target.label} does not compile: {exc}")
+            graphs = _load(args.paths, saver, args.verbose)
+        except LoadFailed:
             return 2
-        worker = Worker(
-            app,
-            concurrency=args.concurrency,
+        except GraphError as exc:
+            from corral.cli._shell import say
+
+            say(f"error: a graph does not compile: {exc}")
+            return 2
+        app = create_app(
+            graphs,
+            workers=args.workers,
+            deps=deps,
+            token=args.auth_token or None,
+            max_body=args.max_body,
+            cors_origins=tuple(args.cors_origin),
+            secrets=(args.db,),
             lease_s=args.lease,
-            poll_s=args.poll,
-            grace_s=args.grace,
         )
-
-        def stop(signum: int, frame: object) -> None:
-            worker.stop()
-
-        found = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            worker.run(until_idle=args.until_idle)
-        finally:  # main() may run in-process (a test, an app): give the signals back
-            for signum, handler in found.items():
-                if handler is not None:  # None: set outside Python, cannot be put back
-                    signal.signal(signum, handler)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
         return 0
     finally:
         saver.close()

@@ -1,0 +1,125 @@
+"""``corral worker``: run the queued runs of one graph (see :mod:`corral.workers`)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from typing import Any
+
+__all__ = ["add_parser", "command"]
+
+
+def add_parser(commands: Any, **options: Any) -> None:
+    """Add the ``worker`` command to the ``corral`` parser's subcommands."""
+    from corral.cli import DEFAULT_DB, _positive
+
+    worker = commands.add_parser(
+        "worker",
+        help="run queued runs of a graph (app.submit), many workers on one database",
+        description=(
+            "Take the runs queued with app.submit(...) for one graph and run them, each\n"
+            "under a lease renewed by heartbeat, so two workers never run one thread at\n"
+            "once and a run whose worker died is taken over after --lease seconds from\n"
+            "its last checkpoint. Start as many workers as you like, on any machines that\n"
+            "reach the database. Events go to stderr as JSON lines. SIGTERM or Ctrl-C:\n"
+            "take no new run, finish the held ones within --grace seconds, release the rest.\n"
+            "\n"
+            "exit codes: 0 stopped cleanly, 2 a usage or load error"
+        ),
+        epilog=(
+            "examples:\n"
+            "  corral worker agents/support.py:graph --db postgresql://app@db/agents \\\n"
+            "      --concurrency 8\n"
+            "  corral worker agent.py --db runs/checkpoints.sqlite   # workers on one machine"
+        ),
+        **options,
+    )
+    worker.add_argument("path", metavar="PATH", help="FILE.py[:graph] or module[:graph]")
+    worker.add_argument(
+        "--db",
+        metavar="FILE|URL",
+        default=DEFAULT_DB,
+        help=f"postgresql:// URL, or a SQLite file for one machine (default: {DEFAULT_DB})",
+    )
+    worker.add_argument(
+        "--concurrency", type=_positive, default=1, metavar="N", help="runs at once (default: 1)"
+    )
+    worker.add_argument(
+        "--lease",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="a run is taken over this long after its worker's last heartbeat (default: 30)",
+    )
+    worker.add_argument(
+        "--poll",
+        type=_seconds,
+        default=0.5,
+        metavar="SECONDS",
+        help="how often an idle worker asks for work (default: 0.5)",
+    )
+    worker.add_argument(
+        "--grace",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="after SIGTERM, how long held runs may take before release (default: 30)",
+    )
+    worker.add_argument(
+        "--until-idle", action="store_true", help="stop once no queued run is ready"
+    )
+    worker.set_defaults(handler=command)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        msg = f"{text!r} is not a number of seconds above 0"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
+    from corral.checkpoint import open_saver
+    from corral.cli._run import _compile
+    from corral.cli._shell import say
+    from corral.cli._show import LoadFailed, load_one
+    from corral.errors import GraphError
+    from corral.workers import Worker
+
+    try:
+        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
+    except LoadFailed:
+        return 2
+    saver = open_saver(args.db, max_size=args.concurrency + 2)
+    try:
+        try:
+            app = _compile(target, saver)
+        except GraphError as exc:
+            say(f"error: {target.label} does not compile: {exc}")
+            return 2
+        worker = Worker(
+            app,
+            concurrency=args.concurrency,
+            lease_s=args.lease,
+            poll_s=args.poll,
+            grace_s=args.grace,
+        )
+
+        def stop(signum: int, frame: object) -> None:
+            worker.stop()
+
+        found = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            worker.run(until_idle=args.until_idle)
+        finally:  # main() may run in-process (a test, an app): give the signals back
+            for signum, handler in found.items():
+                if handler is not None:  # None: set outside Python, cannot be put back
+                    signal.signal(signum, handler)
+        return 0
+    finally:
+        saver.close()
