@@ -78,7 +78,7 @@ def thread_json(
             if task["interrupts"]:
                 pending[task["id"]] = task["interrupts"]
     error = getattr(snapshot, "error", None)
-    return {
+    shown = {
         "thread_id": record.thread_id,
         "created_at": iso(record.created_at),
         "updated_at": iso(record.updated_at),
@@ -87,9 +87,11 @@ def thread_json(
         "status": thread_status(snapshot, last_run),
         "config": {},
         "values": snapshot.values if snapshot is not None else None,
-        "error": str(error) if error else None,
-        "interrupts": pending,
     }
+    if snapshot is not None or last_run is not None:  # as LangGraph: a new thread has neither
+        shown["error"] = str(error) if error else None
+        shown["interrupts"] = pending
+    return shown
 
 
 def _checkpoint(thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | None:

@@ -9,9 +9,9 @@ PostgreSQL database), next to the queue of :mod:`corral.workers`:
   ``corral_runs`` queue id once submitted, a cancel request).
 
 A run's status is never stored here: it is read from its queue row (``queued`` is
-``pending``, ``done`` is ``success``, ``failed`` is ``error``, or ``interrupted`` when a
-cancel was asked), so a run taken by a ``corral worker`` on another machine reports the
-truth. Every statement is parameterised: ids from a URL are values, never SQL text.
+``pending``, ``done`` and ``interrupted`` are ``success``, ``failed`` is ``error``, or
+``interrupted`` when a cancel was asked), so a run taken by a ``corral worker`` on another
+machine reports the truth. Every statement is parameterised: ids from a URL are values, never SQL text.
 
 This module is the one seam to move when the store is redesigned: the API and the page
 call only :class:`ServeStore`'s methods, which take and return plain values.
@@ -66,7 +66,9 @@ _RUNS = (
 )
 
 _STATUS = {"queued": "pending", "running": "running", "done": "success"}
-_STATUS.update({"interrupted": "interrupted", "failed": "error"})
+_STATUS.update({"interrupted": "success", "failed": "error"})
+"""Queue status -> run status. As on LangGraph's server, a run that paused for a person
+ended well (``success``; its thread is ``interrupted``); a cancelled run is ``interrupted``."""
 ACTIVE = frozenset({"pending", "running"})
 """The statuses of a run that has not ended."""
 
