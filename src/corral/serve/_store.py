@@ -11,7 +11,8 @@ PostgreSQL database), next to the queue of :mod:`corral.workers`:
 A run's status is never stored here: it is read from its queue row (``queued`` is
 ``pending``, ``done`` and ``interrupted`` are ``success``, ``failed`` is ``error``, or
 ``interrupted`` when a cancel was asked), so a run taken by a ``corral worker`` on another
-machine reports the truth. Every statement is parameterised: ids from a URL are values, never SQL text.
+machine reports the truth. Every statement is parameterised: ids from a URL are values,
+never SQL text.
 
 This module is the one seam to move when the store is redesigned: the API and the page
 call only :class:`ServeStore`'s methods, which take and return plain values.
