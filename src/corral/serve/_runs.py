@@ -12,6 +12,8 @@ cancel was asked. Everything a run does still goes through ``CompiledGraph.strea
 from __future__ import annotations
 
 import threading
+import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +56,39 @@ class Served:
     def any_app(self) -> CompiledGraph[Any]:
         """One of the served apps (they share a checkpointer and so a queue)."""
         return next(iter(self.graphs.values()))
+
+    def start(
+        self, thread_id: str, name: str, fields: dict[str, Any], *, temporary: bool = False
+    ) -> RunRecord:
+        """Record a run of graph ``name`` on the thread and queue it; return its record.
+
+        ``fields`` are the run fields of :func:`corral.serve._requests.run_fields`.
+
+        Raises:
+            BusyThreadError: ``multitask_strategy="reject"`` and the thread is busy.
+        """
+        fields = dict(fields)
+        run = RunRecord(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            assistant_id=name,
+            queue_id=None,
+            metadata=fields.pop("metadata", {}),
+            kwargs=fields,
+            multitask_strategy=fields.get("multitask_strategy", "enqueue"),
+            temporary=temporary,
+            started=0,
+            cancel=None,
+            created_at=time.time(),
+            status="pending",
+            error=None,
+        )
+        self.store.add_run(run)
+        self.store.update_thread(
+            thread_id, metadata={"graph_id": name, "assistant_id": name}, graph=name
+        )
+        self.submit(run)
+        return run
 
     def submit(self, record: RunRecord) -> int:
         """Queue a recorded run; note its queue id and return it."""

@@ -10,7 +10,6 @@ right after sees it finished.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -58,30 +57,11 @@ async def _create(request: Request, stateless: bool) -> RunRecord:
         if fields["input"] is None and fields["command"] is None:
             if snapshot_of(served, thread) is None:
                 raise fail(422, f"thread {thread_id!r} has no state yet: send an input")
-        run = RunRecord(
-            run_id=str(uuid.uuid4()),
-            thread_id=thread_id,
-            assistant_id=name,
-            queue_id=None,
-            metadata=fields.pop("metadata"),
-            kwargs=fields,
-            multitask_strategy=fields["multitask_strategy"],
-            temporary=stateless and fields["on_completion"] == "delete",
-            started=0,
-            cancel=None,
-            created_at=time.time(),
-            status="pending",
-            error=None,
-        )
+        temporary = stateless and fields["on_completion"] == "delete"
         try:
-            served.store.add_run(run)
+            return served.start(thread_id, name, fields, temporary=temporary)
         except BusyThreadError as exc:
             raise fail(409, str(exc)) from None
-        served.store.update_thread(
-            thread_id, metadata={"graph_id": name, "assistant_id": name}, graph=name
-        )
-        served.submit(run)
-        return run
 
     return await run_in_threadpool(record)
 
