@@ -93,8 +93,12 @@ async def get_assistant(request: Request) -> Response:
 
 
 def check_id(thread_id: Any) -> str:
+    """Return the thread id, or refuse it (422): a string of 1 to 200 characters, no ``/``
+    (a URL path decodes ``%2F`` to ``/``, so such an id could not be named in one)."""
     if not isinstance(thread_id, str) or not 0 < len(thread_id) <= _MAX_ID:
         raise fail(422, f"thread_id must be a string of 1 to {_MAX_ID} characters")
+    if "/" in thread_id:
+        raise fail(422, f"thread_id {thread_id!r} holds '/', which no URL path can carry")
     return thread_id
 
 
