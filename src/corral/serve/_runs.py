@@ -84,9 +84,6 @@ class Served:
             error=None,
         )
         self.store.add_run(run)
-        self.store.update_thread(
-            thread_id, metadata={"graph_id": name, "assistant_id": name}, graph=name
-        )
         self.submit(run)
         return run
 
@@ -122,7 +119,12 @@ class Served:
     def execute(self, value: Any, thread_id: str) -> Run[Any]:
         """Run (or continue) the queued run the worker holds for ``thread_id``."""
         record = self.store.running_run(thread_id)
-        if record is None:  # queued with app.submit by hand: run it as a worker would
+        deadline = time.monotonic() + 10
+        while record is not None and record.queue_id is None and time.monotonic() < deadline:
+            time.sleep(0.005)  # the API is noting the queue id it was just given
+            record = self.store.running_run(thread_id)
+        if record is None or record.queue_id is None:
+            # queued with app.submit by hand: run it as a worker would
             thread = self.store.get_thread(thread_id)
             graph = thread.graph if thread is not None and thread.graph else None
             app = self.graphs.get(graph or "", self.any_app)

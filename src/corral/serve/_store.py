@@ -154,12 +154,12 @@ class ServeStore:
 
     def get_thread(self, thread_id: str) -> ThreadRecord | None:
         """Return the thread, or ``None`` when the API does not know it."""
-        with self._db.tx() as conn:
+        with self._db.tx(write=False) as conn:
             return self._thread(conn, thread_id)
 
     def threads(self) -> list[ThreadRecord]:
         """Return every thread, the most recently updated first."""
-        with self._db.tx() as conn:
+        with self._db.tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT thread_id, graph, metadata, created_at, updated_at "
                 "FROM corral_serve_threads ORDER BY updated_at DESC, thread_id"
@@ -203,7 +203,8 @@ class ServeStore:
     # -- runs ------------------------------------------------------------------------
 
     def add_run(self, run: RunRecord) -> None:
-        """Record a new run; under ``reject``, refuse it when the thread has one in flight.
+        """Record a new run and note its graph in its thread's metadata; under ``reject``,
+        refuse it when the thread has one in flight.
 
         The check and the insert are one transaction holding the thread's row (SQLite's
         write lock, PostgreSQL's ``FOR UPDATE``), so two servers cannot both accept.
@@ -237,10 +238,19 @@ class ServeStore:
                     run.created_at,
                 ),
             )
-            conn.execute(
-                "UPDATE corral_serve_threads SET updated_at = ? WHERE thread_id = ?",
-                (time.time(), run.thread_id),
-            )
+            found = self._thread(conn, run.thread_id)
+            if found is not None:  # the thread belongs to the graph of its first run
+                graph = {"graph_id": run.assistant_id, "assistant_id": run.assistant_id}
+                conn.execute(
+                    "UPDATE corral_serve_threads SET metadata = ?, "
+                    "graph = COALESCE(graph, ?), updated_at = ? WHERE thread_id = ?",
+                    (
+                        _dump({**found.metadata, **graph}),
+                        run.assistant_id,
+                        time.time(),
+                        run.thread_id,
+                    ),
+                )
 
     def set_queue_id(self, run_id: str, queue_id: int) -> None:
         """Note the ``corral_runs`` id the run was submitted as."""
@@ -251,28 +261,30 @@ class ServeStore:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """Return the run, or ``None``."""
-        with self._db.tx() as conn:
+        with self._db.tx(write=False) as conn:
             row = conn.execute(f"{_RUNS} WHERE r.run_id = ?", (run_id,)).fetchone()
         return None if row is None else _run_of(row)
 
     def runs(self, thread_id: str) -> list[RunRecord]:
         """Return the thread's runs, newest first."""
-        with self._db.tx() as conn:
+        with self._db.tx(write=False) as conn:
             return self._runs(conn, thread_id)
 
     def unsubmitted(self) -> list[RunRecord]:
         """Return the runs recorded but never queued (a server stopped in between)."""
-        with self._db.tx() as conn:
+        with self._db.tx(write=False) as conn:
             rows = conn.execute(
                 f"{_RUNS} WHERE r.queue_id IS NULL ORDER BY r.created_at"
             ).fetchall()
         return [_run_of(row) for row in rows]
 
     def running_run(self, thread_id: str) -> RunRecord | None:
-        """Return the thread's run a worker holds now (its queue row is ``running``)."""
-        with self._db.tx() as conn:
+        """Return the thread's run a worker holds now (its queue row is ``running``), else
+        a run of the thread still waiting for its queue id (being submitted)."""
+        with self._db.tx(write=False) as conn:
             row = conn.execute(
-                f"{_RUNS} WHERE r.thread_id = ? AND q.status = 'running' ORDER BY q.id LIMIT 1",
+                f"{_RUNS} WHERE r.thread_id = ? AND (q.status = 'running' OR r.queue_id IS NULL) "
+                "ORDER BY r.queue_id IS NULL, q.id LIMIT 1",
                 (thread_id,),
             ).fetchone()
         return None if row is None else _run_of(row)
@@ -347,7 +359,9 @@ class _Backend(Protocol):
     lock_thread: str
     """A statement that locks the thread's row until the transaction ends (``?`` = id)."""
 
-    def tx(self) -> Any: ...
+    def tx(self, write: bool = True) -> Any:
+        """A transaction; ``write=False`` only reads (SQLite takes no write lock)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -363,11 +377,11 @@ class _Sqlite:
         )
 
     @contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
+    def tx(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         with self._lock:
             conn = self._conn
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     yield conn
                 except BaseException:
@@ -401,7 +415,7 @@ class _Postgres:
         self.where = where
 
     @contextmanager
-    def tx(self) -> Iterator[_PgConnection]:
+    def tx(self, write: bool = True) -> Iterator[_PgConnection]:
         import psycopg
 
         try:
