@@ -136,12 +136,14 @@ def test_cancel_stops_the_run_before_its_next_node(client: Any, tmp_path: Path) 
     """The running node finishes; the next does not run; the thread keeps that checkpoint."""
     gate = tmp_path / "gate"
     tid = client.threads.create()["thread_id"]
-    run = client.runs.create(tid, "slow", input={"text": str(gate)})
-    _until(client, tid, run["run_id"], "running")
-    client.runs.cancel(tid, run["run_id"])
-    gate.touch()
-    client.runs.join(tid, run["run_id"])
-    assert client.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    run_id = None
+    for part in client.runs.stream(tid, "slow", input={"text": str(gate)}, stream_mode="custom"):
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+        if part.event == "custom" and part.data == "first":  # the node runs now
+            client.runs.cancel(tid, run_id)
+            gate.touch()
+    assert client.runs.get(tid, run_id)["status"] == "interrupted"
     state = client.threads.get_state(tid)
     assert state["values"]["tokens"] == ["written"] and state["next"] == ["finish"]
 

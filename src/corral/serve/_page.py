@@ -30,11 +30,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from corral.errors import BusyThreadError
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.serve._guard import PAGE_COOKIE
 from corral.serve._runs import Served
 from corral.serve._shapes import iso
-from corral.serve._store import ACTIVE, BusyThreadError, ThreadRecord
+from corral.serve._store import ACTIVE, ThreadRecord
 from corral.serve._threads_api import last_run, snapshot_of, thread_app
 
 __all__ = ["routes"]

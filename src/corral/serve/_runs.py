@@ -19,7 +19,7 @@ from typing import Any
 
 from corral.checkpoint.base import NewestId
 from corral.control import Command, Resume
-from corral.errors import CorralError
+from corral.errors import CheckpointError, RunCancelledError
 from corral.runtime.app import CompiledGraph, Run
 from corral.runtime.events import CheckpointWritten, Custom, Event, NodeEnd, Paused
 from corral.serve._hub import Hub
@@ -135,30 +135,20 @@ class Served:
         if starts == 0 and ("update" in command or "goto" in command):
             value = run_input(record)  # only the first start applies the command
         self.hub.open(record.run_id)
-        publish = _Publisher(self.hub, record.run_id, app, thread_id)
         try:
-            if self._stopping(record):
-                msg = f"run {record.run_id!r} was cancelled before it started"
-                raise CorralError(msg)
-            if not isinstance(value, dict) and newest(app, thread_id) is not None:
-                publish.values(app.get_state(thread_id).values)
-            for _ in app.stream(
-                value, mode="values", thread_id=thread_id, deps=self.deps, on_event=publish
-            ):
-                if self._stopping(record):
-                    msg = (
-                        f"run {record.run_id!r} was cancelled; the thread keeps its last checkpoint"
-                    )
-                    raise CorralError(msg)
+            self._stream(app, record, value)
+        except CheckpointError:
+            raise  # the worker tries again from the last checkpoint: the stream stays open
+        except RunCancelledError:
+            self._ended(record)
+            raise
         except Exception as exc:
             self.hub.publish(
                 record.run_id, "error", {"error": type(exc).__name__, "message": str(exc)}
             )
+            self._ended(record)
             raise
-        finally:
-            self.hub.end(record.run_id)
-            if record.temporary:  # a stateless run's thread ends with it
-                self.store.delete_thread(thread_id)
+        self._ended(record)
         snap = app.get_state(thread_id)
         return Run(
             snap.values,
@@ -170,6 +160,28 @@ class Served:
             thread_id=thread_id,
             checkpoint_id=snap.checkpoint_id,
         )
+
+    def _stream(self, app: CompiledGraph[Any], record: RunRecord, value: Any) -> None:
+        """Run the run, publishing its events; stop before the next node once cancelled."""
+        publish = _Publisher(self.hub, record.run_id, app, record.thread_id)
+        if self._stopping(record):
+            msg = f"run {record.run_id!r} was cancelled before it started"
+            raise RunCancelledError(msg, run_id=record.run_id)
+        if not isinstance(value, dict) and newest(app, record.thread_id) is not None:
+            publish.values(app.get_state(record.thread_id).values)
+        for _ in app.stream(
+            value, mode="values", thread_id=record.thread_id, deps=self.deps, on_event=publish
+        ):
+            if self._stopping(record):
+                msg = f"run {record.run_id!r} was cancelled; the thread keeps its last checkpoint"
+                raise RunCancelledError(msg, run_id=record.run_id)
+
+    def _ended(self, record: RunRecord) -> None:
+        """Close the run's channel; a stateless run's thread ends with it."""
+        self.hub.end(record.run_id)
+        self.cancelled.discard(record.run_id)
+        if record.temporary:
+            self.store.delete_thread(record.thread_id)
 
     def _stopping(self, record: RunRecord) -> bool:
         if record.run_id in self.cancelled:

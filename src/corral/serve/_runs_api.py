@@ -19,10 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from corral.errors import BusyThreadError
 from corral.serve._requests import JSONText, dumps, fail, read_json, run_fields
 from corral.serve._runs import Served, newest
 from corral.serve._shapes import interrupts_json, run_json
-from corral.serve._store import ACTIVE, BusyThreadError, RunRecord
+from corral.serve._store import ACTIVE, RunRecord
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
 
 __all__ = ["routes"]
@@ -151,7 +152,6 @@ async def _follow(
     if first is not None:
         yield _sse("metadata", first)
     seen = None
-    sent_any = False
     while True:
         channel = served.hub.channel(run.run_id)
         if channel is not None:
@@ -160,26 +160,22 @@ async def _follow(
                 event, data = channel.events[cursor]
                 cursor += 1
                 for name in _shown_as(event, modes):
-                    sent_any = True
                     yield _sse(name, data, cursor)
             if channel.ended:
                 await _ended(served, run.run_id)
                 return
             try:
                 await asyncio.wait_for(channel.changed.wait(), 1.0)
-            except TimeoutError:
-                pass
+            except TimeoutError:  # a worker that lost the run leaves its channel open
+                found = await run_in_threadpool(served.store.get_run, run.run_id)
+                if found is None or found.status not in ACTIVE:
+                    served.hub.end(run.run_id)  # drained on the next pass
             continue
         # run elsewhere (or not started yet): values as checkpoints land
         found = await run_in_threadpool(served.store.get_run, run.run_id)
         values, seen = await run_in_threadpool(_new_values, served, run, seen)
-        if (
-            values is not None
-            and "values" in modes
-            and (sent_any or found is None or found.status not in ACTIVE)
-        ):
+        if values is not None and "values" in modes:
             yield _sse("values", values)
-        sent_any = sent_any or values is not None
         if found is None or found.status not in ACTIVE:
             if found is not None and found.status == "error":
                 kind, _, message = (found.error or "Error: unknown").partition(": ")

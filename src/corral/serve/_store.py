@@ -29,9 +29,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from corral.errors import CheckpointError, CorralError
+from corral.errors import BusyThreadError, CheckpointError, CorralError
 
-__all__ = ["BusyThreadError", "RunRecord", "ServeStore", "ThreadRecord", "open_store"]
+__all__ = ["ACTIVE", "RunRecord", "ServeStore", "ThreadRecord", "open_store"]
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS corral_serve_threads (
@@ -72,14 +72,6 @@ _STATUS.update({"interrupted": "success", "failed": "error"})
 ended well (``success``; its thread is ``interrupted``); a cancelled run is ``interrupted``."""
 ACTIVE = frozenset({"pending", "running"})
 """The statuses of a run that has not ended."""
-
-
-class BusyThreadError(CorralError):
-    """A run asked with ``multitask_strategy="reject"`` on a thread with a run in flight."""
-
-    def __init__(self, message: str, *, thread_id: str) -> None:
-        super().__init__(message)
-        self.thread_id = thread_id
 
 
 @dataclass(frozen=True)
