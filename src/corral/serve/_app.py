@@ -38,6 +38,10 @@ __all__ = ["create_app"]
 
 log = logging.getLogger("corral.serve")
 
+_RECOVER_AFTER_S = 30.0
+"""A run recorded this long ago and still not queued was left by a server that died (a
+live one queues a run within milliseconds of recording it)."""
+
 
 class _ScrubbedLog(io.TextIOBase):
     """The worker's log stream, with the database URL taken out of each line."""
@@ -93,7 +97,7 @@ def create_app(
         served = Served(graphs, store, hub, deps=deps)
         app.state.served = served
         app.state.token = token
-        for run in await asyncio.to_thread(store.unsubmitted):
+        for run in await asyncio.to_thread(store.recover, _RECOVER_AFTER_S):
             await asyncio.to_thread(served.submit, run)
         worker = None
         thread = None

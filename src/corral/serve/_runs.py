@@ -123,6 +123,10 @@ class Served:
         while record is not None and record.queue_id is None and time.monotonic() < deadline:
             time.sleep(0.005)  # the API is noting the queue id it was just given
             record = self.store.running_run(thread_id)
+        if record is not None and record.queue_id is None:
+            # its server died between queueing it and noting where: this is that run
+            self.store.adopt(thread_id, record.run_id)
+            record = self.store.running_run(thread_id)
         if record is None or record.queue_id is None:
             # queued with app.submit by hand: run it as a worker would
             thread = self.store.get_thread(thread_id)

@@ -66,6 +66,12 @@ _RUNS = (
     "LEFT JOIN corral_runs AS q ON q.id = r.queue_id"
 )
 
+_ORPHAN = (
+    "SELECT q.id FROM corral_runs AS q WHERE q.thread = ? AND NOT EXISTS "
+    "(SELECT 1 FROM corral_serve_runs AS r WHERE r.queue_id = q.id)"
+)
+"""The thread's queue rows no run record names (``ORDER BY`` is added by the caller)."""
+
 _STATUS = {"queued": "pending", "running": "running", "done": "success"}
 _STATUS.update({"interrupted": "success", "failed": "error"})
 """Queue status -> run status. As on LangGraph's server, a run that paused for a person
@@ -262,13 +268,45 @@ class ServeStore:
         with self._db.tx(write=False) as conn:
             return self._runs(conn, thread_id)
 
-    def unsubmitted(self) -> list[RunRecord]:
-        """Return the runs recorded but never queued (a server stopped in between)."""
-        with self._db.tx(write=False) as conn:
+    def recover(self, older_than_s: float) -> list[RunRecord]:
+        """Settle the runs recorded but not known to be queued (a server died in between).
+
+        A run whose thread has a queue row no record names was queued and its server died
+        before noting it: the record adopts that row (the run is not queued twice). Each
+        other one, recorded more than ``older_than_s`` seconds ago, is claimed (so that two
+        servers starting at once do not both queue it) and returned, to be queued.
+        """
+        cutoff = time.time() - older_than_s
+        with self._db.tx() as conn:
             rows = conn.execute(
-                f"{_RUNS} WHERE r.queue_id IS NULL ORDER BY r.created_at"
+                f"{_RUNS} WHERE r.queue_id IS NULL AND r.created_at < ? ORDER BY r.created_at",
+                (cutoff,),
             ).fetchall()
-        return [_run_of(row) for row in rows]
+            left = []
+            for run in (_run_of(row) for row in rows):
+                orphan = conn.execute(_ORPHAN + " ORDER BY q.id", (run.thread_id,)).fetchone()
+                claimed = 0 if orphan is None else int(orphan[0])
+                conn.execute(
+                    "UPDATE corral_serve_runs SET queue_id = ? WHERE run_id = ?",
+                    (claimed, run.run_id),
+                )
+                if orphan is None:
+                    left.append(run)
+        return left
+
+    def adopt(self, thread_id: str, run_id: str) -> bool:
+        """Give the run the thread's running queue row no record names; ``False`` if none."""
+        with self._db.tx() as conn:
+            orphan = conn.execute(
+                _ORPHAN + " AND q.status = 'running' ORDER BY q.id", (thread_id,)
+            ).fetchone()
+            if orphan is None:
+                return False
+            conn.execute(
+                "UPDATE corral_serve_runs SET queue_id = ? WHERE run_id = ? AND queue_id IS NULL",
+                (int(orphan[0]), run_id),
+            )
+            return True
 
     def running_run(self, thread_id: str) -> RunRecord | None:
         """Return the thread's run a worker holds now (its queue row is ``running``), else
