@@ -10,11 +10,12 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from corral import SqliteSaver  # noqa: E402
-from corral.errors import BusyThreadError  # noqa: E402
-from corral.serve._store import RunRecord, ServeStore, open_store  # noqa: E402
-from corral.workers import queue_for  # noqa: E402
-from serving.served_graph import review  # noqa: E402
+from serving.served_graph import review
+
+from corral import SqliteSaver
+from corral.errors import BusyThreadError
+from corral.serve._store import RunRecord, ServeStore, open_store
+from corral.workers import queue_for
 
 
 def _run(thread_id: str, *, age_s: float = 0.0, strategy: str = "enqueue") -> RunRecord:
