@@ -11,20 +11,16 @@
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["PAGE_COOKIE", "Guard", "Scrubber", "page_paths"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PAGE_COOKIE = "corral_token"
 """The cookie the page's sign-in sets (HttpOnly, SameSite=Strict)."""
@@ -54,16 +50,18 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if self.token is not None and not self._allowed(scope, headers):
-            if page_paths(scope["path"]):
-                scope["corral.signed_in"] = False
+        request = HTTPConnection(scope)
+        if self.token is not None and not self._allowed(request):
+            if page_paths(request.url.path):
+                scope["corral.signed_in"] = False  # the page shows its sign-in form
             else:
-                await _answer(send, 401, "a token is required: send Authorization: Bearer TOKEN")
+                detail = "a token is required: send Authorization: Bearer TOKEN or x-api-key"
+                headers = {"WWW-Authenticate": "Bearer"}
+                await JSONResponse({"detail": detail}, 401, headers)(scope, receive, send)
                 return
-        length = headers.get("content-length", "")
+        length = request.headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_body:
-            await _answer(send, 413, self._too_large())
+            await JSONResponse({"detail": self._too_large()}, 413)(scope, receive, send)
             return
         seen = 0
         started = False
@@ -86,39 +84,22 @@ class Guard:
             await self.app(scope, bounded, watched)
         except _TooLarge:
             if not started:
-                await _answer(send, 413, self._too_large())
+                await JSONResponse({"detail": self._too_large()}, 413)(scope, receive, send)
 
     def _too_large(self) -> str:
         return f"the request body is over {self.max_body} bytes (--max-body)"
 
-    def _allowed(self, scope: Scope, headers: dict[str, str]) -> bool:
+    def _allowed(self, request: HTTPConnection) -> bool:
         assert self.token is not None
-        if scope["path"] in _OPEN or scope.get("method") == "OPTIONS":
+        if request.url.path in _OPEN or request.scope.get("method") == "OPTIONS":
             return True
-        given = headers.get("x-api-key") or ""
-        bearer = headers.get("authorization", "")
-        if bearer.lower().startswith("bearer "):
-            given = given or bearer[7:].strip()
-        if page_paths(scope["path"]) and not given:
-            given = _cookie(headers.get("cookie", ""), PAGE_COOKIE)
+        given = request.headers.get("x-api-key", "")
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            given = given or credentials.strip()
+        if page_paths(request.url.path) and not given:
+            given = request.cookies.get(PAGE_COOKIE, "")
         return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
-
-
-def _cookie(header: str, name: str) -> str:
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return unquote(value)
-    return ""
-
-
-async def _answer(send: Send, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if status == 401:
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 class Scrubber(logging.Filter):

@@ -28,6 +28,9 @@ class Channel:
     events: list[tuple[str, Any]] = field(default_factory=list)
     ended: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set (on the server's loop) when events were added; readers clear it, then read.
+    (An ``asyncio.Event`` binds to the loop that first waits on it, so any thread may make
+    one.)"""
 
 
 class Hub:
@@ -48,7 +51,7 @@ class Hub:
         with self._lock:
             found = self._channels.get(run_id)
             if found is None:
-                found = self._channels[run_id] = self._new_channel()
+                found = self._channels[run_id] = Channel()
             found.ended = False
             self._forget_old()
 
@@ -75,12 +78,6 @@ class Hub:
             self._loop.call_soon_threadsafe(found.changed.set)
         except RuntimeError:  # the loop closed: the server is stopping, nobody reads
             pass
-
-    def _new_channel(self) -> Channel:
-        channel = Channel()
-        # the asyncio.Event must belong to the server's loop, whatever thread opens it
-        channel.changed = asyncio.Event()
-        return channel
 
     def _forget_old(self) -> None:
         while len(self._channels) > _KEPT_RUNS:
