@@ -167,3 +167,16 @@ def test_fields_corral_does_not_use_are_accepted(client: Any) -> None:
     )
     assert out["topic"] == "f"
     assert client.runs.list(tid)[0]["metadata"] == {"who": "test"}
+
+
+def test_a_run_from_an_older_checkpoint_forks_the_thread(client: Any) -> None:
+    """checkpoint_id= runs from that checkpoint (time travel), as invoke(checkpoint_id=)."""
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "review", input={"topic": "first"})
+    start = client.threads.get_history(tid)[-1]  # the input checkpoint
+    assert start["values"]["topic"] == "first" and not start["values"].get("log")
+    out = client.runs.wait(
+        tid, "review", input={"topic": "fork"}, checkpoint_id=start["checkpoint_id"]
+    )
+    assert out["log"] == ["drafted fork", "drafted fork"]
+    assert client.threads.get_state(tid)["values"]["log"] == ["drafted fork", "drafted fork"]

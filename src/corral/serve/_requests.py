@@ -77,17 +77,34 @@ def _names(value: Any, field: str) -> list[str] | str | None:
     raise fail(422, f"{field} must be a list of node names or '*', not {value!r}")
 
 
+def _input(value: Any, app: CompiledGraph[Any]) -> dict[str, Any] | None:
+    """Return the run's input: ``None`` or an object whose keys are the state's."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise fail(422, f"input must be a JSON object of state keys, not {value!r}")
+    keys = [key.name for key in app.spec.keys]
+    unknown = sorted(set(value) - set(keys))
+    if unknown:
+        msg = f"input key {unknown[0]!r} is not a key of the state; the keys are {keys}"
+        raise fail(422, msg)
+    return value
+
+
+def _checkpoint_id(payload: dict[str, Any]) -> str | None:
+    """Return the checkpoint a run starts from (``checkpoint_id`` or ``checkpoint``)."""
+    checkpoint = payload.get("checkpoint") or {}
+    found = payload.get("checkpoint_id") or (
+        checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
+    )
+    if found is not None and not isinstance(found, str):
+        raise fail(422, f"checkpoint_id must be a string, not {found!r}")
+    return found
+
+
 def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, Any]:
     """Return the run fields corral uses, checked against the graph (422 when one is wrong)."""
-    value = payload.get("input")
-    keys = [key.name for key in app.spec.keys]
-    if value is not None:
-        if not isinstance(value, dict):
-            raise fail(422, f"input must be a JSON object of state keys, not {value!r}")
-        unknown = sorted(set(value) - set(keys))
-        if unknown:
-            msg = f"input key {unknown[0]!r} is not a key of the state; the keys are {keys}"
-            raise fail(422, msg)
+    value = _input(payload.get("input"), app)
     command = payload.get("command")
     if command is not None:
         if not isinstance(command, dict) or not set(command) <= {"resume", "update", "goto"}:
@@ -121,6 +138,7 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
     return {
         "input": value,
         "command": command,
+        "checkpoint_id": _checkpoint_id(payload),
         "stream_mode": list(modes),
         "interrupt_before": before,
         "interrupt_after": after,

@@ -138,9 +138,11 @@ class Served:
         command = record.kwargs.get("command") or {}
         if starts == 0 and ("update" in command or "goto" in command):
             value = run_input(record)  # only the first start applies the command
+        # a fork (checkpoint_id) is made at the first start; a takeover continues it
+        fork = record.kwargs.get("checkpoint_id") if starts == 0 else None
         self.hub.open(record.run_id)
         try:
-            self._stream(app, record, value)
+            self._stream(app, record, value, fork)
         except CheckpointError:
             raise  # the worker tries again from the last checkpoint: the stream stays open
         except RunCancelledError:
@@ -165,7 +167,9 @@ class Served:
             checkpoint_id=snap.checkpoint_id,
         )
 
-    def _stream(self, app: CompiledGraph[Any], record: RunRecord, value: Any) -> None:
+    def _stream(
+        self, app: CompiledGraph[Any], record: RunRecord, value: Any, fork: str | None
+    ) -> None:
         """Run the run, publishing its events; stop before the next node once cancelled."""
         publish = _Publisher(self.hub, record.run_id, app, record.thread_id)
         if self._stopping(record):
@@ -174,7 +178,12 @@ class Served:
         if not isinstance(value, dict) and newest(app, record.thread_id) is not None:
             publish.values(app.get_state(record.thread_id).values)
         for _ in app.stream(
-            value, mode="values", thread_id=record.thread_id, deps=self.deps, on_event=publish
+            value,
+            mode="values",
+            thread_id=record.thread_id,
+            checkpoint_id=fork,
+            deps=self.deps,
+            on_event=publish,
         ):
             if self._stopping(record):
                 msg = f"run {record.run_id!r} was cancelled; the thread keeps its last checkpoint"
