@@ -119,3 +119,18 @@ def test_an_answer_posted_without_the_pages_token_is_refused(server: Server, cli
     client.runs.join(tid, client.runs.list(tid)[0]["run_id"])
     # the question was not text, so an answer that parses as JSON is passed as JSON
     assert client.threads.get_state(tid)["values"]["answer"] == "yes"
+
+
+def test_a_pause_before_a_node_is_gone_on_from_with_continue(server: Server, client: Any) -> None:
+    """interrupt_before has no question: the page offers Continue, which runs the rest."""
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "slow", input={"text": "x"}, interrupt_before=["finish"])
+    with httpx.Client(base_url=server.url) as browser:
+        page = browser.get(f"/inbox/{tid}")
+        assert "paused before <b>finish</b>" in page.text and "<textarea" not in page.text
+        item = client.threads.get_state(tid)["interrupts"][0]["id"]
+        token = browser.cookies["corral_csrf"]
+        sent = browser.post(f"/inbox/{tid}/answer", data={"csrf": token, f"answer-{item}": ""})
+        assert sent.status_code == 303
+    client.runs.join(tid, client.runs.list(tid)[0]["run_id"])
+    assert client.threads.get_state(tid)["values"]["tokens"] == ["written", "done"]

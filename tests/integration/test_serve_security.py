@@ -101,7 +101,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "'; DROP TABLE corral_serve_threads; --",
         "..",
         "a?b=c#d%2F",
-        "ünïcødé thread",
+        "ünïcødé thread 线程",
         '" OR 1=1 --',
     ],
 )

@@ -104,7 +104,10 @@ _HEADERS = {
 async def _form(request: Request) -> dict[str, str]:
     """Return the posted form's fields; refuse it (403) without the page's CSRF token."""
     body = await request.body()
-    fields = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    fields = {
+        k: v[0]
+        for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()
+    }
     cookie = request.cookies.get(_CSRF, "")
     given = fields.get("csrf", "")
     if not cookie or not hmac.compare_digest(cookie.encode(), given.encode()):
@@ -240,6 +243,12 @@ def _history(served: Served, thread: ThreadRecord) -> str:
 def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -> str:
     parts = []
     for item in interrupts:
+        if item.when != "during":  # interrupt_before/after: nothing to answer, only go on
+            parts.append(
+                f'<div class="question"><p>paused {_e(item.when)} <b>{_e(item.node)}</b></p>'
+                f'<input type="hidden" name="answer-{_e(item.id)}" value=""></div>'
+            )
+            continue
         value = item.value
         question = value.get("question", value) if isinstance(value, dict) else value
         shown = question if isinstance(question, str) else json.dumps(question, default=str)
@@ -248,9 +257,10 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
             f'<textarea name="answer-{_e(item.id)}" required></textarea></div>'
         )
     action = f"/inbox/{quote(thread_id, safe='')}/answer"
+    label = "Answer and resume" if any(i.when == "during" for i in interrupts) else "Continue"
     return (
         f'<form method="post" action="{_e(action)}"><input type="hidden" name="csrf" '
-        f'value="{_e(csrf)}">{"".join(parts)}<button>Answer and resume</button></form>'
+        f'value="{_e(csrf)}">{"".join(parts)}<button>{label}</button></form>'
     )
 
 
@@ -318,11 +328,13 @@ def _resume(served: Served, thread_id: str, fields: dict[str, str]) -> str | Non
         text = fields.get(f"answer-{item.id}")
         if text is None:
             return "the page is out of date: the thread waits for another question; reload it"
-        answers[item.id] = _typed(text, item.value)
+        if item.when == "during":
+            answers[item.id] = _typed(text, item.value)
     value = next(iter(answers.values())) if len(answers) == 1 else answers
     fields_of_run = {
         "input": None,
-        "command": {"resume": value},
+        # a pause before/after a node is gone on from with no answer, as invoke(None)
+        "command": {"resume": value} if answers else None,
         "stream_mode": ["values"],
         "metadata": {"source": "inbox"},
         "multitask_strategy": "reject",  # two people answering at once: the second is told

@@ -13,6 +13,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -33,7 +34,8 @@ _POLL_S = 0.05
 
 
 def _paths(run: RunRecord) -> dict[str, str]:
-    base = f"/threads/{run.thread_id}/runs/{run.run_id}"
+    """Return the ``Location`` (the run's stream) and ``Content-Location`` (the run) headers."""
+    base = f"/threads/{quote(run.thread_id, safe='')}/runs/{run.run_id}"
     return {"Location": f"{base}/stream", "Content-Location": base}
 
 
