@@ -176,6 +176,17 @@ def _protocol(url: str) -> dict[str, Any]:
     seen["join"] = client.runs.join(tid, created["run_id"])
     seen["run_after_join"] = client.runs.get(tid, created["run_id"])
     seen["stateless"] = client.runs.wait(None, "review", input={"topic": "s"})
+    raw = httpx.post(
+        f"{url}/threads/{tid}/runs/stream",
+        json={"assistant_id": "review", "input": {"topic": "h"}, "stream_mode": "values"},
+        timeout=60,
+    )
+    run_id = raw.text.split('"run_id":"', 1)[1].split('"', 1)[0]
+    seen["stream_headers"] = (
+        raw.headers["content-type"].split(";")[0],
+        raw.headers["location"] == f"/threads/{tid}/runs/{run_id}/stream",
+        raw.headers["content-location"] == f"/threads/{tid}/runs/{run_id}",
+    )
     missing = httpx.get(f"{url}/threads/00000000-0000-0000-0000-000000000000")
     seen["missing"] = (missing.status_code, missing.json())
     return seen
@@ -221,6 +232,7 @@ def test_corral_answers_in_the_shapes_of_langgraphs_server(
     assert ours["wait"] == theirs["wait"]
     assert set(ours["join"]) == set(theirs["join"])
     assert set(ours["stateless"]) == set(theirs["stateless"])
+    assert ours["stream_headers"] == theirs["stream_headers"] == ("text/event-stream", True, True)
     assert ours["missing"][0] == theirs["missing"][0] == 404
     assert set(ours["missing"][1]) == set(theirs["missing"][1]) == {"detail"}
     shapes = ["assistant", "assistant_get", "thread", "metadata_event", "thread_interrupted"]
