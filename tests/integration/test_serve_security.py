@@ -11,6 +11,8 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("starlette")
 langgraph_sdk = pytest.importorskip("langgraph_sdk")
@@ -99,8 +101,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     "thread_id",
     [
         "'; DROP TABLE corral_serve_threads; --",
-        "..",
         "a?b=c#d%2F",
+        "...",
         "ünïcødé thread 线程",
         '" OR 1=1 --',
     ],
@@ -118,7 +120,7 @@ def test_a_thread_id_is_data_whatever_it_holds(server: Server, thread_id: str) -
 
 
 def test_a_thread_id_too_long_or_with_a_slash_is_422(server: Server) -> None:
-    for thread_id in ("x" * 201, "../../etc/passwd", ""):
+    for thread_id in ("x" * 201, "../../etc/passwd", "..", ".", ""):
         answer = httpx.post(f"{server.url}/threads", json={"thread_id": thread_id})
         assert answer.status_code == 422 or thread_id == "", answer.text
 
@@ -170,3 +172,17 @@ def test_a_bad_database_url_is_an_error_line_without_its_password(tmp_path: Path
     assert done.returncode != 0
     assert "Pw-77aa" not in done.stderr + done.stdout
     assert done.stderr.startswith("error: ")
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(min_size=1, max_size=200).filter(lambda t: "/" not in t and t not in (".", "..")))
+def test_any_thread_id_is_stored_and_found_as_given(server: Server, thread_id: str) -> None:
+    """Whatever text a thread id holds (quotes, %, dots, any script), it round-trips."""
+    made = httpx.post(
+        f"{server.url}/threads", json={"thread_id": thread_id, "if_exists": "do_nothing"}
+    )
+    assert made.status_code == 200 and made.json()["thread_id"] == thread_id
+    found = httpx.get(f"{server.url}/threads/{quote(thread_id, safe='')}")
+    assert found.status_code == 200 and found.json()["thread_id"] == thread_id

@@ -93,12 +93,14 @@ async def get_assistant(request: Request) -> Response:
 
 
 def check_id(thread_id: Any) -> str:
-    """Return the thread id, or refuse it (422): a string of 1 to 200 characters, no ``/``
-    (a URL path decodes ``%2F`` to ``/``, so such an id could not be named in one)."""
+    """Return the thread id, or refuse it (422): a string of 1 to 200 characters that can
+    be one URL path segment (no ``/``, as a server decodes ``%2F``; not ``.`` or ``..``,
+    which clients resolve away)."""
     if not isinstance(thread_id, str) or not 0 < len(thread_id) <= _MAX_ID:
         raise fail(422, f"thread_id must be a string of 1 to {_MAX_ID} characters")
-    if "/" in thread_id:
-        raise fail(422, f"thread_id {thread_id!r} holds '/', which no URL path can carry")
+    if "/" in thread_id or thread_id in (".", ".."):
+        msg = f"thread_id {thread_id!r} cannot be a URL path segment (no '/', not '.' or '..')"
+        raise fail(422, msg)
     return thread_id
 
 
