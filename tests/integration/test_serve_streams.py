@@ -169,3 +169,30 @@ def test_interrupt_before_a_node_per_run(client: Any) -> None:
     assert client.threads.get_state(tid)["next"] == ["finish"]
     out = client.runs.wait(tid, "slow")
     assert out["tokens"] == ["written", "done"]
+
+
+def test_deleting_a_busy_thread_stops_its_runs(server: Server, client: Any, tmp_path: Path) -> None:
+    """The running run stops before its next node, the queued one never runs."""
+    from serving.served_graph import slow
+
+    from corral import SqliteSaver
+    from corral.errors import RunFailedError
+
+    gate = tmp_path / "gate"
+    tid = client.threads.create()["thread_id"]
+    run_id = None
+    for part in client.runs.stream(tid, "slow", input={"text": str(gate)}, stream_mode="custom"):
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+            client.runs.create(tid, "slow", input={"text": "queued"})
+        if part.event == "custom" and part.data == "first":
+            client.threads.delete(tid)
+            gate.touch()
+    with pytest.raises(sdk_errors.NotFoundError):
+        client.threads.get(tid)
+    db = server.process.args[server.process.args.index("--db") + 1]  # type: ignore[union-attr]
+    app = slow.compile(checkpointer=SqliteSaver(db))
+    with pytest.raises(RunFailedError, match="cancelled"):
+        app.wait(tid, timeout=60)  # the queued run: cancelled before it started
+    assert app.get_state(tid).values["tokens"] == ["written"]
+    assert run_id is not None

@@ -190,11 +190,13 @@ class Served:
                 raise RunCancelledError(msg, run_id=record.run_id)
 
     def _ended(self, record: RunRecord) -> None:
-        """Close the run's channel; a stateless run's thread ends with it."""
+        """Close the run's channel; a stateless run's thread ends with it, and the record
+        of a run whose thread was deleted goes."""
         self.hub.end(record.run_id)
         self.cancelled.discard(record.run_id)
         if record.temporary:
             self.store.delete_thread(record.thread_id)
+        self.store.forget_run(record)
 
     def _stopping(self, record: RunRecord) -> bool:
         if record.run_id in self.cancelled:

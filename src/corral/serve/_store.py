@@ -180,14 +180,30 @@ class ServeStore:
             )
 
     def delete_thread(self, thread_id: str) -> bool:
-        """Forget the thread and its runs; return whether it was known.
+        """Forget the thread and its ended runs; return whether it was known.
 
-        Its checkpoints stay in the database (the checkpointer has no delete).
+        A run still pending or running is asked to stop (cancel ``"delete"``): its worker
+        drops its record once it stopped (:meth:`forget_run`), so a queued run of a deleted
+        thread never runs. The checkpoints stay in the database (the checkpointer has no
+        delete).
         """
         with self._db.tx() as conn:
-            conn.execute("DELETE FROM corral_serve_runs WHERE thread_id = ?", (thread_id,))
+            for run in self._runs(conn, thread_id):
+                if run.status in ACTIVE:
+                    conn.execute(
+                        "UPDATE corral_serve_runs SET cancel = 'delete' WHERE run_id = ?",
+                        (run.run_id,),
+                    )
+                else:
+                    conn.execute("DELETE FROM corral_serve_runs WHERE run_id = ?", (run.run_id,))
             cur = conn.execute("DELETE FROM corral_serve_threads WHERE thread_id = ?", (thread_id,))
             return bool(cur.rowcount)
+
+    def forget_run(self, run: RunRecord) -> None:
+        """Drop the record of an ended run whose thread was deleted."""
+        with self._db.tx() as conn:
+            if self._thread(conn, run.thread_id) is None:
+                conn.execute("DELETE FROM corral_serve_runs WHERE run_id = ?", (run.run_id,))
 
     @staticmethod
     def _thread(conn: _Connection, thread_id: str) -> ThreadRecord | None:
