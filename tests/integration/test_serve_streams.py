@@ -196,3 +196,23 @@ def test_deleting_a_busy_thread_stops_its_runs(server: Server, client: Any, tmp_
         app.wait(tid, timeout=60)  # the queued run: cancelled before it started
     assert app.get_state(tid).values["tokens"] == ["written"]
     assert run_id is not None
+
+
+def test_the_async_client_works_the_same(server: Server) -> None:
+    import asyncio
+
+    async def session() -> tuple[list[str], dict[str, Any]]:
+        client = langgraph_sdk.get_client(url=server.url)
+        tid = (await client.threads.create())["thread_id"]
+        parts = [
+            p.event
+            async for p in client.runs.stream(
+                tid, "review", input={"topic": "a"}, stream_mode="updates"
+            )
+        ]
+        done = await client.runs.wait(tid, "review", command={"resume": "fine"})
+        return parts, done
+
+    events, done = asyncio.run(session())
+    assert events[0] == "metadata" and set(events[1:]) == {"updates"}
+    assert done["answer"] == "fine"
