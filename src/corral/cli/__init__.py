@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral import __version__
-from corral.cli import _lint, _port, _serve, _show, _worker_loop
+from corral.cli import _lint, _port, _server, _show, _worker_loop
 from corral.cli._report import FORMATS
 from corral.cli._shell import say
 from corral.errors import CorralError
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run_command)
     _add_thread_commands(commands, common)
     _worker_loop.add_parser(commands, parents=[common], formatter_class=_formatter)
-    _serve.add_parser(commands, parents=[common], formatter_class=_formatter)
+    _server.add_parser(commands, parents=[common], formatter_class=_formatter)
     _port.add_parser(commands, parents=[common], formatter_class=_formatter)
     return parser
 
