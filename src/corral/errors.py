@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
 
 __all__ = [
+    "BusyThreadError",
     "CheckpointError",
     "CorralError",
     "GraphError",
@@ -23,6 +24,7 @@ __all__ = [
     "NodeCapError",
     "NodeError",
     "RouteError",
+    "RunCancelledError",
     "RunFailedError",
     "RunningLoopError",
     "SerializationError",
@@ -308,3 +310,19 @@ class RunningLoopError(CorralError, RuntimeError):
     def __init__(self, message: str, *, method: str) -> None:
         super().__init__(message)
         self.method = method
+
+
+class BusyThreadError(CorralError):
+    """``corral serve`` refused a run (``multitask_strategy="reject"``): the thread is busy."""
+
+    def __init__(self, message: str, *, thread_id: str) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+
+
+class RunCancelledError(CorralError):
+    """A served run stopped before its next node because a cancel was asked."""
+
+    def __init__(self, message: str, *, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral import __version__
-from corral.cli import _lint, _port, _serve, _show
+from corral.cli import _lint, _port, _server, _show, _worker_loop
 from corral.cli._options import positive as _positive
 from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
@@ -256,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run_command)
     _add_thread_commands(commands, common)
-    _serve.add_parser(commands, parents=[common], formatter_class=_formatter)
+    _worker_loop.add_parser(commands, parents=[common], formatter_class=_formatter)
+    _server.add_parser(commands, parents=[common], formatter_class=_formatter)
     _port.add_parser(commands, parents=[common], formatter_class=_formatter)
     return parser
 

@@ -1,0 +1,167 @@
+"""The JSON the API answers with, in the shapes the LangGraph server gives them.
+
+Assistants, threads, thread states and runs as the LangGraph SDK reads them (the keys and
+types were compared with LangGraph's own server: ``tests/integration/test_serve_compare.py``).
+A state's ``tasks`` are its next nodes, each with the interrupts it waits on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import Any
+
+from corral.runtime.events import Event, Interrupt, StateSnapshot
+from corral.serve._store import RunRecord, ThreadRecord
+
+__all__ = [
+    "assistant_json",
+    "event_json",
+    "interrupts_json",
+    "iso",
+    "run_json",
+    "state_json",
+    "thread_json",
+    "thread_status",
+]
+
+_STARTED = datetime.now(UTC).isoformat()
+
+
+def iso(seconds: float) -> str:
+    """Return a Unix time as ISO 8601 text with its UTC offset."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
+
+
+def assistant_json(name: str, description: str | None) -> dict[str, Any]:
+    """Return the one assistant of a served graph: its id and graph id are the graph's name."""
+    return {
+        "assistant_id": name,
+        "graph_id": name,
+        "config": {},
+        "context": {},
+        "metadata": {"created_by": "system"},
+        "name": name,
+        "created_at": _STARTED,
+        "updated_at": _STARTED,
+        "version": 1,
+        "description": description,
+    }
+
+
+def interrupts_json(interrupts: tuple[Interrupt, ...]) -> list[dict[str, Any]]:
+    """Return interrupts as ``[{"value", "id"}]``."""
+    return [{"value": item.value, "id": item.id} for item in interrupts]
+
+
+def thread_status(snapshot: StateSnapshot | None, last_run: str | None) -> str:
+    """Return ``busy`` while a run is in flight, else ``interrupted``, ``error`` or ``idle``.
+
+    ``last_run`` is the status of the thread's newest run (``None`` before its first).
+    """
+    if last_run in ("pending", "running"):
+        return "busy"
+    if last_run == "error":
+        return "error"
+    if snapshot is not None and snapshot.status in ("interrupted", "error"):
+        return snapshot.status
+    return "idle"
+
+
+def thread_json(
+    record: ThreadRecord, snapshot: StateSnapshot | None, last_run: str | None
+) -> dict[str, Any]:
+    """Return a thread with its status, last values and pending interrupts by task."""
+    pending: dict[str, list[dict[str, Any]]] = {}
+    if snapshot is not None:
+        for task in _tasks(snapshot):
+            if task["interrupts"]:
+                pending[task["id"]] = task["interrupts"]
+    error = getattr(snapshot, "error", None)
+    shown = {
+        "thread_id": record.thread_id,
+        "created_at": iso(record.created_at),
+        "updated_at": iso(record.updated_at),
+        "state_updated_at": iso(record.updated_at),
+        "metadata": record.metadata,
+        "status": thread_status(snapshot, last_run),
+        "config": {},
+        "values": snapshot.values if snapshot is not None else None,
+    }
+    if snapshot is not None or last_run is not None:  # as LangGraph: a new thread has neither
+        shown["error"] = str(error) if error else None
+        shown["interrupts"] = pending
+    return shown
+
+
+def _checkpoint(thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+    if checkpoint_id is None:
+        return None
+    return {"checkpoint_id": checkpoint_id, "thread_id": thread_id, "checkpoint_ns": ""}
+
+
+def _tasks(snapshot: StateSnapshot) -> list[dict[str, Any]]:
+    names = list(snapshot.next)
+    for item in snapshot.interrupts:
+        if item.node not in names:
+            names.append(item.node)
+    return [
+        {
+            "id": f"{snapshot.checkpoint_id}:{name}",
+            "name": name,
+            "path": ["__pregel_pull", name],
+            "error": None,
+            "interrupts": interrupts_json(tuple(i for i in snapshot.interrupts if i.node == name)),
+            "checkpoint": None,
+            "state": None,
+            "result": None,
+        }
+        for name in names
+    ]
+
+
+def state_json(thread_id: str, snapshot: StateSnapshot) -> dict[str, Any]:
+    """Return a thread state (``get_state``, an item of ``get_history``)."""
+    return {
+        "values": snapshot.values,
+        "next": list(snapshot.next),
+        "tasks": _tasks(snapshot),
+        "metadata": {
+            "source": snapshot.source,
+            "step": snapshot.supersteps,
+            "corral": {
+                "steps": snapshot.steps,
+                "status": snapshot.status,
+                "guards": [[s, t, n] for (s, t), n in sorted(snapshot.guards.items())],
+            },
+        },
+        "created_at": None,
+        "checkpoint": _checkpoint(thread_id, snapshot.checkpoint_id),
+        "parent_checkpoint": _checkpoint(thread_id, snapshot.parent_id),
+        "interrupts": interrupts_json(snapshot.interrupts),
+        "checkpoint_id": snapshot.checkpoint_id,
+        "parent_checkpoint_id": snapshot.parent_id,
+    }
+
+
+def run_json(record: RunRecord) -> dict[str, Any]:
+    """Return a run record."""
+    return {
+        "run_id": record.run_id,
+        "thread_id": record.thread_id,
+        "assistant_id": record.assistant_id,
+        "metadata": record.metadata,
+        "status": record.status,
+        "kwargs": record.kwargs,
+        "multitask_strategy": record.multitask_strategy,
+        "created_at": iso(record.created_at),
+        "updated_at": iso(record.created_at),
+    }
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """Return one of corral's event records (section 6) as ``{"type": ..., fields...}``."""
+    fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
+    if "interrupts" in fields:
+        fields["interrupts"] = interrupts_json(fields["interrupts"])
+    return {"type": type(event).__name__, **fields}
