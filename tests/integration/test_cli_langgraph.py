@@ -201,3 +201,74 @@ def test_the_command_line_outputs_in_docs_langgraph_md(
                 assert expected[4:] in out
             else:
                 assert out == expected
+
+
+def _project(tmp_path: Path) -> Path:
+    """A project whose graph module imports its nodes by the project's own package name."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "nodes.py").write_text("def write(state):\n    return {'draft': '...'}\n")
+    module = LANGGRAPH_MODULE.replace(
+        'def write(state: State) -> dict[str, object]:\n    return {"draft": "..."}\n',
+        "from app.nodes import write\n",
+    )
+    (app / "graph.py").write_text(module)
+    return app / "graph.py"
+
+
+@pytest.mark.parametrize("command", ["lint", "cycles", "draw"])
+def test_cycles_and_draw_import_what_lint_imports(tmp_path: Path, command: str) -> None:
+    """Run from the project's root, every command finds ``app.nodes`` (the current folder
+    is on the path for all of them, as it is in lint's worker)."""
+    import os
+    import shutil
+    import subprocess
+
+    script = shutil.which("corral")
+    assert script is not None
+    _project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [script, command, "app/graph.py:graph"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert "cannot import" not in proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+
+
+def test_a_file_named_on_the_command_line_is_always_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that never says 'langgraph' (it imports a module that builds the graph) is
+    read when named; a folder walk still skips it."""
+    (tmp_path / "built.py").write_text(LANGGRAPH_MODULE)
+    (tmp_path / "entry.py").write_text("from built import graph\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["lint", "entry.py"]) == 1
+    assert "CR201" in capsys.readouterr().out
+
+
+def test_a_graph_imported_and_run_as_a_subgraph_is_reported_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "inner.py").write_text(LANGGRAPH_MODULE)
+    (tmp_path / "outer.py").write_text(
+        "from typing import TypedDict\n"
+        "from langgraph.graph import END, START, StateGraph\n"
+        "from inner import graph\n\n\n"
+        "class Outer(TypedDict):\n    draft: str\n    verdict: str\n\n\n"
+        "top = StateGraph(Outer)\n"
+        "top.add_node('review', graph)\n"
+        "top.add_edge(START, 'review')\n"
+        "top.add_edge('review', END)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["lint", "outer.py"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("CR201") == 1, out

@@ -216,7 +216,14 @@ def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool
 
 
 def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
-    return list(dict.fromkeys(found))
+    """Return one finding per claim (a graph found on its own and as a subgraph says it
+    twice; the plain wording is kept)."""
+    from corral.langgraph import claim
+
+    kept: dict[tuple[object, ...], Diagnostic] = {}
+    for diagnostic in sorted(found, key=lambda d: claim(d)[-1] != d.message):
+        kept.setdefault(claim(diagnostic), diagnostic)
+    return list(kept.values())
 
 
 def _displayed(diagnostic: Diagnostic) -> Diagnostic:
