@@ -56,7 +56,8 @@ _cache: weakref.WeakKeyDictionary[types.CodeType, CounterFacts] = weakref.WeakKe
 
 _COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "popleft", "remove", "update"})
-_ITERATING = frozenset({"any", "all", "next", "filter", "sum", "sorted", "list", "enumerate"})
+_ITERATING = frozenset({"any", "all", "next", "filter", "sum"})
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp)
 _DEPTH = 6
 """How many locals deep a returned value is followed (a local built from a local...)."""
 
@@ -104,6 +105,10 @@ def _collect_locals(fn: _Function) -> None:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             target, value = node.target, node.value
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            name = node.target.id  # n += 1 on a local: n now holds n + 1
+            fn.values.setdefault(name, []).append(ast.BinOp(ast.Name(name), node.op, node.value))
+            continue
         elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name):
             if (key := _read_key(fn, node.iter)) is not None:
                 fn.reads[node.target.id] = key  # a step of the plan is a read of the plan
@@ -148,8 +153,9 @@ def _read_key(fn: _Function, expr: ast.expr) -> str | None:
         if _is_param(fn, expr.func.value):
             return expr.args[0].value
         return _read_key(fn, expr.func.value)
-    if isinstance(expr, ast.BoolOp):  # state.get("n") or 0
-        keys = {_read_key(fn, value) for value in expr.values} - {None}
+    if isinstance(expr, (ast.BoolOp, ast.IfExp)):  # state.get("n") or 0, x if x else 0
+        values = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
+        keys = {_read_key(fn, value) for value in values} - {None}
         return keys.pop() if len(keys) == 1 else None
     return None
 
@@ -232,7 +238,9 @@ def _updates(fn: _Function, value: ast.expr, depth: int) -> Iterator[ast.expr]:
         for keyword in value.keywords:
             if keyword.arg == "update":
                 yield from _updates(fn, keyword.value, depth)
-        if isinstance(value.func, ast.Name) and value.func.id == "dict":
+        constructor = isinstance(value.func, ast.Name) and value.func.id[:1].isupper()
+        if isinstance(value.func, ast.Name) and (value.func.id == "dict" or constructor):
+            # dict(n=...), or the state's own class: GraphState(n=state.n + 1)
             keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in value.keywords]
             yield ast.Dict(keys, [k.value for k in value.keywords])
     elif isinstance(value, ast.Name) and value.id != fn.param and depth < _DEPTH:
@@ -302,10 +310,12 @@ def _measured(fn: _Function, side: ast.expr) -> str | None:
     return _read_key(fn, side)
 
 
-def _tests(fn: _Function) -> tuple[frozenset[str], frozenset[str]]:
-    """Return the keys the function compares, and the keys it tests for truth or iterates."""
+def _tests(fn: _Function) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """Return the keys the function compares, those it tests for truth, and those whose
+    items it walks (a plan's steps)."""
     compares: set[str] = set()
     inspects: set[str] = set()
+    iterates: set[str] = set()
     for node in _own_nodes(fn.body):
         if isinstance(node, ast.Compare) and all(isinstance(op, _COMPARISONS) for op in node.ops):
             for side in (node.left, *node.comparators):
@@ -319,13 +329,25 @@ def _tests(fn: _Function) -> tuple[frozenset[str], frozenset[str]]:
             tested.append(node.operand)
         elif isinstance(node, ast.BoolOp):
             tested += node.values
-        elif isinstance(node, ast.comprehension | ast.For):
-            tested.append(node.iter)
+        elif isinstance(node, ast.For) and _searches(node.body):
+            iterates.update(k for k in [_read_key(fn, node.iter)] if k is not None)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             if node.func.id in _ITERATING:
                 tested += node.args
+                walked = [
+                    g.iter
+                    for a in node.args
+                    if isinstance(a, _COMPREHENSIONS)
+                    for g in a.generators
+                ]
+                iterates.update(k for e in walked if (k := _read_key(fn, e)) is not None)
         inspects.update(k for e in tested if (k := _measured(fn, e)) is not None)
-    return frozenset(compares), frozenset(inspects - compares)
+    return frozenset(compares), frozenset(inspects - compares), frozenset(iterates)
+
+
+def _searches(body: list[ast.stmt]) -> bool:
+    """Return whether a ``for`` body stops early (``break`` or ``return``): a search."""
+    return any(isinstance(n, (ast.Break, ast.Return)) for n in _own_nodes(body))
 
 
 def bumped_keys(func: Callable[..., Any]) -> frozenset[str]:
@@ -347,8 +369,9 @@ def read_counters(func: Callable[..., Any]) -> CounterFacts:
         facts = CounterFacts()
     else:
         increments, advances = _progress(fn)
-        compares, inspects = _tests(fn)
-        facts = CounterFacts(increments, compares, frozenset(_changed(fn)[0]), advances, inspects)
+        compares, inspects, iterates = _tests(fn)
+        bumps = frozenset(_changed(fn)[0])
+        facts = CounterFacts(increments, compares, bumps, advances, inspects | iterates, iterates)
     if isinstance(code, types.CodeType):
         _cache[code] = facts
     return facts

@@ -138,6 +138,9 @@ class CounterFacts:
     inspects: frozenset[str] = frozenset()
     """State keys the function tests for truth or iterates over, without comparing them
     (``if not state["queue"]``, ``any(not s["done"] for s in state["plan"])``)."""
+    iterates: frozenset[str] = frozenset()
+    """State keys whose items the function walks (``for step in state["plan"].steps``): a
+    router that leaves a loop when no step is left is bounded by the plan."""
 
 
 @dataclass(frozen=True, slots=True)

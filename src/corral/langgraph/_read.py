@@ -104,12 +104,15 @@ def user_function(runnable: Any) -> Callable[..., Any] | None:
     return func if callable(func) else None
 
 
-_LIBRARIES = ("langgraph", "langchain")
+_LIBRARIES = frozenset(
+    {"langgraph", "langgraph_prebuilt", "langgraph_supervisor", "langgraph_swarm", "langchain"}
+)
 """Packages whose files are never shown as a finding's place."""
 
 
 def _is_langgraph_code(func: Callable[..., Any]) -> bool:
-    return str(getattr(func, "__module__", "")).split(".")[0].startswith(_LIBRARIES)
+    top = str(getattr(func, "__module__", "")).split(".")[0]
+    return top in _LIBRARIES or top.startswith("langchain_")
 
 
 def _location(func: Any, fallback: Location) -> Location:
@@ -336,7 +339,9 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             for target in router.targets.names or () if after else ():
                 if after and target != END and after not in then.setdefault(target, []):
                     then[target].append(after)
-            if source == START:
+            if source == START and router.targets.many:
+                # A fan-out from START starts its targets together; a router from START
+                # starts one of them (its route from START says which may).
                 starts.update(router.targets.names or ())
     routers = _per_source(routers, maps)
     routed = {r.source for r in routers}

@@ -84,6 +84,9 @@ def _bounded(
             for node in nodes:
                 if _advances(node.counters or _NO_FACTS, node.writes, key, accumulated):
                     return CounterLoop(who, key, node.name, counted=False)
+    for who, facts, _ in choosers:
+        for key in sorted(facts.iterates):  # the steps may be filled in place, out of sight
+            return CounterLoop(who, key, counted=False)
     return None
 
 

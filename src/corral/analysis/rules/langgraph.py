@@ -171,13 +171,20 @@ def counter_loops(graph: SpecGraph) -> Iterator[Finding]:
                 "with a bound to leave the loop; make sure every path through the loop "
                 "increments it and that the bound is below recursion_limit, "
             )
+        elif loop.counter_node is None:
+            message = (
+                f"cycle {_shown(finding.nodes)} is bounded only by the plan in {loop.key!r}: "
+                f"{loop.chooser} walks its steps to leave the loop when none is left; make "
+                "sure every pass fills a step and that the plan is shorter than "
+                "recursion_limit allows, "
+            )
         else:
             message = (
                 f"cycle {_shown(finding.nodes)} is bounded only by the state key "
-                f"{loop.key!r}: node {loop.counter_node!r} builds it from its old value (a "
-                f"list appended to or consumed, a plan filled) and {loop.chooser} tests it to "
-                "leave the loop; make sure every pass moves it toward the way out and that "
-                "the loop ends below recursion_limit, "
+                f"{loop.key!r}: node {loop.counter_node!r} moves it one way on every pass (a "
+                f"count through a reducer, a list appended to or consumed, a plan filled) and "
+                f"{loop.chooser} tests it to leave the loop; make sure every pass moves it "
+                "toward the way out and that the loop ends below recursion_limit, "
             )
         yield Finding(message + _PORT, finding.nodes, finding.location)
 
