@@ -131,15 +131,33 @@ def test_draw_and_cycles(tree: Path, capsys: pytest.CaptureFixture[str]) -> None
     ]
 
 
-def test_lint_static_says_it_does_not_read_langgraph_graphs(
+def test_lint_static_reads_langgraph_wiring_without_importing(
     tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--static reads corral graphs only; a file importing langgraph gets a note, not silence."""
-    code, out, err = run(capsys, "lint", "--static", ".")
-    assert code == 1 and "both.py" in out and "agent.py" not in out
+    """--static reads the builder calls from source: the same finding, at the same line, as
+    lint with the import; nothing of the module runs."""
+    (tree / "agent.py").write_text(
+        LANGGRAPH_MODULE + "\nraise SystemExit('this module must not run')\n"
+    )
+    code, out, err = run(capsys, "lint", "--static", "agent.py")
+    assert code == 1 and err == ""
+    assert out.startswith("agent.py:20:1: CR201 cycle write → critique → write has no bound")
+
+
+def test_lint_static_says_which_file_needs_an_import_and_why(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tree / "looped.py").write_text(
+        LANGGRAPH_MODULE.replace(
+            'builder.add_node("write", write)',
+            'for name, func in [("write", write)]:\n    builder.add_node(name, func)',
+        )
+    )
+    code, _, err = run(capsys, "lint", "--static", "looped.py")
+    assert code == 0
     assert err == (
-        "note: lint --static does not read LangGraph graphs (agent.py, both.py import "
-        "langgraph); lint without --static to check them\n"
+        "note: lint --static reads LangGraph wiring from source, but these files need an "
+        "import (lint them without --static):\n  looped.py: line 25 wires the graph in a loop\n"
     )
 
 

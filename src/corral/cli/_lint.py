@@ -156,12 +156,11 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
 
 
 def _langgraph_note(sources: Sequence[str]) -> str:
-    """Return the note that ``--static`` skipped the LangGraph graphs of ``sources``."""
-    shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
-    verb = "imports" if len(sources) == 1 else "import"
+    """Return the note naming the files whose LangGraph wiring --static could not read."""
+    lines = "".join(f"\n  {source}" for source in sources)
     return (
-        f"note: lint --static does not read LangGraph graphs ({shown} {verb} langgraph); "
-        "lint without --static to check them"
+        "note: lint --static reads LangGraph wiring from source, but these files need an "
+        f"import (lint them without --static):{lines}"
     )
 
 
