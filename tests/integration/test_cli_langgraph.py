@@ -189,6 +189,48 @@ def test_port_prints_a_module_that_checks_clean(
     assert err == "error: both.py:g is a corral graph already; corral port reads LangGraph graphs\n"
 
 
+LAMBDAS = """
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    n: int
+
+
+def count(state: State) -> dict[str, int]:
+    return {"n": state["n"] + 1}
+
+
+builder = StateGraph(State)
+builder.add_node("count", count)
+builder.add_node("double", lambda state: {"n": state["n"] * 2})
+builder.add_edge(START, "count")
+builder.add_conditional_edges("count", lambda state: END if state["n"] >= 3 else "double")
+builder.add_edge("double", "count")
+graph = builder.compile()
+"""
+
+
+def test_port_of_lambda_nodes_and_routers_compiles_lints_clean_and_runs(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lambda is no subgraph: the port runs it from the original builder, names it, and
+    the module it writes imports, lints clean (the original is not a graph of it) and runs."""
+    (tree / "lambdas.py").write_text(LAMBDAS)
+    code, out, _ = run(capsys, "port", "lambdas.py:graph")
+    assert code == 0 and "subgraph" not in out and "<lambda>" not in out
+    (tree / "ported").mkdir()
+    (tree / "ported" / "lambdas_corral.py").write_text(out)
+    code, lint, _ = run(capsys, "lint", "ported")
+    assert (code, lint.splitlines()[-1]) == (0, "No problems found in 1 graph (1 file).")
+    import importlib
+
+    ported = importlib.import_module("ported.lambdas_corral")
+    assert ported.g.compile().invoke({"n": 0}).state == {"n": 3}
+
+
 def test_port_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
     """``corral port --help`` shows examples."""
     code, out, _ = run(capsys, "port", "--help")

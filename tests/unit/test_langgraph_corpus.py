@@ -68,3 +68,25 @@ def test_a_claimed_unbounded_loop_runs_into_the_recursion_limit(build: Any, give
     graph = build().compile()
     with pytest.raises(GraphRecursionError):
         graph.invoke(given, {"recursion_limit": 12})
+
+
+@pytest.mark.parametrize("name", [name for name, _ in projects()])
+def test_lint_static_reads_the_same_findings_or_says_why_not(name: str) -> None:
+    """Read from source without importing, a project's wiring gives the findings the
+    import gives, at the same lines; a file it cannot read says why."""
+    from pathlib import Path
+
+    from corral.static._langgraph import read_langgraph
+
+    module = __import__(f"langgraph_corpus.projects.{name}", fromlist=["PROJECT"])
+    file = str(Path(module.__file__))
+    targets, problem = read_langgraph(file, Path(file).read_text(), file)
+    if problem is not None:
+        assert targets == [] and problem
+        return
+
+    def claims(found: list[Any]) -> list[tuple[str, tuple[str, ...], int]]:
+        return sorted((d.code, tuple(sorted(d.nodes)), d.line) for d in found)
+
+    imported = [d for g in module.PROJECT.graphs().values() for d in corral.langgraph.check(g)]
+    assert claims([d for t in targets for d in t.check()]) == claims(imported)
