@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import StateGraph
 
-from langgraph_corpus.corpus import Defect, Project
+from langgraph_corpus.corpus import Clean, Defect, Project
 
 MAX_LOOPS = 6
 
@@ -111,5 +111,13 @@ PROJECT = Project(
             "a non-AI last message sends call_agent_model back to itself with no bound",
         ),
     ),
-    clean=(),
+    clean=(
+        Clean(
+            "enrichment",
+            ("call_agent_model", "reflect"),
+            "CR201",
+            "route_after_checker ends once loop_step reaches max_loops; call_agent_model "
+            "adds 1 to it through its operator.add reducer",
+        ),
+    ),
 )
