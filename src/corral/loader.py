@@ -145,6 +145,7 @@ def load(
     loaded = Loaded()
     seen: dict[int, Target] = {}
     patterns = exclude_patterns(exclude)
+    _current_folder_on_path()
     for argument in paths:
         path, wanted = split_selector(argument)
         found: list[Target] = []
@@ -170,6 +171,15 @@ def load(
             target.shown_as = f"{where}:{wanted or target.name}"
         loaded.targets.extend(found)
     return loaded
+
+
+def _current_folder_on_path() -> None:
+    """Put the current folder on ``sys.path``, as the lint worker (``python -c``) has it, so
+    that ``draw``, ``cycles`` and ``run`` import what ``lint`` imports (``from app.graph
+    import ...`` run from the project's root)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
 
 
 def is_module_name(path: str) -> bool:
@@ -255,9 +265,7 @@ def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | N
 def _import_dotted(
     name: str, only_marked: bool
 ) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
+    _current_folder_on_path()
     try:
         spec = importlib.util.find_spec(name)
     except BaseException as exc:

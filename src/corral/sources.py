@@ -131,9 +131,9 @@ def python_files(path: str, patterns: Sequence[str], *, only_marked: bool) -> It
     ``node_modules`` and virtual environments, i.e. folders holding ``pyvenv.cfg``, are
     skipped; so is whatever matches an exclude pattern). Only regular files under
     :data:`MAX_FILE_BYTES` are read: anything else (a FIFO, a link to ``/dev/zero``) is
-    yielded with its ``problem`` set, unread. With ``only_marked``, a file whose text never
-    mentions ``corral`` (nor ``langgraph``, when it is installed) is skipped (it cannot
-    define a graph).
+    yielded with its ``problem`` set, unread. With ``only_marked``, a file found in a folder
+    whose text never mentions ``corral`` (nor ``langgraph``, when it is installed) is
+    skipped (it cannot define a graph); a file named by ``path`` is always read.
 
     Raises:
         UsageError: ``path`` is neither a folder nor a ``.py`` file.
@@ -150,9 +150,10 @@ def python_files(path: str, patterns: Sequence[str], *, only_marked: bool) -> It
     else:
         msg = f"{path!r} does not exist; give a .py file, a folder or a dotted module name"
         raise UsageError(msg)
+    named = not os.path.isdir(path)  # a file named on the command line is always read
     for file in files:
         try:
-            if only_marked:
+            if only_marked and not named:
                 if _marker().search(read_source(file)) is None:
                     continue
             else:

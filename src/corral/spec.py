@@ -132,6 +132,15 @@ class CounterFacts:
     """State keys the function compares with something (a bound)."""
     bumps: frozenset[str] = frozenset()
     """State keys the function increments in place (``state["n"] += 1``)."""
+    advances: frozenset[str] = frozenset()
+    """State keys the function returns built from their old value, not incremented: a list
+    appended to or consumed, a plan whose steps are filled (``state["queue"][1:]``)."""
+    inspects: frozenset[str] = frozenset()
+    """State keys the function tests for truth or iterates over, without comparing them
+    (``if not state["queue"]``, ``any(not s["done"] for s in state["plan"])``)."""
+    iterates: frozenset[str] = frozenset()
+    """State keys whose items the function walks (``for step in state["plan"].steps``): a
+    router that leaves a loop when no step is left is bounded by the plan."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +215,12 @@ class RouterSpec:
     """The most ``Send`` values one call may return (``max_sends=``); ``None`` when undeclared."""
     unmapped: tuple[str, ...] = ()
     """Values the router can return that its LangGraph ``path_map`` does not map (CR109)."""
+    annotated: bool = False
+    """True when LangGraph maps the router's value through its ``Literal`` return
+    annotation (it has no ``path_map``): a value the annotation lacks is CR109 too."""
+    falls_off: bool = False
+    """True when some path through the router's body ends without returning a value, so
+    LangGraph gets ``None`` (CR109)."""
     counters: CounterFacts | None = None
     """What the router's source says about loop counters; ``None`` when not read."""
 

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 import types
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["function_body", "infer_command_fanout", "infer_writes"]
+__all__ = ["function_body", "function_node", "infer_command_fanout", "infer_writes"]
 
 _cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
     weakref.WeakKeyDictionary()
@@ -126,23 +127,65 @@ def _infer(func: Callable[..., Any]) -> frozenset[str] | None:
 
 def function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
     """Return the statements of ``func``'s body (a lambda's expression as a return)."""
+    found = function_node(func)
+    if found is None:
+        return None
+    if isinstance(found, ast.Lambda):
+        return [ast.copy_location(ast.Return(found.body), found.body)]  # placed: callers sort
+    return found.body
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+
+
+def function_node(func: Callable[..., Any]) -> _Function | None:
+    """Return the ``def`` (or ``lambda``) node of ``func``'s source, or ``None``.
+
+    A lambda's source is read from its whole file (``inspect.getsource`` gives only its
+    first lines, which may not parse on their own, e.g. inside a call spread over lines)
+    and picked among the lambdas of its line by where its code starts.
+    """
+    name = getattr(func, "__name__", "")
+    if name == "<lambda>":
+        return _lambda_node(func)
     try:
         source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError):
-        return None
-    try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (OSError, TypeError, SyntaxError):
         return None
-    name = getattr(func, "__name__", "")
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            return node.body
-    lambdas = [node for node in ast.walk(tree) if isinstance(node, ast.Lambda)]
-    if name == "<lambda>" and len(lambdas) == 1:
-        body = lambdas[0].body
-        return [ast.copy_location(ast.Return(body), body)]  # placed: callers sort by line
+            return node
     return None
+
+
+def _lambda_node(func: Callable[..., Any]) -> ast.Lambda | None:
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    lines = linecache.getlines(code.co_filename)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    line = code.co_firstlineno
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == line]
+    if len(found) <= 1:
+        return found[0] if found else None
+    starts = [
+        (start, col)
+        for start, _, col, _ in code.co_positions()
+        if start is not None and col is not None and (start, col) > (line, 0)
+    ]
+    if not starts:
+        return None
+    first = min(starts)
+    inside = [
+        n
+        for n in found
+        if (n.lineno, n.col_offset) <= first <= (n.end_lineno or n.lineno, n.end_col_offset or 0)
+    ]
+    return min(inside, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
 
 
 def _walk_own(body: list[ast.stmt]) -> Iterator[ast.AST]:

@@ -182,7 +182,9 @@ def react(*, with_end: bool) -> StateGraph[State]:
 
 
 def grade(state: State) -> Literal["yes", "no", "maybe"]:
-    return "yes"
+    if state["n"] > 1:
+        return "yes"
+    return "no" if state["n"] else "maybe"
 
 
 def mapped(*, as_list: bool) -> StateGraph[State]:
@@ -288,7 +290,7 @@ def decide(state: State) -> Command[Literal["write", "__end__"]]:
 
 
 def decide_untyped(state: State) -> Any:
-    return Command(goto="write")
+    return Command(goto=state["answer"])  # a destination read at run time
 
 
 def commands(*, typed: bool, destinations: tuple[str, ...] | None = None) -> StateGraph[State]:
@@ -389,7 +391,7 @@ def nested(*, by_hand: Any = None) -> StateGraph[State]:
 
 
 def entry(state: State) -> Literal["plan", "write"]:
-    return "plan"
+    return "plan" if state["n"] else "write"
 
 
 def entry_router() -> StateGraph[State]:

@@ -131,15 +131,33 @@ def test_draw_and_cycles(tree: Path, capsys: pytest.CaptureFixture[str]) -> None
     ]
 
 
-def test_lint_static_says_it_does_not_read_langgraph_graphs(
+def test_lint_static_reads_langgraph_wiring_without_importing(
     tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--static reads corral graphs only; a file importing langgraph gets a note, not silence."""
-    code, out, err = run(capsys, "lint", "--static", ".")
-    assert code == 1 and "both.py" in out and "agent.py" not in out
+    """--static reads the builder calls from source: the same finding, at the same line, as
+    lint with the import; nothing of the module runs."""
+    (tree / "agent.py").write_text(
+        LANGGRAPH_MODULE + "\nraise SystemExit('this module must not run')\n"
+    )
+    code, out, err = run(capsys, "lint", "--static", "agent.py")
+    assert code == 1 and err == ""
+    assert out.startswith("agent.py:20:1: CR201 cycle write → critique → write has no bound")
+
+
+def test_lint_static_says_which_file_needs_an_import_and_why(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tree / "looped.py").write_text(
+        LANGGRAPH_MODULE.replace(
+            'builder.add_node("write", write)',
+            'for name, func in [("write", write)]:\n    builder.add_node(name, func)',
+        )
+    )
+    code, _, err = run(capsys, "lint", "--static", "looped.py")
+    assert code == 0
     assert err == (
-        "note: lint --static does not read LangGraph graphs (agent.py, both.py import "
-        "langgraph); lint without --static to check them\n"
+        "note: lint --static reads LangGraph wiring from source, but these files need an "
+        "import (lint them without --static):\n  looped.py: line 25 wires the graph in a loop\n"
     )
 
 
@@ -169,6 +187,48 @@ def test_port_prints_a_module_that_checks_clean(
     code, _, err = run(capsys, "port", "both.py:g")
     assert code == 2
     assert err == "error: both.py:g is a corral graph already; corral port reads LangGraph graphs\n"
+
+
+LAMBDAS = """
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    n: int
+
+
+def count(state: State) -> dict[str, int]:
+    return {"n": state["n"] + 1}
+
+
+builder = StateGraph(State)
+builder.add_node("count", count)
+builder.add_node("double", lambda state: {"n": state["n"] * 2})
+builder.add_edge(START, "count")
+builder.add_conditional_edges("count", lambda state: END if state["n"] >= 3 else "double")
+builder.add_edge("double", "count")
+graph = builder.compile()
+"""
+
+
+def test_port_of_lambda_nodes_and_routers_compiles_lints_clean_and_runs(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lambda is no subgraph: the port runs it from the original builder, names it, and
+    the module it writes imports, lints clean (the original is not a graph of it) and runs."""
+    (tree / "lambdas.py").write_text(LAMBDAS)
+    code, out, _ = run(capsys, "port", "lambdas.py:graph")
+    assert code == 0 and "subgraph" not in out and "<lambda>" not in out
+    (tree / "ported").mkdir()
+    (tree / "ported" / "lambdas_corral.py").write_text(out)
+    code, lint, _ = run(capsys, "lint", "ported")
+    assert (code, lint.splitlines()[-1]) == (0, "No problems found in 1 graph (1 file).")
+    import importlib
+
+    ported = importlib.import_module("ported.lambdas_corral")
+    assert ported.g.compile().invoke({"n": 0}).state == {"n": 3}
 
 
 def test_port_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,3 +261,74 @@ def test_the_command_line_outputs_in_docs_langgraph_md(
                 assert expected[4:] in out
             else:
                 assert out == expected
+
+
+def _project(tmp_path: Path) -> Path:
+    """A project whose graph module imports its nodes by the project's own package name."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "nodes.py").write_text("def write(state):\n    return {'draft': '...'}\n")
+    module = LANGGRAPH_MODULE.replace(
+        'def write(state: State) -> dict[str, object]:\n    return {"draft": "..."}\n',
+        "from app.nodes import write\n",
+    )
+    (app / "graph.py").write_text(module)
+    return app / "graph.py"
+
+
+@pytest.mark.parametrize("command", ["lint", "cycles", "draw"])
+def test_cycles_and_draw_import_what_lint_imports(tmp_path: Path, command: str) -> None:
+    """Run from the project's root, every command finds ``app.nodes`` (the current folder
+    is on the path for all of them, as it is in lint's worker)."""
+    import os
+    import shutil
+    import subprocess
+
+    script = shutil.which("corral")
+    assert script is not None
+    _project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run(
+        [script, command, "app/graph.py:graph"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert "cannot import" not in proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr
+
+
+def test_a_file_named_on_the_command_line_is_always_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that never says 'langgraph' (it imports a module that builds the graph) is
+    read when named; a folder walk still skips it."""
+    (tmp_path / "built.py").write_text(LANGGRAPH_MODULE)
+    (tmp_path / "entry.py").write_text("from built import graph\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["lint", "entry.py"]) == 1
+    assert "CR201" in capsys.readouterr().out
+
+
+def test_a_graph_imported_and_run_as_a_subgraph_is_reported_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "inner.py").write_text(LANGGRAPH_MODULE)
+    (tmp_path / "outer.py").write_text(
+        "from typing import TypedDict\n"
+        "from langgraph.graph import END, START, StateGraph\n"
+        "from inner import graph\n\n\n"
+        "class Outer(TypedDict):\n    draft: str\n    verdict: str\n\n\n"
+        "top = StateGraph(Outer)\n"
+        "top.add_node('review', graph)\n"
+        "top.add_edge(START, 'review')\n"
+        "top.add_edge('review', END)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["lint", "outer.py"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("CR201") == 1, out

@@ -86,8 +86,9 @@ def test_path_map_dict_list_and_literal_annotation() -> None:
 
 
 def test_conditional_entry_point_starts_its_targets() -> None:
-    """add_conditional_edges(START, router) starts the run at the router's targets."""
-    assert {("__start__", "plan", "start"), ("__start__", "write", "start")} <= routes(
+    """add_conditional_edges(START, router) starts the run at one of the router's targets:
+    they are routes of a router from START (not start nodes, which would all run at once)."""
+    assert {("__start__", "plan", "router"), ("__start__", "write", "router")} <= routes(
         lg.entry_router()
     )
     assert check(lg.entry_router()) == []
@@ -272,8 +273,9 @@ def test_router_with_no_annotation_or_path_map_is_cr401() -> None:
     found = check(lg.untyped())
     assert codes(found) == [("CR401", ("plan",))]
     assert found[0].message == (
-        "router 'opaque' has no readable targets: it has no path_map and no Literal return "
-        "annotation; pass a path_map to add_conditional_edges('plan', opaque, ...) or annotate "
+        "router 'opaque' has no readable targets: it has no path_map, no Literal return "
+        "annotation, and returns a value read at run time; pass a path_map to "
+        "add_conditional_edges('plan', opaque, ...) or annotate "
         "its return like -> Literal['a', '__end__']"
     )
 
@@ -304,7 +306,8 @@ def test_unknown_key_but_not_a_key_from_an_input_schema() -> None:
 
 
 def test_no_cr104_or_cr107_under_langgraph() -> None:
-    """A node with no edge ends the run; a node with an edge and a router takes both."""
+    """A node with no edge ends the run; a node with an edge and a router takes both, which
+    is CR112 (a warning), not CR107."""
     builder = StateGraph(lg.State)
     builder.add_node("plan", lg.plan)
     builder.add_node("write", lg.write)
@@ -312,7 +315,9 @@ def test_no_cr104_or_cr107_under_langgraph() -> None:
     builder.add_edge(START, "plan")
     builder.add_edge("plan", "write")
     builder.add_conditional_edges("plan", lg.should_write, ["write", "review"])
-    assert check(builder) == []
+    assert [(d.code, d.severity, d.nodes) for d in check(builder)] == [
+        ("CR112", "warning", ("plan", "write"))
+    ]
 
 
 def test_subgraph_node_and_graphs_run_by_hand_are_checked() -> None:

@@ -51,6 +51,7 @@ def test_every_code_is_registered_once() -> None:
         "CR109": "unmapped-route",
         "CR110": "graph-as-node",
         "CR111": "sync-timeout",
+        "CR112": "edge-and-router",
         "CR201": "unguarded-cycle",
         "CR202": "useless-guard",
         "CR203": "cap-below-bound",
@@ -62,7 +63,12 @@ def test_every_code_is_registered_once() -> None:
         "CR401": "untyped-route",
     }
     assert {code: r.slug for code, r in RULES.items()} == expected
-    assert [c for c, r in RULES.items() if r.severity == "warning"] == ["CR202", "CR203", "CR204"]
+    assert [c for c, r in RULES.items() if r.severity == "warning"] == [
+        "CR112",
+        "CR202",
+        "CR203",
+        "CR204",
+    ]
 
 
 def test_clean_graphs_have_no_findings() -> None:

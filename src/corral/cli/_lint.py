@@ -156,12 +156,11 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
 
 
 def _langgraph_note(sources: Sequence[str]) -> str:
-    """Return the note that ``--static`` skipped the LangGraph graphs of ``sources``."""
-    shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
-    verb = "imports" if len(sources) == 1 else "import"
+    """Return the note naming the files whose LangGraph wiring --static could not read."""
+    lines = "".join(f"\n  {source}" for source in sources)
     return (
-        f"note: lint --static does not read LangGraph graphs ({shown} {verb} langgraph); "
-        "lint without --static to check them"
+        "note: lint --static reads LangGraph wiring from source, but these files need an "
+        f"import (lint them without --static):{lines}"
     )
 
 
@@ -216,7 +215,14 @@ def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool
 
 
 def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
-    return list(dict.fromkeys(found))
+    """Return one finding per claim (a graph found on its own and as a subgraph says it
+    twice; the plain wording is kept)."""
+    from corral.langgraph import claim
+
+    kept: dict[tuple[object, ...], Diagnostic] = {}
+    for diagnostic in sorted(found, key=lambda d: claim(d)[-1] != d.message):
+        kept.setdefault(claim(diagnostic), diagnostic)
+    return list(kept.values())
 
 
 def _displayed(diagnostic: Diagnostic) -> Diagnostic:

@@ -23,15 +23,16 @@ writes a corral module skeleton for it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from corral.analysis.diagnostic import Diagnostic
 from corral.langgraph._port import port
 from corral.langgraph._read import builder_of, read
 from corral.langgraph._source import graphs_read, is_builder, is_compiled
-from corral.spec import GraphSpec
+from corral.spec import GraphSpec, Location
 
-__all__ = ["check", "is_langgraph", "port", "spec"]
+__all__ = ["check", "claim", "is_langgraph", "port", "spec"]
 
 
 def is_langgraph(obj: object) -> bool:
@@ -59,24 +60,55 @@ def check(graph: Any) -> list[Diagnostic]:
     return sorted(_check(graph, None, set()), key=lambda d: d.sort_key)
 
 
-def _check(graph: Any, label: str | None, seen: set[int]) -> list[Diagnostic]:
+def _check(
+    graph: Any, label: str | None, seen: set[int], where: Location | None = None
+) -> list[Diagnostic]:
     # The analyser imports this package (to register CR109 and CR204), so it is read late.
     from corral.analysis import analyse
     from corral.analysis.rules.langgraph import APPLIES, REWORDED, langgraph_findings
 
     builder = builder_of(graph)
     seen.add(id(builder))
-    reading = read(graph)
-    found = [d for d in analyse(reading.spec) if d.code in APPLIES and d.code not in REWORDED]
+    reading = read(graph, where=where)
+    # A node reached only through a value the router's map lacks is that CR109, not a CR103.
+    stranded = {v for r in reading.spec.routers for v in r.unmapped}
+    found = [
+        d
+        for d in analyse(reading.spec)
+        if d.code in APPLIES
+        and d.code not in REWORDED
+        and not (d.code == "CR103" and set(d.nodes) <= stranded)
+    ]
     found += langgraph_findings(reading.spec)
     if label is not None:
-        found = [dataclasses.replace(d, message=f"in {label}: {d.message}") for d in found]
-    contained = [(f"subgraph {name!r}", sub) for name, sub in reading.subgraphs]
+        found = [
+            dataclasses.replace(d, message=f"{_PREFIX.format(label)}{d.message}") for d in found
+        ]
+    contained = [(f"subgraph {name!r}", name, sub) for name, sub in reading.subgraphs]
     for node in reading.spec.nodes:
         by_hand = graphs_read(node.func)
-        contained += [(f"graph {name!r} run by node {node.name!r}", g) for name, g in by_hand]
-    for what, sub in contained:
+        contained += [(f"graph {n!r} run by node {node.name!r}", node.name, g) for n, g in by_hand]
+    for what, node_name, sub in contained:
         if id(sub.builder) not in seen:
             inner = what if label is None else f"{label}, {what}"
-            found += _check(sub, inner, seen)
+            at = reading.spec.node(node_name)
+            found += _check(sub, inner, seen, at.location if at is not None else where)
     return found
+
+
+_PREFIX = "in {}: "
+"""How a finding of a contained graph says where it is."""
+
+
+def claim(diagnostic: Diagnostic) -> tuple[object, ...]:
+    """Return what a finding claims, without saying through which graph it was found.
+
+    A module that imports a compiled graph and also runs it as a subgraph finds the same
+    defect twice (``in subgraph 'research': ...`` and on the graph itself); the command
+    line prints one finding per claim.
+    """
+    message = _CONTAINED.sub("", diagnostic.message, count=1)
+    return (diagnostic.code, diagnostic.file, diagnostic.line, diagnostic.nodes, message)
+
+
+_CONTAINED = re.compile(r"^in (?:subgraph|graph) '[^']*'[^:]*: ")

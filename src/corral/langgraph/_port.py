@@ -103,7 +103,12 @@ def _router_lines(
 
 
 def _node_line(
-    name: str, func: Callable[..., Any] | None, spec: GraphSpec, guard: tuple[Guard, str] | None
+    name: str,
+    func: Callable[..., Any] | None,
+    spec: GraphSpec,
+    guard: tuple[Guard, str] | None,
+    state: str,
+    lambdas: list[str],
 ) -> list[str]:
     node = spec.node(name)
     assert node is not None
@@ -124,8 +129,24 @@ def _node_line(
     if func is None:
         lines.append(f"# TODO: {name!r} is a LangGraph subgraph; port it and use g.subgraph")
         return lines
+    if not func.__name__.isidentifier():  # a lambda: run it from the original builder
+        own = _own_name(name)
+        lines += [
+            "",
+            "",
+            f"def {own}(state: {state}) -> dict[str, object]:  # the lambda node {name!r}",
+            f"    return _lg{own}(state)  # type: ignore[no-any-return]",
+            "",
+            "",
+        ]
+        lambdas.append(f"_lg{own} = _lg_builder.nodes[{name!r}].runnable.func")
+        return [*lines, f"{call}({own})"]
     lines.append(f"{call}({func.__name__})")
     return lines
+
+
+def _own_name(name: str) -> str:
+    return "_lambda_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
 def port(graph: Any, *, module: str, name: str) -> str:
@@ -147,27 +168,32 @@ def port(graph: Any, *, module: str, name: str) -> str:
     funcs: dict[str, Callable[..., Any] | None] = {}
     for node_name, node_spec in dict(builder.nodes).items():
         func = user_function(getattr(node_spec, "runnable", None))
-        if func is not None and not func.__name__.isidentifier():
-            func = None
         funcs[node_name] = func
-        if func is not None:
+        if func is not None and func.__name__.isidentifier():
             imports.setdefault(_home(func, module), []).append(func.__name__)
     body: list[str] = []
+    lambdas: list[str] = []
     for node_name, func in funcs.items():
-        body += _node_line(node_name, func, spec, guards.get(("node", node_name)))
+        guard = guards.get(("node", node_name))
+        body += _node_line(node_name, func, spec, guard, state, lambdas)
     branches = dict(getattr(builder, "branches", None) or {})
     for router in spec.routers:
         if router.source == START:
             body += ["", f"# TODO: {router.name!r} chooses the start node; mark them start=True"]
             continue
         original = router.func
-        home = _home(original, module)
-        imports.setdefault(home, []).append(f"{original.__name__} as _lg_{router.name}")
-        branch = next(
-            (b for b in dict(branches.get(router.source, {})).values()
+        key, branch = next(
+            ((k, b) for k, b in dict(branches.get(router.source, {})).items()
              if user_function(getattr(b, "path", None)) is original),
-            None,
+            (router.name, None),
         )  # fmt: skip
+        if original.__name__.isidentifier():
+            home = _home(original, module)
+            imports.setdefault(home, []).append(f"{original.__name__} as _lg_{router.name}")
+        else:  # a lambda router: taken from the original builder
+            lambdas.append(
+                f"_lg_{router.name} = _lg_builder.branches[{router.source!r}][{key!r}].path.func"
+            )
         guard = guards.get((f"router:{router.name}", router.source))
         body += ["", "", *_router_lines(router, getattr(branch, "ends", None), state, guard)]
     header = [
@@ -185,4 +211,8 @@ def port(graph: Any, *, module: str, name: str) -> str:
     ]
     for home, names in imports.items():
         header.append(f"from {home} import {', '.join(dict.fromkeys(names))}")
+    if lambdas:  # lambdas are taken from the original builder, which is then let go
+        header += [f"from {module} import {name} as _lg_graph", ""]
+        header += ['_lg_builder = getattr(_lg_graph, "builder", _lg_graph)', *lambdas]
+        header.append("del _lg_graph, _lg_builder  # the original is no graph of this module")
     return "\n".join([*header, "", f"g = Graph({state})", "", *body, ""])

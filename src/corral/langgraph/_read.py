@@ -23,6 +23,8 @@ How LangGraph maps onto the spec:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import typing
 from collections.abc import Callable, Collection, Iterable
@@ -30,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.counters import read_counters
+from corral.langgraph._routes import Returns, command_gotos, read_returns
 from corral.langgraph._source import (
     def_location,
     is_builder,
     is_compiled,
-    returned_literals,
     returns_command,
     send_targets,
 )
@@ -82,16 +84,35 @@ def builder_of(graph: Any) -> Any:
 
 
 def user_function(runnable: Any) -> Callable[..., Any] | None:
-    """Return the function a LangGraph runnable wraps (``.func``, else ``.afunc``)."""
+    """Return the function a LangGraph runnable wraps (``.func``, else ``.afunc``), through
+    ``functools.partial`` and decorators that keep ``__wrapped__`` (``functools.wraps``)."""
+    func: Any = None
     for attr in ("func", "afunc"):
-        func: Callable[..., Any] | None = getattr(runnable, attr, None)
-        if callable(func):
-            return func
-    return runnable if inspect.isfunction(runnable) else None
+        found = getattr(runnable, attr, None)
+        if callable(found):
+            func = found
+            break
+    else:
+        func = runnable if inspect.isfunction(runnable) else None
+    for _ in range(8):
+        if isinstance(func, functools.partial):
+            func = func.func
+        elif callable(getattr(func, "__wrapped__", None)):
+            func = func.__wrapped__
+        else:
+            break
+    return func if callable(func) else None
+
+
+_LIBRARIES = frozenset(
+    {"langgraph", "langgraph_prebuilt", "langgraph_supervisor", "langgraph_swarm", "langchain"}
+)
+"""Packages whose files are never shown as a finding's place."""
 
 
 def _is_langgraph_code(func: Callable[..., Any]) -> bool:
-    return str(getattr(func, "__module__", "")).split(".")[0].startswith("langgraph")
+    top = str(getattr(func, "__module__", "")).split(".")[0]
+    return top in _LIBRARIES or top.startswith("langchain_")
 
 
 def _location(func: Any, fallback: Location) -> Location:
@@ -155,14 +176,20 @@ def _names(ends: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(v) for v in values))
 
 
-def _router_values(func: Callable[..., Any]) -> tuple[str, ...] | None:
-    """Return what ``func`` can return: its ``Literal`` annotation, else its returned literals."""
+def _annotation(func: Callable[..., Any]) -> tuple[str, ...] | None:
     try:
         annotation = read_return_annotation(func, None)
     except Exception:
-        annotation = None
-    names = read_literal_form(annotation) if annotation is not None else None
-    return names if names is not None else returned_literals(func)
+        return None
+    return read_literal_form(annotation) if annotation is not None else None
+
+
+def _router_values(func: Callable[..., Any]) -> Returns:
+    """Return what ``func`` can return: read from its body, else its ``Literal`` annotation."""
+    found = read_returns(func)
+    if found.values is not None:
+        return found
+    return Returns(_annotation(func), found.none)
 
 
 def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpec:
@@ -175,16 +202,28 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
     sends = send_targets(func) if func is not None else None
     sent = sends.names if sends is not None else ()
     unmapped: tuple[str, ...] = ()
+    annotated = False
+    returns = _router_values(func) if func is not None else Returns(None)
+    values = returns.values
+    falls = returns.none and not (ends is not None and None in ends)
     if ends is not None:
-        names = tuple(dict.fromkeys((*_names(dict(ends).values()), *sent)))
-        targets = TargetSet(names, many=bool(sent), sends=sent)
-        values = _router_values(func) if func is not None else None
+        ends = dict(ends)
+        literal = _annotation(func) if func is not None else None
+        annotated = literal is not None and list(ends.items()) == [(n, n) for n in literal]
         if values is not None and all(isinstance(k, str) for k in ends):
             unmapped = tuple(v for v in values if v not in ends)
+            # An entry no return produces is not a route (LangGraph never takes it).
+            ends = {k: v for k, v in ends.items() if k in values} or ends
+        names = tuple(dict.fromkeys((*_names(ends.values()), *sent)))
+        targets = TargetSet(names, many=bool(sent), sends=sent)
+    elif values is not None and not (sends is not None and sends.computed):
+        names = tuple(dict.fromkeys((*values, *sent)))
+        targets = TargetSet(names, many=bool(sent), sends=sent)
     elif sent and sends is not None and not sends.computed:
         targets = TargetSet(sent, many=True, sends=sent)
     else:
-        problem = "it has no path_map and no Literal return annotation"
+        problem = "it has no path_map, no Literal return annotation, and returns a value read "
+        problem += "at run time"
         if sends is not None and sends.computed:
             problem = "it sends to a node named at run time (Send(<expression>, ...))"
         targets = TargetSet(None, problem=problem)
@@ -195,13 +234,43 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
         location,
         targets,
         unmapped=unmapped,
+        annotated=annotated,
+        falls_off=falls and func is not None and not _is_langgraph_code(func),
         counters=read_counters(func) if func is not None else None,
     )
+
+
+def _per_source(routers: list[RouterSpec], maps: list[Any]) -> list[RouterSpec]:
+    """Judge a router shared by several sources per source.
+
+    Each source's ``path_map`` then maps the values that source can produce: a value one
+    map lacks but another source's map has is one this source does not produce (the
+    debate router that never sends a speaker back to itself), so it is not CR109.
+    """
+    shared: dict[Any, list[int]] = {}
+    for index, router in enumerate(routers):
+        code = getattr(getattr(router.func, "__func__", router.func), "__code__", None)
+        if code is not None and maps[index] is not None:
+            shared.setdefault(code, []).append(index)
+    kept = list(routers)
+    for indexes in shared.values():
+        if len({routers[i].source for i in indexes}) < 2:
+            continue
+        mapped = {k for i in indexes for k in maps[i]}
+        for i in indexes:
+            unmapped = tuple(v for v in routers[i].unmapped if v not in mapped)
+            kept[i] = dataclasses.replace(routers[i], unmapped=unmapped)
+    return kept
 
 
 def _command(func: Callable[..., Any] | None, ends: Any) -> TargetSet | None:
     names = _names(ends)
     if names:
+        gotos = command_gotos(func) if func is not None else None
+        if gotos is not None:
+            # The gotos are the routes LangGraph takes; a declared destination no
+            # Command(goto=...) names is not one (destinations only draw the graph).
+            names = gotos
         return TargetSet(names)
     if func is not None and returns_command(func):
         return TargetSet(
@@ -233,11 +302,17 @@ def _fixed_routes(builder: Any) -> tuple[dict[str, list[str]], dict[str, list[st
     return then, wait_for, starts
 
 
-def read(graph: Any, name: str | None = None) -> Reading:
-    """Return the spec of a LangGraph ``StateGraph`` or compiled graph."""
+def read(graph: Any, name: str | None = None, where: Location | None = None) -> Reading:
+    """Return the spec of a LangGraph ``StateGraph`` or compiled graph.
+
+    ``where`` is the place to show for what has none in the user's code (a graph LangGraph
+    built, like ``create_react_agent``'s: its schema and nodes are LangGraph's own).
+    """
     builder = builder_of(graph)
     schema = getattr(builder, "state_schema", None) or getattr(builder, "schema", None)
     graph_location = _schema_location(schema) if schema is not None else UNKNOWN_LOCATION
+    if where is not None and (schema is None or _is_langgraph_code(schema)):
+        graph_location = where
     then, wait_for, starts = _fixed_routes(builder)
     node_specs: dict[str, Any] = dict(builder.nodes)
     funcs: dict[str, Callable[..., Any] | None] = {}
@@ -253,17 +328,22 @@ def read(graph: Any, name: str | None = None) -> Reading:
             funcs[node_name] = user_function(runnable)
             locations[node_name] = _location(funcs[node_name], graph_location)
     routers: list[RouterSpec] = []
+    maps: list[Any] = []
     for source, branches in dict(getattr(builder, "branches", None) or {}).items():
         fallback = locations.get(source, graph_location)
         for key, branch in dict(branches).items():
             router = _router(source, key, branch, fallback)
             routers.append(router)
+            maps.append(getattr(branch, "ends", None))
             after: str | None = getattr(branch, "then", None)  # 0.2: then= of the branch
             for target in router.targets.names or () if after else ():
                 if after and target != END and after not in then.setdefault(target, []):
                     then[target].append(after)
-            if source == START:
+            if source == START and router.targets.many:
+                # A fan-out from START starts its targets together; a router from START
+                # starts one of them (its route from START says which may).
                 starts.update(router.targets.names or ())
+    routers = _per_source(routers, maps)
     routed = {r.source for r in routers}
     nodes = [
         _node(n, s, funcs[n], locations[n], then, wait_for, starts, routed)

@@ -16,7 +16,7 @@ from typing import Any
 
 from corral import _registry
 from corral.spec import Location
-from corral.writes import function_body
+from corral.writes import function_body, function_node
 
 __all__ = [
     "SendTargets",
@@ -54,6 +54,9 @@ def def_location(func: Callable[..., Any]) -> Location | None:
     code = getattr(func, "__code__", None)
     if not isinstance(code, types.CodeType):
         return None
+    if code.co_name == "<lambda>":  # its own line, not the next def's
+        node = function_node(func)
+        return Location(code.co_filename, code.co_firstlineno, node.col_offset + 1 if node else 1)
     return _registry.def_location(func)
 
 

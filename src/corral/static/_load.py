@@ -181,10 +181,24 @@ def _files(path: str, exclude: Sequence[str], loaded: Loaded) -> list[str]:
         if file.problem is None:
             files.append(file.path)
             if _imports_langgraph(file.path):
-                loaded.langgraph_modules.append(display_path(file.path))
+                _read_langgraph(file.path, loaded)
         else:
             loaded.errors.append(LoadError(display_path(file.path), file.problem, ""))
     return files
+
+
+def _read_langgraph(file: str, loaded: Loaded) -> None:
+    """Add the LangGraph graphs ``file`` wires, or say why it must be imported to read them."""
+    from corral.static._langgraph import read_langgraph
+
+    shown = display_path(file)
+    try:
+        targets, problem = read_langgraph(file, read_source(file).decode(), shown)
+    except Exception as exc:  # LangGraph refused the replayed wiring: the import says why
+        targets, problem = [], f"replaying its wiring failed ({type(exc).__name__}: {exc})"
+    loaded.targets.extend(targets)
+    if problem is not None:
+        loaded.langgraph_modules.append(f"{shown}: {problem}")
 
 
 _IMPORT_LANGGRAPH = re.compile(rb"^[ \t]*(?:from|import)[ \t]+langgraph\b", re.MULTILINE)

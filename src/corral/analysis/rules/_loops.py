@@ -38,6 +38,9 @@ class CounterLoop:
     """Keys the chooser (a router) compares and increments itself: LangGraph drops them."""
     unwritten: tuple[str, ...] = ()
     """Keys the chooser compares that no node writes."""
+    counted: bool = True
+    """True for a number incremented; False for a list appended to or consumed, or a plan
+    whose steps are filled (``key`` advances rather than counts)."""
 
 
 def counter_loop(graph: SpecGraph, cycle: Sequence[str]) -> CounterLoop | None:
@@ -61,17 +64,52 @@ def counter_loop(graph: SpecGraph, cycle: Sequence[str]) -> CounterLoop | None:
                 choosers.append((f"node {name!r}", node.counters or _NO_FACTS, False))
     if not choosers:
         return None
+    return _bounded(graph, cycle, choosers) or _unbounded(graph, choosers)
+
+
+def _bounded(
+    graph: SpecGraph, cycle: Sequence[str], choosers: list[tuple[str, CounterFacts, bool]]
+) -> CounterLoop | None:
+    """Return the key a chooser tests and a node on the cycle moves one way, if any."""
+    spec = graph.spec
+    nodes = [n for n in (spec.node(name) for name in cycle) if n is not None]
+    for who, facts, _ in choosers:
+        for key in sorted(facts.compares):
+            for node in nodes:
+                if key in (node.counters or _NO_FACTS).increments:
+                    return CounterLoop(who, key, node.name)
+    accumulated = {k.name for k in spec.keys if k.reducer is not None}
+    for who, facts, _ in choosers:
+        for key in sorted(facts.compares | facts.inspects):
+            for node in nodes:
+                if _advances(node.counters or _NO_FACTS, node.writes, key, accumulated):
+                    return CounterLoop(who, key, node.name, counted=False)
+    for who, facts, _ in choosers:
+        for key in sorted(facts.iterates):  # the steps may be filled in place, out of sight
+            return CounterLoop(who, key, counted=False)
+    return None
+
+
+def _unbounded(
+    graph: SpecGraph, choosers: list[tuple[str, CounterFacts, bool]]
+) -> CounterLoop | None:
+    """Return the chooser of a loop with no bound, with the bounds that look like one."""
     written = graph.written
     found: CounterLoop | None = None
     for who, facts, is_router in choosers:
-        for key in sorted(facts.compares):
-            for name in cycle:
-                node = spec.node(name)
-                if node is not None and key in (node.counters or _NO_FACTS).increments:
-                    return CounterLoop(who, key, name)
         discarded = tuple(sorted(facts.compares & facts.bumps)) if is_router else ()
         unwritten = () if written is None else tuple(sorted(facts.compares - written))
         unwritten = tuple(k for k in unwritten if k not in discarded)
         if found is None or not (found.discarded or found.unwritten):
             found = CounterLoop(who, discarded=discarded, unwritten=unwritten)
     return found
+
+
+def _advances(
+    facts: CounterFacts, writes: frozenset[str] | None, key: str, accumulated: set[str]
+) -> bool:
+    """Return whether a node moves ``key`` one way: increments it, builds it from its old
+    value, or writes it through a reducer that accumulates (a list appended to)."""
+    if key in facts.increments or key in facts.advances:
+        return True
+    return key in accumulated and writes is not None and key in writes

@@ -32,7 +32,18 @@ __all__ = [
     "unmapped_routes",
 ]
 
-APPLIES = ("CR101", "CR103", "CR105", "CR109", "CR201", "CR204", "CR301", "CR302", "CR401")
+APPLIES = (
+    "CR101",
+    "CR103",
+    "CR105",
+    "CR109",
+    "CR112",
+    "CR201",
+    "CR204",
+    "CR301",
+    "CR302",
+    "CR401",
+)
 """The codes that hold under LangGraph's semantics (not CR104: LangGraph ends a run at a node
 with no edges; not CR107: a node's fixed edges, conditional edges and ``Command`` all fire)."""
 
@@ -48,28 +59,82 @@ def _source_text(source: str) -> str:
 
 @rule("CR109", "unmapped-route")
 def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
-    """(LangGraph) A router can return a value its path_map does not map.
+    """(LangGraph) A router can return a value its path_map does not map, or no value.
 
     A LangGraph router's return value is looked up in the `path_map` of its
-    `add_conditional_edges`; a value the map lacks raises `KeyError` at run time. The values
-    are read from the router's `Literal` annotation or the literals it returns
-    (`tools_condition` returns `"tools"` or `END`).
+    `add_conditional_edges` (or in its `Literal` return annotation, which LangGraph turns
+    into one); a value the map lacks raises `KeyError` at run time. The values are read
+    from the router's returns (`tools_condition` returns `"tools"` or `END`), else from its
+    annotation. A router shared by several sources is judged per source: a value another
+    source's `path_map` maps is one this source does not produce. A router whose body can
+    end without a `return` (an `if`/`elif` chain with no `else`, an unexpected model
+    answer) hands LangGraph `None`: `KeyError: None`, or `ValueError` without a map.
 
-    Fix: add the missing value to the `path_map`, e.g. `{"tools": "tools", END: END}`.
+    Fix: add the missing value to the `path_map`, e.g. `{"tools": "tools", END: END}`;
+    end the router with a `return` for every other case.
     """
     for router in graph.spec.routers:
-        if not router.unmapped:
+        nodes = (router.source,) if graph.is_node(router.source) else ()
+        call = f"add_conditional_edges({_source_text(router.source)}, {router.name}, ...)"
+        if router.unmapped:
+            missing = router.unmapped
+            example = ", ".join("END: END" if v == END else f"{v!r}: <node>" for v in missing)
+            noun = "value" if len(missing) == 1 else "values"
+            if router.annotated:
+                fix = (
+                    f"add the {noun} to its Literal return annotation (LangGraph maps the "
+                    "router's value through it)"
+                )
+                what = "its Literal return annotation does not list"
+            else:
+                fix = f"add the {noun} to the path_map of {call}, e.g. {{{example}}}"
+                what = "its path_map does not map"
+            yield Finding(
+                f"router {router.name!r} can return {quote_names(missing)}, which {what}, "
+                f"so LangGraph raises KeyError when it does; {fix}",
+                nodes,
+                router.location,
+            )
+        if router.falls_off:
+            yield Finding(
+                f"router {router.name!r} can end without returning a value, so LangGraph "
+                f"gets None and raises (KeyError: None with a path_map, else ValueError "
+                f"'Branch did not return a valid destination'); end it with a return for "
+                f"the remaining case, e.g. `return END`",
+                nodes,
+                router.location,
+            )
+
+
+@rule("CR112", "edge-and-router", "warning")
+def edge_and_router(graph: SpecGraph) -> Iterator[Finding]:
+    """(LangGraph) A node has both a fixed edge and a conditional edge: both run.
+
+    LangGraph does not choose between `add_edge("a", "b")` and
+    `add_conditional_edges("a", route)`: after `a`, `b` runs *and* whatever `route`
+    returns, in the same superstep, even when `route` returns `END`. A fan-out meant that
+    way is rare; usually the fixed edge is left over from before the router.
+
+    Fix: remove `add_edge("a", "b")` and let the router return `"b"` (add it to its
+    `path_map`), or give the fixed edge to a node the router leads to.
+    """
+    spec = graph.spec
+    if spec.framework != "langgraph":
+        return
+    for node in spec.nodes:
+        fixed = tuple(t for t in node.then or () if t != END)
+        routers = [r for r in spec.routers if r.source == node.name]
+        if not fixed or not routers:
             continue
-        missing = router.unmapped
-        example = ", ".join("END: END" if v == END else f"{v!r}: <node>" for v in missing)
-        noun = "value" if len(missing) == 1 else "values"
+        router = routers[0]
+        edge = ", ".join(f"add_edge({node.name!r}, {t!r})" for t in fixed)
         yield Finding(
-            f"router {router.name!r} can return {quote_names(missing)}, which its path_map "
-            f"does not map, so LangGraph raises KeyError when it does; add the {noun} to the "
-            f"path_map of add_conditional_edges({_source_text(router.source)}, "
-            f"{router.name}, ...), e.g. {{{example}}}",
-            (router.source,) if graph.is_node(router.source) else (),
-            router.location,
+            f"node {node.name!r} has a fixed edge ({edge}) and a conditional edge (router "
+            f"{router.name!r}): LangGraph runs both, so {quote_names(fixed)} runs even when "
+            f"{router.name!r} routes elsewhere or to END; remove the fixed edge and let the "
+            f"router return {fixed[0]!r} when it should run",
+            (node.name, *fixed),
+            node.location,
         )
 
 
@@ -99,14 +164,29 @@ def counter_loops(graph: SpecGraph) -> Iterator[Finding]:
     for finding, loop in _cycles(graph):
         if loop is None or loop.key is None:
             continue
-        yield Finding(
-            f"cycle {_shown(finding.nodes)} is bounded only by the counter {loop.key!r}: node "
-            f"{loop.counter_node!r} increments it and {loop.chooser} compares it with a bound "
-            "to leave the loop; make sure every path through the loop increments it and "
-            f"that the bound is below recursion_limit, {_PORT}",
-            finding.nodes,
-            finding.location,
-        )
+        if loop.counted:
+            message = (
+                f"cycle {_shown(finding.nodes)} is bounded only by the counter {loop.key!r}: "
+                f"node {loop.counter_node!r} increments it and {loop.chooser} compares it "
+                "with a bound to leave the loop; make sure every path through the loop "
+                "increments it and that the bound is below recursion_limit, "
+            )
+        elif loop.counter_node is None:
+            message = (
+                f"cycle {_shown(finding.nodes)} is bounded only by the plan in {loop.key!r}: "
+                f"{loop.chooser} walks its steps to leave the loop when none is left; make "
+                "sure every pass fills a step and that the plan is shorter than "
+                "recursion_limit allows, "
+            )
+        else:
+            message = (
+                f"cycle {_shown(finding.nodes)} is bounded only by the state key "
+                f"{loop.key!r}: node {loop.counter_node!r} moves it one way on every pass (a "
+                f"count through a reducer, a list appended to or consumed, a plan filled) and "
+                f"{loop.chooser} tests it to leave the loop; make sure every pass moves it "
+                "toward the way out and that the loop ends below recursion_limit, "
+            )
+        yield Finding(message + _PORT, finding.nodes, finding.location)
 
 
 def _cycle_message(nodes: tuple[str, ...], loop: CounterLoop | None) -> str:

@@ -1,0 +1,1 @@
+"""A corpus of public LangGraph projects, each a minimal extract of its wiring with verdicts."""
