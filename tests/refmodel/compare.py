@@ -24,7 +24,8 @@ class Seen:
     steps: int | None
     guards: dict[tuple[str, str], int]
     interrupts: list[tuple[str, Any]]
-    history: int
+    history: list[tuple[dict[str, Any], tuple[str, ...]]]
+    """Every checkpoint but the failure records, oldest first: values and next nodes."""
     status: str | None
 
     def differences(self, other: Seen) -> list[str]:
@@ -59,7 +60,7 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
         steps=None if unsure else view.steps,
         guards=view.guards,
         interrupts=sorted(i for i in view.interrupts if not unsure or i[1] is not None),
-        history=len(model.kept),
+        history=[(model.history[i].values, model.history[i].next) for i in model.kept],
         status=status,
     )
 
@@ -84,9 +85,14 @@ def engine_seen(
         steps=None if unsure else snap.steps,
         guards=dict(snap.guards),
         interrupts=[p for p in pauses if not unsure or p[1] is not None],
-        history=sum(1 for h in app.history(thread) if h.status != "error"),
+        history=[(dict(h.values), tuple(h.next)) for h in kept_history(app, thread)],
         status=status,
     )
+
+
+def kept_history(app: CompiledGraph[Any], thread: str) -> list[Any]:
+    """The thread's checkpoints oldest first, leaving out failure records (status error)."""
+    return [h for h in reversed(app.history(thread)) if h.status != "error"]
 
 
 def engine_call(app: CompiledGraph[Any], thread: str, call: Any) -> Any:

@@ -50,6 +50,8 @@ class Done:
 
     updates: list[dict[str, Any]]
     goto: str | None = None
+    entry_runs: int = 0
+    """For a subgraph entry: the node runs inside it."""
 
 
 @dataclass
@@ -242,7 +244,7 @@ def run_entry(frame: Frame, index: int, node: NodeShape, counts: Counts, tr: act
         return
     frame.asked.pop(index, None)
     del frame.children[index]
-    frame.done[index] = Done(child.writes)
+    frame.done[index] = Done(child.writes, entry_runs=child.entry_steps)
     frame.runs[node.name] += 1
 
 

@@ -26,7 +26,7 @@ from refmodel.interpreter import (
     route,
     run_superstep,
 )
-from refmodel.shapes import GraphShape
+from refmodel.shapes import KNOWN_DEFECTS, GraphShape
 
 FAILURES_WITH_CHECKPOINT = ("GuardExhaustedError", "StuckJoinError", "InvalidUpdateError")
 """Failures after the nodes ran (at the barrier or in routing): concepts.md says the merged
@@ -84,11 +84,19 @@ class ModelThread:
         # the pauses are the live ones: a run that failed in a superstep where some nodes
         # had paused leaves those pauses waiting for an answer
         # so are the steps: node runs that finished in a failed superstep are saved and count
-        counts = self.counts
         return View(
-            newest.values, newest.next, counts.steps + counts.pending, newest.guards, self.status,
+            newest.values, newest.next, self.shown_steps, newest.guards, self.status,
             self._frame.interrupts, newest.source,
         )
+
+    @property
+    def shown_steps(self) -> int:
+        """Node runs so far: merged, and finished in the current superstep."""
+        frame, counts = self._frame, self.counts
+        steps = counts.steps + counts.pending
+        if frame.asked and "pause-steps-skip-finished-entry" in KNOWN_DEFECTS:
+            steps -= sum(done.entry_runs for done in frame.done.values())
+        return steps
 
     @property
     def kept(self) -> list[int]:
@@ -126,8 +134,7 @@ class ModelThread:
     def _outcome(self, error: str | None = None) -> Outcome:
         frame = self._frame
         return Outcome(
-            error, self.status, copy.deepcopy(frame.values), frame.interrupts,
-            self.counts.steps + self.counts.pending,
+            error, self.status, copy.deepcopy(frame.values), frame.interrupts, self.shown_steps
         )
 
     # -------------------------------------------------------------- operations
