@@ -37,8 +37,13 @@ def payload(path: str, arg: int | None) -> str:
 
 
 def node_update(
-    node: NodeShape, path: str, log_len: int | None, arg: int | None, answer: str | None,
-    *, child: bool,
+    node: NodeShape,
+    path: str,
+    log_len: int | None,
+    arg: int | None,
+    answer: str | None,
+    *,
+    child: bool,
 ) -> Update:
     """The update a node run returns (``log_len`` is None for a Send worker: no state)."""
     item = token(path, arg, answer)

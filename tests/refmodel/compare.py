@@ -10,7 +10,7 @@ from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 
 from refmodel.shapes import KNOWN_DEFECTS
-from refmodel.thread import FAILURES_WITH_CHECKPOINT, ModelThread, Outcome
+from refmodel.thread import FAILURES_WITH_CHECKPOINT, ModelThread, Outcome, is_failure_record
 
 
 @dataclass
@@ -65,14 +65,12 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
     )
 
 
-def engine_seen(
-    app: CompiledGraph[Any], thread: str, result: Any, model: ModelThread
-) -> Seen:
+def engine_seen(app: CompiledGraph[Any], thread: str, result: Any, model: ModelThread) -> Seen:
     """What the engine shows; ``result`` is the ``Run`` or the exception of the operation."""
     snap = app.get_state(thread)
     unsure = _unsure(model)
     error = type(result).__name__ if isinstance(result, BaseException) else None
-    run_steps = result.steps if error is None and result is not None else None
+    run_steps = getattr(result, "steps", None) if error is None else None
     status: str | None = snap.status
     if unsure and "failed-status-running" in KNOWN_DEFECTS:
         status = None
@@ -91,8 +89,8 @@ def engine_seen(
 
 
 def kept_history(app: CompiledGraph[Any], thread: str) -> list[Any]:
-    """The thread's checkpoints oldest first, leaving out failure records (status error)."""
-    return [h for h in reversed(app.history(thread)) if h.status != "error"]
+    """The thread's checkpoints oldest first, leaving out the loop's failure records."""
+    return [h for h in reversed(app.history(thread)) if not is_failure_record(h)]
 
 
 def engine_call(app: CompiledGraph[Any], thread: str, call: Any) -> Any:

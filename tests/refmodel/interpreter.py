@@ -81,6 +81,8 @@ class Frame:
     children: dict[int, Frame] = field(default_factory=dict)
     asked: dict[int, list[tuple[str, Any]]] = field(default_factory=dict)
     answers: dict[int, str] = field(default_factory=dict)
+    answered: dict[int, list[tuple[str, Any]]] = field(default_factory=dict)
+    """The pauses a ``Resume`` answered, kept until their nodes have used the answer."""
     before: list[str] = field(default_factory=list)
     """Nodes of ``tasks`` the run paused before (``interrupt_before``), until continued."""
     passed_before: bool = False
@@ -109,6 +111,19 @@ def new_frame(shape: GraphShape, prefix: str, values: dict[str, Any]) -> Frame:
     frame.arrivals = {join: set() for join in shape.joins}
     frame.tasks = [Task(n.name) for n in shape.nodes if n.start]
     return frame
+
+
+def give_back_answers(frame: Frame) -> None:
+    """A run that failed leaves the pauses it had not used the answers to standing: the
+    answer belongs to that run (observed convention; API.md is silent), and ``invoke(None)``
+    continues from the last checkpoint, which is the pause."""
+    for index, child in frame.children.items():
+        give_back_answers(child)
+        if child.asked:
+            frame.asked[index] = child.interrupts
+    for index in frame.answers:
+        frame.asked[index] = frame.answered[index]
+    frame.answers, frame.answered = {}, {}
 
 
 def merge_value(key: str, current: Any, update: Any) -> Any:
@@ -192,7 +207,8 @@ def run_task(frame: Frame, index: int, task: Task, counts: Counts, tr: act.Trigg
     own_hold = 1 if index in frame.answers else 0
     if counts.steps + counts.pending + counts.holds - own_hold >= counts.max_steps:
         raise ModelError("StepLimitError", path)
-    if frame.entry_steps >= frame.shape.max_steps:
+    if frame.prefix and frame.entry_steps >= frame.shape.max_steps:
+        # section 11: the child's own max_steps caps each entry
         raise ModelError("StepLimitError", path)
     if node.max_runs is not None and frame.runs[node.name] >= node.max_runs:
         raise ModelError("NodeCapError", path)

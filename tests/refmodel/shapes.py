@@ -43,6 +43,22 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # that superstep (a plain sibling's run is counted). The model shows the engine's
         # count while this is listed.
         "pause-steps-skip-finished-entry",
+        # NEW: update_state(..., as_node=X) with X a Command node routes to every target
+        # of X's annotation (a fan-out no run can make) and counts their guards; 7a says
+        # "exactly as if X had run and returned the update", and a Command node that
+        # returns a plain dict ends its branch. as_node is not used on Command nodes.
+        "as-node-command-fans-out",
+        # NEW: update_state(..., as_node=X) whose routes lead to a node listed in
+        # interrupt_before leaves the thread "running" with no pause, and invoke(None) then
+        # runs that node without pausing; a run of X would pause before it (7a: "the same
+        # status"). as_node is not used on graphs with interrupt_before.
+        "as-node-skips-interrupt-before",
+        # NEW: update_state(T, values) (no as_node) on a thread whose last superstep failed
+        # midway keeps the writes of the nodes that had finished (computed on the state
+        # before the update) and merges them on the next invoke(None) instead of running
+        # them on the updated state (API.md 7 calls update_state a fork; 7a: a fork runs
+        # afresh). update_state without as_node is not made while such writes wait.
+        "update-reuses-finished-siblings",
     }
 )
 """Known engine defects (issue 27) that the random machine steers around.
@@ -195,9 +211,13 @@ def _send(draw: st.DrawFn, base: str, later: list[str]) -> list[NodeShape]:
     """A ``Send`` router and its worker."""
     sender, worker = f"{base}s", f"{base}w"
     return [
-        NodeShape(sender, "send", (worker,), max_sends=draw(st.integers(1, 3)), salt=draw(
-            st.integers(0, 6)
-        )),
+        NodeShape(
+            sender,
+            "send",
+            (worker,),
+            max_sends=draw(st.integers(1, 3)),
+            salt=draw(st.integers(0, 6)),
+        ),
         NodeShape(worker, "worker", (later[0],), asks=draw(st.integers(0, 6)) == 0),
     ]
 
@@ -229,9 +249,7 @@ def child_shapes(draw: st.DrawFn) -> GraphShape:
 
 
 @st.composite
-def graph_shapes(
-    draw: st.DrawFn, *, max_blocks: int = 5, guard_backs: bool = True
-) -> GraphShape:
+def graph_shapes(draw: st.DrawFn, *, max_blocks: int = 5, guard_backs: bool = True) -> GraphShape:
     """Draw a graph shape; with ``guard_backs=False`` loops may lack their guard (CR201)."""
     kinds = draw(
         st.lists(
@@ -257,8 +275,7 @@ def graph_shapes(
     nodes[0] = replace(nodes[0], start=True)
     if not _has_parallel(nodes):
         nodes = [
-            replace(n, writes_last=draw(st.booleans())) if n.kind != "worker" else n
-            for n in nodes
+            replace(n, writes_last=draw(st.booleans())) if n.kind != "worker" else n for n in nodes
         ]
     names = [n.name for n in nodes]
     pause = draw(st.lists(st.sampled_from(names), max_size=1))
@@ -280,7 +297,8 @@ def _head(index: int, kind: str) -> str:
 def _has_parallel(nodes: list[NodeShape]) -> bool:
     """Whether two nodes that write ``last`` could ever share a superstep."""
     return any(
-        n.kind in ("many", "send", "command") or (n.kind == "then" and len(n.targets) > 1) for n in nodes
+        n.kind in ("many", "send", "command") or (n.kind == "then" and len(n.targets) > 1)
+        for n in nodes
     )
 
 
@@ -291,8 +309,13 @@ def describe(shape: GraphShape) -> str:
         bits = [f"{n.name}: {n.kind} -> {list(n.targets)}"]
         bits += [f"guard {g.target} max={g.max} otherwise={g.otherwise}" for g in n.guards]
         extras = {
-            "start": n.start, "wait_for": n.wait_for, "max_runs": n.max_runs,
-            "last": n.writes_last, "asks": n.asks, "fails": n.fails, "salt": n.salt,
+            "start": n.start,
+            "wait_for": n.wait_for,
+            "max_runs": n.max_runs,
+            "last": n.writes_last,
+            "asks": n.asks,
+            "fails": n.fails,
+            "salt": n.salt,
             "max_sends": n.max_sends,
         }
         bits += [f"{k}={v}" for k, v in extras.items() if v]

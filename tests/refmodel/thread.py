@@ -19,6 +19,7 @@ from refmodel.interpreter import (
     Frame,
     ModelError,
     Task,
+    give_back_answers,
     merge_into,
     new_frame,
     note_arrivals,
@@ -32,6 +33,12 @@ FAILURES_WITH_CHECKPOINT = ("GuardExhaustedError", "StuckJoinError", "InvalidUpd
 """Failures after the nodes ran (at the barrier or in routing): concepts.md says the merged
 state (for a routing failure) is saved; the thread records the failure in a checkpoint of
 status ``"error"``. Other failures (a node error, a cap) write none."""
+
+
+def is_failure_record(snapshot: Any) -> bool:
+    """A checkpoint the loop wrote to record a failure (left out of compared histories:
+    which failures write one is the engine's choice, see FAILURES_WITH_CHECKPOINT)."""
+    return bool(snapshot.status == "error" and snapshot.source == "loop")
 
 
 @dataclass
@@ -85,8 +92,13 @@ class ModelThread:
         # had paused leaves those pauses waiting for an answer
         # so are the steps: node runs that finished in a failed superstep are saved and count
         return View(
-            newest.values, newest.next, self.shown_steps, newest.guards, self.status,
-            self._frame.interrupts, newest.source,
+            newest.values,
+            newest.next,
+            self.shown_steps,
+            newest.guards,
+            self.status,
+            self._frame.interrupts,
+            newest.source,
         )
 
     @property
@@ -101,7 +113,7 @@ class ModelThread:
     @property
     def kept(self) -> list[int]:
         """Indexes of the checkpoints ``history`` lists that a fork may start from."""
-        return [i for i, v in enumerate(self.history) if v.status != "error"]
+        return [i for i, v in enumerate(self.history) if not is_failure_record(v)]
 
     def _checkpoint(self, source: str, status: str | None = None) -> None:
         frame, counts = self._frame, self.counts
@@ -112,19 +124,18 @@ class ModelThread:
             elif not frame.tasks and not frame.reroute:
                 status = "done"
         self.status = status
-        self.history.append(
-            View(
-                copy.deepcopy(frame.values),
-                tuple(t.node for t in frame.tasks),
-                counts.steps + counts.pending,
-                dict(frame.guards),
-                status,
-                frame.interrupts,
-                source,
-                copy.deepcopy(frame),
-                copy.deepcopy(counts),
-            )
+        self.base = View(
+            copy.deepcopy(frame.values),
+            tuple(t.node for t in frame.tasks),
+            counts.steps + counts.pending,
+            dict(frame.guards),
+            status,
+            frame.interrupts,
+            source,
+            copy.deepcopy(frame),
+            copy.deepcopy(counts),
         )
+        self.history.append(self.base)
 
     @property
     def _frame(self) -> Frame:
@@ -143,6 +154,7 @@ class ModelThread:
         """Make checkpoint ``index`` the base: its next superstep runs afresh (section 7a)."""
         view = self.history[index]
         assert view.frame is not None and view.counts is not None
+        self.base = view
         frame = copy.deepcopy(view.frame)
         frame.done, frame.children, frame.answers = {}, {}, {}
         self.frame, self.counts = frame, copy.deepcopy(view.counts)
@@ -165,7 +177,7 @@ class ModelThread:
         elif answer is not None:
             frame = self._frame
             frame.answers = {index: answer for index in frame.asked}
-            frame.asked = {}
+            frame.answered, frame.asked = frame.asked, {}
         else:
             frame = self._frame
             if frame.before:
@@ -176,6 +188,7 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
+            give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
                 self._checkpoint("loop", "error")
@@ -212,8 +225,13 @@ class ModelThread:
         """``update_state``: merge ``values``; with ``as_node`` route as that node (7a)."""
         frame = self._frame
         frame.values = merge_into(frame.values, values)
+        # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
+        # its counters are the newest checkpoint's (a failure record counts the node runs
+        # of the superstep whose merge failed: they ran)
         frame.done, frame.children, frame.answers = {}, {}, {}
+        self.counts.steps, self.counts.pending = self.base.steps, 0
         if as_node is not None:
+            self.counts.holds = 0
             # as if as_node had run alone and returned ``values``: its routes (a Command
             # node returning a plain dict ends its branch), its guards, its join arrivals
             frame.asked, frame.before, frame.passed_before = {}, [], False
@@ -222,4 +240,5 @@ class ModelThread:
             pause_before(frame)
             self._checkpoint("update")
             return
-        self._checkpoint("update")
+        # an update is not a run: a thread whose last run failed still shows "error"
+        self._checkpoint("update", "error" if self.status == "error" else None)
