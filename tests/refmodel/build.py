@@ -105,11 +105,15 @@ def build(shape: GraphShape, triggers: act.Triggers, prefix: str = "") -> Graph[
         path = prefix + node.name
         own_way = node.kind in ("then", "worker", "sub")
         then = node.targets if own_way else None
-        guards = node.guards if node.kind in ("then", "command", "sub") else ()
+        guards = node.guards if node.kind in ("then", "command", "sub", "worker") else ()
         if node.kind == "sub":
             assert shape.child is not None
             g.subgraph(
-                node.name, build(shape.child, triggers, f"{path}/"), start=node.start, then=then
+                node.name,
+                build(shape.child, triggers, f"{path}/"),
+                start=node.start,
+                then=then,
+                guards=guards,
             )
             continue
         ignore = ("CR301",) if shape.conflict and node.writes_last else ()

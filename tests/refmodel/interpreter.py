@@ -114,9 +114,10 @@ def new_frame(shape: GraphShape, prefix: str, values: dict[str, Any]) -> Frame:
 
 
 def give_back_answers(frame: Frame) -> None:
-    """A run that failed leaves the pauses it had not used the answers to standing: the
-    answer belongs to that run (observed convention; API.md is silent), and ``invoke(None)``
-    continues from the last checkpoint, which is the pause."""
+    """The engine's way after a run that was answering a pause failed in a superstep of one
+    node (KNOWN_DEFECTS "resume-answer-lost"): the answer is dropped and the pause stands
+    again. The model keeps the answer otherwise, as the engine does in a wider superstep:
+    the next ``invoke(None)`` hands it to the node."""
     for index, child in frame.children.items():
         give_back_answers(child)
         if child.asked:

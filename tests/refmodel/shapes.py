@@ -30,7 +30,9 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # failure while this is listed.
         "failed-status-running",
         # issue 27: update_state(..., as_node=X) with X listed by a wait_for join does not
-        # note X's arrival (the join never runs). as_node is not used on such X.
+        # note X's arrival (the join never runs), and one that ends the run while a join
+        # is held reports "done" where a run raises StuckJoinError. as_node is not used on
+        # such X, nor while a join is held.
         "as-node-join-arrival",
         # issue 27: a fork from before a subgraph entry reuses the old child's result and
         # answers. Forks are not taken from checkpoints before a subgraph entry.
@@ -59,6 +61,11 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # them on the updated state (API.md 7 calls update_state a fork; 7a: a fork runs
         # afresh). update_state without as_node is not made while such writes wait.
         "update-reuses-finished-siblings",
+        # NEW: invoke(Resume(v)) whose answered node then fails (a crash before it returns)
+        # drops the answer when the node was alone in its superstep: the pause shows again
+        # and invoke(None) asks again. In a wider superstep the answer is kept and the next
+        # invoke(None) uses it. The model follows the engine in the one-node case.
+        "resume-answer-lost",
     }
 )
 """Known engine defects (issue 27) that the random machine steers around.

@@ -185,3 +185,26 @@ def test_update_state_after_a_failed_fan_out_runs_the_siblings_on_the_new_state(
     app.update_state("t", {"log": ["fixed by hand"]})
     run = app.invoke(None, thread_id="t")
     assert run.state["seen"] == 2  # ["f", "fixed by hand"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): an answer is lost when its run fails")
+def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep() -> None:
+    """In a fan-out the engine keeps the answer across the failure (invoke(None) hands it
+    to the node); alone in its superstep the node asks again."""
+    fail = [True]
+
+    def ask(state: Log) -> dict[str, Any]:
+        answer = interrupt("publish?")
+        if fail:
+            fail.clear()
+            raise RuntimeError("the mail server is down")
+        return {"log": [f"answer {answer}"]}
+
+    g = Graph(Log)
+    g.node("ask", start=True, then=END)(ask)
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"log": []}, thread_id="t")
+    with pytest.raises(NodeError):
+        app.invoke(Resume("yes"), thread_id="t")
+    run = app.invoke(None, thread_id="t")
+    assert (run.status, run.state["log"]) == ("done", ["answer yes"])

@@ -192,7 +192,8 @@ class ThreadMachine(RuleBasedStateMachine):
         if self.shape.interrupt_before and "as-node-skips-interrupt-before" in KNOWN_DEFECTS:
             return False
         listed = any(name in waits for waits in self.shape.joins.values())
-        return not (listed and "as-node-join-arrival" in KNOWN_DEFECTS)
+        held = self.model.frame is not None and bool(self.model.frame.held)
+        return not ((listed or held) and "as-node-join-arrival" in KNOWN_DEFECTS)
 
     def _model_update(self, values: dict[str, Any], as_node: str | None) -> Outcome | None:
         saved = copy.deepcopy(self.model.__dict__)
