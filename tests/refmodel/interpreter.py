@@ -255,7 +255,7 @@ def run_entry(frame: Frame, index: int, node: NodeShape, counts: Counts, tr: act
     answer = frame.answers.pop(index, None)
     if answer is not None:
         child.answers = {i: answer for i in child.asked}
-        child.asked = {}
+        child.answered, child.asked = child.asked, {}
     if not run_frame(child, counts, tr):
         frame.asked[index] = child.interrupts
         return
