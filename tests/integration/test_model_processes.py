@@ -22,17 +22,16 @@ from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from corral import Resume, SqliteSaver
-from corral.errors import RunFailedError
-from corral.runtime.app import CompiledGraph
-from corral.workers import Worker
-
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
 from refmodel.compare import engine_call, engine_seen, model_seen, resume_for
 from refmodel.shapes import GraphShape, describe, graph_shapes
 from refmodel.thread import ModelThread, Outcome
+
+from corral import SqliteSaver
+from corral.errors import RunFailedError
+from corral.runtime.app import CompiledGraph
+from corral.workers import Worker
 
 SCALE = int(os.environ.get("CORRAL_MODEL_EXAMPLES", "0"))
 TESTS = str(Path(__file__).resolve().parents[1])
@@ -117,7 +116,9 @@ def test_a_run_killed_with_sigkill_continues_as_the_model_says(
             kind, reply = _next_call(model, step)
             outcome = model.invoke(None, Triggers(), answer=reply, max_steps=100)
             given = resume_for(app, "t", reply) if reply else None
-            result = engine_call(app, "t", lambda a: a.invoke(given, thread_id="t", max_steps=100))
+            result = engine_call(
+                app, "t", lambda a, given=given: a.invoke(given, thread_id="t", max_steps=100)
+            )
             _check(app, model, result, outcome, f"continuing ({kind}) #{step}")
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from corral import END
-
 from refmodel.shapes import NodeShape
 
 Update = dict[str, Any]

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypedDict
 
 from corral import END, Command, End, Graph, Retry, Send, interrupt, reducers
-
 from refmodel import behaviour as act
 from refmodel.shapes import GraphShape, NodeShape
 

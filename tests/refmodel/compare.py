@@ -8,7 +8,6 @@ from typing import Any
 from corral import Resume
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
-
 from refmodel.shapes import KNOWN_DEFECTS
 from refmodel.thread import FAILURES_WITH_CHECKPOINT, ModelThread, Outcome, is_failure_record
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral import END
-
 from refmodel import behaviour as act
 from refmodel.shapes import GraphShape, NodeShape
 

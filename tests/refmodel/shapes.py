@@ -66,6 +66,10 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # and invoke(None) asks again. In a wider superstep the answer is kept and the next
         # invoke(None) uses it. The model follows the engine in the one-node case.
         "resume-answer-lost",
+        # issue 27: check() is silent on join shapes every run of which raises
+        # StuckJoinError (here: a list router as the fork, which may take one branch).
+        # The fork of a generated join is always a then= fan-out while this is listed.
+        "join-router-fork",
     }
 )
 """Known engine defects (issue 27) that the random machine steers around.
@@ -202,8 +206,11 @@ def _fork_join(draw: st.DrawFn, base: str, later: list[str], conflict: bool) -> 
     fork, short, long1, long2, join = (f"{base}{s}" for s in ("f", "s", "l", "m", "j"))
     two = draw(st.booleans())
     long_end = long2 if two else long1
+    # a list router as the fork may take one branch only: every run of it then raises
+    # StuckJoinError, which check() does not see (see KNOWN_DEFECTS)
+    chosen = "join-router-fork" not in KNOWN_DEFECTS and draw(st.integers(0, 3)) == 0
     nodes = [
-        NodeShape(fork, "then", (short, long1), salt=draw(st.integers(0, 6))),
+        NodeShape(fork, "many" if chosen else "then", (short, long1), salt=draw(st.integers(0, 6))),
         NodeShape(short, "then", (join,), writes_last=conflict, asks=draw(st.integers(0, 5)) == 0),
         NodeShape(long1, "then", (long2 if two else join,), writes_last=conflict),
     ]

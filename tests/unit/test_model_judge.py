@@ -16,17 +16,16 @@ import re
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from corral import END, Guard
-from corral.analysis.diagnostic import Diagnostic
-
 from refmodel.behaviour import Triggers
 from refmodel.build import build
 from refmodel.interpreter import Frame, ModelError, new_frame, take
 from refmodel.shapes import GraphShape, describe, graph_shapes, with_guard
 from refmodel.thread import ModelThread
 
-EXAMPLES = int(os.environ.get("CORRAL_MODEL_EXAMPLES", "60"))
+from corral import END, Guard
+from corral.analysis.diagnostic import Diagnostic
+
+EXAMPLES = int(os.environ.get("CORRAL_MODEL_EXAMPLES", "30"))
 JUDGE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 UNCAPPED = 10**6
 SUGGESTION = re.compile(r"e\.g\. Guard\('(\w+)', max=(\d+), otherwise=END\) on \w+ '\w+' \((\w+) →")

@@ -208,3 +208,19 @@ def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep()
         app.invoke(Resume("yes"), thread_id="t")
     run = app.invoke(None, thread_id="t")
     assert (run.status, run.state["log"]) == ("done", ["answer yes"])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: check() is silent on a join left waiting")
+def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> None:
+    """Every run in which the router takes one branch raises StuckJoinError."""
+    g = Graph(Log)
+    g.node("fork", start=True)(lambda state: {"log": ["fork"]})
+
+    @g.router("fork")
+    def branches(state: Log) -> list[Literal["short", "long"]]:
+        return ["short"] if len(state["log"]) % 2 else ["short", "long"]
+
+    g.node("short", then="join")(lambda state: {"log": ["short"]})
+    g.node("long", then="join")(lambda state: {"log": ["long"]})
+    g.node("join", then=END, wait_for=("short", "long"))(lambda state: {"log": ["join"]})
+    assert any(d.severity == "error" for d in g.check())

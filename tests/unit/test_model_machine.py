@@ -33,17 +33,16 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from postgres_cluster import Cluster
-
-from corral import MemorySaver, PostgresSaver, SqliteSaver
-from corral.checkpoint.base import Checkpointer
-from corral.runtime.app import CompiledGraph
-
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
 from refmodel.compare import engine_call, engine_seen, kept_history, model_seen, resume_for
 from refmodel.interpreter import ModelError
 from refmodel.shapes import KNOWN_DEFECTS, GraphShape, describe, graph_shapes
 from refmodel.thread import ModelThread, Outcome
+
+from corral import MemorySaver, PostgresSaver, SqliteSaver
+from corral.checkpoint.base import Checkpointer
+from corral.runtime.app import CompiledGraph
 
 EXAMPLES = int(os.environ.get("CORRAL_MODEL_EXAMPLES", "12"))
 STEPS = int(os.environ.get("CORRAL_MODEL_STEPS", "8"))
@@ -106,7 +105,7 @@ class ThreadMachine(RuleBasedStateMachine):
         outcome = model_op()
         self.triggers.disarm()
         for side in self.sides:
-            result = engine_call(side.app, self.thread, lambda app: engine_op(app, side))
+            result = engine_call(side.app, self.thread, lambda app, side=side: engine_op(app, side))
             side.triggers.disarm()
             self._compare(side, result, outcome)
 
@@ -206,7 +205,8 @@ class ThreadMachine(RuleBasedStateMachine):
 
     @rule(data=st.data(), how=st.sampled_from(["update", "continue", "input"]))
     def fork(self, data: st.DataObject, how: str) -> None:
-        """Time travel: ``update_state(..., checkpoint_id=C)`` or ``invoke(..., checkpoint_id=C)``."""
+        """Time travel: ``update_state(..., checkpoint_id=C)`` or ``invoke(...,
+        checkpoint_id=C)`` from an earlier checkpoint."""
         wanted = ("running",) if how == "continue" else ("running", "done")
         floor = self.model.fork_floor if "fork-reuses-child" in KNOWN_DEFECTS else 0
         kept = self.model.kept
@@ -251,19 +251,13 @@ class ThreadMachine(RuleBasedStateMachine):
         outcome = self.model.invoke(None, self.triggers, answer=reply)
         for side in self.sides:
             inner: list[Any] = []
-            app = side.app
-
-            def call(app: CompiledGraph[Any] = app) -> Any:
-                given = resume_for(app, self.thread, reply) if reply else None
-                return app.invoke(given, thread_id=self.thread)
-
             side.triggers.arm_hook(
                 after,
-                lambda call=call, inner=inner: inner.append(
-                    engine_call(app, self.thread, lambda _: call())
+                lambda side=side, inner=inner: inner.append(
+                    engine_call(side.app, self.thread, lambda app: self._go_on(app, reply))
                 ),
             )
-            outer = engine_call(app, self.thread, lambda _: call())
+            outer = engine_call(side.app, self.thread, lambda app: self._go_on(app, reply))
             side.triggers.disarm()
             refused = type(outer).__name__
             assert inner, f"{side.name}: the second run never started"
@@ -272,6 +266,11 @@ class ThreadMachine(RuleBasedStateMachine):
                 f"{describe(self.shape)}\noperations: {self.ops}"
             )
             self._compare(side, inner[0], outcome)
+
+    def _go_on(self, app: CompiledGraph[Any], reply: str | None) -> Any:
+        """``invoke(None)``, or ``invoke(Resume(reply))`` when the thread waits for one."""
+        given = resume_for(app, self.thread, reply) if reply else None
+        return app.invoke(given, thread_id=self.thread)
 
 
 def _machine_settings() -> settings:
