@@ -1,0 +1,245 @@
+"""The reference model of one thread: inputs, resumes, checkpoints, forks, ``update_state``.
+
+API.md section 7 and docs/persistence.md: a checkpoint is written for a new input and after
+every superstep (and at a pause inside one); ``invoke(None)`` continues, ``Resume`` answers,
+a new input starts a new run on the saved state with counters from zero; a fork starts from
+an older checkpoint and runs its next superstep afresh (section 7a). What the engine shows
+of the thread (:class:`View`) is what the tests compare.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from refmodel import behaviour as act
+from refmodel.interpreter import (
+    Counts,
+    Frame,
+    ModelError,
+    Task,
+    give_back_answers,
+    merge_into,
+    new_frame,
+    note_arrivals,
+    pause_before,
+    route,
+    run_superstep,
+)
+from refmodel.shapes import KNOWN_DEFECTS, GraphShape
+
+FAILURES_WITH_CHECKPOINT = ("GuardExhaustedError", "StuckJoinError", "InvalidUpdateError")
+"""Failures after the nodes ran (at the barrier or in routing): concepts.md says the merged
+state (for a routing failure) is saved; the thread records the failure in a checkpoint of
+status ``"error"``. Other failures (a node error, a cap) write none."""
+
+
+def is_failure_record(snapshot: Any) -> bool:
+    """A checkpoint the loop wrote to record a failure (left out of compared histories:
+    which failures write one is the engine's choice, see FAILURES_WITH_CHECKPOINT)."""
+    return bool(snapshot.status == "error" and snapshot.source == "loop")
+
+
+@dataclass
+class View:
+    """What ``get_state`` shows: one checkpoint's values and the thread's status."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    steps: int
+    guards: dict[tuple[str, str], int]
+    status: str
+    interrupts: list[tuple[str, Any]]
+    source: str = "loop"
+    frame: Frame | None = field(default=None, repr=False)
+    counts: Counts | None = field(default=None, repr=False)
+
+
+@dataclass
+class Outcome:
+    """What ``invoke`` gave: an error's kind, or the run's status, state and pauses."""
+
+    error: str | None
+    status: str
+    values: dict[str, Any]
+    interrupts: list[tuple[str, Any]]
+    steps: int
+
+
+class ModelThread:
+    """One thread of one graph, run by the model."""
+
+    def __init__(self, shape: GraphShape) -> None:
+        self.shape = shape
+        self.frame: Frame | None = None
+        self.counts = Counts(max_steps=shape.max_steps)
+        self.history: list[View] = []
+        """Every checkpoint in the order written (forks included)."""
+        self.status = "new"
+        self.error: str | None = None
+        self.fork_floor = 0
+        """History index of the checkpoint before the last superstep that entered a
+        subgraph: forks from before it would need a fresh child (see KNOWN_DEFECTS)."""
+
+    # -------------------------------------------------------------- what is shown
+
+    @property
+    def view(self) -> View:
+        """The thread as ``get_state`` shows it: the newest checkpoint, the current status."""
+        newest = self.history[-1]
+        # the pauses are the live ones: a run that failed in a superstep where some nodes
+        # had paused leaves those pauses waiting for an answer
+        # so are the steps: node runs that finished in a failed superstep are saved and count
+        return View(
+            newest.values,
+            newest.next,
+            self.shown_steps,
+            newest.guards,
+            self.status,
+            self._frame.interrupts,
+            newest.source,
+        )
+
+    @property
+    def shown_steps(self) -> int:
+        """Node runs so far: merged, and finished in the current superstep."""
+        frame, counts = self._frame, self.counts
+        steps = counts.steps + counts.pending
+        if frame.asked and "pause-steps-skip-finished-entry" in KNOWN_DEFECTS:
+            steps -= sum(done.entry_runs for done in frame.done.values())
+        return steps
+
+    @property
+    def kept(self) -> list[int]:
+        """Indexes of the checkpoints ``history`` lists that a fork may start from."""
+        return [i for i, v in enumerate(self.history) if not is_failure_record(v)]
+
+    def _checkpoint(self, source: str, status: str | None = None) -> None:
+        frame, counts = self._frame, self.counts
+        if status is None:
+            status = "running"
+            if frame.before or frame.asked:
+                status = "interrupted"
+            elif not frame.tasks and not frame.reroute:
+                status = "done"
+        self.status = status
+        self.base = View(
+            copy.deepcopy(frame.values),
+            tuple(t.node for t in frame.tasks),
+            counts.steps + counts.pending,
+            dict(frame.guards),
+            status,
+            frame.interrupts,
+            source,
+            copy.deepcopy(frame),
+            copy.deepcopy(counts),
+        )
+        self.history.append(self.base)
+
+    @property
+    def _frame(self) -> Frame:
+        assert self.frame is not None
+        return self.frame
+
+    def _outcome(self, error: str | None = None) -> Outcome:
+        frame = self._frame
+        return Outcome(
+            error, self.status, copy.deepcopy(frame.values), frame.interrupts, self.shown_steps
+        )
+
+    # -------------------------------------------------------------- operations
+
+    def fork_from(self, index: int) -> None:
+        """Make checkpoint ``index`` the base: its next superstep runs afresh (section 7a)."""
+        view = self.history[index]
+        assert view.frame is not None and view.counts is not None
+        self.base = view
+        frame = copy.deepcopy(view.frame)
+        frame.done, frame.children, frame.answers = {}, {}, {}
+        self.frame, self.counts = frame, copy.deepcopy(view.counts)
+        self.counts.pending = self.counts.holds = 0
+        self.status = view.status
+
+    def invoke(
+        self,
+        value: dict[str, Any] | None,
+        triggers: act.Triggers,
+        *,
+        answer: str | None = None,
+        max_steps: int | None = None,
+    ) -> Outcome:
+        """``invoke(value)``, ``invoke(None)`` or ``invoke(Resume(answer))``."""
+        if value is not None:
+            self._new_run(value)
+        elif self.frame is None:
+            raise AssertionError("invoke(None) on a new thread")
+        elif answer is not None:
+            frame = self._frame
+            frame.answers = {index: answer for index in frame.asked}
+            frame.answered, frame.asked = frame.asked, {}
+        else:
+            frame = self._frame
+            if frame.before:
+                frame.before, frame.passed_before = [], True
+            if self.status == "done":
+                return self._outcome()
+        self.counts.max_steps = max_steps or self.shape.max_steps
+        try:
+            self._drive(triggers)
+        except ModelError as err:
+            if len(self._frame.tasks) == 1 and "resume-answer-lost" in KNOWN_DEFECTS:
+                give_back_answers(self._frame)
+            self.status, self.error = "error", err.kind
+            if err.kind in FAILURES_WITH_CHECKPOINT:
+                self._checkpoint("loop", "error")
+            return self._outcome(err.kind)
+        return self._outcome()
+
+    def _new_run(self, value: dict[str, Any]) -> None:
+        """A new input: merged into the saved state; counters from zero (section 7)."""
+        values = self.frame.values if self.frame is not None else {"log": [], "msgs": []}
+        self.frame = new_frame(self.shape, "", merge_into(values, value))
+        self.counts = Counts(max_steps=self.shape.max_steps)
+        pause_before(self.frame)
+        self._checkpoint("input")
+
+    def _drive(self, triggers: act.Triggers) -> None:
+        frame = self._frame
+        while True:
+            if frame.reroute:
+                route(frame, frame.reroute, frame.gotos)
+                pause_before(frame)
+                self._checkpoint("loop")
+            if not frame.tasks or frame.before:
+                return
+            if any(self.shape.node(t.node).kind == "sub" for t in frame.tasks):
+                self.fork_floor = len(self.history)
+            merged = run_superstep(frame, self.counts, triggers)
+            if merged:
+                pause_before(frame)
+            self._checkpoint("loop")
+            if not merged:
+                return
+
+    def update_state(self, values: dict[str, Any], as_node: str | None = None) -> None:
+        """``update_state``: merge ``values``; with ``as_node`` route as that node (7a)."""
+        frame = self._frame
+        frame.values = merge_into(frame.values, values)
+        # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
+        # its counters are the newest checkpoint's (a failure record counts the node runs
+        # of the superstep whose merge failed: they ran)
+        frame.done, frame.children, frame.answers = {}, {}, {}
+        self.counts.steps, self.counts.pending = self.base.steps, 0
+        if as_node is not None:
+            self.counts.holds = 0
+            # as if as_node had run alone and returned ``values``: its routes (a Command
+            # node returning a plain dict ends its branch), its guards, its join arrivals
+            frame.asked, frame.before, frame.passed_before = {}, [], False
+            note_arrivals(frame, [as_node])
+            route(frame, [Task(as_node)], [None])
+            pause_before(frame)
+            self._checkpoint("update")
+            return
+        # an update is not a run: a thread whose last run failed still shows "error"
+        self._checkpoint("update", "error" if self.status == "error" else None)

@@ -1,0 +1,226 @@
+"""Defects the reference model found or met (issue 27), each as a small failing example.
+
+Each test asserts what API.md says and is marked ``xfail(strict=True)``: when a fix lands
+the test passes, the strict mark turns that into a failure, and whoever fixed it deletes
+the mark here and the matching entry of ``refmodel.shapes.KNOWN_DEFECTS`` (which keeps the
+random machine of ``test_model_machine.py`` away from the combination meanwhile).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    Command,
+    ConcurrentRunError,
+    Graph,
+    MemorySaver,
+    NodeError,
+    Resume,
+    StepLimitError,
+    interrupt,
+)
+
+
+class Log(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    topic: str
+    summary: str
+    seen: int
+
+
+def _boom(state: Log) -> dict[str, Any]:
+    raise RuntimeError("boom")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a failed thread shows 'running'")
+def test_a_thread_whose_node_failed_has_status_error() -> None:
+    g = Graph(Log)
+    g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
+    g.node("b", then=END)(_boom)
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(NodeError):
+        app.invoke({"log": []}, thread_id="t")
+    assert app.get_state("t").status == "error"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a thread stopped by a cap shows 'running'")
+def test_a_thread_stopped_by_a_cap_has_status_error() -> None:
+    g = Graph(Log)
+    g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
+    g.node("b", then=END)(lambda state: {"log": ["b"]})
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(StepLimitError):
+        app.invoke({"log": []}, thread_id="t", max_steps=1)
+    assert app.get_state("t").status == "error"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: as_node does not note a join arrival")
+def test_as_node_notes_the_arrival_at_a_join() -> None:
+    """c has run; update_state(as_node="b") stands in for b, the join's other listed node."""
+    g = Graph(Log)
+    g.node("a", start=True, then="c")(lambda state: {"log": ["a"]})
+    g.node("c", then="b")(lambda state: {"log": ["c"]})
+    g.node("b", then="j")(lambda state: {"log": ["b"]})
+    g.node("j", then=END, wait_for=("b", "c"))(lambda state: {"log": ["j"]})
+    app = g.compile(checkpointer=MemorySaver(), interrupt_before=["b"])
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["b by hand"]}, as_node="b")
+    assert app.get_state("t").next == ("j",)
+    assert app.invoke(None, thread_id="t").state["log"][-1] == "j"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a fork before a subgraph reuses the child")
+def test_a_fork_before_a_subgraph_runs_the_child_afresh() -> None:
+    child = Graph(Log, name="child")
+    child.node("write", start=True, then=END)(
+        lambda state: {"summary": f"summary of {state['topic']}"}
+    )
+    g = Graph(Log)
+    g.node("plan", start=True, then="sub")(lambda state: {"log": ["plan"]})
+    g.subgraph("sub", child, then=END)
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"topic": "tides", "log": []}, thread_id="t")
+    before = next(h for h in app.history("t") if h.next == ("sub",))
+    app.update_state("t", {"topic": "volcanoes"}, checkpoint_id=before.checkpoint_id)
+    assert app.invoke(None, thread_id="t").state["summary"] == "summary of volcanoes"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a refused run leaves its input")
+def test_a_refused_run_leaves_no_input_behind() -> None:
+    """A second run starts inside the first's node and commits; the first is refused."""
+    g = Graph(Log)
+    started: list[str] = []
+
+    def work(state: Log) -> dict[str, Any]:
+        if not started:
+            started.append("second")
+            app.invoke({"log": ["second"]}, thread_id="t")
+        return {"log": ["work"]}
+
+    g.node("work", start=True, then=END)(work)
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"log": ["zero"]}, thread_id="t")
+    with pytest.raises(ConcurrentRunError):
+        app.invoke({"log": ["first"]}, thread_id="t")
+    assert "first" not in app.get_state("t").values["log"]
+
+
+# ------------------------------------------------------------- found by the model
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): pause steps leave out a finished entry")
+def test_steps_at_a_pause_count_a_finished_subgraph_entry() -> None:
+    """n3 pauses; the subgraph entry beside it ran its node to the end: 2 node runs so far
+    (n0 and sub/c0), as a plain sibling's run would be counted."""
+    child = Graph(Log, name="child")
+    child.node("c0", start=True, then=END)(lambda state: {"log": ["sub/c0"]})
+    g = Graph(Log)
+    g.node("n0", start=True, then=("n3", "sub"))(lambda state: {"log": ["n0"]})
+    g.node("n3", then=END)(lambda state: {"log": [f"n3={interrupt('n3?')}"]})
+    g.subgraph("sub", child, then=END)
+    app = g.compile(checkpointer=MemorySaver())
+    paused = app.invoke({"log": []}, thread_id="t")
+    assert paused.status == "interrupted"
+    assert (paused.steps, app.get_state("t").steps) == (2, 2)
+    assert app.invoke(Resume("yes"), thread_id="t").steps == 3
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): as_node on a Command node fans out")
+def test_as_node_on_a_command_node_ends_its_branch() -> None:
+    """A Command node that returns a plain dict ends its branch; as_node stands for that."""
+    g = Graph(Log)
+
+    @g.node(start=True)
+    def triage(state: Log) -> Command[Literal["billing", "support"]]:
+        return Command(update={"log": ["triage"]}, goto="billing")
+
+    g.node("billing", then=END)(lambda state: {"log": ["billing"]})
+    g.node("support", then=END)(lambda state: {"log": ["support"]})
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["by hand"]}, as_node="triage")
+    assert app.get_state("t").next == ()
+    assert app.get_state("t").guards == {}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): as_node skips interrupt_before")
+def test_as_node_pauses_before_a_listed_node_like_a_run() -> None:
+    g = Graph(Log)
+    g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
+    g.node("b", then=END)(lambda state: {"log": ["b"]})
+    app = g.compile(checkpointer=MemorySaver(), interrupt_before=["b"])
+    app.invoke({"log": []}, thread_id="t")
+    app.invoke(None, thread_id="t")
+    app.update_state("t", {"log": ["a by hand"]}, as_node="a")
+    snapshot = app.get_state("t")
+    assert snapshot.status == "interrupted"
+    assert [(i.node, i.value) for i in snapshot.interrupts] == [("b", None)]
+    assert app.invoke(None, thread_id="t").state["log"][-1] == "a by hand"
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): update_state reuses finished siblings")
+def test_update_state_after_a_failed_fan_out_runs_the_siblings_on_the_new_state() -> None:
+    """s1 finished on the old state and s2 failed; after update_state the superstep runs
+    afresh on the updated state (a fork, API.md 7 and 7a), so s1 sees the new item."""
+    fail = [True]
+
+    def s2(state: Log) -> dict[str, Any]:
+        if fail:
+            fail.clear()
+            raise RuntimeError("s2 failed")
+        return {"log": ["s2"]}
+
+    g = Graph(Log)
+    g.node("f", start=True, then=("s1", "s2"))(lambda state: {"log": ["f"]})
+    g.node("s1", then=END)(lambda state: {"seen": len(state["log"])})
+    g.node("s2", then=END)(s2)
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(NodeError):
+        app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["fixed by hand"]})
+    run = app.invoke(None, thread_id="t")
+    assert run.state["seen"] == 2  # ["f", "fixed by hand"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): an answer is lost when its run fails")
+def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep() -> None:
+    """In a fan-out the engine keeps the answer across the failure (invoke(None) hands it
+    to the node); alone in its superstep the node asks again."""
+    fail = [True]
+
+    def ask(state: Log) -> dict[str, Any]:
+        answer = interrupt("publish?")
+        if fail:
+            fail.clear()
+            raise RuntimeError("the mail server is down")
+        return {"log": [f"answer {answer}"]}
+
+    g = Graph(Log)
+    g.node("ask", start=True, then=END)(ask)
+    app = g.compile(checkpointer=MemorySaver())
+    app.invoke({"log": []}, thread_id="t")
+    with pytest.raises(NodeError):
+        app.invoke(Resume("yes"), thread_id="t")
+    run = app.invoke(None, thread_id="t")
+    assert (run.status, run.state["log"]) == ("done", ["answer yes"])
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: check() is silent on a join left waiting")
+def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> None:
+    """Every run in which the router takes one branch raises StuckJoinError."""
+    g = Graph(Log)
+    g.node("fork", start=True)(lambda state: {"log": ["fork"]})
+
+    @g.router("fork")
+    def branches(state: Log) -> list[Literal["short", "long"]]:
+        return ["short"] if len(state["log"]) % 2 else ["short", "long"]
+
+    g.node("short", then="join")(lambda state: {"log": ["short"]})
+    g.node("long", then="join")(lambda state: {"log": ["long"]})
+    g.node("join", then=END, wait_for=("short", "long"))(lambda state: {"log": ["join"]})
+    assert any(d.severity == "error" for d in g.check())
