@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from corral.cli._options import seconds
+
 __all__ = ["add_parser", "command"]
 
 
@@ -70,7 +72,7 @@ def add_parser(commands: Any, **options: Any) -> None:
     serve.add_argument("--deps", metavar="MODULE:FACTORY", help="passed to every node as deps")
     serve.add_argument(
         "--lease",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="a run whose server died is taken over this long after it (default: 30)",
@@ -83,12 +85,6 @@ def _count(text: str) -> int:
         msg = f"{text!r} is not a whole number, 0 or more"
         raise argparse.ArgumentTypeError(msg)
     return int(text)
-
-
-def _seconds(text: str) -> float:
-    from corral.cli._worker_loop import _seconds as seconds
-
-    return seconds(text)
 
 
 def _load(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
