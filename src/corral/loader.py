@@ -174,9 +174,8 @@ def load(
 
 
 def _current_folder_on_path() -> None:
-    """Put the current folder on ``sys.path``, as the lint worker (``python -c``) has it, so
-    that ``draw``, ``cycles`` and ``run`` import what ``lint`` imports (``from app.graph
-    import ...`` run from the project's root)."""
+    """Put the current folder on ``sys.path``, so that every command imports what a module
+    run from the project's root imports (``from app.graph import ...``)."""
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
@@ -195,6 +194,7 @@ def import_modules(
     Yields ``(source, module, error)`` per module; a module that failed has ``error`` set
     (and ``module`` too when it defined something before failing).
     """
+    _current_folder_on_path()
     if dotted:
         yield from _import_dotted(path, only_marked)
     else:
