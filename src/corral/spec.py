@@ -251,6 +251,12 @@ class Cycle:
 
     nodes: tuple[str, ...]
     guards: tuple[Guard, ...] = ()
+    unguarded: bool = False
+    """True when every step of the cycle has a route no guard counts (CR201), though
+    ``guards`` may name guards on some of its routes."""
+    fallbacks: tuple[tuple[str, Guard], ...] = ()
+    """``(source, guard)`` for each guard whose ``otherwise`` route is a step of the cycle:
+    falling back counts no guard, so such a step is unguarded even beside a guarded route."""
 
     def __str__(self) -> str:
         return " → ".join((*self.nodes, self.nodes[0]))

@@ -22,7 +22,7 @@ run again on another branch, so nothing is dropped: the caller asks only without
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from corral.analysis._cuts import strongly_connected
@@ -31,7 +31,7 @@ from corral.spec import Guard
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
 
-__all__ = ["PASSES", "untaken_fallbacks"]
+__all__ = ["PASSES", "fallback_note", "untaken_fallbacks"]
 
 PASSES = 4
 """The most times the rule is applied again on the groups left after a drop."""
@@ -106,3 +106,32 @@ def _guards_by_fallback(graph: SpecGraph, fallbacks: Collection[Pair]) -> dict[P
 
 def _index(components: list[list[str]]) -> dict[str, int]:
     return {node: i for i, group in enumerate(components) for node in group}
+
+
+def fallback_note(graph: SpecGraph, cycle: Iterable[str], *, all_steps: bool = False) -> str:
+    """Return words naming each step of ``cycle`` that is a guard's ``otherwise`` route
+    ("" when none is): falling back counts no guard, so such a step is unguarded even when
+    a guard sits on another route between the same nodes.
+
+    Unless ``all_steps``, a step that also has a plain (unguarded) route is left out: it is
+    plainly unguarded, and the fallback is not what hides it.
+    """
+    parts: list[str] = []
+    for source, guard in graph.fallbacks_on(cycle):
+        target = guard.otherwise
+        others = [r for r in graph.routes(source, target or "") if r.kind != "otherwise"]
+        if not all_steps and any(r.guard is None for r in others):
+            continue
+        text = f"{source} → {target} is where Guard({guard.target!r}) on {source!r} falls back"
+        counted = [r.guard for r in others if r.guard is not None]
+        if counted:
+            text += (
+                f", and a fallback counts no guard, not even Guard({counted[0].target!r}) on "
+                "that route"
+            )
+        elif others:
+            text += " (as well as a plain route), and a fallback counts no guard"
+        else:
+            text += ", and a fallback counts no guard"
+        parts.append(text)
+    return "; ".join(parts)

@@ -366,7 +366,7 @@ class SpecGraph:
             if len(unguarded) == limit:
                 truncated = True
                 break
-            unguarded.append(self._cycle(path))
+            unguarded.append(self._cycle(path, unguarded=True))
         guarded: list[Cycle] = []
         if not truncated:
             listed = {c.nodes for c in unguarded}
@@ -384,7 +384,7 @@ class SpecGraph:
 
         return sorted(unguarded, key=order) + sorted(guarded, key=order), truncated
 
-    def _cycle(self, path: list[str]) -> Cycle:
+    def _cycle(self, path: list[str], *, unguarded: bool = False) -> Cycle:
         start = path.index(min(path, key=self._entry_key))
         nodes = tuple(path[start:] + path[:start])
         guards: list[Guard] = []
@@ -393,7 +393,23 @@ class SpecGraph:
             for route in self.routes(source, target):
                 if route.guard is not None and route.guard not in guards:
                     guards.append(route.guard)
-        return Cycle(nodes, tuple(guards))
+        return Cycle(nodes, tuple(guards), unguarded, tuple(self.fallbacks_on(nodes)))
+
+    def fallbacks_on(self, cycle: Iterable[str]) -> list[tuple[str, Guard]]:
+        """Return ``(source, guard)`` for each guard whose ``otherwise`` route is a step of
+        ``cycle`` (its nodes in route order)."""
+        nodes = list(cycle)
+        found: list[tuple[str, Guard]] = []
+        for i, source in enumerate(nodes):
+            target = nodes[(i + 1) % len(nodes)]
+            if not any(r.kind == "otherwise" for r in self.routes(source, target)):
+                continue
+            node = self.spec.node(source)
+            sites = [node.guards if node is not None else ()]
+            sites += [router.guards for router in self.routers_of(source)]
+            for guards in sites:
+                found.extend((source, g) for g in guards if g.otherwise == target)
+        return found
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:
         """Return the strongly connected groups of ``nodes`` with no route to another group.

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from corral.analysis._fallbacks import fallback_note
 from corral.analysis._graph import SpecGraph
 from corral.analysis._runs import (
     MANY,
@@ -131,7 +132,7 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
         return _unbounded(facts, facts.unbounded, path)
     order = graph.unguarded_order
     if order is None:
-        return _unbounded(facts, "a cycle has no guarded route (CR201)", path)
+        return _unbounded(facts, _unguarded_reason(graph), path)
     children: dict[str, Bound] = {}
     for node in facts.nodes:
         if node.subgraph is None:
@@ -177,6 +178,18 @@ def _result(
     if steps >= MANY:
         return Bound(None, per_node, reason="the guards allow more than 10**18 node runs")
     return Bound(steps, per_node, witness, path=path)
+
+
+def _unguarded_reason(graph: SpecGraph) -> str:
+    """Say that a cycle has no guarded route; name it when a guard's ``otherwise`` route
+    is a step of it (beside a guarded route, the cycle looks guarded where it is not)."""
+    for component in graph.unguarded_components():
+        cycle = graph.witness(component)
+        note = fallback_note(graph, cycle)
+        if note:
+            shown = " → ".join([*cycle, cycle[0]])
+            return f"cycle {shown} has no guarded route (CR201): {note}"
+    return "a cycle has no guarded route (CR201)"
 
 
 def _unbounded(facts: Facts, reason: str, path: str) -> Bound:

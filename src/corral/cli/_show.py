@@ -120,7 +120,16 @@ def format_cycles(
     lines = [f"{name}: {count}" + (f" (stopped at --limit {limit}; there are more)" if cut else "")]
     width = max(len(str(c)) for c in found)
     for cycle in found:
-        if cycle.guards:
+        if cycle.unguarded and cycle.guards and cycle.fallbacks:  # looks guarded, is not
+            fallbacks = ", ".join(
+                f"{s} → {g.otherwise} is where Guard({g.target!r}) falls back"
+                for s, g in cycle.fallbacks
+            )
+            how = (
+                f"UNGUARDED (CR201): {fallbacks}, and a fallback counts no guard; send that "
+                "otherwise elsewhere or add a Guard to another route"
+            )
+        elif cycle.guards and not cycle.unguarded:
             how = "guarded: " + "; ".join(_guard_text(g) for g in cycle.guards)
         elif langgraph:
             how = "UNBOUNDED: only a counter or recursion_limit stops it (lint: CR201, CR204)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from corral.analysis._fallbacks import fallback_note
 from corral.analysis._graph import SpecGraph
 from corral.analysis.bound import bound_of
 from corral.analysis.rules._base import (
@@ -48,9 +49,10 @@ def unguarded_cycles(graph: SpecGraph) -> Iterator[Finding]:
         cuts, stuck = graph.cycle_cuts(component, _cuttable(graph), _score(graph), meant)
         for nodes in stuck:
             shown = " → ".join([*nodes, nodes[0]])
+            note = fallback_note(graph, nodes, all_steps=True)
             yield Finding(
-                f"cycle {shown} closes only through guards' otherwise routes, which cannot be "
-                "guarded; send those guards' otherwise elsewhere (e.g. END)",
+                f"cycle {shown} closes through guards' otherwise routes ({note}), so no guard "
+                "can cut it; send those guards' otherwise elsewhere (e.g. END)",
                 tuple(nodes),
             )
         for cut in cuts:
@@ -106,13 +108,22 @@ def _cut_finding(graph: SpecGraph, pair: tuple[str, str], cycle: tuple[str, ...]
     score = _score(graph)
     steps = [(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))]
     others = sorted((p for p in steps if p != pair and _cuttable(graph)(p)), key=score)
-    options = [r for p in (pair, *others) for r in _unguarded_routes(graph, *p)]
-    best = options[0]
-    where = [f"{route_owner(e, graph)} ({e.source} → {e.target})" for e in options]
+    # Every unguarded route of a pair needs the guard (two declarations may route there,
+    # CR107): a guard on one of them leaves the other closing the cycle.
+    where = [
+        " and on ".join(
+            f"{route_owner(e, graph)} ({e.source} → {e.target})"
+            for e in _unguarded_routes(graph, *p)
+        )
+        for p in (pair, *others)
+    ]
+    best = _unguarded_routes(graph, *pair)[0]
     alternatives = f", or on {', '.join(where[1:])}" if len(where) > 1 else ""
+    note = fallback_note(graph, cycle)
+    why = f" ({note})" if note else ""
     return Finding(
-        f"cycle {shown} has no guarded route, so only max_steps stops it; add a guard to "
-        f"one of its routes, e.g. Guard({best.target!r}, max=3, otherwise=END) on "
+        f"cycle {shown} has no guarded route{why}, so only max_steps stops it; add a guard "
+        f"to one of its routes, e.g. Guard({best.target!r}, max=3, otherwise=END) on "
         f"{where[0]}{alternatives}{_counter_note(graph, cycle)}",
         cycle,
         best.location,
