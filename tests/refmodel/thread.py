@@ -77,6 +77,9 @@ class ModelThread:
         self.history: list[View] = []
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
+        self.answers_saved = False
+        """Whether the engine keeps the answers of the current resume across a failure
+        (it does when a sibling of the paused nodes had finished before the pause)."""
         self.error: str | None = None
         self.fork_floor = 0
         """History index of the checkpoint before the last superstep that entered a
@@ -178,6 +181,7 @@ class ModelThread:
             frame = self._frame
             frame.answers = {index: answer for index in frame.asked}
             frame.answered, frame.asked = frame.asked, {}
+            self.answers_saved = bool(frame.done)
         else:
             frame = self._frame
             if frame.before:
@@ -188,7 +192,7 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
-            if len(self._frame.tasks) == 1 and "resume-answer-lost" in KNOWN_DEFECTS:
+            if not self.answers_saved and "resume-answer-lost" in KNOWN_DEFECTS:
                 give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
