@@ -231,10 +231,9 @@ class ModelThread:
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # its counters are the newest checkpoint's (a failure record counts the node runs
-        # of the superstep whose merge failed: they ran)
+        # the node runs that finished in a failed superstep ran, so they stay counted
         frame.done, frame.children, frame.answers = {}, {}, {}
-        self.counts.steps, self.counts.pending = self.base.steps, 0
+        self.counts.steps, self.counts.pending = self.counts.steps + self.counts.pending, 0
         if as_node is not None:
             self.counts.holds = 0
             # as if as_node had run alone and returned ``values``: its routes (a Command
