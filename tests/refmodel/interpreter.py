@@ -113,10 +113,11 @@ def new_frame(shape: GraphShape, prefix: str, values: dict[str, Any]) -> Frame:
 
 
 def give_back_answers(frame: Frame) -> None:
-    """The engine's way after a run that was answering a pause failed in a superstep of one
-    node (KNOWN_DEFECTS "resume-answer-lost"): the answer is dropped and the pause stands
-    again. The model keeps the answer otherwise, as the engine does in a wider superstep:
-    the next ``invoke(None)`` hands it to the node."""
+    """The engine's way after a run that was answering pauses failed before using the
+    answers, when no sibling of the paused nodes had finished before the pause (KNOWN_DEFECTS
+    "resume-answer-lost"): the answers are dropped and the pauses stand again. Otherwise
+    the model keeps the answers, as the engine does when a sibling had finished: the next
+    ``invoke(None)`` hands them to the nodes."""
     for index, child in frame.children.items():
         give_back_answers(child)
         if child.asked:

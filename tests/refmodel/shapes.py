@@ -62,9 +62,10 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # afresh). update_state without as_node is not made while such writes wait.
         "update-reuses-finished-siblings",
         # NEW: invoke(Resume(v)) whose answered node then fails (a crash before it returns)
-        # drops the answer when the node was alone in its superstep: the pause shows again
-        # and invoke(None) asks again. In a wider superstep the answer is kept and the next
-        # invoke(None) uses it. The model follows the engine in the one-node case.
+        # drops the answer when no sibling of the paused nodes had finished before the
+        # pause (one paused node alone, or Send runs that all paused): the pause shows
+        # again and invoke(None) asks again. When a sibling had finished, the answer is kept
+        # and the next invoke(None) uses it. The model follows the engine while listed.
         "resume-answer-lost",
         # issue 27: check() is silent on join shapes every run of which raises
         # StuckJoinError (here: a list router as the fork, which may take one branch).

@@ -77,6 +77,9 @@ class ModelThread:
         self.history: list[View] = []
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
+        self.answers_saved = False
+        """Whether the engine keeps the answers of the current resume across a failure
+        (it does when a sibling of the paused nodes had finished before the pause)."""
         self.error: str | None = None
         self.fork_floor = 0
         """History index of the checkpoint before the last superstep that entered a
@@ -178,6 +181,7 @@ class ModelThread:
             frame = self._frame
             frame.answers = {index: answer for index in frame.asked}
             frame.answered, frame.asked = frame.asked, {}
+            self.answers_saved = bool(frame.done)
         else:
             frame = self._frame
             if frame.before:
@@ -188,7 +192,7 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
-            if len(self._frame.tasks) == 1 and "resume-answer-lost" in KNOWN_DEFECTS:
+            if not self.answers_saved and "resume-answer-lost" in KNOWN_DEFECTS:
                 give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
@@ -227,10 +231,9 @@ class ModelThread:
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # its counters are the newest checkpoint's (a failure record counts the node runs
-        # of the superstep whose merge failed: they ran)
+        # the node runs that finished in a failed superstep ran, so they stay counted
         frame.done, frame.children, frame.answers = {}, {}, {}
-        self.counts.steps, self.counts.pending = self.base.steps, 0
+        self.counts.steps, self.counts.pending = self.counts.steps + self.counts.pending, 0
         if as_node is not None:
             self.counts.holds = 0
             # as if as_node had run alone and returned ``values``: its routes (a Command

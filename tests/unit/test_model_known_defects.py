@@ -189,8 +189,8 @@ def test_update_state_after_a_failed_fan_out_runs_the_siblings_on_the_new_state(
 
 @pytest.mark.xfail(strict=True, reason="issue 27 (new): an answer is lost when its run fails")
 def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep() -> None:
-    """In a fan-out the engine keeps the answer across the failure (invoke(None) hands it
-    to the node); alone in its superstep the node asks again."""
+    """When a sibling had finished before the pause the engine keeps the answer across
+    the failure (invoke(None) hands it to the node); alone, the node asks again."""
     fail = [True]
 
     def ask(state: Log) -> dict[str, Any]:
