@@ -11,7 +11,6 @@ engine's own, nothing is modelled here.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Annotated, Any, Literal, TypedDict
@@ -149,8 +148,8 @@ def every_run(g: Graph[Ran], limit: int = 400) -> tuple[list[Outcome], bool]:
     The graph runs whatever the analyser says of it, so a finding can be checked against
     what its runs do.
 
-    A run that hits the step cap is left out of nothing: its outcome holds the
-    ``StepLimitError`` and the node runs it made.
+    A run that ends with an error (the step cap included) is kept too: its outcome holds
+    the error and the node runs the error's state shows.
     """
     app: CompiledGraph[Ran, Any] = CompiledGraph(
         g.spec()
@@ -269,8 +268,3 @@ def forward_shapes(draw: st.DrawFn, *, max_nodes: int = 6, sends: bool = False) 
             )
         )
     return Shape(tuple(ways))
-
-
-def runs_of(outcomes: list[Outcome]) -> Iterator[Outcome]:
-    """Yield the outcomes that ended without an error."""
-    return (o for o in outcomes if o.error is None)
