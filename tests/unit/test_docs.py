@@ -200,13 +200,17 @@ def test_tracebacks_point_at_markdown_lines(tmp_path: Path) -> None:
     assert module.line == 5
 
 
-def test_readme_quickstart_is_the_two_commands_ci_runs() -> None:
-    """The Quickstart has exactly two commands; the second is the test command .ci/run runs."""
+def test_readme_quickstart_is_a_venv_then_the_commands_ci_runs() -> None:
+    """The Quickstart makes a virtual environment with python3, installs and lints, runs the
+    test command .ci/run runs, and says how to install PostgreSQL for the tests it needs."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     quickstart = text.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
     commands = [b.code.strip() for b in read_blocks(quickstart)]
-    assert len(commands) == 2, commands
-    main_job, tests = commands
+    assert len(commands) == 4, commands
+    venv, main_job, tests, postgres = commands
+    assert venv.startswith("python3 -m venv .venv")
+    assert "apt-get install postgresql" in postgres
+    assert "minutes" in quickstart and "skipped" in quickstart
     assert main_job.startswith("python -m pip install -e '.[agents]' && corral lint examples")
     assert tests == "python -m pip install -q -e '.[dev]' && python -m pytest"
     assert tests in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
@@ -224,7 +228,7 @@ def test_the_quickstart_installs_every_extra_the_examples_import() -> None:
     """``corral lint examples`` imports every example: a fresh install must hold their extras
     (or the lint of the first command fails with a load error on a fresh machine)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    main_job = read_blocks(text.split("## Quickstart", 1)[1])[0].code
+    main_job = read_blocks(text.split("## Quickstart", 1)[1])[1].code
     installed = set(re.search(r"-e '?\.\[?([\w,]*)", main_job)[1].split(","))  # type: ignore[index]
     needed = {
         (extra, str(path.relative_to(ROOT)))
