@@ -231,9 +231,12 @@ class ModelThread:
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # the node runs that finished in a failed superstep ran, so they stay counted
+        # the tasks that finished in a failed superstep ran, so they stay counted (the
+        # node runs inside a subgraph entry left unfinished are the child thread's)
+        unfinished = sum(child.entry_steps for child in frame.children.values())
+        self.counts.steps += self.counts.pending - unfinished
+        self.counts.pending = 0
         frame.done, frame.children, frame.answers = {}, {}, {}
-        self.counts.steps, self.counts.pending = self.counts.steps + self.counts.pending, 0
         if as_node is not None:
             self.counts.holds = 0
             # as if as_node had run alone and returned ``values``: its routes (a Command
