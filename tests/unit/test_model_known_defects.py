@@ -37,7 +37,6 @@ def _boom(state: Log) -> dict[str, Any]:
     raise RuntimeError("boom")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a failed thread shows 'running'")
 def test_a_thread_whose_node_failed_has_status_error() -> None:
     g = Graph(Log)
     g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
@@ -48,7 +47,6 @@ def test_a_thread_whose_node_failed_has_status_error() -> None:
     assert app.get_state("t").status == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a thread stopped by a cap shows 'running'")
 def test_a_thread_stopped_by_a_cap_has_status_error() -> None:
     g = Graph(Log)
     g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
@@ -59,7 +57,6 @@ def test_a_thread_stopped_by_a_cap_has_status_error() -> None:
     assert app.get_state("t").status == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: as_node does not note a join arrival")
 def test_as_node_notes_the_arrival_at_a_join() -> None:
     """c has run; update_state(as_node="b") stands in for b, the join's other listed node."""
     g = Graph(Log)
@@ -74,7 +71,6 @@ def test_as_node_notes_the_arrival_at_a_join() -> None:
     assert app.invoke(None, thread_id="t").state["log"][-1] == "j"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a fork before a subgraph reuses the child")
 def test_a_fork_before_a_subgraph_runs_the_child_afresh() -> None:
     child = Graph(Log, name="child")
     child.node("write", start=True, then=END)(
@@ -130,7 +126,6 @@ def test_steps_at_a_pause_count_a_finished_subgraph_entry() -> None:
     assert app.invoke(Resume("yes"), thread_id="t").steps == 3
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 (new): as_node on a Command node fans out")
 def test_as_node_on_a_command_node_ends_its_branch() -> None:
     """A Command node that returns a plain dict ends its branch; as_node stands for that."""
     g = Graph(Log)
@@ -187,7 +182,6 @@ def test_update_state_after_a_failed_fan_out_runs_the_siblings_on_the_new_state(
     assert run.state["seen"] == 2  # ["f", "fixed by hand"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 (new): an answer is lost when its run fails")
 def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep() -> None:
     """When a sibling had finished before the pause the engine keeps the answer across
     the failure (invoke(None) hands it to the node); alone, the node asks again."""
