@@ -9,7 +9,9 @@ apart, so a slow rule is not hidden by the rest, on two shapes at two sizes:
   group of cycles each), at 1,000 and 4,000 nodes: large enough that a scan of every node
   per guard, done in C, outgrows the linear work;
 - a row of unguarded loops (a CR201 finding each), at 400 and 1,600 nodes; reading the
-  spec is timed on this shape only (it is the same code for every shape).
+  spec is timed on this shape only (it is the same code for every shape);
+- a chain of fan-out/join diamonds (a ``wait_for`` join each), at 1,000 and 4,000 nodes:
+  CR304 asks what runs before each join, which must not be a walk of the graph per join.
 
 The figure is the least CPU time of a few rounds, the sizes timed in turn and the collector
 paused, and the bar (9x) is far above linear and far below quadratic, so a loaded machine
@@ -60,10 +62,31 @@ def least_times(graphs: list[Graph[State]], *, read: bool) -> list[dict[str, flo
     return best
 
 
+def joins_graph(size: int) -> Graph[State]:
+    """A chain of ``size // 4`` diamonds: p → (a, b) → join (waits for both) → next p."""
+    g = Graph(State)
+    count = size // 4
+    for i in range(count):
+        after = f"p{i + 1}" if i + 1 < count else "__end__"
+        g.node(f"p{i}", start=i == 0, then=(f"a{i}", f"b{i}"), writes=())(_nothing)
+        g.node(f"a{i}", then=f"j{i}", writes=())(_nothing)
+        g.node(f"b{i}", then=f"j{i}", writes=())(_nothing)
+        g.node(f"j{i}", then=after, wait_for=(f"a{i}", f"b{i}"), writes=())(_nothing)
+    return g
+
+
+def _nothing(state: State) -> None:
+    return None
+
+
 @pytest.mark.parametrize(
     ("shape", "size", "read"),
-    [(guarded_graph, 1000, False), (partial(loops_graph, guarded=False), 400, True)],
-    ids=["guarded", "unguarded-loops"],
+    [
+        (guarded_graph, 1000, False),
+        (partial(loops_graph, guarded=False), 400, True),
+        (joins_graph, 1000, False),
+    ],
+    ids=["guarded", "unguarded-loops", "joins"],
 )
 def test_every_part_of_check_grows_linearly(
     shape: Callable[[int], Graph[State]], size: int, read: bool

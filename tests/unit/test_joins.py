@@ -6,9 +6,13 @@ from __future__ import annotations
 from exhaustive import Shape, Way, build, every_run, forward_shapes, shapes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import graph_specs
 
 from corral import END, Guard
+from corral.analysis._graph import SpecGraph
+from corral.analysis._joins import _Dominators
 from corral.errors import InvalidUpdateError, StuckJoinError
+from corral.spec import START, GraphSpec
 
 NEW_KINDS = ("can only run after", "no run runs both", "loop that avoids", "waits for itself")
 """Words of the CR304 findings about joins no run releases (analysis/_joins.py)."""
@@ -233,3 +237,27 @@ def test_cr301_against_every_run(shape: Shape) -> None:
     for outcome in outcomes:
         if isinstance(outcome.error, InvalidUpdateError):
             assert any(set(outcome.error.nodes) <= nodes for nodes in reported), outcome.error
+
+
+@settings(max_examples=300, deadline=None)
+@given(graph_specs(max_nodes=8))
+def test_what_runs_before_a_join_is_what_a_walk_avoiding_it_reaches(spec: GraphSpec) -> None:
+    """The dominator tree CR304 asks (built once per check) answers 'can n run before j's
+    first run' exactly as a walk from the start that never enters j."""
+    graph = SpecGraph(spec)
+    succ = graph.node_succ
+    pred: dict[str, list[str]] = {}
+    for source, targets in succ.items():
+        for target in targets:
+            pred.setdefault(target, []).append(source)
+    starts = [n for n in graph.succ[START] if graph.is_node(n)]
+    dominators = _Dominators(starts, succ, pred)
+    for join in graph.names:
+        seen = {s for s in starts if s != join}
+        stack = list(seen)
+        while stack:
+            for child in succ[stack.pop()]:
+                if child != join and child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        assert {n for n in graph.names if dominators.before(n, join)} == seen

@@ -232,6 +232,14 @@ class SpecGraph:
         return _component_index(self.components)
 
     @cached_property
+    def _component_sets(self) -> list[frozenset[str]]:
+        return [frozenset(group) for group in self.components]
+
+    def group_of(self, node: str) -> frozenset[str]:
+        """Return the strongly connected group (all routes) that holds ``node``."""
+        return self._component_sets[self._components[node]]
+
+    @cached_property
     def _repaired_components(self) -> dict[str, int]:
         rank = self.rank
         succ = {n: [t for t in self._repaired[n] if t in rank] for n in self.names}

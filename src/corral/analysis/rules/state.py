@@ -250,8 +250,9 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
             )
         if outsiders:
             continue  # reported above
-        after = _reachable_from(node.name, succ)
         reported = False
+        on_cycle = node.name in graph.node_succ[node.name] or len(graph.group_of(node.name)) > 1
+        after = _reachable_from(node.name, succ) if on_cycle else set()
         if node.name in after:
             for waited in dict.fromkeys(waits):
                 if graph.is_node(waited) and waited not in after:
