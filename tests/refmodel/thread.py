@@ -231,9 +231,10 @@ class ModelThread:
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # the tasks that finished in a failed superstep ran, so they stay counted (the
-        # node runs inside a subgraph entry left unfinished are the child thread's)
-        unfinished = sum(child.entry_steps for child in frame.children.values())
+        # the tasks that finished in a failed superstep ran, so they stay counted, and so
+        # do the node runs of a paused child (section 11); those of a subgraph entry a
+        # failure cut short are the child thread's
+        unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
         frame.done, frame.children, frame.answers = {}, {}, {}
