@@ -77,9 +77,6 @@ class ModelThread:
         self.history: list[View] = []
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
-        self.answers_saved = False
-        """Whether the engine keeps the answers of the current resume across a failure
-        (it does when a sibling of the paused nodes had finished before the pause)."""
         self.error: str | None = None
         self.fork_floor = 0
         """History index of the checkpoint before the last superstep that entered a
@@ -181,7 +178,6 @@ class ModelThread:
             frame = self._frame
             frame.answers = {index: answer for index in frame.asked}
             frame.answered, frame.asked = frame.asked, {}
-            self.answers_saved = bool(frame.done)
         else:
             frame = self._frame
             if frame.before:
@@ -192,7 +188,9 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
-            if not self.answers_saved and "resume-answer-lost" in KNOWN_DEFECTS:
+            # the engine keeps the answers when the superstep has saved writes of finished
+            # nodes, and drops them otherwise (KNOWN_DEFECTS "resume-answer-lost")
+            if not self._frame.done and "resume-answer-lost" in KNOWN_DEFECTS:
                 give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
