@@ -39,8 +39,9 @@ class Seen:
 
 def _unsure(model: ModelThread) -> bool:
     """After a failure that writes no checkpoint, the contract fixes the status ("error")
-    but not the snapshot's step count or its stale pauses; while the known defect is
-    listed, the status is not compared either."""
+    but not the snapshot's step count or which pauses it still lists (the engine may show
+    a pause the failed run had answered); while the known defect is listed, the status is
+    not compared either. The next operation compares them again."""
     return model.status == "error" and model.error not in FAILURES_WITH_CHECKPOINT
 
 
@@ -58,7 +59,7 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
         next=view.next,
         steps=None if unsure else view.steps,
         guards=view.guards,
-        interrupts=sorted(i for i in view.interrupts if not unsure or i[1] is not None),
+        interrupts=[] if unsure else sorted(view.interrupts),
         history=[(model.history[i].values, model.history[i].next) for i in model.kept],
         status=status,
     )
@@ -81,7 +82,7 @@ def engine_seen(app: CompiledGraph[Any], thread: str, result: Any, model: ModelT
         next=tuple(snap.next),
         steps=None if unsure else snap.steps,
         guards=dict(snap.guards),
-        interrupts=[p for p in pauses if not unsure or p[1] is not None],
+        interrupts=[] if unsure else pauses,
         history=[(dict(h.values), tuple(h.next)) for h in kept_history(app, thread)],
         status=status,
     )

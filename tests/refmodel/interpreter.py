@@ -114,9 +114,9 @@ def new_frame(shape: GraphShape, prefix: str, values: dict[str, Any]) -> Frame:
 
 def give_back_answers(frame: Frame) -> None:
     """The engine's way after a run that was answering pauses failed before using the
-    answers, when no sibling of the paused nodes had finished before the pause (KNOWN_DEFECTS
+    answers, when no node of that superstep had finished (KNOWN_DEFECTS
     "resume-answer-lost"): the answers are dropped and the pauses stand again. Otherwise
-    the model keeps the answers, as the engine does when a sibling had finished: the next
+    the model keeps the answers, as the engine does when a node had finished: the next
     ``invoke(None)`` hands them to the nodes."""
     for index, child in frame.children.items():
         give_back_answers(child)

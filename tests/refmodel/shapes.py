@@ -62,10 +62,10 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # afresh). update_state without as_node is not made while such writes wait.
         "update-reuses-finished-siblings",
         # NEW: invoke(Resume(v)) whose answered node then fails (a crash before it returns)
-        # drops the answer when no sibling of the paused nodes had finished before the
-        # pause (one paused node alone, or Send runs that all paused): the pause shows
-        # again and invoke(None) asks again. When a sibling had finished, the answer is kept
-        # and the next invoke(None) uses it. The model follows the engine while listed.
+        # drops the answer when no node of that superstep has finished (one paused node
+        # alone, or Send runs that all paused and the first fails): the pause shows again
+        # and invoke(None) asks again. When one had finished, the answer is kept and the
+        # next invoke(None) uses it. The model follows the engine while listed.
         "resume-answer-lost",
         # issue 27: check() is silent on join shapes every run of which raises
         # StuckJoinError (here: a list router as the fork, which may take one branch).

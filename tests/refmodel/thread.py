@@ -77,9 +77,6 @@ class ModelThread:
         self.history: list[View] = []
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
-        self.answers_saved = False
-        """Whether the engine keeps the answers of the current resume across a failure
-        (it does when a sibling of the paused nodes had finished before the pause)."""
         self.error: str | None = None
         self.fork_floor = 0
         """History index of the checkpoint before the last superstep that entered a
@@ -181,7 +178,6 @@ class ModelThread:
             frame = self._frame
             frame.answers = {index: answer for index in frame.asked}
             frame.answered, frame.asked = frame.asked, {}
-            self.answers_saved = bool(frame.done)
         else:
             frame = self._frame
             if frame.before:
@@ -192,7 +188,9 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
-            if not self.answers_saved and "resume-answer-lost" in KNOWN_DEFECTS:
+            # the engine keeps the answers when the superstep has saved writes of finished
+            # nodes, and drops them otherwise (KNOWN_DEFECTS "resume-answer-lost")
+            if not self._frame.done and "resume-answer-lost" in KNOWN_DEFECTS:
                 give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
@@ -231,9 +229,10 @@ class ModelThread:
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # the tasks that finished in a failed superstep ran, so they stay counted (the
-        # node runs inside a subgraph entry left unfinished are the child thread's)
-        unfinished = sum(child.entry_steps for child in frame.children.values())
+        # the tasks that finished in a failed superstep ran, so they stay counted, and so
+        # do the node runs of a paused child (section 11); those of a subgraph entry a
+        # failure cut short are the child thread's
+        unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
         frame.done, frame.children, frame.answers = {}, {}, {}
