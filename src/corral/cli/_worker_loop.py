@@ -85,9 +85,8 @@ def add_parser(commands: Any, **options: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
-    from corral.cli._run import _compile, _deps
+    from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
     from corral.cli._shell import say
-    from corral.cli._show import LoadFailed, load_one
     from corral.errors import GraphError
     from corral.workers import Worker
 
@@ -95,11 +94,11 @@ def command(args: argparse.Namespace) -> int:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     except LoadFailed:
         return 2
-    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.concurrency + 2)
     try:
         try:
-            app = _compile(target, saver)
+            app = compile_target(target, saver)
         except GraphError as exc:
             say(f"error: {target.label} does not compile: {exc}")
             return 2
