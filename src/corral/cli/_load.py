@@ -1,5 +1,4 @@
-"""What a command loads: the one graph it names (``PATH[:name]``), compiled with the ``--db``
-checkpointer by the commands that run it, and the ``--deps`` object its nodes get."""
+"""What a command loads: the graph it names, compiled with ``--db``'s saver, and ``--deps``."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ from typing import Any
 from corral._where import command_db
 from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
-from corral.cli import DEFAULT_DB
 from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import command_lines, say
 from corral.control import Resume
 from corral.errors import (

@@ -7,15 +7,13 @@ import os
 from typing import Any
 
 from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
-from corral.cli._options import seconds
+from corral.cli._options import DEFAULT_DB, seconds
 
 __all__ = ["add_parser", "command"]
 
 
 def add_parser(commands: Any, **options: Any) -> None:
     """Add the ``serve`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB
-
     serve = commands.add_parser(
         "serve",
         help="serve graphs over HTTP (LangGraph SDK compatible) with an inbox page",

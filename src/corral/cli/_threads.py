@@ -27,6 +27,7 @@ from corral._where import command_db, parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_one
+from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
 from corral.loader import UsageError
 
@@ -372,8 +373,6 @@ def _resume(
     after a failed run, continues it)."""
     if not interrupts and not failed:
         return None
-    from corral.cli import DEFAULT_DB
-
     words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
     if args.db != DEFAULT_DB:
         words += ["--db", command_db(args.db)]

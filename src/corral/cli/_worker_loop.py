@@ -6,15 +6,13 @@ import argparse
 import signal
 from typing import Any
 
+from corral.cli._options import DEFAULT_DB, positive, seconds
+
 __all__ = ["add_parser", "command"]
 
 
 def add_parser(commands: Any, **options: Any) -> None:
     """Add the ``worker`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB
-    from corral.cli._options import positive as _positive
-    from corral.cli._options import seconds as _seconds
-
     worker = commands.add_parser(
         "worker",
         help="run queued runs of a graph (app.submit), many workers on one database",
@@ -45,25 +43,25 @@ def add_parser(commands: Any, **options: Any) -> None:
         help=f"postgresql:// URL, or a SQLite file for one machine (default: {DEFAULT_DB})",
     )
     worker.add_argument(
-        "--concurrency", type=_positive, default=1, metavar="N", help="runs at once (default: 1)"
+        "--concurrency", type=positive, default=1, metavar="N", help="runs at once (default: 1)"
     )
     worker.add_argument(
         "--lease",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="a run is taken over this long after its worker's last heartbeat (default: 30)",
     )
     worker.add_argument(
         "--poll",
-        type=_seconds,
+        type=seconds,
         default=0.5,
         metavar="SECONDS",
         help="how often an idle worker asks for work (default: 0.5)",
     )
     worker.add_argument(
         "--grace",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="after SIGTERM, how long held runs may take before release (default: 30)",
