@@ -86,7 +86,21 @@ def node_spec(
     names its annotation routes to are mapped to them).
     """
     if entry.subgraph is not None:
-        return _subgraph.node_spec(entry, keys)
+        sub = _subgraph.read_child(entry.subgraph, entry.name, keys)
+        return NodeSpec(
+            name=entry.name,
+            func=entry.func,
+            location=entry.location,
+            start=entry.start,
+            then=entry.then,
+            max_runs=entry.max_runs,
+            guards=entry.guards,
+            wait_for=entry.wait_for,
+            writes=_subgraph.writes_of(sub),
+            is_async=_subgraph.is_async(sub.graph),
+            ignore=entry.ignore,
+            subgraph=sub,
+        )
     if entry.writes is not None:
         writes: frozenset[str] | None = frozenset(entry.writes)
     else:

@@ -17,35 +17,38 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from corral.errors import GraphError
 from corral.retry import Retry
 from corral.spec import GraphSpec, KeySpec, NodeSpec, SubgraphSpec
 from corral.writes import infer_writes
 
-if TYPE_CHECKING:
-    from corral.dsl import Graph
-
 __all__ = [
+    "SpecSource",
     "SubgraphEntry",
     "check_child",
     "check_retry",
     "check_timeout",
     "default_name",
     "is_async",
-    "node_spec",
     "read_child",
     "stand_in",
     "writes_of",
 ]
 
 
+class SpecSource(Protocol):
+    """What a subgraph node reads of its child (a ``Graph``, checked by ``g.subgraph``)."""
+
+    def spec(self) -> GraphSpec: ...
+
+
 @dataclass(frozen=True)
 class SubgraphEntry:
     """A child graph registered with ``g.subgraph``, as given."""
 
-    child: Graph[Any, Any, Any]
+    child: SpecSource
     input: Callable[[Any], Any] | None
     output: Callable[[Any], Any] | None
 
@@ -73,14 +76,12 @@ def check_timeout(timeout: object) -> float | None:
     return float(timeout)
 
 
-def check_child(parent: Graph[Any, Any, Any], child: object, name: str) -> None:
-    """Raise ``GraphError`` unless ``child`` is a ``Graph`` other than ``parent``."""
-    from corral.dsl import Graph
-
+def check_child(parent: SpecSource, child: object, name: str, graph: type[SpecSource]) -> None:
+    """Raise ``GraphError`` unless ``child`` is a ``graph`` (``Graph``) other than ``parent``."""
     if child is parent:
         msg = f"subgraph {name!r} is the graph it is registered on; a graph cannot contain itself"
         raise GraphError(msg)
-    if not isinstance(child, Graph):
+    if not isinstance(child, graph):
         hint = ""
         if isinstance(getattr(child, "spec", None), GraphSpec):
             hint = " (a compiled app: pass the Graph it was compiled from, not g.compile())"
@@ -92,8 +93,8 @@ _reading = threading.local()
 
 
 @contextmanager
-def _reading_spec(graph: Graph[Any, Any, Any], name: str) -> Iterator[None]:
-    chain: list[Graph[Any, Any, Any]] = getattr(_reading, "chain", [])
+def _reading_spec(graph: SpecSource, name: str) -> Iterator[None]:
+    chain: list[SpecSource] = getattr(_reading, "chain", [])
     if any(g is graph for g in chain):
         msg = (
             f"subgraph {name!r} contains a graph that contains it; "
@@ -114,25 +115,6 @@ def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]
     child_keys = {k.name for k in child.keys}
     shared = tuple(k.name for k in parent_keys if k.name in child_keys)
     return SubgraphSpec(child, shared, entry.input, entry.output)
-
-
-def node_spec(entry: Any, parent_keys: tuple[KeySpec, ...]) -> NodeSpec:
-    """Return the spec of a subgraph node from its builder entry (a ``dsl._NodeEntry``)."""
-    sub = read_child(entry.subgraph, entry.name, parent_keys)
-    return NodeSpec(
-        name=entry.name,
-        func=entry.func,
-        location=entry.location,
-        start=entry.start,
-        then=entry.then,
-        max_runs=entry.max_runs,
-        guards=entry.guards,
-        wait_for=entry.wait_for,
-        writes=writes_of(sub),
-        is_async=is_async(sub.graph),
-        ignore=entry.ignore,
-        subgraph=sub,
-    )
 
 
 def writes_of(sub: SubgraphSpec) -> frozenset[str] | None:

@@ -317,7 +317,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         >>> g.spec().node("inner").writes
         frozenset({'n'})
         """
-        _subgraph.check_child(self, child, name)
+        _subgraph.check_child(self, child, name, Graph)
         register = self.node(
             name, start=start, then=then, max_runs=max_runs, guards=guards, wait_for=wait_for,
             ignore=ignore,

@@ -23,6 +23,7 @@ from typing import Any
 
 from corral import __version__
 from corral.cli import _lint, _port, _server, _show, _worker_loop
+from corral.cli._options import DEFAULT_DB
 from corral.cli._options import positive as _positive
 from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
@@ -32,9 +33,6 @@ from corral.errors import CorralError
 from corral.loader import UsageError
 
 __all__ = ["main"]
-
-DEFAULT_DB = os.path.join(".corral", "checkpoints.sqlite")
-"""Where ``corral run`` keeps its checkpoints unless ``--db`` says otherwise."""
 
 _PATH_HELP = (
     "a .py file, a folder (searched for .py files) or a dotted module name; "

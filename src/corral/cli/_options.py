@@ -1,10 +1,15 @@
-"""Argument types shared by the commands: each refuses a bad value with what it should be."""
+"""Argument types and defaults shared by the commands: each type refuses a bad value with
+what it should be."""
 
 from __future__ import annotations
 
 import argparse
+import os
 
-__all__ = ["MAX_SECONDS", "positive", "seconds", "thread_id"]
+__all__ = ["DEFAULT_DB", "MAX_SECONDS", "positive", "seconds", "thread_id"]
+
+DEFAULT_DB = os.path.join(".corral", "checkpoints.sqlite")
+"""Where ``corral run`` keeps its checkpoints unless ``--db`` says otherwise."""
 
 MAX_SECONDS = 1_000_000.0
 """The longest duration an option takes (about 11.5 days): beyond it, clocks and timers

@@ -36,7 +36,7 @@ def add_parser(commands: Any, **options: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     """Print the port of one LangGraph graph; return 0, or 2 when it cannot be loaded."""
     from corral import langgraph
-    from corral.cli._show import LoadFailed, load_one
+    from corral.cli._load import LoadFailed, load_one
 
     try:
         target = load_one(args.path, verbose=args.verbose)

@@ -23,9 +23,10 @@ import uuid
 from typing import Any
 
 from corral._where import command_db
-from corral.checkpoint import Checkpointer, open_saver
+from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
-from corral.cli import DEFAULT_DB
+from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import command_lines, say
 from corral.control import Resume
 from corral.errors import (
@@ -37,7 +38,7 @@ from corral.errors import (
     NodeError,
     StepLimitError,
 )
-from corral.loader import Target, UsageError, display_path, import_module
+from corral.loader import Target, UsageError, display_path
 from corral.runtime.app import CompiledGraph
 from corral.spec import END, GraphSpec
 
@@ -50,8 +51,6 @@ class BadInput(Exception):
 
 def command(args: argparse.Namespace) -> int:
     """Run ``corral run``; return 0 (done), 3 (interrupted), 1 (failed) or 2 (usage/load)."""
-    from corral.cli._show import LoadFailed, load_one
-
     if args.resume is not None and args.thread is None:
         msg = "--resume answers the interrupt of a thread; give its --thread ID too"
         raise UsageError(msg)
@@ -67,7 +66,7 @@ def command(args: argparse.Namespace) -> int:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     except LoadFailed:
         return 2
-    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     try:
         saver = open_saver(args.db)
     except CheckpointError as exc:  # cannot connect, not a corral database: nothing ran
@@ -76,7 +75,7 @@ def command(args: argparse.Namespace) -> int:
         say(f"error: {exc}")
         return 2
     try:
-        app = _compile(target, saver)
+        app = compile_target(target, saver)
     except GraphError as exc:
         _not_compiled(target, exc)
         return 2
@@ -186,63 +185,6 @@ def _too_many_digits(where: str, exc: ValueError) -> str:
     return (
         f"{where} holds an integer too long to read{size}: Python reads at most "
         f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
-    )
-
-
-def _deps(spec: str, *, verbose: bool) -> Any:
-    """Import ``module:factory`` and return ``factory()`` (or the object, if not callable)."""
-    module_name, sep, attr = spec.rpartition(":")
-    if not sep or not module_name or not attr:
-        msg = f"--deps {spec!r} must be MODULE:FACTORY, e.g. my_tools:make_clients"
-        raise UsageError(msg)
-    try:
-        module = import_module(module_name)
-    except ImportError as exc:
-        if verbose and exc.__cause__ is not None:
-            traceback.print_exception(exc.__cause__, file=sys.stderr)
-        msg = f"--deps: {exc}"
-        raise UsageError(msg) from exc
-    factory = getattr(module, attr, None)
-    if factory is None:
-        msg = f"--deps: {module_name} has no attribute {attr!r}"
-        raise UsageError(msg)
-    if not callable(factory):
-        return factory
-    try:
-        return factory()
-    except Exception as exc:
-        if verbose:
-            traceback.print_exc()
-        msg = f"--deps: {attr}() raised {type(exc).__name__}: {exc}"
-        raise UsageError(msg) from exc
-
-
-def _compile(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
-    """Compile the target with the checkpointer of --db, keeping a compiled app's settings."""
-    if target.langgraph is not None:
-        msg = (
-            f"{target.label} is a LangGraph graph: corral lints, draws and ports it but does not "
-            f"run it; run it with LangGraph, or `corral port {target.label}` to move it to corral"
-        )
-        raise UsageError(msg)
-    app = target.app
-    before = tuple(app.interrupt_before) if app is not None else ()
-    after = tuple(app.interrupt_after) if app is not None else ()
-    max_steps = app.max_steps if app is not None else None
-    if target.graph is not None:
-        return target.graph.compile(
-            checkpointer=saver,
-            interrupt_before=before,
-            interrupt_after=after,
-            max_steps=max_steps,
-        )
-    assert app is not None
-    return CompiledGraph(
-        app.spec,
-        checkpointer=saver,
-        interrupt_before=before,
-        interrupt_after=after,
-        max_steps=max_steps,
     )
 
 

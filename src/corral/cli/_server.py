@@ -6,15 +6,14 @@ import argparse
 import os
 from typing import Any
 
-from corral.cli._options import seconds
+from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+from corral.cli._options import DEFAULT_DB, seconds
 
 __all__ = ["add_parser", "command"]
 
 
 def add_parser(commands: Any, **options: Any) -> None:
     """Add the ``serve`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB
-
     serve = commands.add_parser(
         "serve",
         help="serve graphs over HTTP (LangGraph SDK compatible) with an inbox page",
@@ -89,15 +88,13 @@ def _count(text: str) -> int:
 
 def _load(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
     """Load and compile every ``PATH[:graph][=name]``; refuse two graphs with one name."""
-    from corral.cli._run import _compile
-    from corral.cli._show import load_one
     from corral.loader import UsageError
 
     graphs: dict[str, Any] = {}
     for argument in paths:
         path, _, alias = argument.partition("=")
         target = load_one(path, verbose=verbose, allow_partial=False)
-        app = _compile(target, saver)
+        app = compile_target(target, saver)
         name = alias or app.spec.name or target.name
         if name in graphs:
             msg = (
@@ -121,11 +118,9 @@ def command(args: argparse.Namespace) -> int:
         say(f"error: corral serve needs the serve extra: pip install 'corral[serve]' ({exc})")
         return 2
     from corral.checkpoint import open_saver
-    from corral.cli._run import _deps
-    from corral.cli._show import LoadFailed
     from corral.errors import GraphError
 
-    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.workers + 8)
     try:
         try:

@@ -3,62 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from corral.analysis import bound, list_cycles
-from corral.cli._shell import say
-from corral.loader import Target, UsageError, load, split_selector
+from corral.cli._load import LoadFailed, load_one
 from corral.render import render_dot, render_mermaid
 from corral.spec import END, Cycle, Guard
 
-__all__ = ["cycles", "draw", "format_cycles", "load_one"]
-
-
-class LoadFailed(Exception):
-    """The one graph a command needs could not be loaded; the errors were printed."""
-
-
-def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Target:
-    """Load ``PATH[:name]`` and return its one graph.
-
-    Load errors are printed to stderr. A module that failed to import after defining its
-    graph (``app = g.compile()`` at module level on a broken graph) still yields that graph
-    when ``allow_partial`` is true, with a note, so ``draw`` and ``cycles`` can show the defect.
-
-    Raises:
-        UsageError: no graph, or several and no ``:name`` to pick one.
-        LoadFailed: the module could not be imported (the error was printed).
-    """
-    loaded = load([argument])
-    problems = [(e.message, e.formatted) for e in loaded.errors]
-    for source, err in loaded.graph_errors:
-        codes = ", ".join(dict.fromkeys(d.code for d in err.diagnostics if d.severity == "error"))
-        problems.append((f"cannot import {source}: GraphError: the graph has errors ({codes})", ""))
-    targets = loaded.targets
-    usable = targets if allow_partial else [t for t in targets if not t.failed]
-    if problems and len(usable) != 1:
-        for message, formatted in problems:
-            if verbose and formatted:
-                print(formatted, file=sys.stderr, end="")
-            say(f"error: {message}")
-        if loaded.graph_errors:
-            print("hint: `corral lint` lists the findings", file=sys.stderr)
-        raise LoadFailed
-    path, _ = split_selector(argument)
-    if not usable:
-        msg = f"{path} defines no corral Graph (or compiled app) at module level"
-        raise UsageError(msg)
-    if len(usable) > 1:
-        names = ", ".join(t.name for t in usable)
-        msg = f"{path} defines {len(usable)} graphs ({names}); pick one with {usable[0].label}"
-        raise UsageError(msg)
-    target = usable[0]
-    if target.failed:
-        say(
-            f"note: {target.source} failed to import after defining {target.name!r}; "
-            "showing the graph as it was defined"
-        )
-    return target
+__all__ = ["cycles", "draw", "format_cycles"]
 
 
 def draw(args: argparse.Namespace) -> int:

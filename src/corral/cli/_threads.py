@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from corral._where import command_db
-from corral.checkpoint import Checkpoint, Checkpointer
+from corral._where import command_db, parse_db
+from corral.checkpoint import Checkpoint, Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
+from corral.cli._load import LoadFailed, compile_target, load_one
+from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
 from corral.loader import UsageError
 
@@ -52,9 +54,6 @@ it on a fork's branch (``runtime.child_graph.child_thread``)."""
 
 def open_existing(db: str) -> Checkpointer:
     """Open ``db`` for reading; a SQLite path that does not exist is a usage error."""
-    from corral._where import parse_db
-    from corral.checkpoint import open_saver
-
     where = parse_db(db)
     if where.kind == "sqlite" and not os.path.isfile(where.target):
         msg = f"no checkpoint database at {db!r}; give the file `corral run --db` wrote to"
@@ -347,15 +346,12 @@ def _error(meta: dict[str, Any]) -> str | None:
 
 
 def _app(path: str, saver: Checkpointer, *, verbose: bool) -> Any:
-    from corral.cli._run import _compile
-    from corral.cli._show import LoadFailed, load_one
-
     try:
         target = load_one(path, verbose=verbose, allow_partial=False)
     except LoadFailed as exc:
         msg = f"--graph {path}: the module could not be loaded"
         raise UsageError(msg) from exc
-    return _compile(target, saver)
+    return compile_target(target, saver)
 
 
 def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:
@@ -377,8 +373,6 @@ def _resume(
     after a failed run, continues it)."""
     if not interrupts and not failed:
         return None
-    from corral.cli import DEFAULT_DB
-
     words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
     if args.db != DEFAULT_DB:
         words += ["--db", command_db(args.db)]

@@ -6,15 +6,13 @@ import argparse
 import signal
 from typing import Any
 
+from corral.cli._options import DEFAULT_DB, positive, seconds
+
 __all__ = ["add_parser", "command"]
 
 
 def add_parser(commands: Any, **options: Any) -> None:
     """Add the ``worker`` command to the ``corral`` parser's subcommands."""
-    from corral.cli import DEFAULT_DB
-    from corral.cli._options import positive as _positive
-    from corral.cli._options import seconds as _seconds
-
     worker = commands.add_parser(
         "worker",
         help="run queued runs of a graph (app.submit), many workers on one database",
@@ -45,25 +43,25 @@ def add_parser(commands: Any, **options: Any) -> None:
         help=f"postgresql:// URL, or a SQLite file for one machine (default: {DEFAULT_DB})",
     )
     worker.add_argument(
-        "--concurrency", type=_positive, default=1, metavar="N", help="runs at once (default: 1)"
+        "--concurrency", type=positive, default=1, metavar="N", help="runs at once (default: 1)"
     )
     worker.add_argument(
         "--lease",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="a run is taken over this long after its worker's last heartbeat (default: 30)",
     )
     worker.add_argument(
         "--poll",
-        type=_seconds,
+        type=seconds,
         default=0.5,
         metavar="SECONDS",
         help="how often an idle worker asks for work (default: 0.5)",
     )
     worker.add_argument(
         "--grace",
-        type=_seconds,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="after SIGTERM, how long held runs may take before release (default: 30)",
@@ -85,9 +83,8 @@ def add_parser(commands: Any, **options: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
-    from corral.cli._run import _compile, _deps
+    from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
     from corral.cli._shell import say
-    from corral.cli._show import LoadFailed, load_one
     from corral.errors import GraphError
     from corral.workers import Worker
 
@@ -95,11 +92,11 @@ def command(args: argparse.Namespace) -> int:
         target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     except LoadFailed:
         return 2
-    deps = _deps(args.deps, verbose=args.verbose) if args.deps else None
+    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.concurrency + 2)
     try:
         try:
-            app = _compile(target, saver)
+            app = compile_target(target, saver)
         except GraphError as exc:
             say(f"error: {target.label} does not compile: {exc}")
             return 2

@@ -1,0 +1,122 @@
+"""What a command loads: the graph it names, compiled with ``--db``'s saver, and ``--deps``."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from corral.cli._shell import say
+from corral.loader import Target, UsageError, import_module, load, split_selector
+
+if TYPE_CHECKING:
+    from corral.checkpoint import Checkpointer
+    from corral.runtime.app import CompiledGraph
+
+__all__ = ["LoadFailed", "compile_target", "load_deps", "load_one"]
+
+
+class LoadFailed(Exception):
+    """The one graph a command needs could not be loaded; the errors were printed."""
+
+
+def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Target:
+    """Load ``PATH[:name]`` and return its one graph.
+
+    Load errors are printed to stderr. A module that failed to import after defining its
+    graph (``app = g.compile()`` at module level on a broken graph) still yields that graph
+    when ``allow_partial`` is true, with a note, so ``draw`` and ``cycles`` can show the defect.
+
+    Raises:
+        UsageError: no graph, or several and no ``:name`` to pick one.
+        LoadFailed: the module could not be imported (the error was printed).
+    """
+    loaded = load([argument])
+    problems = [(e.message, e.formatted) for e in loaded.errors]
+    for source, err in loaded.graph_errors:
+        codes = ", ".join(dict.fromkeys(d.code for d in err.diagnostics if d.severity == "error"))
+        problems.append((f"cannot import {source}: GraphError: the graph has errors ({codes})", ""))
+    targets = loaded.targets
+    usable = targets if allow_partial else [t for t in targets if not t.failed]
+    if problems and len(usable) != 1:
+        for message, formatted in problems:
+            if verbose and formatted:
+                print(formatted, file=sys.stderr, end="")
+            say(f"error: {message}")
+        if loaded.graph_errors:
+            print("hint: `corral lint` lists the findings", file=sys.stderr)
+        raise LoadFailed
+    path, _ = split_selector(argument)
+    if not usable:
+        msg = f"{path} defines no corral Graph (or compiled app) at module level"
+        raise UsageError(msg)
+    if len(usable) > 1:
+        names = ", ".join(t.name for t in usable)
+        msg = f"{path} defines {len(usable)} graphs ({names}); pick one with {usable[0].label}"
+        raise UsageError(msg)
+    target = usable[0]
+    if target.failed:
+        say(
+            f"note: {target.source} failed to import after defining {target.name!r}; "
+            "showing the graph as it was defined"
+        )
+    return target
+
+
+def load_deps(spec: str, *, verbose: bool) -> Any:
+    """Import ``module:factory`` and return ``factory()`` (or the object, if not callable)."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        msg = f"--deps {spec!r} must be MODULE:FACTORY, e.g. my_tools:make_clients"
+        raise UsageError(msg)
+    try:
+        module = import_module(module_name)
+    except ImportError as exc:
+        if verbose and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        msg = f"--deps: {exc}"
+        raise UsageError(msg) from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        msg = f"--deps: {module_name} has no attribute {attr!r}"
+        raise UsageError(msg)
+    if not callable(factory):
+        return factory
+    try:
+        return factory()
+    except Exception as exc:
+        if verbose:
+            traceback.print_exc()
+        msg = f"--deps: {attr}() raised {type(exc).__name__}: {exc}"
+        raise UsageError(msg) from exc
+
+
+def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
+    """Compile the target with the checkpointer of --db, keeping a compiled app's settings."""
+    from corral.runtime.app import CompiledGraph  # the engine, only for a command that runs
+
+    if target.langgraph is not None:
+        msg = (
+            f"{target.label} is a LangGraph graph: corral lints, draws and ports it but does not "
+            f"run it; run it with LangGraph, or `corral port {target.label}` to move it to corral"
+        )
+        raise UsageError(msg)
+    app = target.app
+    before = tuple(app.interrupt_before) if app is not None else ()
+    after = tuple(app.interrupt_after) if app is not None else ()
+    max_steps = app.max_steps if app is not None else None
+    if target.graph is not None:
+        return target.graph.compile(
+            checkpointer=saver,
+            interrupt_before=before,
+            interrupt_after=after,
+            max_steps=max_steps,
+        )
+    assert app is not None
+    return CompiledGraph(
+        app.spec,
+        checkpointer=saver,
+        interrupt_before=before,
+        interrupt_after=after,
+        max_steps=max_steps,
+    )
