@@ -1,4 +1,4 @@
-"""Fixtures of the unit tests: every engine test runs three ways (``engine_path``)."""
+"""Fixtures of the unit tests: every engine test runs through both drivers (``engine_path``)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,18 @@ from typing import Any
 
 import pytest
 
-from corral.runtime import drivers
 from corral.runtime.app import CompiledGraph
 
 
-@pytest.fixture(params=["invoke", "general", "ainvoke"])
+@pytest.fixture(params=["invoke", "ainvoke"])
 def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the test's ``invoke`` calls one of three ways.
+    """Run the test's ``invoke`` calls through the sync driver or the async one.
 
-    ``invoke``: as they are (the inline path where it applies); ``general``: with the inline
-    path turned off, so every superstep goes through the general driver loop; ``ainvoke``:
-    ``invoke`` replaced by ``asyncio.run(app.ainvoke(...))`` (outside a running event loop).
+    ``invoke``: as they are; ``ainvoke``: ``invoke`` replaced by
+    ``asyncio.run(app.ainvoke(...))`` (outside a running event loop), so a graph with no async
+    node gives the same answer through both entry points.
     """
-    if request.param == "general":
-        monkeypatch.setattr(drivers, "run_inline", _no_inline)
-    elif request.param == "ainvoke":
+    if request.param == "ainvoke":
         sync_invoke = CompiledGraph.invoke
 
         def invoke(self: CompiledGraph[Any], input: Any, **kwargs: Any) -> Any:
@@ -33,7 +30,3 @@ def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
         monkeypatch.setattr(CompiledGraph, "invoke", invoke)
     return str(request.param)
-
-
-def _no_inline(rs: Any) -> None:
-    """Take no superstep inline: the driver's general loop runs them all."""

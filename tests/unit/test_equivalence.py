@@ -1,9 +1,8 @@
-"""The three ways to run a graph agree: the inline path, the general path and the async driver.
+"""``invoke`` and ``ainvoke`` agree: the sync and the async driver run the same core.
 
 On random graphs (routers, guards with ``otherwise``, ``max_runs``, ``Command`` nodes that may
-return no ``goto``, ``Send`` fan-outs, ``wait_for`` joins, ``interrupt()``, cap errors), a
-plain ``invoke`` (which takes the inline path where it can), an ``invoke`` forced through the
-general path and an ``ainvoke`` give the same ``Run`` (or the same error), the same trace and
+return no ``goto``, ``Send`` fan-outs, ``wait_for`` joins, ``interrupt()``, cap errors),
+``invoke`` and ``ainvoke`` give the same ``Run`` (or the same error), the same trace and
 ``updates`` stream and, with a ``MemorySaver``, the same sequence of checkpoints.
 """
 
@@ -14,13 +13,11 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral import END, Command, CompiledGraph, CorralError, MemorySaver, Resume, Send, interrupt
 from corral.checkpoint.base import Checkpoint
-from corral.runtime import drivers
 from corral.spec import GraphSpec, Guard, KeySpec, Location, NodeSpec, RouterSpec, TargetSet
 
 FILE = "random_graph.py"
@@ -136,11 +133,7 @@ def random_specs(draw: st.DrawFn) -> GraphSpec:
     )
 
 
-# --------------------------------------------------------------------------- the three ways
-
-
-def _general_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(drivers, "run_inline", lambda rs: None)
+# --------------------------------------------------------------------------- both drivers
 
 
 def _outcome(call: Callable[[], Any], runs: list[Any] | None = None) -> Any:
@@ -222,20 +215,15 @@ def _resumed_until_done(app: CompiledGraph[Any], how: str) -> Iterator[Any]:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(spec=random_specs())
-def test_the_three_ways_agree_on_random_graphs(
-    spec: GraphSpec, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """invoke, invoke through the general path and ainvoke give the same runs and checkpoints."""
+def test_invoke_and_ainvoke_agree_on_random_graphs(spec: GraphSpec) -> None:
+    """invoke and ainvoke give the same runs, update streams and checkpoints."""
     app: CompiledGraph[Any] = CompiledGraph(spec)
-    inline = _outcome(lambda: app.invoke({"n": 0, "log": []}))
+    via_sync = _outcome(lambda: app.invoke({"n": 0, "log": []}))
     via_async = _outcome(lambda: asyncio.run(app.ainvoke({"n": 0, "log": []})))
-    with monkeypatch.context() as patch:
-        _general_path(patch)
-        general = _outcome(lambda: app.invoke({"n": 0, "log": []}))
-    assert inline == general == via_async
+    assert via_sync == via_async
     assert _updates(app, "sync") == _updates(app, "async")
-    if inline[0] == "run":
-        assert _updates(app, "sync") == [(node, update or {}) for _, node, update in inline[7]]
+    if via_sync[0] == "run":
+        assert _updates(app, "sync") == [(node, update or {}) for _, node, update in via_sync[7]]
 
     saved: list[Any] = []
     for how in ("sync", "async"):

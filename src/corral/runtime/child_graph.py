@@ -9,10 +9,7 @@ the parent's reducers, in order, like the updates of that many nodes, so a list 
 appended to gets each appended item once (the child started from the parent's list; handing
 back its final list would duplicate it). Of several writes of one entry to a key without a
 reducer only the last is handed back: they replace each other in order, as they would have
-in the parent, and must not look like parallel writes at the parent's barrier. A lone entry
-on the inline path of a child whose keys and reducers are all the parent's, when no one reads
-its writes, hands back its final state instead (:attr:`ChildOutcome.state`): merging its
-writes into the values it started from, the parent's, would give that state.
+in the parent, and must not look like parallel writes at the parent's barrier.
 
 - In: the parent's values of the keys both schemas share, or ``input(state)``; a ``Send``
   argument replaces the parent's state as ``input``'s argument (or is the child's input).
@@ -46,7 +43,7 @@ from corral.control import Resume
 from corral.errors import CorralError
 from corral.reducers import add_messages, append, merge, union
 from corral.runtime import persist, restore
-from corral.runtime.child_steps import Entry, Relay, StepPool, lift_error
+from corral.runtime.child_steps import Entry, lift_error
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
@@ -79,9 +76,6 @@ class ChildOutcome(NamedTuple):
     has the same reducer in both graphs and the child started from the parent's values
     (a fresh entry without ``input=`` or ``output=``): merging the writes into the parent's
     values it started from gives these values."""
-    state: dict[str, Any] | None = None
-    """The parent's next state, when it is the child's final one (``writes`` is then empty):
-    a lone inline entry of a :attr:`ChildGraph.whole` child whose writes no one reads."""
 
 
 _PURE_REDUCERS: frozenset[Any] = frozenset(
@@ -164,9 +158,6 @@ class ChildGraph:
         )
         """The shared keys that merge alike in both graphs (the same reducer, or none)."""
         self.mapped = sub.input is not None or sub.output is not None
-        self.whole = self.takes_all and self.same_merge >= tables.keyset and not self.mapped
-        """The child's keys are the parent's, merged alike, and it starts from the parent's
-        values: its final state is what merging its writes into the parent's would give."""
 
     def _writer(self, thread: str) -> persist.ThreadWriter:
         """Return the checkpoint writer of a fresh entry's thread: a copy of one made once,
@@ -355,9 +346,7 @@ class ChildGraph:
             )
             return ChildOutcome([], rs.steps - relay.counted, pauses, relay.trace(rs))
         if fresh:
-            assert rs is not None
-            if rs.log is None:  # a whole inline entry: its state is the parent's next
-                return ChildOutcome([], rs.steps, (), relay.trace(rs), None, rs.values)
+            assert rs is not None and rs.log is not None  # an entry keeps its writes
             writes = self.writes(rs.log, rs.values)
             merged = self._final_of(writes, rs) if entry.whole else None
             return ChildOutcome(writes, rs.steps, (), relay.trace(rs), merged)
@@ -379,60 +368,13 @@ class ChildGraph:
         trace = relay.trace(rs) if rs is not None else []
         return ChildOutcome(self.writes(raw, final), steps, (), trace)
 
-    def run_inline(self, parent: RunState) -> ChildOutcome:
-        """Run a fresh entry for the parent's inline path (one task, no events, no
-        checkpointer) without its relay, when the child's run takes the inline path too."""
-        steps = parent.steps
-        if self.whole and parent.log is None:  # no one reads its writes: keep none
-            rs = self.template.entered(dict(parent.values), parent.deps, parent.notes, None,
-                                       parent.flat)  # fmt: skip
-        else:
-            rs = self._fresh(parent.values, parent.deps, parent.notes, whole=True)
-        rs.max_steps = min(rs.max_steps, parent.max_steps - steps)
-        try:
-            _drivers().run_inline(rs)
-        except CorralError as exc:
-            relay = self.entry(parent, rs).relay
-            raise lift_error(exc, self.name, self.max_steps, relay) from exc.__cause__
-        if rs.tasks or rs.held or rs.status != "running":  # the rest runs the general way
-            return self.run_sync(self.entry(parent, rs), rs)
-        paths = self.paths
-        trace = [
-            (steps + step, paths.get(node) or self.path(node), update, spent)
-            for step, node, update, spent in rs.trace
-        ]
-        log = rs.log
-        if log is None:
-            fields: tuple[Any, ...] = ([], rs.steps, (), trace, None, rs.values)
-        else:
-            writes = self.writes(log, rs.values)
-            fields = (writes, rs.steps, (), trace, self._final_of(writes, rs), None)
-        return tuple.__new__(ChildOutcome, fields)  # without its Python-level __new__
-
-    def entry(self, parent: RunState, rs: RunState) -> Entry:
-        """Return the entry of a subgraph task of the parent's inline path, whose child run
-        ``rs`` has started (its runs so far are counted)."""
-        steps = parent.steps
-        pool = StepPool(parent.supersteps + 1, parent.max_steps, steps)
-        relay = Relay(self, pool, steps, None, shared=False)
-        relay.attach(rs)
-        return Entry(parent.values, None, [], relay, parent.deps, True)
-
-    def run_sync(self, entry: Entry, started: RunState | None = None) -> ChildOutcome:
+    def run_sync(self, entry: Entry) -> ChildOutcome:
         """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
-        rs: RunState | None = started
-        fresh = True
+        rs: RunState | None = None
         try:
-            if rs is None:
-                rs, fresh = self.begin(entry)
+            rs, fresh = self.begin(entry)
             if rs is not None:
-                drivers = _drivers()
-                if rs.emit is None and rs.checkpoints is None:
-                    drivers.run_inline(rs)  # what the driver does first, without a generator
-                    if not rs.tasks and rs.status == "running" and not rs.held:
-                        rs.status = "done"
-                        return self.outcome(rs, fresh, entry)
-                for _ in drivers.run_sync(rs):
+                for _ in _drivers().run_sync(rs):
                     pass
         except CorralError as exc:
             raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__

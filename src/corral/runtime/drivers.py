@@ -16,8 +16,6 @@ Both drivers are generators that yield the events buffered in ``RunState.buffer`
 point where a caller may look. **Every node run goes through one call site per driver**:
 :func:`call_node_sync` and :func:`call_node_async`. That is where a retry loop wraps the
 call, where an async timeout wraps the await, and where per-attempt events can be emitted.
-A run with no event receiver and no checkpointer takes the inline path
-(:mod:`corral.runtime.inline`) for the supersteps whose nodes need no set-up first.
 """
 
 from __future__ import annotations
@@ -30,11 +28,10 @@ from typing import Any
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
-from corral.runtime.inline import run_inline
 from corral.runtime.interrupts import _Answers, _current, _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, RunState, TaskResult
-from corral.runtime.state import FlatView, view_of
+from corral.runtime.state import view_of
 from corral.runtime.subgraphs import run_child_async, run_child_sync
 from corral.runtime.superstep import Superstep, end_run, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
@@ -161,19 +158,10 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
 def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
     yield from flush(rs)
-    inline = rs.emit is None and rs.checkpoints is None
     while running(rs):
-        first = rs.tasks[0].node if inline and rs.tasks else None
-        if first is not None and (first.inline or first.child is not None):
-            run_inline(rs)
-            if not rs.tasks:  # the inline path leaves no reroute and never pauses
-                break
         routing = rs_routing(rs) if rs.reroute is not None else None
         if routing is None:
-            if rs.buffer is None and rs.emit is None:
-                routing = _superstep_quiet(rs)
-            else:
-                routing = yield from _superstep_sync(rs)
+            routing = yield from _superstep_sync(rs)
             if routing is None:
                 break
         route_sync(rs, routing)
@@ -218,42 +206,6 @@ def rs_routing(rs: RunState) -> Routing | None:
     results: list[TaskResult] = rs.reroute
     rs.reroute = None
     return Routing(rs, results, [])
-
-
-def _superstep_quiet(rs: RunState) -> Routing | None:
-    """Run one superstep's calls like :func:`_superstep_sync`, for a run nobody watches.
-
-    Nothing is flushed between calls, and without a checkpointer a node the inline path
-    could run (:attr:`Node.inline`: no retry, context or subgraph) is called here directly,
-    on a view its siblings share until one of them reads a mutable value from it.
-    """
-    superstep = Superstep(rs)
-    values = superstep.values
-    view: FlatView | None = None
-    direct = rs.checkpoints is None  # else interrupt() inside a node reads its answers
-    for call in superstep.calls:
-        node = call.node
-        try:
-            if direct and node.inline and call.arg is NO_ARG:
-                if view is None:
-                    view = view_of(values, rs.flat, rs.notes)
-                out = node.func(view)
-                if not rs.flat and view._owned is not None:  # type: ignore[attr-defined]
-                    view = None
-                seconds = 0.0
-            else:
-                out, seconds = call_node_sync(rs, call, values)
-        except _Pause as pause:
-            superstep.paused(call, pause)
-            continue
-        except InterruptWithoutCheckpointerError:
-            raise
-        except Exception as exc:
-            superstep.failed(call, exc)
-            break
-        if not superstep.finished(call, out, seconds):
-            break
-    return superstep.close()
 
 
 def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:

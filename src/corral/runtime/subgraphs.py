@@ -22,7 +22,6 @@ from corral.runtime.child_steps import Entry, Relay, StepPool
 from corral.runtime.events import StateSnapshot
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
-from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.tables import NO_ARG, Node, Tables
 
 if TYPE_CHECKING:
@@ -44,7 +43,6 @@ __all__ = [
     "paused_children",
     "run_child_async",
     "run_child_sync",
-    "take_entry",
 ]
 
 
@@ -152,35 +150,6 @@ def run_child_sync(
     # The superstep's plain tasks have the first numbers: the child's runs come after them.
     relay = Relay(child, pool, pool.taken, rs.emit, shared=False, entry=call.step)
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
-
-
-def take_entry(rs: RunState, node: Node, out: ChildOutcome) -> None:
-    """Count a lone subgraph entry of the inline path (its outcome from
-    :meth:`ChildGraph.run_inline`) and merge its writes, as the core's ``accept`` and
-    ``close`` would (or take the child's final state, :attr:`ChildOutcome.state`)."""
-    name = node.name
-    rs.steps += out.steps
-    rs.runs[name] = rs.runs.get(name, 0) + 1
-    rs.trace.extend(out.trace)
-    state = out.state
-    if state is not None:
-        rs.values = state
-        rs.flat = is_flat(state)
-        return
-    pairs = out.writes
-    if rs.log is not None:
-        rs.log.extend(pairs)
-    if not pairs:
-        return
-    if out.final is not None:
-        merged = dict(rs.values)
-        merged.update(out.final)
-        rs.values = merged
-    else:
-        tables = rs.tables
-        rs.values = apply_writes(rs.values, pairs, tables.reducers, tables.empties,
-                                 superstep=rs.supersteps + 1, notes=rs.notes)  # fmt: skip
-    rs.flat = is_flat(rs.values)
 
 
 async def run_child_async(

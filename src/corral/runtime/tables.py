@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 from corral.fingerprint import fingerprint
 from corral.retry import Retry
-from corral.spec import END, GraphSpec, Guard
+from corral.spec import GraphSpec, Guard
 
-__all__ = ["NO_ARG", "AloneRoute", "Node", "Router", "Tables", "Task", "build_tables"]
+__all__ = ["NO_ARG", "Node", "Router", "Tables", "Task", "build_tables"]
 
 
 class _NoArg:
@@ -34,19 +34,6 @@ class Task(NamedTuple):
 
     node: Node
     arg: Any
-
-
-class AloneRoute(NamedTuple):
-    """A route that leads to one plain task (or ``END``) on its own, with its guard."""
-
-    tasks: tuple[Task, ...]
-    """The next superstep's tasks: the target alone, or none for ``END``."""
-    guard: tuple[str, str] | None
-    """The guard key ``(source, target)`` of the route, if guarded."""
-    max: int
-    """The guard's ``max`` (0 for an unguarded route)."""
-    node: Node | None
-    """The target when the inline path may run it next (:attr:`Node.inline`); else ``None``."""
 
 
 class Router:
@@ -77,13 +64,10 @@ class Node:
     """A node as the engine runs it."""
 
     __slots__ = (
-        "alone",
         "child",
         "command",
         "func",
         "guards",
-        "inline",
-        "inline_router",
         "is_async",
         "joins",
         "max_runs",
@@ -95,7 +79,6 @@ class Node:
         "task",
         "then",
         "then_nodes",
-        "then_tasks",
         "timeout_s",
         "wait_for",
     )
@@ -119,21 +102,9 @@ class Node:
         """The join nodes whose ``wait_for`` names this node."""
         self.task = Task(self, NO_ARG)
         """The task that runs this node on the state (not from a ``Send``)."""
-        self.inline = False
-        """Whether the inline path may run it: no cap of its own, no context, no retry."""
-        self.inline_router: Router | None = None
-        """The router the inline loop calls itself (no ``then``, no context, no join to
-        note); ``None``: the node leaves through the inline path's general way out."""
-        self.alone: dict[str, AloneRoute] = {}
-        """Per target that leads to one plain task (or END): that route, for the inline path.
-
-        Joins are not here: a route into a join is taken by the superstep core."""
         self.then_nodes: tuple[Node, ...] | None = None
         """The nodes of fixed ``then`` targets with no guard (``END`` left out), in the order
         written; ``None`` for other nodes."""
-        self.then_tasks: tuple[Task, ...] | None = None
-        """The next tasks after fixed ``then`` targets with no guard and no join among them
-        (in merge order, ``END`` left out), for the inline path; ``None`` for other nodes."""
         self.retry: Retry | None = None
         self.timeout_s: float | None = None
         """Seconds an async node may run (``timeout=``)."""
@@ -214,17 +185,7 @@ def build_tables(spec: GraphSpec) -> Tables:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
-        subgraph = _is_subgraph(spec, node.name)
-        tables.has_subgraphs = tables.has_subgraphs or subgraph
-        node.inline = not (node.max_runs or node.takes_ctx or node.retry or subgraph)
-        router = node.router
-        if router is not None and not (
-            node.then is not None or router.takes_ctx or node.joins or node.wait_for
-        ):
-            node.inline_router = router
-    for node in tables.nodes.values():
-        node.alone = _alone_routes(tables, node)
-        node.then_tasks = _then_tasks(tables, node)
+        tables.has_subgraphs = tables.has_subgraphs or _is_subgraph(spec, node.name)
         node.then_nodes = _then_nodes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
@@ -242,41 +203,7 @@ def _is_subgraph(spec: GraphSpec, name: str) -> bool:
     return found is not None and found.subgraph is not None
 
 
-def _alone_routes(tables: Tables, node: Node) -> dict[str, AloneRoute]:
-    # The targets of the node's way out, in the order the runtime reads them (then=, a
-    # router, a Command), so a route is never taken alone from another way.
-    if node.then is not None:
-        targets: tuple[str, ...] = node.then
-    elif node.router is not None:
-        targets = node.router.allowed
-    else:
-        targets = node.command or ()
-    routes: dict[str, AloneRoute] = {}
-    for target in targets:
-        following = tables.nodes.get(target)
-        if target != END and (following is None or following.wait_for):
-            continue
-        tasks = (following.task,) if following is not None else ()
-        inline = following if following is not None and following.inline else None
-        guarded = node.guards.get(target)
-        if guarded is None:
-            routes[target] = AloneRoute(tasks, None, 0, inline)
-        else:
-            routes[target] = AloneRoute(tasks, guarded[0], guarded[1].max, inline)
-    return routes
-
-
 def _then_nodes(tables: Tables, node: Node) -> tuple[Node, ...] | None:
     if node.then is None or any(target in node.guards for target in node.then):
         return None
     return tuple(tables.nodes[target] for target in node.then if target in tables.nodes)
-
-
-def _then_tasks(tables: Tables, node: Node) -> tuple[Task, ...] | None:
-    if node.then is None or any(target in node.guards for target in node.then):
-        return None
-    names = [target for target in node.then if target != END]
-    if any(name not in tables.nodes or tables.nodes[name].wait_for for name in names):
-        return None
-    unique = {name: tables.nodes[name] for name in names}.values()
-    return tuple(target.task for target in sorted(unique, key=lambda target: target.order))

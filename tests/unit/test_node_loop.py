@@ -1,9 +1,5 @@
-"""The engine's inline path for one-node supersteps agrees with the general loop.
-
-A run with no events and no checkpointer takes the inline path; passing ``on_event`` makes
-the same graph take the general loop. Both must give the same run, the same context to a
-router that takes one, and the same facts on errors.
-"""
+"""A loop of one node: what its router's context reads, the facts on errors, and states kept
+past their run, which later runs never change."""
 
 from __future__ import annotations
 
@@ -13,10 +9,9 @@ from typing import Annotated, Any, Literal, TypedDict
 import pytest
 
 from corral import END, Context, End, Graph, Guard, GuardExhaustedError, NodeError
-from corral.runtime import inline
 
 pytestmark = pytest.mark.usefixtures("engine_path")
-"""Each test runs three ways: invoke, invoke through the general path, ainvoke."""
+"""Each test runs through invoke and through ainvoke."""
 
 
 class Tally(TypedDict):
@@ -44,36 +39,28 @@ def loop(seen: list[tuple[int, int, int]], *, fail_at: int = 0) -> Graph[Tally]:
     return g
 
 
-def run_both(**kwargs: Any) -> list[tuple[Any, list[tuple[int, int, int]]]]:
-    out = []
-    for events in (False, True):
-        seen: list[tuple[int, int, int]] = []
-        app = loop(seen, **kwargs).compile()
-        on_event = (lambda event: None) if events else None
-        try:
-            run = app.invoke({"n": 0}, on_event=on_event)
-            result: Any = (run.state, run.steps, run.supersteps, dict(run.guards), run.status)
-        except (NodeError, GuardExhaustedError) as err:
-            result = (type(err).__name__, str(err), getattr(err, "state", None))
-        out.append((result, seen))
-    return out
+def run_loop(**kwargs: Any) -> tuple[Any, list[tuple[int, int, int]]]:
+    seen: list[tuple[int, int, int]] = []
+    app = loop(seen, **kwargs).compile()
+    try:
+        run = app.invoke({"n": 0})
+        result: Any = (run.state, run.steps, run.supersteps, dict(run.guards), run.status)
+    except (NodeError, GuardExhaustedError) as err:
+        result = (type(err).__name__, str(err), getattr(err, "state", None))
+    return result, seen
 
 
-def test_router_context_and_guard_exhaustion_match_the_general_loop() -> None:
-    """The guard allows 5 returns to 'count' (6 runs); the 6th return raises, same state."""
-    inline, general = run_both()
-    assert inline == general
-    result, seen = inline
+def test_router_context_and_guard_exhaustion() -> None:
+    """The guard allows 5 returns to 'count' (6 runs); the 6th return raises, with the state."""
+    result, seen = run_loop()
     assert result[0] == "GuardExhaustedError"
     assert result[2] == {"n": 6, "seen": [2, 5]}
     assert seen == [(step, step, step) for step in range(1, 7)]
 
 
-def test_node_error_mid_loop_matches_the_general_loop() -> None:
-    """A node failing at its 4th run names step 4 on both paths."""
-    inline, general = run_both(fail_at=4)
-    assert inline == general
-    result, seen = inline
+def test_node_error_mid_loop_names_its_step() -> None:
+    """A node failing at its 4th run names step 4."""
+    result, seen = run_loop(fail_at=4)
     assert result[0] == "NodeError"
     assert "(step 4)" in result[1]
     assert seen == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
@@ -85,23 +72,7 @@ class Count(TypedDict):
 
 
 def test_a_state_kept_by_a_node_or_router_never_changes_afterwards() -> None:
-    """States kept past their run (by a node, by a router) still read what they read then.
-
-    The inline path writes a plain update into the state it handed out when nobody kept it;
-    a kept state must be left alone.
-    """
-    check_kept_states()
-
-
-def test_without_reference_counts_no_update_is_written_in_place(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """On an interpreter without sys.getrefcount, the inline path builds a new state per merge."""
-    monkeypatch.setattr(inline, "_refcount", inline._fresh_number)
-    check_kept_states()
-
-
-def check_kept_states() -> None:
+    """States kept past their run (by a node, by a router) still read what they read then."""
     kept: list[tuple[int, Any]] = []
     last: list[Any] = [None]
     g = Graph(Count, max_steps=40)
