@@ -19,7 +19,8 @@ from itertools import chain, compress, repeat
 from operator import contains
 from typing import Any, Final
 
-from corral.checkpoint._stored import TAG
+TAG: Final = "$corral"
+"""The key of a tagged object of the encoding (see :mod:`corral.checkpoint.serde`)."""
 
 MAX_INT_DIGITS: Final = 4300
 """Ints with more digits are refused: Python reads no longer JSON number by default

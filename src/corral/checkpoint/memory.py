@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 from corral.checkpoint.base import (
     Checkpoint,
+    broken_chain,
     check_thread_id,
     stale_parent,
     taken,
@@ -134,7 +135,13 @@ class MemorySaver:
             parent_id = current.head[2]
             if current.snapshot is not None or parent_id is None:
                 break
+            if any(c.checkpoint_id == parent_id for c in out):
+                problem = f"its parents loop back to {parent_id!r}"
+                raise broken_chain(thread_id, current.head[1], problem, None)
             current = saved.get(parent_id)
+            if current is None:
+                problem = f"its parent {parent_id!r} is missing"
+                raise broken_chain(thread_id, out[-1].checkpoint_id, problem, None)
         out.reverse()
         return out
 

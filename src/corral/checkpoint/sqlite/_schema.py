@@ -2,7 +2,9 @@
 
 The file carries an ``application_id`` and a ``corral_schema`` version row: a file corral
 did not write, or a damaged one, raises ``CheckpointError`` naming the path, never a silent
-reset. The tables are in :mod:`corral.checkpoint.sqlite._layout`.
+reset. The tables are in :mod:`corral.checkpoint._tables`; a file of layout 6 (corral 0.1)
+is upgraded once (:mod:`corral.checkpoint.sqlite._layout6`), older pre-release layouts are
+refused by name.
 """
 
 from __future__ import annotations
@@ -15,16 +17,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint.sqlite._layout import (
-    PENDING,
-    SCHEMA,
-    SCHEMA_VERSION,
-    fold_on_table,
-    upgrade,
-)
+from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
 __all__ = [
+    "SCHEMA_VERSION",
     "WAIT_SLICE_S",
     "busy",
     "error_for",
@@ -33,6 +31,10 @@ __all__ = [
     "transaction",
 ]
 
+SCHEMA_VERSION: Final = 7
+"""The layout this corral writes: the tables of :mod:`corral.checkpoint._tables`."""
+_UPGRADED: Final = 6
+"""The one older layout this corral upgrades (the one corral 0.1 wrote)."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
 WAIT_SLICE_S: Final = 0.025
@@ -147,7 +149,13 @@ def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
     if conn.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
         msg = f"{path!r} is read-only for this process and holds no corral checkpoints yet"
         raise CheckpointError(msg, path=path)
-    _check_version(conn, path)
+    if _check_version(conn, path) != SCHEMA_VERSION:
+        msg = (
+            f"{path!r} is read-only for this process and holds checkpoints in layout "
+            f"{_UPGRADED}, which is upgraded when the file is first opened for writing; open "
+            "it once with write access"
+        )
+        raise CheckpointError(msg, path=path)
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
@@ -188,22 +196,38 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Create the tables in a new file, or check the version of an existing one."""
+    """Create the tables in a new file, or check the version of an existing one (and
+    upgrade a file of layout 6, in the same transaction)."""
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id == 0:
-            for statement in SCHEMA:
+            conn.execute(
+                "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
+            )
+            for statement in CREATE_SQLITE:
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO corral_schema VALUES (?, ?, 0)",
+                "INSERT INTO corral_schema VALUES (?, ?)",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        elif (version := _check_version(conn, path)) < SCHEMA_VERSION or fold_on_table(conn):
-            upgrade(conn, version)
-        else:
-            conn.execute(PENDING)  # a file that lost it (older files get it on upgrade)
+        elif _check_version(conn, path) == _UPGRADED:
+            try:
+                upgrade_layout6(conn)
+            except sqlite3.OperationalError:
+                raise
+            except Exception as exc:
+                msg = (
+                    f"cannot upgrade {path!r} from layout 6: a row cannot be read ({exc!r}); "
+                    "the file is left as it was: finish its threads with corral 0.1, or "
+                    "move it away"
+                )
+                raise CheckpointError(msg, path=path) from exc
+            conn.execute(
+                "UPDATE corral_schema SET version = ?, written_by = ?",
+                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+            )
 
 
 @contextmanager
@@ -263,7 +287,7 @@ def execute_patiently(
 
 
 def _check_version(conn: sqlite3.Connection, path: str) -> int:
-    """Return the file's layout version when this corral reads it, else raise."""
+    """Return the file's layout version when this corral reads or upgrades it, else raise."""
     try:
         row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -272,14 +296,22 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
             f"version ({exc}); the file is damaged, move it away and start a new one"
         )
         raise CheckpointError(msg, path=path) from exc
-    if row is not None and row[0] in (2, 3, 4, 5, SCHEMA_VERSION):
+    if row is not None and row[0] in (_UPGRADED, SCHEMA_VERSION):
         return int(row[0])
     version, writer = row if row is not None else (None, "an unknown writer")
-    msg = (
-        f"{path!r} holds checkpoints in layout version {version!r} "
-        f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
-        "use the corral version that wrote them, or a new path"
-    )
+    if type(version) is int and version < _UPGRADED:
+        msg = (
+            f"{path!r} holds checkpoints in layout {version} (written by {writer}), a "
+            f"pre-release layout this corral cannot read; finish its threads with the corral "
+            f"that wrote it, or open it once with corral 0.1 (which upgrades it to layout "
+            f"{_UPGRADED}, which this corral upgrades), or start a new file"
+        )
+    else:
+        msg = (
+            f"{path!r} holds checkpoints in layout version {version!r} "
+            f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
+            "use the corral version that wrote them, or a new path"
+        )
     raise CheckpointError(msg, path=path)
 
 
