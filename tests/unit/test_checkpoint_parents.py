@@ -5,6 +5,7 @@ the tests damage what was stored, by SQL (or, for MemorySaver, its dict)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,8 +58,7 @@ def damaged(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[An
         def damage(parents: dict[str, str]) -> None:
             stored = saver._threads["t"]
             for child, parent in parents.items():
-                head = stored[child].head
-                stored[child].head = (head[0], head[1], parent)
+                stored[child] = dataclasses.replace(stored[child], parent_id=parent)
 
     elif request.param == "sqlite":
         path = tmp_path / "c.sqlite"

@@ -17,8 +17,6 @@ from corral.errors import CheckpointError
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["SCHEMA_VERSION", "ensure_schema", "error_for", "redact"]
-
 SCHEMA_VERSION: Final = 2
 """The layout version this corral writes and reads: the tables of
 :mod:`corral.checkpoint._tables`."""

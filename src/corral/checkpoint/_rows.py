@@ -28,8 +28,6 @@ from corral.checkpoint.base import Checkpoint
 from corral.checkpoint.serde import TAG, Serializer, decode
 from corral.errors import CheckpointError
 
-__all__ = ["MIN_ITEM", "Damaged", "Packer", "Rows", "damaged", "digest"]
-
 MIN_ITEM: Final = 128
 """Values (and list items) whose JSON is shorter stay inline: a reference saves little."""
 _TAG_TEXT: Final = f'"{TAG}"'
@@ -91,8 +89,6 @@ class Packer:
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
-        self.referred = 0
-        """Bytes of the items the packed trees refer to, stored now or before."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
@@ -120,7 +116,6 @@ class Packer:
         if found is None:
             found = self.new[key] = (self.insert(text), len(text))
             self.written += len(text)
-        self.referred += found[1]
         return found[0]
 
 

@@ -8,8 +8,8 @@ write that appends a message stores it once, and the snapshots after it refer to
 Snapshots are placed by the store (:meth:`Store.wants_snapshot`): once at least
 :data:`SNAPSHOT_MIN` checkpoints since the last snapshot stored at least as many bytes as
 it did (snapshots never outweigh the rest of the thread: storage stays linear), or once
-the items the writes since then refer to would reach :data:`REPLAY_BYTES` with the next
-write (a read replays a bounded number of bytes).
+what they stored would reach :data:`REPLAY_BYTES` with the next one as large as the last
+(a read replays a bounded number of bytes).
 
 Compare-and-set: a put moves ``corral_threads.newest`` from the checkpoint it expected to
 its own, in its transaction; when that changes no row, nothing is written and the put is
@@ -32,6 +32,7 @@ from corral.checkpoint.base import (
     Checkpoint,
     broken_chain,
     check_thread_id,
+    no_checkpoint,
     stale_parent,
     taken,
     unknown_parent,
@@ -39,12 +40,10 @@ from corral.checkpoint.base import (
 from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
 from corral.errors import CheckpointError
 
-__all__ = ["REPLAY_BYTES", "SNAPSHOT_MIN", "Db", "Store"]
-
 SNAPSHOT_MIN: Final = 20
 """Checkpoints between two snapshots placed for their stored bytes, at least."""
 REPLAY_BYTES: Final = 1 << 20
-"""Bytes of items the writes since a snapshot may refer to before the next snapshot."""
+"""Bytes the checkpoints since a snapshot may store before the next snapshot."""
 _CACHED_ITEMS: Final = 200_000
 """Item hashes remembered before the memory of them is cleared."""
 _THREADS: Final = 256
@@ -62,16 +61,15 @@ class Db(Protocol):
 
 
 class _Tally(NamedTuple):
-    """What a thread stored since its last snapshot, up to ``checkpoint_id``."""
+    """What a thread stored since its last snapshot, up to ``checkpoint_id``, in bytes."""
 
     checkpoint_id: str
     since: int
+    """Checkpoints since the snapshot."""
     stored_since: int
     snapshot_stored: int
-    referred_since: int
-    """Bytes of the items the writes since the snapshot refer to (what a read replays)."""
-    last_referred: int
-    """Bytes of the items the last checkpoint's writes refer to."""
+    last_stored: int
+    """Bytes the last checkpoint stored."""
 
 
 class Store:
@@ -170,7 +168,6 @@ class Store:
         if snapshot is not None:
             self._hash_read_items(thread)
             params["snapshot"] = dumps(packer.state(snapshot))
-        snapshot_referred = packer.referred
         params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
         params["meta"] = dumps(meta)
         try:
@@ -181,25 +178,17 @@ class Store:
             db.execute(q(sql.DROP_PENDING), params)
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]
         stored = packer.written + sum(map(len, texts))
-        return packer, self._tally(checkpoint, stored, packer.referred - snapshot_referred)
+        return packer, self._tally(checkpoint, stored)
 
-    def _tally(self, checkpoint: Checkpoint, stored: int, referred: int) -> _Tally:
+    def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
         new = checkpoint.checkpoint_id
         if checkpoint.snapshot is not None:
-            return _Tally(new, 0, 0, stored, 0, referred)
+            return _Tally(new, 0, 0, stored, 0)
         last = self._tallies.get(checkpoint.thread_id)
         if last is None or last.checkpoint_id != checkpoint.parent_id:
-            return _Tally(new, 0, stored, 0, referred, referred)  # unknown: next snapshots
-        since, stored_since, snapshot_stored, referred_since, _ = last[1:]
-        return _Tally(
-            new,
-            since + 1,
-            stored_since + stored,
-            snapshot_stored,
-            referred_since + referred,
-            referred,
-        )
+            return _Tally(new, 0, stored, 0, stored)  # unknown: the next one snapshots
+        return _Tally(new, last.since + 1, last.stored_since + stored, last.snapshot_stored, stored)
 
     def _refused(self, db: Db, checkpoint: Checkpoint) -> CheckpointError:
         """Return the error for a put whose compare-and-set changed nothing."""
@@ -225,7 +214,7 @@ class Store:
             return True
         if t.since + 1 >= SNAPSHOT_MIN and t.stored_since >= t.snapshot_stored:
             return True
-        return t.referred_since + t.last_referred >= REPLAY_BYTES  # the next as large
+        return t.stored_since + t.last_stored >= REPLAY_BYTES  # the next one as large
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -243,11 +232,7 @@ class Store:
         def work(db: Db, dumps: Callable[[Any], str]) -> None:
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
-                msg = (
-                    f"cannot record a finished task after checkpoint {checkpoint_id!r}: "
-                    f"thread {thread_id!r} has no such checkpoint; put the checkpoint first"
-                )
-                raise CheckpointError(msg, path=self.where)
+                raise no_checkpoint(thread_id, checkpoint_id, self.where)
             params = {"thread": thread, "id": checkpoint_id, "task": task, "record": dumps(tree)}
             db.execute(self.sql(sql.PUT_PENDING), params)
 
@@ -411,7 +396,5 @@ def _remember(memory: dict[Any, T], key: Any, value: T) -> None:
 
 def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
-    referred = [read.item_bytes(row) for row in read.rows]
-    since = sum(referred[1:])
-    stored = sum(read.sizes[1:]) + since
-    return _Tally(read.rows[-1][0], len(read.rows) - 1, stored, read.sizes[0], since, referred[-1])
+    stored = [size + read.item_bytes(row) for size, row in zip(read.sizes, read.rows, strict=True)]
+    return _Tally(read.rows[-1][0], len(stored) - 1, sum(stored[1:]), stored[0], stored[-1])

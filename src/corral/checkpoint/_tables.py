@@ -1,19 +1,9 @@
 """The tables of corral's store and the statements on them, shared by SQLite and PostgreSQL.
 
-Four tables, the same in both databases (only column types differ)::
-
-    corral_threads      id, name (unique), newest        one row per thread
-    corral_checkpoints  seq, thread, checkpoint_id,       one row per checkpoint,
-                        parent_id, snapshot, writes,     unique (thread, checkpoint_id)
-                        meta
-    corral_items        id, thread, data                  a large value, stored once
-    corral_pending      thread, checkpoint_id, task,      a finished task of a superstep
-                        record                            not yet checkpointed
-
-``corral_threads.newest`` is the compare-and-set pointer: a put moves it from the
-checkpoint the writer expected to the new one, in the put's own transaction, and a put
-that finds another value there is refused. ``seq`` orders a thread's checkpoints as they
-were put. The texts are JSON (see :mod:`corral.checkpoint._store`). The worker queue
+Four tables, the same in both databases (only column types differ): a row per thread
+(``newest``: the compare-and-set pointer), a row per checkpoint (its JSON texts; ``seq``
+orders a thread's checkpoints as they were put), a row per large value stored once (an
+*item*) and a row per finished task of a superstep not yet checkpointed. The worker queue
 (``corral_runs``) lives in the same database; :mod:`corral.workers` owns it.
 
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
@@ -26,29 +16,6 @@ from __future__ import annotations
 
 import re
 from typing import Final
-
-__all__ = [
-    "CHAIN",
-    "CREATE_POSTGRES",
-    "CREATE_SQLITE",
-    "HAS_CHECKPOINT",
-    "ITEMS_POSTGRES",
-    "ITEMS_SQLITE",
-    "PENDING",
-    "PUT_CHECKPOINT",
-    "PUT_FIRST",
-    "PUT_ITEM",
-    "PUT_NEXT",
-    "PUT_PENDING",
-    "DROP_PENDING",
-    "REFUSED",
-    "ROW_TEXTS",
-    "THREAD",
-    "THREADS",
-    "THREAD_IDS",
-    "THREAD_ROWS",
-    "for_psycopg",
-]
 
 _TABLES: Final = """
 CREATE TABLE corral_threads (
@@ -101,16 +68,15 @@ PUT_FIRST: Final = """
 INSERT INTO corral_threads (name, newest) VALUES (:thread, :id)
 ON CONFLICT (name) DO NOTHING RETURNING id
 """
-"""The compare-and-set of a thread's first checkpoint: no row comes back when the thread
-exists already."""
+"""The compare-and-set of a thread's first checkpoint (no row back: the thread exists)."""
 
 PUT_NEXT: Final = """
 UPDATE corral_threads SET newest = :id WHERE name = :thread AND newest = :expected
 RETURNING id
 """
-"""The compare-and-set of every later checkpoint: no row comes back when the thread's
-newest is not ``:expected``. In PostgreSQL the ``UPDATE`` locks the thread's row, so a
-second writer waits for the first to commit and then finds the new ``newest``."""
+"""The compare-and-set of every later checkpoint (no row back: the newest is another). In
+PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
+commit, then finds the new ``newest``."""
 
 HAS_CHECKPOINT: Final = (
     "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
@@ -136,8 +102,7 @@ SELECT t.newest,
         WHERE c.thread = t.id AND c.checkpoint_id = :parent)
 FROM corral_threads AS t WHERE t.name = :thread
 """
-"""Why a compare-and-set changed nothing: the newest, whether the id is taken, whether the
-parent is known."""
+"""Why a compare-and-set changed nothing: the newest, the id taken?, the parent known?"""
 
 CHAIN: Final = """
 WITH RECURSIVE up (seq, checkpoint_id, parent_id, stop) AS (
@@ -152,9 +117,8 @@ SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints
 WHERE seq IN (SELECT seq FROM up) ORDER BY seq
 """
 """The rows from ``:id`` up its parents to the nearest snapshot (or the thread's first).
-``UNION`` (not ``UNION ALL``) ends the walk on a loop of parents, which only damage makes:
-a row met again adds nothing. The caller orders the rows by their parents and names a loop
-or a missing parent."""
+``UNION``, not ``UNION ALL``: a loop of parents (damage) ends the walk, as a row met again
+adds nothing; the caller orders the rows by their parents and names a loop or a gap."""
 
 THREAD_ROWS: Final = """
 SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints

@@ -37,6 +37,7 @@ from corral.errors import CheckpointError, ConcurrentRunError
 __all__ = [
     "Checkpoint",
     "broken_chain",
+    "no_checkpoint",
     "Checkpointer",
     "NewestId",
     "SnapshotAdvice",
@@ -68,10 +69,6 @@ class Checkpoint:
     """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
     newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
     to be the newest."""
-    flat_lists: tuple[list[Any], ...] = field(default=(), compare=False, repr=False)
-    """Lists of ``snapshot`` (the objects themselves) that the store decoded, fresh, as
-    dicts of scalars: the runtime copies them for a node without checking their items.
-    A store that does not know leaves it empty (the runtime then checks)."""
 
     @property
     def expected(self) -> str | None:
@@ -131,6 +128,15 @@ def broken_chain(
         f"checkpoint {checkpoint_id!r} of thread {thread_id!r}{place} is damaged ({problem}):"
         " its state cannot be rebuilt; resume from an earlier checkpoint (app.history) or "
         "start a new thread; if this keeps happening, move the file (or database) away"
+    )
+    return CheckpointError(msg, path=where)
+
+
+def no_checkpoint(thread_id: str, checkpoint_id: str, where: str | None) -> CheckpointError:
+    """Return the error for a finished task recorded after a checkpoint the thread lacks."""
+    msg = (
+        f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
+        f"{thread_id!r} has no such checkpoint; put the checkpoint first"
     )
     return CheckpointError(msg, path=where)
 

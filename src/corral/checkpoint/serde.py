@@ -28,15 +28,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Final, Protocol, runtime_checkable
 
-from corral.checkpoint._flat import (
-    LEAVES,
-    MAX_INT_DIGITS,
-    SCALARS,
-    TAG,
-    TOO_BIG,
-    flat_list,
-    ints_fit,
-)
+from corral.checkpoint._unstorable import MAX_INT_DIGITS, TOO_BIG
 from corral.checkpoint._unstorable import Unstorable as _Unstorable
 from corral.checkpoint._unstorable import shown as _shown
 from corral.checkpoint._unstorable import too_many_digits as _too_many_digits
@@ -57,7 +49,11 @@ __all__ = [
     "encode_record",
 ]
 
+TAG: Final = "$corral"
+"""The key of a tagged object."""
 _PLAIN = (str, int, float, bool, type(None))
+_LEAVES: Final = frozenset((str, float, bool, type(None)))
+"""The types JSON holds as they are, with nothing to check (an ``int``'s digits are)."""
 _STR: Final = frozenset((str,))
 
 
@@ -69,10 +65,6 @@ def _str_keys(value: dict[Any, Any]) -> bool:
 MAX_DEPTH: Final = 200
 """Containers nested deeper than this are refused (a list that holds itself is nested
 forever): every stored value can then be read back within Python's recursion limit."""
-_TOO_BIG: Final = TOO_BIG
-_LONG: Final = 8
-"""Lists this long or longer try the flat path first (shorter ones gain less than a failed
-try costs)."""
 _TOO_DEEP: Final = (
     f"it is nested more than {MAX_DEPTH} levels deep, or holds itself (a cycle); "
     "store a flatter value, or an id instead of the object itself"
@@ -183,37 +175,22 @@ class _Encoder:
     def tree(self, value: Any, depth: int = 0) -> Any:
         kind = type(value)
         if kind in _PLAIN:
-            if kind is int and not -_TOO_BIG < value < _TOO_BIG:
+            if kind is int and not -TOO_BIG < value < TOO_BIG:
                 raise _Unstorable(value, _too_many_digits(value))
             return value
         if depth >= MAX_DEPTH:
             raise _Unstorable(value, _TOO_DEEP)
         inner = depth + 1
-        # Flat containers (a chat message, a list of them, of ints...) are checked and copied
-        # whole (see _flat); elsewhere leaves are taken in place, without a call each.
         if kind is list:
-            flat = flat_list(value, inner < MAX_DEPTH) if len(value) >= _LONG else None
-            if flat is not None:
-                return flat
             try:
-                return [
-                    x
-                    if type(x) in LEAVES or (type(x) is int and -_TOO_BIG < x < _TOO_BIG)
-                    else self.tree(x, inner)
-                    for x in value
-                ]
+                return [x if type(x) in _LEAVES else self.tree(x, inner) for x in value]
             except _Unstorable as err:
                 raise err.within(value, enumerate(value), "[{!r}]") from None
         if kind is dict:
             if TAG not in value and _str_keys(value):
-                kinds = set(map(type, value.values()))
-                if kinds <= LEAVES or (kinds <= SCALARS and ints_fit(value.values(), kinds)):
-                    return value.copy()
                 try:
                     return {
-                        k: v
-                        if type(v) in LEAVES or (type(v) is int and -_TOO_BIG < v < _TOO_BIG)
-                        else self.tree(v, inner)
+                        k: v if type(v) in _LEAVES else self.tree(v, inner)
                         for k, v in value.items()
                     }
                 except _Unstorable as err:

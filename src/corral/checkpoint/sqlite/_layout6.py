@@ -20,8 +20,6 @@ from corral.checkpoint import _tables
 from corral.checkpoint._rows import Packer
 from corral.checkpoint.serde import TAG
 
-__all__ = ["upgrade"]
-
 _DUMPS: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 _OLD: Final = (

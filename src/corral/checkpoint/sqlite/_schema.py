@@ -21,16 +21,6 @@ from corral.checkpoint._tables import CREATE_SQLITE
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "WAIT_SLICE_S",
-    "busy",
-    "error_for",
-    "execute_patiently",
-    "open_file",
-    "transaction",
-]
-
 SCHEMA_VERSION: Final = 7
 """The layout this corral writes: the tables of :mod:`corral.checkpoint._tables`."""
 _UPGRADED: Final = 6
@@ -44,10 +34,7 @@ signal handler: a Ctrl-C during a 30 s wait would be honoured only when the wait
 corral waits in slices of this length, up to the saver's ``timeout_s``
 (:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
 _MMAP_BYTES: Final = 256 << 20
-"""How much of a file SQLite reads through a memory map instead of ``read()`` calls: a new
-saver's first read of a long thread takes its pages from the OS cache without copying
-each one (a chain of 2,000 messages, about 400 pages: ~0.5 ms less CPU). SQLite maps the
-file read-only and only as far as it extends."""
+"""How much of a file SQLite reads through a memory map (from the OS cache, uncopied)."""
 _PAUSE_S: Final = 0.001
 """The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
 
@@ -198,6 +185,8 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     """Create the tables in a new file, or check the version of an existing one (and
     upgrade a file of layout 6, in the same transaction)."""
+    from corral import __version__
+
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -209,7 +198,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -226,7 +215,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
 
 
@@ -368,30 +357,10 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in str(exc) or "busy" in str(exc)
 
 
-def _corral_version() -> str:
-    """Return the installed corral's version, for the file's ``written_by``."""
-    from importlib import metadata  # ~40 ms to import; only a new file needs it
-
-    try:
-        return metadata.version("corral")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
-
-
-@contextmanager
-def sqlite_errors(path: str, timeout_s: float, verb: str) -> Iterator[None]:
-    """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
-    try:
-        yield
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        raise sqlite_error(path, timeout_s, verb, exc) from exc
-
-
 def sqlite_error(
     path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
 ) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error :func:`sqlite_errors` turns (for a hot
-    path that catches it without a context manager)."""
+    """Return the ``CheckpointError`` for an error of SQLite, or a text that is not UTF-8."""
     if isinstance(exc, sqlite3.DatabaseError):
         return error_for(path, timeout_s, verb, exc)
     # a name or text that is not UTF-8: damage
