@@ -7,10 +7,13 @@ refers to it by id; a list is stored item by item the same way::
     {"messages": {"$corral": "items", "v": [17, 18, [{"role": "user"}], 19]}}
     {"report": {"$corral": "item", "v": 20}}
 
-An id is an item; a one-element list holds a small item inline. A write that appends a
-message stores the message once and the snapshots after it refer to the same item, so a
-snapshot costs a few bytes a message. Equal content is stored once per thread: the saver
-remembers the content hash of each item it wrote or read (:func:`digest`).
+An id is an item; a one-element list holds a small item inline; ``"t": 1`` says that an
+item holds a tagged value (most lists hold none: their items are read back as parsed).
+
+A write that appends a message stores the message once and the snapshots after it refer
+to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
+per thread: the saver remembers the content hash of each item it wrote or read
+(:func:`digest`).
 
 Everything else (the meta, small values, values inside a value) is the JSON tree of
 :mod:`corral.checkpoint.serde`, as it is.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, Final, NoReturn
 
 from corral.checkpoint._meta import meta_problem
@@ -89,6 +92,8 @@ class Packer:
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
+        self._tagged = False
+        """Whether an item of the list being packed holds a tag (then ``"t": 1`` says so)."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
@@ -98,16 +103,20 @@ class Packer:
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:
+            self._tagged = False
             refs = [self._item(x) for x in tree]
-            if any(type(ref) is int for ref in refs):
-                return {TAG: "items", "v": refs}
-            return tree
+            if not any(type(ref) is int for ref in refs):
+                return tree
+            return {TAG: "items", "v": refs, "t": 1} if self._tagged else {TAG: "items", "v": refs}
         text = self.dumps(tree)
         return {TAG: "item", "v": self._stored(text)} if len(text) >= MIN_ITEM else tree
 
     def _item(self, tree: Any) -> int | list[Any]:
         text = self.dumps(tree)
-        return self._stored(text) if len(text) >= MIN_ITEM else [tree]
+        if len(text) < MIN_ITEM:
+            return [tree]
+        self._tagged = self._tagged or _TAG_TEXT in text
+        return self._stored(text)
 
     def _stored(self, text: str) -> int:
         """Return the id of the item holding ``text``, storing it when it is new."""
@@ -151,10 +160,9 @@ class Rows:
     def fetch(self, read: Callable[[list[int]], Iterable[tuple[int, str]]]) -> dict[int, str]:
         """Read the items the rows refer to with ``read(ids)``; return their texts by id."""
         ids = sorted(set(item_ids(self.rows)))
-        self.items = {int(n): text for n, text in read(ids)} if ids else {}
+        self.items = dict(read(ids)) if ids else {}
         try:  # parsed together: one call for thousands of chat messages
-            texts = self.items.values()
-            trees = json.loads("[" + ",".join(texts) + "]") if texts else []
+            trees = json.loads("[" + ",".join(self.items.values()) + "]")
         except Exception:  # a damaged item: each is parsed on its own, and named
             trees = [None] * len(self.items)
         self._parsed = {n: t for n, t in zip(self.items, trees, strict=True) if t is not None}
@@ -203,6 +211,14 @@ class Rows:
 
     def _value(self, tree: Any, where: str) -> Any:
         kind = tree.get(TAG) if type(tree) is dict else None
+        if kind == "items" and "t" not in tree:  # no item holds a tag: trees are values
+            pop = self._parsed.pop
+            values = [pop(ref, None) if type(ref) is int else None for ref in tree["v"]]
+            if None not in values:
+                return values
+            self._parsed.update(
+                (ref, v) for ref, v in zip(tree["v"], values, strict=True) if v is not None
+            )
         if kind == "items":
             return [
                 self._item(ref, where)
@@ -228,8 +244,9 @@ class Rows:
         return decode(tree, serializer=self.serializer, where=where)
 
 
-def item_ids(rows: Iterable[Row]) -> Iterator[int]:
-    """Yield the ids of the items parsed ``rows`` refer to."""
+def item_ids(rows: Iterable[Row]) -> list[int]:
+    """Return the ids of the items parsed ``rows`` refer to."""
+    ids: list[int] = []
     for _, _, snapshot, writes, _ in rows:
         trees: list[Any] = [snapshot] if type(snapshot) is dict else []
         if type(writes) is list:
@@ -240,6 +257,7 @@ def item_ids(rows: Iterable[Row]) -> Iterator[int]:
             for value in tree.values():
                 kind = value.get(TAG) if type(value) is dict else None
                 if kind == "items" and type(value.get("v")) is list:
-                    yield from (ref for ref in value["v"] if type(ref) is int)
+                    ids.extend([ref for ref in value["v"] if type(ref) is int])
                 elif kind == "item" and type(value.get("v")) is int:
-                    yield value["v"]
+                    ids.append(value["v"])
+    return ids

@@ -101,6 +101,15 @@ class Store:
         self._read_items: dict[int, dict[int, str]] = {}
         """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
 
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
     def _write(self, verb: str) -> AbstractContextManager[Db]:
         raise NotImplementedError
 
@@ -319,15 +328,9 @@ class Store:
 
     def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:
         """Return the row id of the thread when it has ``checkpoint_id``, else ``None``."""
-        found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
-        if found is None:
-            return None
-        params = {"thread": int(found[0]), "id": checkpoint_id}
-        return (
-            None
-            if db.execute(self.sql(sql.HAS_CHECKPOINT), params).fetchone() is None
-            else int(found[0])
-        )
+        params = {"thread": thread_id, "id": checkpoint_id}
+        found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
+        return None if found is None else int(found[0])
 
     def _items_reader(self, db: Db) -> Callable[[list[int]], Any]:
         query = self.items_query
@@ -396,5 +399,7 @@ def _remember(memory: dict[Any, T], key: Any, value: T) -> None:
 
 def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
-    stored = [size + read.item_bytes(row) for size, row in zip(read.sizes, read.rows, strict=True)]
-    return _Tally(read.rows[-1][0], len(stored) - 1, sum(stored[1:]), stored[0], stored[-1])
+    pairs = zip(read.sizes[1:], read.rows[1:], strict=True)
+    after = [size + read.item_bytes(row) for size, row in pairs]
+    last = after[-1] if after else 0
+    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], last)

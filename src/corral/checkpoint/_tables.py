@@ -62,6 +62,11 @@ CREATE_POSTGRES: Final = tuple(
 opener's)."""
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread"
+THREAD_OF: Final = """
+SELECT t.id FROM corral_threads AS t JOIN corral_checkpoints AS c ON c.thread = t.id
+WHERE t.name = :thread AND c.checkpoint_id = :id
+"""
+"""The thread's row id, when it has checkpoint ``:id``."""
 THREADS: Final = "SELECT name FROM corral_threads ORDER BY id"
 
 PUT_FIRST: Final = """

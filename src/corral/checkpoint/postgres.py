@@ -16,7 +16,6 @@ import atexit
 import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from corral.checkpoint._pg_schema import ensure_schema, error_for, redact
@@ -118,17 +117,6 @@ class PostgresSaver(Store):
         if self._own_pool:
             _OPEN_POOLS.discard(self.pool)
             self.pool.close()
-
-    def __enter__(self) -> PostgresSaver:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PostgresSaver({self.where!r})"

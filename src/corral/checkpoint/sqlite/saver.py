@@ -86,12 +86,6 @@ class SqliteSaver(Store):
                 self._conn.close()
             self._conn = None  # a connection inherited through fork is dropped, not closed
 
-    def __enter__(self) -> SqliteSaver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"SqliteSaver({self.path!r})"
 
