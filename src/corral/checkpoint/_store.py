@@ -90,8 +90,6 @@ class Store:
     """The parameter :attr:`items_query` takes for a list of ids."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
-    unique_violation: type[Exception]
-    """The driver's error for a row that breaks a ``UNIQUE`` constraint."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -179,10 +177,8 @@ class Store:
             params["snapshot"] = dumps(packer.state(snapshot))
         params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
         params["meta"] = dumps(meta)
-        try:
-            db.execute(q(sql.PUT_CHECKPOINT), params)
-        except self.unique_violation:
-            raise taken(checkpoint, self.where) from None
+        if db.execute(q(sql.PUT_CHECKPOINT), params).fetchone() is None:
+            raise taken(checkpoint, self.where)
         if checkpoint.parent_id is not None:
             db.execute(q(sql.DROP_PENDING), params)
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]

@@ -3,7 +3,9 @@
 Four tables, the same in both databases (only column types differ): a row per thread
 (``newest``: the compare-and-set pointer), a row per checkpoint (its JSON texts; ``seq``
 orders a thread's checkpoints as they were put), a row per large value stored once (an
-*item*) and a row per finished task of a superstep not yet checkpointed. The worker queue
+*item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
+its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
+thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
 (``corral_runs``) lives in the same database; :mod:`corral.workers` owns it.
 
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
@@ -92,7 +94,9 @@ PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :dat
 PUT_CHECKPOINT: Final = """
 INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)
 VALUES (:thread, :id, :parent, :snapshot, :writes, :meta)
+ON CONFLICT (thread, checkpoint_id) DO NOTHING RETURNING seq
 """
+"""A checkpoint's row (no row back: the thread has that id already)."""
 
 DROP_PENDING: Final = (
     "DELETE FROM corral_pending WHERE thread = :thread AND checkpoint_id = :parent"

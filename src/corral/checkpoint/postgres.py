@@ -83,7 +83,6 @@ class PostgresSaver(Store):
             msg = "PostgresSaver needs psycopg 3; install it with pip install 'corral[postgres]'"
             raise CheckpointError(msg) from exc
         super().__init__()
-        self.unique_violation = psycopg.errors.UniqueViolation
         self.serializer = serializer
         self.timeout_s = timeout_s
         self._own_pool = isinstance(conninfo, str)
@@ -146,8 +145,9 @@ class PostgresSaver(Store):
 
     @contextmanager
     def _write(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
-        """Yield a pooled connection inside a transaction, committed at the block's end."""
-        with self._connection(verb) as conn, conn.transaction():
+        """Yield a pooled connection inside a transaction, committed at the block's end;
+        in pipeline mode, so only the statements whose rows are read wait for the server."""
+        with self._connection(verb) as conn, conn.pipeline(), conn.transaction():
             yield conn
 
     @contextmanager

@@ -52,7 +52,6 @@ class SqliteSaver(Store):
     items_query = _tables.ITEMS_SQLITE
     ids_param = staticmethod(_json_ids)
     sql = staticmethod(_same)
-    unique_violation = sqlite3.IntegrityError
 
     def __init__(
         self,
