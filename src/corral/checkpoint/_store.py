@@ -47,7 +47,9 @@ REPLAY_BYTES: Final = 1 << 20
 _CACHED_ITEMS: Final = 200_000
 """Item hashes remembered before the memory of them is cleared."""
 _THREADS: Final = 256
-"""Threads whose last checkpoint (its tally, the items of its last read) is remembered."""
+"""Threads whose tally (see :meth:`Store.wants_snapshot`) is remembered."""
+_READS: Final = 16
+"""Threads whose last read's items are remembered (their texts: a state's worth each)."""
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _DUMPS_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -143,7 +145,7 @@ class Store:
             if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
                 self._hashes.clear()
             self._hashes.update(packer.new)
-            _remember(self._tallies, checkpoint.thread_id, tally)
+            _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
     def _put(
         self, db: Db, checkpoint: Checkpoint, trees: tuple[Any, Any, Any], dumps: Any
@@ -288,8 +290,8 @@ class Store:
             items = read.fetch(self._items_reader(db))
         chain = read.checkpoints()
         with self._lock:
-            _remember(self._read_items, thread, items)
-            _remember(self._tallies, thread_id, _read_tally(read))
+            _remember(self._read_items, thread, items, _READS)
+            _remember(self._tallies, thread_id, _read_tally(read), _THREADS)
         return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
@@ -385,11 +387,11 @@ class Store:
                 self._hashes[thread, digest(text)] = (n, len(text))
 
 
-def _remember(memory: dict[Any, T], key: Any, value: T) -> None:
-    """Set ``memory[key]`` as its newest entry, forgetting the oldest beyond ``_THREADS``."""
+def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
+    """Set ``memory[key]`` as its newest entry, forgetting the oldest beyond ``limit``."""
     memory.pop(key, None)
     memory[key] = value
-    while len(memory) > _THREADS:
+    while len(memory) > limit:
         del memory[next(iter(memory))]
 
 
