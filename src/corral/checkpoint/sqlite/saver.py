@@ -42,6 +42,7 @@ class SqliteSaver(Store):
         timeout_s: how long a call waits for another process's transaction to finish
             (in slices, so that a Ctrl-C gets through at once).
 
+    >>> from corral.checkpoint import Checkpoint
     >>> with SqliteSaver(":memory:") as saver:
     ...     saver.put(Checkpoint("t", "1", None, {"n": 1}))
     ...     saver.put(Checkpoint("t", "2", "1", None, [("inc", {"n": 2})]))
