@@ -316,29 +316,21 @@ class _Decoder:
 
 
 def encode_checkpoint(
-    checkpoint: Checkpoint,
-    serializer: Serializer | None = None,
-    *,
-    snapshot: bool = True,
-    meta: bool = True,
+    checkpoint: Checkpoint, serializer: Serializer | None = None
 ) -> tuple[Any, list[Any], Any]:
     """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
-
-    ``snapshot=False`` and ``meta=False`` leave those parts out (``None``), for stores that
-    encode them their own way.
 
     Raises:
         SerializationError: naming the state key, or the node whose update holds the value.
     """
     encoder = _Encoder(serializer)
     state = None
-    if snapshot and checkpoint.snapshot is not None:
+    if checkpoint.snapshot is not None:
         state = encoder.encode(checkpoint.snapshot, "state")
     writes = [
         [node, encoder.encode(update, "update", node=node)] for node, update in checkpoint.writes
     ]
-    info = encoder.encode(checkpoint.meta, "meta") if meta else None
-    return state, writes, info
+    return state, writes, encoder.encode(checkpoint.meta, "meta")
 
 
 def encode_record(record: Any, serializer: Serializer | None = None) -> Any:

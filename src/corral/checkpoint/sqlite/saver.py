@@ -8,7 +8,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final, Literal
+from typing import Literal
 
 from corral._where import check_sqlite_path
 from corral.checkpoint import _tables
@@ -18,8 +18,6 @@ from corral.checkpoint.sqlite._schema import open_file, sqlite_error, transactio
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
-
-_IN_MEMORY: Final = (":memory:", "file::memory:")
 
 
 def _same(statement: str) -> str:
