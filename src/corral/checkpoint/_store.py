@@ -32,8 +32,8 @@ from corral.checkpoint.base import (
     Checkpoint,
     broken_chain,
     check_thread_id,
-    current_fence,
     no_checkpoint,
+    pass_fence,
     stale_parent,
     taken,
     unknown_parent,
@@ -123,11 +123,11 @@ class Store:
         character escaped when a text holds a lone surrogate (not UTF-8)."""
         try:
             with self._write(verb) as db:
-                _pass_fence(db)
+                pass_fence(db)
                 return work(db, _DUMPS)
         except UnicodeEncodeError:
             with self._write(verb) as db:
-                _pass_fence(db)
+                pass_fence(db)
                 return work(db, _DUMPS_ASCII)
 
     def put(self, checkpoint: Checkpoint) -> None:
@@ -389,14 +389,6 @@ class Store:
             items = self._read_items.pop(thread, None)
             for n, text in (items or {}).items():
                 self._hashes[thread, digest(text)] = (n, len(text))
-
-
-def _pass_fence(db: Db) -> None:
-    """Call the context's fence, if any, inside the write's transaction before anything is
-    written: it raises (``LeaseLostError``) to refuse the write, which is rolled back whole."""
-    fence = current_fence()
-    if fence is not None:
-        fence(db)
 
 
 def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:

@@ -53,8 +53,8 @@ __all__ = [
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
-    "current_fence",
     "fenced",
+    "pass_fence",
     "reads_fresh",
     "stale_parent",
     "taken",
@@ -79,9 +79,12 @@ def fenced(fence: Fence) -> Iterator[None]:
         _fence.reset(token)
 
 
-def current_fence() -> Fence | None:
-    """Return the fence the writes of this context must pass (``None``: none)."""
-    return _fence.get()
+def pass_fence(conn: Any) -> None:
+    """Call this context's fence, if any, with ``conn``: inside a write's transaction,
+    before anything is written (it raises to refuse the write)."""
+    fence = _fence.get()
+    if fence is not None:
+        fence(conn)
 
 
 @dataclass(frozen=True)
