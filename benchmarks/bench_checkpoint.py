@@ -9,12 +9,11 @@ Four loops write the same 200 messages to a fresh SQLite file each, with the sam
 * ``floor``: a hand-written loop that appends the message to a list and INSERTs just the new
   message, one COMMIT per step: the least any durable per-step store can do.
 * ``floor+``: the least a *resumable, checked* step must write, hand-written: the same hand
-  loop, then one INSERT per step, in ``SqliteSaver``'s layout (its tables, the index of
-  checkpoint ids and the compare-and-set triggers), of the message's row and a checkpoint
-  row (id, parent, the write referring to the message, the meta in full as
-  ``json.dumps`` gives it). No snapshots, no packing, no deltas: what the floor leaves out
-  that a durable step cannot (finding a checkpoint by id, refusing a stale parent, the
-  meta a resume needs).
+  loop, then one transaction per step in ``SqliteSaver``'s tables: the compare-and-set of
+  the thread's newest checkpoint, the message's item and a checkpoint row (id, parent, the
+  write referring to the message, the meta in full as ``json.dumps`` gives it). No
+  snapshots: what the floor leaves out that a durable step cannot (finding a checkpoint by
+  id, refusing a stale parent, the meta a resume needs).
 * ``saver``: the same hand loop, plus ``SqliteSaver.put`` of the checkpoint the engine
   writes (the step's write, a full snapshot every 20th checkpoint, the engine's meta).
 * ``engine``: the real graph (one node looping through a guard, a reducer appending the
@@ -63,7 +62,6 @@ from typing import Annotated, Any, Final, Literal, TypedDict
 
 from corral import END, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpoint
-from corral.checkpoint.sqlite._layout import range_start
 
 SNAPSHOT_EVERY = 20
 WINDOW = 20
@@ -150,12 +148,6 @@ def run_floor(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
     return [b - a for a, b in itertools.pairwise(stamps)], cpu / steps
 
 
-_DURABLE_INSERT = (
-    "INSERT INTO checkpoints (seq, thread, checkpoint_id, parent, writes, meta, meta_is_delta, "
-    "data) VALUES (?, NULL, NULL, NULL, NULL, NULL, NULL, ?), (?, ?, ?, ?, ?, ?, 0, NULL)"
-)
-
-
 def step_meta(i: int) -> dict[str, Any]:
     """Return the meta of the checkpoint after step ``i`` (the keys the engine writes)."""
     return {
@@ -169,27 +161,46 @@ def step_meta(i: int) -> dict[str, Any]:
 
 
 def run_durable_floor(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
-    """Hand loop + one INSERT a step of the message's row and a checkpoint row (id, parent,
-    write, full meta) in SqliteSaver's layout, its index and compare-and-set triggers."""
+    """Hand loop + one transaction a step in SqliteSaver's tables: the message's item, the
+    checkpoint row (id, parent, write, full meta) and the compare-and-set of the thread's
+    newest checkpoint."""
     SqliteSaver(path, synchronous=sync).close()  # type: ignore[arg-type]
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute(f"PRAGMA synchronous = {sync}")
-    thread = conn.execute("INSERT INTO threads (name) VALUES ('bench')").lastrowid
-    assert thread is not None
-    seq = range_start(thread, 0) + 1  # the thread's range of rows
+    conn.execute("INSERT INTO corral_threads (name, newest) VALUES ('bench', '0')")
     pages.start(conn)
     pages.mark(path)
     state: dict[str, Any] = {"messages": []}
-    parent: int | None = None
+    parent = "0"
     cpu = time.process_time()
     stamps = [time.perf_counter()]
     for i in range(steps):
         new = message(i)
         state = {"messages": operator.add(state["messages"], [new])}
-        write = f'[["chat",{{"messages":[{{"$corral":{seq}}}]}}]]'
-        row = (seq, json.dumps(new), seq + 1, thread, f"{i + 1:08x}", parent, write)
-        conn.execute(_DURABLE_INSERT, (*row, json.dumps(step_meta(i))))
-        parent, seq = seq + 1, seq + 2
+        checkpoint_id = f"{i + 1:08x}"
+        conn.execute("BEGIN IMMEDIATE")
+        cur = conn.execute(
+            "UPDATE corral_threads SET newest = ? WHERE name = 'bench' AND newest = ? RETURNING id",
+            (checkpoint_id, parent),
+        )
+        (thread,) = cur.fetchone()
+        (item,) = conn.execute(
+            "INSERT INTO corral_items (thread, data) VALUES (?, ?) RETURNING id",
+            (thread, json.dumps(new)),
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, writes, meta) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                thread,
+                checkpoint_id,
+                parent,
+                f'[["chat",{{"messages":{{"$corral":"items","v":[{item}]}}}}]]',
+                json.dumps(step_meta(i)),
+            ),
+        )
+        conn.execute("COMMIT")
+        parent = checkpoint_id
         stamps.append(time.perf_counter())
     cpu = time.process_time() - cpu
     pages.mark(path)

@@ -120,11 +120,11 @@ def stored_bytes(url: str) -> tuple[int, int]:
         row = conn.execute(
             "SELECT (SELECT coalesce(sum(octet_length(coalesce(snapshot, '')) "
             "+ octet_length(writes) + octet_length(meta) + octet_length(checkpoint_id) "
-            "+ octet_length(coalesce(parent_id, '')) + octet_length(thread)), 0) "
+            "+ octet_length(coalesce(parent_id, ''))), 0) "
             "FROM corral_checkpoints) + "
-            "(SELECT coalesce(sum(octet_length(data)), 0) FROM corral_blobs), "
+            "(SELECT coalesce(sum(octet_length(data)), 0) FROM corral_items), "
             "pg_total_relation_size('corral_checkpoints') + "
-            "pg_total_relation_size('corral_blobs') + pg_total_relation_size('corral_threads')"
+            "pg_total_relation_size('corral_items') + pg_total_relation_size('corral_threads')"
         ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1])

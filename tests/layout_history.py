@@ -1,6 +1,7 @@
 """The history the SQLite layout fixtures hold (``tests/fixtures/sqlite/layout*.sqlite``),
-written by each layout's corral with :func:`write_history`, and how the tests compare what
-they read with a ``MemorySaver`` fed the same history."""
+written by each layout's corral with :func:`write_history` (``layout6-moved.sqlite``: and
+then :func:`write_moved`), and how the tests compare what they read with a ``MemorySaver``
+fed the same history."""
 
 from __future__ import annotations
 
@@ -50,9 +51,39 @@ def write_history(saver: Any) -> None:
     saver.put(Checkpoint("c", "c0", None, {"m": [], "n": 0}, [], {"i": 0}))
 
 
-def reference() -> MemorySaver:
+OLD_STEPS = 120
+"""Checkpoints ``layout6-moved.sqlite``'s ``"old"`` part put in thread 'a'."""
+
+
+def write_moved(saver: Any, part: str) -> None:
+    """Put the fixture's history after ``layout6.sqlite``'s: ``"new"`` (this corral, just
+    after moving the file) a snapshot after 'a''s newest 'f8'; ``"old"`` (the first-form
+    corral) :data:`OLD_STEPS` more checkpoints of 'a', a snapshot every 20, and a new thread
+    'd' of 50."""
+    if part == "new":
+        state = {"m": [message("a", i) for i in range(8)], "n": 100}
+        saver.put(Checkpoint("a", "n0", "f8", state, [("edit", {"n": 100})], {"i": 9}))
+        return
+    msgs = [message("a", i) for i in range(8)]
+    for i in range(1, OLD_STEPS + 1):
+        msgs.append(message("o", i))
+        state = {"m": list(msgs), "n": i} if i % 20 == 0 else None
+        writes = [("talk", {"m": [msgs[-1]], "n": i})]
+        saver.put(Checkpoint("a", f"o{i}", f"o{i - 1}" if i > 1 else "n0", state, writes, {}))
+    for i in range(50):
+        state = {"m": [message("d", n) for n in range(i + 1)]} if i % 25 == 0 else None
+        writes = [("talk", {"m": [message("d", i)]})]
+        saver.put(Checkpoint("d", f"d{i}", f"d{i - 1}" if i else None, state, writes, {}))
+
+
+def reference(moved: bool = False) -> MemorySaver:
+    """Return a ``MemorySaver`` fed the history of ``layout6.sqlite`` (``moved``: of
+    ``layout6-moved.sqlite``)."""
     saver = MemorySaver()
     write_history(saver)
+    if moved:
+        write_moved(saver, "new")
+        write_moved(saver, "old")
     return saver
 
 

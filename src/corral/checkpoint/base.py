@@ -45,14 +45,16 @@ from corral.errors import CheckpointError, ConcurrentRunError
 
 __all__ = [
     "Checkpoint",
+    "broken_chain",
+    "no_checkpoint",
     "Checkpointer",
     "Fence",
     "NewestId",
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
-    "current_fence",
     "fenced",
+    "pass_fence",
     "reads_fresh",
     "stale_parent",
     "taken",
@@ -77,9 +79,12 @@ def fenced(fence: Fence) -> Iterator[None]:
         _fence.reset(token)
 
 
-def current_fence() -> Fence | None:
-    """Return the fence the writes of this context must pass (``None``: none)."""
-    return _fence.get()
+def pass_fence(conn: Any) -> None:
+    """Call this context's fence, if any, with ``conn``: inside a write's transaction,
+    before anything is written (it raises to refuse the write)."""
+    fence = _fence.get()
+    if fence is not None:
+        fence(conn)
 
 
 @dataclass(frozen=True)
@@ -101,10 +106,6 @@ class Checkpoint:
     """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
     newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
     to be the newest."""
-    flat_lists: tuple[list[Any], ...] = field(default=(), compare=False, repr=False)
-    """Lists of ``snapshot`` (the objects themselves) that the store decoded, fresh, as
-    dicts of scalars: the runtime copies them for a node without checking their items.
-    A store that does not know leaves it empty (the runtime then checks)."""
 
     @property
     def expected(self) -> str | None:
@@ -167,6 +168,28 @@ def taken(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
     msg = (
         f"checkpoint {checkpoint.checkpoint_id!r} already exists in thread "
         f"{checkpoint.thread_id!r}; give every checkpoint of a thread a new id"
+    )
+    return CheckpointError(msg, path=where)
+
+
+def broken_chain(
+    thread_id: str, checkpoint_id: str, problem: str, where: str | None
+) -> CheckpointError:
+    """Return the error for a parent chain that loops or breaks (only damage makes one)."""
+    place = "" if where is None else f" in {where!r}"
+    msg = (
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r}{place} is damaged ({problem}):"
+        " its state cannot be rebuilt; resume from an earlier checkpoint (app.history) or "
+        "start a new thread; if this keeps happening, move the file (or database) away"
+    )
+    return CheckpointError(msg, path=where)
+
+
+def no_checkpoint(thread_id: str, checkpoint_id: str, where: str | None) -> CheckpointError:
+    """Return the error for a finished task recorded after a checkpoint the thread lacks."""
+    msg = (
+        f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
+        f"{thread_id!r} has no such checkpoint; put the checkpoint first"
     )
     return CheckpointError(msg, path=where)
 
@@ -260,12 +283,13 @@ class NewestId(Protocol):
 
 @runtime_checkable
 class SnapshotAdvice(Protocol):
-    """The optional part of the protocol that places snapshots by bytes.
+    """The optional part of the protocol by which a store places snapshots itself.
 
-    A store that parses what it replays (JSON text) asks for a snapshot once the writes
-    since the last one hold more bytes than a snapshot would; the runtime asks before each
-    put, and places a snapshot when the answer is yes, besides its own count
-    (``SNAPSHOT_EVERY``). The built-in SQLite and PostgreSQL savers have it.
+    A store that knows what its checkpoints cost (bytes stored, bytes a read replays)
+    answers, before each put, whether the next checkpoint should carry a snapshot; the
+    runtime then follows the answer instead of its own count (``SNAPSHOT_EVERY``), and
+    still puts a snapshot in the first checkpoint of a thread and of a fork. The built-in
+    SQLite and PostgreSQL savers have it.
     """
 
     def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:

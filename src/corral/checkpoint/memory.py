@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 
 from corral.checkpoint.base import (
     Checkpoint,
+    broken_chain,
     check_thread_id,
+    no_checkpoint,
     stale_parent,
     taken,
     unknown_parent,
@@ -25,26 +27,8 @@ from corral.checkpoint.serde import (
     encode_checkpoint,
     encode_record,
 )
-from corral.errors import CheckpointError
 
 __all__ = ["MemorySaver"]
-
-
-class _Stored:
-    """One checkpoint in its encoded form (plain JSON trees, built fresh by the encoder).
-
-    Never changed once made (a plain class: a frozen dataclass costs ~1 us a put to build).
-    """
-
-    __slots__ = ("head", "meta", "snapshot", "writes")
-
-    def __init__(
-        self, head: tuple[str, str, str | None], snapshot: Any, writes: list[Any], meta: Any
-    ) -> None:
-        self.head = head
-        self.snapshot = snapshot
-        self.writes = writes
-        self.meta = meta
 
 
 class MemorySaver:
@@ -66,8 +50,9 @@ class MemorySaver:
 
     def __init__(self, *, serializer: Serializer | None = None) -> None:
         self.serializer = serializer
-        self._threads: dict[str, dict[str, _Stored]] = {}
-        """Per thread, the checkpoints by id, in the order they were put (dicts keep it)."""
+        self._threads: dict[str, dict[str, Checkpoint]] = {}
+        """Per thread, the checkpoints by id in the order they were put, their snapshot,
+        writes and meta the encoded trees."""
         self._pending: dict[tuple[str, str], dict[int, Any]] = {}
         """Per (thread, checkpoint), the encoded records of its superstep's finished tasks."""
         self._lock = threading.Lock()
@@ -82,19 +67,20 @@ class MemorySaver:
             ConcurrentRunError: the thread's newest checkpoint is not ``checkpoint.expected``.
         """
         check_thread_id(checkpoint.thread_id)
-        snapshot, writes, meta = encode_checkpoint(checkpoint, self.serializer)
-        head = (checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.parent_id)
-        stored = _Stored(head, snapshot, writes, meta)
+        trees = encode_checkpoint(checkpoint, self.serializer)
+        thread, new, parent = checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.parent_id
         with self._lock:
-            saved = self._threads.get(checkpoint.thread_id, {})
-            is_taken = checkpoint.checkpoint_id in saved
-            _check_put(checkpoint, is_taken, _parent_known(checkpoint, saved))
+            saved = self._threads.get(thread, {})
+            if new in saved:
+                raise taken(checkpoint, None)
+            if parent is not None and parent not in saved:
+                raise unknown_parent(checkpoint, None)
             newest = next(reversed(saved)) if saved else None
             if newest != checkpoint.expected:
                 raise stale_parent(checkpoint, newest, None)
-            self._threads.setdefault(checkpoint.thread_id, saved)[checkpoint.checkpoint_id] = stored
-            if checkpoint.parent_id is not None:  # its superstep is now in the checkpoint
-                self._pending.pop((checkpoint.thread_id, checkpoint.parent_id), None)
+            self._threads.setdefault(thread, saved)[new] = Checkpoint(thread, new, parent, *trees)
+            if parent is not None:  # its superstep is now in the checkpoint
+                self._pending.pop((thread, parent), None)
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -107,7 +93,7 @@ class MemorySaver:
         """
         check_thread_id(thread_id)
         if checkpoint_id not in self._threads.get(thread_id, {}):
-            raise _unknown_parent(thread_id, checkpoint_id)
+            raise no_checkpoint(thread_id, checkpoint_id, None)
         tree = encode_record(record, self.serializer)
         self._pending.setdefault((thread_id, checkpoint_id), {})[task] = tree
 
@@ -120,28 +106,33 @@ class MemorySaver:
         }
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first."""
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first.
+
+        Raises:
+            CheckpointError: the parents loop or one is missing (damage).
+        """
         check_thread_id(thread_id)
-        saved = self._threads.get(thread_id)
-        if not saved:
-            return []
-        if checkpoint_id is None:
-            checkpoint_id = next(reversed(saved))
-        current = saved.get(checkpoint_id)
+        saved = self._threads.get(thread_id, {})
+        current = saved.get(next(reversed(saved), "") if checkpoint_id is None else checkpoint_id)
         out: list[Checkpoint] = []
         while current is not None:
-            out.append(self._decode(current))
-            parent_id = current.head[2]
-            if current.snapshot is not None or parent_id is None:
+            out.append(current)
+            parent = current.parent_id
+            if current.snapshot is not None or parent is None:
                 break
-            current = saved.get(parent_id)
-        out.reverse()
-        return out
+            if any(c.checkpoint_id == parent for c in out):
+                problem = f"its parents loop back to {parent!r}"
+                raise broken_chain(thread_id, current.checkpoint_id, problem, None)
+            current = saved.get(parent)
+            if current is None:
+                problem = f"its parent {parent!r} is missing"
+                raise broken_chain(thread_id, out[-1].checkpoint_id, problem, None)
+        return [self._decode(c) for c in reversed(out)]
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
         check_thread_id(thread_id)
-        return [self._decode(stored) for stored in self._threads.get(thread_id, {}).values()]
+        return [self._decode(c) for c in self._threads.get(thread_id, {}).values()]
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
@@ -156,27 +147,7 @@ class MemorySaver:
     def close(self) -> None:
         """Do nothing: memory needs no closing (here so both savers can be closed alike)."""
 
-    def _decode(self, stored: _Stored) -> Checkpoint:
-        return decode_checkpoint(
-            stored.head, stored.snapshot, stored.writes, stored.meta, serializer=self.serializer
-        )
-
-
-def _parent_known(checkpoint: Checkpoint, saved: dict[str, _Stored]) -> bool:
-    return checkpoint.parent_id is None or checkpoint.parent_id in saved
-
-
-def _unknown_parent(thread_id: str, checkpoint_id: str) -> CheckpointError:
-    msg = (
-        f"cannot record a finished task after checkpoint {checkpoint_id!r}: thread "
-        f"{thread_id!r} has no such checkpoint; put the checkpoint first"
-    )
-    return CheckpointError(msg)
-
-
-def _check_put(checkpoint: Checkpoint, is_taken: bool, parent_known: bool) -> None:
-    """Raise ``CheckpointError`` for a checkpoint that would break its thread's history."""
-    if is_taken:
-        raise taken(checkpoint, None)
-    if not parent_known:
-        raise unknown_parent(checkpoint, None)
+    def _decode(self, stored: Checkpoint) -> Checkpoint:
+        head = (stored.thread_id, stored.checkpoint_id, stored.parent_id)
+        parts = (stored.snapshot, stored.writes, stored.meta)
+        return decode_checkpoint(head, *parts, serializer=self.serializer)

@@ -13,9 +13,9 @@ names the kind::
 
 The invariant: ``decode(encode(x)) == x`` with the same types all the way down, for every
 value :func:`encode` accepts. A user dict that itself holds the key ``"$corral"`` is written
-in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": <int>}`` and
-``{"$corral": "refs", ...}`` are reserved for stores that keep large values once and refer
-to them (see ``resolve``); :func:`encode` never writes them.
+in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": "items", ...}``
+and ``{"$corral": "item", ...}`` are reserved for the stores that keep large values once
+(:mod:`corral.checkpoint._rows`); :func:`encode` never writes them.
 
 A value nothing can encode raises :class:`~corral.errors.SerializationError` naming where it
 sits (``state['drafts'][2]``), never a silent ``str()``; a *serializer* (see
@@ -26,18 +26,9 @@ ever builds one of the types above or calls the serializer the store was given.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from typing import Any, Final, Protocol, runtime_checkable
 
-from corral.checkpoint._flat import (
-    LEAVES,
-    MAX_INT_DIGITS,
-    SCALARS,
-    TOO_BIG,
-    flat_list,
-    ints_fit,
-)
-from corral.checkpoint._stored import TAG, Fetch, Run, Stored, parse_stored, run_ids
+from corral.checkpoint._unstorable import MAX_INT_DIGITS, TOO_BIG
 from corral.checkpoint._unstorable import Unstorable as _Unstorable
 from corral.checkpoint._unstorable import shown as _shown
 from corral.checkpoint._unstorable import too_many_digits as _too_many_digits
@@ -50,18 +41,19 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "TAG",
-    "Fetch",
     "Serializer",
-    "Stored",
     "decode",
     "decode_checkpoint",
     "encode",
     "encode_checkpoint",
     "encode_record",
-    "parse_stored",
 ]
 
+TAG: Final = "$corral"
+"""The key of a tagged object."""
 _PLAIN = (str, int, float, bool, type(None))
+_LEAVES: Final = frozenset((str, float, bool, type(None)))
+"""The types JSON holds as they are, with nothing to check (an ``int``'s digits are)."""
 _STR: Final = frozenset((str,))
 
 
@@ -73,10 +65,6 @@ def _str_keys(value: dict[Any, Any]) -> bool:
 MAX_DEPTH: Final = 200
 """Containers nested deeper than this are refused (a list that holds itself is nested
 forever): every stored value can then be read back within Python's recursion limit."""
-_TOO_BIG: Final = TOO_BIG
-_LONG: Final = 8
-"""Lists this long or longer try the flat path first (shorter ones gain less than a failed
-try costs)."""
 _TOO_DEEP: Final = (
     f"it is nested more than {MAX_DEPTH} levels deep, or holds itself (a cycle); "
     "store a flatter value, or an id instead of the object itself"
@@ -139,19 +127,8 @@ def encode(
     return _Encoder(serializer).encode(value, where, depth, owner)
 
 
-def decode(
-    tree: Any,
-    *,
-    serializer: Serializer | None = None,
-    resolve: Callable[[int], Any] | None = None,
-    where: str = "value",
-    fetch: Fetch | None = None,
-) -> Any:
+def decode(tree: Any, *, serializer: Serializer | None = None, where: str = "value") -> Any:
     """Return the value :func:`encode` turned into ``tree`` (always freshly built objects).
-
-    ``resolve(n)`` returns the tree a ``{"$corral": n}`` reference stands for; stores that
-    keep large values once pass it, or ``fetch``, which reads many at once (see
-    :class:`Stored`).
 
     >>> decode({"$corral": "tuple", "v": [1, {"$corral": "frozenset", "v": [2]}]})
     (1, frozenset({2}))
@@ -159,7 +136,7 @@ def decode(
     Raises:
         CheckpointError: an unknown tag, or a user tag and no serializer to read it.
     """
-    return _Decoder(serializer, resolve, fetch).decode(tree, where)
+    return _Decoder(serializer).decode(tree, where)
 
 
 class _Encoder:
@@ -198,37 +175,22 @@ class _Encoder:
     def tree(self, value: Any, depth: int = 0) -> Any:
         kind = type(value)
         if kind in _PLAIN:
-            if kind is int and not -_TOO_BIG < value < _TOO_BIG:
+            if kind is int and not -TOO_BIG < value < TOO_BIG:
                 raise _Unstorable(value, _too_many_digits(value))
             return value
         if depth >= MAX_DEPTH:
             raise _Unstorable(value, _TOO_DEEP)
         inner = depth + 1
-        # Flat containers (a chat message, a list of them, of ints...) are checked and copied
-        # whole (see _flat); elsewhere leaves are taken in place, without a call each.
         if kind is list:
-            flat = flat_list(value, inner < MAX_DEPTH) if len(value) >= _LONG else None
-            if flat is not None:
-                return flat
             try:
-                return [
-                    x
-                    if type(x) in LEAVES or (type(x) is int and -_TOO_BIG < x < _TOO_BIG)
-                    else self.tree(x, inner)
-                    for x in value
-                ]
+                return [x if type(x) in _LEAVES else self.tree(x, inner) for x in value]
             except _Unstorable as err:
                 raise err.within(value, enumerate(value), "[{!r}]") from None
         if kind is dict:
             if TAG not in value and _str_keys(value):
-                kinds = set(map(type, value.values()))
-                if kinds <= LEAVES or (kinds <= SCALARS and ints_fit(value.values(), kinds)):
-                    return value.copy()
                 try:
                     return {
-                        k: v
-                        if type(v) in LEAVES or (type(v) is int and -_TOO_BIG < v < _TOO_BIG)
-                        else self.tree(v, inner)
+                        k: v if type(v) in _LEAVES else self.tree(v, inner)
                         for k, v in value.items()
                     }
                 except _Unstorable as err:
@@ -302,17 +264,10 @@ def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
 class _Decoder:
     """One decoding pass."""
 
-    __slots__ = ("fetch", "resolve", "serializer")
+    __slots__ = ("serializer",)
 
-    def __init__(
-        self,
-        serializer: Serializer | None,
-        resolve: Callable[[int], Any] | None,
-        fetch: Fetch | None = None,
-    ) -> None:
+    def __init__(self, serializer: Serializer | None) -> None:
         self.serializer = serializer
-        self.resolve = resolve
-        self.fetch = fetch
 
     def decode(self, tree: Any, where: str) -> Any:
         kind = type(tree)
@@ -323,10 +278,7 @@ class _Decoder:
         tag = tree.get(TAG)
         if tag is None:
             return {k: self.decode(v, where) for k, v in tree.items()}
-        if type(tag) is int or tag == "refs":
-            value, final = self.fetched(tree, where)
-            return value if final else self.decode(value, where)
-        data = self.plain(tree.get("v"), where)
+        data = tree.get("v")
         if tag == "tuple":
             return tuple(self.decode(x, where) for x in data)
         if tag == "set":
@@ -334,54 +286,20 @@ class _Decoder:
         if tag == "frozenset":
             return frozenset(self.decode(x, where) for x in data)
         if tag == "dict":
-            pairs = (self.plain(pair, where) for pair in data)
-            return {self.decode(k, where): self.decode(v, where) for k, v in pairs}
+            return {self.decode(k, where): self.decode(v, where) for k, v in data}
         if tag == "overwrite":
             return Overwrite(self.decode(data, where))
         if tag == "send":
-            return Send(self.plain(tree["node"], where), self.decode(data, where))
+            return Send(tree["node"], self.decode(data, where))
         if tag == "bytes":
             return base64.b64decode(data)
         if tag == "ext":
-            return self._user(self.plain(tree["t"], where), self.decode(data, where), where)
+            return self._user(tree["t"], self.decode(data, where), where)
         msg = (
             f"{where} holds a value tagged {tag!r} that this version of corral cannot read; "
             "open the checkpoints with the corral version that wrote them"
         )
         raise CheckpointError(msg)
-
-    def plain(self, tree: Any, where: str) -> Any:
-        """Return ``tree`` with a reference at its top replaced by the JSON it stands for.
-
-        ``{"$corral": n}`` is one stored value; ``{"$corral": "refs", "v": [[first, count],
-        ...]}`` is a list of stored values with consecutive ids (how stores keep long lists);
-        a run ``[first, count, step]`` takes every ``step``-th id.
-        """
-        return self.fetched(tree, where)[0]
-
-    def fetched(self, tree: Any, where: str) -> tuple[Any, bool]:
-        """Return :meth:`plain`'s tree and whether it is final (holds no tag: not to be
-        decoded again)."""
-        final = False
-        while type(tree) is dict:
-            tag = tree.get(TAG)
-            if type(tag) is int:
-                (tree,), final = self._fetch([(tag, 1, 1)], where)
-            elif tag == "refs":
-                runs = [(first, count, step[0] if step else 1) for first, count, *step in tree["v"]]
-                return self._fetch(runs, where)
-            else:
-                break
-        return tree, final
-
-    def _fetch(self, runs: list[Run], where: str) -> Stored:
-        if self.fetch is not None:
-            return self.fetch(runs)
-        ids = run_ids(runs)
-        if self.resolve is None:
-            msg = f"{where} refers to stored value {ids[0]} but no store was given to read it"
-            raise CheckpointError(msg)
-        return Stored([self.resolve(n) for n in ids], False)
 
     def _user(self, tag: str, data: Any, where: str) -> Any:
         if self.serializer is None:
@@ -398,29 +316,21 @@ class _Decoder:
 
 
 def encode_checkpoint(
-    checkpoint: Checkpoint,
-    serializer: Serializer | None = None,
-    *,
-    snapshot: bool = True,
-    meta: bool = True,
+    checkpoint: Checkpoint, serializer: Serializer | None = None
 ) -> tuple[Any, list[Any], Any]:
     """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
-
-    ``snapshot=False`` and ``meta=False`` leave those parts out (``None``), for stores that
-    encode them their own way.
 
     Raises:
         SerializationError: naming the state key, or the node whose update holds the value.
     """
     encoder = _Encoder(serializer)
     state = None
-    if snapshot and checkpoint.snapshot is not None:
+    if checkpoint.snapshot is not None:
         state = encoder.encode(checkpoint.snapshot, "state")
     writes = [
         [node, encoder.encode(update, "update", node=node)] for node, update in checkpoint.writes
     ]
-    info = encoder.encode(checkpoint.meta, "meta") if meta else None
-    return state, writes, info
+    return state, writes, encoder.encode(checkpoint.meta, "meta")
 
 
 def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
@@ -447,13 +357,11 @@ def decode_checkpoint(
     meta: Any,
     *,
     serializer: Serializer | None = None,
-    resolve: Callable[[int], Any] | None = None,
-    fetch: Fetch | None = None,
 ) -> Checkpoint:
     """Return the checkpoint ``(thread_id, checkpoint_id, parent_id)`` with its decoded parts."""
     thread_id, checkpoint_id, parent_id = head
     where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-    decoder = _Decoder(serializer, resolve, fetch)
+    decoder = _Decoder(serializer)
     return Checkpoint(
         thread_id,
         checkpoint_id,

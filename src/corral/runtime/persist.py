@@ -3,13 +3,12 @@
 One checkpoint is written per superstep (plus one for the input of a run, and one for a
 superstep cut short by an interrupt or an error). It stores the superstep's writes, the
 ``(node, update)`` pairs in merge order, and a full snapshot of the state on the first
-checkpoint of a thread, on the first checkpoint of a fork, every :data:`SNAPSHOT_EVERY`
-checkpoints, and when the store advises one because the writes since the last snapshot hold
-many bytes (:class:`~corral.checkpoint.base.SnapshotAdvice`); the count and the bytes carry
-on across the runs of a thread (a new run's input checkpoint is the input's write). A
-state is rebuilt by replaying the writes after the nearest snapshot through the reducers,
-so storage grows with the number of supersteps, not with their square, and a rebuild
-replays fewer than :data:`SNAPSHOT_EVERY` supersteps, and a bounded number of bytes.
+checkpoint of a thread, on the first checkpoint of a fork, and then where the store
+advises one (:class:`~corral.checkpoint.base.SnapshotAdvice`: it knows the bytes), else
+every :data:`SNAPSHOT_EVERY` checkpoints; the count carries on across the runs of a thread
+(a new run's input checkpoint is the input's write). A state is rebuilt by replaying the
+writes after the nearest snapshot through the reducers, so storage grows with the number
+of supersteps, not with their square.
 
 In a superstep with several tasks, each task is also recorded as soon as it finishes
 (``put_writes``, when the checkpointer has it), keyed by the superstep's parent checkpoint
@@ -51,7 +50,8 @@ __all__ = [
 ]
 
 SNAPSHOT_EVERY = 20
-"""A checkpoint carries a full snapshot at least every this many checkpoints."""
+"""A checkpoint carries a full snapshot every this many checkpoints, in a store that does
+not advise where (``SnapshotAdvice``)."""
 
 FORMAT = 1
 
@@ -177,10 +177,10 @@ class ThreadWriter(CheckpointWriter):
         if (
             self.parent_id is None
             or self.force_snapshot
-            or self.since_snapshot + 1 >= SNAPSHOT_EVERY
             or (
-                self.advice is not None
-                and self.advice.wants_snapshot(self.thread_id, self.parent_id)
+                self.since_snapshot + 1 >= SNAPSHOT_EVERY
+                if self.advice is None
+                else self.advice.wants_snapshot(self.thread_id, self.parent_id)
             )
         ):
             snapshot: dict[str, Any] | None = dict(rs.values)

@@ -52,9 +52,8 @@ def rebuild(
 ) -> dict[str, Any]:
     """Return the state at the last checkpoint of ``chain`` (snapshot + replayed writes).
 
-    With ``notes`` (the run's that goes on from this state), the lists the store found flat
-    (``Checkpoint.flat_lists``) are noted as such, and so are the lists the replay appended
-    to them, by a check of the appended items only.
+    With ``notes`` (the run's that goes on from this state), the lists the replay appended
+    to are noted, by a check of the appended items only.
 
     Raises:
         CheckpointError: the chain does not start at a snapshot, a write no longer applies,
@@ -68,9 +67,6 @@ def rebuild(
         )
         raise CheckpointError(msg)
     values = dict(first.snapshot)
-    if notes is not None:
-        for value in first.flat_lists:
-            notes.note_flat(value)
     for checkpoint in chain[1:]:
         if checkpoint.writes:
             try:

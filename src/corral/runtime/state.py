@@ -344,11 +344,6 @@ class ListNotes:
             self._remember(value, noted)
         return noted
 
-    def note_flat(self, value: list[Any]) -> None:
-        """Note ``value`` as a list of flat dicts, as the store that just decoded it found
-        it (``Checkpoint.flat_lists``): copies and merges of it then skip the check."""
-        self._remember(value, True)
-
     def check_state(self, values: Mapping[str, Any]) -> None:
         """Note the lists of dicts of a state no merge of this run made (one rebuilt from a
         checkpoint): each is checked here once, not at every read of it."""

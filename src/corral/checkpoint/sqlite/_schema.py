@@ -2,7 +2,9 @@
 
 The file carries an ``application_id`` and a ``corral_schema`` version row: a file corral
 did not write, or a damaged one, raises ``CheckpointError`` naming the path, never a silent
-reset. The tables are in :mod:`corral.checkpoint.sqlite._layout`.
+reset. The tables are in :mod:`corral.checkpoint._tables`; a file of layout 6 (corral 0.1)
+is upgraded once (:mod:`corral.checkpoint.sqlite._layout6`), older pre-release layouts are
+refused by name.
 """
 
 from __future__ import annotations
@@ -15,25 +17,14 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint.base import current_fence
-from corral.checkpoint.sqlite._layout import (
-    PENDING,
-    SCHEMA,
-    SCHEMA_VERSION,
-    fold_on_table,
-    upgrade,
-)
+from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
-__all__ = [
-    "WAIT_SLICE_S",
-    "busy",
-    "error_for",
-    "execute_patiently",
-    "open_file",
-    "transaction",
-]
-
+SCHEMA_VERSION: Final = 7
+"""The layout this corral writes: the tables of :mod:`corral.checkpoint._tables`."""
+_UPGRADED: Final = 6
+"""The one older layout this corral upgrades (the one corral 0.1 wrote)."""
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
 WAIT_SLICE_S: Final = 0.025
@@ -43,10 +34,7 @@ signal handler: a Ctrl-C during a 30 s wait would be honoured only when the wait
 corral waits in slices of this length, up to the saver's ``timeout_s``
 (:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
 _MMAP_BYTES: Final = 256 << 20
-"""How much of a file SQLite reads through a memory map instead of ``read()`` calls: a new
-saver's first read of a long thread takes its pages from the OS cache without copying
-each one (a chain of 2,000 messages, about 400 pages: ~0.5 ms less CPU). SQLite maps the
-file read-only and only as far as it extends."""
+"""How much of a file SQLite reads through a memory map (from the OS cache, uncopied)."""
 _PAUSE_S: Final = 0.001
 """The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
 
@@ -148,7 +136,13 @@ def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
     if conn.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
         msg = f"{path!r} is read-only for this process and holds no corral checkpoints yet"
         raise CheckpointError(msg, path=path)
-    _check_version(conn, path)
+    if _check_version(conn, path) != SCHEMA_VERSION:
+        msg = (
+            f"{path!r} is read-only for this process and holds checkpoints in layout "
+            f"{_UPGRADED}, which is upgraded when the file is first opened for writing; open "
+            "it once with write access"
+        )
+        raise CheckpointError(msg, path=path)
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
@@ -189,22 +183,38 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Create the tables in a new file, or check the version of an existing one."""
+    """Create the tables in a new file, or check the version of an existing one (and
+    upgrade a file of layout 6, in the same transaction)."""
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         if app_id == 0:
-            for statement in SCHEMA:
+            conn.execute(
+                "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
+            )
+            for statement in CREATE_SQLITE:
                 conn.execute(statement)
             conn.execute(
-                "INSERT INTO corral_schema VALUES (?, ?, 0)",
+                "INSERT INTO corral_schema VALUES (?, ?)",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        elif (version := _check_version(conn, path)) < SCHEMA_VERSION or fold_on_table(conn):
-            upgrade(conn, version)
-        else:
-            conn.execute(PENDING)  # a file that lost it (older files get it on upgrade)
+        elif _check_version(conn, path) == _UPGRADED:
+            try:
+                upgrade_layout6(conn)
+            except sqlite3.OperationalError:
+                raise
+            except Exception as exc:
+                msg = (
+                    f"cannot upgrade {path!r} from layout 6: a row cannot be read ({exc!r}); "
+                    "the file is left as it was: finish its threads with corral 0.1, or "
+                    "move it away"
+                )
+                raise CheckpointError(msg, path=path) from exc
+            conn.execute(
+                "UPDATE corral_schema SET version = ?, written_by = ?",
+                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+            )
 
 
 @contextmanager
@@ -213,8 +223,7 @@ def transaction(
 ) -> Iterator[None]:
     """Run the block in one transaction: committed at its end, rolled back on any exception.
 
-    A write transaction takes the write lock at once (``BEGIN IMMEDIATE``) and then calls
-    the context's fence (see :func:`~corral.checkpoint.base.fenced`); a read
+    A write transaction takes the write lock at once (``BEGIN IMMEDIATE``); a read
     transaction takes its snapshot at once. Either waits for another connection up to
     ``timeout_s`` (at least one slice of SQLite's own wait) where a Ctrl-C gets through
     (:func:`execute_patiently`); the block's statements then never wait (WAL mode).
@@ -228,9 +237,6 @@ def transaction(
             execute_patiently(conn, timeout_s, "PRAGMA schema_version")  # reads: a snapshot
         else:
             execute_patiently(conn, timeout_s, "BEGIN IMMEDIATE")
-            fence = current_fence()
-            if fence is not None:
-                fence(conn)
         yield
         conn.execute("COMMIT")
     except BaseException:
@@ -268,7 +274,7 @@ def execute_patiently(
 
 
 def _check_version(conn: sqlite3.Connection, path: str) -> int:
-    """Return the file's layout version when this corral reads it, else raise."""
+    """Return the file's layout version when this corral reads or upgrades it, else raise."""
     try:
         row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
     except sqlite3.DatabaseError as exc:
@@ -277,14 +283,22 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
             f"version ({exc}); the file is damaged, move it away and start a new one"
         )
         raise CheckpointError(msg, path=path) from exc
-    if row is not None and row[0] in (2, 3, 4, 5, SCHEMA_VERSION):
+    if row is not None and row[0] in (_UPGRADED, SCHEMA_VERSION):
         return int(row[0])
     version, writer = row if row is not None else (None, "an unknown writer")
-    msg = (
-        f"{path!r} holds checkpoints in layout version {version!r} "
-        f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
-        "use the corral version that wrote them, or a new path"
-    )
+    if type(version) is int and version < _UPGRADED:
+        msg = (
+            f"{path!r} holds checkpoints in layout {version} (written by {writer}), a "
+            f"pre-release layout this corral cannot read; finish its threads with the corral "
+            f"that wrote it, or open it once with corral 0.1 (which upgrades it to layout "
+            f"{_UPGRADED}, which this corral upgrades), or start a new file"
+        )
+    else:
+        msg = (
+            f"{path!r} holds checkpoints in layout version {version!r} "
+            f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
+            "use the corral version that wrote them, or a new path"
+        )
     raise CheckpointError(msg, path=path)
 
 
@@ -343,7 +357,7 @@ def busy(exc: sqlite3.OperationalError) -> bool:
 
 def _corral_version() -> str:
     """Return the installed corral's version, for the file's ``written_by``."""
-    from importlib import metadata  # ~40 ms to import; only a new file needs it
+    from importlib import metadata  # slow to import; only a new or upgraded file needs it
 
     try:
         return metadata.version("corral")
@@ -351,20 +365,10 @@ def _corral_version() -> str:
         return "(not installed)"
 
 
-@contextmanager
-def sqlite_errors(path: str, timeout_s: float, verb: str) -> Iterator[None]:
-    """Turn SQLite's errors into ``CheckpointError`` naming the file and a way out."""
-    try:
-        yield
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        raise sqlite_error(path, timeout_s, verb, exc) from exc
-
-
 def sqlite_error(
     path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
 ) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error :func:`sqlite_errors` turns (for a hot
-    path that catches it without a context manager)."""
+    """Return the ``CheckpointError`` for an error of SQLite, or a text that is not UTF-8."""
     if isinstance(exc, sqlite3.DatabaseError):
         return error_for(path, timeout_s, verb, exc)
     # a name or text that is not UTF-8: damage

@@ -1,0 +1,263 @@
+"""A checkpoint as a row and back: its JSON texts, with large values stored once as items.
+
+Every top-level value of a state or of a node's update whose JSON is at least
+:data:`MIN_ITEM` bytes is stored once, as an item (a row of ``corral_items``), and the text
+refers to it by id; a list is stored item by item the same way::
+
+    {"messages": {"$corral": "items", "v": [17, 18, [{"role": "user"}], 19]}}
+    {"report": {"$corral": "item", "v": 20}}
+
+An id is an item; a one-element list holds a small item inline; ``"t": 1`` says that an
+item holds a tagged value (most lists hold none: their items are read back as parsed).
+
+A write that appends a message stores the message once and the snapshots after it refer
+to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
+per thread: the saver remembers the content hash of each item it wrote or read
+(:func:`digest`).
+
+Everything else (the meta, small values, values inside a value) is the JSON tree of
+:mod:`corral.checkpoint.serde`, as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, Final, NoReturn
+
+from corral.checkpoint._meta import meta_problem
+from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.serde import TAG, Serializer, decode
+from corral.errors import CheckpointError
+
+MIN_ITEM: Final = 128
+"""Values (and list items) whose JSON is shorter stay inline: a reference saves little."""
+_TAG_TEXT: Final = f'"{TAG}"'
+
+Row = tuple[str, str | None, Any, Any, Any]
+"""``(checkpoint_id, parent_id, snapshot, writes, meta)``: texts as stored, or parsed."""
+
+
+class Damaged(Exception):
+    """Raised inside a decode when a row cannot be read; the caller names the row."""
+
+
+def damaged(where: str, thread_id: str, checkpoint_id: object, exc: BaseException) -> NoReturn:
+    """Raise the ``CheckpointError`` for a checkpoint of ``where`` that cannot be read back."""
+    if isinstance(exc, ValueError | Damaged) and "integer string conversion" in str(exc):
+        msg = (
+            f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {where!r} holds an int "
+            "longer than this Python reads (sys.get_int_max_str_digits()); raise the limit "
+            "with sys.set_int_max_str_digits(0) in this process to read it"
+        )
+        raise CheckpointError(msg, path=where) from exc
+    shown = str(exc) if isinstance(exc, Damaged) else f"{type(exc).__name__}: {exc}"
+    msg = (
+        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {where!r} is damaged "
+        f"({shown[:200]}); resume from an earlier checkpoint (app.history) or start a new "
+        "thread; if this keeps happening, move the file (or database) away"
+    )
+    raise CheckpointError(msg, path=where) from exc
+
+
+def digest(text: str) -> bytes:
+    """Return the content hash the savers know an item by."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+Known = dict[tuple[int, bytes], tuple[int, int]]
+"""``(thread row id, content hash) -> (item id, bytes)`` of committed items."""
+
+
+class Packer:
+    """Turns the encoded trees of one put into row trees, storing large values as items.
+
+    ``insert(text)`` stores one item and returns its id; ``known`` are the items already
+    stored.
+    """
+
+    def __init__(
+        self,
+        thread: int,
+        known: Known,
+        insert: Callable[[str], int],
+        dumps: Callable[[Any], str],
+    ) -> None:
+        self.thread = thread
+        self.known = known
+        self.insert = insert
+        self.dumps = dumps
+        self.new: Known = {}
+        """The items this put stored (to remember once it commits)."""
+        self.written = 0
+        """Bytes of the items this put stored."""
+        self._tagged = False
+        """Whether an item of the list being packed holds a tag (then ``"t": 1`` says so)."""
+
+    def state(self, tree: Any) -> Any:
+        """Return a state's (or an update's) tree with its large values stored as items."""
+        if type(tree) is not dict or TAG in tree:
+            return tree
+        return {key: self._value(value) for key, value in tree.items()}
+
+    def _value(self, tree: Any) -> Any:
+        if type(tree) is list:
+            self._tagged = False
+            refs = [self._item(x) for x in tree]
+            if not any(type(ref) is int for ref in refs):
+                return tree
+            return {TAG: "items", "v": refs, "t": 1} if self._tagged else {TAG: "items", "v": refs}
+        text = self.dumps(tree)
+        return {TAG: "item", "v": self._stored(text)} if len(text) >= MIN_ITEM else tree
+
+    def _item(self, tree: Any) -> int | list[Any]:
+        text = self.dumps(tree)
+        if len(text) < MIN_ITEM:
+            return [tree]
+        self._tagged = self._tagged or _TAG_TEXT in text
+        return self._stored(text)
+
+    def _stored(self, text: str) -> int:
+        """Return the id of the item holding ``text``, storing it when it is new."""
+        key = (self.thread, digest(text))
+        found = self.known.get(key) or self.new.get(key)
+        if found is None:
+            found = self.new[key] = (self.insert(text), len(text))
+            self.written += len(text)
+        return found[0]
+
+
+class Rows:
+    """Checkpoint rows read back: parsed, their items fetched at once, decoded.
+
+    Args:
+        where: the file or database, for messages.
+        rows: :data:`Row` texts, as stored.
+    """
+
+    def __init__(
+        self, where: str, serializer: Serializer | None, thread_id: str, rows: Iterable[Row]
+    ) -> None:
+        self.where = where
+        self.serializer = serializer
+        self.thread_id = thread_id
+        self.rows: list[Row] = []
+        """The rows, their texts parsed."""
+        self.sizes: list[int] = []
+        """Bytes of each row's texts."""
+        for checkpoint_id, parent_id, snapshot, writes, meta in rows:
+            try:
+                trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
+                self.rows.append((checkpoint_id, parent_id, *trees, json.loads(meta)))
+            except Exception as exc:
+                damaged(where, thread_id, checkpoint_id, exc)
+            self.sizes.append(len(snapshot or "") + len(writes) + len(meta))
+        self.items: dict[int, str] = {}
+        """The texts of the items the rows refer to, by id."""
+        self._parsed: dict[int, Any] = {}
+
+    def fetch(self, read: Callable[[list[int]], Iterable[tuple[int, str]]]) -> dict[int, str]:
+        """Read the items the rows refer to with ``read(ids)``; return their texts by id."""
+        ids = sorted(set(item_ids(self.rows)))
+        self.items = dict(read(ids)) if ids else {}
+        try:  # parsed together: one call for thousands of chat messages
+            trees = json.loads("[" + ",".join(self.items.values()) + "]")
+        except Exception:  # a damaged item: each is parsed on its own, and named
+            trees = [None] * len(self.items)
+        self._parsed = {n: t for n, t in zip(self.items, trees, strict=True) if t is not None}
+        return self.items
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """Return the rows as checkpoints (damage named with the row's checkpoint)."""
+        return [self._checkpoint(*row) for row in self.rows]
+
+    def item_bytes(self, row: Row) -> int:
+        """Return the bytes of the items ``row`` (parsed) refers to."""
+        return sum(len(self.items.get(n, "")) for n in item_ids([row]))
+
+    def _checkpoint(
+        self, checkpoint_id: str, parent_id: str | None, snapshot: Any, writes: Any, meta: Any
+    ) -> Checkpoint:
+        where = f"checkpoint {checkpoint_id!r} of thread {self.thread_id!r}"
+        try:
+            state = None if snapshot is None else self._state(snapshot, f"the state of {where}")
+            if type(writes) is not list or not all(
+                type(w) is list and len(w) == 2 and type(w[0]) is str for w in writes
+            ):
+                raise Damaged("its writes are not (node, update) pairs")
+            pairs = [(node, self._state(u, f"the writes of {where}")) for node, u in writes]
+            if not all(type(update) is dict for _, update in pairs):
+                raise Damaged("its writes are not (node, update) pairs")
+            info = decode(meta, serializer=self.serializer, where=f"the meta of {where}")
+            if type(info) is not dict:
+                raise Damaged("its meta is not an object")
+            problem = meta_problem(info)
+            if problem is not None:
+                raise Damaged(problem)
+        except CheckpointError as exc:
+            if exc.path is not None:
+                raise
+            msg = f"{exc} (in {self.where!r})"
+            raise CheckpointError(msg, path=self.where) from exc
+        except Exception as exc:  # any damage at all: shapes, missing items, depth
+            damaged(self.where, self.thread_id, checkpoint_id, exc)
+        return Checkpoint(self.thread_id, checkpoint_id, parent_id, state, pairs, info)
+
+    def _state(self, tree: Any, where: str) -> Any:
+        if type(tree) is not dict or TAG in tree:
+            return decode(tree, serializer=self.serializer, where=where)
+        return {key: self._value(value, where) for key, value in tree.items()}
+
+    def _value(self, tree: Any, where: str) -> Any:
+        kind = tree.get(TAG) if type(tree) is dict else None
+        if kind == "items" and "t" not in tree:  # no item holds a tag: trees are values
+            pop = self._parsed.pop
+            values = [pop(ref, None) if type(ref) is int else None for ref in tree["v"]]
+            if None not in values:
+                return values
+            self._parsed.update(
+                (ref, v) for ref, v in zip(tree["v"], values, strict=True) if v is not None
+            )
+        if kind == "items":
+            return [
+                self._item(ref, where)
+                if type(ref) is int
+                else decode(ref[0], serializer=self.serializer, where=where)
+                for ref in tree["v"]
+            ]
+        if kind == "item":
+            return self._item(tree["v"], where)
+        return decode(tree, serializer=self.serializer, where=where)
+
+    def _item(self, ref: int, where: str) -> Any:
+        """Return the value of item ``ref``: the tree parsed with the others on its first
+        use (fresh objects), parsed again on a later one (each use its own objects)."""
+        text = self.items.get(ref)
+        if text is None:
+            raise Damaged(f"its stored value {ref} is missing")
+        tree = self._parsed.pop(ref, None)
+        if tree is None:
+            tree = json.loads(text)
+        if _TAG_TEXT not in text:
+            return tree
+        return decode(tree, serializer=self.serializer, where=where)
+
+
+def item_ids(rows: Iterable[Row]) -> list[int]:
+    """Return the ids of the items parsed ``rows`` refer to."""
+    ids: list[int] = []
+    for _, _, snapshot, writes, _ in rows:
+        trees: list[Any] = [snapshot] if type(snapshot) is dict else []
+        if type(writes) is list:
+            trees.extend(pair[1] for pair in writes if type(pair) is list and len(pair) == 2)
+        for tree in trees:
+            if type(tree) is not dict or TAG in tree:
+                continue
+            for value in tree.values():
+                kind = value.get(TAG) if type(value) is dict else None
+                if kind == "items" and type(value.get("v")) is list:
+                    ids.extend([ref for ref in value["v"] if type(ref) is int])
+                elif kind == "item" and type(value.get("v")) is int:
+                    ids.append(value["v"])
+    return ids

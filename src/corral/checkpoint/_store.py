@@ -1,0 +1,407 @@
+"""The store that ``SqliteSaver`` and ``PostgresSaver`` share: one row per checkpoint.
+
+A checkpoint is one row of ``corral_checkpoints`` (:mod:`corral.checkpoint._tables`) with
+three JSON texts: its snapshot (or NULL), its writes and its meta. Large values are stored
+once, as rows of ``corral_items`` the texts refer to (:mod:`corral.checkpoint._rows`): a
+write that appends a message stores it once, and the snapshots after it refer to it.
+
+Snapshots are placed by the store (:meth:`Store.wants_snapshot`): once at least
+:data:`SNAPSHOT_MIN` checkpoints since the last snapshot stored at least as many bytes as
+it did (snapshots never outweigh the rest of the thread: storage stays linear), or once
+what they stored would reach :data:`REPLAY_BYTES` with the next one as large as the last
+(a read replays a bounded number of bytes).
+
+Compare-and-set: a put moves ``corral_threads.newest`` from the checkpoint it expected to
+its own, in its transaction; when that changes no row, nothing is written and the put is
+refused with the rule it broke. A read follows ``parent_id`` from the wanted checkpoint to
+the nearest snapshot in one query; a loop of parents or a missing parent (only damage
+makes them) is a ``CheckpointError`` naming the checkpoint, never a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
+
+from corral.checkpoint import _tables as sql
+from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
+from corral.checkpoint.base import (
+    Checkpoint,
+    broken_chain,
+    check_thread_id,
+    no_checkpoint,
+    pass_fence,
+    stale_parent,
+    taken,
+    unknown_parent,
+)
+from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
+from corral.errors import CheckpointError
+
+SNAPSHOT_MIN: Final = 20
+"""Checkpoints between two snapshots placed for their stored bytes, at least."""
+REPLAY_BYTES: Final = 1 << 20
+"""Bytes the checkpoints since a snapshot may store before the next snapshot."""
+_CACHED_ITEMS: Final = 200_000
+"""Item hashes remembered before the memory of them is cleared."""
+_THREADS: Final = 256
+"""Threads whose tally (see :meth:`Store.wants_snapshot`) is remembered."""
+_READS: Final = 16
+"""Threads whose last read's items are remembered (their texts: a state's worth each)."""
+
+_DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_DUMPS_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+T = TypeVar("T")
+
+
+class Db(Protocol):
+    """What the store needs of a connection (``sqlite3.Connection``, ``psycopg.Connection``)."""
+
+    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+class _Tally(NamedTuple):
+    """What a thread stored since its last snapshot, up to ``checkpoint_id``, in bytes."""
+
+    checkpoint_id: str
+    since: int
+    """Checkpoints since the snapshot."""
+    stored_since: int
+    snapshot_stored: int
+    last_stored: int
+    """Bytes the last checkpoint stored."""
+
+
+class Store:
+    """The checkpointer both database savers are; a subclass connects and names errors.
+
+    A subclass sets ``where`` (a path, or a URL without its password), ``serializer`` and
+    the class attributes below, and gives :meth:`_write` and :meth:`_read`: a transaction
+    each, yielding the connection and turning the driver's errors into ``CheckpointError``.
+    """
+
+    fresh_reads: ClassVar[bool] = True
+    """Every read decodes afresh: what it returns is the caller's (see ``reads_fresh``)."""
+    where: str
+    serializer: Serializer | None
+    items_query: str
+    """How to fetch items by id (the one statement that differs between the databases)."""
+    ids_param: Callable[[list[int]], Any]
+    """The parameter :attr:`items_query` takes for a list of ids."""
+    sql: Callable[[str], str]
+    """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        """Guards the memory below, shared by the threads that call the saver."""
+        self._hashes: Known = {}
+        self._tallies: dict[str, _Tally] = {}
+        self._read_items: dict[int, dict[int, str]] = {}
+        """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _write(self, verb: str) -> AbstractContextManager[Db]:
+        raise NotImplementedError
+
+    def _read(self, verb: str) -> AbstractContextManager[Db]:
+        raise NotImplementedError
+
+    def _writing(self, verb: str, work: Callable[[Db, Callable[[Any], str]], T]) -> T:
+        """Return ``work(db, dumps)`` run in a write transaction, after the context's fence
+        (see :func:`~corral.checkpoint.base.fenced`); run it again with every non-ASCII
+        character escaped when a text holds a lone surrogate (not UTF-8)."""
+        try:
+            with self._write(verb) as db:
+                pass_fence(db)
+                return work(db, _DUMPS)
+        except UnicodeEncodeError:
+            with self._write(verb) as db:
+                pass_fence(db)
+                return work(db, _DUMPS_ASCII)
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Save ``checkpoint`` in one transaction if ``checkpoint.expected`` is the thread's
+        newest checkpoint.
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            ConcurrentRunError: another run of the thread committed first.
+            CheckpointError: the id is already taken in the thread, the parent is unknown,
+                or the database cannot be written (the message says why).
+        """
+        check_thread_id(checkpoint.thread_id)
+        trees = encode_checkpoint(checkpoint, self.serializer)
+        packer, tally = self._writing(
+            "write a checkpoint to", lambda db, dumps: self._put(db, checkpoint, trees, dumps)
+        )
+        with self._lock:
+            if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
+                self._hashes.clear()
+            self._hashes.update(packer.new)
+            _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
+
+    def _put(
+        self, db: Db, checkpoint: Checkpoint, trees: tuple[Any, Any, Any], dumps: Any
+    ) -> tuple[Packer, _Tally]:
+        """Write the rows of one checkpoint inside the caller's transaction."""
+        q, (snapshot, writes, meta) = self.sql, trees
+        params: dict[str, Any] = {
+            "thread": checkpoint.thread_id,
+            "id": checkpoint.checkpoint_id,
+            "expected": checkpoint.expected,
+            "parent": checkpoint.parent_id,
+        }
+        cas = sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT
+        row = db.execute(q(cas), params).fetchone()
+        if row is None:
+            raise self._refused(db, checkpoint)
+        thread = params["thread"] = int(row[0])
+        if checkpoint.newest_read is not None and checkpoint.parent_id is not None:
+            parent = {"thread": thread, "id": checkpoint.parent_id}
+            if db.execute(q(sql.HAS_CHECKPOINT), parent).fetchone() is None:
+                raise unknown_parent(checkpoint, self.where)
+        insert = q(sql.PUT_ITEM)
+
+        def store_item(text: str) -> int:
+            return int(db.execute(insert, {"thread": thread, "data": text}).fetchone()[0])
+
+        packer = Packer(thread, self._hashes, store_item, dumps)
+        params["snapshot"] = None
+        if snapshot is not None:
+            self._hash_read_items(thread)
+            params["snapshot"] = dumps(packer.state(snapshot))
+        params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
+        params["meta"] = dumps(meta)
+        if db.execute(q(sql.PUT_CHECKPOINT), params).fetchone() is None:
+            raise taken(checkpoint, self.where)
+        if checkpoint.parent_id is not None:
+            db.execute(q(sql.DROP_PENDING), params)
+        texts = [params["snapshot"] or "", params["writes"], params["meta"]]
+        stored = packer.written + sum(map(len, texts))
+        return packer, self._tally(checkpoint, stored)
+
+    def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
+        """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
+        new = checkpoint.checkpoint_id
+        if checkpoint.snapshot is not None:
+            return _Tally(new, 0, 0, stored, 0)
+        last = self._tallies.get(checkpoint.thread_id)
+        if last is None or last.checkpoint_id != checkpoint.parent_id:
+            return _Tally(new, 0, stored, 0, stored)  # unknown: the next one snapshots
+        return _Tally(new, last.since + 1, last.stored_since + stored, last.snapshot_stored, stored)
+
+    def _refused(self, db: Db, checkpoint: Checkpoint) -> CheckpointError:
+        """Return the error for a put whose compare-and-set changed nothing."""
+        params = {
+            "thread": checkpoint.thread_id,
+            "id": checkpoint.checkpoint_id,
+            "parent": checkpoint.parent_id,
+        }
+        row = db.execute(self.sql(sql.REFUSED), params).fetchone()
+        newest, is_taken, parent_known = row if row is not None else (None, False, False)
+        if is_taken:
+            return taken(checkpoint, self.where)
+        if checkpoint.parent_id is not None and not parent_known:
+            return unknown_parent(checkpoint, self.where)
+        return stale_parent(checkpoint, newest, self.where)
+
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot
+        (see ``SnapshotAdvice``): also yes when this saver did not just write or read it."""
+        with self._lock:
+            t = self._tallies.get(thread_id)
+        if t is None or t.checkpoint_id != checkpoint_id or t.snapshot_stored == 0:
+            return True
+        if t.since + 1 >= SNAPSHOT_MIN and t.stored_since >= t.snapshot_stored:
+            return True
+        return t.stored_since + t.last_stored >= REPLAY_BYTES  # the next one as large
+
+    def put_writes(
+        self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
+    ) -> None:
+        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``).
+
+        Raises:
+            SerializationError: a value JSON cannot hold (the message names where it sits).
+            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the database
+                cannot be written.
+        """
+        check_thread_id(thread_id)
+        tree = encode_record(record, self.serializer)
+
+        def work(db: Db, dumps: Callable[[Any], str]) -> None:
+            thread = self._thread_of(db, thread_id, checkpoint_id)
+            if thread is None:
+                raise no_checkpoint(thread_id, checkpoint_id, self.where)
+            params = {"thread": thread, "id": checkpoint_id, "task": task, "record": dumps(tree)}
+            db.execute(self.sql(sql.PUT_PENDING), params)
+
+        self._writing("record a finished task in", work)
+
+    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
+        """Return the records of the finished tasks after ``checkpoint_id``, by task."""
+        check_thread_id(thread_id)
+        out: dict[int, dict[str, Any]] = {}
+        with self._read("read checkpoints from") as db:
+            thread = self._thread_of(db, thread_id, checkpoint_id)
+            if thread is None:
+                return out
+            params = {"thread": thread, "id": checkpoint_id}
+            rows = db.execute(self.sql(sql.PENDING), params).fetchall()
+        for task, text in rows:
+            where = f"task {task} after checkpoint {checkpoint_id!r}"
+            try:
+                out[int(task)] = decode(json.loads(text), serializer=self.serializer, where=where)
+            except CheckpointError:
+                raise
+            except Exception as exc:
+                damaged(self.where, thread_id, checkpoint_id, Damaged(f"{where}: {exc!r}"))
+        return out
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first.
+
+        Raises:
+            CheckpointError: the thread's rows are damaged: a loop of parents, a missing
+                parent, a row or item that cannot be read (naming the checkpoint).
+        """
+        check_thread_id(thread_id)
+        with self._read(f"read thread {thread_id!r} from") as db:
+            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
+            if found is None:
+                return []
+            thread, newest = int(found[0]), found[1]
+            wanted = newest if checkpoint_id is None else checkpoint_id
+            rows = self._fetch(db, sql.CHAIN, thread, thread_id, wanted)
+            if not rows:
+                if checkpoint_id is None:
+                    self._broken(thread_id, newest, "the row of the newest checkpoint is missing")
+                return []
+            read = Rows(
+                self.where, self.serializer, thread_id, self._ordered(thread_id, rows, wanted)
+            )
+            items = read.fetch(self._items_reader(db))
+        chain = read.checkpoints()
+        with self._lock:
+            _remember(self._read_items, thread, items, _READS)
+            _remember(self._tallies, thread_id, _read_tally(read), _THREADS)
+        return chain
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        """Return every checkpoint of the thread, oldest first."""
+        check_thread_id(thread_id)
+        with self._read(f"read thread {thread_id!r} from") as db:
+            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
+            if found is None:
+                return []
+            rows = self._fetch(db, sql.THREAD_ROWS, int(found[0]), thread_id)
+            ids = {row[0] for row in rows}
+            if found[1] not in ids:
+                self._broken(thread_id, found[1], "the row of the newest checkpoint is missing")
+            for checkpoint_id, parent_id, *_ in rows:
+                if parent_id is not None and parent_id not in ids:
+                    self._broken(thread_id, checkpoint_id, f"its parent {parent_id!r} is missing")
+            read = Rows(self.where, self.serializer, thread_id, rows)
+            read.fetch(self._items_reader(db))
+        return read.checkpoints()
+
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
+        check_thread_id(thread_id)
+        with self._read(f"read thread {thread_id!r} from") as db:
+            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
+        return None if found is None else str(found[1])
+
+    def threads(self) -> list[str]:
+        """Return the ids of every thread with a checkpoint, in the order they began."""
+        with self._read("read threads from") as db:
+            return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
+
+    def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:
+        """Return the row id of the thread when it has ``checkpoint_id``, else ``None``."""
+        params = {"thread": thread_id, "id": checkpoint_id}
+        found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
+        return None if found is None else int(found[0])
+
+    def _items_reader(self, db: Db) -> Callable[[list[int]], Any]:
+        query = self.items_query
+        return lambda ids: db.execute(query, {"ids": self.ids_param(ids)}).fetchall()
+
+    def _fetch(self, db: Db, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
+        """Return the rows of ``query``; when they cannot be fetched (text that is not UTF-8,
+        a damaged page), name the first row of the thread that cannot."""
+        params = {"thread": thread, "id": wanted}
+        try:
+            return db.execute(self.sql(query), params).fetchall()
+        except Exception as exc:
+            failed = exc
+        try:
+            ids = db.execute(self.sql(sql.THREAD_IDS), params).fetchall()
+        except Exception:
+            raise failed from None
+        for (checkpoint_id,) in ids:
+            try:
+                db.execute(self.sql(sql.ROW_TEXTS), {**params, "id": checkpoint_id}).fetchall()
+            except Exception as exc:
+                damaged(self.where, thread_id, checkpoint_id, exc)
+        raise failed
+
+    def _ordered(self, thread_id: str, rows: list[Any], wanted: str) -> list[Any]:
+        """Return ``rows`` oldest first, from ``wanted`` up its parents to a snapshot or the
+        thread's first checkpoint; name a loop of parents or a missing parent."""
+        by_id = {row[0]: row for row in rows}
+        out: list[Any] = []
+        seen: list[str] = []
+        current = wanted
+        while True:
+            if current in seen:
+                loop = " -> ".join(map(repr, [*seen[seen.index(current) :], current]))
+                self._broken(thread_id, current, f"its parents loop back to it: {loop}")
+            row = by_id.get(current)
+            if row is None and not seen:
+                self._broken(thread_id, wanted, "its row does not hold its id")
+            if row is None:
+                self._broken(thread_id, seen[-1], f"its parent {current!r} is missing")
+            seen.append(current)
+            out.append(row)
+            if row[2] is not None or row[1] is None:
+                return out[::-1]
+            current = row[1]
+
+    def _broken(self, thread_id: str, checkpoint_id: str, problem: str) -> NoReturn:
+        raise broken_chain(thread_id, checkpoint_id, problem, self.where)
+
+    def _hash_read_items(self, thread: int) -> None:
+        """Remember the hashes of the items the thread's last read fetched, so the snapshot
+        about to be written refers to them instead of storing them again."""
+        with self._lock:
+            items = self._read_items.pop(thread, None)
+            for n, text in (items or {}).items():
+                self._hashes[thread, digest(text)] = (n, len(text))
+
+
+def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
+    """Set ``memory[key]`` as its newest entry, forgetting the oldest beyond ``limit``."""
+    memory.pop(key, None)
+    memory[key] = value
+    while len(memory) > limit:
+        del memory[next(iter(memory))]
+
+
+def _read_tally(read: Rows) -> _Tally:
+    """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
+    pairs = zip(read.sizes[1:], read.rows[1:], strict=True)
+    after = [size + read.item_bytes(row) for size, row in pairs]
+    last = after[-1] if after else 0
+    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], last)

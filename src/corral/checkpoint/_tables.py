@@ -1,0 +1,169 @@
+"""The tables of corral's store and the statements on them, shared by SQLite and PostgreSQL.
+
+Four tables, the same in both databases (only column types differ): a row per thread
+(``newest``: the compare-and-set pointer), a row per checkpoint (its JSON texts; ``seq``
+orders a thread's checkpoints as they were put), a row per large value stored once (an
+*item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
+its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
+thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
+(``corral_runs``) lives in the same database; :mod:`corral.workers` owns it.
+
+Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
+turns them into psycopg's ``%(name)s``. Both databases accept every statement here
+(``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); the one
+difference is how a list of ids is passed (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_TABLES: Final = """
+CREATE TABLE corral_threads (
+    id {id},
+    name TEXT NOT NULL UNIQUE,
+    newest TEXT NOT NULL
+);
+CREATE TABLE corral_checkpoints (
+    seq {id},
+    thread {int} NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    parent_id TEXT,
+    snapshot TEXT,
+    writes TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    UNIQUE (thread, checkpoint_id)
+);
+CREATE TABLE corral_items (
+    id {id},
+    thread {int} NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE TABLE corral_pending (
+    thread {int} NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    task INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (thread, checkpoint_id, task)
+)
+"""
+
+CREATE_SQLITE: Final = tuple(
+    s.strip() for s in _TABLES.format(id="INTEGER PRIMARY KEY", int="INTEGER").split(";")
+)
+"""The tables of a new SQLite file (``corral_schema`` is the opener's)."""
+
+CREATE_POSTGRES: Final = tuple(
+    s.strip()
+    for s in _TABLES.format(id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", int="bigint")
+    .replace("TEXT", "text")
+    .split(";")
+)
+"""The tables of a new PostgreSQL database (``corral_schema`` and ``corral_runs`` are the
+opener's)."""
+
+THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread"
+THREAD_OF: Final = """
+SELECT t.id FROM corral_threads AS t JOIN corral_checkpoints AS c ON c.thread = t.id
+WHERE t.name = :thread AND c.checkpoint_id = :id
+"""
+"""The thread's row id, when it has checkpoint ``:id``."""
+THREADS: Final = "SELECT name FROM corral_threads ORDER BY id"
+
+PUT_FIRST: Final = """
+INSERT INTO corral_threads (name, newest) VALUES (:thread, :id)
+ON CONFLICT (name) DO NOTHING RETURNING id
+"""
+"""The compare-and-set of a thread's first checkpoint (no row back: the thread exists)."""
+
+PUT_NEXT: Final = """
+UPDATE corral_threads SET newest = :id WHERE name = :thread AND newest = :expected
+RETURNING id
+"""
+"""The compare-and-set of every later checkpoint (no row back: the newest is another). In
+PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
+commit, then finds the new ``newest``."""
+
+HAS_CHECKPOINT: Final = (
+    "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
+)
+
+PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data) RETURNING id"
+
+PUT_CHECKPOINT: Final = """
+INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)
+VALUES (:thread, :id, :parent, :snapshot, :writes, :meta)
+ON CONFLICT (thread, checkpoint_id) DO NOTHING RETURNING seq
+"""
+"""A checkpoint's row (no row back: the thread has that id already)."""
+
+DROP_PENDING: Final = (
+    "DELETE FROM corral_pending WHERE thread = :thread AND checkpoint_id = :parent"
+)
+"""A put supersedes the finished tasks recorded after its parent."""
+
+REFUSED: Final = """
+SELECT t.newest,
+    EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = t.id AND c.checkpoint_id = :id),
+    EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = t.id AND c.checkpoint_id = :parent)
+FROM corral_threads AS t WHERE t.name = :thread
+"""
+"""Why a compare-and-set changed nothing: the newest, the id taken?, the parent known?"""
+
+CHAIN: Final = """
+WITH RECURSIVE up (seq, checkpoint_id, parent_id, stop) AS (
+    SELECT seq, checkpoint_id, parent_id, snapshot IS NOT NULL OR parent_id IS NULL
+    FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id
+    UNION
+    SELECT c.seq, c.checkpoint_id, c.parent_id, c.snapshot IS NOT NULL OR c.parent_id IS NULL
+    FROM up JOIN corral_checkpoints AS c ON c.thread = :thread AND c.checkpoint_id = up.parent_id
+    WHERE NOT up.stop
+)
+SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints
+WHERE seq IN (SELECT seq FROM up) ORDER BY seq
+"""
+"""The rows from ``:id`` up its parents to the nearest snapshot (or the thread's first).
+``UNION``, not ``UNION ALL``: a loop of parents (damage) ends the walk, as a row met again
+adds nothing; the caller orders the rows by their parents and names a loop or a gap."""
+
+THREAD_ROWS: Final = """
+SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints
+WHERE thread = :thread ORDER BY seq
+"""
+
+ROW_TEXTS: Final = """
+SELECT snapshot, writes, meta FROM corral_checkpoints
+WHERE thread = :thread AND checkpoint_id = :id
+"""
+THREAD_IDS: Final = "SELECT checkpoint_id FROM corral_checkpoints WHERE thread = :thread"
+
+ITEMS_SQLITE: Final = (
+    "SELECT id, data FROM corral_items WHERE id IN (SELECT value FROM json_each(:ids))"
+)
+"""The stored items with the ids of ``:ids``, a JSON array."""
+ITEMS_POSTGRES: Final = "SELECT id, data FROM corral_items WHERE id = ANY(:ids)"
+"""The stored items with the ids of ``:ids``, a list."""
+
+PUT_PENDING: Final = """
+INSERT INTO corral_pending (thread, checkpoint_id, task, record)
+VALUES (:thread, :id, :task, :record)
+ON CONFLICT (thread, checkpoint_id, task) DO UPDATE SET record = excluded.record
+"""
+PENDING: Final = """
+SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id = :id
+ORDER BY task
+"""
+
+_PARAM: Final = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def for_psycopg(sql: str) -> str:
+    """Return ``sql`` with its ``:name`` parameters in psycopg's ``%(name)s`` style.
+
+    >>> for_psycopg("SELECT 1 FROM t WHERE a = :thread")
+    'SELECT 1 FROM t WHERE a = %(thread)s'
+    """
+    return _PARAM.sub(r"%(\1)s", sql)

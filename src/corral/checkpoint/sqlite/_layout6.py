@@ -1,0 +1,131 @@
+"""Upgrading a file of layout 6 (the one corral 0.1 wrote) to the store of this corral.
+
+Layout 6 kept values once in rows of its own (``{"$corral": 7}`` stands for value 7,
+``{"$corral": "refs", "v": [[first, count, step], ...]}`` for a list of them; the view
+``blobs`` lists every value), and a checkpoint's meta as the keys that changed since its
+parent's (``meta_is_delta``). :func:`upgrade` reads every thread back to plain JSON trees,
+writes them in the new tables (:mod:`corral.checkpoint._tables`) with the new packing, and
+drops the old tables, in the opener's write transaction: a crash leaves the file as it was.
+Nothing else of layout 6 is read: after the upgrade the file is an ordinary new one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Final
+
+from corral.checkpoint import _tables
+from corral.checkpoint._rows import Packer
+from corral.checkpoint.serde import TAG
+
+_DUMPS: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+_OLD: Final = (
+    "DROP TRIGGER IF EXISTS put_checks",
+    "DROP TRIGGER IF EXISTS put_done",
+    "DROP TRIGGER IF EXISTS ids_batch",
+    "DROP TRIGGER IF EXISTS fold",
+    "DROP VIEW IF EXISTS put_fold",
+    "DROP VIEW IF EXISTS blobs",
+    "DROP TABLE IF EXISTS ids",
+    "DROP TABLE IF EXISTS runs",
+    "DROP TABLE IF EXISTS pending_writes",
+    "DROP TABLE IF EXISTS checkpoints",
+    "DROP TABLE IF EXISTS threads",
+)
+
+_ROWS: Final = """
+SELECT k.thread, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
+FROM checkpoints AS k LEFT JOIN checkpoints AS p ON p.seq = k.parent
+WHERE k.thread IS NOT NULL ORDER BY k.seq
+"""
+_NEWEST: Final = """
+SELECT t.id, t.name, coalesce(
+    (SELECT checkpoint_id FROM checkpoints WHERE seq = t.newest),
+    (SELECT checkpoint_id FROM checkpoints WHERE thread = t.id ORDER BY seq DESC LIMIT 1))
+FROM threads AS t ORDER BY t.id
+"""
+_PENDING: Final = """
+SELECT w.thread, k.checkpoint_id, w.task, w.record
+FROM pending_writes AS w JOIN checkpoints AS k ON k.seq = w.seq
+"""
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """Rewrite a layout-6 file in the new tables, inside the caller's write transaction."""
+    for statement in _tables.CREATE_SQLITE:
+        conn.execute(statement)
+    resolve = _Values(conn).resolve
+    new_ids: dict[int, int] = {}
+    for old, name, newest in conn.execute(_NEWEST).fetchall():
+        if newest is not None:
+            found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest}).fetchone()
+            new_ids[old] = int(found[0])
+    metas: dict[tuple[int, str], Any] = {}
+    for old, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta in conn.execute(
+        _ROWS
+    ).fetchall():
+        thread = new_ids[old]
+        meta_tree = resolve(json.loads(meta))
+        if meta_is_delta:
+            delta = meta_tree if meta_tree.get(TAG) == "delta" else {"v": meta_tree}
+            meta_tree = {**metas[thread, parent_id], **delta["v"]}
+            for key in delta.get("del", ()):
+                meta_tree.pop(key, None)
+        metas[thread, checkpoint_id] = meta_tree
+        packer = Packer(thread, {}, _inserter(conn, thread), _DUMPS)
+        state = None if snapshot is None else packer.state(resolve(json.loads(snapshot)))
+        pairs = [[node, packer.state(update)] for node, update in resolve(json.loads(writes))]
+        params = {"thread": thread, "id": checkpoint_id, "parent": parent_id}
+        params |= {"snapshot": None if state is None else _DUMPS(state)}
+        params |= {"writes": _DUMPS(pairs), "meta": _DUMPS(meta_tree)}
+        conn.execute(_tables.PUT_CHECKPOINT, params)
+    for old, checkpoint_id, task, record in conn.execute(_PENDING).fetchall():
+        params = {"thread": new_ids[old], "id": checkpoint_id, "task": task}
+        conn.execute(_tables.PUT_PENDING, params | {"record": _DUMPS(resolve(json.loads(record)))})
+    for statement in _OLD:
+        conn.execute(statement)
+
+
+def _inserter(conn: sqlite3.Connection, thread: int) -> Callable[[str], int]:
+    def insert(text: str) -> int:
+        row = conn.execute(_tables.PUT_ITEM, {"thread": thread, "data": text}).fetchone()
+        return int(row[0])
+
+    return insert
+
+
+class _Values:
+    """The values of a layout-6 file (its view ``blobs``), read once, by id."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.texts: dict[int, str] | None = None
+
+    def resolve(self, tree: Any) -> Any:
+        """Return ``tree`` with every reference replaced by the value it stands for."""
+        if type(tree) is list:
+            return [self.resolve(x) for x in tree]
+        if type(tree) is not dict:
+            return tree
+        tag = tree.get(TAG)
+        if type(tag) is int:
+            return self.value(tag)
+        if tag == "refs":
+            ids = (
+                range(first, first + count * step, step)
+                for first, count, step in ((*run, 1)[:3] for run in tree["v"])
+            )
+            return [self.value(n) for run in ids for n in run]
+        return {key: self.resolve(value) for key, value in tree.items()}
+
+    def value(self, n: int) -> Any:
+        if self.texts is None:
+            self.texts = dict(self.conn.execute("SELECT id, data FROM blobs").fetchall())
+        text = self.texts.get(n)
+        if text is None:
+            msg = f"value {n} is missing"
+            raise ValueError(msg)
+        return self.resolve(json.loads(text))
