@@ -160,7 +160,38 @@ def test_joins_every_run_releases_are_quiet() -> None:
         assert cr304(shape) == [], shape
 
 
+def _arrives_only_by_route(shape: Shape) -> bool:
+    """Whether every node a join waits for has a route into that join.
+
+    Known defect (tests/unit/test_model_known_defects.py, "a listed node that never routes
+    to its join"): the engine notes a listed node's run at the join only when the node routes
+    there, where API.md says "has run". Until one of them changes, shapes outside this class
+    are not judged: their verdict would judge the disagreement, not CR304.
+    """
+    ways = dict(shape.ways)
+    for join, way in shape.ways:
+        for waited in way.wait_for:
+            out = ways.get(waited)
+            if out is None:
+                continue
+            targets = set(out.targets) | {g.otherwise for g in out.guards if g.otherwise}
+            if join not in targets:
+                return False
+    return True
+
+
+def _waits_for_a_start(shape: Shape) -> bool:
+    """Whether a join waits for a start node: CR304 does not yet see a join released in the
+    second superstep and entered again by a start node's later run, with the other listed
+    start node never running again (test_model_known_defects.py, "a join entered again by a
+    waited start node"); the silence there is a known gap, its claims are still judged."""
+    starts = {name for name, way in shape.ways if way.start}
+    return any(set(way.wait_for) & starts for _, way in shape.ways)
+
+
 def _judged(shape: Shape) -> None:
+    if not _arrives_only_by_route(shape):
+        return
     g = build(shape)
     found = g.check()
     if not any(w.wait_for for _, w in shape.ways):
@@ -172,7 +203,7 @@ def _judged(shape: Shape) -> None:
         return
     stuck = [o for o in outcomes if isinstance(o.error, StuckJoinError)]
     messages = [d.message for d in found if d.code == "CR304"]
-    if stuck and len(stuck) == len(outcomes):
+    if stuck and len(stuck) == len(outcomes) and not _waits_for_a_start(shape):
         assert messages, "every run is stuck at a join, and CR304 is silent"
     for finding in found:
         if finding.code != "CR304" or not any(kind in finding.message for kind in NEW_KINDS):

@@ -218,3 +218,31 @@ def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> No
     g.node("long", then="join")(lambda state: {"log": ["long"]})
     g.node("join", then=END, wait_for=("short", "long"))(lambda state: {"log": ["join"]})
     assert any(d.severity == "error" for d in g.check())
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 27 (new): a listed node that never routes to its join"
+)
+def test_a_join_counts_a_listed_node_that_ran_without_routing_to_it() -> None:
+    """API.md: a join runs "once every listed node has run since its own last run"; here
+    ``a`` has run (beside ``b``) but routes elsewhere, and the engine holds the join for it."""
+    g = Graph(Log)
+    g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
+    g.node("b", start=True, then="join")(lambda state: {})
+    g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
+    assert g.check() == []
+    assert g.compile().invoke({"log": []}).state["log"][-1] == "join"
+
+
+@pytest.mark.xfail(
+    strict=True, reason="issue 27 (new): a join entered again by a waited start node"
+)
+def test_check_reports_a_join_entered_again_after_its_start_nodes_ran() -> None:
+    """``a`` and ``b`` start; ``a`` routes to ``b`` and to the join, ``b`` to the join: the
+    join runs in the second superstep beside ``b``'s second run, which routes to the join
+    again while ``a`` never runs again, so every run raises StuckJoinError."""
+    g = Graph(Log)
+    g.node("a", start=True, then=("b", "join"))(lambda state: {"log": ["a"]})
+    g.node("b", start=True, then="join")(lambda state: {})
+    g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
+    assert any(d.code == "CR304" for d in g.check())
