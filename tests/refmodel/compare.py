@@ -8,7 +8,6 @@ from typing import Any
 from corral import Resume
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
-from refmodel.shapes import KNOWN_DEFECTS
 from refmodel.thread import FAILURES_WITH_CHECKPOINT, ModelThread, Outcome, is_failure_record
 
 
@@ -40,8 +39,7 @@ class Seen:
 def _unsure(model: ModelThread) -> bool:
     """After a failure that writes no checkpoint, the contract fixes the status ("error")
     but not the snapshot's step count or which pauses it still lists (the engine may show
-    a pause the failed run had answered); while the known defect is listed, the status is
-    not compared either. The next operation compares them again."""
+    a pause the failed run had answered). The next operation compares them again."""
     return model.status == "error" and model.error not in FAILURES_WITH_CHECKPOINT
 
 
@@ -49,9 +47,6 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
     """What the model says the engine must show after an operation."""
     view = model.view
     unsure = _unsure(model)
-    status: str | None = view.status
-    if unsure and "failed-status-running" in KNOWN_DEFECTS:
-        status = None
     return Seen(
         error=outcome.error if outcome else None,
         run_steps=outcome.steps if outcome and outcome.error is None else None,
@@ -61,7 +56,7 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
         guards=view.guards,
         interrupts=[] if unsure else sorted(view.interrupts),
         history=[(model.history[i].values, model.history[i].next) for i in model.kept],
-        status=status,
+        status=view.status,
     )
 
 
@@ -71,9 +66,6 @@ def engine_seen(app: CompiledGraph[Any], thread: str, result: Any, model: ModelT
     unsure = _unsure(model)
     error = type(result).__name__ if isinstance(result, BaseException) else None
     run_steps = getattr(result, "steps", None) if error is None else None
-    status: str | None = snap.status
-    if unsure and "failed-status-running" in KNOWN_DEFECTS:
-        status = None
     pauses = sorted((i.node, i.value) for i in snap.interrupts)
     return Seen(
         error=error,
@@ -84,7 +76,7 @@ def engine_seen(app: CompiledGraph[Any], thread: str, result: Any, model: ModelT
         guards=dict(snap.guards),
         interrupts=[] if unsure else pauses,
         history=[(dict(h.values), tuple(h.next)) for h in kept_history(app, thread)],
-        status=status,
+        status=snap.status,
     )
 
 

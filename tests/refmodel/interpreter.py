@@ -112,21 +112,6 @@ def new_frame(shape: GraphShape, prefix: str, values: dict[str, Any]) -> Frame:
     return frame
 
 
-def give_back_answers(frame: Frame) -> None:
-    """The engine's way after a run that was answering pauses failed before using the
-    answers, when no node of that superstep had finished (KNOWN_DEFECTS
-    "resume-answer-lost"): the answers are dropped and the pauses stand again. Otherwise
-    the model keeps the answers, as the engine does when a node had finished: the next
-    ``invoke(None)`` hands them to the nodes."""
-    for index, child in frame.children.items():
-        give_back_answers(child)
-        if child.asked:
-            frame.asked[index] = child.interrupts
-    for index in frame.answers:
-        frame.asked[index] = frame.answered[index]
-    frame.answers, frame.answered = {}, {}
-
-
 def merge_value(key: str, current: Any, update: Any) -> Any:
     """A key's new value (API.md section 3): reducers merge, other keys are replaced."""
     if key == "log":
@@ -336,9 +321,13 @@ def take(frame: Frame, source: NodeShape, target: str, used: dict[tuple[str, str
     return target
 
 
-def route(frame: Frame, ran: list[Task], gotos: list[str | None]) -> None:
+def route(
+    frame: Frame, ran: list[Task], gotos: list[str | None], deferred: tuple[Task, ...] = ()
+) -> None:
     """Give the next superstep's tasks: de-duplicated targets, every Send its own task,
-    in node registration order (Send tasks in the order sent); joins wait (section 6)."""
+    in node registration order (Send tasks in the order sent); joins wait (section 6).
+    ``deferred`` are tasks of the superstep that did not run (``update_state(as_node=)``):
+    they are next as they were, ahead of the new Send tasks to the same node."""
     used = dict(frame.guards)
     plain: list[str] = []
     sends: list[Task] = []
@@ -362,6 +351,8 @@ def route(frame: Frame, ran: list[Task], gotos: list[str | None]) -> None:
             held.discard(name)
         else:
             held.add(name)
+    ready += [t.node for t in deferred if t.arg is None and t.node not in ready]
+    sends = [t for t in deferred if t.arg is not None] + sends
     if not ready and not sends and held:
         # concepts.md: a run that would end while a join is held raises StuckJoinError
         frame.reroute, frame.gotos, frame.tasks = list(ran), list(gotos), []

@@ -25,18 +25,6 @@ from corral import END, Guard
 
 KNOWN_DEFECTS: frozenset[str] = frozenset(
     {
-        # issue 27: a failed run (node error, cap) leaves the thread's status "running";
-        # the contract (API.md section 14) says "error". Status is not compared after a
-        # failure while this is listed.
-        "failed-status-running",
-        # issue 27: update_state(..., as_node=X) with X listed by a wait_for join does not
-        # note X's arrival (the join never runs), and one that ends the run while a join
-        # is held reports "done" where a run raises StuckJoinError. as_node is not used on
-        # such X, nor while a join is held.
-        "as-node-join-arrival",
-        # issue 27: a fork from before a subgraph entry reuses the old child's result and
-        # answers. Forks are not taken from checkpoints before a subgraph entry.
-        "fork-reuses-child",
         # issue 27: a run refused with ConcurrentRunError leaves its input in the thread.
         # The concurrent-run operation is only made by runs that bring no input.
         "refused-run-leaves-input",
@@ -45,11 +33,6 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # that superstep (a plain sibling's run is counted). The model shows the engine's
         # count while this is listed.
         "pause-steps-skip-finished-entry",
-        # NEW: update_state(..., as_node=X) with X a Command node routes to every target
-        # of X's annotation (a fan-out no run can make) and counts their guards; 7a says
-        # "exactly as if X had run and returned the update", and a Command node that
-        # returns a plain dict ends its branch. as_node is not used on Command nodes.
-        "as-node-command-fans-out",
         # NEW: update_state(..., as_node=X) whose routes lead to a node listed in
         # interrupt_before leaves the thread "running" with no pause, and invoke(None) then
         # runs that node without pausing; a run of X would pause before it (7a: "the same
@@ -61,12 +44,6 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # them on the updated state (API.md 7 calls update_state a fork; 7a: a fork runs
         # afresh). update_state without as_node is not made while such writes wait.
         "update-reuses-finished-siblings",
-        # NEW: invoke(Resume(v)) whose answered node then fails (a crash before it returns)
-        # drops the answer when no node of that superstep has finished (one paused node
-        # alone, or Send runs that all paused and the first fails): the pause shows again
-        # and invoke(None) asks again. When one had finished, the answer is kept and the
-        # next invoke(None) uses it. The model follows the engine while listed.
-        "resume-answer-lost",
         # issue 27: check() is silent on join shapes every run of which raises
         # StuckJoinError (here: a list router as the fork, which may take one branch).
         # The fork of a generated join is always a then= fan-out while this is listed.

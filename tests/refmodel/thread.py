@@ -16,10 +16,10 @@ from typing import Any
 from refmodel import behaviour as act
 from refmodel.interpreter import (
     Counts,
+    Done,
     Frame,
     ModelError,
     Task,
-    give_back_answers,
     merge_into,
     new_frame,
     note_arrivals,
@@ -78,9 +78,6 @@ class ModelThread:
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
         self.error: str | None = None
-        self.fork_floor = 0
-        """History index of the checkpoint before the last superstep that entered a
-        subgraph: forks from before it would need a fresh child (see KNOWN_DEFECTS)."""
 
     # -------------------------------------------------------------- what is shown
 
@@ -188,10 +185,6 @@ class ModelThread:
         try:
             self._drive(triggers)
         except ModelError as err:
-            # the engine keeps the answers when the superstep has saved writes of finished
-            # nodes, and drops them otherwise (KNOWN_DEFECTS "resume-answer-lost")
-            if not self._frame.done and "resume-answer-lost" in KNOWN_DEFECTS:
-                give_back_answers(self._frame)
             self.status, self.error = "error", err.kind
             if err.kind in FAILURES_WITH_CHECKPOINT:
                 self._checkpoint("loop", "error")
@@ -215,8 +208,6 @@ class ModelThread:
                 self._checkpoint("loop")
             if not frame.tasks or frame.before:
                 return
-            if any(self.shape.node(t.node).kind == "sub" for t in frame.tasks):
-                self.fork_floor = len(self.history)
             merged = run_superstep(frame, self.counts, triggers)
             if merged:
                 pause_before(frame)
@@ -225,26 +216,67 @@ class ModelThread:
                 return
 
     def update_state(self, values: dict[str, Any], as_node: str | None = None) -> None:
-        """``update_state``: merge ``values``; with ``as_node`` route as that node (7a)."""
+        """``update_state``: merge ``values``; with ``as_node`` as a run of that node (7a)."""
+        if as_node is not None:
+            self._run_as(values, as_node)
+            return
         frame = self._frame
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
         # the tasks that finished in a failed superstep ran, so they stay counted, and so
         # do the node runs of a paused child (section 11); those of a subgraph entry a
         # failure cut short are the child thread's
+        self._forget_unfinished()
+        frame.done = {}
+        # an update is not a run: a thread whose last run failed still shows "error"
+        self._checkpoint("update", "error" if self.status == "error" else None)
+
+    def _forget_unfinished(self) -> None:
+        frame = self._frame
         unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
-        frame.done, frame.children, frame.answers = {}, {}, {}
-        if as_node is not None:
-            self.counts.holds = 0
-            # as if as_node had run alone and returned ``values``: its routes (a Command
-            # node returning a plain dict ends its branch), its guards, its join arrivals
-            frame.asked, frame.before, frame.passed_before = {}, [], False
-            note_arrivals(frame, [as_node])
-            route(frame, [Task(as_node)], [None])
-            pause_before(frame)
-            self._checkpoint("update")
+        frame.children, frame.answers = {}, {}
+
+    def _run_as(self, values: dict[str, Any], as_node: str) -> None:
+        """persistence.md "Decisions": ``as_node=X`` closes the pending superstep as if X had
+        run in it and returned ``values``: it counts one run of X (never refused by a cap);
+        the tasks that had finished are merged with it; X's routes are taken (a Command node
+        returning a plain dict ends its branch); the tasks that had not run wait for the
+        next superstep, where a pending ``interrupt()`` asks again."""
+        frame, counts = self._frame, self.counts
+        rerouted, regotos = list(frame.reroute), list(frame.gotos)
+        tasks = [] if rerouted else list(frame.tasks)
+        done = {} if rerouted else dict(frame.done)
+        at = next((i for i, t in enumerate(tasks) if t.node == as_node and i not in done), None)
+        if at is None:
+            at = len(tasks)
+            tasks.append(Task(as_node))
+        waiting = tuple(t for i, t in enumerate(tasks) if i != at and i not in done)
+        done[at] = Done([values])
+        ran = sorted(done)
+        merged = frame.values
+        for index in ran:
+            for update in done[index].updates:
+                merged = merge_into(merged, update)
+        self._forget_unfinished()
+        counts.steps += 1
+        counts.holds = 0
+        frame.runs[as_node] += 1
+        frame.values, frame.done = merged, {}
+        frame.asked, frame.before, frame.passed_before = {}, [], False
+        ran_tasks = [tasks[i] for i in ran]
+        note_arrivals(frame, [t.node for t in ran_tasks])
+        gotos = [*regotos, *(done[i].goto for i in ran)]
+        try:
+            route(frame, [*rerouted, *ran_tasks], gotos, waiting)
+        except ModelError as err:
+            if err.kind != "StuckJoinError":
+                raise
+            # an update is not a run and raises nothing, but the thread it leaves is the
+            # one a run of X would leave: a join held with nothing else to run (concepts.md)
+            self.error = err.kind
+            self._checkpoint("update", "error")
             return
-        # an update is not a run: a thread whose last run failed still shows "error"
-        self._checkpoint("update", "error" if self.status == "error" else None)
+        pause_before(frame)
+        self._checkpoint("update")

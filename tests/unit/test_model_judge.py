@@ -86,7 +86,9 @@ def _sequential(shape: GraphShape) -> bool:
 
 def witness_is_a_run(shape: GraphShape, witness: tuple[str, ...]) -> bool:
     """Whether some choice of every router and ``Command`` makes exactly ``witness`` and
-    then ends: the guards and ``max_runs`` as the model applies them."""
+    then ends, or stops there because the next node's ``max_runs`` is used up (a run
+    that raises ``NodeCapError`` has made exactly those node runs): the guards and
+    ``max_runs`` as the model applies them."""
     frame: Frame = new_frame(shape, "", {"log": []})
     current = next(n.name for n in shape.nodes if n.start)
     for index, name in enumerate(witness):
@@ -102,12 +104,20 @@ def witness_is_a_run(shape: GraphShape, witness: tuple[str, ...]) -> bool:
                 reached = take(frame, node, target, used) if target != END else END
             except ModelError:
                 continue
-            if reached == wanted:
+            if reached == wanted or (wanted == END and _capped(shape, frame, reached)):
                 frame.guards, current = used, wanted
                 break
         else:
             return False
     return current == END
+
+
+def _capped(shape: GraphShape, frame: Frame, name: str) -> bool:
+    """Whether a route to ``name`` is refused by its ``max_runs`` (``NodeCapError``)."""
+    if name == END:
+        return False
+    limit = shape.node(name).max_runs
+    return limit is not None and frame.runs[name] >= limit
 
 
 @JUDGE

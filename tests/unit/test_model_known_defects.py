@@ -183,8 +183,9 @@ def test_update_state_after_a_failed_fan_out_runs_the_siblings_on_the_new_state(
 
 
 def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep() -> None:
-    """When a sibling had finished before the pause the engine keeps the answer across
-    the failure (invoke(None) hands it to the node); alone, the node asks again."""
+    """A node answered by Resume fails before it returns: the answer is kept across the
+    failure (API.md 7: Resume re-runs the node until it completes), so invoke(None) hands
+    it to the node instead of asking again."""
     fail = [True]
 
     def ask(state: Log) -> dict[str, Any]:

@@ -186,13 +186,9 @@ class ThreadMachine(RuleBasedStateMachine):
         node = self.shape.node(name)
         if node.kind == "worker":
             return False  # a Send worker has no state update to stand in for
-        if node.kind == "command" and "as-node-command-fans-out" in KNOWN_DEFECTS:
-            return False
-        if self.shape.interrupt_before and "as-node-skips-interrupt-before" in KNOWN_DEFECTS:
-            return False
-        listed = any(name in waits for waits in self.shape.joins.values())
-        held = self.model.frame is not None and bool(self.model.frame.held)
-        return not ((listed or held) and "as-node-join-arrival" in KNOWN_DEFECTS)
+        return not (
+            self.shape.interrupt_before and "as-node-skips-interrupt-before" in KNOWN_DEFECTS
+        )
 
     def _model_update(self, values: dict[str, Any], as_node: str | None) -> Outcome | None:
         saved = copy.deepcopy(self.model.__dict__)
@@ -208,11 +204,8 @@ class ThreadMachine(RuleBasedStateMachine):
         """Time travel: ``update_state(..., checkpoint_id=C)`` or ``invoke(...,
         checkpoint_id=C)`` from an earlier checkpoint."""
         wanted = ("running",) if how == "continue" else ("running", "done")
-        floor = self.model.fork_floor if "fork-reuses-child" in KNOWN_DEFECTS else 0
         kept = self.model.kept
-        places = [
-            p for p, i in enumerate(kept) if i >= floor and self.model.history[i].status in wanted
-        ]
+        places = [p for p, i in enumerate(kept) if self.model.history[i].status in wanted]
         assume(places)
         place = data.draw(st.sampled_from(places))
         self.inputs += 1
