@@ -49,6 +49,27 @@ class Script:
         return self.replies.pop(0)
 
 
+def answer(call_id: str, content: str, turn: Message) -> Message:
+    """The tool message answering ``call_id`` of the assistant message ``turn``."""
+    return tool_result(call_id, content, id=f"{turn['id']}:{call_id}:result")
+
+
+def assert_every_call_answered_right_after_its_turn(messages: Sequence[Message]) -> None:
+    """The order OpenAI and Anthropic both require: each assistant message with tool calls
+    is followed at once by one tool message per call, in call order, and by no other."""
+    for index, message in enumerate(messages):
+        if message["role"] == "tool":
+            assert index > 0 and messages[index - 1]["role"] in ("assistant", "tool")
+        if message["role"] != "assistant" or not message["tool_calls"]:
+            continue
+        calls = [c["id"] for c in message["tool_calls"]]
+        following = messages[index + 1 : index + 1 + len(calls)]
+        assert [m["role"] for m in following] == ["tool"] * len(calls), messages
+        assert [m["tool_call_id"] for m in following] == calls, messages
+        after = messages[index + 1 + len(calls) : index + 2 + len(calls)]
+        assert all(m["role"] != "tool" for m in after), messages
+
+
 def add(a: int, b: int = 0) -> int:
     """Add two whole numbers.
 
@@ -101,8 +122,9 @@ def test_agent_state_round_trips_through_sqlite(tmp_path: Path) -> None:
             "", [call("add", a=2, b=3)], id="a1"
         )
         run = app.invoke({"messages": [user("and now?", id="u2")]}, thread_id="t")
-    assert [m["id"] for m in run.state["messages"]] == ["u1", "a1", "c1:result", "a2", "u2", "a3"]
-    assert run.state["messages"][2] == tool_result("c1", "5")
+    ids = ["u1", "a1", "a1:c1:result", "a2", "u2", "a3"]
+    assert [m["id"] for m in run.state["messages"]] == ids
+    assert run.state["messages"][2] == tool_result("c1", "5", id="a1:c1:result")
 
 
 # --- toolbox: schemas -------------------------------------------------------------------------
@@ -244,11 +266,12 @@ def test_async_calls_of_one_message_run_concurrently() -> None:
     node = tool_node(Toolbox([meet], timeout_s=5))
     state: AgentState = {
         "messages": [
-            assistant("", [call("meet", "c1", name="x"), call("meet", "c2", name="y")]),
+            assistant("", [call("meet", "c1", name="x"), call("meet", "c2", name="y")], id="a1"),
         ]
     }
     update = asyncio.run(node(state, None))
-    assert update == {"messages": [tool_result("c1", "x met"), tool_result("c2", "y met")]}
+    turn = state["messages"][0]
+    assert update == {"messages": [answer("c1", "x met", turn), answer("c2", "y met", turn)]}
 
 
 def test_results_that_are_not_text_are_sent_as_json() -> None:
@@ -306,7 +329,7 @@ def test_react_agent_calls_tools_then_answers() -> None:
     assert [r.node for r in run.trace] == ["model", "tools", "model"]
     assert run.state["messages"][-1]["content"] == "2 + 3 = 5"
     assert model.seen[1][0] == system("Be exact.", id="system")
-    assert model.seen[1][-1] == tool_result("c1", "5")
+    assert model.seen[1][-1] == answer("c1", "5", model.seen[1][-2])
     assert model.tools[0] == Toolbox([add]).schemas()
     assert all(m.get("id") for m in run.state["messages"][1:])
     assert run.state["messages"][0] == user("2 + 3?")
@@ -322,7 +345,7 @@ def test_model_repairs_a_bad_call_from_the_error_message() -> None:
     run = react_agent(model, [add]).compile().invoke({"messages": [user("2?")]})
     assert run.status == "done"
     assert model.seen[1][-1]["is_error"] is True
-    assert model.seen[2][-1] == tool_result("c2", "2")
+    assert model.seen[2][-1] == answer("c2", "2", model.seen[2][-2])
     assert run.guards == {("model", "tools"): 2}
 
 
@@ -344,6 +367,48 @@ def test_react_agent_gives_up_after_max_turns_with_a_message() -> None:
     )
     assert unanswered["role"] == "tool" and unanswered["is_error"]
     assert "gave up after 3 tool rounds" in unanswered["content"]
+
+
+def test_a_call_id_reused_in_a_later_turn_gets_its_own_answer() -> None:
+    """Models reuse ids (``call_0`` every turn); each turn's call is answered after it."""
+    model = Script(
+        assistant("", [call("add", "call_0", a=1, b=1)]),
+        assistant("", [call("add", "call_0", a=2, b=2), call("add", "call_1", a=3)]),
+        assistant("done"),
+    )
+    run = react_agent(model, [add]).compile().invoke({"messages": [user("sums?")]})
+    messages = run.state["messages"]
+    roles = ["user", "assistant", "tool", "assistant", "tool", "tool", "assistant"]
+    assert [m["role"] for m in messages] == roles
+    assert [m["content"] for m in messages if m["role"] == "tool"] == ["2", "4", "3"]
+    assert_every_call_answered_right_after_its_turn(messages)
+    assert_every_call_answered_right_after_its_turn(model.seen[2])
+    ids = [m["id"] for m in messages[1:]]  # the input has no id
+    assert len(set(ids)) == len(ids)
+
+
+def test_give_up_answers_a_reused_call_id_after_its_own_turn() -> None:
+    def same_id(messages: Sequence[Message], tools: Sequence[ToolSchema]) -> AssistantMessage:
+        return assistant("", [call("add", "call_0", a=len(messages))])
+
+    run = react_agent(same_id, [add], max_turns=2).compile().invoke({"messages": [user("?")]})
+    messages = run.state["messages"]
+    assert [m["role"] for m in messages] == ["user"] + ["assistant", "tool"] * 3 + ["assistant"]
+    assert_every_call_answered_right_after_its_turn(messages)
+    assert [m["is_error"] for m in messages if m["role"] == "tool"] == [False, False, True]
+
+
+def test_answering_the_same_turn_again_replaces_its_answers() -> None:
+    """Ids still make a rerun of one turn's calls replace, not duplicate, its answers."""
+    node = tool_node([add])
+    turn = assistant("", [call("add", "call_0", a=1)], id="a1")
+    state: AgentState = {"messages": [user("x"), turn]}
+    first = node(state, None)["messages"]
+    again = reducers.add_messages([*state["messages"], *first], node(state, None)["messages"])
+    assert again == [user("x"), turn, answer("call_0", "1", turn)]
+    unnamed = assistant("", [call("add", "call_0", a=1)])
+    [result] = node({"messages": [turn, first[0], unnamed]}, None)["messages"]
+    assert result["id"] not in {m.get("id") for m in (turn, first[0])}
 
 
 def test_async_model_and_tools_run_under_invoke_and_ainvoke() -> None:

@@ -166,3 +166,23 @@ def test_a_gave_up_conversation_stays_valid_for_the_api() -> None:
     system, turns = to_anthropic_messages(messages)
     assert system == ""
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+
+
+def test_a_call_id_reused_in_a_later_turn_is_sent_unique_and_answered() -> None:
+    """The messages API refuses repeated tool_use ids: a reused one is sent with a suffix."""
+    recorded = Recorded(
+        "anthropic_tool_use.json", "anthropic_tool_use_again.json", "anthropic_text.json"
+    )
+    model = anthropic_model(sync_client(recorded), "claude-fixture-1")
+    run = react_agent(model, [get_weather]).compile().invoke({"messages": [user("Weather?")]})
+    assert [m["role"] for m in run.state["messages"]] == [
+        "user",
+        *("assistant", "tool", "tool"),
+        *("assistant", "tool"),
+        "assistant",
+    ]
+    turns = recorded.requests[2]["messages"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+    uses = [[b["id"] for b in t["content"] if b["type"] == "tool_use"] for t in turns[1::2]]
+    results = [[b["tool_use_id"] for b in t["content"]] for t in turns[2::2]]
+    assert uses == results == [["toolu_01Wx1", "toolu_01Wx2"], ["toolu_01Wx1-2"]]

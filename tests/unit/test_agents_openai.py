@@ -143,3 +143,24 @@ def test_a_streamed_reply_through_the_async_sdk() -> None:
     reply = asyncio.run(model([user("Oslo?")], [], emit=events.append))
     assert "tools" not in recorded.requests[0]
     assert "".join(e["text"] for e in events) == reply["content"] == "Let me check."
+
+
+def test_a_call_id_reused_in_a_later_turn_is_answered_after_its_own_turn() -> None:
+    """Each assistant message's calls are answered by the tool messages right after it."""
+    recorded = Recorded("openai_tool_call.json", "openai_tool_call_again.json", "openai_text.json")
+    model = openai_model(sync_client(recorded), "gpt-4o-mini")
+    react_agent(model, [get_weather]).compile().invoke({"messages": [user("Weather?")]})
+    sent = recorded.requests[2]["messages"]
+    assert [m["role"] for m in sent] == [
+        "user",
+        *("assistant", "tool", "tool"),
+        *("assistant", "tool"),
+    ]
+    asked = [[c["id"] for c in m["tool_calls"]] for m in sent if m["role"] == "assistant"]
+    assert asked == [["call_Wx1", "call_Wx2"], ["call_Wx1"]]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == [
+        "call_Wx1",
+        "call_Wx2",
+        "call_Wx1",
+    ]
+    assert sent[-1]["content"] == "4°C, cloudy"

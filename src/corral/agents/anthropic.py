@@ -147,6 +147,7 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[s
     """
     system: list[str] = []
     turns: list[dict[str, Any]] = []
+    ids = _ToolUseIds()
     for message in messages:
         if message["role"] == "system":
             system.append(message["content"])
@@ -156,7 +157,12 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[s
             if message["content"]:
                 blocks.append({"type": "text", "text": message["content"]})
             blocks.extend(
-                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                {
+                    "type": "tool_use",
+                    "id": ids.use(c["id"]),
+                    "name": c["name"],
+                    "input": c["arguments"],
+                }
                 for c in message["tool_calls"]
             )
             if not blocks:
@@ -166,7 +172,7 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[s
         if message["role"] == "tool":
             block: dict[str, Any] = {
                 "type": "tool_result",
-                "tool_use_id": message["tool_call_id"],
+                "tool_use_id": ids.answer(message["tool_call_id"]),
                 "content": message["content"],
                 "is_error": message["is_error"],
             }
@@ -177,6 +183,30 @@ def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[s
         else:
             turns.append({"role": "user", "content": [block]})
     return "\n\n".join(system), turns
+
+
+class _ToolUseIds:
+    """The ids a request gives its ``tool_use`` blocks, unique as the messages API requires.
+
+    A call id a model reused in a later turn (``call_0`` every turn) is sent as ``call_0-2``,
+    ``call_0-3``...; a tool result names the latest call sent with its id.
+    """
+
+    def __init__(self) -> None:
+        self.sent: set[str] = set()
+        self.latest: dict[str, str] = {}
+
+    def use(self, call_id: str) -> str:
+        name, count = call_id, 1
+        while name in self.sent:
+            count += 1
+            name = f"{call_id}-{count}"
+        self.sent.add(name)
+        self.latest[call_id] = name
+        return name
+
+    def answer(self, call_id: str) -> str:
+        return self.latest.get(call_id, call_id)
 
 
 def to_anthropic_tools(tools: Sequence[ToolSchema]) -> list[dict[str, Any]]:

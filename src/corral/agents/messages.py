@@ -23,6 +23,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "UserMessage",
+    "answers",
     "assistant",
     "last_assistant",
     "new_id",
@@ -155,6 +156,26 @@ def tool_result(
         "is_error": is_error,
         "id": id if id is not None else f"{tool_call_id}:result",
     }
+
+
+def answers(
+    messages: Sequence[Mapping[str, Any]], results: Sequence[ToolMessage]
+) -> list[ToolMessage]:
+    """Return ``results``, the answers to the last message's calls, with ids of that turn.
+
+    A model may reuse a call id in a later turn (``call_0`` twice); an answer's id is made
+    from the assistant message's id (its place in the list when it has none) and the call's
+    id, so a later answer is appended after its own turn instead of replacing an earlier
+    turn's answer, while answering the same turn again still replaces.
+
+    >>> turn = [assistant("", [{"id": "c1", "name": "add", "arguments": {}}], id="a1")]
+    >>> answers(turn, [tool_result("c1", "5")])[0]["id"]
+    'a1:c1:result'
+    """
+    turn = messages[-1].get("id") if messages else None
+    if turn is None:
+        turn = f"#{len(messages) - 1}"
+    return [{**result, "id": f"{turn}:{result['tool_call_id']}:result"} for result in results]
 
 
 def last_assistant(messages: Sequence[Mapping[str, Any]]) -> AssistantMessage | None:

@@ -21,6 +21,7 @@ from corral.agents.messages import (
     Message,
     SystemMessage,
     ToolMessage,
+    answers,
     assistant,
     last_assistant,
     new_id,
@@ -71,7 +72,7 @@ def tool_node(toolbox: Toolbox | Sequence[ToolFunction]) -> Callable[..., Any]:
             if last is None or not last["tool_calls"]:
                 return None
             results: list[ToolMessage] = await box.arun(last["tool_calls"], ctx)
-            return {"messages": list[Message](results)}
+            return {"messages": list[Message](answers(state["messages"], results))}
 
         return atools
 
@@ -79,7 +80,8 @@ def tool_node(toolbox: Toolbox | Sequence[ToolFunction]) -> Callable[..., Any]:
         last = last_assistant(state["messages"])
         if last is None or not last["tool_calls"]:
             return None
-        return {"messages": list[Message](box.run(last["tool_calls"], ctx))}
+        results = box.run(last["tool_calls"], ctx)
+        return {"messages": list[Message](answers(state["messages"], results))}
 
     return tools
 
@@ -142,15 +144,18 @@ def give_up_node(max_turns: int) -> Callable[..., Any]:
 
     def give_up(state: AgentState) -> AgentUpdate:
         last = last_assistant(state["messages"])
-        unanswered: list[Message] = [
-            tool_result(call["id"], f"error: not run: {reason}", is_error=True)
-            for call in (last["tool_calls"] if last is not None else [])
-        ]
+        unanswered = answers(
+            state["messages"],
+            [
+                tool_result(call["id"], f"error: not run: {reason}", is_error=True)
+                for call in (last["tool_calls"] if last is not None else [])
+            ],
+        )
         text = (
             f"I gave up after {max_turns} tool rounds without reaching a final answer "
             f"(max_turns={max_turns})."
         )
-        return {"messages": [*unanswered, assistant(text, id=new_id())]}
+        return {"messages": [*list[Message](unanswered), assistant(text, id=new_id())]}
 
     return give_up
 
