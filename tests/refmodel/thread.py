@@ -84,7 +84,9 @@ class ModelThread:
     @property
     def view(self) -> View:
         """The thread as ``get_state`` shows it: the newest checkpoint, the current status."""
-        newest = self.history[-1]
+        # the checkpoint the thread is at: the newest written, or the one forked from when
+        # the fork's run failed before writing one (its failure record holds those values)
+        newest = self.base
         # the pauses are the live ones: a run that failed in a superstep where some nodes
         # had paused leaves those pauses waiting for an answer
         # so are the steps: node runs that finished in a failed superstep are saved and count
