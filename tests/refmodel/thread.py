@@ -15,6 +15,7 @@ from typing import Any
 
 from refmodel import behaviour as act
 from refmodel.interpreter import (
+    REDUCED,
     Counts,
     Done,
     Frame,
@@ -257,6 +258,15 @@ class ModelThread:
         waiting = tuple(t for i, t in enumerate(tasks) if i != at and i not in done)
         done[at] = Done([values])
         ran = sorted(done)
+        if _conflict([done[i] for i in ran]):
+            # the barrier refuses it as it would a run of X (section 3): the failure is
+            # recorded with X's task and its update among the superstep's finished ones
+            frame.tasks, frame.done = tasks, done
+            frame.runs[as_node] += 1
+            counts.pending += 1
+            self.status, self.error = "error", "InvalidUpdateError"
+            self._checkpoint("loop", "error")
+            raise ModelError("InvalidUpdateError", as_node)
         merged = frame.values
         for index in ran:
             for update in done[index].updates:
@@ -282,3 +292,14 @@ class ModelThread:
             return
         pause_before(frame)
         self._checkpoint("update")
+
+
+def _conflict(finished: list[Done]) -> bool:
+    """Whether two finished tasks write one key that has no reducer (section 3)."""
+    writer: dict[str, int] = {}
+    for index, done in enumerate(finished):
+        for update in done.updates:
+            for key in update:
+                if key not in REDUCED and writer.setdefault(key, index) != index:
+                    return True
+    return False
