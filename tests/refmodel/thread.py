@@ -239,7 +239,7 @@ class ModelThread:
         unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
-        frame.children, frame.answers = {}, {}
+        frame.children = {}
 
     def _run_as(self, values: dict[str, Any], as_node: str) -> None:
         """persistence.md "Decisions": ``as_node=X`` closes the pending superstep as if X had
@@ -275,7 +275,7 @@ class ModelThread:
         counts.steps += 1
         counts.holds = 0
         frame.runs[as_node] += 1
-        frame.values, frame.done = merged, {}
+        frame.values, frame.done, frame.answers = merged, {}, {}
         frame.asked, frame.before, frame.passed_before = {}, [], False
         ran_tasks = [tasks[i] for i in ran]
         note_arrivals(frame, [t.node for t in ran_tasks])
@@ -283,7 +283,11 @@ class ModelThread:
         try:
             route(frame, [*rerouted, *ran_tasks], gotos, waiting)
         except ModelError as err:
-            if err.kind != "StuckJoinError":
+            if err.kind == "GuardExhaustedError":
+                # recorded as a run's routing failure: the merged update is kept, and a
+                # continue routes again
+                self.status, self.error = "error", err.kind
+                self._checkpoint("loop", "error")
                 raise
             # an update is not a run and raises nothing, but the thread it leaves is the
             # one a run of X would leave: a join held with nothing else to run (concepts.md)
