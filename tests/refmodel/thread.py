@@ -15,6 +15,7 @@ from typing import Any
 
 from refmodel import behaviour as act
 from refmodel.interpreter import (
+    REDUCED,
     Counts,
     Done,
     Frame,
@@ -84,7 +85,9 @@ class ModelThread:
     @property
     def view(self) -> View:
         """The thread as ``get_state`` shows it: the newest checkpoint, the current status."""
-        newest = self.history[-1]
+        # the checkpoint the thread is at: the newest written, or the one forked from when
+        # the fork's run failed before writing one (its failure record holds those values)
+        newest = self.base
         # the pauses are the live ones: a run that failed in a superstep where some nodes
         # had paused leaves those pauses waiting for an answer
         # so are the steps: node runs that finished in a failed superstep are saved and count
@@ -236,7 +239,7 @@ class ModelThread:
         unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
-        frame.children, frame.answers = {}, {}
+        frame.children = {}
 
     def _run_as(self, values: dict[str, Any], as_node: str) -> None:
         """persistence.md "Decisions": ``as_node=X`` closes the pending superstep as if X had
@@ -255,6 +258,15 @@ class ModelThread:
         waiting = tuple(t for i, t in enumerate(tasks) if i != at and i not in done)
         done[at] = Done([values])
         ran = sorted(done)
+        if _conflict([done[i] for i in ran]):
+            # the barrier refuses it as it would a run of X (section 3): the failure is
+            # recorded with X's task and its update among the superstep's finished ones
+            frame.tasks, frame.done = tasks, done
+            frame.runs[as_node] += 1
+            counts.pending += 1
+            self.status, self.error = "error", "InvalidUpdateError"
+            self._checkpoint("loop", "error")
+            raise ModelError("InvalidUpdateError", as_node)
         merged = frame.values
         for index in ran:
             for update in done[index].updates:
@@ -263,7 +275,7 @@ class ModelThread:
         counts.steps += 1
         counts.holds = 0
         frame.runs[as_node] += 1
-        frame.values, frame.done = merged, {}
+        frame.values, frame.done, frame.answers = merged, {}, {}
         frame.asked, frame.before, frame.passed_before = {}, [], False
         ran_tasks = [tasks[i] for i in ran]
         note_arrivals(frame, [t.node for t in ran_tasks])
@@ -271,7 +283,11 @@ class ModelThread:
         try:
             route(frame, [*rerouted, *ran_tasks], gotos, waiting)
         except ModelError as err:
-            if err.kind != "StuckJoinError":
+            if err.kind == "GuardExhaustedError":
+                # recorded as a run's routing failure: the merged update is kept, and a
+                # continue routes again
+                self.status, self.error = "error", err.kind
+                self._checkpoint("loop", "error")
                 raise
             # an update is not a run and raises nothing, but the thread it leaves is the
             # one a run of X would leave: a join held with nothing else to run (concepts.md)
@@ -280,3 +296,14 @@ class ModelThread:
             return
         pause_before(frame)
         self._checkpoint("update")
+
+
+def _conflict(finished: list[Done]) -> bool:
+    """Whether two finished tasks write one key that has no reducer (section 3)."""
+    writer: dict[str, int] = {}
+    for index, done in enumerate(finished):
+        for update in done.updates:
+            for key in update:
+                if key not in REDUCED and writer.setdefault(key, index) != index:
+                    return True
+    return False

@@ -195,7 +195,8 @@ class ThreadMachine(RuleBasedStateMachine):
         try:
             self.model.update_state(values, as_node)
         except ModelError as err:
-            self.model.__dict__.update(saved)
+            if err.kind not in ("InvalidUpdateError", "GuardExhaustedError"):  # recorded
+                self.model.__dict__.update(saved)
             return Outcome(err.kind, self.model.status, {}, [], 0)
         return None
 
