@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from corral import MemorySaver, PostgresSaver, SqliteSaver
+from corral.checkpoint import Checkpointer
 from corral.runtime.app import CompiledGraph
 
 
@@ -30,3 +34,17 @@ def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
         monkeypatch.setattr(CompiledGraph, "invoke", invoke)
     return str(request.param)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
+    """Each saver the contract names (a test file's own ``saver`` fixture takes precedence)."""
+    if request.param == "memory":
+        yield MemorySaver()
+    elif request.param == "sqlite":
+        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
+            yield sqlite
+    else:
+        url = request.getfixturevalue("postgres_url")
+        with PostgresSaver(url) as postgres:
+            yield postgres

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -14,30 +13,14 @@ import pytest
 from corral import (
     END,
     Graph,
-    MemorySaver,
     NodeCapError,
     NodeError,
-    PostgresSaver,
     SqliteSaver,
     StepLimitError,
 )
 from corral.checkpoint import Checkpointer
 from corral.cli import main
 from corral.errors import RunFailedError
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
-    """Each saver the contract names."""
-    if request.param == "memory":
-        yield MemorySaver()
-    elif request.param == "sqlite":
-        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
-            yield sqlite
-    else:
-        url = request.getfixturevalue("postgres_url")
-        with PostgresSaver(url) as postgres:
-            yield postgres
 
 
 class N(TypedDict):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -17,9 +16,7 @@ from corral import (
     Graph,
     Guard,
     GuardExhaustedError,
-    MemorySaver,
     NodeError,
-    PostgresSaver,
     Resume,
     Send,
     SqliteSaver,
@@ -27,20 +24,6 @@ from corral import (
 )
 from corral.checkpoint import Checkpointer
 from corral.cli import main
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
-    """Each saver the contract names."""
-    if request.param == "memory":
-        yield MemorySaver()
-    elif request.param == "sqlite":
-        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
-            yield sqlite
-    else:
-        url = request.getfixturevalue("postgres_url")
-        with PostgresSaver(url) as postgres:
-            yield postgres
 
 
 class Research(TypedDict):

@@ -5,8 +5,6 @@ comes after it afresh, a subgraph's child included."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
@@ -21,27 +19,11 @@ from corral import (
     Graph,
     Guard,
     MemorySaver,
-    PostgresSaver,
     Resume,
-    SqliteSaver,
     StuckJoinError,
     interrupt,
 )
 from corral.checkpoint import Checkpointer
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
-    """Each saver the contract names."""
-    if request.param == "memory":
-        yield MemorySaver()
-    elif request.param == "sqlite":
-        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
-            yield sqlite
-    else:
-        url = request.getfixturevalue("postgres_url")
-        with PostgresSaver(url) as postgres:
-            yield postgres
 
 
 class Fan(TypedDict):
