@@ -22,24 +22,95 @@ small to judge.
 from __future__ import annotations
 
 import gc
-import sys
+import time
 from collections.abc import Callable
 from functools import partial
-from pathlib import Path
+from typing import Any, Literal, TypedDict
 
 import pytest
 
-from corral import Graph
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
-from bench_check import State, guarded_graph, loops_graph, part_times
+from corral import END, Graph, Guard
+from corral.analysis._graph import SpecGraph
+from corral.analysis.rules import RULES
+from corral.spec import GraphSpec
 
 BAR = 9.0
 """The most a part may grow when the graph grows 4x (linear: ~4x; quadratic: ~16x)."""
 FLOOR_S = 0.001
 """Parts quicker than this on the smaller graph are too small to judge: noise swamps them."""
 ROUNDS = 3
+
+
+class State(TypedDict):
+    step: int
+
+
+def _node(state: State) -> dict[str, Any]:
+    return {"step": state["step"] + 1}
+
+
+def _router_returning(*targets: str) -> Callable[[State], str]:
+    def route(state: State) -> str:
+        return targets[0]
+
+    route.__annotations__ = {"state": State, "return": Literal[targets]}
+    return route
+
+
+def loops_graph(size: int, *, guarded: bool = True) -> Graph[State]:
+    """``size // 3`` loops ``a → b → c → a`` in a row, each left for the next one; each
+    loop's way back guarded (many small groups) or not (CR201 reports every loop)."""
+    g = Graph(State, name=f"loops{size}")
+    _add_loops(g, size, guarded=guarded, start=True)
+    return g
+
+
+def guarded_graph(size: int) -> Graph[State]:
+    """A ladder of ``size // 2`` nodes (each also routing one back, guarded) that leads into
+    ``size // 2`` guarded loops: a guard on every node, one group of cycles per loop."""
+    g = Graph(State, name=f"guarded{size}")
+    ladder = size // 2
+    for i in range(ladder):
+        name = f"n{i}"
+        g.node(name, start=i == 0)(_node)
+        ahead = f"n{i + 1}" if i + 1 < ladder else "a0"
+        if i == 0:
+            g.router(name)(_router_returning(ahead))
+            continue
+        back = f"n{i - 1}"
+        g.router(name, guards=[Guard(back, max=2, otherwise=ahead)])(_router_returning(ahead, back))
+    _add_loops(g, size - ladder, guarded=True, start=False)
+    return g
+
+
+def _add_loops(g: Graph[State], size: int, *, guarded: bool, start: bool) -> None:
+    loops = max(1, size // 3)
+    for i in range(loops):
+        a, b, c = f"a{i}", f"b{i}", f"c{i}"
+        g.node(a, start=start and i == 0, then=b)(_node)
+        g.node(b, then=c)(_node)
+        g.node(c)(_node)
+        onward = f"a{i + 1}" if i + 1 < loops else END
+        guards = [Guard(a, max=2, otherwise=onward)] if guarded else []
+        g.router(c, guards=guards)(_router_returning(onward, a))
+
+
+def part_times(g: Graph[State], spec: GraphSpec | None = None) -> dict[str, float]:
+    """Return the CPU time of each part of one ``check()`` of ``g``, by name; reading the
+    spec is timed too unless ``spec`` is given."""
+    times: dict[str, float] = {}
+    if spec is None:
+        started = time.process_time()
+        spec = g.spec()
+        times["spec"] = time.process_time() - started
+    started = time.process_time()
+    graph = SpecGraph(spec)
+    times["SpecGraph"] = time.process_time() - started
+    for code, rule in RULES.items():
+        started = time.process_time()
+        list(rule.check(graph))
+        times[code] = time.process_time() - started
+    return times
 
 
 def least_times(graphs: list[Graph[State]], *, read: bool) -> list[dict[str, float]]:
