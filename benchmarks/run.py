@@ -50,6 +50,16 @@ def run_one(name: str, quick: bool) -> tuple[Report, float]:
     return Report([Row(**row) for row in data["rows"]], data["notes"]), took
 
 
+def skipped(report: Report) -> bool:
+    """Return whether a benchmark measured nothing because what it needs is not installed."""
+    return not report.rows and report.notes[:1] != [] and report.notes[0].startswith("skipped")
+
+
+def passed(report: Report) -> bool:
+    """Return whether every row of ``report`` is within its limit (or it was skipped)."""
+    return all(row.ok for row in report.rows) if report.rows else skipped(report)
+
+
 def table(results: dict[str, Report]) -> list[str]:
     """Return the results as a Markdown table (also what is printed)."""
     peers = any(row.peer for report in results.values() for row in report.rows)
@@ -57,9 +67,8 @@ def table(results: dict[str, Report]) -> list[str]:
     lines = [head, "|---|---|---|---|" + ("---|" if peers else "")]
     for name, report in results.items():
         if not report.rows:
-            lines.append(
-                f"| {name}: {'; '.join(report.notes)} | | | FAIL |" + (" |" if peers else "")
-            )
+            verdict = "skipped" if skipped(report) else "**FAIL**"
+            lines.append(f"| {name}: {'; '.join(report.notes)} | | | {verdict} |" + " |" * peers)
         for row in report.rows:
             verdict = "pass" if row.ok else "**FAIL**"
             line = f"| {row.promise} | {row.show(row.measured)} | {row.show_limit()} | {verdict} |"
@@ -92,7 +101,8 @@ def page(results: dict[str, Report], quick: bool, seconds: float) -> str:
     ]
     for name, report in results.items():
         doc = (HERE / f"{name}.py").read_text().split('"""')[1].strip().splitlines()
-        out += ["", f"## {doc[0]}", "", *doc[1:], "", f"`python benchmarks/{name}.py{flag}`:", ""]
+        title = doc[0].rstrip(".")
+        out += ["", f"## {title}", "", *doc[1:], "", f"`python benchmarks/{name}.py{flag}`:", ""]
         out += [f"- {note}" for note in report.notes]
     return "\n".join(out).replace("\n\n\n", "\n\n") + "\n"
 
@@ -117,7 +127,7 @@ def main() -> int:
     if args.write_docs:
         PAGE.write_text(page(results, args.quick, seconds))
         print(f"wrote {PAGE}", file=sys.stderr)
-    return 0 if all(r.rows and all(row.ok for row in r.rows) for r in results.values()) else 1
+    return 0 if all(passed(report) for report in results.values()) else 1
 
 
 if __name__ == "__main__":
