@@ -60,13 +60,18 @@ def langgraph_bytes(steps: int) -> int | None:
     saver = InMemorySaver()
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 10 * steps}
     g.compile(checkpointer=saver).invoke({"messages": []}, config)
-    total = 0
-    for value in saver.storage.values():
-        for namespace in value.values():
-            for checkpoint, meta, _parent in namespace.values():
-                total += len(checkpoint[1]) + len(meta[1])
-    total += sum(len(blob[1]) for blob in saver.blobs.values())
-    total += sum(len(w[2][1]) for writes in saver.writes.values() for w in writes.values())
+    # The saver's serialized (type, bytes) pairs, as its tables hold them; another
+    # LangGraph version may hold them otherwise, and then the peer column stays empty.
+    try:
+        total = 0
+        for value in saver.storage.values():
+            for namespace in value.values():
+                for checkpoint, meta, _parent in namespace.values():
+                    total += len(checkpoint[1]) + len(meta[1])
+        total += sum(len(blob[1]) for blob in saver.blobs.values())
+        total += sum(len(w[2][1]) for writes in saver.writes.values() for w in writes.values())
+    except (AttributeError, TypeError, ValueError, IndexError):
+        return None
     return total
 
 
