@@ -29,6 +29,7 @@ BENCHMARKS = (
     "storage",
     "reload",
     "check_scale",
+    "lint_tree",
     "import_time",
     "subgraph_entry",
     "memory",
