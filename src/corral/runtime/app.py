@@ -18,12 +18,12 @@ from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
+from corral.runtime.child_graph import ChildGraph, paused_children
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
-from corral.runtime.subgraphs import ChildGraph, paused_children
 from corral.runtime.tables import build_tables
 from corral.spec import GraphSpec
 
@@ -71,25 +71,10 @@ class CompiledGraph(Generic[StateT, InputT]):
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.max_steps = threads.check_cap(max_steps) if max_steps is not None else spec.max_steps
-        self._tables = build_tables(spec)
-        for node_spec in spec.nodes:
-            if node_spec.subgraph is not None:
-                node = self._tables.nodes[node_spec.name]
-                node.child = ChildGraph(
-                    node_spec.name,
-                    node_spec.subgraph,
-                    checkpointer,
-                    self._tables,
-                    pauses=(self.interrupt_before, self.interrupt_after),
-                )
-        self._settings = threads.Settings(
-            self._tables,
-            checkpointer,
-            self.max_steps,
-            frozenset(interrupt_before),
-            frozenset(interrupt_after),
-            persist.parts_of(checkpointer),
+        self._settings = _compiled(
+            spec, checkpointer, self.max_steps, self.interrupt_before, self.interrupt_after
         )
+        self._tables = self._settings.tables
 
     def __repr__(self) -> str:
         label = f" {self.spec.name!r}" if self.spec.name else ""
@@ -392,6 +377,30 @@ class CompiledGraph(Generic[StateT, InputT]):
         from corral.runtime.telemetry import watch_async
 
         return watch_async(run_async(rs), tracer)
+
+
+def _compiled(
+    spec: GraphSpec,
+    checkpointer: Checkpointer | None,
+    max_steps: int,
+    before: tuple[str, ...],
+    after: tuple[str, ...],
+) -> threads.Settings:
+    """Return what a graph fixes for its runs: its tables, each subgraph node with its
+    child compiled (the paths of ``before`` and ``after`` inside it become the child's)."""
+    tables = build_tables(spec)
+    for node_spec in spec.nodes:
+        sub = node_spec.subgraph
+        if sub is not None:
+            prefix = f"{node_spec.name}/"
+            inside = [tuple(p.removeprefix(prefix) for p in ps if p.startswith(prefix))
+                      for ps in (before, after)]  # fmt: skip
+            child = _compiled(sub.graph, checkpointer, sub.graph.max_steps, *inside)
+            tables.nodes[node_spec.name].child = ChildGraph(node_spec.name, sub, child, tables)
+    pauses = frozenset(before), frozenset(after)
+    return threads.Settings(
+        tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
+    )
 
 
 def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:

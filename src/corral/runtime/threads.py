@@ -29,7 +29,7 @@ from corral.runtime.subgraphs import answer_for
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
-__all__ = ["Settings", "get_state", "history", "start", "update_state"]
+__all__ = ["Settings", "get_state", "history", "new_run", "start", "thread_writer", "update_state"]
 
 
 class Settings(NamedTuple):
@@ -145,15 +145,16 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
 
-def _writer(
+def thread_writer(
     settings: Settings,
     rs: RunState,
     last: Checkpoint | None,
     *,
     new_run: bool,
     forked: bool,
-    newest_read: str | None,
+    newest_read: str | None = None,
 ) -> persist.ThreadWriter:
+    """Return the checkpoint writer of a run of ``rs.thread_id`` that goes on from ``last``."""
     meta = last.meta if last is not None else {}
     run = int(meta.get("run", 0 if new_run else 1))
     assert rs.thread_id is not None
@@ -187,7 +188,7 @@ def _start_on_thread(
         rs.notes.check_state(rs.values)
     last = chain[-1] if chain else None
     forked = newest_read is not None
-    writer = _writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
+    writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
@@ -216,7 +217,9 @@ def _continue(
         rs.notes.check_state(rs.values)
     restore.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
-    writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
+    writer = thread_writer(
+        settings, rs, last, new_run=False, forked=forked, newest_read=newest_read
+    )
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
     meta = last.meta
@@ -376,7 +379,7 @@ def update_state(
     rs.values = restore.rebuild(tables, chain, rs.notes)
     restore.load(rs, tables, base, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
-    writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
+    writer = thread_writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
     writer.source = "update"
     rs.checkpoints = writer
