@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
@@ -26,6 +26,9 @@ from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
 from corral.runtime.tables import build_tables
 from corral.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from corral.runtime.telemetry import RunTracer
 
 __all__ = ["CompiledGraph", "Run"]
 
@@ -67,7 +70,6 @@ class CompiledGraph(Generic[StateT, InputT]):
         self.checkpointer = checkpointer
         self.telemetry = telemetry
         """Emit OpenTelemetry spans for each run (:mod:`corral.runtime.telemetry`)."""
-        self._tracers: dict[int, Any] = {}
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.max_steps = threads.check_cap(max_steps) if max_steps is not None else spec.max_steps
@@ -122,8 +124,8 @@ class CompiledGraph(Generic[StateT, InputT]):
                     on_event=on_event,
                 )
             )
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        for _ in self._sync(rs):
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        for _ in self._sync(rs, tracer):
             pass
         return run_of(rs)
 
@@ -138,8 +140,8 @@ class CompiledGraph(Generic[StateT, InputT]):
         on_event: Callable[[Event], None] | None = None,
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        async for _ in self._async(rs):
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        async for _ in self._async(rs, tracer):
             pass
         return run_of(rs)
 
@@ -213,10 +215,10 @@ class CompiledGraph(Generic[StateT, InputT]):
         if self._tables.has_async:
             _refuse_running_loop("stream")
         buffer: list[Event] = []
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         if self._tables.has_async:
-            return _drive_in_new_loop(streams.select_async(rs, self._async(rs), modes))
-        return streams.select(rs, self._sync(rs), modes)
+            return _drive_in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+        return streams.select(rs, self._sync(rs, tracer), modes)
 
     def astream(
         self,
@@ -237,9 +239,9 @@ class CompiledGraph(Generic[StateT, InputT]):
         """
         modes = streams.check_mode(mode)
         buffer = streams.LiveBuffer(modes)
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         buffer.attach(rs)
-        return streams.live(self._async(rs), buffer)
+        return streams.live(self._async(rs, tracer), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -331,7 +333,8 @@ class CompiledGraph(Generic[StateT, InputT]):
         deps: Any,
         on_event: Callable[[Event], None] | None,
         buffer: list[Event] | None,
-    ) -> RunState:
+    ) -> tuple[RunState, RunTracer | None]:
+        """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
         tracer = None
         if self.telemetry:
             from corral.runtime.telemetry import RunTracer, continued
@@ -357,21 +360,18 @@ class CompiledGraph(Generic[StateT, InputT]):
             raise
         if tracer is not None:
             tracer.started(rs.thread_id)
-            self._tracers[id(rs)] = tracer
-        return rs
+        return rs, tracer
 
-    def _sync(self, rs: RunState) -> Iterator[Any]:
+    def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
         """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
         if tracer is None:
             return run_sync(rs)
         from corral.runtime.telemetry import watch
 
         return watch(run_sync(rs), tracer)
 
-    def _async(self, rs: RunState) -> AsyncIterator[Any]:
+    def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
         """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
         if tracer is None:
             return run_async(rs)
         from corral.runtime.telemetry import watch_async
