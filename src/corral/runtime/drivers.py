@@ -68,14 +68,7 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     checkpointer, ``interrupt()`` inside the node returns the answers given so far.
     """
     node = call.node
-    if rs.checkpoints is None:
-        if node.child is None and node.retry is None and not (node.takes_ctx or rs.timed):
-            # Nothing to set up around the call: no answers, clock, context or attempts.
-            state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-            return node.func(state), 0.0
-        answers = None
-    else:
-        answers = rs.answers.get(call.position, [])
+    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
         return _child_sync(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
@@ -185,7 +178,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
     yield from flush(rs)
     while running(rs):
-        routing = rs_routing(rs) if rs.reroute is not None else None
+        routing = rs_routing(rs)
         if routing is None:
             routing = yield from _superstep_sync(rs)
             if routing is None:
