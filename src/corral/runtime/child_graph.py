@@ -202,12 +202,9 @@ class Entry:
             rs.thread_id = thread
             writer = threads.thread_writer(child.settings, rs, None, new_run=True, forked=True)
             rs.checkpoints = writer
-            pauses = pauses_before(rs, rs.tasks) if rs.pause_before else []
-            if pauses or len(rs.tasks) > 1:  # finished tasks are recorded against one
-                writer.name_pauses(rs, pauses)
-                writer.put(rs, [], "interrupted" if pauses else "running", "input", pauses)
-                if pauses:
-                    rs.pause(pauses)
+            # Finished tasks are recorded against a checkpoint; a pause is saved in one.
+            if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
+                threads.save_input(rs, writer, [])
         self.relay.attach(rs)
         return self
 

@@ -29,7 +29,16 @@ from corral.runtime.subgraphs import answer_for
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
-__all__ = ["Settings", "get_state", "history", "new_run", "start", "thread_writer", "update_state"]
+__all__ = [
+    "Settings",
+    "get_state",
+    "history",
+    "new_run",
+    "save_input",
+    "start",
+    "thread_writer",
+    "update_state",
+]
 
 
 class Settings(NamedTuple):
@@ -195,10 +204,17 @@ def _start_on_thread(
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
     writer.force_snapshot = writer.force_snapshot or filled
     rs.checkpoints = writer
+    save_input(rs, writer, [("__input__", dict(input))])
+
+
+def save_input(
+    rs: RunState, writer: persist.ThreadWriter, writes: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
+    ``interrupt_before`` names."""
     pauses = pauses_before(rs, rs.tasks)
     writer.name_pauses(rs, pauses)
-    status = "interrupted" if pauses else "running"
-    writer.put(rs, [("__input__", dict(input))], status, "input", pauses)
+    writer.put(rs, writes, "interrupted" if pauses else "running", "input", pauses)
     if pauses:
         rs.pause(pauses)
 
