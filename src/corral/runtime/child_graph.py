@@ -47,7 +47,7 @@ from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import is_flat
 from corral.runtime.subgraphs import ChildOutcome, ChildPause
-from corral.runtime.tables import NO_ARG, Tables, Task
+from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
 __all__ = ["ChildGraph", "Entry", "child_thread", "paused_children"]
@@ -74,7 +74,7 @@ class ChildGraph:
         self.settings = settings
         self.tables = tables = settings.tables
         self.shared = frozenset(sub.shared)
-        self.starts = tuple(Task(tables.nodes[node], NO_ARG) for node in tables.starts)
+        self.starts = tuple(tables.nodes[node].task for node in tables.starts)
         self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
         """The shared keys a child reducer merges into: the child starts from a copy of the
         parent's value, which the reducer may change in place."""
@@ -117,8 +117,15 @@ class ChildGraph:
         """Return a new child run from ``state`` (the parent's, or a ``Send`` argument), its
         writes kept in ``rs.log``."""
         if self.sub.input is not None:
+            mapped = self.sub.input(state)
+            if not isinstance(mapped, Mapping):
+                msg = (
+                    f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
+                    "return a dict of the child's keys"
+                )
+                raise CorralError(msg)
             settings = self.settings._replace(checkpointer=None)
-            rs = threads.start(settings, self._input(state), thread_id=None, checkpoint_id=None,
+            rs = threads.start(settings, dict(mapped), thread_id=None, checkpoint_id=None,
                                max_steps=None, deps=deps, emit=None, buffer=None)  # fmt: skip
         else:
             values = {k: copy.copy(v) for k, v in self.own_empties.items()}
@@ -129,18 +136,6 @@ class ChildGraph:
             rs.values, rs.flat, rs.tasks = values, is_flat(values), self.starts
         rs.log = []
         return rs
-
-    def _input(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """Return the child's input from ``input=`` (``state``: the parent's or a ``Send``'s)."""
-        assert self.sub.input is not None
-        mapped = self.sub.input(state)
-        if not isinstance(mapped, Mapping):
-            msg = (
-                f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
-                "return a dict of the child's keys"
-            )
-            raise CorralError(msg)
-        return dict(mapped)
 
     def writes(
         self, raw: Sequence[tuple[str, Mapping[str, Any]]], final: Mapping[str, Any]

@@ -49,7 +49,7 @@ class Settings(NamedTuple):
     max_steps: int
     pause_before: frozenset[str]
     pause_after: frozenset[str]
-    parts: persist.SaverParts = persist.SaverParts(None, None)
+    parts: persist.SaverParts
     """The optional parts of ``checkpointer`` (:func:`persist.parts_of`)."""
 
 
