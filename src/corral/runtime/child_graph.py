@@ -125,8 +125,7 @@ class ChildGraph:
                 )
                 raise CorralError(msg)
             settings = self.settings._replace(checkpointer=None)
-            rs = threads.start(settings, dict(mapped), thread_id=None, checkpoint_id=None,
-                               max_steps=None, deps=deps, emit=None, buffer=None)  # fmt: skip
+            rs = threads.start(settings, dict(mapped), thread_id=None, deps=deps)
         else:
             values = {k: copy.copy(v) for k, v in self.own_empties.items()}
             for key, value in state.items():
@@ -225,8 +224,7 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        rs = threads.start(self.child.settings, start, thread_id=self.thread, checkpoint_id=None,
-                           max_steps=None, deps=self.deps, emit=None, buffer=None)  # fmt: skip
+        rs = threads.start(self.child.settings, start, thread_id=self.thread, deps=self.deps)
         self.relay.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
         return rs
 

@@ -77,11 +77,11 @@ def start(
     input: Any,
     *,
     thread_id: str | None,
-    checkpoint_id: str | None,
-    max_steps: int | None,
     deps: Any,
-    emit: Callable[[Event], None] | None,
-    buffer: list[Event] | None,
+    checkpoint_id: str | None = None,
+    max_steps: int | None = None,
+    emit: Callable[[Event], None] | None = None,
+    buffer: list[Event] | None = None,
     checkpoint_meta: dict[str, Any] | None = None,
 ) -> RunState:
     """Return the run that ``invoke(input, ...)`` asks for, ready for a driver.
