@@ -64,8 +64,8 @@ def pool_for(rs: RunState, call: Call, *, concurrent: bool) -> StepPool:
     allows one run to each plain task of the superstep (they are counted at the barrier).
     """
     number = rs.supersteps + 1
-    pool = rs.step_pool
-    if not concurrent or pool is None or pool.superstep != number:
+    pool = rs.step_pool if concurrent else None
+    if pool is None or pool.superstep != number:
         after = -1 if concurrent else call.position
         done = rs.done
         plain = sum(
@@ -73,7 +73,9 @@ def pool_for(rs: RunState, call: Call, *, concurrent: bool) -> StepPool:
             for index, task in enumerate(rs.tasks)
             if index > after and task.node.child is None and index not in done
         )
-        pool = rs.step_pool = StepPool(number, rs.max_steps, rs.steps + plain)
+        pool = StepPool(number, rs.max_steps, rs.steps + plain)
+        if concurrent:
+            rs.step_pool = pool
     assert isinstance(pool, StepPool)
     return pool
 

@@ -124,7 +124,8 @@ def _child_sync(
         if entry.rs is not None:
             for _ in run_sync(entry.rs):
                 pass
-    return entry.outcome()  # type: ignore[no-any-return]
+    outcome: ChildOutcome = entry.outcome()
+    return outcome
 
 
 async def _child_async(
@@ -137,7 +138,8 @@ async def _child_async(
         if entry.rs is not None:
             async for _ in run_async(entry.rs):
                 pass
-    return entry.outcome()  # type: ignore[no-any-return]
+    outcome: ChildOutcome = entry.outcome()
+    return outcome
 
 
 def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]:
