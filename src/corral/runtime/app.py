@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
@@ -18,14 +18,17 @@ from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
+from corral.runtime.child_graph import ChildGraph, paused_children
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
-from corral.runtime.subgraphs import ChildGraph, paused_children
 from corral.runtime.tables import build_tables
 from corral.spec import GraphSpec
+
+if TYPE_CHECKING:
+    from corral.runtime.telemetry import RunTracer
 
 __all__ = ["CompiledGraph", "Run"]
 
@@ -67,29 +70,13 @@ class CompiledGraph(Generic[StateT, InputT]):
         self.checkpointer = checkpointer
         self.telemetry = telemetry
         """Emit OpenTelemetry spans for each run (:mod:`corral.runtime.telemetry`)."""
-        self._tracers: dict[int, Any] = {}
         self.interrupt_before = tuple(interrupt_before)
         self.interrupt_after = tuple(interrupt_after)
         self.max_steps = threads.check_cap(max_steps) if max_steps is not None else spec.max_steps
-        self._tables = build_tables(spec)
-        for node_spec in spec.nodes:
-            if node_spec.subgraph is not None:
-                node = self._tables.nodes[node_spec.name]
-                node.child = ChildGraph(
-                    node_spec.name,
-                    node_spec.subgraph,
-                    checkpointer,
-                    self._tables,
-                    pauses=(self.interrupt_before, self.interrupt_after),
-                )
-        self._settings = threads.Settings(
-            self._tables,
-            checkpointer,
-            self.max_steps,
-            frozenset(interrupt_before),
-            frozenset(interrupt_after),
-            persist.parts_of(checkpointer),
+        self._settings = _compiled(
+            spec, checkpointer, self.max_steps, self.interrupt_before, self.interrupt_after
         )
+        self._tables = self._settings.tables
 
     def __repr__(self) -> str:
         label = f" {self.spec.name!r}" if self.spec.name else ""
@@ -137,8 +124,8 @@ class CompiledGraph(Generic[StateT, InputT]):
                     on_event=on_event,
                 )
             )
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        for _ in self._sync(rs):
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        for _ in self._sync(rs, tracer):
             pass
         return run_of(rs)
 
@@ -153,8 +140,8 @@ class CompiledGraph(Generic[StateT, InputT]):
         on_event: Callable[[Event], None] | None = None,
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
-        async for _ in self._async(rs):
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        async for _ in self._async(rs, tracer):
             pass
         return run_of(rs)
 
@@ -228,10 +215,10 @@ class CompiledGraph(Generic[StateT, InputT]):
         if self._tables.has_async:
             _refuse_running_loop("stream")
         buffer: list[Event] = []
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         if self._tables.has_async:
-            return _drive_in_new_loop(streams.select_async(rs, self._async(rs), modes))
-        return streams.select(rs, self._sync(rs), modes)
+            return _drive_in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+        return streams.select(rs, self._sync(rs, tracer), modes)
 
     def astream(
         self,
@@ -252,9 +239,9 @@ class CompiledGraph(Generic[StateT, InputT]):
         """
         modes = streams.check_mode(mode)
         buffer = streams.LiveBuffer(modes)
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
         buffer.attach(rs)
-        return streams.live(self._async(rs), buffer)
+        return streams.live(self._async(rs, tracer), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -346,7 +333,8 @@ class CompiledGraph(Generic[StateT, InputT]):
         deps: Any,
         on_event: Callable[[Event], None] | None,
         buffer: list[Event] | None,
-    ) -> RunState:
+    ) -> tuple[RunState, RunTracer | None]:
+        """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
         tracer = None
         if self.telemetry:
             from corral.runtime.telemetry import RunTracer, continued
@@ -372,26 +360,47 @@ class CompiledGraph(Generic[StateT, InputT]):
             raise
         if tracer is not None:
             tracer.started(rs.thread_id)
-            self._tracers[id(rs)] = tracer
-        return rs
+        return rs, tracer
 
-    def _sync(self, rs: RunState) -> Iterator[Any]:
+    def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
         """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
         if tracer is None:
             return run_sync(rs)
         from corral.runtime.telemetry import watch
 
         return watch(run_sync(rs), tracer)
 
-    def _async(self, rs: RunState) -> AsyncIterator[Any]:
+    def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
         """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        tracer = self._tracers.pop(id(rs), None) if self.telemetry else None
         if tracer is None:
             return run_async(rs)
         from corral.runtime.telemetry import watch_async
 
         return watch_async(run_async(rs), tracer)
+
+
+def _compiled(
+    spec: GraphSpec,
+    checkpointer: Checkpointer | None,
+    max_steps: int,
+    before: tuple[str, ...],
+    after: tuple[str, ...],
+) -> threads.Settings:
+    """Return what a graph fixes for its runs: its tables, each subgraph node with its
+    child compiled (the paths of ``before`` and ``after`` inside it become the child's)."""
+    tables = build_tables(spec)
+    for node_spec in spec.nodes:
+        sub = node_spec.subgraph
+        if sub is not None:
+            prefix = f"{node_spec.name}/"
+            inside = [tuple(p.removeprefix(prefix) for p in ps if p.startswith(prefix))
+                      for ps in (before, after)]  # fmt: skip
+            child = _compiled(sub.graph, checkpointer, sub.graph.max_steps, *inside)
+            tables.nodes[node_spec.name].child = ChildGraph(node_spec.name, sub, child, tables)
+    pauses = frozenset(before), frozenset(after)
+    return threads.Settings(
+        tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
+    )
 
 
 def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:

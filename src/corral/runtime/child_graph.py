@@ -1,25 +1,23 @@
 """Running a subgraph node: the child graph as a run of its own, inside its parent's step.
 
-A subgraph node is not a node run. When the engine reaches one, it hands the task to a
-:class:`ChildGraph` (compiled once with the parent app, its tables and start tasks built
-then), which runs the child to its end (or its next pause) and returns a
-:class:`ChildOutcome`: the **writes** to hand back to the parent, in the order the child
-merged them, and how many node runs the child took. The engine merges those writes through
-the parent's reducers, in order, like the updates of that many nodes, so a list the child
-appended to gets each appended item once (the child started from the parent's list; handing
-back its final list would duplicate it). Of several writes of one entry to a key without a
-reducer only the last is handed back: they replace each other in order, as they would have
-in the parent, and must not look like parallel writes at the parent's barrier.
+A subgraph node is not a node run. When a driver reaches one, it asks the node's
+:class:`ChildGraph` (compiled with the parent app) for an :class:`Entry`, drives the child
+run the entry starts (or resumes) with the same driver as the parent's, and hands the core
+the entry's :class:`~corral.runtime.subgraphs.ChildOutcome`: the **writes** to hand back to
+the parent, in the order the child merged them, and how many node runs the child took. The
+core merges those writes through the parent's reducers, in order, like the updates of that
+many nodes, so a list the child appended to gets each appended item once (the child started
+from the parent's list; handing back its final list would duplicate it). Of several writes
+of one entry to a key without a reducer only the last is handed back: they replace each
+other in order, as they would have in the parent, and must not look like parallel writes at
+the parent's barrier.
 
 - In: the parent's values of the keys both schemas share, or ``input(state)``; a ``Send``
   argument replaces the parent's state as ``input``'s argument (or is the child's input).
 - Out: each child write restricted to the shared keys, named by path (``research/search``),
   or with ``output=`` one write, ``output(final_child_state)``.
-- Counting: the child runs under a cap of ``min(its own max_steps, what is left of the
-  top-level run's)``; concurrent entries (async) share what is left through a
-  :class:`~corral.runtime.child_steps.StepPool`, so every node run anywhere counts toward the
-  top-level ``max_steps`` at the moment it starts. Its guards and ``max_runs`` count per
-  entry, because each entry is a fresh child run.
+- Counting: see :mod:`corral.runtime.child_steps`. Guards and ``max_runs`` count per entry,
+  because each entry is a fresh child run.
 - Checkpoints: with a checkpointer, the child runs on a thread of its own in the same store,
   named after the parent's thread, the node's path and the entry (the parent's run and
   superstep and the task's place in it), so running the same task again after a crash or a
@@ -33,57 +31,26 @@ in the parent, and must not look like parallel writes at the parent's barrier.
 from __future__ import annotations
 
 import copy
-import operator
-import secrets
-from collections.abc import Iterator, Mapping
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
+import dataclasses
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
 
+from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
 from corral.errors import CorralError
-from corral.reducers import add_messages, append, merge, union
-from corral.runtime import persist, restore
-from corral.runtime.child_steps import Entry, lift_error
-from corral.runtime.events import Interrupt
+from corral.runtime import restore, threads
+from corral.runtime.child_steps import Relay, pool_for
+from corral.runtime.events import Interrupt, StateSnapshot
+from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState
-from corral.runtime.state import ListNotes
-from corral.runtime.tables import NO_ARG, Tables, Task
+from corral.runtime.run_state import Call, RunState
+from corral.runtime.state import is_flat
+from corral.runtime.subgraphs import ChildOutcome, ChildPause
+from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
-if TYPE_CHECKING:
-    from corral.checkpoint.base import Checkpointer
-    from corral.runtime.app import CompiledGraph
-
-__all__ = ["ChildGraph", "ChildOutcome", "child_thread"]
-
-Trace = list[tuple[int, str, dict[str, Any] | None, float]]
-
-
-class ChildOutcome(NamedTuple):
-    """What one entry into a subgraph gave its parent."""
-
-    writes: list[tuple[str, dict[str, Any]]]
-    """``(path, update)`` pairs for the parent to merge, in order."""
-    steps: int
-    """Node runs the child took in this call (toward the top-level ``max_steps``)."""
-    interrupts: tuple[Interrupt, ...]
-    """The child's pending pauses, named by path, when it paused (else empty)."""
-    trace: Trace
-    """The child's node runs of this call, named by path, numbered as the parent's steps."""
-    final: dict[str, Any] | None = None
-    """The child's final values of the keys its writes hand back, when each of those keys
-    has the same reducer in both graphs and the child started from the parent's values
-    (a fresh entry without ``input=`` or ``output=``): merging the writes into the parent's
-    values it started from gives these values."""
-
-
-_PURE_REDUCERS: frozenset[Any] = frozenset(
-    (operator.add, operator.or_, append, add_messages, merge, union)
-)
-"""Reducers that return a new value and never change the one they are given: a child may
-start from the parent's value itself (any other reducer gets a copy, so that it cannot
-change the parent's value in place)."""
+__all__ = ["ChildGraph", "Entry", "child_thread", "paused_children"]
 
 
 def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) -> str:
@@ -96,87 +63,24 @@ def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) 
 
 
 class ChildGraph:
-    """The child of one subgraph node, compiled once with the parent app."""
+    """The child of one subgraph node, compiled with the parent app."""
 
     def __init__(
-        self,
-        name: str,
-        sub: SubgraphSpec,
-        checkpointer: Checkpointer | None,
-        parent: Tables,
-        *,
-        pauses: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
+        self, name: str, sub: SubgraphSpec, settings: threads.Settings, parent: Tables
     ) -> None:
-        """Compile the child of subgraph node ``name``.
-
-        ``pauses`` are the parent's ``interrupt_before`` and ``interrupt_after``: the paths
-        inside this child (``name/node``) become the child's own.
-        """
-        from corral.runtime.app import CompiledGraph
-
+        """``settings``: the child graph's runs' (its checkpointer is the parent's)."""
         self.name = name
         self.sub = sub
-        before, after = (tuple(_inside(name, paths)) for paths in pauses)
-        self.app: CompiledGraph[Any] = CompiledGraph(
-            sub.graph, checkpointer=checkpointer, interrupt_before=before, interrupt_after=after
-        )
-        self.checkpointer = checkpointer
-        self._made_writer: persist.ThreadWriter | None = None
-        settings = self.app._settings
         self.settings = settings
-        self.fresh_settings = settings._replace(checkpointer=None)
-        tables = self.tables = settings.tables
+        self.tables = tables = settings.tables
         self.shared = frozenset(sub.shared)
-        self.max_steps = self.app.max_steps
-        self.paths = {node: f"{name}/{node}" for node in tables.nodes}
-        self.starts = tuple(Task(tables.nodes[node], NO_ARG) for node in tables.starts)
-        self.first = self.paths[tables.starts[0]] if tables.starts else name
-        template = self.template = RunState(
-            tables, max_steps=self.max_steps, deps=None, thread_id=None
-        )
-        """What a fresh entry's run is a copy of (see :meth:`RunState.entered`)."""
-        template.pause_before, template.pause_after = settings.pause_before, settings.pause_after
-        template.tasks = self.starts
-        # A fresh entry's state: the shared values (a reducer key's in a copy of its own, as
-        # merging the input from empty would give it) and the empties of the child's own.
-        self.copied = frozenset(
-            k
-            for k in sub.shared
-            if k in tables.empties and tables.reducers[k] not in _PURE_REDUCERS
-        )
+        self.starts = tuple(tables.nodes[node].task for node in tables.starts)
+        self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
+        """The shared keys a child reducer merges into: the child starts from a copy of the
+        parent's value, which the reducer may change in place."""
         self.own_empties = {k: v for k, v in tables.empties.items() if k not in self.shared}
-        self.takes_all = parent.keyset <= self.shared and not self.copied and not self.own_empties
-        """The child starts from all of the parent's values as they are (a copy of the dict)."""
-        self.all_shared = tables.keyset <= self.shared
-        """Every child key is the parent's: a child update is handed back as it is."""
         self.last_write = parent.last_write
         """The parent's keys without a reducer."""
-        self.same_merge = frozenset(
-            k
-            for k in sub.shared
-            if k in parent.reducers and parent.reducers[k] is tables.reducers.get(k)
-        )
-        """The shared keys that merge alike in both graphs (the same reducer, or none)."""
-        self.mapped = sub.input is not None or sub.output is not None
-
-    def _writer(self, thread: str) -> persist.ThreadWriter:
-        """Return the checkpoint writer of a fresh entry's thread: a copy of one made once,
-        so that each entry does not ask again what kind of store the checkpointer is (a
-        protocol check costs more than the rest of the writer)."""
-        made = self._made_writer
-        if made is None:
-            assert self.checkpointer is not None
-            made = self._made_writer = persist.ThreadWriter(
-                self.checkpointer, self.tables, thread, parent_id=None, seq=0,
-                since_snapshot=0, run=1, force_snapshot=True,
-            )  # fmt: skip
-        writer: persist.ThreadWriter = object.__new__(persist.ThreadWriter)
-        writer.__dict__.update(made.__dict__)
-        writer.thread_id = thread
-        writer.token = secrets.token_hex(4)
-        return writer
-
-    # ------------------------------------------------------------------ in and out
 
     def is_entry(self, node: str) -> bool:
         """Return whether ``node`` (a child's node, or a path inside a grandchild) is a
@@ -187,238 +91,184 @@ class ChildGraph:
             return False
         return not inside or bool(found.child.is_entry(inside))
 
-    def path(self, node: str) -> str:
-        """Return the path of the child's ``node`` (a path itself inside a grandchild)."""
-        found = self.paths.get(node)
-        return found if found is not None else f"{self.name}/{node}"
+    def enter(
+        self,
+        rs: RunState,
+        call: Call,
+        values: dict[str, Any],
+        answers: list[Any] | None,
+        *,
+        concurrent: bool,
+    ) -> Entry:
+        """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
+        superstep reads ``values``; ``concurrent``: the async driver runs it."""
+        pool = pool_for(rs, call, concurrent=concurrent)
+        relay = Relay(self.name, self.settings.max_steps, self.is_entry, pool, rs.emit, call.step,
+                      concurrent=concurrent)  # fmt: skip
+        thread = None
+        writer = rs.checkpoints
+        if isinstance(writer, ThreadWriter) and rs.thread_id is not None:
+            meta = {"run": writer.run, "supersteps": rs.supersteps, "fork": writer.fork}
+            thread = child_thread(rs.thread_id, self.name, meta, call.position)
+        state = values if call.arg is NO_ARG else call.arg
+        return Entry(self, state, thread, list(answers or ()), rs.deps, relay)
 
-    def child_input(self, state: Mapping[str, Any]) -> dict[str, Any]:
-        """Return the child's input from ``input=`` (``state``: the parent's or a ``Send``'s)."""
-        assert self.sub.input is not None
-        mapped = self.sub.input(state)
-        if not isinstance(mapped, Mapping):
-            msg = (
-                f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
-                "return a dict of the child's keys"
-            )
-            raise CorralError(msg)
-        return dict(mapped)
-
-    def _fresh(self, state: Mapping[str, Any], deps: Any, notes: ListNotes | None = None,
-               *, whole: bool = False) -> RunState:  # fmt: skip
-        """Return a new child run from ``state``, its writes kept in ``rs.log``.
-
-        ``notes``: the parent's list notes, which the child may share (they note lists);
-        ``whole``: ``state`` is the parent's state (not a ``Send`` argument).
-        """
+    def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
+        """Return a new child run from ``state`` (the parent's, or a ``Send`` argument), its
+        writes kept in ``rs.log``."""
         if self.sub.input is not None:
-            from corral.runtime import threads
-
-            rs = threads.start(self.fresh_settings, self.child_input(state), thread_id=None,
-                               checkpoint_id=None, max_steps=None, deps=deps, emit=None,
-                               buffer=None)  # fmt: skip
-            rs.log = []
-            return rs
-        if whole and self.takes_all:
-            values = dict(state)
+            mapped = self.sub.input(state)
+            if not isinstance(mapped, Mapping):
+                msg = (
+                    f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
+                    "return a dict of the child's keys"
+                )
+                raise CorralError(msg)
+            settings = self.settings._replace(checkpointer=None)
+            rs = threads.start(settings, dict(mapped), thread_id=None, deps=deps)
         else:
             values = {k: copy.copy(v) for k, v in self.own_empties.items()}
-            shared, copied = self.shared, self.copied
             for key, value in state.items():
-                if key in shared:
-                    values[key] = copy.copy(value) if key in copied else value
-        return self.template.entered(values, deps, ListNotes() if notes is None else notes, [])
+                if key in self.shared:
+                    values[key] = copy.copy(value) if key in self.reduced else value
+            rs = threads.new_run(self.settings, None, None, deps)
+            rs.values, rs.flat, rs.tasks = values, is_flat(values), self.starts
+        rs.log = []
+        return rs
 
     def writes(
-        self, raw: list[tuple[str, dict[str, Any]]], final: Mapping[str, Any]
+        self, raw: Sequence[tuple[str, Mapping[str, Any]]], final: Mapping[str, Any]
     ) -> list[tuple[str, dict[str, Any]]]:
         """Return the parent's writes of one entry: ``raw`` child writes, or ``output``'s."""
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        paths = self.paths
-        if self.all_shared:
-            out = [(paths.get(node) or self.path(node), update) for node, update in raw if update]
-        else:
-            shared = self.shared
-            out = []
-            for node, update in raw:
-                if update:
-                    kept = {k: v for k, v in update.items() if k in shared}
-                    if kept:
-                        out.append((self.path(node), kept))
-        if len(out) > 1 and self.last_write:
-            out = _last_only(out, self.last_write)
-        return out
+        out = []
+        for node, update in raw:
+            kept = {k: v for k, v in update.items() if k in self.shared}
+            if kept:
+                out.append((f"{self.name}/{node}", kept))
+        return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
-    # ------------------------------------------------------------------ running
 
-    def _final_of(
-        self, writes: list[tuple[str, dict[str, Any]]], rs: RunState
-    ) -> dict[str, Any] | None:
-        """Return the child's final values of the keys ``writes`` write, when merging
-        ``writes`` into the parent's state gives them (see ``ChildOutcome.final``)."""
-        if self.mapped:
-            return None
-        same, values = self.same_merge, rs.values
-        final: dict[str, Any] = {}
-        for _, update in writes:
-            if not same.issuperset(update):
-                return None
-            for key in update:
-                final[key] = values[key]
-        return final
+class Entry:
+    """One call of a subgraph task: the child run it starts or resumes, and its outcome.
 
-    def _where(self, thread: str) -> tuple[str, tuple[str, ...]]:
-        """Return the status of the child's thread (``"new"`` when it has none) and its
-        pending interrupt ids."""
-        assert self.checkpointer is not None
-        chain = self.checkpointer.chain(thread)
-        if not chain:
-            return "new", ()
-        last = chain[-1]
-        ids = tuple(str(pause.id) for pause in restore.pauses_of(last))  # each with an id
-        return str(last.meta.get("status", "running")), ids
+    A driver runs the child inside ``with entry:`` (which starts it as ``entry.rs``: ``None``
+    when the child had finished before this call, and reports a child's error as the
+    parent's), then hands ``entry.outcome()`` to the core.
+    """
 
-    def begin(self, entry: Entry) -> tuple[RunState | None, bool]:
-        """Return the child run of this call (``None``: it finished before) and whether it
-        starts fresh (its writes then all come from ``rs.log``)."""
-        thread = entry.thread
+    def __init__(
+        self,
+        child: ChildGraph,
+        state: Any,
+        thread: str | None,
+        answers: list[Any],
+        deps: Any,
+        relay: Relay,
+    ) -> None:
+        self.child = child
+        self.state = state
+        """The parent's state, or the ``Send`` argument."""
+        self.thread = thread
+        """The child's thread (with a checkpointer)."""
+        self.answers = answers
+        """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+        self.deps = deps
+        self.relay = relay
+        self.rs: RunState | None = None
+        self.fresh = False
+        """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
+
+    def __enter__(self) -> Entry:
+        child, thread = self.child, self.thread
         if thread is not None:
-            status, pending = self._where(thread)
-            if status == "done":
-                return None, False
-            if status != "new":
-                return self._again(entry, thread, status, pending), False
-        rs = self._fresh(entry.state, entry.deps, whole=entry.whole)
+            chain = self._saver().chain(thread)
+            if chain:
+                status = str(chain[-1].meta.get("status", "running"))
+                if status != "done":
+                    self.rs = self._again(chain, status)
+                return self
+        self.rs = rs = child.fresh(self.state, self.deps)
+        self.fresh = True
         if thread is not None:
-            assert self.checkpointer is not None
             rs.thread_id = thread
-            rs.checkpoints = self._writer(thread)
-            pauses = pauses_before(rs, rs.tasks) if rs.pause_before else []
-            if pauses or len(rs.tasks) > 1:  # finished tasks are recorded against one
-                rs.checkpoints.name_pauses(rs, pauses)
-                rs.checkpoints.put(rs, [], "interrupted" if pauses else "running", "input", pauses)
-                if pauses:
-                    rs.pause(pauses)
-        entry.relay.attach(rs)
-        return rs, True
+            writer = threads.thread_writer(child.settings, rs, None, new_run=True, forked=True)
+            rs.checkpoints = writer
+            # Finished tasks are recorded against a checkpoint; a pause is saved in one.
+            if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
+                threads.save_input(rs, writer, [])
+        self.relay.attach(rs)
+        return self
 
-    def _again(self, entry: Entry, thread: str, status: str, pending: tuple[str, ...]) -> RunState:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.relay.done()
+        if isinstance(exc, CorralError):
+            raise self.relay.lift(exc) from exc.__cause__
+
+    def _saver(self) -> Checkpointer:
+        saver = self.child.settings.checkpointer
+        assert saver is not None  # an entry has a thread only with a checkpointer
+        return saver
+
+    def _again(self, chain: list[Checkpoint], status: str) -> RunState:
         """Return the run that continues the child's thread (resumed with its answers)."""
-        from corral.runtime import threads
-
         start: Resume | None = None
         if status == "interrupted":
             given: dict[str, Any] = {}
-            for answer in entry.answers:
+            for answer in self.answers:
                 given.update(answer)
+            pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        rs = threads.start(self.settings, start, thread_id=thread, checkpoint_id=None,
-                           max_steps=None, deps=entry.deps, emit=None,
-                           buffer=None)  # fmt: skip
-        counted = rs.steps if status == "interrupted" else self._counted(thread)
-        entry.relay.attach(rs, counted)
+        rs = threads.start(self.child.settings, start, thread_id=self.thread, deps=self.deps)
+        self.relay.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
         return rs
 
-    def _counted(self, thread: str) -> int:
-        """Return the child's runs the parent counted already: those before its last pause
-        (the parent adds a child's runs to its steps when the child pauses)."""
-        assert self.checkpointer is not None
-        for checkpoint in reversed(self.checkpointer.chain(thread)):
-            if checkpoint.meta.get("status") == "interrupted":
-                return int(checkpoint.meta.get("steps", 0))
-        return 0
+    def outcome(self) -> ChildOutcome:
+        """Return the parent's view of the finished child run, or raise ``ChildPause``.
 
-    def outcome(self, rs: RunState | None, fresh: bool, entry: Entry) -> ChildOutcome:
-        """Return the parent's view of a finished (or paused) child run.
-
-        ``rs`` is ``None`` when the child had already finished before this call; its writes
-        are then read back from its thread, as are those of a child resumed in this call.
+        When the child had finished before this call, or was resumed in it, its writes are
+        read back from its thread.
         """
-        relay, thread = entry.relay, entry.thread
+        rs, relay, child = self.rs, self.relay, self.child
         if rs is not None and rs.status == "interrupted" and rs.interrupts:
-            name = self.name
+            name = child.name
             pauses = tuple(
                 Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
                 for i in rs.interrupts
             )
-            return ChildOutcome([], rs.steps - relay.counted, pauses, relay.trace(rs))
-        if fresh:
-            assert rs is not None and rs.log is not None  # an entry keeps its writes
-            writes = self.writes(rs.log, rs.values)
-            merged = self._final_of(writes, rs) if entry.whole else None
-            return ChildOutcome(writes, rs.steps, (), relay.trace(rs), merged)
-        assert thread is not None and self.checkpointer is not None
-        chain = self.checkpointer.checkpoints(thread)
+            paused = ChildOutcome([], rs.steps - relay.counted, pauses, relay.trace(rs))
+            raise ChildPause(paused, len(self.answers))
+        if self.fresh:
+            assert rs is not None and rs.log is not None
+            return ChildOutcome(child.writes(rs.log, rs.values), rs.steps, (), relay.trace(rs))
+        assert self.thread is not None
+        saver = self._saver()
         raw = [
-            (node, dict(update))
-            for checkpoint in chain
+            (node, update)
+            for checkpoint in saver.checkpoints(self.thread)
             for node, update in checkpoint.writes
             if not (node.startswith("__") and node.endswith("__"))  # the input, an update
         ]
         if rs is not None:
-            final: Mapping[str, Any] = rs.values
-            steps = rs.steps - relay.counted
-        else:
-            final = restore.rebuild(self.tables, self.checkpointer.chain(thread))
-            steps = int(chain[-1].meta.get("steps", 0)) if chain else 0
-            steps -= self._counted(thread)
-        trace = relay.trace(rs) if rs is not None else []
-        return ChildOutcome(self.writes(raw, final), steps, (), trace)
-
-    def run_sync(self, entry: Entry) -> ChildOutcome:
-        """Run (or resume) the child to its end or next pause; see :meth:`begin`."""
-        rs: RunState | None = None
-        try:
-            rs, fresh = self.begin(entry)
-            if rs is not None:
-                for _ in _drivers().run_sync(rs):
-                    pass
-        except CorralError as exc:
-            raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__
-        finally:
-            entry.relay.done(rs)
-        return self.outcome(rs, fresh, entry)
-
-    async def run_async(self, entry: Entry) -> ChildOutcome:
-        """Run (or resume) the child like :meth:`run_sync`, on the running event loop."""
-        rs: RunState | None = None
-        try:
-            rs, fresh = self.begin(entry)
-            if rs is not None:
-                async for _ in _drivers().run_async(rs):
-                    pass
-        except CorralError as exc:
-            raise lift_error(exc, self.name, self.max_steps, entry.relay) from exc.__cause__
-        finally:
-            entry.relay.done(rs)
-        return self.outcome(rs, fresh, entry)
+            writes = child.writes(raw, rs.values)
+            return ChildOutcome(writes, rs.steps - relay.counted, (), relay.trace(rs))
+        chain = saver.chain(self.thread)
+        steps = int(chain[-1].meta.get("steps", 0)) - _counted(chain)
+        return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
 
 
-_DRIVERS: list[ModuleType] = []
-
-
-def _drivers() -> ModuleType:
-    """Return :mod:`corral.runtime.drivers` (it imports this module, so not at load time).
-
-    Kept once found: an import statement in the call path of every entry costs a node run's
-    worth of time.
-    """
-    if not _DRIVERS:
-        from corral.runtime import drivers
-
-        _DRIVERS.append(drivers)
-    return _DRIVERS[0]
-
-
-def _inside(name: str, paths: tuple[str, ...]) -> Iterator[str]:
-    """Yield the paths of ``paths`` inside subgraph ``name``, relative to its child."""
-    prefix = f"{name}/"
-    for path in paths:
-        if path.startswith(prefix):
-            yield path[len(prefix) :]
+def _counted(chain: list[Checkpoint]) -> int:
+    """Return the child's runs the parent counted already: those before its last pause
+    (the parent adds a child's runs to its steps when the child pauses)."""
+    for checkpoint in reversed(chain):
+        if checkpoint.meta.get("status") == "interrupted":
+            return int(checkpoint.meta.get("steps", 0))
+    return 0
 
 
 def _last_only(
@@ -436,3 +286,33 @@ def _last_only(
             out.append((path, update))
     out.reverse()
     return out
+
+
+def paused_children(
+    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, thread_id: str
+) -> StateSnapshot:
+    """Return ``snapshot`` with ``subgraphs``: the snapshot of each child paused in it.
+
+    A child is keyed by its path; when several entries of one subgraph node are paused (a
+    ``Send`` fan-out), by its path and its place among them: ``review[0]``, ``review[1]``.
+    """
+    chain = saver.chain(thread_id, snapshot.checkpoint_id)
+    meta = chain[-1].meta if chain else {}
+    entries: dict[str, list[int]] = {}
+    for pause in meta.get("interrupts", []):
+        name = str(pause.get("node", "")).partition("/")[0]
+        node = tables.nodes.get(name)
+        task = int(pause["task"])
+        if node is not None and node.child is not None and task not in entries.get(name, []):
+            entries.setdefault(name, []).append(task)
+    found: dict[str, StateSnapshot] = {}
+    for name, tasks in entries.items():
+        child: ChildGraph = tables.nodes[name].child
+        for place, task in enumerate(tasks):
+            key = name if len(tasks) == 1 else f"{name}[{place}]"
+            thread = child_thread(thread_id, name, meta, task)
+            inner = threads.get_state(child.tables, saver, thread, None)
+            inner = paused_children(child.tables, saver, inner, thread)
+            found[key] = inner
+            found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
+    return dataclasses.replace(snapshot, subgraphs=found)

@@ -32,7 +32,7 @@ from corral.runtime.interrupts import _Answers, _current, _Pause
 from corral.runtime.routing import Routing
 from corral.runtime.run_state import Call, RunState, TaskResult
 from corral.runtime.state import view_of
-from corral.runtime.subgraphs import run_child_async, run_child_sync
+from corral.runtime.subgraphs import ChildOutcome
 from corral.runtime.superstep import Superstep, end_run, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
@@ -68,16 +68,9 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     checkpointer, ``interrupt()`` inside the node returns the answers given so far.
     """
     node = call.node
-    if rs.checkpoints is None:
-        if node.child is None and node.retry is None and not (node.takes_ctx or rs.timed):
-            # Nothing to set up around the call: no answers, clock, context or attempts.
-            state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-            return node.func(state), 0.0
-        answers = None
-    else:
-        answers = rs.answers.get(call.position, [])
+    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return run_child_sync(rs, call, values, answers), 0.0
+        return _child_sync(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
     token = _current.set(_Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
@@ -101,7 +94,7 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await run_child_async(rs, call, values, answers), 0.0
+        return await _child_async(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
     if answers is not None:
         _current.set(_Answers(answers))  # each gathered task runs in its own context copy
@@ -119,6 +112,34 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
         if node.is_async:
             out = await out
     return out, (perf_counter() - start if rs.timed else 0.0)
+
+
+def _child_sync(
+    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
+) -> ChildOutcome:
+    """Run the child of subgraph task ``call`` to its end or next pause, with this driver
+    (see :mod:`corral.runtime.child_graph`); raise ``ChildPause`` when it paused."""
+    entry = call.node.child.enter(rs, call, values, answers, concurrent=False)
+    with entry:
+        if entry.rs is not None:
+            for _ in run_sync(entry.rs):
+                pass
+    outcome: ChildOutcome = entry.outcome()
+    return outcome
+
+
+async def _child_async(
+    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
+) -> ChildOutcome:
+    """Run the child of subgraph task ``call`` like :func:`_child_sync`, on the running
+    loop, concurrently with the other tasks of the superstep."""
+    entry = call.node.child.enter(rs, call, values, answers, concurrent=True)
+    with entry:
+        if entry.rs is not None:
+            async for _ in run_async(entry.rs):
+                pass
+    outcome: ChildOutcome = entry.outcome()
+    return outcome
 
 
 def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]:
@@ -159,7 +180,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
     yield from flush(rs)
     while running(rs):
-        routing = rs_routing(rs) if rs.reroute is not None else None
+        routing = rs_routing(rs)
         if routing is None:
             routing = yield from _superstep_sync(rs)
             if routing is None:

@@ -86,11 +86,11 @@ class ThreadWriter(CheckpointWriter):
         since_snapshot: int,
         run: int,
         force_snapshot: bool,
-        newest_read: str | None = None,
-        parts: SaverParts | None = None,
-        fork: str = "",
+        newest_read: str | None,
+        parts: SaverParts,
+        fork: str,
     ) -> None:
-        """``parts``: what :func:`parts_of` returns for ``checkpointer`` (found when not given)."""
+        """``parts``: what :func:`parts_of` returns for ``checkpointer``."""
         self.checkpointer = checkpointer
         self.tables = tables
         self.thread_id = thread_id
@@ -109,8 +109,6 @@ class ThreadWriter(CheckpointWriter):
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
-        if parts is None:
-            parts = parts_of(checkpointer)
         self.writes = parts.writes
         self.records_tasks = self.writes is not None
         self.advice = parts.advice

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.state import ListNotes, is_flat
+from corral.runtime.state import ListNotes
 from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -32,8 +32,6 @@ __all__ = [
     "Task",
     "TaskResult",
 ]
-
-_blank = object.__new__
 
 TRACE_LIMIT = 100
 """``run.trace`` keeps the records of this many most recent node runs (see docs/concepts.md)."""
@@ -211,34 +209,6 @@ class RunState:
         self.step_pool: Any = None
         """The step pool the subgraph entries of the current superstep share (async driver;
         see :mod:`corral.runtime.child_steps`)."""
-
-    def entered(
-        self,
-        values: dict[str, Any],
-        deps: Any,
-        notes: ListNotes,
-        log: list[tuple[str, dict[str, Any]]] | None,
-        flat: bool | None = None,
-    ) -> RunState:
-        """Return a new run of this unstarted one's graph (its tables, cap, pauses and start
-        tasks) from ``values``, its writes kept in ``log`` (``None``: not kept): a subgraph
-        entry's child run. ``flat``: whether ``values`` is flat, when the caller knows.
-
-        A copy of a prepared run costs half of building one (a subgraph entry makes one).
-        """
-        rs: RunState = _blank(RunState)
-        rs.tables, rs.max_steps, rs.deps, rs.thread_id = self.tables, self.max_steps, deps, None
-        rs.values, rs.tasks = values, self.tasks
-        rs.flat = is_flat(values) if flat is None else flat
-        rs.done, rs.answers, rs.reroute, rs.steps, rs.supersteps = {}, {}, None, 0, 0
-        rs.runs, rs.guards, rs.arrived, rs.held = {}, self.guards.copy(), {}, []
-        rs.status, rs.interrupts = "running", []
-        rs.pause_before, rs.pause_after = self.pause_before, self.pause_after
-        rs.trace = self.trace.copy()  # empty, with its maxlen: a third of deque(maxlen=...)
-        rs.emit, rs.timed, rs.buffer = None, False, None
-        rs.checkpoints, rs.checkpoint_id = None, None
-        rs.notes, rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = notes, {}, None, log, None
-        return rs
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""

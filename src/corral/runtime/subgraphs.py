@@ -1,67 +1,66 @@
-"""The engine's hooks for subgraph nodes: run an entry, count it, merge it, pause inside it.
+"""What a subgraph entry is to its parent's run: counted, merged and paused like a node run.
 
-A subgraph node is a node whose run is delegated (see :mod:`corral.runtime.child_graph` for
-how a child runs and :mod:`corral.runtime.child_steps` for how its node runs count). The
-drivers call :func:`run_child_sync` / :func:`run_child_async` at their one call site; the
-core accepts the :class:`~corral.runtime.child_graph.ChildOutcome` with
-:func:`accept_child`, merges the writes :func:`expand` gives in the task's place, and drops
-finished entries from a superstep cut short with :func:`kept` (run again on resume, such an
-entry finds its child's thread finished and reads its writes back). A child's pending
-pauses, all of them, surface as pauses of the subgraph task (:class:`ChildPause`), named by
-path; the answer to each goes back to the child as ``{child interrupt id: value}``
-(:func:`answer_for`).
+A subgraph node is a node whose run is delegated: the drivers run its child
+(:mod:`corral.runtime.child_graph`) to its end or next pause and hand the core a
+:class:`ChildOutcome`. The core accepts it with :func:`accept_child` (the child's node runs
+are the parent's steps; the entry is one run of the subgraph node), merges the writes
+:func:`expand` gives in the task's place, and drops finished entries from a superstep cut
+short with :func:`kept` (run again on resume, such an entry finds its child's thread
+finished and reads its writes back). A child's pending pauses, all of them, surface as
+pauses of the subgraph task (:class:`ChildPause`), named by path; the answer to each goes
+back to the child as ``{child interrupt id: value}`` (:func:`answer_for`).
+
+This module decides, like :mod:`corral.runtime.superstep`: it runs nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
-from corral.runtime.child_graph import ChildGraph, ChildOutcome, child_thread
-from corral.runtime.child_steps import Entry, Relay, StepPool
-from corral.runtime.events import StateSnapshot
+from corral.runtime.events import Interrupt
 from corral.runtime.interrupts import _Pause
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
-from corral.runtime.tables import NO_ARG, Node, Tables
-
-if TYPE_CHECKING:
-    from corral.checkpoint.base import Checkpointer
-
+from corral.runtime.tables import Node
 
 __all__ = [
-    "ChildGraph",
     "ChildOutcome",
     "ChildPause",
     "ChildWrites",
+    "Trace",
     "accept_child",
     "answer_for",
-    "child_thread",
     "expand",
     "kept",
-    "merged_by_child",
     "number_entries",
-    "paused_children",
-    "run_child_async",
-    "run_child_sync",
 ]
+
+Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+
+
+class ChildOutcome(NamedTuple):
+    """What one entry into a subgraph gave its parent."""
+
+    writes: list[tuple[str, dict[str, Any]]]
+    """``(path, update)`` pairs for the parent to merge, in order."""
+    steps: int
+    """Node runs the child took in this call (toward the top-level ``max_steps``)."""
+    interrupts: tuple[Interrupt, ...]
+    """The child's pending pauses, named by path, when it paused (else empty)."""
+    trace: Trace
+    """The child's node runs of this call, named by path, numbered as the parent's steps."""
 
 
 class ChildWrites(dict[str, Any]):
     """A subgraph entry's result at the barrier: no update of its own, the child's writes."""
 
-    __slots__ = ("final", "pairs", "steps")
+    __slots__ = ("pairs", "steps")
 
-    def __init__(
-        self, pairs: list[tuple[str, dict[str, Any]]], steps: int, final: dict[str, Any] | None
-    ) -> None:
+    def __init__(self, pairs: list[tuple[str, dict[str, Any]]], steps: int) -> None:
         super().__init__()
         self.pairs = pairs
         """The child's writes, ``(path, update)``, to merge in order."""
         self.steps = steps
         """The child's node runs, counted in the parent's steps."""
-        self.final = final
-        """The child's final values of the keys it wrote, when merging its writes into the
-        state it started from gives them (see :attr:`ChildOutcome.final`)."""
 
 
 class ChildPause(_Pause):
@@ -95,37 +94,6 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def _thread(rs: RunState, call: Call) -> str | None:
-    if rs.checkpoints is None or rs.thread_id is None:
-        return None
-    writer = rs.checkpoints
-    meta = {"run": getattr(writer, "run", 0), "supersteps": rs.supersteps}
-    meta["fork"] = getattr(writer, "fork", "")
-    return child_thread(rs.thread_id, call.node.name, meta, call.position)
-
-
-def _plain_tasks(rs: RunState, after: int) -> int:
-    """Return the number of tasks of this superstep after ``after`` that are not subgraph
-    entries and have not finished: the plan allowed one run to each."""
-    tasks = rs.tasks
-    if len(tasks) == 1:
-        return 0
-    done = rs.done
-    return sum(
-        1
-        for index, task in enumerate(tasks)
-        if index > after and task.node.child is None and index not in done
-    )
-
-
-def _entry(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None, relay: Relay
-) -> Entry:
-    whole = call.arg is NO_ARG
-    state = values if whole else call.arg
-    return Entry(state, _thread(rs, call), list(answers or ()), relay, rs.deps, whole)
-
-
 def number_entries(calls: list[Call], steps: int) -> None:
     """Give the subgraph entries among a superstep's ``calls`` their numbers.
 
@@ -141,47 +109,13 @@ def number_entries(calls: list[Call], steps: int) -> None:
             calls[index] = call._replace(step=steps + place)
 
 
-def run_child_sync(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> ChildOutcome:
-    """Run the child of subgraph task ``call``; raise ``ChildPause`` when it paused."""
-    child: ChildGraph = call.node.child
-    pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, call.position))
-    # The superstep's plain tasks have the first numbers: the child's runs come after them.
-    relay = Relay(child, pool, pool.taken, rs.emit, shared=False, entry=call.step)
-    return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
-
-
-async def run_child_async(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> ChildOutcome:
-    """Run the child of subgraph task ``call`` on the running loop, like :func:`run_child_sync`.
-
-    The entries of one superstep run concurrently, so they share one step pool.
-    """
-    child: ChildGraph = call.node.child
-    pool = rs.step_pool
-    if pool is None or pool.superstep != rs.supersteps + 1:
-        pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, -1))
-        rs.step_pool = pool
-    relay = Relay(child, pool, rs.steps, rs.emit, shared=True, entry=call.step)
-    return _surface(await child.run_async(_entry(rs, call, values, answers, relay)), answers)
-
-
-def _surface(outcome: ChildOutcome, answers: list[Any] | None) -> ChildOutcome:
-    if outcome.interrupts:
-        raise ChildPause(outcome, len(answers or ()))
-    return outcome
-
-
 def accept_child(rs: RunState, call: Call, out: ChildOutcome) -> TaskResult:
     """Count a subgraph entry: its child's node runs are steps; the entry is one run of it."""
     name = call.node.name
     rs.steps += out.steps
     rs.runs[name] = rs.runs.get(name, 0) + 1
     rs.trace.extend(out.trace)
-    update = ChildWrites(out.writes, out.steps, out.final)
-    return TaskResult(call.position, call.node, update, None)
+    return TaskResult(call.position, call.node, ChildWrites(out.writes, out.steps), None)
 
 
 def expand(results: list[TaskResult]) -> list[tuple[str, dict[str, Any]]]:
@@ -194,24 +128,6 @@ def expand(results: list[TaskResult]) -> list[tuple[str, dict[str, Any]]]:
         elif update:
             writes.append((result.node.name, update))
     return writes
-
-
-def merged_by_child(values: dict[str, Any], results: list[TaskResult]) -> dict[str, Any] | None:
-    """Return the state after a superstep whose one task was a subgraph entry, when the
-    child's final values are that merge (``None``: merge the writes).
-
-    The child merged the same writes, in the same order, through the same reducers, into the
-    values it started from, which are this superstep's: merging them again would give the
-    same values, at the cost of copying every list it appended to once more.
-    """
-    if len(results) != 1:
-        return None
-    update = results[0].update
-    if type(update) is not ChildWrites or update.final is None:
-        return None
-    merged = dict(values)
-    merged.update(update.final)
-    return merged
 
 
 def kept(rs: RunState, results: list[TaskResult]) -> list[TaskResult]:
@@ -229,31 +145,3 @@ def kept(rs: RunState, results: list[TaskResult]) -> list[TaskResult]:
         else:
             out.append(result)
     return out
-
-
-def paused_children(
-    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, thread_id: str
-) -> StateSnapshot:
-    """Return ``snapshot`` with ``subgraphs``: the snapshot of each child paused in it.
-
-    A child is keyed by its path; when several entries of one subgraph node are paused (a
-    ``Send`` fan-out), by its path and its place among them: ``review[0]``, ``review[1]``.
-    """
-    chain = saver.chain(thread_id, snapshot.checkpoint_id)
-    meta = chain[-1].meta if chain else {}
-    entries: dict[str, list[int]] = {}
-    for pause in meta.get("interrupts", []):
-        name = str(pause.get("node", "")).partition("/")[0]
-        node = tables.nodes.get(name)
-        task = int(pause["task"])
-        if node is not None and node.child is not None and task not in entries.get(name, []):
-            entries.setdefault(name, []).append(task)
-    found: dict[str, StateSnapshot] = {}
-    for name, tasks in entries.items():
-        child: ChildGraph = tables.nodes[name].child
-        for place, task in enumerate(tasks):
-            key = name if len(tasks) == 1 else f"{name}[{place}]"
-            inner = child.app.get_state(child_thread(thread_id, name, meta, task), subgraphs=True)
-            found[key] = inner
-            found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
-    return dataclasses.replace(snapshot, subgraphs=found)

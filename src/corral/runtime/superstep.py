@@ -50,7 +50,6 @@ from corral.runtime.subgraphs import (
     accept_child,
     expand,
     kept,
-    merged_by_child,
     number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
@@ -386,8 +385,7 @@ def merge(rs: RunState, results: list[TaskResult], number: int) -> list[tuple[st
     if rs.log is not None:
         rs.log.extend(writes)
     if writes:
-        merged = merged_by_child(rs.values, results) if tables.has_subgraphs else None
-        rs.values = merged or apply_writes(
+        rs.values = apply_writes(
             rs.values, writes, tables.reducers, tables.empties, superstep=number, notes=rs.notes
         )
         rs.flat = is_flat(rs.values)

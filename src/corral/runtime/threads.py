@@ -29,7 +29,16 @@ from corral.runtime.subgraphs import answer_for
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
-__all__ = ["Settings", "get_state", "history", "start", "update_state"]
+__all__ = [
+    "Settings",
+    "get_state",
+    "history",
+    "new_run",
+    "save_input",
+    "start",
+    "thread_writer",
+    "update_state",
+]
 
 
 class Settings(NamedTuple):
@@ -40,7 +49,7 @@ class Settings(NamedTuple):
     max_steps: int
     pause_before: frozenset[str]
     pause_after: frozenset[str]
-    parts: persist.SaverParts = persist.SaverParts(None, None)
+    parts: persist.SaverParts
     """The optional parts of ``checkpointer`` (:func:`persist.parts_of`)."""
 
 
@@ -68,11 +77,11 @@ def start(
     input: Any,
     *,
     thread_id: str | None,
-    checkpoint_id: str | None,
-    max_steps: int | None,
     deps: Any,
-    emit: Callable[[Event], None] | None,
-    buffer: list[Event] | None,
+    checkpoint_id: str | None = None,
+    max_steps: int | None = None,
+    emit: Callable[[Event], None] | None = None,
+    buffer: list[Event] | None = None,
     checkpoint_meta: dict[str, Any] | None = None,
 ) -> RunState:
     """Return the run that ``invoke(input, ...)`` asks for, ready for a driver.
@@ -145,15 +154,16 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
 
-def _writer(
+def thread_writer(
     settings: Settings,
     rs: RunState,
     last: Checkpoint | None,
     *,
     new_run: bool,
     forked: bool,
-    newest_read: str | None,
+    newest_read: str | None = None,
 ) -> persist.ThreadWriter:
+    """Return the checkpoint writer of a run of ``rs.thread_id`` that goes on from ``last``."""
     meta = last.meta if last is not None else {}
     run = int(meta.get("run", 0 if new_run else 1))
     assert rs.thread_id is not None
@@ -187,17 +197,24 @@ def _start_on_thread(
         rs.notes.check_state(rs.values)
     last = chain[-1] if chain else None
     forked = newest_read is not None
-    writer = _writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
+    writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
     writer.force_snapshot = writer.force_snapshot or filled
     rs.checkpoints = writer
+    save_input(rs, writer, [("__input__", dict(input))])
+
+
+def save_input(
+    rs: RunState, writer: persist.ThreadWriter, writes: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
+    ``interrupt_before`` names."""
     pauses = pauses_before(rs, rs.tasks)
     writer.name_pauses(rs, pauses)
-    status = "interrupted" if pauses else "running"
-    writer.put(rs, [("__input__", dict(input))], status, "input", pauses)
+    writer.put(rs, writes, "interrupted" if pauses else "running", "input", pauses)
     if pauses:
         rs.pause(pauses)
 
@@ -216,7 +233,9 @@ def _continue(
         rs.notes.check_state(rs.values)
     restore.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
-    writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
+    writer = thread_writer(
+        settings, rs, last, new_run=False, forked=forked, newest_read=newest_read
+    )
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
     meta = last.meta
@@ -376,7 +395,7 @@ def update_state(
     rs.values = restore.rebuild(tables, chain, rs.notes)
     restore.load(rs, tables, base, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
-    writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
+    writer = thread_writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
     writer.source = "update"
     rs.checkpoints = writer
