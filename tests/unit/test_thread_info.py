@@ -119,9 +119,9 @@ def test_served_runs_reject_a_busy_thread_and_carry_a_cancel(database: Any) -> N
     found = runs.get("a")
     assert found is not None and found.id == first and found.request == {"metadata": {"m": 1}}
     assert [r.uuid for r in runs.of_thread("t")] == ["a"] and found.status == "queued"
-    assert queue.cancel_asked(first) is None
+    assert runs.cancel_asked(first) is None
     runs.cancel("a")
-    assert queue.cancel_asked(first) == "interrupt"
+    assert runs.cancel_asked(first) == "interrupt"
     runs.drop_thread("t")  # never started: it goes
     assert runs.get("a") is None and runs.of_thread("t") == []
     runs.add(_run("t", "d"), dump_input(None), reject=True)  # the thread is free again
@@ -140,5 +140,7 @@ def test_serve_refuses_a_database_with_a_pre_release_serves_tables(tmp_path: Pat
         create_app({"review": app})  # a database of this corral is served
         with sqlite3.connect(path) as conn:
             conn.execute("CREATE TABLE corral_serve_runs (run_id TEXT)")
-        with pytest.raises(CorralError, match="DROP TABLE corral_serve_threads, corral_serve_runs"):
+        with pytest.raises(
+            CorralError, match="DROP TABLE corral_serve_threads; DROP TABLE corral_serve_runs"
+        ):
             create_app({"review": app})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
@@ -62,13 +63,8 @@ class ThreadInfoStore:
     """The thread records and ``delete_thread`` of :class:`~corral.checkpoint._store.Store`."""
 
     sql: Any
-    where: str
-
-    def _write(self, verb: str) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def _read(self, verb: str) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+    _write: Callable[[str], AbstractContextManager[Any]]
+    _read: Callable[[str], AbstractContextManager[Any]]
 
     def add_thread_info(self, thread_id: str, metadata: dict[str, Any]) -> tuple[ThreadInfo, bool]:
         """Record the thread with ``metadata``; return its record and whether it is new (a

@@ -35,7 +35,7 @@ from corral.errors import BusyThreadError
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.serve._guard import PAGE_COOKIE
 from corral.serve._runs import Served
-from corral.serve._shapes import ACTIVE, iso
+from corral.serve._shapes import iso, thread_status
 from corral.serve._threads_api import last_run, snapshot_of, thread_app
 
 __all__ = ["routes"]
@@ -150,10 +150,7 @@ def _rows(served: Served) -> list[tuple[ThreadInfo, str, StateSnapshot | None]]:
     rows = []
     for thread in served.saver.thread_infos():
         snapshot = snapshot_of(served, thread)
-        run = last_run(served, thread.thread_id)
-        status = "busy" if run in ACTIVE else "error" if run == "error" else "idle"
-        if status == "idle" and snapshot is not None and snapshot.status == "interrupted":
-            status = "interrupted"
+        status = thread_status(snapshot, last_run(served, thread.thread_id))
         rows.append((thread, status, snapshot))
     rows.sort(key=lambda row: row[1] != "interrupted")  # stable: newest first within each
     return rows
@@ -269,10 +266,7 @@ def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, b
     if thread is None:
         return None
     snapshot = snapshot_of(served, thread)
-    run = last_run(served, thread_id)
-    status = "busy" if run in ACTIVE else "error" if run == "error" else "idle"
-    if status == "idle" and snapshot is not None and snapshot.status == "interrupted":
-        status = "interrupted"
+    status = thread_status(snapshot, last_run(served, thread_id))
     parts = [
         f"<h1>Thread {_e(thread_id)}</h1>",
         f'<p>graph <b>{_e(thread.graph or "")}</b> · status <span class="status">'

@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from corral.checkpoint.base import NewestId
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 from corral.control import Command, Resume
@@ -30,7 +29,7 @@ from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_command, dump_input
 from corral.workers.served import ServedRun, ServedRuns
 
-__all__ = ["ServeWorker", "Served", "database_of", "newest", "run_input"]
+__all__ = ["ServeWorker", "Served", "database_of", "run_input"]
 
 
 class Served:
@@ -42,12 +41,10 @@ class Served:
         hub: Hub,
         *,
         deps: Any = None,
-        descriptions: dict[str, str | None] | None = None,
     ) -> None:
         self.graphs = graphs
         self.hub = hub
         self.deps = deps
-        self.descriptions = descriptions or {}
         self.saver = database_of(self.any_app)
         self.worker_name: str | None = None
         """The name of this process's worker in the queue (``None``: it runs none)."""
@@ -142,7 +139,7 @@ class ServeWorker(Worker):
         served.hub.open(record.uuid)
         try:
             self.stop_if_cancelled(run)
-            if not isinstance(value, dict) and newest(app, record.thread_id) is not None:
+            if not isinstance(value, dict) and served.saver.newest_id(record.thread_id) is not None:
                 publish.values(app.get_state(record.thread_id).values)
             outcome = super().drive(run, value, fork, app, publish)
         except CheckpointError:
@@ -198,14 +195,6 @@ class _Publisher:
             self.values({**state, "__interrupt__": pending})
 
 
-def newest(app: CompiledGraph[Any], thread_id: str) -> str | None:
-    """Return the id of the thread's newest checkpoint, ``None`` before its first."""
-    saver: object = app.checkpointer
-    if isinstance(saver, NewestId):
-        return saver.newest_id(thread_id)
-    return None  # the server opens only SQLite and PostgreSQL savers, which answer this
-
-
 def _nodes(app: CompiledGraph[Any], asked: Any) -> tuple[str, ...]:
     if asked in (None, []):
         return ()
@@ -217,15 +206,11 @@ def _nodes(app: CompiledGraph[Any], asked: Any) -> tuple[str, ...]:
 def run_input(kwargs: dict[str, Any]) -> Any:
     """Return what ``invoke`` gets for the run: its input, a ``Resume`` or a ``Command``."""
     command = kwargs.get("command")
-    if command:
-        if "update" in command or "goto" in command:
-            return Command(
-                update=command.get("update"),
-                goto=command.get("goto"),
-                resume=command.get("resume"),
-            )
-        return Resume(command.get("resume"))
-    return kwargs.get("input")
+    if not command:
+        return kwargs.get("input")
+    if "update" in command or "goto" in command:
+        return Command(**command)  # its keys were checked: resume, update, goto
+    return Resume(command.get("resume"))
 
 
 def database_of(app: CompiledGraph[Any]) -> SqliteSaver | PostgresSaver:
@@ -256,7 +241,7 @@ def _refuse_old_tables(app: CompiledGraph[Any]) -> None:
         f"{queue.where!r} holds the tables corral_serve_threads and corral_serve_runs of a "
         "pre-release corral serve, which kept threads and runs apart from the checkpoints; "
         "this corral keeps them in corral_threads and corral_runs. Finish its runs with the "
-        "corral that made them, then DROP TABLE corral_serve_threads, corral_serve_runs "
+        "corral that made them, then DROP TABLE corral_serve_threads; DROP TABLE corral_serve_runs "
         "(the checkpoints stay; the threads' metadata and run records go), or serve "
         "another database"
     )

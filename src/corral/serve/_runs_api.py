@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from corral.errors import BusyThreadError
 from corral.serve._requests import JSONText, dumps, fail, read_json, run_fields
-from corral.serve._runs import Served, newest
+from corral.serve._runs import Served
 from corral.serve._shapes import interrupts_json, run_json, run_status
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
 from corral.workers.served import ServedRun
@@ -100,7 +100,7 @@ def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str)
             if event == "values":
                 return dict(data)
     app = served.graphs.get(run.graph if run else "", served.any_app)
-    if newest(app, thread_id) is None:
+    if served.saver.newest_id(thread_id) is None:
         return {}
     snap = app.get_state(thread_id)
     if snap.interrupts:
@@ -195,8 +195,7 @@ def _new_values(
     served: Served, run: ServedRun, seen: str | None
 ) -> tuple[dict[str, Any] | None, str | None]:
     app = served.graphs[run.graph]
-    assert app.checkpointer is not None
-    newest_id = newest(app, run.thread_id)
+    newest_id = served.saver.newest_id(run.thread_id)
     if newest_id is None or newest_id == seen:
         return None, seen
     return app.get_state(run.thread_id).values, newest_id

@@ -16,7 +16,6 @@ from corral.runtime.events import Event, Interrupt, StateSnapshot
 from corral.workers.served import ServedRun
 
 __all__ = [
-    "ACTIVE",
     "assistant_json",
     "event_json",
     "interrupts_json",
@@ -34,8 +33,6 @@ _STATUS = {"queued": "pending", "running": "running", "done": "success"}
 _STATUS.update({"interrupted": "success", "failed": "error"})
 """Queue status -> run status. As on LangGraph's server, a run that paused for a person
 ended well (``success``; its thread is ``interrupted``); a cancelled run is ``interrupted``."""
-ACTIVE = frozenset({"pending", "running"})
-"""The statuses of a run that has not ended."""
 
 
 def run_status(run: ServedRun) -> str:
@@ -49,7 +46,7 @@ def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def assistant_json(name: str, description: str | None) -> dict[str, Any]:
+def assistant_json(name: str) -> dict[str, Any]:
     """Return the one assistant of a served graph: its id and graph id are the graph's name."""
     return {
         "assistant_id": name,
@@ -61,7 +58,7 @@ def assistant_json(name: str, description: str | None) -> dict[str, Any]:
         "created_at": _STARTED,
         "updated_at": _STARTED,
         "version": 1,
-        "description": description,
+        "description": None,
     }
 
 

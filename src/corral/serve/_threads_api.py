@@ -15,7 +15,7 @@ from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import StateSnapshot
 from corral.serve._requests import JSONText, fail, read_json
-from corral.serve._runs import Served, newest
+from corral.serve._runs import Served
 from corral.serve._shapes import assistant_json, state_json, thread_json
 
 __all__ = ["routes", "snapshot_of", "thread_app", "thread_or_404"]
@@ -44,7 +44,7 @@ def thread_app(served: Served, thread: ThreadInfo) -> CompiledGraph[Any]:
 def snapshot_of(served: Served, thread: ThreadInfo) -> StateSnapshot | None:
     """Return the thread's last state, or ``None`` before its first checkpoint."""
     app = thread_app(served, thread)
-    if newest(app, thread.thread_id) is None:
+    if served.saver.newest_id(thread.thread_id) is None:
         return None
     return app.get_state(thread.thread_id)
 
@@ -72,11 +72,7 @@ async def search_assistants(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     graph_id = payload.get("graph_id")
-    found = [
-        assistant_json(name, served.descriptions.get(name))
-        for name in served.graphs
-        if graph_id in (None, name)
-    ]
+    found = [assistant_json(name) for name in served.graphs if graph_id in (None, name)]
     offset = int(payload.get("offset") or 0)
     return JSONText(found[offset : offset + int(payload.get("limit") or 10)])
 
@@ -86,7 +82,7 @@ async def get_assistant(request: Request) -> Response:
     name = request.path_params["assistant_id"]
     if name not in served.graphs:
         raise fail(404, f"assistant {name!r} not found; served graphs: {sorted(served.graphs)}")
-    return JSONText(assistant_json(name, served.descriptions.get(name)))
+    return JSONText(assistant_json(name))
 
 
 # -- threads -----------------------------------------------------------------------------
@@ -249,7 +245,7 @@ async def get_history(request: Request) -> Response:
     def answer() -> list[dict[str, Any]]:
         thread = thread_or_404(served, thread_id)
         app = thread_app(served, thread)
-        if newest(app, thread_id) is None:
+        if served.saver.newest_id(thread_id) is None:
             return []
         states = app.history(thread_id)
         if before is not None:

@@ -171,11 +171,6 @@ class PostgresQueue:
             ).fetchone()
         return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
 
-    def cancel_asked(self, run_id: int) -> str | None:
-        with self._conn("read runs from") as conn:
-            row = conn.execute("SELECT cancel FROM corral_runs WHERE id = %s", (run_id,)).fetchone()
-        return None if row is None else row[0]
-
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         where = self.where
 

@@ -124,10 +124,6 @@ class RunQueue(Protocol):
         """Return the status of the newest run submitted to the thread."""
         ...
 
-    def cancel_asked(self, run_id: int) -> str | None:
-        """Return the cancel asked for the run (``None``: none)."""
-        ...
-
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         """Return the check every write of ``run`` by ``owner`` must pass: the run is still
         ``running`` under ``owner`` and claim ``run.attempts`` (else ``LeaseLostError``)."""

@@ -23,18 +23,11 @@ from corral.errors import BusyThreadError
 
 __all__ = ["SERVED_COLUMNS", "ServedRun", "ServedRuns", "add_served_columns"]
 
-SERVED_COLUMNS: Final = (
-    "uuid TEXT",
-    "graph TEXT",
-    "request TEXT",
-    "command TEXT",
-    "fork TEXT",
-    "cancel TEXT",
-)
+SERVED_COLUMNS: Final = tuple(f"{c} TEXT" for c in "uuid graph request command fork cancel".split())
 """The columns a served run adds to ``corral_runs``, added to a table made without them."""
 
-_DELETED: Final = "delete"
-"""The cancel request of a run whose thread was deleted: it is no longer shown."""
+_SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
+"""Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
 _COLUMNS = "id, uuid, thread, graph, request, {epoch}, status, error, cancel, owner"
 _OPEN = "status IN ('queued', 'running')"
 
@@ -73,9 +66,17 @@ class ServedRuns:
         self._queue = queue
         self._columns = _COLUMNS.format(epoch=queue.epoch)
 
-    def _all(self, db: Any, where: str, params: dict[str, Any]) -> list[ServedRun]:
+    def _all(self, db: Any, where: str, **params: Any) -> list[ServedRun]:
         sql = f"SELECT {self._columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
         return [_run_of(row) for row in db.execute(self._queue.sql(sql), params).fetchall()]
+
+    def _find(self, where: str, **params: Any) -> list[ServedRun]:
+        with self._queue.transaction("read runs from") as db:
+            return self._all(db, where, **params)
+
+    def _change(self, verb: str, sql: str, **params: Any) -> None:
+        with self._queue.transaction(verb) as db:
+            db.execute(self._queue.sql(sql), params)
 
     def add(
         self,
@@ -96,75 +97,63 @@ class ServedRuns:
         Raises:
             BusyThreadError: ``reject`` and the thread is busy.
         """
-        text, resume = input
+        thread = run.thread_id
         with self._queue.transaction("queue a run in") as db:
-            self._queue.lock_thread(db, run.thread_id)
-            if reject:
-                busy = self._all(db, f"thread = :thread AND {_OPEN}", {"thread": run.thread_id})
-                busy = [r for r in busy if r.cancel != _DELETED]
-                if busy:
-                    msg = (
-                        f"thread {run.thread_id!r} is busy with run {busy[-1].uuid!r} "
-                        f"({busy[-1].status}); wait for it, or send "
-                        'multitask_strategy="enqueue" to run after it'
-                    )
-                    raise BusyThreadError(msg, thread_id=run.thread_id)
-            params = {
-                "thread": run.thread_id,
-                "input": text,
-                "resume": resume,
-                "uuid": run.uuid,
-                "graph": run.graph,
-                "request": _dumps(run.request),
-                "command": command,
-                "fork": fork,
-            }
+            self._queue.lock_thread(db, thread)
+            where = f"thread = :thread AND {_OPEN} AND {_SHOWN}"
+            if reject and (busy := self._all(db, where, thread=thread)):
+                msg = (
+                    f"thread {thread!r} is busy with run {busy[-1].uuid!r} ({busy[-1].status}); "
+                    'wait for it, or send multitask_strategy="enqueue" to run after it'
+                )
+                raise BusyThreadError(msg, thread_id=thread)
+            params = {"thread": thread, "input": input[0], "resume": input[1], "fork": fork}
+            params.update(uuid=run.uuid, graph=run.graph, request=_dumps(run.request))
+            params["command"] = command
             row = db.execute(self._queue.sql(self._queue.insert_served), params).fetchone()
             return int(row[0])
 
     def get(self, uuid: str) -> ServedRun | None:
         """Return the run with this id (``None``: none, or its thread was deleted)."""
-        with self._queue.transaction("read runs from") as db:
-            found = self._all(db, "uuid = :uuid", {"uuid": uuid})
-        return found[0] if found and found[0].cancel != _DELETED else None
+        found = self._find(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
+        return found[0] if found else None
 
     def by_queue_id(self, run_id: int) -> ServedRun | None:
         """Return the served run queued as ``run_id`` (``None``: a run of ``app.submit``)."""
-        with self._queue.transaction("read runs from") as db:
-            found = self._all(db, "id = :id AND uuid IS NOT NULL", {"id": run_id})
+        found = self._find("id = :id AND uuid IS NOT NULL", id=run_id)
         return found[0] if found else None
 
     def of_thread(self, thread_id: str) -> list[ServedRun]:
         """Return the thread's served runs, newest first."""
+        return self._find(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)
+
+    def cancel_asked(self, run_id: int) -> str | None:
+        """Return the cancel asked for queued run ``run_id`` (``None``: none)."""
         with self._queue.transaction("read runs from") as db:
-            found = self._all(db, "thread = :thread AND uuid IS NOT NULL", {"thread": thread_id})
-        return [run for run in found if run.cancel != _DELETED]
+            sql = "SELECT cancel FROM corral_runs WHERE id = :id"
+            row = db.execute(self._queue.sql(sql), {"id": run_id}).fetchone()
+        return None if row is None else row[0]
 
     def cancel(self, uuid: str, action: str = "interrupt") -> None:
         """Ask the run to stop before its next node (whichever worker holds it)."""
-        with self._queue.transaction("cancel a run in") as db:
-            db.execute(
-                self._queue.sql("UPDATE corral_runs SET cancel = :cancel WHERE uuid = :uuid"),
-                {"cancel": action, "uuid": uuid},
-            )
+        sql = "UPDATE corral_runs SET cancel = :cancel WHERE uuid = :uuid"
+        self._change("cancel a run in", sql, cancel=action, uuid=uuid)
 
     def delete(self, uuid: str) -> None:
         """Forget an ended run."""
-        with self._queue.transaction("delete a run from") as db:
-            sql = f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}"
-            db.execute(self._queue.sql(sql), {"uuid": uuid})
+        sql = f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}"
+        self._change("delete a run from", sql, uuid=uuid)
 
     def drop_thread(self, thread_id: str) -> None:
         """Forget the runs of a thread being deleted: those that ended or never started
-        go; a running one is asked to stop and is no longer shown."""
+        go; a running one is asked to stop (``cancel = 'delete'``) and is no longer shown."""
         with self._queue.transaction("delete runs from") as db:
             self._queue.lock_thread(db, thread_id)
-            params = {"thread": thread_id, "cancel": _DELETED}
             for sql in (
                 "DELETE FROM corral_runs WHERE thread = :thread AND status <> 'running'",
-                "UPDATE corral_runs SET cancel = :cancel WHERE thread = :thread",
+                "UPDATE corral_runs SET cancel = 'delete' WHERE thread = :thread",
             ):
-                db.execute(self._queue.sql(sql), params)
+                db.execute(self._queue.sql(sql), {"thread": thread_id})
 
 
 def add_served_columns(db: Any, present: set[str]) -> None:
@@ -183,16 +172,7 @@ def _dumps(value: Any) -> str:
 
 
 def _run_of(row: Sequence[Any]) -> ServedRun:
+    """``row``: the columns of :data:`_COLUMNS`."""
     run_id, uuid, thread, graph, request, created, status, error, cancel, owner = row
-    return ServedRun(
-        int(run_id),
-        str(uuid),
-        str(thread),
-        str(graph),
-        json.loads(request or "{}"),
-        float(created),
-        str(status),
-        error,
-        cancel,
-        owner or "",
-    )
+    request, created, owner = json.loads(request or "{}"), float(created), owner or ""
+    return ServedRun(run_id, uuid, thread, graph, request, created, status, error, cancel, owner)

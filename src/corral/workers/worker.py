@@ -55,6 +55,7 @@ from corral.errors import (
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
+from corral.workers.served import ServedRuns
 
 __all__ = ["Worker", "apply_command"]
 
@@ -321,7 +322,7 @@ class Worker:
 
     def _cancel_asked(self, run: QueuedRun) -> bool:
         try:
-            return self.queue.cancel_asked(run.id) is not None
+            return ServedRuns(self.queue).cancel_asked(run.id) is not None
         except CheckpointError:
             return False  # the next write says whether the database is back
 
