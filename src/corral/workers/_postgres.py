@@ -78,7 +78,7 @@ class PostgresQueue:
     sql = staticmethod(for_psycopg)
 
     @contextmanager
-    def transaction(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
+    def transaction(self, verb: str, write: bool = True) -> Iterator[psycopg.Connection[Any]]:
         with self._conn(verb) as conn, conn.transaction():
             yield conn
 

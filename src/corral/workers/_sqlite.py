@@ -85,8 +85,10 @@ class SqliteQueue:
     epoch = "submitted"
     insert_served = _INSERT_SERVED
 
-    def transaction(self, verb: str) -> AbstractContextManager[sqlite3.Connection]:
-        return self._tx(verb)
+    def transaction(
+        self, verb: str, write: bool = True
+    ) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx(verb, "BEGIN IMMEDIATE" if write else "BEGIN")
 
     @staticmethod
     def sql(statement: str) -> str:
@@ -97,8 +99,9 @@ class SqliteQueue:
         """Nothing: every transaction holds the file's write lock."""
 
     @contextmanager
-    def _tx(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection inside a ``BEGIN IMMEDIATE`` transaction, committed at the end."""
+    def _tx(self, verb: str, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """Yield the connection inside a ``BEGIN IMMEDIATE`` transaction (``begin="BEGIN"``:
+        one that only reads, taking no write lock), committed at the end."""
         with self._lock:
             try:
                 if self._conn is None or self._pid != os.getpid():
@@ -110,7 +113,7 @@ class SqliteQueue:
                     )
                     self._pid = os.getpid()
                 conn = self._conn
-                execute_patiently(conn, self.timeout_s, "BEGIN IMMEDIATE")
+                execute_patiently(conn, self.timeout_s, begin)
                 try:
                     yield conn
                 except BaseException:

@@ -9,7 +9,8 @@ and stops before its next node once ``cancel`` is set. So a run's record and its
 the queue are one row: it is queued exactly when it is recorded.
 
 The statements are written once, with ``:name`` parameters; each queue gives the
-transaction, the placeholder style and the lock that orders the runs of one thread.
+transaction (one that only reads takes no write lock in SQLite), the placeholder style and
+the lock that orders the runs of one thread.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class ServedRuns:
         return [_run_of(row) for row in db.execute(self._queue.sql(sql), params).fetchall()]
 
     def _find(self, where: str, **params: Any) -> list[ServedRun]:
-        with self._queue.transaction("read runs from") as db:
+        with self._queue.transaction("read runs from", write=False) as db:
             return self._all(db, where, **params)
 
     def _change(self, verb: str, sql: str, **params: Any) -> None:
@@ -129,7 +130,7 @@ class ServedRuns:
 
     def cancel_asked(self, run_id: int) -> str | None:
         """Return the cancel asked for queued run ``run_id`` (``None``: none)."""
-        with self._queue.transaction("read runs from") as db:
+        with self._queue.transaction("read runs from", write=False) as db:
             sql = "SELECT cancel FROM corral_runs WHERE id = :id"
             row = db.execute(self._queue.sql(sql), {"id": run_id}).fetchone()
         return None if row is None else row[0]

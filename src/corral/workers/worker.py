@@ -22,6 +22,10 @@ What can go wrong, and what the worker does:
 - The graph raises: the run is marked ``failed`` with a one-line reason (``app.wait``
   raises ``RunFailedError``). An interrupted run is marked ``interrupted`` and leaves the
   queue until ``app.submit(Resume(value), thread_id=...)``.
+- A cancel was asked (the run's queue row, set by ``corral serve``): read after each
+  superstep's checkpoint, it stops the run before its next node; the run is marked
+  ``failed`` with ``RunCancelledError``. A write refused because the run's thread was
+  deleted meanwhile ends it the same way.
 - ``stop()`` (SIGTERM under ``corral worker``): it takes no new run, lets the runs it holds
   finish for up to ``grace_s``, then releases those still running back to the queue.
 
