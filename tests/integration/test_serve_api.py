@@ -55,6 +55,25 @@ def test_a_thread_is_created_found_searched_and_deleted(client: Any) -> None:
         client.threads.get(thread["thread_id"])
 
 
+def test_deleting_a_thread_deletes_its_checkpoints(server: Server, client: Any) -> None:
+    """threads.delete removes the thread's checkpoints from the database: a thread made
+    again under its id starts empty, and the other threads keep theirs."""
+    from corral import SqliteSaver
+
+    kept = client.threads.create()["thread_id"]
+    client.runs.wait(kept, "review", input={"topic": "kept"})
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "review", input={"topic": "gone"})
+    client.threads.delete(tid)
+    db = server.process.args[server.process.args.index("--db") + 1]  # type: ignore[union-attr]
+    with SqliteSaver(db) as saver:
+        assert saver.checkpoints(tid) == [] and tid not in saver.threads()
+        assert saver.checkpoints(kept) != []
+    client.threads.create(thread_id=tid)
+    assert client.threads.get_state(tid)["values"] == {}
+    assert client.threads.get_history(tid) == []
+
+
 def test_a_run_pauses_for_a_person_and_a_resume_command_finishes_it(client: Any) -> None:
     """runs.wait returns the values with __interrupt__; command={"resume": ...} answers it."""
     thread = client.threads.create()

@@ -100,7 +100,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 @pytest.mark.parametrize(
     "thread_id",
     [
-        "'; DROP TABLE corral_serve_threads; --",
+        "'; DROP TABLE corral_threads; --",
         "a?b=c#d%2F",
         "...",
         "ünïcødé thread 线程",

@@ -78,3 +78,37 @@ def test_a_server_killed_mid_run_loses_nothing(tmp_path: Path) -> None:
         assert statuses == ["success", "success"]
         tokens = client.threads.get_state(tid)["values"]["tokens"]
         assert tokens == ["written", "done", "written", "done"]
+
+
+def _worker(db: str, graph: str) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "corral", "worker", f"{GRAPHS}:{graph}", "--db", db]
+    return subprocess.Popen(
+        [*command, "--poll", "0.05"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def test_a_corral_worker_honours_cancel_and_a_command_update(tmp_path: Path) -> None:
+    """A run taken by a corral worker process stops before its next node once cancelled
+    (the node it was running finishes and is kept), and a later run's command
+    {"update": ...} is merged by that worker before the thread goes on."""
+    db = str(tmp_path / "runs.sqlite")
+    gate = tmp_path / "gate"
+    with serving(db, tmp_path, "--workers", "0", paths=[f"{GRAPHS}:slow"]) as server:
+        worker = _worker(db, "slow")
+        try:
+            client = langgraph_sdk.get_sync_client(url=server.url)
+            tid = client.threads.create()["thread_id"]
+            run = client.runs.create(tid, "slow", input={"text": str(gate)})
+            _until(client, tid, run["run_id"], "running")
+            client.runs.cancel(tid, run["run_id"])
+            gate.touch()
+            client.runs.join(tid, run["run_id"])
+            assert client.runs.get(tid, run["run_id"])["status"] == "interrupted"
+            state = client.threads.get_state(tid)
+            assert state["values"]["tokens"] == ["written"] and state["next"] == ["finish"]
+
+            done = client.runs.wait(tid, "slow", command={"update": {"tokens": ["patched"]}})
+            assert done["tokens"] == ["written", "patched", "done"]
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)

@@ -13,14 +13,24 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pytest
 from graphs.worker_graph import CLEAN, g
 
-from corral import CompiledGraph, CorralError, MemorySaver, PostgresSaver, Resume, SqliteSaver
+from corral import (
+    END,
+    Command,
+    CompiledGraph,
+    CorralError,
+    Graph,
+    MemorySaver,
+    PostgresSaver,
+    Resume,
+    SqliteSaver,
+)
 from corral.errors import RunFailedError, WaitTimeoutError
-from corral.workers import Worker
+from corral.workers import Worker, queue_for
 
 HERE = Path(__file__).resolve().parent
 GRAPH = f"{HERE.parent / 'graphs' / 'worker_graph.py'}:g"
@@ -322,3 +332,48 @@ def test_a_worker_given_bad_deps_takes_no_run(
     assert says in " ".join(done.stderr.split()) and "Traceback" not in done.stderr
     with pytest.raises(WaitTimeoutError):
         deps_app.wait("t", timeout=0.01)
+
+
+class _Count(TypedDict):
+    n: int
+
+
+routed = Graph(_Count, name="routed")
+
+
+@routed.node(start=True)
+def decide(state: _Count) -> Command[Literal["big", "__end__"]]:
+    return Command(update={"n": state["n"] * 10}, goto="big" if state["n"] > 1 else END)
+
+
+@routed.node(then=END)
+def big(state: _Count) -> dict[str, object]:
+    return {"n": state["n"] + 1}
+
+
+def test_a_queued_command_updates_the_thread_and_takes_its_goto(db: str) -> None:
+    """A run queued with a Command (as corral serve queues command={"update", "goto"}) is
+    applied by the worker as if the node that ran last had returned it; a goto that node
+    gives no route to fails the run with the engine's message."""
+    from corral.workers.queue import dump_command, dump_input
+    from corral.workers.served import ServedRun, ServedRuns
+
+    saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
+    app = routed.compile(checkpointer=saver)
+    runs = ServedRuns(queue_for(app))
+
+    def queue(thread: str, command: Command[Any]) -> None:
+        run = ServedRun(0, f"run-{thread}-{command.goto}", thread, "routed", {}, 0.0, "queued")
+        runs.add(run, dump_input(None), dump_command(command))
+
+    try:
+        assert app.invoke({"n": 1}, thread_id="t").state == {"n": 10}  # decide ended it
+        queue("t", Command(update={"n": 5}, goto="big"))
+        drain(app)
+        assert app.wait("t", timeout=10).state == {"n": 6}  # decide's update, then big
+        queue("t", Command(goto="decide"))  # big, which ran last, routes only to END
+        drain(app)
+        with pytest.raises(RunFailedError, match="big"):
+            app.wait("t", timeout=10)
+    finally:
+        saver.close()

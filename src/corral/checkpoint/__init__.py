@@ -7,6 +7,7 @@ that keeps its threads in memory never loads sqlite3 (or the Postgres driver's g
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from corral.checkpoint._thread_info import ThreadInfo
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.checkpoint.memory import MemorySaver
 
@@ -22,6 +23,7 @@ __all__ = [
     "PostgresSaver",
     "SqliteSaver",
     "TaskWrites",
+    "ThreadInfo",
     "open_saver",
 ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from corral.checkpoint._tables import CREATE_POSTGRES
+from corral.checkpoint._thread_info import add_info_columns
 from corral.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ SCHEMA_VERSION: Final = 2
 """The layout version this corral writes and reads: the tables of
 :mod:`corral.checkpoint._tables`."""
 
-_LOCK: Final = 0x4352524C
+SCHEMA_LOCK: Final = 0x4352524C
 """The advisory lock key taken while creating or migrating ("CRRL")."""
 
 _QUEUE: Final = """
@@ -54,7 +55,7 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
     from corral import __version__
 
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
         if not (exists and exists[0]):
             conn.execute(
@@ -85,6 +86,11 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
                 "another database or schema"
             )
             raise CheckpointError(msg, path=where)
+        present = conn.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = 'corral_threads'"
+        ).fetchall()
+        add_info_columns(conn, {str(name) for (name,) in present}, postgres=True)
 
 
 def redact(conninfo: str) -> str:

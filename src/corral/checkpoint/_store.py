@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
 
 from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
+from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     Checkpoint,
     broken_chain,
@@ -75,7 +76,7 @@ class _Tally(NamedTuple):
     """Bytes the last checkpoint stored."""
 
 
-class Store:
+class Store(ThreadInfoStore):
     """The checkpointer both database savers are; a subclass connects and names errors.
 
     A subclass sets ``where`` (a path, or a URL without its password), ``serializer`` and

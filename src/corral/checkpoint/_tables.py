@@ -19,11 +19,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
+THREAD_INFO: Final = ("graph TEXT", "metadata TEXT", "created_at REAL", "updated_at REAL")
+"""The columns of ``corral_threads`` that hold what a thread's owner recorded about it
+(:mod:`corral.checkpoint._thread_info`); a store of an earlier layout 7 gets them when opened.
+``REAL`` is ``double precision`` in PostgreSQL."""
+
 _TABLES: Final = """
 CREATE TABLE corral_threads (
     id {id},
     name TEXT NOT NULL UNIQUE,
-    newest TEXT NOT NULL
+    newest TEXT NOT NULL,
+    {info}
 );
 CREATE TABLE corral_checkpoints (
     seq {id},
@@ -50,32 +56,43 @@ CREATE TABLE corral_pending (
 """
 
 CREATE_SQLITE: Final = tuple(
-    s.strip() for s in _TABLES.format(id="INTEGER PRIMARY KEY", int="INTEGER").split(";")
+    s.strip()
+    for s in _TABLES.format(
+        id="INTEGER PRIMARY KEY", int="INTEGER", info=", ".join(THREAD_INFO)
+    ).split(";")
 )
 """The tables of a new SQLite file (``corral_schema`` is the opener's)."""
 
 CREATE_POSTGRES: Final = tuple(
     s.strip()
-    for s in _TABLES.format(id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", int="bigint")
+    for s in _TABLES.format(
+        id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        int="bigint",
+        info=", ".join(THREAD_INFO),
+    )
     .replace("TEXT", "text")
+    .replace("REAL", "double precision")
     .split(";")
 )
 """The tables of a new PostgreSQL database (``corral_schema`` and ``corral_runs`` are the
 opener's)."""
 
-THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread"
+THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
+"""The thread's row, once it has a checkpoint (``newest = ''``: recorded, none yet)."""
 THREAD_OF: Final = """
 SELECT t.id FROM corral_threads AS t JOIN corral_checkpoints AS c ON c.thread = t.id
 WHERE t.name = :thread AND c.checkpoint_id = :id
 """
 """The thread's row id, when it has checkpoint ``:id``."""
-THREADS: Final = "SELECT name FROM corral_threads ORDER BY id"
+THREADS: Final = "SELECT name FROM corral_threads WHERE newest <> '' ORDER BY id"
 
 PUT_FIRST: Final = """
 INSERT INTO corral_threads (name, newest) VALUES (:thread, :id)
-ON CONFLICT (name) DO NOTHING RETURNING id
+ON CONFLICT (name) DO UPDATE SET newest = excluded.newest WHERE corral_threads.newest = ''
+RETURNING id
 """
-"""The compare-and-set of a thread's first checkpoint (no row back: the thread exists)."""
+"""The compare-and-set of a thread's first checkpoint (no row back: the thread has one).
+A thread recorded before its first checkpoint has the row, with ``newest = ''``."""
 
 PUT_NEXT: Final = """
 UPDATE corral_threads SET newest = :id WHERE name = :thread AND newest = :expected

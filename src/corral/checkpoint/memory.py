@@ -144,6 +144,13 @@ class MemorySaver:
         """Return the ids of every thread with a checkpoint, in the order they began."""
         return list(self._threads)
 
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints (a thread it does not hold is no error)."""
+        with self._lock:
+            self._threads.pop(thread_id, None)
+            for key in [key for key in self._pending if key[0] == thread_id]:
+                del self._pending[key]
+
     def close(self) -> None:
         """Do nothing: memory needs no closing (here so both savers can be closed alike)."""
 

@@ -22,8 +22,8 @@ def draw(args: argparse.Namespace) -> int:
     render = render_dot if args.format == "dot" else render_mermaid
     taken = None
     if getattr(args, "thread", None) is not None:
-        from corral.cli._taken import taken_routes
         from corral.cli._threads import open_existing
+        from corral.history import taken_routes
 
         taken = taken_routes(open_existing(args.db), args.thread, spec, collapse=args.collapse)
     # LangGraph has no guards: `corral cycles` and `lint` say why its loops have no bound

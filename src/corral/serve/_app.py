@@ -1,9 +1,8 @@
 """The Starlette application: the API's routes, the page, the server's own workers.
 
-On start-up (the ASGI lifespan) it opens the server's tables, queues again any run that was
-recorded but never queued (a server killed in between), and starts a
-:class:`~corral.workers.Worker` on a thread of its own when ``workers > 0``; on shutdown it
-stops the worker, which finishes or releases the runs it holds.
+On start-up (the ASGI lifespan) it starts a :class:`~corral.serve._runs.ServeWorker` on a
+thread of its own when ``workers > 0``; on shutdown it stops the worker, which finishes or
+releases the runs it holds.
 """
 
 from __future__ import annotations
@@ -31,16 +30,11 @@ from corral.serve import _page, _runs_api, _threads_api
 from corral.serve._guard import Guard, Scrubber
 from corral.serve._hub import Hub
 from corral.serve._requests import JSONText
-from corral.serve._runs import Dispatcher, Served
-from corral.serve._store import open_store
+from corral.serve._runs import Served, ServeWorker, database_of
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("corral.serve")
-
-_RECOVER_AFTER_S = 30.0
-"""A run recorded this long ago and still not queued was left by a server that died (a
-live one queues a run within milliseconds of recording it)."""
 
 
 class _ScrubbedLog(io.TextIOBase):
@@ -78,15 +72,12 @@ def create_app(
         cors_origins: origins a browser UI may call the API from.
         secrets: text that must never appear in a response or log line (the database URL).
     """
-    from corral.workers import Worker, queue_for
-
     first = next(iter(graphs.values()))
     for name, app in graphs.items():
         if app.checkpointer is not first.checkpointer:
             msg = f"graph {name!r} has another checkpointer; serve graphs of one database"
             raise CorralError(msg)
-    queue_for(first)  # creates the queue's table, which the run records are read with
-    store = open_store(first.checkpointer)
+    database_of(first)  # refused now, before the server listens
     scrub = Scrubber(*secrets, getattr(first.checkpointer, "where", None))
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "corral.serve", ""):
         logging.getLogger(name).addFilter(scrub)
@@ -94,18 +85,15 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub = Hub(asyncio.get_running_loop())
-        served = Served(graphs, store, hub, deps=deps)
+        served = Served(graphs, hub, deps=deps)
         app.state.served = served
         app.state.token = token
-        for run in await asyncio.to_thread(store.recover, _RECOVER_AFTER_S):
-            await asyncio.to_thread(served.submit, run)
         worker = None
         thread = None
         if workers > 0:
             out = cast(TextIO, _ScrubbedLog(scrub, worker_log)) if worker_log else None
-            worker = Worker(
-                Dispatcher(served), concurrency=workers, poll_s=0.05, lease_s=lease_s, log=out
-            )
+            worker = ServeWorker(served, concurrency=workers, poll_s=0.05, lease_s=lease_s, log=out)
+            served.worker_name = worker.name
             thread = threading.Thread(target=worker.run, name="corral-serve-worker", daemon=True)
             thread.start()
         try:
@@ -114,7 +102,6 @@ def create_app(
             if worker is not None and thread is not None:
                 worker.stop()
                 await asyncio.to_thread(thread.join, worker.grace_s + 5)
-            store.close()
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -30,12 +30,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from corral.checkpoint import ThreadInfo
 from corral.errors import BusyThreadError
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.serve._guard import PAGE_COOKIE
 from corral.serve._runs import Served
-from corral.serve._shapes import iso
-from corral.serve._store import ACTIVE, ThreadRecord
+from corral.serve._shapes import iso, thread_status
 from corral.serve._threads_api import last_run, snapshot_of, thread_app
 
 __all__ = ["routes"]
@@ -146,14 +146,11 @@ async def sign_in(request: Request) -> Response:
 # -- the list ----------------------------------------------------------------------------
 
 
-def _rows(served: Served) -> list[tuple[ThreadRecord, str, StateSnapshot | None]]:
+def _rows(served: Served) -> list[tuple[ThreadInfo, str, StateSnapshot | None]]:
     rows = []
-    for thread in served.store.threads():
+    for thread in served.saver.thread_infos():
         snapshot = snapshot_of(served, thread)
-        run = last_run(served, thread.thread_id)
-        status = "busy" if run in ACTIVE else "error" if run == "error" else "idle"
-        if status == "idle" and snapshot is not None and snapshot.status == "interrupted":
-            status = "interrupted"
+        status = thread_status(snapshot, last_run(served, thread.thread_id))
         rows.append((thread, status, snapshot))
     rows.sort(key=lambda row: row[1] != "interrupted")  # stable: newest first within each
     return rows
@@ -196,9 +193,9 @@ async def inbox(request: Request) -> Response:
 # -- one thread --------------------------------------------------------------------------
 
 
-def _drawing(served: Served, thread: ThreadRecord) -> str:
+def _drawing(served: Served, thread: ThreadInfo) -> str:
     """Return the graph drawn with the path the thread took: SVG with ``dot``, else Mermaid."""
-    from corral.cli._taken import taken_routes
+    from corral.history import taken_routes
     from corral.render import render_dot, render_mermaid
 
     app = thread_app(served, thread)
@@ -223,8 +220,8 @@ def _drawing(served: Served, thread: ThreadRecord) -> str:
     return f"<pre>{_e(render_mermaid(app.spec, taken=taken))}</pre>"
 
 
-def _history(served: Served, thread: ThreadRecord) -> str:
-    from corral.cli._threads import history_rows, ordered
+def _history(served: Served, thread: ThreadInfo) -> str:
+    from corral.history import history_rows, ordered
 
     app = thread_app(served, thread)
     assert app.checkpointer is not None
@@ -265,21 +262,18 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
 
 
 def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, bool] | None:
-    thread = served.store.get_thread(thread_id)
+    thread = served.saver.thread_info(thread_id)
     if thread is None:
         return None
     snapshot = snapshot_of(served, thread)
-    run = last_run(served, thread_id)
-    status = "busy" if run in ACTIVE else "error" if run == "error" else "idle"
-    if status == "idle" and snapshot is not None and snapshot.status == "interrupted":
-        status = "interrupted"
+    status = thread_status(snapshot, last_run(served, thread_id))
     parts = [
         f"<h1>Thread {_e(thread_id)}</h1>",
         f'<p>graph <b>{_e(thread.graph or "")}</b> · status <span class="status">'
         f"{_e('waiting for you' if status == 'interrupted' else status)}</span></p>",
     ]
     if status == "error":
-        failed = served.store.runs(thread_id)[0]
+        failed = served.runs.of_thread(thread_id)[0]
         parts.append(f'<p class="error">{_e(failed.error or "")}</p>')
     if status == "interrupted" and snapshot is not None:
         parts.append(_answer_form(thread_id, snapshot.interrupts, csrf))
@@ -319,7 +313,7 @@ def _typed(text: str, asked: Any) -> Any:
 
 def _resume(served: Served, thread_id: str, fields: dict[str, str]) -> str | None:
     """Queue the answers as a resume run; return an error to show, or ``None``."""
-    thread = served.store.get_thread(thread_id)
+    thread = served.saver.thread_info(thread_id)
     snapshot = snapshot_of(served, thread) if thread is not None else None
     if thread is None or snapshot is None or not snapshot.interrupts or not thread.graph:
         return "this thread is not waiting for an answer"

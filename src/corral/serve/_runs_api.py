@@ -22,10 +22,10 @@ from starlette.routing import Route
 
 from corral.errors import BusyThreadError
 from corral.serve._requests import JSONText, dumps, fail, read_json, run_fields
-from corral.serve._runs import Served, newest
-from corral.serve._shapes import interrupts_json, run_json
-from corral.serve._store import ACTIVE, RunRecord
+from corral.serve._runs import Served
+from corral.serve._shapes import interrupts_json, run_json, run_status
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
+from corral.workers.served import ServedRun
 
 __all__ = ["routes"]
 
@@ -33,13 +33,13 @@ _POLL_S = 0.05
 """How often a waiting request asks the database whether its run ended."""
 
 
-def _paths(run: RunRecord) -> dict[str, str]:
+def _paths(run: ServedRun) -> dict[str, str]:
     """Return the ``Location`` (the run's stream) and ``Content-Location`` (the run) headers."""
-    base = f"/threads/{quote(run.thread_id, safe='')}/runs/{run.run_id}"
+    base = f"/threads/{quote(run.thread_id, safe='')}/runs/{run.uuid}"
     return {"Location": f"{base}/stream", "Content-Location": base}
 
 
-async def _create(request: Request, stateless: bool) -> RunRecord:
+async def _create(request: Request, stateless: bool) -> ServedRun:
     """Record and queue the run the request asks for; return its record."""
     served = served_of(request)
     payload = await read_json(request)
@@ -50,9 +50,9 @@ async def _create(request: Request, stateless: bool) -> RunRecord:
     fields = run_fields(payload, app)
     thread_id = str(uuid.uuid4()) if stateless else check_id(request.path_params["thread_id"])
 
-    def record() -> RunRecord:
+    def record() -> ServedRun:
         if stateless or payload.get("if_not_exists") == "create":
-            served.store.create_thread(thread_id, {})
+            served.saver.add_thread_info(thread_id, {})
         thread = thread_or_404(served, thread_id)
         if thread.graph not in (None, name):
             msg = f"thread {thread_id!r} belongs to graph {thread.graph!r}, not {name!r}"
@@ -69,11 +69,11 @@ async def _create(request: Request, stateless: bool) -> RunRecord:
     return await run_in_threadpool(record)
 
 
-async def _ended(served: Served, run_id: str) -> RunRecord | None:
+async def _ended(served: Served, run_id: str) -> ServedRun | None:
     """Wait until the run ended; return its record (``None`` once it was deleted)."""
     while True:
-        found = await run_in_threadpool(served.store.get_run, run_id)
-        if found is None or found.status not in ACTIVE:
+        found = await run_in_threadpool(served.runs.get, run_id)
+        if found is None or not found.open:
             return found
         channel = served.hub.channel(run_id)
         if channel is not None and not channel.ended:
@@ -86,19 +86,21 @@ async def _ended(served: Served, run_id: str) -> RunRecord | None:
             await asyncio.sleep(_POLL_S)
 
 
-def _outcome(served: Served, run_id: str, run: RunRecord | None, thread_id: str) -> dict[str, Any]:
+def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str) -> dict[str, Any]:
     """Return what ``runs.wait``/``join`` answer: the final values (with ``__interrupt__``),
     or ``{"__error__": ...}`` for a run that failed."""
-    if run is not None and run.status == "error":
+    if run is not None and run_status(run) == "error":
         kind, _, message = (run.error or "Error: unknown").partition(": ")
         return {"__error__": {"error": kind, "message": message}}
     channel = served.hub.channel(run_id)
-    if run is None and channel is not None and channel.events[-1:]:
-        event, data = channel.events[-1]
-        if event == "error":  # a stateless run's record went with its thread
-            return {"__error__": data}
-    app = served.graphs.get(run.assistant_id if run else "", served.any_app)
-    if newest(app, thread_id) is None:
+    if run is None and channel is not None:  # a stateless run's thread went with it
+        for event, data in reversed(channel.events):
+            if event == "error":
+                return {"__error__": data}
+            if event == "values":
+                return dict(data)
+    app = served.graphs.get(run.graph if run else "", served.any_app)
+    if served.saver.newest_id(thread_id) is None:
         return {}
     snap = app.get_state(thread_id)
     if snap.interrupts:
@@ -114,20 +116,20 @@ async def create_run(request: Request) -> Response:
 async def wait_run(request: Request) -> Response:
     served = served_of(request)
     run = await _create(request, stateless="thread_id" not in request.path_params)
-    ended = await _ended(served, run.run_id)
-    body = await run_in_threadpool(_outcome, served, run.run_id, ended, run.thread_id)
+    ended = await _ended(served, run.uuid)
+    body = await run_in_threadpool(_outcome, served, run.uuid, ended, run.thread_id)
     return JSONText(body, headers=_paths(run))
 
 
 async def stream_run(request: Request) -> Response:
     served = served_of(request)
     run = await _create(request, stateless="thread_id" not in request.path_params)
-    modes = run.kwargs["stream_mode"]
-    return _event_stream(served, run, modes, 0, first={"run_id": run.run_id, "attempt": 1})
+    modes = run.request["kwargs"]["stream_mode"]
+    return _event_stream(served, run, modes, 0, first={"run_id": run.uuid, "attempt": 1})
 
 
 def _event_stream(
-    served: Served, run: RunRecord, modes: list[str], cursor: int, first: Any = None
+    served: Served, run: ServedRun, modes: list[str], cursor: int, first: Any = None
 ) -> StreamingResponse:
     body = _follow(served, run, modes, cursor, first)
     headers = {**_paths(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -148,14 +150,14 @@ def _shown_as(event: str, modes: list[str]) -> list[str]:
 
 
 async def _follow(
-    served: Served, run: RunRecord, modes: list[str], cursor: int, first: Any
+    served: Served, run: ServedRun, modes: list[str], cursor: int, first: Any
 ) -> AsyncIterator[bytes]:
     """Yield the run's events from ``cursor`` on, until the run ended."""
     if first is not None:
         yield _sse("metadata", first)
     seen = None
     while True:
-        channel = served.hub.channel(run.run_id)
+        channel = served.hub.channel(run.uuid)
         if channel is not None:
             channel.changed.clear()
             while cursor < len(channel.events):
@@ -164,22 +166,25 @@ async def _follow(
                 for name in _shown_as(event, modes):
                     yield _sse(name, data, cursor)
             if channel.ended:
-                await _ended(served, run.run_id)
+                await _ended(served, run.uuid)
                 return
             try:
                 await asyncio.wait_for(channel.changed.wait(), 1.0)
             except TimeoutError:  # a worker that lost the run leaves its channel open
-                found = await run_in_threadpool(served.store.get_run, run.run_id)
-                if found is None or found.status not in ACTIVE:
-                    served.hub.end(run.run_id)  # drained on the next pass
+                found = await run_in_threadpool(served.runs.get, run.uuid)
+                if found is None or not found.open:
+                    served.hub.end(run.uuid)  # drained on the next pass
             continue
-        # run elsewhere (or not started yet): values as checkpoints land
-        found = await run_in_threadpool(served.store.get_run, run.run_id)
+        found = await run_in_threadpool(served.runs.get, run.uuid)
+        if found is not None and found.open and found.owner in ("", served.worker_name):
+            await asyncio.sleep(_POLL_S)  # not taken yet, or this process's worker opens
+            continue  # its channel in a moment
+        # run by a worker elsewhere: values as its checkpoints land
         values, seen = await run_in_threadpool(_new_values, served, run, seen)
         if values is not None and "values" in modes:
             yield _sse("values", values)
-        if found is None or found.status not in ACTIVE:
-            if found is not None and found.status == "error":
+        if found is None or not found.open:
+            if found is not None and run_status(found) == "error":
                 kind, _, message = (found.error or "Error: unknown").partition(": ")
                 yield _sse("error", {"error": kind, "message": message})
             return
@@ -187,11 +192,10 @@ async def _follow(
 
 
 def _new_values(
-    served: Served, run: RunRecord, seen: str | None
+    served: Served, run: ServedRun, seen: str | None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    app = served.graphs[run.assistant_id]
-    assert app.checkpointer is not None
-    newest_id = newest(app, run.thread_id)
+    app = served.graphs[run.graph]
+    newest_id = served.saver.newest_id(run.thread_id)
     if newest_id is None or newest_id == seen:
         return None, seen
     return app.get_state(run.thread_id).values, newest_id
@@ -201,17 +205,17 @@ async def join_stream(request: Request) -> Response:
     served = served_of(request)
     run = await _run_or_404(request)
     asked = [m for m in request.query_params.getlist("stream_mode") if m]
-    modes = asked or run.kwargs.get("stream_mode") or ["values"]
+    modes = asked or run.request["kwargs"].get("stream_mode") or ["values"]
     last = request.headers.get("last-event-id") or "0"
     cursor = int(last) if last.isdigit() else 0
     return _event_stream(served, run, modes, cursor)
 
 
-async def _run_or_404(request: Request) -> RunRecord:
+async def _run_or_404(request: Request) -> ServedRun:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     run_id = request.path_params["run_id"]
-    found = await run_in_threadpool(served.store.get_run, run_id)
+    found = await run_in_threadpool(served.runs.get, run_id)
     if found is None or found.thread_id != thread_id:
         raise fail(404, f"run {run_id!r} of thread {thread_id!r} not found")
     return found
@@ -230,7 +234,7 @@ async def list_runs(request: Request) -> Response:
 
     def answer() -> list[dict[str, Any]]:
         thread_or_404(served, thread_id)
-        runs = [r for r in served.store.runs(thread_id) if status in (None, r.status)]
+        runs = [r for r in served.runs.of_thread(thread_id) if status in (None, run_status(r))]
         return [run_json(r) for r in runs[offset : offset + limit]]
 
     return JSONText(await run_in_threadpool(answer))
@@ -239,8 +243,8 @@ async def list_runs(request: Request) -> Response:
 async def join_run(request: Request) -> Response:
     served = served_of(request)
     run = await _run_or_404(request)
-    ended = await _ended(served, run.run_id)
-    return JSONText(await run_in_threadpool(_outcome, served, run.run_id, ended, run.thread_id))
+    ended = await _ended(served, run.uuid)
+    return JSONText(await run_in_threadpool(_outcome, served, run.uuid, ended, run.thread_id))
 
 
 async def cancel_run(request: Request) -> Response:
@@ -249,20 +253,19 @@ async def cancel_run(request: Request) -> Response:
     action = request.query_params.get("action") or "interrupt"
     if action != "interrupt":
         raise fail(422, f"cancel action {action!r} is not supported; use 'interrupt'")
-    if run.status in ACTIVE:
-        served.cancelled.add(run.run_id)
-        await run_in_threadpool(served.store.request_cancel, run.run_id, action)
+    if run.open:
+        await run_in_threadpool(served.runs.cancel, run.uuid, action)
     if request.query_params.get("wait") in ("1", "true"):
-        await _ended(served, run.run_id)
+        await _ended(served, run.uuid)
     return Response(status_code=202)
 
 
 async def delete_run(request: Request) -> Response:
     served = served_of(request)
     run = await _run_or_404(request)
-    if run.status in ACTIVE:
-        raise fail(409, f"run {run.run_id!r} is {run.status}; cancel it first")
-    await run_in_threadpool(served.store.delete_run, run.run_id)
+    if run.open:
+        raise fail(409, f"run {run.uuid!r} is {run_status(run)}; cancel it first")
+    await run_in_threadpool(served.runs.delete, run.uuid)
     return Response(status_code=204)
 
 

@@ -11,8 +11,9 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import Any
 
+from corral.checkpoint import ThreadInfo
 from corral.runtime.events import Event, Interrupt, StateSnapshot
-from corral.serve._store import RunRecord, ThreadRecord
+from corral.workers.served import ServedRun
 
 __all__ = [
     "assistant_json",
@@ -20,6 +21,7 @@ __all__ = [
     "interrupts_json",
     "iso",
     "run_json",
+    "run_status",
     "state_json",
     "thread_json",
     "thread_status",
@@ -27,13 +29,24 @@ __all__ = [
 
 _STARTED = datetime.now(UTC).isoformat()
 
+_STATUS = {"queued": "pending", "running": "running", "done": "success"}
+_STATUS.update({"interrupted": "success", "failed": "error"})
+"""Queue status -> run status. As on LangGraph's server, a run that paused for a person
+ended well (``success``; its thread is ``interrupted``); a cancelled run is ``interrupted``."""
+
+
+def run_status(run: ServedRun) -> str:
+    """Return the run's status as the LangGraph server names it."""
+    status = _STATUS.get(run.status, "pending")
+    return "interrupted" if status == "error" and run.cancel else status
+
 
 def iso(seconds: float) -> str:
     """Return a Unix time as ISO 8601 text with its UTC offset."""
     return datetime.fromtimestamp(seconds, UTC).isoformat()
 
 
-def assistant_json(name: str, description: str | None) -> dict[str, Any]:
+def assistant_json(name: str) -> dict[str, Any]:
     """Return the one assistant of a served graph: its id and graph id are the graph's name."""
     return {
         "assistant_id": name,
@@ -45,7 +58,7 @@ def assistant_json(name: str, description: str | None) -> dict[str, Any]:
         "created_at": _STARTED,
         "updated_at": _STARTED,
         "version": 1,
-        "description": description,
+        "description": None,
     }
 
 
@@ -69,7 +82,7 @@ def thread_status(snapshot: StateSnapshot | None, last_run: str | None) -> str:
 
 
 def thread_json(
-    record: ThreadRecord, snapshot: StateSnapshot | None, last_run: str | None
+    record: ThreadInfo, snapshot: StateSnapshot | None, last_run: str | None
 ) -> dict[str, Any]:
     """Return a thread with its status, last values and pending interrupts by task."""
     pending: dict[str, list[dict[str, Any]]] = {}
@@ -144,18 +157,19 @@ def state_json(thread_id: str, snapshot: StateSnapshot) -> dict[str, Any]:
     }
 
 
-def run_json(record: RunRecord) -> dict[str, Any]:
-    """Return a run record."""
+def run_json(run: ServedRun) -> dict[str, Any]:
+    """Return a run."""
+    kwargs = run.request.get("kwargs", {})
     return {
-        "run_id": record.run_id,
-        "thread_id": record.thread_id,
-        "assistant_id": record.assistant_id,
-        "metadata": record.metadata,
-        "status": record.status,
-        "kwargs": record.kwargs,
-        "multitask_strategy": record.multitask_strategy,
-        "created_at": iso(record.created_at),
-        "updated_at": iso(record.created_at),
+        "run_id": run.uuid,
+        "thread_id": run.thread_id,
+        "assistant_id": run.graph,
+        "metadata": run.request.get("metadata", {}),
+        "status": run_status(run),
+        "kwargs": kwargs,
+        "multitask_strategy": kwargs.get("multitask_strategy", "enqueue"),
+        "created_at": iso(run.created_at),
+        "updated_at": iso(run.created_at),
     }
 
 

@@ -10,13 +10,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from corral.checkpoint import ThreadInfo
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import StateSnapshot
 from corral.serve._requests import JSONText, fail, read_json
-from corral.serve._runs import Served, newest
+from corral.serve._runs import Served
 from corral.serve._shapes import assistant_json, state_json, thread_json
-from corral.serve._store import ACTIVE, ThreadRecord
 
 __all__ = ["routes", "snapshot_of", "thread_app", "thread_or_404"]
 
@@ -29,39 +29,39 @@ def served_of(request: Request) -> Served:
     return served
 
 
-def thread_or_404(served: Served, thread_id: str) -> ThreadRecord:
-    found = served.store.get_thread(thread_id)
+def thread_or_404(served: Served, thread_id: str) -> ThreadInfo:
+    found = served.saver.thread_info(thread_id)
     if found is None:
         raise fail(404, f"thread {thread_id!r} not found; create it with POST /threads")
     return found
 
 
-def thread_app(served: Served, thread: ThreadRecord) -> CompiledGraph[Any]:
+def thread_app(served: Served, thread: ThreadInfo) -> CompiledGraph[Any]:
     """Return the graph the thread belongs to (any served one before its first run)."""
     return served.graphs.get(thread.graph or "", served.any_app)
 
 
-def snapshot_of(served: Served, thread: ThreadRecord) -> StateSnapshot | None:
+def snapshot_of(served: Served, thread: ThreadInfo) -> StateSnapshot | None:
     """Return the thread's last state, or ``None`` before its first checkpoint."""
     app = thread_app(served, thread)
-    if newest(app, thread.thread_id) is None:
+    if served.saver.newest_id(thread.thread_id) is None:
         return None
     return app.get_state(thread.thread_id)
 
 
 def busy(served: Served, thread_id: str) -> bool:
-    return any(run.status in ACTIVE for run in served.store.runs(thread_id))
+    return any(run.open for run in served.runs.of_thread(thread_id))
 
 
 def last_run(served: Served, thread_id: str) -> str | None:
     """Return the status of the thread's newest run: any run in flight counts first."""
-    runs = served.store.runs(thread_id)
-    if any(run.status in ACTIVE for run in runs):
+    runs = served.runs.of_thread(thread_id)
+    if any(run.open for run in runs):
         return "running"
     return runs[0].status if runs else None
 
 
-def _thread_json(served: Served, thread: ThreadRecord) -> dict[str, Any]:
+def _thread_json(served: Served, thread: ThreadInfo) -> dict[str, Any]:
     return thread_json(thread, snapshot_of(served, thread), last_run(served, thread.thread_id))
 
 
@@ -72,11 +72,7 @@ async def search_assistants(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     graph_id = payload.get("graph_id")
-    found = [
-        assistant_json(name, served.descriptions.get(name))
-        for name in served.graphs
-        if graph_id in (None, name)
-    ]
+    found = [assistant_json(name) for name in served.graphs if graph_id in (None, name)]
     offset = int(payload.get("offset") or 0)
     return JSONText(found[offset : offset + int(payload.get("limit") or 10)])
 
@@ -86,7 +82,7 @@ async def get_assistant(request: Request) -> Response:
     name = request.path_params["assistant_id"]
     if name not in served.graphs:
         raise fail(404, f"assistant {name!r} not found; served graphs: {sorted(served.graphs)}")
-    return JSONText(assistant_json(name, served.descriptions.get(name)))
+    return JSONText(assistant_json(name))
 
 
 # -- threads -----------------------------------------------------------------------------
@@ -111,7 +107,7 @@ async def create_thread(request: Request) -> Response:
     metadata = payload.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
-    record, new = await run_in_threadpool(served.store.create_thread, thread_id, metadata)
+    record, new = await run_in_threadpool(served.saver.add_thread_info, thread_id, metadata)
     if not new and payload.get("if_exists", "raise") != "do_nothing":
         raise fail(409, f"thread {thread_id!r} already exists; send if_exists='do_nothing'")
     return JSONText(await run_in_threadpool(_thread_json, served, record))
@@ -136,7 +132,7 @@ async def patch_thread(request: Request) -> Response:
 
     def answer() -> dict[str, Any]:
         thread_or_404(served, thread_id)
-        served.store.update_thread(thread_id, metadata=metadata)
+        served.saver.update_thread_info(thread_id, metadata)
         return _thread_json(served, thread_or_404(served, thread_id))
 
     return JSONText(await run_in_threadpool(answer))
@@ -145,8 +141,12 @@ async def patch_thread(request: Request) -> Response:
 async def delete_thread(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
-    if not await run_in_threadpool(served.store.delete_thread, thread_id):
-        raise fail(404, f"thread {thread_id!r} not found")
+
+    def delete() -> None:
+        thread_or_404(served, thread_id)
+        served.delete_thread(thread_id)
+
+    await run_in_threadpool(delete)
     return Response(status_code=204)
 
 
@@ -163,7 +163,7 @@ async def search_threads(request: Request) -> Response:
 
     def answer() -> list[dict[str, Any]]:
         found = []
-        for thread in served.store.threads():
+        for thread in served.saver.thread_infos():
             if ids is not None and thread.thread_id not in ids:
                 continue
             if not _matches(thread.metadata, payload.get("metadata") or {}):
@@ -226,8 +226,8 @@ async def update_state(request: Request) -> Response:
         except CorralError as exc:
             raise fail(422, str(exc)) from None
         name = thread.graph or next(k for k, v in served.graphs.items() if v is app)
-        served.store.update_thread(
-            thread_id, metadata={"graph_id": name, "assistant_id": name}, graph=name
+        served.saver.update_thread_info(
+            thread_id, {"graph_id": name, "assistant_id": name}, graph=name
         )
         point = {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": new_id}
         return {"checkpoint": point, "configurable": point, "checkpoint_id": new_id}
@@ -245,7 +245,7 @@ async def get_history(request: Request) -> Response:
     def answer() -> list[dict[str, Any]]:
         thread = thread_or_404(served, thread_id)
         app = thread_app(served, thread)
-        if newest(app, thread_id) is None:
+        if served.saver.newest_id(thread_id) is None:
             return []
         states = app.history(thread_id)
         if before is not None:

@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint._pg_schema import error_for
+from corral.checkpoint._pg_schema import SCHEMA_LOCK, error_for
+from corral.checkpoint._tables import for_psycopg
 from corral.workers.queue import Outcome, QueuedRun, lease_lost
+from corral.workers.served import add_served_columns
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,7 +38,13 @@ UPDATE corral_runs SET status = 'running', owner = %(owner)s, attempts = attempt
 WHERE id = (
     SELECT r.id FROM corral_runs AS r WHERE {_READY}
     ORDER BY r.id FOR UPDATE SKIP LOCKED LIMIT 1)
-RETURNING id, thread, input, resume, base, attempts
+RETURNING id, thread, input, resume, base, attempts, graph, command, fork
+"""
+
+_INSERT_SERVED = """
+INSERT INTO corral_runs (thread, input, resume, uuid, graph, request, command, fork)
+VALUES (:thread, :input, :resume, :uuid, :graph, :request, :command, :fork)
+RETURNING id
 """
 
 _HELD = """
@@ -56,6 +64,27 @@ class PostgresQueue:
     def __init__(self, pool: ConnectionPool[Any], where: str) -> None:
         self.pool = pool
         self.where = where
+        with self.transaction("open the run queue in") as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            present = conn.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = 'corral_runs'"
+            ).fetchall()
+            add_served_columns(conn, {str(name) for (name,) in present})
+
+    # what corral.workers.served needs: the same statements in both databases
+    epoch = "extract(epoch from submitted)"
+    insert_served = _INSERT_SERVED
+    sql = staticmethod(for_psycopg)
+
+    @contextmanager
+    def transaction(self, verb: str, write: bool = True) -> Iterator[psycopg.Connection[Any]]:
+        with self._conn(verb) as conn, conn.transaction():
+            yield conn
+
+    def lock_thread(self, conn: psycopg.Connection[Any], thread_id: str) -> None:
+        """Hold the thread's lock until the transaction ends (two servers, one thread)."""
+        conn.execute("SELECT pg_advisory_xact_lock(17234, hashtext(%s))", (thread_id,))
 
     @contextmanager
     def _conn(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
@@ -90,8 +119,10 @@ class PostgresQueue:
             row = conn.execute(_CLAIM, {"owner": owner, "lease": lease_s}).fetchone()
         if row is None:
             return None
-        run_id, thread, input, resume, base, attempts = row
-        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts))
+        run_id, thread, input, resume, base, attempts, graph, command, fork = row
+        return QueuedRun(
+            int(run_id), str(thread), input, bool(resume), base, int(attempts), graph, command, fork
+        )
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         with self._conn("start a run in") as conn:

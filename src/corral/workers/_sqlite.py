@@ -13,11 +13,12 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
 from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, error_for, execute_patiently
 from corral.workers.queue import Outcome, QueuedRun, lease_lost
+from corral.workers.served import add_served_columns
 
 if TYPE_CHECKING:
     from corral.checkpoint.base import Fence
@@ -43,12 +44,20 @@ CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
 """
 
 _PICK = """
-SELECT r.id, r.thread, r.input, r.resume, r.base, r.attempts FROM corral_runs AS r
+SELECT r.id, r.thread, r.input, r.resume, r.base, r.attempts, r.graph, r.command, r.fork
+FROM corral_runs AS r
 WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < :now))
     AND NOT EXISTS (
         SELECT 1 FROM corral_runs AS e
         WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
 ORDER BY r.id LIMIT 1
+"""
+
+_INSERT_SERVED = """
+INSERT INTO corral_runs (thread, input, resume, uuid, graph, request, command, fork, submitted)
+VALUES (:thread, :input, :resume, :uuid, :graph, :request, :command, :fork,
+    (julianday('now') - 2440587.5) * 86400.0)
+RETURNING id
 """
 
 _HELD = """
@@ -69,10 +78,30 @@ class SqliteQueue:
             for statement in _TABLE.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            present = {row[1] for row in conn.execute("PRAGMA table_info(corral_runs)")}
+            add_served_columns(conn, present)
+
+    # what corral.workers.served needs: the same statements in both databases
+    epoch = "submitted"
+    insert_served = _INSERT_SERVED
+
+    def transaction(
+        self, verb: str, write: bool = True
+    ) -> AbstractContextManager[sqlite3.Connection]:
+        return self._tx(verb, "BEGIN IMMEDIATE" if write else "BEGIN")
+
+    @staticmethod
+    def sql(statement: str) -> str:
+        return statement
+
+    @staticmethod
+    def lock_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+        """Nothing: every transaction holds the file's write lock."""
 
     @contextmanager
-    def _tx(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection inside a ``BEGIN IMMEDIATE`` transaction, committed at the end."""
+    def _tx(self, verb: str, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """Yield the connection inside a ``BEGIN IMMEDIATE`` transaction (``begin="BEGIN"``:
+        one that only reads, taking no write lock), committed at the end."""
         with self._lock:
             try:
                 if self._conn is None or self._pid != os.getpid():
@@ -84,7 +113,7 @@ class SqliteQueue:
                     )
                     self._pid = os.getpid()
                 conn = self._conn
-                execute_patiently(conn, self.timeout_s, "BEGIN IMMEDIATE")
+                execute_patiently(conn, self.timeout_s, begin)
                 try:
                     yield conn
                 except BaseException:
@@ -110,13 +139,23 @@ class SqliteQueue:
             row = conn.execute(_PICK, {"now": now}).fetchone()
             if row is None:
                 return None
-            run_id, thread, input, resume, base, attempts = row
+            run_id, thread, input, resume, base, attempts, graph, command, fork = row
             conn.execute(
                 "UPDATE corral_runs SET status = 'running', owner = ?, lease_until = ?, "
                 "attempts = attempts + 1 WHERE id = ?",
                 (owner, now + lease_s, run_id),
             )
-        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts) + 1)
+        return QueuedRun(
+            int(run_id),
+            str(thread),
+            input,
+            bool(resume),
+            base,
+            int(attempts) + 1,
+            graph,
+            command,
+            fork,
+        )
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         with self._tx("start a run in") as conn:

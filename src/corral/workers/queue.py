@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol
 
 from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
-from corral.control import Resume
+from corral.control import Command, Resume
 from corral.errors import LeaseLostError
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "Outcome",
     "QueuedRun",
     "RunQueue",
+    "dump_command",
     "dump_input",
     "lease_lost",
     "load_input",
@@ -72,6 +73,12 @@ class QueuedRun:
     """The thread's newest checkpoint when the run first started; ``None`` if it never did."""
     attempts: int
     """How many times a worker claimed it (more than one after a takeover)."""
+    graph: str | None = None
+    """The graph a served run is for (``None``: the worker's own)."""
+    command: str | None = None
+    """The JSON of a ``Command``'s ``update``/``goto``/``resume``: run instead of ``input``."""
+    fork: str | None = None
+    """The checkpoint a fresh start continues from instead of the newest (time travel)."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +162,19 @@ def dump_input(value: Any, serializer: Serializer | None = None) -> tuple[str | 
     return json.dumps(tree, separators=(",", ":"), ensure_ascii=False), resume
 
 
+def dump_command(command: Command[Any], serializer: Serializer | None = None) -> str:
+    """Return the stored form of a ``Command`` a queued run starts with."""
+    fields = {"update": command.update, "goto": command.goto, "resume": command.resume}
+    tree = encode(fields, serializer=serializer, where="command")
+    return json.dumps(tree, separators=(",", ":"), ensure_ascii=False)
+
+
 def load_input(run: QueuedRun, serializer: Serializer | None = None) -> Any:
-    """Return what ``invoke`` gets for a queued run: its input, ``Resume(value)`` or ``None``."""
+    """Return what ``invoke`` gets for a queued run: its input, ``Resume(value)``, a
+    ``Command`` or ``None``."""
+    if run.command is not None:
+        fields = decode(json.loads(run.command), serializer=serializer, where="command")
+        return Command(**fields)
     if run.input is None:
         return None
     where = f"the input of queued run {run.id}"

@@ -22,6 +22,10 @@ What can go wrong, and what the worker does:
 - The graph raises: the run is marked ``failed`` with a one-line reason (``app.wait``
   raises ``RunFailedError``). An interrupted run is marked ``interrupted`` and leaves the
   queue until ``app.submit(Resume(value), thread_id=...)``.
+- A cancel was asked (the run's queue row, set by ``corral serve``): read after each
+  superstep's checkpoint, it stops the run before its next node; the run is marked
+  ``failed`` with ``RunCancelledError``. A write refused because the run's thread was
+  deleted meanwhile ends it the same way.
 - ``stop()`` (SIGTERM under ``corral worker``): it takes no new run, lets the runs it holds
   finish for up to ``grace_s``, then releases those still running back to the queue.
 
@@ -38,21 +42,26 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from corral.checkpoint.base import fenced
+from corral.control import Command, Resume
 from corral.errors import (
     CheckpointError,
     ConcurrentRunError,
     CorralError,
     LeaseLostError,
+    RunCancelledError,
     SerializationError,
 )
 from corral.runtime.app import CompiledGraph
+from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
+from corral.workers.served import ServedRuns
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "apply_command"]
 
 
 class Worker:
@@ -239,7 +248,7 @@ class Worker:
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
                 with fenced(self.queue.fence(run, self.name)):
-                    result = self.app.invoke(value, thread_id=run.thread_id, deps=self.deps)
+                    status, steps = self.drive(run, value, run.fork if fresh else None)
             except LeaseLostError:
                 self.emit("lost", run=run.id, thread=run.thread_id, attempt=run.attempts)
                 return
@@ -254,6 +263,10 @@ class Worker:
                 return
             except CheckpointError as exc:
                 self.emit("store_error", run=run.id, thread=run.thread_id, error=str(exc))
+                if self._cancel_asked(run):  # e.g. its thread was deleted meanwhile
+                    why = f"run {run.id} was cancelled; its last write was refused: {exc}"
+                    self._finish(run, "failed", f"{RunCancelledError.__name__}: {why}")
+                    return
                 if time.monotonic() > retry_until or self._stop.is_set():
                     self.emit("abandoned", run=run.id, thread=run.thread_id)
                     return
@@ -265,9 +278,57 @@ class Worker:
             except (CorralError, Exception) as exc:
                 self._finish(run, "failed", f"{type(exc).__name__}: {exc}")
                 return
-            status = "interrupted" if result.status == "interrupted" else "done"
-            self._finish(run, status, None, steps=result.steps)
+            self._finish(
+                run, "interrupted" if status == "interrupted" else "done", None, steps=steps
+            )
             return
+
+    def drive(
+        self,
+        run: QueuedRun,
+        value: Any,
+        fork: str | None,
+        app: CompiledGraph[Any] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> tuple[str, int]:
+        """Run ``run`` with ``app`` (default: the worker's) from ``value`` (``None``:
+        continue its thread; ``fork``: from that checkpoint), stopping before its next node
+        once a cancel was asked; return its status and node runs.
+
+        Raises:
+            RunCancelledError: a cancel was asked (the thread keeps its last checkpoint).
+        """
+        self.stop_if_cancelled(run)
+        app = app or self.app
+        if isinstance(value, Command):
+            value, fork = apply_command(app, run.thread_id, value, fork), None
+        status, steps = "done", 0
+        for event in app.stream(
+            value,
+            mode="events",
+            thread_id=run.thread_id,
+            checkpoint_id=fork,
+            deps=self.deps,
+            on_event=on_event,
+        ):
+            if isinstance(event, RunEnd):
+                status, steps = event.status, event.steps
+            elif isinstance(event, CheckpointWritten) and event.thread_id == run.thread_id:
+                if event.status == "running":
+                    self.stop_if_cancelled(run)
+        return status, steps
+
+    def stop_if_cancelled(self, run: QueuedRun) -> None:
+        """Raise ``RunCancelledError`` when a cancel of ``run`` was asked (in its queue row)."""
+        if self._cancel_asked(run):
+            msg = f"run {run.id} of thread {run.thread_id!r} was cancelled before its next node"
+            raise RunCancelledError(msg, run_id=str(run.id))
+
+    def _cancel_asked(self, run: QueuedRun) -> bool:
+        try:
+            return ServedRuns(self.queue).cancel_asked(run.id) is not None
+        except CheckpointError:
+            return False  # the next write says whether the database is back
 
     def _finish(self, run: QueuedRun, status: str, error: str | None, **extra: Any) -> None:
         try:
@@ -298,3 +359,29 @@ class Worker:
             return run_id in self.queue.renew(self.name, [run_id], self.lease_s)
         except CheckpointError:
             return False
+
+
+def apply_command(
+    app: CompiledGraph[Any], thread_id: str, command: Command[Any], fork: str | None = None
+) -> Resume | None:
+    """Write a ``Command``'s ``update`` and ``goto`` into the thread (a checkpoint after its
+    last one, or after ``fork``); return what the run then continues with.
+
+    ``update`` alone is merged (``update_state``: the pending nodes and interrupts stay);
+    with ``goto`` it is as if the node that ran last had returned the ``Command``
+    (``as_node``), so the engine takes that route only where that node declares it.
+    """
+    if command.goto is not None:
+        last = app.checkpointer.chain(thread_id, fork)[-1] if app.checkpointer else None
+        ran = [node for node, _ in last.writes if not node.startswith("__")] if last else []
+        if not ran:
+            msg = (
+                f"command goto={command.goto!r} needs a node that ran on thread "
+                f"{thread_id!r} to route from; start the thread with an input first"
+            )
+            raise CorralError(msg)
+        update = Command(update=command.update, goto=command.goto)
+        app.update_state(thread_id, update, ran[-1], checkpoint_id=fork)
+    elif command.update is not None:
+        app.update_state(thread_id, command.update, checkpoint_id=fork)
+    return None if command.resume is None else Resume(command.resume)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint._thread_info import add_info_columns
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
@@ -215,6 +216,9 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 "UPDATE corral_schema SET version = ?, written_by = ?",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
+        else:
+            present = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
+            add_info_columns(conn, present, postgres=False)
 
 
 @contextmanager

@@ -1,4 +1,6 @@
-"""The routes a thread took, for ``corral draw --thread``, read from its checkpoints.
+"""A thread's history, read from its checkpoints: one row per checkpoint, and the routes
+it took through its graph (for ``corral history``, ``corral draw --thread`` and the page of
+``corral serve``).
 
 A checkpoint closes one superstep: it holds the writes of the nodes that ran, each node's
 runs so far (meta ``runs``) and the nodes the next superstep runs (meta ``next``). A route
@@ -19,14 +21,130 @@ counts per entry: the drawing shows the highest count any entry reached.
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections import Counter
+from dataclasses import dataclass
+from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
-from corral.cli._threads import ordered, parent_thread, ran_nodes, thread_ids
+from corral.loader import UsageError
 from corral.render import Taken
 from corral.spec import END, START, GraphSpec
 
-__all__ = ["taken_routes"]
+__all__ = [
+    "CHILD_THREAD",
+    "HistoryRow",
+    "history_rows",
+    "ordered",
+    "parent_thread",
+    "ran_nodes",
+    "taken_routes",
+    "thread_ids",
+    "written_at",
+]
+
+_INPUT = "__input__"
+CHILD_THREAD = re.compile(
+    r"(?P<parent>.+)/(?P<node>[^/]+)@(?P<run>\d+)\.(?P<step>\d+)\.\d+(~(?P<fork>[0-9a-f]+))?"
+)
+"""A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK``, with ``~FORK`` after
+it on a fork's branch (``runtime.child_graph.child_thread``)."""
+
+
+def thread_ids(saver: Checkpointer) -> list[str]:
+    """Return every thread id of ``saver`` (subgraph children's included)."""
+    listing = getattr(saver, "threads", None)
+    if listing is None:  # pragma: no cover - every corral saver lists its threads
+        msg = f"{type(saver).__name__} cannot list its threads"
+        raise UsageError(msg)
+    ids: list[str] = listing()
+    return ids
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One checkpoint of a thread, as ``corral history`` shows it."""
+
+    checkpoint_id: str
+    step: int
+    """Node runs so far in this run (``steps`` of the checkpoint)."""
+    nodes: tuple[str, ...]
+    """The nodes that ran in the superstep this checkpoint closes (``input`` for the run's
+    input; see :func:`ran_nodes`)."""
+    keys: tuple[str, ...]
+    """The state keys those writes set."""
+    status: str
+    time: str | None = None
+    """When the checkpoint was written (ISO 8601, UTC); ``None`` if it does not say."""
+
+
+def ran_nodes(checkpoint: Checkpoint, parent: Checkpoint | None) -> tuple[str, ...]:
+    """Return the nodes that ran in the superstep ``checkpoint`` closes (``input`` for a run's
+    input): those whose writes it holds, and those whose count of runs in its meta went up
+    since ``parent`` (a node that returned no update, a subgraph entry)."""
+    nodes = dict.fromkeys("input" if n == _INPUT else n for n, _ in checkpoint.writes)
+    runs = checkpoint.meta.get("runs")
+    before = parent.meta.get("runs") if parent is not None else None
+    if isinstance(runs, dict):
+        earlier = before if isinstance(before, dict) else {}
+        for name, count in runs.items():
+            if int(count) > int(earlier.get(name, 0)):
+                nodes[str(name)] = None
+    return tuple(nodes)
+
+
+def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
+    """Return one row per checkpoint, oldest first."""
+    rows = []
+    by_id = {c.checkpoint_id: c for c in checkpoints}
+    for checkpoint in checkpoints:
+        parent = by_id.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
+        nodes = ran_nodes(checkpoint, parent)
+        keys = tuple(dict.fromkeys(k for _, update in checkpoint.writes for k in update))
+        meta = checkpoint.meta
+        rows.append(
+            HistoryRow(
+                checkpoint.checkpoint_id,
+                int(meta.get("steps", 0)),
+                nodes,
+                keys,
+                str(meta.get("status", "running")),
+                written_at(meta),
+            )
+        )
+    return rows
+
+
+def written_at(meta: dict[str, Any]) -> str | None:
+    """Return when a checkpoint was written, from its meta, as ISO 8601 UTC to the second."""
+    seconds = meta.get("time")
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return None  # written by a corral that did not record the time
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds")
+
+
+def parent_thread(thread: str, known: set[str] | frozenset[str]) -> str | None:
+    """Return the thread whose subgraph entry ``thread`` is the child of, if it is one.
+
+    A child thread is named ``PARENT/NODE@RUN.SUPERSTEP.TASK`` by the runtime; a thread id
+    of that shape counts as a child only when ``PARENT`` is a thread of the same database.
+    """
+    match = CHILD_THREAD.fullmatch(thread)
+    if match is None or match["parent"] not in known:
+        return None
+    return match["parent"]
+
+
+def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
+    """Return the checkpoints of ``thread``, oldest first; none is a usage error."""
+    found = saver.checkpoints(thread)
+    if not found:
+        msg = f"thread {thread!r} has no checkpoints in this database; `corral threads` lists them"
+        raise UsageError(msg)
+    return sorted(found, key=lambda c: int(c.meta.get("seq", 0)) or 0)
+
 
 Routes = dict[tuple[str, str, bool], int]
 Guards = dict[tuple[str, str], int]
