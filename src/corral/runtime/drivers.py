@@ -29,11 +29,10 @@ from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
 from corral.runtime.interrupts import _Answers, _current, _Pause
-from corral.runtime.routing import Routing
-from corral.runtime.run_state import Call, RunState, TaskResult
+from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import view_of
 from corral.runtime.subgraphs import run_child_async, run_child_sync
-from corral.runtime.superstep import Superstep, end_run, router_error, running
+from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
 __all__ = [
@@ -159,7 +158,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
     yield from flush(rs)
     while running(rs):
-        routing = rs_routing(rs) if rs.reroute is not None else None
+        routing = rerouted(rs) if rs.reroute is not None else None
         if routing is None:
             routing = yield from _superstep_sync(rs)
             if routing is None:
@@ -171,7 +170,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
 
 
-def route_sync(rs: RunState, routing: Routing) -> None:
+def route_sync(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep (calling each result's router), then finish it."""
     try:
         for result in routing.results:
@@ -179,12 +178,12 @@ def route_sync(rs: RunState, routing: Routing) -> None:
             raw = call_router_sync(rs, node, node.router) if node.router is not None else None
             routing.take(result, raw)
     except CorralError as error:
-        routing.failed(error)
+        routing.routes_failed(error)
         raise
     routing.finish()
 
 
-async def route_async(rs: RunState, routing: Routing) -> None:
+async def route_async(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in routing.results:
@@ -194,21 +193,12 @@ async def route_async(rs: RunState, routing: Routing) -> None:
                 raw = await call_router_async(rs, result.node, router)
             routing.take(result, raw)
     except CorralError as error:
-        routing.failed(error)
+        routing.routes_failed(error)
         raise
     routing.finish()
 
 
-def rs_routing(rs: RunState) -> Routing | None:
-    """Return the routing a resumed run must finish first (its routers failed), if any."""
-    if rs.reroute is None:
-        return None
-    results: list[TaskResult] = rs.reroute
-    rs.reroute = None
-    return Routing(rs, results, [])
-
-
-def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
+def _superstep_sync(rs: RunState) -> Generator[Event, None, Superstep | None]:
     """Run one superstep's calls one at a time; return its routing (``None``: paused)."""
     superstep = Superstep(rs)
     values = superstep.values
@@ -242,7 +232,7 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
     for event in flush(rs):
         yield event
     while running(rs):
-        routing = rs_routing(rs)
+        routing = rerouted(rs)
         if routing is None:
             superstep = Superstep(rs)
             for call in superstep.calls:

@@ -78,7 +78,6 @@ class Node:
         "takes_ctx",
         "task",
         "then",
-        "then_nodes",
         "timeout_s",
         "wait_for",
     )
@@ -102,9 +101,6 @@ class Node:
         """The join nodes whose ``wait_for`` names this node."""
         self.task = Task(self, NO_ARG)
         """The task that runs this node on the state (not from a ``Send``)."""
-        self.then_nodes: tuple[Node, ...] | None = None
-        """The nodes of fixed ``then`` targets with no guard (``END`` left out), in the order
-        written; ``None`` for other nodes."""
         self.retry: Retry | None = None
         self.timeout_s: float | None = None
         """Seconds an async node may run (``timeout=``)."""
@@ -186,7 +182,6 @@ def build_tables(spec: GraphSpec) -> Tables:
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
         tables.has_subgraphs = tables.has_subgraphs or _is_subgraph(spec, node.name)
-        node.then_nodes = _then_nodes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -201,9 +196,3 @@ def build_tables(spec: GraphSpec) -> Tables:
 def _is_subgraph(spec: GraphSpec, name: str) -> bool:
     found = spec.node(name)
     return found is not None and found.subgraph is not None
-
-
-def _then_nodes(tables: Tables, node: Node) -> tuple[Node, ...] | None:
-    if node.then is None or any(target in node.guards for target in node.then):
-        return None
-    return tuple(tables.nodes[target] for target in node.then if target in tables.nodes)
