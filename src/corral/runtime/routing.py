@@ -1,21 +1,21 @@
-"""What a route's value names: router answers, ``Command`` targets, guards, joins left waiting.
+"""What nodes and routers return, read: updates, route targets, guard counts.
 
-After the barrier, the core (:mod:`corral.runtime.superstep`) takes the routes of each
-finished task: its fixed ``then`` targets, the value its router returned (checked here
-against the router's annotation) or the targets of the ``Command`` it returned (checked here
-against its ``Command[Literal[...]]`` annotation). A ``Send`` may name its node by function;
-it is read as the node's name. A guarded route is counted when taken (:func:`count_guard`);
-once used up it goes to its guard's ``otherwise`` target, or the run stops with
-``GuardExhaustedError``.
+The core (:mod:`corral.runtime.superstep`) reads each finished task's return value here
+(:func:`outcome`: a dict update, ``None``, or a ``Command`` whose update and ``goto`` are
+checked against its ``Command[Literal[...]]`` annotation) and, after the barrier, the value
+its router returned (:func:`router_targets`, checked against the router's annotation). A
+``Send`` may name its node by function; it is read as the node's name. A guarded route is
+counted when taken (:func:`count_guard`); once used up it goes to its guard's ``otherwise``
+target, or the run stops with ``GuardExhaustedError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.control import Send
-from corral.errors import GuardExhaustedError, RouteError, StuckJoinError
+from corral.control import Command, Send
+from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError, StuckJoinError
 from corral.runtime.run_state import Pause, RunState, Targets, Task
 from corral.runtime.tables import Node, Router
 
@@ -23,11 +23,57 @@ __all__ = [
     "command_targets",
     "count_guard",
     "named_sends",
+    "outcome",
     "pauses_before",
     "router_targets",
     "sends_a_function",
     "stuck_join",
 ]
+
+
+def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
+    """Return the update and ``Command`` targets of a node's return value, or raise."""
+    goto: Targets | None = None
+    if out is None or type(out) is dict:
+        update = out
+    elif isinstance(out, Command):
+        update = out.update if out.update is None else _command_update(node, out.update)
+        if out.goto is not None:
+            goto = command_targets(node, out.goto, rs.tables.node_names)
+    elif isinstance(out, dict):
+        update = dict(out)
+    else:
+        msg = (
+            f"node {node.name!r} returned {type(out).__name__} {_short(out)}; return a dict "
+            f"of the keys it changes, None for no change, or a Command"
+        )
+        raise InvalidUpdateError(msg, node=node.name)
+    keyset = rs.tables.keyset
+    if update is not None and not keyset.issuperset(update):
+        bad = next(k for k in update if k not in keyset)
+        msg = (
+            f"node {node.name!r} wrote key {bad!r}, which is not in the state schema "
+            f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
+        )
+        raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
+    return update, goto
+
+
+def _command_update(node: Node, update: Any) -> dict[str, Any]:
+    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
+    if isinstance(update, Mapping):
+        return dict(update)
+    msg = (
+        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
+        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
+        f"Command(update={{'key': value}}, goto=...)"
+    )
+    raise InvalidUpdateError(msg, node=node.name)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def router_targets(node: Node, router: Router, raw: Any) -> Targets:

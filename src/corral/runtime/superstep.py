@@ -26,15 +26,14 @@ here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
-from corral.control import Command, Send
+from corral.control import Send
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
-    InvalidUpdateError,
     NodeCapError,
     NodeError,
     StepLimitError,
@@ -43,8 +42,8 @@ from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import _Pause
 from corral.runtime.routing import (
-    command_targets,
     count_guard,
+    outcome,
     pauses_before,
     router_targets,
     stuck_join,
@@ -57,7 +56,6 @@ from corral.runtime.subgraphs import (
     accept_child,
     expand,
     kept,
-    merged_by_child,
     number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
@@ -105,51 +103,6 @@ def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeE
     return NodeError(msg, node=node, step=step)
 
 
-def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
-    """Return the update and ``Command`` targets of a node's return value, or raise."""
-    goto: Targets | None = None
-    if out is None or type(out) is dict:
-        update = out
-    elif isinstance(out, Command):
-        update = out.update if out.update is None else _command_update(node, out.update)
-        if out.goto is not None:
-            goto = command_targets(node, out.goto, rs.tables.node_names)
-    elif isinstance(out, dict):
-        update = dict(out)
-    else:
-        msg = (
-            f"node {node.name!r} returned {type(out).__name__} {_short(out)}; return a dict "
-            f"of the keys it changes, None for no change, or a Command"
-        )
-        raise InvalidUpdateError(msg, node=node.name)
-    keyset = rs.tables.keyset
-    if update is not None and not keyset.issuperset(update):
-        bad = next(k for k in update if k not in keyset)
-        msg = (
-            f"node {node.name!r} wrote key {bad!r}, which is not in the state schema "
-            f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
-        )
-        raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    return update, goto
-
-
-def _command_update(node: Node, update: Any) -> dict[str, Any]:
-    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
-    if isinstance(update, Mapping):
-        return dict(update)
-    msg = (
-        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
-        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
-        f"Command(update={{'key': value}}, goto=...)"
-    )
-    raise InvalidUpdateError(msg, node=node.name)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 class Superstep:
     """One superstep, from the calls it may make to the tasks of the next one.
 
@@ -192,21 +145,25 @@ class Superstep:
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
         # the first bound hit.
         steps = rs.steps
+        max_steps = rs.max_steps
+        done = rs.done
         planned: dict[str, int] = {}
+        calls = self.calls
         for index, (node, arg) in enumerate(rs.tasks):
-            if index in rs.done:
+            if index in done:
                 continue
-            if steps >= rs.max_steps or node.max_runs is not None:
+            if steps >= max_steps or node.max_runs is not None:
                 runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
-                self.cap_error = cap_error(rs, node, steps, runs)
-                if self.cap_error is not None:
+                error = cap_error(rs, node, steps, runs)
+                if error is not None:
+                    self.cap_error = error
                     return
                 planned[node.name] = planned.get(node.name, 0) + 1
             if node.child is None:
                 steps += 1
-            self.calls.append(Call(index, node, arg, steps))
+            calls.append(Call(index, node, arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(self.calls, steps)
+            number_entries(calls, steps)
 
     # ------------------------------------------------------------------ outcomes
 
@@ -233,19 +190,15 @@ class Superstep:
         was invalid (:meth:`close` raises the error)."""
         rs = self.rs
         position, node, _, step = call
-        if type(out) is dict and rs.tables.keyset.issuperset(out):
-            update: dict[str, Any] | None = out
-            goto = None
-        elif type(out) is ChildOutcome:
+        if type(out) is ChildOutcome:
             self.results.append(accept_child(rs, call, out))
             return True
-        else:
-            try:
-                update, goto = outcome(rs, node, out)
-            except CorralError as error:
-                if self.failure is None:
-                    self.failure = error
-                return False
+        try:
+            update, goto = outcome(rs, node, out)
+        except CorralError as error:
+            if self.failure is None:
+                self.failure = error
+            return False
         rs.steps += 1
         name = node.name
         rs.runs[name] = rs.runs.get(name, 0) + 1
@@ -314,7 +267,7 @@ class Superstep:
         if error is not None:
             self.keep_finished(error)
             raise error
-        results = self._with_done() if rs.done else self.results
+        results = self._with_done()
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
@@ -341,8 +294,7 @@ class Superstep:
         if rs.log is not None:
             rs.log.extend(writes)
         if writes:
-            merged = merged_by_child(rs.values, results) if tables.has_subgraphs else None
-            rs.values = merged or apply_writes(
+            rs.values = apply_writes(
                 rs.values,
                 writes,
                 tables.reducers,
