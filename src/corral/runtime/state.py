@@ -6,7 +6,7 @@ value read from it is a deep copy made on first read (and kept for that node run
 node that mutates what it read changes only its own copy, never the run's state, a sibling's
 input or a checkpoint. Immutable values (numbers, strings, ``None``...) are handed out as
 they are. When every value of the state is immutable, the node gets a :class:`FlatView`
-instead, which reads at plain dict speed (there is nothing to copy).
+instead, a plain read-only copy (there is nothing to copy on read).
 
 :func:`apply_writes` merges the updates of one superstep into a *new* dict (the old state is
 kept intact, which is what ``err.state`` and checkpoints rely on): a key with a reducer takes
@@ -41,7 +41,6 @@ Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
 
 IMMUTABLE: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None), range})
 """Types whose values a node can be handed without a copy."""
-_IMMUTABLE = IMMUTABLE
 
 
 def _read_only(what: str) -> NoReturn:
@@ -55,7 +54,7 @@ def _read_only(what: str) -> NoReturn:
 class FlatView(dict[str, Any]):
     """A read-only copy of a state whose values are all immutable (numbers, strings...).
 
-    Reading costs what a dict read costs; only the methods that would change it differ.
+    It reads as a dict; only the methods that would change it differ.
     """
 
     __slots__ = ()
@@ -126,8 +125,8 @@ class StateView(FlatView):
     TypeError: cannot set 'n': the state a node receives is read-only; ...
     """
 
-    # No __slots__: the class-level None below is the "nothing copied yet" default, read
-    # without raising (a missing slot would raise AttributeError, which is slow).
+    # No __slots__: the class-level None below is the "nothing copied yet" default (an
+    # unset slot would raise AttributeError instead).
     _owned: set[str] | None = None
     """The keys whose mutable values this view already copied; ``None`` until one is read."""
     _notes: ListNotes | None = None
@@ -135,7 +134,7 @@ class StateView(FlatView):
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
-        if type(value) in _IMMUTABLE:
+        if type(value) in IMMUTABLE:
             return value
         owned = self._owned
         if owned is None:
@@ -175,11 +174,11 @@ _MISSING: Any = object()
 
 
 def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
-    """Return a deep copy of ``value``: fast for JSON-like data, ``copy.deepcopy`` otherwise.
+    """Return a deep copy of ``value``: JSON-like data by type, ``copy.deepcopy`` otherwise.
 
-    Lists, dicts, tuples and sets of plain values are copied by type (a few times faster
-    than ``copy.deepcopy``); anything else, and any structure that refers to itself, goes
-    through ``copy.deepcopy``, which also keeps shared references shared.
+    Lists, dicts, tuples and sets of plain values are copied by type (``copy.deepcopy``
+    keeps a memo of every object it meets); anything else, and any structure that refers
+    to itself, goes through ``copy.deepcopy``, which also keeps shared references shared.
 
     >>> data = {"messages": [{"role": "user", "text": "hi"}], "tags": {"a"}}
     >>> copied = copy_value(data)
@@ -218,7 +217,7 @@ def _copy_deep(value: Any) -> Any:
     while stack:
         into, key, item = stack.pop()
         kind = type(item)
-        if kind in _IMMUTABLE or kind is frozenset:
+        if kind in IMMUTABLE or kind is frozenset:
             into[key] = item
             continue
         made = memo.get(id(item), _MISSING)
@@ -239,7 +238,7 @@ def _copy_deep(value: Any) -> Any:
 
 def _copy(value: Any, notes: ListNotes | None) -> Any:
     kind = type(value)
-    if kind in _IMMUTABLE or kind is frozenset:
+    if kind in IMMUTABLE or kind is frozenset:
         return value
     if kind is list:
         return _copy_list(value, notes)
@@ -248,7 +247,7 @@ def _copy(value: Any, notes: ListNotes | None) -> Any:
             return value.copy()
         table = dict(value)
         for key, item in table.items():
-            if type(item) not in _IMMUTABLE:
+            if type(item) not in IMMUTABLE:
                 table[key] = _copy(item, notes)
         return table
     if kind is tuple:
@@ -261,11 +260,11 @@ def _copy(value: Any, notes: ListNotes | None) -> Any:
 
 
 def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
-    # The common shapes are checked and copied by C loops: a list of plain values
-    # (strings, numbers) costs one shallow copy, a list of flat dicts (chat messages)
-    # one dict copy per item; only other lists are walked item by item here.
+    # The common shapes need no walk item by item: a list of plain values (strings,
+    # numbers) is one shallow copy, a list of flat dicts (chat messages) one dict copy per
+    # item; only other lists are walked here.
     first = type(value[0]) if value else int
-    if first in _IMMUTABLE:
+    if first in IMMUTABLE:
         if _all_immutable(map(type, value)):
             return value.copy()
     elif first is dict:
@@ -273,19 +272,19 @@ def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
             return list(map(dict.copy, value))
     out = list(value)
     for index, item in enumerate(out):
-        if type(item) not in _IMMUTABLE:
+        if type(item) not in IMMUTABLE:
             out[index] = _copy(item, notes)
     return out
 
 
 _all_immutable = IMMUTABLE.issuperset
-"""Return whether every type an iterable yields is immutable (the loop runs in C)."""
+"""Return whether every type an iterable yields is immutable."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
 
 
 def _flat_dicts(items: list[Any]) -> bool:
-    """Return whether ``items`` are all plain dicts of immutable values (C loops)."""
+    """Return whether ``items`` are all plain dicts of immutable values."""
     return _DICT.issuperset(map(type, items)) and _all_immutable(
         map(type, _chain(map(dict.values, items)))
     )
@@ -297,7 +296,7 @@ class ListNotes:
     A reducer that appends to a list of chat messages returns a new list holding the old
     items and the new ones; the merge checks only the new ones (when the old list was noted)
     and notes whether the result is a list of flat dicts, so a node reading the list copies
-    it without checking every item again (the check costs as much as the copy). The lists
+    it without checking every item again (the check walks as much as the copy). The lists
     of a state rebuilt from a checkpoint are noted when the run starts from it
     (:meth:`check_state`), and a list no merge made (an input's, a key without a reducer) by
     the first copy of it (:meth:`flat`), so each is checked once. Entries hold
@@ -378,7 +377,7 @@ class ListNotes:
 
 def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
     """Return whether ``merged`` starts with ``current``'s items: the same objects, as a
-    reducer that appends leaves them (the list comparison tries identity first, in C)."""
+    reducer that appends leaves them (the list comparison tries identity first)."""
     try:
         return bool(merged[: len(current)] == current)
     except Exception:  # an item's __eq__ failed: check it all, as if nothing was noted

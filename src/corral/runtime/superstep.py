@@ -267,22 +267,13 @@ class Superstep:
         if error is not None:
             self.keep_finished(error)
             raise error
-        results = self._with_done()
+        results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
             rs.pause(self.pauses)
             return None
-        try:
-            self._merge(results)
-        except CorralError as failure:
-            self.keep_finished(failure)
-            raise
-        return self
-
-    def _merge(self, results: list[TaskResult]) -> None:
-        """Merge the updates of this superstep in task order and note who ran at the joins."""
-        rs = self.rs
+        # Merge the updates in task order, then note who ran at the joins.
         tables = rs.tables
         writes = self.writes
         if tables.has_subgraphs:
@@ -294,14 +285,18 @@ class Superstep:
         if rs.log is not None:
             rs.log.extend(writes)
         if writes:
-            rs.values = apply_writes(
-                rs.values,
-                writes,
-                tables.reducers,
-                tables.empties,
-                superstep=rs.supersteps + 1,
-                notes=rs.notes,
-            )
+            try:
+                rs.values = apply_writes(
+                    rs.values,
+                    writes,
+                    tables.reducers,
+                    tables.empties,
+                    superstep=rs.supersteps + 1,
+                    notes=rs.notes,
+                )
+            except CorralError as failure:
+                self.keep_finished(failure)
+                raise
             rs.flat = is_flat(rs.values)
         rs.supersteps += 1
         if tables.has_joins:
@@ -309,6 +304,7 @@ class Superstep:
         self.results = results
         if rs.checkpoints is not None:
             self.guards_before = dict(rs.guards)
+        return self
 
     # ------------------------------------------------------------------ routes
 

@@ -2,8 +2,8 @@
 
 The runtime reads these instead of the spec: each node knows its function, how it leaves
 (fixed ``then`` targets, a router, or ``Command`` targets), its guards keyed by target, the
-joins that wait for it and its caps, so a node run costs a few attribute reads. Only the spec
-is read here (not the DSL): the empty value of a reducer key comes from ``KeySpec.empty``.
+joins that wait for it and its caps. Only the spec is read here (not the DSL): the empty
+value of a reducer key comes from ``KeySpec.empty``.
 """
 
 from __future__ import annotations
