@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.control import Command, Send
-from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError, StuckJoinError
+from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError
 from corral.runtime.run_state import Pause, RunState, Targets, Task
 from corral.runtime.tables import Node, Router
 
@@ -27,7 +27,6 @@ __all__ = [
     "pauses_before",
     "router_targets",
     "sends_a_function",
-    "stuck_join",
 ]
 
 
@@ -195,19 +194,3 @@ def pauses_before(rs: RunState, tasks: Sequence[Task]) -> list[Pause]:
         if name in rs.pause_before and all(pause.node != name for pause in pauses):
             pauses.append(Pause(index, name, None, "before"))
     return pauses
-
-
-def stuck_join(rs: RunState) -> StuckJoinError:
-    """Return the error of a run that would end while a ``wait_for`` join still waits."""
-    name = rs.held[0]
-    join = rs.tables.nodes[name]
-    arrived = rs.arrived.get(name, set())
-    missing = tuple(sorted(join.wait_for - arrived))
-    msg = (
-        f"the run would end while join {name!r} still waits for {list(missing)} "
-        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
-        f"drop them from its wait_for (CR304)"
-    )
-    return StuckJoinError(
-        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
-    )

@@ -37,6 +37,7 @@ from corral.errors import (
     NodeCapError,
     NodeError,
     StepLimitError,
+    StuckJoinError,
 )
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
@@ -46,7 +47,6 @@ from corral.runtime.routing import (
     outcome,
     pauses_before,
     router_targets,
-    stuck_join,
 )
 from corral.runtime.run_state import Call, Pause, RunState, Targets, Task, TaskResult
 from corral.runtime.state import apply_writes, is_flat
@@ -432,6 +432,22 @@ def _release_joins(rs: RunState, plain: list[Node]) -> None:
         else:
             still.append(name)
     rs.held = still
+
+
+def stuck_join(rs: RunState) -> StuckJoinError:
+    """Return the error of a run that would end while a ``wait_for`` join still waits."""
+    name = rs.held[0]
+    join = rs.tables.nodes[name]
+    arrived = rs.arrived.get(name, set())
+    missing = tuple(sorted(join.wait_for - arrived))
+    msg = (
+        f"the run would end while join {name!r} still waits for {list(missing)} "
+        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
+        f"drop them from its wait_for (CR304)"
+    )
+    return StuckJoinError(
+        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
+    )
 
 
 # --------------------------------------------------------------------------- run ends
