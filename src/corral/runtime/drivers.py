@@ -28,7 +28,7 @@ from typing import Any
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
-from corral.runtime.interrupts import _Answers, _current, _Pause
+from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import view_of
 from corral.runtime.subgraphs import run_child_async, run_child_sync
@@ -63,8 +63,9 @@ def flush(rs: RunState) -> list[Event]:
 def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
     """Run one node; return what it returned and the seconds it took (0.0 when not timed).
 
-    Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``). With a
-    checkpointer, ``interrupt()`` inside the node returns the answers given so far.
+    Raises what the node raised (``UnansweredInterrupt`` for an unanswered
+    ``interrupt()``). With a checkpointer, ``interrupt()`` inside the node returns the
+    answers given so far.
     """
     node = call.node
     if rs.checkpoints is None:
@@ -78,7 +79,7 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     if node.child is not None:
         return run_child_sync(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-    token = _current.set(_Answers(answers)) if answers is not None else None
+    token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
         if node.retry is not None:
@@ -91,7 +92,7 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
             out = node.func(state)
     finally:
         if token is not None:
-            _current.reset(token)
+            answers_given.reset(token)
     return out, (perf_counter() - start if rs.timed else 0.0)
 
 
@@ -103,7 +104,7 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
         return await run_child_async(rs, call, values, answers), 0.0
     state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
     if answers is not None:
-        _current.set(_Answers(answers))  # each gathered task runs in its own context copy
+        answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
     if node.retry is not None or node.timeout_s is not None:
         ctx = rs.context(node.name, call.step) if node.takes_ctx else None
@@ -209,7 +210,7 @@ def _superstep_sync(rs: RunState) -> Generator[Event, None, Superstep | None]:
             yield from flush(rs)
         try:
             out, seconds = call_node_sync(rs, call, values)
-        except _Pause as pause:
+        except UnansweredInterrupt as pause:
             superstep.paused(call, pause)
             continue
         except InterruptWithoutCheckpointerError:
@@ -265,7 +266,7 @@ async def _task_async(superstep: Superstep, call: Call) -> tuple[str, Any, float
     rs = superstep.rs
     try:
         out, seconds = await call_node_async(rs, call, superstep.values)
-    except _Pause as pause:
+    except UnansweredInterrupt as pause:
         return ("pause", pause, 0.0)
     except InterruptWithoutCheckpointerError as exc:
         return ("raise", exc, 0.0)

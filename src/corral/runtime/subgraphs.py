@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from corral.runtime.child_graph import ChildGraph, ChildOutcome, child_thread
 from corral.runtime.child_steps import Entry, Relay, StepPool
 from corral.runtime.events import StateSnapshot
-from corral.runtime.interrupts import _Pause
+from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
 from corral.runtime.tables import NO_ARG, Node, Tables
 
@@ -64,7 +64,7 @@ class ChildWrites(dict[str, Any]):
         state it started from gives them (see :attr:`ChildOutcome.final`)."""
 
 
-class ChildPause(_Pause):
+class ChildPause(UnansweredInterrupt):
     """The pauses inside a subgraph's child, surfaced as pauses of the subgraph task."""
 
     def __init__(self, outcome: ChildOutcome, index: int) -> None:

@@ -41,7 +41,7 @@ from corral.errors import (
 )
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
-from corral.runtime.interrupts import _Pause
+from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.routing import (
     count_guard,
     outcome,
@@ -216,7 +216,7 @@ class Superstep:
             rs.checkpoints.save_task(rs, result)
         return True
 
-    def paused(self, call: Call, pause: _Pause) -> None:
+    def paused(self, call: Call, pause: UnansweredInterrupt) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
         if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
             pause.count(self.rs)
