@@ -75,8 +75,11 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def router_targets(node: Node, router: Router, raw: Any) -> Targets:
-    """Return the targets a router's return value names, or raise ``RouteError``."""
+def router_targets(
+    node: Node, router: Router, raw: Any, node_names: dict[int, tuple[str, ...]]
+) -> Targets:
+    """Return the targets a router's return value names, or raise ``RouteError``
+    (``node_names``: the graph's, to read ``Send(function, arg)``)."""
     allowed = router.allowed
     if type(raw) is str:
         if raw in allowed:
@@ -92,8 +95,8 @@ def router_targets(node: Node, router: Router, raw: Any) -> Targets:
         ):
             return tuple(raw)
     if sends_a_function(raw):
-        named = named_sends(raw, router.node_names, f"router {router.name!r}", router.name)
-        return router_targets(node, router, named)
+        named = named_sends(raw, node_names, f"router {router.name!r}", router.name)
+        return router_targets(node, router, named, node_names)
     if isinstance(raw, (list, tuple)) and not router.many:
         why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
     else:

@@ -5,8 +5,10 @@ A run is a sequence of supersteps. In each one the active tasks (a node, or a no
 order (node registration order, ``Send`` runs in the order sent); then the routes of the
 tasks that ran are taken on the merged state, giving the next tasks (plain targets
 de-duplicated, every ``Send`` its own task). A join (``wait_for``) is held until every node
-it waits for has finished a run since the join's own last run; a run that would end while a
-join still waits raises :class:`~corral.errors.StuckJoinError`.
+it waits for has finished a run since the join's own last run (a listed node counts by
+running, whether or not it routes to the join; one that runs beside the join counts toward
+its next run); a run that would end while a join still waits raises
+:class:`~corral.errors.StuckJoinError`.
 
 Bounds are checked before each node run (:func:`cap_error`): the run's step count against
 ``max_steps`` and the node's run count against ``max_runs``; a guarded route is counted when
@@ -311,14 +313,15 @@ class Superstep:
     def take(self, result: TaskResult, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
         _, node, _, goto = result
+        rs = self.rs
         targets: Targets
         if node.then is not None:
             targets, via = node.then, "then"
         elif node.router is not None:
-            targets, via = router_targets(node, node.router, raw), "router"
+            targets = router_targets(node, node.router, raw, rs.tables.node_names)
+            via = "router"
         else:
             targets, via = goto or (), "command"  # a Command node without goto ends here
-        rs = self.rs
         guards = node.guards
         for item in targets:
             if isinstance(item, Send):

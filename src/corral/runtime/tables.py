@@ -39,7 +39,7 @@ class Task(NamedTuple):
 class Router:
     """A router as the engine calls it."""
 
-    __slots__ = ("allowed", "func", "is_async", "many", "name", "node_names", "takes_ctx")
+    __slots__ = ("allowed", "func", "is_async", "many", "name", "takes_ctx")
 
     def __init__(
         self,
@@ -56,8 +56,6 @@ class Router:
         self.many = many
         self.takes_ctx = takes_ctx
         self.is_async = is_async
-        self.node_names: dict[int, tuple[str, ...]] = {}
-        """The graph's :attr:`Tables.node_names`, to read ``Send(function, arg)``."""
 
 
 class Node:
@@ -169,7 +167,6 @@ def build_tables(spec: GraphSpec) -> Tables:
             rs.takes_ctx,
             rs.is_async,
         )
-        source.router.node_names = tables.node_names
         for guard in rs.guards:
             source.guards[guard.target] = ((rs.source, guard.target), guard)
     joins: dict[str, list[str]] = {}
