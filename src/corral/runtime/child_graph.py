@@ -47,7 +47,6 @@ from corral.runtime.child_steps import Entry, lift_error
 from corral.runtime.events import Interrupt
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState
-from corral.runtime.state import ListNotes
 from corral.runtime.tables import NO_ARG, Tables, Task
 from corral.spec import SubgraphSpec
 
@@ -204,11 +203,9 @@ class ChildGraph:
             raise CorralError(msg)
         return dict(mapped)
 
-    def _fresh(self, state: Mapping[str, Any], deps: Any, notes: ListNotes | None = None,
-               *, whole: bool = False) -> RunState:  # fmt: skip
+    def _fresh(self, state: Mapping[str, Any], deps: Any, *, whole: bool = False) -> RunState:
         """Return a new child run from ``state``, its writes kept in ``rs.log``.
 
-        ``notes``: the parent's list notes, which the child may share (they note lists);
         ``whole``: ``state`` is the parent's state (not a ``Send`` argument).
         """
         if self.sub.input is not None:
@@ -227,7 +224,7 @@ class ChildGraph:
             for key, value in state.items():
                 if key in shared:
                     values[key] = copy.copy(value) if key in copied else value
-        return self.template.entered(values, deps, ListNotes() if notes is None else notes, [])
+        return self.template.entered(values, deps, [])
 
     def writes(
         self, raw: list[tuple[str, dict[str, Any]]], final: Mapping[str, Any]

@@ -71,14 +71,14 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     if rs.checkpoints is None:
         if node.child is None and node.retry is None and not (node.takes_ctx or rs.timed):
             # Nothing to set up around the call: no answers, clock, context or attempts.
-            state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+            state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
             return node.func(state), 0.0
         answers = None
     else:
         answers = rs.answers.get(call.position, [])
     if node.child is not None:
         return run_child_sync(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
@@ -102,7 +102,7 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
         return await run_child_async(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
@@ -130,7 +130,7 @@ def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]
 
 def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
     """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
-    view = view_of(rs.values, rs.flat, rs.notes)
+    view = view_of(rs.values, rs.flat)
     try:
         if router.takes_ctx:
             return router.func(view, rs.context(node.name, rs.steps))
@@ -143,7 +143,7 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
     """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
     if not router.is_async:
         return call_router_sync(rs, node, router)
-    view = view_of(rs.values, rs.flat, rs.notes)
+    view = view_of(rs.values, rs.flat)
     try:
         if router.takes_ctx:
             return await router.func(view, rs.context(node.name, rs.steps))

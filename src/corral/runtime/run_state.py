@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.state import ListNotes, is_flat
+from corral.runtime.state import is_flat
 from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -143,7 +143,6 @@ class RunState:
         "interrupts",
         "log",
         "max_steps",
-        "notes",
         "pause_after",
         "pause_before",
         "reroute",
@@ -198,8 +197,6 @@ class RunState:
         """Events a streaming driver has still to yield."""
         self.checkpoints: CheckpointWriter | None = None
         self.checkpoint_id: str | None = None
-        self.notes = ListNotes()
-        """What this run's merges noted about the lists they made (dropped with the run)."""
         self.retried: dict[int, int] = {}
         """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
         self.checkpoint_meta: dict[str, Any] | None = None
@@ -216,7 +213,6 @@ class RunState:
         self,
         values: dict[str, Any],
         deps: Any,
-        notes: ListNotes,
         log: list[tuple[str, dict[str, Any]]] | None,
         flat: bool | None = None,
     ) -> RunState:
@@ -237,7 +233,7 @@ class RunState:
         rs.trace = self.trace.copy()  # empty, with its maxlen: a third of deque(maxlen=...)
         rs.emit, rs.timed, rs.buffer = None, False, None
         rs.checkpoints, rs.checkpoint_id = None, None
-        rs.notes, rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = notes, {}, None, log, None
+        rs.retried, rs.checkpoint_meta, rs.log, rs.step_pool = {}, None, log, None
         return rs
 
     def context(self, node: str, step: int) -> Context[Any]:

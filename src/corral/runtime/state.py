@@ -28,7 +28,6 @@ from corral.reducers import Overwrite
 __all__ = [
     "IMMUTABLE",
     "FlatView",
-    "ListNotes",
     "Reducers",
     "StateView",
     "apply_writes",
@@ -129,8 +128,6 @@ class StateView(FlatView):
     # unset slot would raise AttributeError instead).
     _owned: set[str] | None = None
     """The keys whose mutable values this view already copied; ``None`` until one is read."""
-    _notes: ListNotes | None = None
-    """What the run's merges noted about its lists (copying a noted list skips its check)."""
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
@@ -141,7 +138,7 @@ class StateView(FlatView):
             owned = self._owned = set()
         if key in owned:
             return value
-        mine = copy_value(value, self._notes)
+        mine = copy_value(value)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -173,7 +170,7 @@ class StateView(FlatView):
 _MISSING: Any = object()
 
 
-def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
+def copy_value(value: Any) -> Any:
     """Return a deep copy of ``value``: JSON-like data by type, ``copy.deepcopy`` otherwise.
 
     Lists, dicts, tuples and sets of plain values are copied by type (``copy.deepcopy``
@@ -186,7 +183,7 @@ def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
     (True, False)
     """
     try:
-        return _copy(value, notes)
+        return _copy(value)
     except RecursionError:
         return _copy_deep(value)
 
@@ -236,30 +233,30 @@ def _copy_deep(value: Any) -> Any:
     return root[0]
 
 
-def _copy(value: Any, notes: ListNotes | None) -> Any:
+def _copy(value: Any) -> Any:
     kind = type(value)
     if kind in IMMUTABLE or kind is frozenset:
         return value
     if kind is list:
-        return _copy_list(value, notes)
+        return _copy_list(value)
     if kind is dict:
         if _all_immutable(map(type, value.values())):
             return value.copy()
         table = dict(value)
         for key, item in table.items():
             if type(item) not in IMMUTABLE:
-                table[key] = _copy(item, notes)
+                table[key] = _copy(item)
         return table
     if kind is tuple:
         if _all_immutable(map(type, value)):
             return value
-        return tuple(_copy(item, notes) for item in value)
+        return tuple(_copy(item) for item in value)
     if kind is set:
         return set(value)
     return copy.deepcopy(value)
 
 
-def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
+def _copy_list(value: list[Any]) -> list[Any]:
     # The common shapes need no walk item by item: a list of plain values (strings,
     # numbers) is one shallow copy, a list of flat dicts (chat messages) one dict copy per
     # item; only other lists are walked here.
@@ -268,12 +265,12 @@ def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
         if _all_immutable(map(type, value)):
             return value.copy()
     elif first is dict:
-        if notes.flat(value) if notes is not None else _flat_dicts(value):
+        if _flat_dicts(value):
             return list(map(dict.copy, value))
     out = list(value)
     for index, item in enumerate(out):
         if type(item) not in IMMUTABLE:
-            out[index] = _copy(item, notes)
+            out[index] = _copy(item)
     return out
 
 
@@ -290,113 +287,14 @@ def _flat_dicts(items: list[Any]) -> bool:
     )
 
 
-class ListNotes:
-    """What the merges of one run noted about the lists of dicts they made.
-
-    A reducer that appends to a list of chat messages returns a new list holding the old
-    items and the new ones; the merge checks only the new ones (when the old list was noted)
-    and notes whether the result is a list of flat dicts, so a node reading the list copies
-    it without checking every item again (the check walks as much as the copy). The lists
-    of a state rebuilt from a checkpoint are noted when the run starts from it
-    (:meth:`check_state`), and a list no merge made (an input's, a key without a reducer) by
-    the first copy of it (:meth:`flat`), so each is checked once. Entries hold
-    their list, so an id is never reused while noted; the table is cleared when it grows past
-    ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
-    outlives it. Items are not copied at the merge: a node that keeps a reference to what it
-    returned and later changes it changes the state, noted or not.
-
-    >>> notes = ListNotes()
-    >>> old = [{"a": 1}]
-    >>> notes.note_merged(None, old); notes.noted(old)
-    True
-    >>> new = old + [{"b": "x"}]
-    >>> notes.note_merged(old, new); notes.noted(new)
-    True
-    >>> nested = new + [{"c": [1]}]
-    >>> notes.note_merged(new, nested); notes.noted(nested)
-    False
-    >>> notes.noted(nested + [{"d": 1}]) is None
-    True
-    """
-
-    __slots__ = ("table",)
-
-    LIMIT = 256
-
-    def __init__(self) -> None:
-        self.table: dict[int, tuple[list[Any], int, bool]] = {}
-        """``id(list) -> (list, length, flat)`` for lists of dicts a merge made and checked."""
-
-    def noted(self, value: list[Any]) -> bool | None:
-        """Return what a merge noted about ``value`` as it is now (flat dicts or not)."""
-        noted = self.table.get(id(value))
-        if noted is None or noted[0] is not value or noted[1] != len(value):
-            return None
-        return noted[2]
-
-    def flat(self, value: list[Any]) -> bool:
-        """Return whether ``value``, a list of dicts of the run's state, holds flat dicts:
-        as noted, else checked now and noted (so later copies and merges skip the check)."""
-        noted = self.noted(value)
-        if noted is None:
-            noted = _flat_dicts(value)
-            self._remember(value, noted)
-        return noted
-
-    def check_state(self, values: Mapping[str, Any]) -> None:
-        """Note the lists of dicts of a state no merge of this run made (one rebuilt from a
-        checkpoint): each is checked here once, not at every read of it."""
-        for value in values.values():
-            if type(value) is list and value and type(value[0]) is dict:
-                self.flat(value)
-
-    def note_merged(self, current: Any, merged: Any) -> None:
-        """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
-
-        Only the items after the prefix it shares with ``current`` are checked when
-        ``current`` was noted (an equal prefix: equal items have the same shape, and
-        appended items are the same objects).
-        """
-        if type(merged) is not list or not merged or type(merged[0]) is not dict:
-            return
-        start = 0
-        if type(current) is list and len(merged) >= len(current):
-            noted = self.noted(current)
-            if noted is not None and _same_prefix(merged, current):
-                if not noted:  # a shared prefix that is not flat: neither is the whole
-                    self._remember(merged, False)
-                    return
-                start = len(current)
-        self._remember(merged, _flat_dicts(merged[start:] if start else merged))
-
-    def _remember(self, merged: list[Any], flat: bool) -> None:
-        if len(self.table) >= self.LIMIT:
-            self.table.clear()
-        self.table[id(merged)] = (merged, len(merged), flat)
-
-
-def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
-    """Return whether ``merged`` starts with ``current``'s items: the same objects, as a
-    reducer that appends leaves them (the list comparison tries identity first)."""
-    try:
-        return bool(merged[: len(current)] == current)
-    except Exception:  # an item's __eq__ failed: check it all, as if nothing was noted
-        return False
-
-
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
     return _all_immutable(map(type, values.values()))
 
 
-def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) -> FlatView:
-    """Return the read-only view a node gets of ``values`` (``notes``: its run's)."""
-    if flat:
-        return FlatView(values)
-    view = StateView(values)
-    if notes is not None and notes.table:  # only then is it worth an instance attribute
-        view._notes = notes
-    return view
+def view_of(values: dict[str, Any], flat: bool) -> FlatView:
+    """Return the read-only view a node gets of ``values`` (``flat``: all immutable)."""
+    return FlatView(values) if flat else StateView(values)
 
 
 def apply_writes(
@@ -406,7 +304,6 @@ def apply_writes(
     empties: Mapping[str, Any],
     *,
     superstep: int | None = None,
-    notes: ListNotes | None = None,
 ) -> dict[str, Any]:
     """Return a new state: ``values`` with ``writes`` merged in order.
 
@@ -416,7 +313,6 @@ def apply_writes(
         empties: the empty value a reducer starts from when its key is missing.
         superstep: when given, two writes of one key without a reducer raise (the
             superstep's number goes in the message); replaying saved writes passes ``None``.
-        notes: the run's notes on the lists of dicts a reducer makes (see ``ListNotes``).
 
     Raises:
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
@@ -443,7 +339,7 @@ def apply_writes(
             else:
                 current = new[key] if key in new else copy.copy(empties.get(key))
                 try:
-                    new[key] = merged = reducer(current, value)
+                    new[key] = reducer(current, value)
                 except Exception as exc:
                     name = getattr(reducer, "__name__", repr(reducer))
                     msg = (
@@ -452,7 +348,4 @@ def apply_writes(
                         f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
                     )
                     raise InvalidUpdateError(msg, node=node, key=key) from exc
-                if notes is not None and type(merged) is list and merged:
-                    if type(merged[0]) is dict:
-                        notes.note_merged(current, merged)
     return new

@@ -294,7 +294,6 @@ class Superstep:
                     tables.reducers,
                     tables.empties,
                     superstep=rs.supersteps + 1,
-                    notes=rs.notes,
                 )
             except CorralError as failure:
                 self.keep_finished(failure)
