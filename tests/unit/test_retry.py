@@ -16,7 +16,7 @@ from corral import (
     Retry,
     StepLimitError,
 )
-from corral.runtime.interrupts import _Pause
+from corral.runtime.interrupts import UnansweredInterrupt
 
 
 def test_defaults_match_the_contract() -> None:
@@ -113,7 +113,7 @@ def test_on_takes_a_type_a_tuple_or_a_predicate() -> None:
         StepLimitError("cap", steps=3, max_steps=3, node="n"),
         NodeCapError("cap", node="n", max_runs=1),
         GuardExhaustedError("used up", source="a", target="b", max=1),
-        _Pause("payload", 0),
+        UnansweredInterrupt("payload", 0),
         KeyboardInterrupt(),
     ],
 )

@@ -3,7 +3,8 @@ joins left waiting, forks as a Command node, and streams that check their argume
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+import operator
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
@@ -98,6 +99,32 @@ def stuck_join_graph() -> Graph[Fan]:
     def join(state: Fan) -> None: ...
 
     return g
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "checkpointer"])
+def test_a_listed_node_counts_at_its_join_without_routing_there(how: str) -> None:
+    """API.md section 4: a join runs once every listed node has run since its own last run;
+    ``a`` routes elsewhere and still counts, as ``b`` does beside the join (toward the
+    join's next run: there is none here, so the run ends)."""
+    g = Graph(Log)
+    g.node("fork", start=True, then=("a", "b"))(lambda state: {"log": ["fork"]})
+    g.node("a", then="after")(lambda state: {"log": ["a"]})
+    g.node("b", then="join")(lambda state: {"log": ["b"]})
+    g.node("after", then=END)(lambda state: {"log": ["after"]})
+    g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
+    assert g.check() == []
+    app = g.compile(checkpointer=MemorySaver()) if how == "checkpointer" else g.compile()
+    if how == "ainvoke":
+        import asyncio
+
+        run = asyncio.run(app.ainvoke({"log": []}))
+    else:
+        run = app.invoke({"log": []}, thread_id="t" if how == "checkpointer" else None)
+    assert run.state["log"] == ["fork", "a", "b", "after", "join"]
 
 
 @pytest.mark.parametrize("how", ["invoke", "on_event", "checkpointer", "ainvoke"])

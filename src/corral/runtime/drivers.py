@@ -28,12 +28,11 @@ from typing import Any
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
-from corral.runtime.interrupts import _Answers, _current, _Pause
-from corral.runtime.routing import Routing
-from corral.runtime.run_state import Call, RunState, TaskResult
+from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
+from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import view_of
 from corral.runtime.subgraphs import ChildOutcome
-from corral.runtime.superstep import Superstep, end_run, router_error, running
+from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
 __all__ = [
@@ -64,15 +63,16 @@ def flush(rs: RunState) -> list[Event]:
 def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
     """Run one node; return what it returned and the seconds it took (0.0 when not timed).
 
-    Raises what the node raised (``_Pause`` for an unanswered ``interrupt()``). With a
-    checkpointer, ``interrupt()`` inside the node returns the answers given so far.
+    Raises what the node raised (``UnansweredInterrupt`` for an unanswered
+    ``interrupt()``). With a checkpointer, ``interrupt()`` inside the node returns the
+    answers given so far.
     """
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
         return _child_sync(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
-    token = _current.set(_Answers(answers)) if answers is not None else None
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+    token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
         if node.retry is not None:
@@ -85,7 +85,7 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
             out = node.func(state)
     finally:
         if token is not None:
-            _current.reset(token)
+            answers_given.reset(token)
     return out, (perf_counter() - start if rs.timed else 0.0)
 
 
@@ -95,9 +95,9 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
         return await _child_async(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat, rs.notes) if call.arg is NO_ARG else call.arg
+    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
     if answers is not None:
-        _current.set(_Answers(answers))  # each gathered task runs in its own context copy
+        answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
     if node.retry is not None or node.timeout_s is not None:
         ctx = rs.context(node.name, call.step) if node.takes_ctx else None
@@ -151,7 +151,7 @@ def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]
 
 def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
     """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
-    view = view_of(rs.values, rs.flat, rs.notes)
+    view = view_of(rs.values, rs.flat)
     try:
         if router.takes_ctx:
             return router.func(view, rs.context(node.name, rs.steps))
@@ -164,7 +164,7 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
     """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
     if not router.is_async:
         return call_router_sync(rs, node, router)
-    view = view_of(rs.values, rs.flat, rs.notes)
+    view = view_of(rs.values, rs.flat)
     try:
         if router.takes_ctx:
             return await router.func(view, rs.context(node.name, rs.steps))
@@ -180,7 +180,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
     yield from flush(rs)
     while running(rs):
-        routing = rs_routing(rs)
+        routing = rerouted(rs) if rs.reroute is not None else None
         if routing is None:
             routing = yield from _superstep_sync(rs)
             if routing is None:
@@ -192,7 +192,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
 
 
-def route_sync(rs: RunState, routing: Routing) -> None:
+def route_sync(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep (calling each result's router), then finish it."""
     try:
         for result in routing.results:
@@ -200,12 +200,12 @@ def route_sync(rs: RunState, routing: Routing) -> None:
             raw = call_router_sync(rs, node, node.router) if node.router is not None else None
             routing.take(result, raw)
     except CorralError as error:
-        routing.failed(error)
+        routing.routes_failed(error)
         raise
     routing.finish()
 
 
-async def route_async(rs: RunState, routing: Routing) -> None:
+async def route_async(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in routing.results:
@@ -215,21 +215,12 @@ async def route_async(rs: RunState, routing: Routing) -> None:
                 raw = await call_router_async(rs, result.node, router)
             routing.take(result, raw)
     except CorralError as error:
-        routing.failed(error)
+        routing.routes_failed(error)
         raise
     routing.finish()
 
 
-def rs_routing(rs: RunState) -> Routing | None:
-    """Return the routing a resumed run must finish first (its routers failed), if any."""
-    if rs.reroute is None:
-        return None
-    results: list[TaskResult] = rs.reroute
-    rs.reroute = None
-    return Routing(rs, results, [])
-
-
-def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
+def _superstep_sync(rs: RunState) -> Generator[Event, None, Superstep | None]:
     """Run one superstep's calls one at a time; return its routing (``None``: paused)."""
     superstep = Superstep(rs)
     values = superstep.values
@@ -240,7 +231,7 @@ def _superstep_sync(rs: RunState) -> Generator[Event, None, Routing | None]:
             yield from flush(rs)
         try:
             out, seconds = call_node_sync(rs, call, values)
-        except _Pause as pause:
+        except UnansweredInterrupt as pause:
             superstep.paused(call, pause)
             continue
         except InterruptWithoutCheckpointerError:
@@ -263,7 +254,7 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
     for event in flush(rs):
         yield event
     while running(rs):
-        routing = rs_routing(rs)
+        routing = rerouted(rs)
         if routing is None:
             superstep = Superstep(rs)
             for call in superstep.calls:
@@ -296,7 +287,7 @@ async def _task_async(superstep: Superstep, call: Call) -> tuple[str, Any, float
     rs = superstep.rs
     try:
         out, seconds = await call_node_async(rs, call, superstep.values)
-    except _Pause as pause:
+    except UnansweredInterrupt as pause:
         return ("pause", pause, 0.0)
     except InterruptWithoutCheckpointerError as exc:
         return ("raise", exc, 0.0)

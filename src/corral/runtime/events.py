@@ -2,7 +2,7 @@
 
 ``stream(mode="events")`` yields these records and ``invoke(on_event=...)`` hands each one to
 a callback as it happens (a ``NodeStart`` before the node runs). They are frozen dataclasses
-with slots: cheap to build, safe to keep.
+with slots, safe to keep.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """``interrupt()``: pause a run for a person.
 
 The runtime sets a context variable around each node run of a graph that has a
-checkpointer. ``interrupt(payload)`` reads it: the n-th call in a node run returns the n-th
-answer already given for that node run, and the first unanswered call stops the node with
-``_Pause`` (a ``BaseException``, so a node's ``except Exception`` does not swallow it). On
+checkpointer (:data:`answers_given`). ``interrupt(payload)`` reads it: the n-th call in a
+node run returns the n-th answer already given for that node run, and the first unanswered
+call stops the node with :class:`UnansweredInterrupt` (a ``BaseException``, so a node's
+``except Exception`` does not swallow it). On
 resume the node runs again from its start, so code before ``interrupt()`` runs again.
 """
 
@@ -14,10 +15,10 @@ from typing import Any
 
 from corral.errors import InterruptWithoutCheckpointerError
 
-__all__ = ["interrupt"]
+__all__ = ["Answers", "UnansweredInterrupt", "answers_given", "interrupt"]
 
 
-class _Answers:
+class Answers:
     """The answers given so far to the ``interrupt()`` calls of one node run."""
 
     __slots__ = ("answers", "used")
@@ -27,7 +28,7 @@ class _Answers:
         self.used = 0
 
 
-class _Pause(BaseException):
+class UnansweredInterrupt(BaseException):
     """Raised by ``interrupt()`` to stop a node run until a person answers."""
 
     def __init__(self, payload: Any, index: int) -> None:
@@ -36,7 +37,8 @@ class _Pause(BaseException):
         self.index = index
 
 
-_current: ContextVar[_Answers | None] = ContextVar("corral_interrupt", default=None)
+answers_given: ContextVar[Answers | None] = ContextVar("corral_interrupt", default=None)
+"""The answers of the node run in progress (``None``: a graph without a checkpointer)."""
 
 
 def interrupt(payload: Any) -> Any:
@@ -45,7 +47,7 @@ def interrupt(payload: Any) -> Any:
     Raises:
         GraphError: called outside a node of a graph compiled with a checkpointer.
     """
-    scope = _current.get()
+    scope = answers_given.get()
     if scope is None:
         msg = (
             f"interrupt({payload!r}) needs a checkpointer to pause and resume the run; "
@@ -57,4 +59,4 @@ def interrupt(payload: Any) -> Any:
     scope.used += 1
     if index < len(scope.answers):
         return scope.answers[index]
-    raise _Pause(payload, index)
+    raise UnansweredInterrupt(payload, index)

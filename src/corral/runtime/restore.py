@@ -13,7 +13,7 @@ from corral.fingerprint import same_graph
 from corral.runtime.events import Interrupt, RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
-from corral.runtime.state import ListNotes, apply_writes, copy_value
+from corral.runtime.state import apply_writes, copy_value
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = ["interrupts_of", "load", "pause_of", "pauses_of", "rebuild", "snapshot_of"]
@@ -47,13 +47,8 @@ def pause_of(item: Mapping[str, Any]) -> Pause:
     )
 
 
-def rebuild(
-    tables: Tables, chain: Sequence[Checkpoint], notes: ListNotes | None = None
-) -> dict[str, Any]:
+def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
     """Return the state at the last checkpoint of ``chain`` (snapshot + replayed writes).
-
-    With ``notes`` (the run's that goes on from this state), the lists the replay appended
-    to are noted, by a check of the appended items only.
 
     Raises:
         CheckpointError: the chain does not start at a snapshot, a write no longer applies,
@@ -83,10 +78,6 @@ def rebuild(
                     f"reducers: {exc}"
                 )
                 raise CheckpointError(msg) from exc
-    if notes is not None and len(chain) > 1:
-        for key, before in first.snapshot.items():
-            if values.get(key) is not before and notes.noted(before):
-                notes.note_merged(before, values.get(key))
     unknown = sorted(k for k in values if k not in tables.keyset)
     if unknown:
         msg = (
@@ -215,15 +206,13 @@ def snapshot_of(
     checkpoint: Checkpoint,
     *,
     owned: bool = False,
-    notes: ListNotes | None = None,
 ) -> StateSnapshot:
     """Return the public snapshot of a checkpoint whose state is ``values``.
 
     ``owned``: nobody else holds ``values`` (just rebuilt from a store's fresh decoding),
     so they are handed over without a deep copy; else the snapshot gets a deep copy
-    (:func:`~corral.runtime.state.copy_value`: lists of chat messages by C loops, where
-    ``copy.deepcopy`` walked every value: ``history`` copies one state per checkpoint);
-    ``notes``: what the merges that made ``values`` noted about their lists.
+    (:func:`~corral.runtime.state.copy_value`; ``history`` copies one state per
+    checkpoint).
     """
     meta = checkpoint.meta
     if "reroute" in meta:
@@ -233,7 +222,7 @@ def snapshot_of(
     status = str(meta.get("status", "running"))
     failed = meta.get("error") if status == "error" else None
     return StateSnapshot(
-        values=values if owned else copy_value(values, notes),
+        values=values if owned else copy_value(values),
         next=nxt,
         steps=int(meta.get("steps", 0)),
         supersteps=int(meta.get("supersteps", 0)),

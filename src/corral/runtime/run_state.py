@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.state import ListNotes
 from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -141,7 +140,6 @@ class RunState:
         "interrupts",
         "log",
         "max_steps",
-        "notes",
         "pause_after",
         "pause_before",
         "reroute",
@@ -196,8 +194,6 @@ class RunState:
         """Events a streaming driver has still to yield."""
         self.checkpoints: CheckpointWriter | None = None
         self.checkpoint_id: str | None = None
-        self.notes = ListNotes()
-        """What this run's merges noted about the lists they made (dropped with the run)."""
         self.retried: dict[int, int] = {}
         """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
         self.checkpoint_meta: dict[str, Any] | None = None

@@ -6,7 +6,7 @@ value read from it is a deep copy made on first read (and kept for that node run
 node that mutates what it read changes only its own copy, never the run's state, a sibling's
 input or a checkpoint. Immutable values (numbers, strings, ``None``...) are handed out as
 they are. When every value of the state is immutable, the node gets a :class:`FlatView`
-instead, which reads at plain dict speed (there is nothing to copy).
+instead, a plain read-only copy (there is nothing to copy on read).
 
 :func:`apply_writes` merges the updates of one superstep into a *new* dict (the old state is
 kept intact, which is what ``err.state`` and checkpoints rely on): a key with a reducer takes
@@ -28,7 +28,6 @@ from corral.reducers import Overwrite
 __all__ = [
     "IMMUTABLE",
     "FlatView",
-    "ListNotes",
     "Reducers",
     "StateView",
     "apply_writes",
@@ -41,7 +40,6 @@ Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
 
 IMMUTABLE: frozenset[type] = frozenset({int, float, complex, bool, str, bytes, type(None), range})
 """Types whose values a node can be handed without a copy."""
-_IMMUTABLE = IMMUTABLE
 
 
 def _read_only(what: str) -> NoReturn:
@@ -55,7 +53,7 @@ def _read_only(what: str) -> NoReturn:
 class FlatView(dict[str, Any]):
     """A read-only copy of a state whose values are all immutable (numbers, strings...).
 
-    Reading costs what a dict read costs; only the methods that would change it differ.
+    It reads as a dict; only the methods that would change it differ.
     """
 
     __slots__ = ()
@@ -126,23 +124,21 @@ class StateView(FlatView):
     TypeError: cannot set 'n': the state a node receives is read-only; ...
     """
 
-    # No __slots__: the class-level None below is the "nothing copied yet" default, read
-    # without raising (a missing slot would raise AttributeError, which is slow).
+    # No __slots__: the class-level None below is the "nothing copied yet" default (an
+    # unset slot would raise AttributeError instead).
     _owned: set[str] | None = None
     """The keys whose mutable values this view already copied; ``None`` until one is read."""
-    _notes: ListNotes | None = None
-    """What the run's merges noted about its lists (copying a noted list skips its check)."""
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
-        if type(value) in _IMMUTABLE:
+        if type(value) in IMMUTABLE:
             return value
         owned = self._owned
         if owned is None:
             owned = self._owned = set()
         if key in owned:
             return value
-        mine = copy_value(value, self._notes)
+        mine = copy_value(value)
         dict.__setitem__(self, key, mine)
         owned.add(key)
         return mine
@@ -174,12 +170,12 @@ class StateView(FlatView):
 _MISSING: Any = object()
 
 
-def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
-    """Return a deep copy of ``value``: fast for JSON-like data, ``copy.deepcopy`` otherwise.
+def copy_value(value: Any) -> Any:
+    """Return a deep copy of ``value``: JSON-like data by type, ``copy.deepcopy`` otherwise.
 
-    Lists, dicts, tuples and sets of plain values are copied by type (a few times faster
-    than ``copy.deepcopy``); anything else, and any structure that refers to itself, goes
-    through ``copy.deepcopy``, which also keeps shared references shared.
+    Lists, dicts, tuples and sets of plain values are copied by type (``copy.deepcopy``
+    keeps a memo of every object it meets); anything else, and any structure that refers
+    to itself, goes through ``copy.deepcopy``, which also keeps shared references shared.
 
     >>> data = {"messages": [{"role": "user", "text": "hi"}], "tags": {"a"}}
     >>> copied = copy_value(data)
@@ -187,7 +183,7 @@ def copy_value(value: Any, notes: ListNotes | None = None) -> Any:
     (True, False)
     """
     try:
-        return _copy(value, notes)
+        return _copy(value)
     except RecursionError:
         return _copy_deep(value)
 
@@ -218,7 +214,7 @@ def _copy_deep(value: Any) -> Any:
     while stack:
         into, key, item = stack.pop()
         kind = type(item)
-        if kind in _IMMUTABLE or kind is frozenset:
+        if kind in IMMUTABLE or kind is frozenset:
             into[key] = item
             continue
         made = memo.get(id(item), _MISSING)
@@ -237,152 +233,58 @@ def _copy_deep(value: Any) -> Any:
     return root[0]
 
 
-def _copy(value: Any, notes: ListNotes | None) -> Any:
+def _copy(value: Any) -> Any:
     kind = type(value)
-    if kind in _IMMUTABLE or kind is frozenset:
+    if kind in IMMUTABLE or kind is frozenset:
         return value
     if kind is list:
-        return _copy_list(value, notes)
+        return _copy_list(value)
     if kind is dict:
         if _all_immutable(map(type, value.values())):
             return value.copy()
         table = dict(value)
         for key, item in table.items():
-            if type(item) not in _IMMUTABLE:
-                table[key] = _copy(item, notes)
+            if type(item) not in IMMUTABLE:
+                table[key] = _copy(item)
         return table
     if kind is tuple:
         if _all_immutable(map(type, value)):
             return value
-        return tuple(_copy(item, notes) for item in value)
+        return tuple(_copy(item) for item in value)
     if kind is set:
         return set(value)
     return copy.deepcopy(value)
 
 
-def _copy_list(value: list[Any], notes: ListNotes | None) -> list[Any]:
-    # The common shapes are checked and copied by C loops: a list of plain values
-    # (strings, numbers) costs one shallow copy, a list of flat dicts (chat messages)
-    # one dict copy per item; only other lists are walked item by item here.
+def _copy_list(value: list[Any]) -> list[Any]:
+    # The common shapes need no walk item by item: a list of plain values (strings,
+    # numbers) is one shallow copy, a list of flat dicts (chat messages) one dict copy per
+    # item; only other lists are walked here.
     first = type(value[0]) if value else int
-    if first in _IMMUTABLE:
+    if first in IMMUTABLE:
         if _all_immutable(map(type, value)):
             return value.copy()
     elif first is dict:
-        if notes.flat(value) if notes is not None else _flat_dicts(value):
+        if _flat_dicts(value):
             return list(map(dict.copy, value))
     out = list(value)
     for index, item in enumerate(out):
-        if type(item) not in _IMMUTABLE:
-            out[index] = _copy(item, notes)
+        if type(item) not in IMMUTABLE:
+            out[index] = _copy(item)
     return out
 
 
 _all_immutable = IMMUTABLE.issuperset
-"""Return whether every type an iterable yields is immutable (the loop runs in C)."""
+"""Return whether every type an iterable yields is immutable."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
 
 
 def _flat_dicts(items: list[Any]) -> bool:
-    """Return whether ``items`` are all plain dicts of immutable values (C loops)."""
+    """Return whether ``items`` are all plain dicts of immutable values."""
     return _DICT.issuperset(map(type, items)) and _all_immutable(
         map(type, _chain(map(dict.values, items)))
     )
-
-
-class ListNotes:
-    """What the merges of one run noted about the lists of dicts they made.
-
-    A reducer that appends to a list of chat messages returns a new list holding the old
-    items and the new ones; the merge checks only the new ones (when the old list was noted)
-    and notes whether the result is a list of flat dicts, so a node reading the list copies
-    it without checking every item again (the check costs as much as the copy). The lists
-    of a state rebuilt from a checkpoint are noted when the run starts from it
-    (:meth:`check_state`), and a list no merge made (an input's, a key without a reducer) by
-    the first copy of it (:meth:`flat`), so each is checked once. Entries hold
-    their list, so an id is never reused while noted; the table is cleared when it grows past
-    ``LIMIT``. Each run has its own notes (``RunState.notes``), so nothing a run merged
-    outlives it. Items are not copied at the merge: a node that keeps a reference to what it
-    returned and later changes it changes the state, noted or not.
-
-    >>> notes = ListNotes()
-    >>> old = [{"a": 1}]
-    >>> notes.note_merged(None, old); notes.noted(old)
-    True
-    >>> new = old + [{"b": "x"}]
-    >>> notes.note_merged(old, new); notes.noted(new)
-    True
-    >>> nested = new + [{"c": [1]}]
-    >>> notes.note_merged(new, nested); notes.noted(nested)
-    False
-    >>> notes.noted(nested + [{"d": 1}]) is None
-    True
-    """
-
-    __slots__ = ("table",)
-
-    LIMIT = 256
-
-    def __init__(self) -> None:
-        self.table: dict[int, tuple[list[Any], int, bool]] = {}
-        """``id(list) -> (list, length, flat)`` for lists of dicts a merge made and checked."""
-
-    def noted(self, value: list[Any]) -> bool | None:
-        """Return what a merge noted about ``value`` as it is now (flat dicts or not)."""
-        noted = self.table.get(id(value))
-        if noted is None or noted[0] is not value or noted[1] != len(value):
-            return None
-        return noted[2]
-
-    def flat(self, value: list[Any]) -> bool:
-        """Return whether ``value``, a list of dicts of the run's state, holds flat dicts:
-        as noted, else checked now and noted (so later copies and merges skip the check)."""
-        noted = self.noted(value)
-        if noted is None:
-            noted = _flat_dicts(value)
-            self._remember(value, noted)
-        return noted
-
-    def check_state(self, values: Mapping[str, Any]) -> None:
-        """Note the lists of dicts of a state no merge of this run made (one rebuilt from a
-        checkpoint): each is checked here once, not at every read of it."""
-        for value in values.values():
-            if type(value) is list and value and type(value[0]) is dict:
-                self.flat(value)
-
-    def note_merged(self, current: Any, merged: Any) -> None:
-        """Note whether ``merged`` (a reducer's result) is a list of flat dicts.
-
-        Only the items after the prefix it shares with ``current`` are checked when
-        ``current`` was noted (an equal prefix: equal items have the same shape, and
-        appended items are the same objects).
-        """
-        if type(merged) is not list or not merged or type(merged[0]) is not dict:
-            return
-        start = 0
-        if type(current) is list and len(merged) >= len(current):
-            noted = self.noted(current)
-            if noted is not None and _same_prefix(merged, current):
-                if not noted:  # a shared prefix that is not flat: neither is the whole
-                    self._remember(merged, False)
-                    return
-                start = len(current)
-        self._remember(merged, _flat_dicts(merged[start:] if start else merged))
-
-    def _remember(self, merged: list[Any], flat: bool) -> None:
-        if len(self.table) >= self.LIMIT:
-            self.table.clear()
-        self.table[id(merged)] = (merged, len(merged), flat)
-
-
-def _same_prefix(merged: list[Any], current: list[Any]) -> bool:
-    """Return whether ``merged`` starts with ``current``'s items: the same objects, as a
-    reducer that appends leaves them (the list comparison tries identity first, in C)."""
-    try:
-        return bool(merged[: len(current)] == current)
-    except Exception:  # an item's __eq__ failed: check it all, as if nothing was noted
-        return False
 
 
 def is_flat(values: Mapping[str, Any]) -> bool:
@@ -390,14 +292,9 @@ def is_flat(values: Mapping[str, Any]) -> bool:
     return _all_immutable(map(type, values.values()))
 
 
-def view_of(values: dict[str, Any], flat: bool, notes: ListNotes | None = None) -> FlatView:
-    """Return the read-only view a node gets of ``values`` (``notes``: its run's)."""
-    if flat:
-        return FlatView(values)
-    view = StateView(values)
-    if notes is not None and notes.table:  # only then is it worth an instance attribute
-        view._notes = notes
-    return view
+def view_of(values: dict[str, Any], flat: bool) -> FlatView:
+    """Return the read-only view a node gets of ``values`` (``flat``: all immutable)."""
+    return FlatView(values) if flat else StateView(values)
 
 
 def apply_writes(
@@ -407,7 +304,6 @@ def apply_writes(
     empties: Mapping[str, Any],
     *,
     superstep: int | None = None,
-    notes: ListNotes | None = None,
 ) -> dict[str, Any]:
     """Return a new state: ``values`` with ``writes`` merged in order.
 
@@ -417,7 +313,6 @@ def apply_writes(
         empties: the empty value a reducer starts from when its key is missing.
         superstep: when given, two writes of one key without a reducer raise (the
             superstep's number goes in the message); replaying saved writes passes ``None``.
-        notes: the run's notes on the lists of dicts a reducer makes (see ``ListNotes``).
 
     Raises:
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
@@ -444,7 +339,7 @@ def apply_writes(
             else:
                 current = new[key] if key in new else copy.copy(empties.get(key))
                 try:
-                    new[key] = merged = reducer(current, value)
+                    new[key] = reducer(current, value)
                 except Exception as exc:
                     name = getattr(reducer, "__name__", repr(reducer))
                     msg = (
@@ -453,7 +348,4 @@ def apply_writes(
                         f"reducer accepts, or wrap it in Overwrite(...) to replace the key"
                     )
                     raise InvalidUpdateError(msg, node=node, key=key) from exc
-                if notes is not None and type(merged) is list and merged:
-                    if type(merged[0]) is dict:
-                        notes.note_merged(current, merged)
     return new

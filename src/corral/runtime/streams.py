@@ -57,7 +57,7 @@ def _pick(rs: RunState, event: Event, mode: str) -> Any:
     if mode == "custom":
         return (event.node, event.value) if isinstance(event, Custom) else _SKIP
     if isinstance(event, SuperstepEnd):
-        return copy_value(rs.values, rs.notes)  # the caller's to keep: a deep copy
+        return copy_value(rs.values)  # the caller's to keep: a deep copy
     return _SKIP
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from corral.runtime.events import Interrupt
-from corral.runtime.interrupts import _Pause
+from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.run_state import Call, Pause, RunState, TaskResult
 from corral.runtime.tables import Node
 
@@ -63,7 +63,7 @@ class ChildWrites(dict[str, Any]):
         """The child's node runs, counted in the parent's steps."""
 
 
-class ChildPause(_Pause):
+class ChildPause(UnansweredInterrupt):
     """The pauses inside a subgraph's child, surfaced as pauses of the subgraph task."""
 
     def __init__(self, outcome: ChildOutcome, index: int) -> None:

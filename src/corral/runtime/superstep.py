@@ -5,44 +5,52 @@ A run is a sequence of supersteps. In each one the active tasks (a node, or a no
 order (node registration order, ``Send`` runs in the order sent); then the routes of the
 tasks that ran are taken on the merged state, giving the next tasks (plain targets
 de-duplicated, every ``Send`` its own task). A join (``wait_for``) is held until every node
-it waits for has finished a run since the join's own last run; a run that would end while a
-join still waits raises :class:`~corral.errors.StuckJoinError`.
+it waits for has finished a run since the join's own last run (a listed node counts by
+running, whether or not it routes to the join; one that runs beside the join counts toward
+its next run); a run that would end while a join still waits raises
+:class:`~corral.errors.StuckJoinError`.
 
-Bounds are checked before each node run: the run's step count against ``max_steps`` and the
-node's run count against ``max_runs``; a guarded route is counted when taken and, once used
-up, redirected to its guard's ``otherwise`` target (or the run stops with
-``GuardExhaustedError``). A node run counts when it completes, so one cut short by
+Bounds are checked before each node run (:func:`cap_error`): the run's step count against
+``max_steps`` and the node's run count against ``max_runs``; a guarded route is counted when
+taken and, once used up, redirected to its guard's ``otherwise`` target (or the run stops
+with ``GuardExhaustedError``). A node run counts when it completes, so one cut short by
 ``interrupt()`` counts once, when it finally completes.
 
 This module decides; it never calls a node or a router and never awaits (the shape of
 ``graphlib.TopologicalSorter``: the caller owns the loop). A driver
 (:mod:`corral.runtime.drivers`) asks a :class:`Superstep` for the calls it may make, hands
 back each outcome (:meth:`Superstep.finished`, :meth:`~Superstep.paused`,
-:meth:`~Superstep.failed`), closes the barrier, calls the routers the core names and hands
-their answers to a :class:`Routing`. Checkpoints are written through
-``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided here.
+:meth:`~Superstep.failed`), closes the barrier, then calls the router of each result the
+core names and hands its answer back (:meth:`~Superstep.take`). Checkpoints are written
+through ``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided
+here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
-from corral.control import Command, Send
+from corral.control import Send
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
-    InvalidUpdateError,
     NodeCapError,
     NodeError,
-    RouteError,
     StepLimitError,
+    StuckJoinError,
 )
 from corral.runtime.attempts import attempts_of
-from corral.runtime.events import NodeEnd, NodeStart, RunEnd
-from corral.runtime.interrupts import _Pause
-from corral.runtime.routing import Routing, named_sends, sends_a_function, stuck_join
-from corral.runtime.run_state import Call, Pause, RunState, Targets, TaskResult
+from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
+from corral.runtime.interrupts import UnansweredInterrupt
+from corral.runtime.routing import (
+    count_guard,
+    outcome,
+    pauses_before,
+    router_targets,
+)
+from corral.runtime.run_state import Call, Pause, RunState, Targets, Task, TaskResult
 from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.subgraphs import (
     ChildOutcome,
@@ -53,23 +61,9 @@ from corral.runtime.subgraphs import (
     number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
+from corral.spec import END
 
-__all__ = [
-    "Superstep",
-    "accept",
-    "end_run",
-    "merge",
-    "node_error",
-    "note_joins",
-    "router_error",
-]
-
-
-_new = tuple.__new__
-"""Build a record (a NamedTuple) without its Python-level ``__new__``: a third of the time."""
-
-
-# --------------------------------------------------------------------------- caps
+__all__ = ["Superstep", "end_run", "rerouted", "router_error", "running"]
 
 
 def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | None:
@@ -89,9 +83,6 @@ def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | 
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
     return None
-
-
-# --------------------------------------------------------------------------- outcomes
 
 
 def node_error(node: str, step: int, exc: BaseException) -> NodeError:
@@ -114,127 +105,26 @@ def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeE
     return NodeError(msg, node=node, step=step)
 
 
-def accept(rs: RunState, call: Call, out: Any, seconds: float) -> TaskResult:
-    """Check a node's return value, count the run, trace it and return its result."""
-    position, node, _, step = call  # unpacked: a NamedTuple's fields read slower in 3.11
-    if type(out) is dict and rs.tables.keyset.issuperset(out):
-        update: dict[str, Any] | None = out
-        goto = None
-    elif out is None:
-        update = goto = None
-    elif type(out) is ChildOutcome:
-        return accept_child(rs, call, out)
-    else:
-        update, goto = outcome(rs, node, out)
-    rs.steps += 1
-    name = node.name
-    rs.runs[name] = rs.runs.get(name, 0) + 1
-    if rs.retried and position in rs.retried:
-        attempt = rs.retried.pop(position)
-        rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
-    else:
-        rs.trace.append((step, name, update, seconds))
-    if rs.emit is not None:
-        rs.emit(NodeEnd(step, name, update, seconds))
-    return _new(TaskResult, (position, node, update, goto))
-
-
-def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
-    """Return the update and ``Command`` targets of a node's return value, or raise."""
-    goto: Targets | None = None
-    if out is None:
-        update = None
-    elif type(out) is dict:
-        update = out
-    elif isinstance(out, Command):
-        update = out.update if out.update is None else _command_update(node, out.update)
-        if out.goto is not None:
-            goto = _command_targets(rs, node, out.goto)
-    elif isinstance(out, dict):
-        update = dict(out)
-    else:
-        msg = (
-            f"node {node.name!r} returned {type(out).__name__} {_short(out)}; return a dict "
-            f"of the keys it changes, None for no change, or a Command"
-        )
-        raise InvalidUpdateError(msg, node=node.name)
-    keyset = rs.tables.keyset
-    if update is not None and not keyset.issuperset(update):
-        bad = next(k for k in update if k not in keyset)
-        msg = (
-            f"node {node.name!r} wrote key {bad!r}, which is not in the state schema "
-            f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
-        )
-        raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    return update, goto
-
-
-def _command_update(node: Node, update: Any) -> dict[str, Any]:
-    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
-    if isinstance(update, Mapping):
-        return dict(update)
-    msg = (
-        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
-        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
-        f"Command(update={{'key': value}}, goto=...)"
-    )
-    raise InvalidUpdateError(msg, node=node.name)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _command_targets(rs: RunState, node: Node, goto: Any) -> Targets:
-    allowed = node.command or ()
-    items: tuple[Any, ...] = tuple(goto) if isinstance(goto, (list, tuple)) else (goto,)
-    for item in items:
-        target = item.node if isinstance(item, Send) else item
-        if isinstance(target, str) and target in allowed:
-            continue
-        if sends_a_function(goto):
-            owner = f"node {node.name!r}"
-            named = named_sends(goto, rs.tables.node_names, owner, node.name)
-            return _command_targets(rs, node, named)
-        if node.command is None:
-            msg = (
-                f"node {node.name!r} returned Command(goto={goto!r}) but its return "
-                f"annotation names no Command targets; annotate it "
-                f"-> Command[Literal[...]] or route it with then= or a router"
-            )
-        else:
-            msg = (
-                f"node {node.name!r} returned Command(goto={goto!r}), and {target!r} "
-                f"is not one of its routes {list(allowed)}; goto one of them or add it "
-                f"to its Command[Literal[...]] annotation"
-            )
-        raise RouteError(msg, router=node.name, value=goto, allowed=allowed)
-    return items
-
-
-# --------------------------------------------------------------------------- a superstep
-
-
 class Superstep:
-    """One superstep's calls and what came back from them, up to its barrier.
+    """One superstep, from the calls it may make to the tasks of the next one.
 
     ``calls`` are the tasks that may run now, in task order, each with its step number;
-    ``cap_error`` is the bound hit after them. A failure or a cap hit is raised by
-    :meth:`close`, after the finished siblings were saved.
+    ``cap_error`` is the bound hit after them. A driver hands back each call's outcome, then
+    :meth:`close` merges the results at the barrier (a failure or a cap hit is raised there,
+    after the finished siblings were saved). The driver then calls :meth:`take` once per
+    result, in order, calling the node's router first when it has one (so a router that
+    reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
     """
 
-    __slots__ = (
-        "calls",
-        "cap_error",
-        "failure",
-        "number",
-        "pauses",
-        "record",
-        "results",
-        "rs",
-        "values",
-    )
+    cap_error: CorralError | None = None
+    """The bound a call after ``calls`` would hit."""
+    failure: CorralError | None = None
+    """The first node failure or invalid return value of this superstep."""
+    record = False
+    """Whether each finished task is recorded at once: with several tasks, a crash in the
+    superstep then re-runs only the tasks that had not finished."""
+    guards_before: dict[tuple[str, str], int] | None = None
+    """The guard counts before the routes were taken (restored when a route fails)."""
 
     def __init__(self, rs: RunState, *, plan: bool = True) -> None:
         """``plan=False``: no calls are planned and no bound is checked; the caller hands
@@ -243,17 +133,15 @@ class Superstep:
         self.rs = rs
         self.values = rs.values
         """The state every task of this superstep reads."""
-        self.number = rs.supersteps + 1
+        self.calls: list[Call] = []
         self.results: list[TaskResult] = []
         self.pauses: list[Pause] = []
-        self.calls: list[Call] = []
-        self.cap_error: CorralError | None = None
-        self.failure: CorralError | None = None
-        """The first node failure or invalid return value of this superstep."""
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+        self.plain: list[Node] = []
+        self.sends: list[Task] = []
         writer = rs.checkpoints
-        # With several tasks, each finished one is recorded at once, so a crash in the
-        # superstep re-runs only the tasks that had not finished.
-        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        if writer is not None and plan and writer.records_tasks and len(rs.tasks) > 1:
+            self.record = True
         if not plan:
             return
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
@@ -275,15 +163,18 @@ class Superstep:
                 planned[node.name] = planned.get(node.name, 0) + 1
             if node.child is None:
                 steps += 1
-            calls.append(_new(Call, (index, node, arg, steps)))
+            calls.append(Call(index, node, arg, steps))
         if rs.tables.has_subgraphs:
             number_entries(calls, steps)
+
+    # ------------------------------------------------------------------ outcomes
 
     def started(self, call: Call) -> None:
         """Note that ``call`` is about to run."""
         emit = self.rs.emit
         if emit is not None:
-            emit(NodeStart(call.step, call.node.name, self.number, call.arg is not NO_ARG))
+            superstep = self.rs.supersteps + 1
+            emit(NodeStart(call.step, call.node.name, superstep, call.arg is not NO_ARG))
 
     def record_early(self, call: Call, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
@@ -297,20 +188,37 @@ class Superstep:
         self.rs.checkpoints.save_task(self.rs, TaskResult(call.position, call.node, update, goto))
 
     def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
-        """Accept what ``call`` returned; return ``False`` if it was invalid (see ``close``)."""
+        """Check what ``call`` returned, count the run and trace it; return ``False`` if it
+        was invalid (:meth:`close` raises the error)."""
+        rs = self.rs
+        position, node, _, step = call
+        if type(out) is ChildOutcome:
+            self.results.append(accept_child(rs, call, out))
+            return True
         try:
-            result = accept(self.rs, call, out, seconds)
+            update, goto = outcome(rs, node, out)
         except CorralError as error:
             if self.failure is None:
                 self.failure = error
             return False
+        rs.steps += 1
+        name = node.name
+        rs.runs[name] = rs.runs.get(name, 0) + 1
+        if rs.retried and position in rs.retried:
+            attempt = rs.retried.pop(position)
+            rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
+        else:
+            rs.trace.append((step, name, update, seconds))
+        if rs.emit is not None:
+            rs.emit(NodeEnd(step, name, update, seconds))
+        result = TaskResult(position, node, update, goto)
         self.results.append(result)
-        if self.record and not recorded and call.node.child is None:
-            assert self.rs.checkpoints is not None
-            self.rs.checkpoints.save_task(self.rs, result)
+        if self.record and not recorded:
+            assert rs.checkpoints is not None
+            rs.checkpoints.save_task(rs, result)
         return True
 
-    def paused(self, call: Call, pause: _Pause) -> None:
+    def paused(self, call: Call, pause: UnansweredInterrupt) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
         if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
             pause.count(self.rs)
@@ -346,14 +254,15 @@ class Superstep:
         done = self.rs.done
         if not done:
             return self.results
-        merged = [*done.values(), *self.results]
-        merged.sort(key=_result_position)
-        return merged
+        return sorted([*done.values(), *self.results], key=_position)
 
-    def close(self) -> Routing | None:
-        """Close the barrier: raise a cap hit, pause, or merge and return the routing.
+    # ------------------------------------------------------------------ the barrier
 
-        Returns ``None`` when a task paused: the run stops here until it is resumed.
+    def close(self) -> Superstep | None:
+        """Close the barrier: raise a failure or cap hit, pause, or merge the results.
+
+        Returns this superstep, whose routes are to be taken, or ``None`` when a task
+        paused: the run stops here until it is resumed.
         """
         rs = self.rs
         error = self.failure or self.cap_error
@@ -366,55 +275,196 @@ class Superstep:
             rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
             rs.pause(self.pauses)
             return None
-        try:
-            writes = merge(rs, results, self.number)
-        except CorralError as failure:
-            self.keep_finished(failure)
-            raise
-        return Routing(rs, results, writes)
+        # Merge the updates in task order, then note who ran at the joins.
+        tables = rs.tables
+        writes = self.writes
+        if tables.has_subgraphs:
+            writes.extend(expand(results))
+        else:
+            for _, node, update, _ in results:
+                if update:
+                    writes.append((node.name, update))
+        if rs.log is not None:
+            rs.log.extend(writes)
+        if writes:
+            try:
+                rs.values = apply_writes(
+                    rs.values,
+                    writes,
+                    tables.reducers,
+                    tables.empties,
+                    superstep=rs.supersteps + 1,
+                )
+            except CorralError as failure:
+                self.keep_finished(failure)
+                raise
+            rs.flat = is_flat(rs.values)
+        rs.supersteps += 1
+        if tables.has_joins:
+            _note_runs_at_joins(rs, results)
+        self.results = results
+        if rs.checkpoints is not None:
+            self.guards_before = dict(rs.guards)
+        return self
 
+    # ------------------------------------------------------------------ routes
 
-def merge(rs: RunState, results: list[TaskResult], number: int) -> list[tuple[str, dict[str, Any]]]:
-    """Merge the updates of superstep ``number`` at its barrier, in task order; note the
-    joins that ran and the nodes that arrived at theirs; return the writes merged."""
-    tables = rs.tables
-    if tables.has_subgraphs:
-        writes = expand(results)
-    else:
-        writes = [(node.name, update) for _, node, update, _ in results if update]
-    if rs.log is not None:
-        rs.log.extend(writes)
-    if writes:
-        rs.values = apply_writes(
-            rs.values, writes, tables.reducers, tables.empties, superstep=number, notes=rs.notes
+    def take(self, result: TaskResult, raw: Any = None) -> None:
+        """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
+        _, node, _, goto = result
+        rs = self.rs
+        targets: Targets
+        if node.then is not None:
+            targets, via = node.then, "then"
+        elif node.router is not None:
+            targets = router_targets(node, node.router, raw, rs.tables.node_names)
+            via = "router"
+        else:
+            targets, via = goto or (), "command"  # a Command node without goto ends here
+        guards = node.guards
+        for item in targets:
+            if isinstance(item, Send):
+                name, arg, kind = item.node, item.arg, "send"
+            else:
+                name, arg, kind = item, NO_ARG, via
+            counted = None
+            if guards and name in guards:
+                name, counted, used_up = count_guard(rs, node, name)
+                if used_up:
+                    arg, kind = NO_ARG, "otherwise"
+            if rs.emit is not None:
+                rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
+            if name == END:
+                continue
+            target = rs.tables.nodes[name]
+            if arg is not NO_ARG:
+                self.sends.append(Task(target, arg))
+            elif target.wait_for:
+                if name not in rs.held:
+                    rs.held.append(name)
+            elif target not in self.plain:
+                self.plain.append(target)
+
+    def defer(self, tasks: Sequence[Task]) -> None:
+        """Add ``tasks``, which this superstep did not run, to the next superstep."""
+        for task in tasks:
+            if task.arg is not NO_ARG:
+                self.sends.append(task)
+            elif task.node not in self.plain:
+                self.plain.append(task.node)
+
+    def routes_failed(self, error: Exception) -> None:
+        """Save the merged superstep with its routes still to take (``error``: a router
+        failed, or a route could not be taken)."""
+        rs = self.rs
+        if rs.checkpoints is None or self.guards_before is None:
+            return
+        rs.guards = self.guards_before
+        rs.checkpoints.save_partial(
+            rs, [], [], "error", reroute=self.results, writes=self.writes, error=error
         )
-        rs.flat = is_flat(rs.values)
-    rs.supersteps = number
-    if tables.has_joins:
-        note_joins(rs, results)
-    return writes
+
+    def finish(self) -> None:
+        """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
+        rs = self.rs
+        if rs.held:
+            _release_joins(rs, self.plain)
+        tasks = list(map(_task_of, self.plain))
+        tasks.extend(self.sends)
+        if len(tasks) > 1:
+            tasks.sort(key=_task_order)
+        pauses: list[Pause] = []
+        if rs.pause_after:
+            pauses = [
+                Pause(result.position, result.node.name, None, "after")
+                for result in self.results
+                if result.node.name in rs.pause_after
+            ]
+        if rs.pause_before:
+            pauses.extend(pauses_before(rs, tasks))
+        rs.tasks = tasks
+        if rs.done:
+            rs.done = {}
+        if rs.answers:
+            rs.answers = {}
+        if rs.emit is not None:
+            rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
+        if rs.checkpoints is not None:
+            # A join still held when nothing else is left to run never runs: the run ends
+            # with StuckJoinError (CR304), and the checkpoint says so.
+            stuck = stuck_join(rs) if rs.held and not tasks else None
+            rs.checkpoints.save_superstep(rs, self.writes, pauses, stuck)
+        if pauses:
+            rs.pause(pauses)
 
 
-def _result_position(result: TaskResult) -> int:
-    return result.position
+_position = attrgetter("position")
+_task_of = attrgetter("task")
+_task_order = attrgetter("node.order")
+"""The merge order of a task: its node's registration index."""
 
 
-def note_joins(rs: RunState, results: list[TaskResult]) -> None:
-    """Note that the joins among ``results`` ran and that the others arrived at their joins."""
+# --------------------------------------------------------------------------- joins
+
+
+def _note_runs_at_joins(rs: RunState, results: list[TaskResult]) -> None:
+    """Note the runs of a merged superstep at the joins: a join that ran starts counting
+    again; every other listed node that ran counts toward its joins' next run, whether or
+    not it routed there (a node beside its join counts toward the join's next run)."""
     arrived = rs.arrived
     for _, node, _, _ in results:
         if node.wait_for:
             arrived[node.name] = set()
     for _, node, _, _ in results:
         for join in node.joins:
-            waited = arrived.get(join)
-            if waited is None:
-                arrived[join] = {node.name}
-            else:
-                waited.add(node.name)
+            arrived.setdefault(join, set()).add(node.name)
+
+
+def _release_joins(rs: RunState, plain: list[Node]) -> None:
+    """Add to ``plain`` the joins a route reached whose listed nodes have all run."""
+    nodes = rs.tables.nodes
+    still: list[str] = []
+    for name in rs.held:
+        join = nodes[name]
+        if join.wait_for <= rs.arrived.get(name, set()):
+            if join not in plain:
+                plain.append(join)
+            if rs.emit is not None:
+                rs.emit(RouteTaken(name, name, "join"))
+        else:
+            still.append(name)
+    rs.held = still
+
+
+def stuck_join(rs: RunState) -> StuckJoinError:
+    """Return the error of a run that would end while a ``wait_for`` join still waits."""
+    name = rs.held[0]
+    join = rs.tables.nodes[name]
+    arrived = rs.arrived.get(name, set())
+    missing = tuple(sorted(join.wait_for - arrived))
+    msg = (
+        f"the run would end while join {name!r} still waits for {list(missing)} "
+        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
+        f"drop them from its wait_for (CR304)"
+    )
+    return StuckJoinError(
+        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
+    )
 
 
 # --------------------------------------------------------------------------- run ends
+
+
+def rerouted(rs: RunState) -> Superstep | None:
+    """Return the merged superstep whose routes a resumed run takes first (its routers
+    failed after the barrier), if there is one."""
+    if rs.reroute is None:
+        return None
+    superstep = Superstep(rs, plan=False)
+    superstep.results, rs.reroute = rs.reroute, None
+    if rs.checkpoints is not None:
+        superstep.guards_before = dict(rs.guards)
+    return superstep
 
 
 def running(rs: RunState) -> bool:

@@ -2,8 +2,8 @@
 
 The runtime reads these instead of the spec: each node knows its function, how it leaves
 (fixed ``then`` targets, a router, or ``Command`` targets), its guards keyed by target, the
-joins that wait for it and its caps, so a node run costs a few attribute reads. Only the spec
-is read here (not the DSL): the empty value of a reducer key comes from ``KeySpec.empty``.
+joins that wait for it and its caps. Only the spec is read here (not the DSL): the empty
+value of a reducer key comes from ``KeySpec.empty``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Task(NamedTuple):
 class Router:
     """A router as the engine calls it."""
 
-    __slots__ = ("allowed", "func", "is_async", "many", "name", "node_names", "takes_ctx")
+    __slots__ = ("allowed", "func", "is_async", "many", "name", "takes_ctx")
 
     def __init__(
         self,
@@ -56,8 +56,6 @@ class Router:
         self.many = many
         self.takes_ctx = takes_ctx
         self.is_async = is_async
-        self.node_names: dict[int, tuple[str, ...]] = {}
-        """The graph's :attr:`Tables.node_names`, to read ``Send(function, arg)``."""
 
 
 class Node:
@@ -78,7 +76,6 @@ class Node:
         "takes_ctx",
         "task",
         "then",
-        "then_nodes",
         "timeout_s",
         "wait_for",
     )
@@ -102,9 +99,6 @@ class Node:
         """The join nodes whose ``wait_for`` names this node."""
         self.task = Task(self, NO_ARG)
         """The task that runs this node on the state (not from a ``Send``)."""
-        self.then_nodes: tuple[Node, ...] | None = None
-        """The nodes of fixed ``then`` targets with no guard (``END`` left out), in the order
-        written; ``None`` for other nodes."""
         self.retry: Retry | None = None
         self.timeout_s: float | None = None
         """Seconds an async node may run (``timeout=``)."""
@@ -173,7 +167,6 @@ def build_tables(spec: GraphSpec) -> Tables:
             rs.takes_ctx,
             rs.is_async,
         )
-        source.router.node_names = tables.node_names
         for guard in rs.guards:
             source.guards[guard.target] = ((rs.source, guard.target), guard)
     joins: dict[str, list[str]] = {}
@@ -186,7 +179,6 @@ def build_tables(spec: GraphSpec) -> Tables:
     tables.has_joins = bool(joins)
     for node in tables.nodes.values():
         tables.has_subgraphs = tables.has_subgraphs or _is_subgraph(spec, node.name)
-        node.then_nodes = _then_nodes(tables, node)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -201,9 +193,3 @@ def build_tables(spec: GraphSpec) -> Tables:
 def _is_subgraph(spec: GraphSpec, name: str) -> bool:
     found = spec.node(name)
     return found is not None and found.subgraph is not None
-
-
-def _then_nodes(tables: Tables, node: Node) -> tuple[Node, ...] | None:
-    if node.then is None or any(target in node.guards for target in node.then):
-        return None
-    return tuple(tables.nodes[target] for target in node.then if target in tables.nodes)

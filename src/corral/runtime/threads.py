@@ -24,7 +24,7 @@ from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import Call, RunState
-from corral.runtime.state import ListNotes, apply_writes, is_flat
+from corral.runtime.state import apply_writes, is_flat
 from corral.runtime.subgraphs import answer_for
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
@@ -147,9 +147,7 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
     for key, empty in tables.empties.items():
         if key not in values:
             values[key] = copy.copy(empty)
-    rs.values = apply_writes(
-        values, [("__input__", update)], tables.reducers, tables.empties, notes=rs.notes
-    )
+    rs.values = apply_writes(values, [("__input__", update)], tables.reducers, tables.empties)
     rs.flat = is_flat(rs.values)
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
@@ -188,13 +186,11 @@ def thread_writer(
 def _start_on_thread(
     rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
-    base = restore.rebuild(rs.tables, chain, rs.notes) if chain else {}
+    base = restore.rebuild(rs.tables, chain) if chain else {}
     # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
     # a replay of the input alone would not do.
     filled = any(key not in base for key in rs.tables.empties)
     _start_fresh(rs, base, input)
-    if base and not rs.flat:
-        rs.notes.check_state(rs.values)
     last = chain[-1] if chain else None
     forked = newest_read is not None
     writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
@@ -227,10 +223,8 @@ def _continue(
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
-    rs.values = restore.rebuild(rs.tables, chain, rs.notes)
+    rs.values = restore.rebuild(rs.tables, chain)
     rs.flat = is_flat(rs.values)
-    if not rs.flat:
-        rs.notes.check_state(rs.values)
     restore.load(rs, rs.tables, last, settings.checkpointer)
     forked = newest_read is not None
     writer = thread_writer(
@@ -344,7 +338,6 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
     """Return every checkpoint of the thread as a snapshot, newest first."""
     states: dict[str, dict[str, Any]] = {}
     out: list[StateSnapshot] = []
-    notes = ListNotes()  # each state's lists are checked for their copy once, then by merge
     for checkpoint in saver.checkpoints(thread_id):
         if checkpoint.snapshot is not None:
             values = dict(checkpoint.snapshot)
@@ -355,10 +348,10 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
                 values = restore.rebuild(tables, chain)
             else:
                 values = apply_writes(
-                    parent, list(checkpoint.writes), tables.reducers, tables.empties, notes=notes
+                    parent, list(checkpoint.writes), tables.reducers, tables.empties
                 )
         states[checkpoint.checkpoint_id] = values
-        out.append(restore.snapshot_of(values, checkpoint, notes=notes))
+        out.append(restore.snapshot_of(values, checkpoint))
     out.reverse()
     return out
 
@@ -392,7 +385,7 @@ def update_state(
     if node is None or not isinstance(values, Command):
         values = check_input(tables, values, as_node or "__update__")
     rs = new_run(settings, None, thread_id, None)
-    rs.values = restore.rebuild(tables, chain, rs.notes)
+    rs.values = restore.rebuild(tables, chain)
     restore.load(rs, tables, base, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = thread_writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
