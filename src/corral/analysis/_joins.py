@@ -38,14 +38,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from corral.spec import START, NodeSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
 
-__all__ = ["EnteredBeside", "Exclusive", "RunsAfter", "StuckJoin", "stuck_joins"]
+__all__ = ["EnteredAgain", "Exclusive", "RunsAfter", "StuckJoin", "stuck_joins"]
 
 
 @dataclass(frozen=True)
@@ -68,17 +68,18 @@ class Exclusive:
 
 
 @dataclass(frozen=True)
-class EnteredBeside:
-    """``entry`` may run beside the join and enter it again, and ``waited`` cannot run
-    again; ``loops`` when ``entry`` is on a loop that avoids the join."""
+class EnteredAgain:
+    """``entry`` may enter the join again after it ran, and ``waited`` cannot run again:
+    by a route ``back`` (the join is on a loop), or running beside the join (on a ``loop``
+    that avoids it, or reached again a superstep later: ``beside``)."""
 
     join: str
     entry: str
     waited: str
-    loops: bool
+    how: Literal["back", "loop", "beside"]
 
 
-StuckJoin = RunsAfter | Exclusive | EnteredBeside
+StuckJoin = RunsAfter | Exclusive | EnteredAgain
 
 
 def stuck_joins(
@@ -97,9 +98,9 @@ def stuck_joins(
         for target in targets:
             pred.setdefault(target, []).append(source)
     starts = [t for t in graph.succ[START] if graph.is_node(t)]
-    fanouts, choosers = _fanout_sources(graph)
+    fanouts = _fanout_sources(graph)
     if len(starts) > 1:
-        fanouts.add(START)
+        fanouts[0].add(START)
     sent = {t for r in graph.spec.routers for t in r.targets.sends}
     sent.update(t for n in graph.nodes if n.command is not None for t in n.command.sends)
     dominators = _Dominators(starts, succ, pred)
@@ -119,24 +120,23 @@ def stuck_joins(
         if join in sent:
             continue  # a Send runs the join at once, never held: not judged here
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
-        if join in starts:
-            # its first run waits for nothing: only a route back into it can be held
-            entries = [s for s in pred.get(join, ()) if s in dominators.enter]
-            yield from _entered_beside(graph, join, waited, entries, succ, beside_once)
-            continue
-        entries = [s for s in pred.get(join, ()) if dominators.before(s, join)]
-        if not entries:
-            continue  # no run enters the join (CR103 reports it if it is dead)
-        late = [w for w in waited if not dominators.before(w, join)]
-        for w in late:
-            yield RunsAfter(join, w)
-        if late:
-            continue
-        pair = _exclusive_pair(waited, pred, dominators, (fanouts, choosers), join)
-        if pair is not None:
-            yield pair
-            continue
-        yield from _entered_beside(graph, join, waited, entries, succ, beside_once)
+        preds = pred.get(join, [])
+        if join in starts:  # its first run waits for nothing: only later runs are held
+            entries = [s for s in preds if s in dominators.enter]
+        else:
+            entries = [s for s in preds if dominators.before(s, join)]
+            if not entries:
+                continue  # no run enters the join (CR103 reports it if it is dead)
+            first: list[StuckJoin] = [
+                RunsAfter(join, w) for w in waited if not dominators.before(w, join)
+            ]
+            pair = None if first else _exclusive_pair(waited, pred, dominators, fanouts, join)
+            if pair is not None:
+                first.append(pair)
+            if first:
+                yield from first
+                continue
+        yield from _entered_again(graph, join, waited, entries, preds, beside_once)
 
 
 class _Dominators:
@@ -312,26 +312,35 @@ def _ancestors(
     return seen
 
 
-def _entered_beside(
+def _entered_again(
     graph: SpecGraph,
     join: str,
     waited: list[str],
     entries: list[str],
-    succ: Mapping[str, list[str]],
+    preds: list[str],
     partners: Callable[[], Mapping[str, set[str]]],
-) -> Iterator[EnteredBeside]:
-    """Yield the listed nodes that cannot run again once an entry running beside the join
-    entered it again."""
+) -> Iterator[EnteredAgain]:
+    """Yield the listed nodes that cannot run again once the join is entered again: by a
+    route back to it, or by a listed entry that ran beside it."""
+    succ = graph.node_succ
+    on_loop = join in succ[join] or len(graph.group_of(join)) > 1
+    after = _reach(succ[join], succ, avoid="") if on_loop else None
+    back = [x for x in preds if x in after] if after is not None and join in after else []
     beside = partners().get(join, set())
-    again_entries = [x for x in entries if x in beside and x in waited]
+    again_entries = back + [x for x in entries if x in beside and x in waited]
     if not again_entries:
-        return
+        return  # most joins: nothing else is computed for them
+    if after is None:
+        after = _reach(succ[join], succ, avoid="")
     # what runs in the join's superstep (the join too) counts toward its next run
-    again = {join} | _reach(succ[join], succ, avoid="") | _reach(beside, succ, avoid=join)
+    again = {join} | after | _reach(beside, succ, avoid=join)
     for x in again_entries:
         missing = [w for w in waited if w not in again]
+        how: Literal["back", "loop", "beside"] = (
+            "back" if x in back else "loop" if _loops_without(graph, x, join) else "beside"
+        )
         for w in missing:
-            yield EnteredBeside(join, x, w, _loops_without(graph, x, join))
+            yield EnteredAgain(join, x, w, how)
         if missing:
             return
 

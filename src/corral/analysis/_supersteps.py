@@ -170,14 +170,16 @@ def _waits(graph: SpecGraph) -> dict[str, list[str]]:
 
 
 def _successors(graph: SpecGraph) -> dict[str, set[tuple[str, bool]]]:
-    """Return each node's successors, flagged when reached by a ``Send`` (joins included)."""
+    """Return each node's successors, flagged when reached by a ``Send``; a join some route
+    enters (it can be held) is a successor of each node it waits for too."""
     succ: dict[str, set[tuple[str, bool]]] = {n: set() for n in graph.names}
     for edge in graph.edges:
         if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in graph.rank:
             succ[edge.source].add((edge.target, edge.kind == "send"))
+    entered = {t for out in succ.values() for t, _send in out}
     for node in graph.nodes:
         for waited in node.wait_for:
-            if waited in succ:
+            if waited in succ and node.name in entered:
                 succ[waited].add((node.name, False))
     return succ
 

@@ -222,10 +222,8 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     if not joins:
         return  # no join: the routes are not indexed for nothing
     incoming: dict[str, list[str]] = {}
-    succ: dict[str, list[str]] = {}
     for edge in graph.edges:
         incoming.setdefault(edge.target, []).append(edge.source)
-        succ.setdefault(edge.source, []).append(edge.target)
     spec_nodes = {node.name: node for node in joins}
     checked: list[tuple[NodeSpec, list[str]]] = []
     for node in joins:
@@ -247,25 +245,7 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
                 node.location,
                 node.ignore,
             )
-        if outsiders:
-            continue  # reported above
-        reported = False
-        on_cycle = node.name in graph.node_succ[node.name] or len(graph.group_of(node.name)) > 1
-        after = _reachable_from(node.name, succ) if on_cycle else set()
-        if node.name in after:
-            for waited in dict.fromkeys(waits):
-                if graph.is_node(waited) and waited not in after:
-                    reported = True
-                    yield Finding(
-                        f"the join {node.name!r} can run again after a route re-enters it, "
-                        f"but {waited!r}, which it waits for, cannot run after it; the second "
-                        "time the run would wait there forever and end silently: route back "
-                        f"through {waited!r} or drop it from wait_for",
-                        (node.name, waited),
-                        node.location,
-                        node.ignore,
-                    )
-        if not reported:
+        if not outsiders:  # else reported above
             checked.append((node, waits))
     for stuck in never_released(graph, checked, lambda: coactive_pairs(graph)):
         node = spec_nodes[stuck.join]
@@ -312,7 +292,14 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
     entry, waited = stuck.entry, stuck.waited
     nodes = tuple(dict.fromkeys((join, entry, waited)))
     again = f"the join then waits for {waited!r} again, which cannot run after it: {held}"
-    if stuck.loops:
+    if stuck.how == "back":
+        return (
+            f"the join {join!r} can run again after a route re-enters it (from {entry!r}), "
+            f"but {waited!r}, which it waits for, cannot run after it: the second time "
+            f"{held}; route back through {waited!r} or drop it from wait_for",
+            (join, waited),
+        )
+    if stuck.how == "loop":
         return (
             f"node {entry!r} routes to the join {join!r} and can run again without it (it is "
             "on a loop that avoids the join), so the join may be released while "
@@ -327,15 +314,3 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
         "only, or wait for a node that runs once after it",
         nodes,
     )
-
-
-def _reachable_from(start: str, succ: dict[str, list[str]]) -> set[str]:
-    """Return the nodes some route path of one or more routes from ``start`` reaches."""
-    seen: set[str] = set()
-    stack = list(succ.get(start, ()))
-    while stack:
-        node = stack.pop()
-        if node not in seen:
-            seen.add(node)
-            stack.extend(succ.get(node, ()))
-    return seen
