@@ -120,7 +120,8 @@ def test_a_join_a_looping_node_re_enters_is_cr304() -> None:
 
 def test_joins_every_run_releases_are_quiet() -> None:
     """Branches of different lengths, a join in a guarded loop, a loop that ends before the
-    join, and several Send runs of one node: no run is stuck and CR304 is silent."""
+    join, a listed node that routes elsewhere, and several Send runs of one node: no run is
+    stuck and CR304 is silent."""
     quiet = [
         Shape(
             (
@@ -147,6 +148,14 @@ def test_joins_every_run_releases_are_quiet() -> None:
                     Way("router", ("work", "join"), (Guard("work", max=2, otherwise="join"),)),
                 ),
                 ("join", Way("then", (END,), wait_for=("plan", "work"))),
+            )
+        ),
+        Shape(  # a listed node counts when it has run, wherever it routes (API.md 4)
+            (
+                ("a", Way("then", ("c",), start=True)),
+                ("b", Way("then", ("join",), start=True)),
+                ("c", Way("then", (END,))),
+                ("join", Way("then", (END,), wait_for=("a", "b"))),
             )
         ),
         Shape(

@@ -2,7 +2,7 @@
 
 A join runs once every node it waits for has run since its own last run; a route into it
 holds it until then, and a run that ends with a join still held raises ``StuckJoinError``.
-The routes alone show three ways a join that some route enters is held forever:
+The routes alone show three ways a join that some route enters is held:
 
 - **A node it waits for runs only after it.** Before the join's first run every node it
   waits for must run, along routes that do not pass through the join. A listed node that no
@@ -13,12 +13,14 @@ The routes alone show three ways a join that some route enters is held forever:
   several ``Send`` runs, several start nodes). Otherwise they are exclusive (the two routes
   of one router): whichever runs, the other never does. When the only fan-outs that lead
   to both choose their branches (a list router, a ``Command`` whose ``goto`` may be a
-  list), every run in which one of them takes a single branch is held there.
-- **A node it waits for runs beside it.** A listed node that routes to the join and may
-  run in the superstep the join runs in (it is on a loop that avoids the join, or a route
-  reaches it again a superstep later) counts toward the join's next run, and its route
-  holds the join again: every listed node must then run again. One that can run neither
-  beside the join nor after it never does.
+  list; the nearest node every path to both passes decides), every run in which one of
+  them takes a single branch is held there.
+- **It is entered again after it ran.** By a route back to it (the join is on a loop), or
+  by a listed node that routes to it and may run in the superstep the join runs in (it is
+  on a loop that avoids the join, or a route reaches it again a superstep later): that
+  run counts toward the join's next run, and its route holds the join again, so every
+  listed node must run again. One that can run neither beside the join nor after it
+  never does. A join that is a start node runs first without waiting: only this applies.
 
 Each test reads "may run" as any route may be taken (guards and routers ignored), an
 over-approximation, so a join reported here is held forever by every run that takes the
@@ -29,8 +31,8 @@ Cost: what can run before a join is read from the dominator tree of the routes (
 per check; a node runs before ``j``'s first run unless ``j`` dominates it), the searches
 for two awaited nodes' common ancestors stop at :data:`ANCESTOR_LIMIT` nodes (past it the
 pair is not judged), and what runs beside a join is read from the pairs CR301 uses
-(computed once per check, only for a graph with a join some route enters); only a join an
-awaited node may enter beside it costs a walk of the graph.
+(computed once per check); only a join on a loop, or one a listed node may enter beside
+it, costs a walk of the graph.
 """
 
 from __future__ import annotations
