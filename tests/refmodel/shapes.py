@@ -44,10 +44,6 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # them on the updated state (API.md 7 calls update_state a fork; 7a: a fork runs
         # afresh). update_state without as_node is not made while such writes wait.
         "update-reuses-finished-siblings",
-        # issue 27: check() is silent on join shapes every run of which raises
-        # StuckJoinError (here: a list router as the fork, which may take one branch).
-        # The fork of a generated join is always a then= fan-out while this is listed.
-        "join-router-fork",
     }
 )
 """Known engine defects (issue 27) that the random machine steers around.
@@ -184,9 +180,9 @@ def _fork_join(draw: st.DrawFn, base: str, later: list[str], conflict: bool) -> 
     fork, short, long1, long2, join = (f"{base}{s}" for s in ("f", "s", "l", "m", "j"))
     two = draw(st.booleans())
     long_end = long2 if two else long1
-    # a list router as the fork may take one branch only: every run of it then raises
-    # StuckJoinError, which check() does not see (see KNOWN_DEFECTS)
-    chosen = "join-router-fork" not in KNOWN_DEFECTS and draw(st.integers(0, 3)) == 0
+    # a list router as the fork may take one branch only: such a run raises
+    # StuckJoinError, and check() says so (CR304)
+    chosen = draw(st.integers(0, 3)) == 0
     nodes = [
         NodeShape(fork, "many" if chosen else "then", (short, long1), salt=draw(st.integers(0, 6))),
         NodeShape(short, "then", (join,), writes_last=conflict, asks=draw(st.integers(0, 5)) == 0),

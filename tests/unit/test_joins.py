@@ -14,8 +14,11 @@ from corral.analysis._joins import _Dominators
 from corral.errors import InvalidUpdateError, StuckJoinError
 from corral.spec import START, GraphSpec
 
-NEW_KINDS = ("can only run after", "no run runs both", "loop that avoids", "waits for itself")
+NEW_KINDS = ("can only run after", "no run runs both", "waits for itself")
 """Words of the CR304 findings about joins no run releases (analysis/_joins.py)."""
+SOME_KINDS = ("loop that avoids", "superstep the join runs in", "it may take one", "re-enters it")
+"""Words of the CR304 findings about joins some runs leave held: entered again by a node
+running beside them, or left by a list router that takes one branch."""
 
 
 def cr304(shape: Shape) -> list[tuple[tuple[str, ...], str]]:
@@ -117,7 +120,8 @@ def test_a_join_a_looping_node_re_enters_is_cr304() -> None:
 
 def test_joins_every_run_releases_are_quiet() -> None:
     """Branches of different lengths, a join in a guarded loop, a loop that ends before the
-    join, and several Send runs of one node: no run is stuck and CR304 is silent."""
+    join, a listed node that routes elsewhere, and several Send runs of one node: no run is
+    stuck and CR304 is silent."""
     quiet = [
         Shape(
             (
@@ -146,6 +150,14 @@ def test_joins_every_run_releases_are_quiet() -> None:
                 ("join", Way("then", (END,), wait_for=("plan", "work"))),
             )
         ),
+        Shape(  # a listed node counts when it has run, wherever it routes (API.md 4)
+            (
+                ("a", Way("then", ("c",), start=True)),
+                ("b", Way("then", ("join",), start=True)),
+                ("c", Way("then", (END,))),
+                ("join", Way("then", (END,), wait_for=("a", "b"))),
+            )
+        ),
         Shape(
             (
                 ("plan", Way("send", ("work",), start=True)),
@@ -160,38 +172,43 @@ def test_joins_every_run_releases_are_quiet() -> None:
         assert cr304(shape) == [], shape
 
 
-def _arrives_only_by_route(shape: Shape) -> bool:
-    """Whether every node a join waits for has a route into that join.
-
-    Known defect (tests/unit/test_model_known_defects.py, "a listed node that never routes
-    to its join"): the engine notes a listed node's run at the join only when the node routes
-    there, where API.md says "has run". Until one of them changes, shapes outside this class
-    are not judged: their verdict would judge the disagreement, not CR304.
-    """
-    ways = dict(shape.ways)
-    for join, way in shape.ways:
-        for waited in way.wait_for:
-            out = ways.get(waited)
-            if out is None:
-                continue
-            targets = set(out.targets) | {g.otherwise for g in out.guards if g.otherwise}
-            if join not in targets:
-                return False
-    return True
+def _start_join_among_starts(shape: Shape) -> bool:
+    """Whether a join is a start node beside other start nodes: CR304 counts what ran
+    beside the join's unconditional first run toward every later run too, so a join held
+    on its second run for a start node that never runs again is not seen (docs/rules.md,
+    "What it cannot see"); its claims are still judged."""
+    starts = [way for _, way in shape.ways if way.start]
+    return len(starts) > 1 and any(way.wait_for for way in starts)
 
 
-def _waits_for_a_start(shape: Shape) -> bool:
-    """Whether a join waits for a start node: CR304 does not yet see a join released in the
-    second superstep and entered again by a start node's later run, with the other listed
-    start node never running again (test_model_known_defects.py, "a join entered again by a
-    waited start node"); the silence there is a known gap, its claims are still judged."""
-    starts = {name for name, way in shape.ways if way.start}
-    return any(set(way.wait_for) & starts for _, way in shape.ways)
+def _waits_for_a_looping_node(shape: Shape) -> bool:
+    """Whether a join waits for a node on a loop of routes that does not route to it: how
+    often it runs is then
+    decided by guards, which CR304 does not read (a listed node whose loop ends first
+    leaves the join held; docs/rules.md, "What it cannot see"); its claims are still
+    judged."""
+    succ = {
+        name: set(way.targets) | {g.otherwise for g in way.guards if g.otherwise}
+        for name, way in shape.ways
+    }
+
+    def loops(node: str) -> bool:
+        seen, stack = set(), list(succ.get(node, ()))
+        while stack:
+            n = stack.pop()
+            if n == node:
+                return True
+            if n not in seen:
+                seen.add(n)
+                stack.extend(succ.get(n, ()))
+        return False
+
+    return any(
+        loops(w) and join not in succ.get(w, ()) for join, way in shape.ways for w in way.wait_for
+    )
 
 
 def _judged(shape: Shape) -> None:
-    if not _arrives_only_by_route(shape):
-        return
     g = build(shape)
     found = g.check()
     if not any(w.wait_for for _, w in shape.ways):
@@ -203,16 +220,25 @@ def _judged(shape: Shape) -> None:
         return
     stuck = [o for o in outcomes if isinstance(o.error, StuckJoinError)]
     messages = [d.message for d in found if d.code == "CR304"]
-    if stuck and len(stuck) == len(outcomes) and not _waits_for_a_start(shape):
+    if (
+        stuck
+        and len(stuck) == len(outcomes)
+        and not _start_join_among_starts(shape)
+        and not _waits_for_a_looping_node(shape)
+    ):
         assert messages, "every run is stuck at a join, and CR304 is silent"
+    ways = dict(shape.ways)
     for finding in found:
-        if finding.code != "CR304" or not any(kind in finding.message for kind in NEW_KINDS):
-            continue
         join = finding.nodes[0]
         ran = any(join in o.ran for o in outcomes)
-        if "loop that avoids" in finding.message:
-            assert stuck or not ran, "CR304 says a join is entered again, no run is stuck"
-        else:
+        if finding.code != "CR304":
+            continue
+        if any(kind in finding.message for kind in SOME_KINDS):
+            entry = ways[finding.nodes[-2]] if len(finding.nodes) > 2 else None
+            if entry is not None and any(g.target == join for g in entry.guards):
+                continue  # a guard may stop the route back into the join: guards are not read
+            assert stuck or not ran, "CR304 says some run leaves a join held, none does"
+        elif any(kind in finding.message for kind in NEW_KINDS):
             assert not ran, "CR304 says no run releases a join, and a run ran it"
 
 
@@ -256,6 +282,41 @@ def test_a_join_released_a_superstep_after_its_route_conflicts_with_what_runs_be
     assert isinstance(error, InvalidUpdateError) and set(error.nodes) == {"d", "join"}
     found = [(d.code, d.nodes) for d in build(LATE).check() if d.severity == "error"]
     assert found == [("CR301", ("d", "join"))]
+
+
+LONG_BRANCH = Shape(
+    (
+        ("plan", Way("then", ("a", "b"), start=True)),
+        ("a", Way("then", ("c",))),
+        ("c", Way("then", ("join",), writes_x=True)),
+        ("b", Way("then", ("join",))),
+        ("join", Way("then", (END,), wait_for=("c", "b"), writes_x=True)),
+    )
+)
+
+
+def test_a_join_after_a_longer_branch_does_not_run_beside_its_last_node() -> None:
+    """b routes to join in superstep 2, but join waits for c too, which runs in superstep
+    3: join runs in superstep 4, after c, so their writes of x never meet (no CR301)."""
+    outcomes, complete = every_run(build(LONG_BRANCH))
+    assert complete and [(o.ran, o.error) for o in outcomes] == [
+        (["plan", "a", "b", "c", "join"], None)
+    ]
+    assert build(LONG_BRANCH).check() == []
+
+
+def test_a_start_join_runs_first_without_waiting() -> None:
+    """A join that is a start node runs in the first superstep (its first run waits for
+    nothing), then once its listed node has run: no CR304 for the start's route into it."""
+    shape = Shape(
+        (
+            ("a", Way("then", ("join",), start=True)),
+            ("join", Way("then", (END,), wait_for=("a",), start=True)),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and [(o.ran, o.error) for o in outcomes] == [(["a", "join", "join"], None)]
+    assert build(shape).check() == []
 
 
 @JUDGED

@@ -307,7 +307,7 @@ def test_unknown_key_but_not_a_key_from_an_input_schema() -> None:
 
 def test_no_cr104_or_cr107_under_langgraph() -> None:
     """A node with no edge ends the run; a node with an edge and a router takes both, which
-    is CR112 (a warning), not CR107."""
+    is CR110 (a warning), not CR107."""
     builder = StateGraph(lg.State)
     builder.add_node("plan", lg.plan)
     builder.add_node("write", lg.write)
@@ -316,7 +316,7 @@ def test_no_cr104_or_cr107_under_langgraph() -> None:
     builder.add_edge("plan", "write")
     builder.add_conditional_edges("plan", lg.should_write, ["write", "review"])
     assert [(d.code, d.severity, d.nodes) for d in check(builder)] == [
-        ("CR112", "warning", ("plan", "write"))
+        ("CR110", "warning", ("plan", "write"))
     ]
 
 

@@ -2,7 +2,7 @@
 
 Routers without ``path_map`` or annotation, routes no return produces, loops bounded by the
 state (counters inside dicts, lists, plans), shared routers, routers that return ``None``,
-a fixed edge beside a conditional one (CR112), and where findings point.
+a fixed edge beside a conditional one (CR110), and where findings point.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_a_value_outside_the_literal_annotation_is_cr109() -> None:
         lp.outside_annotation().compile().invoke({"messages": [], "n": 0})
 
 
-def test_a_fixed_edge_beside_a_conditional_edge_is_cr112_and_both_run() -> None:
+def test_a_fixed_edge_beside_a_conditional_edge_is_cr110_and_both_run() -> None:
     builder = StateGraph(lp.State)
     builder.add_node("write", lp.stub)
     builder.add_node("publish", lp.stub)
@@ -115,7 +115,7 @@ def test_a_fixed_edge_beside_a_conditional_edge_is_cr112_and_both_run() -> None:
     builder.add_edge("write", "publish")
     builder.add_conditional_edges("write", lambda state: END)
     (found,) = check(builder)
-    assert codes([found]) == [("CR112", "warning", ("write", "publish"))]
+    assert codes([found]) == [("CR110", "warning", ("write", "publish"))]
     assert "LangGraph runs both" in found.message
     ran = [name for step in builder.compile().stream({"messages": []}) for name in step]
     assert ran == ["write", "publish"]  # the router said END; publish ran anyway

@@ -22,8 +22,10 @@ from corral import (
     NodeError,
     Resume,
     StepLimitError,
+    StuckJoinError,
     interrupt,
 )
+from corral.runtime.app import CompiledGraph
 
 
 class Log(TypedDict, total=False):
@@ -205,9 +207,9 @@ def test_an_answer_is_kept_when_the_answered_node_fails_alone_in_its_superstep()
     assert (run.status, run.state["log"]) == ("done", ["answer yes"])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: check() is silent on a join left waiting")
 def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> None:
-    """Every run in which the router takes one branch raises StuckJoinError."""
+    """Every run in which the router takes one branch raises StuckJoinError: CR304 says
+    the router may take one."""
     g = Graph(Log)
     g.node("fork", start=True)(lambda state: {"log": ["fork"]})
 
@@ -218,7 +220,11 @@ def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> No
     g.node("short", then="join")(lambda state: {"log": ["short"]})
     g.node("long", then="join")(lambda state: {"log": ["long"]})
     g.node("join", then=END, wait_for=("short", "long"))(lambda state: {"log": ["join"]})
-    assert any(d.severity == "error" for d in g.check())
+    (found,) = g.check()
+    assert (found.code, found.nodes) == ("CR304", ("join", "short", "long"))
+    assert "only when 'fork' takes both branches, and it may take one" in found.message
+    with pytest.raises(StuckJoinError):
+        CompiledGraph(g.spec()).invoke({"log": []})  # fork's router takes "short" only
 
 
 @pytest.mark.xfail(
@@ -235,9 +241,6 @@ def test_a_join_counts_a_listed_node_that_ran_without_routing_to_it() -> None:
     assert g.compile().invoke({"log": []}).state["log"][-1] == "join"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 27 (new): a join entered again by a waited start node"
-)
 def test_check_reports_a_join_entered_again_after_its_start_nodes_ran() -> None:
     """``a`` and ``b`` start; ``a`` routes to ``b`` and to the join, ``b`` to the join: the
     join runs in the second superstep beside ``b``'s second run, which routes to the join
@@ -246,4 +249,6 @@ def test_check_reports_a_join_entered_again_after_its_start_nodes_ran() -> None:
     g.node("a", start=True, then=("b", "join"))(lambda state: {"log": ["a"]})
     g.node("b", start=True, then="join")(lambda state: {})
     g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
-    assert any(d.code == "CR304" for d in g.check())
+    assert [(d.code, d.nodes) for d in g.check()] == [("CR304", ("join", "b", "a"))]
+    with pytest.raises(StuckJoinError):
+        CompiledGraph(g.spec()).invoke({"log": []})

@@ -188,14 +188,14 @@ def test_subgraph_needs_a_graph() -> None:
 
 
 @pytest.mark.parametrize("compiled", [True, False])
-def test_a_graph_registered_as_a_plain_node_is_cr110(compiled: bool) -> None:
-    """g.node(...)(child.compile()) passes no check: CR110 points to g.subgraph."""
+def test_a_graph_registered_as_a_plain_node_is_cr112(compiled: bool) -> None:
+    """g.node(...)(child.compile()) passes no check: CR112 points to g.subgraph."""
     child = child_graph()
     g = Graph(Parent)
     g.node("research", start=True, then=END)(child.compile() if compiled else child)  # type: ignore[arg-type, type-var]
     (d,) = g.check()
     kind = "compiled graph" if compiled else "Graph"
-    assert (d.code, d.nodes, d.file) == ("CR110", ("research",), __file__)
+    assert (d.code, d.nodes, d.file) == ("CR112", ("research",), __file__)
     assert d.message == (
         f"node 'research' is a {kind}, which cannot be called as a node function; register "
         "the child Graph with g.subgraph('research', child, then=...) (pass the Graph, not "
@@ -207,7 +207,7 @@ def test_a_compiled_graph_without_a_name_gets_the_graph_name() -> None:
     """g.node()(app) with no name= is named after the graph, and still reported."""
     g = Graph(Parent)
     g.node(start=True, then=END)(child_graph().compile())  # type: ignore[arg-type, type-var]
-    assert [(d.code, d.nodes) for d in g.check()] == [("CR110", ("research",))]
+    assert [(d.code, d.nodes) for d in g.check()] == [("CR112", ("research",))]
 
 
 def test_retry_and_timeout_are_recorded_and_default_from_the_graph() -> None:

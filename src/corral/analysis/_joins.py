@@ -2,7 +2,7 @@
 
 A join runs once every node it waits for has run since its own last run; a route into it
 holds it until then, and a run that ends with a join still held raises ``StuckJoinError``.
-The routes alone show three ways a join that some route enters is held forever:
+The routes alone show three ways a join that some route enters is held:
 
 - **A node it waits for runs only after it.** Before the join's first run every node it
   waits for must run, along routes that do not pass through the join. A listed node that no
@@ -11,25 +11,28 @@ The routes alone show three ways a join that some route enters is held forever:
 - **Two nodes it waits for never run in one run before it.** Both run before the join only
   if one leads to the other without the join, or a fan-out leads to both (two branches,
   several ``Send`` runs, several start nodes). Otherwise they are exclusive (the two routes
-  of one router): whichever runs, the other never does.
-- **A node it waits for loops alongside it.** A listed node that routes to the join and can
-  run again without it (it is on a cycle that avoids the join), while another route into
-  the join is taken in the same superstep, lets the join be released mid-loop; the loop's
-  later route into the join holds it again, and every listed node must then run again. One
-  that cannot run after the join (not after it, and not after any loop that avoids it) never
-  does.
+  of one router): whichever runs, the other never does. When the only fan-outs that lead
+  to both choose their branches (a list router, a ``Command`` whose ``goto`` may be a
+  list; the nearest node every path to both passes decides), every run in which one of
+  them takes a single branch is held there.
+- **It is entered again after it ran.** By a route back to it (the join is on a loop), or
+  by a listed node that routes to it and may run in the superstep the join runs in (it is
+  on a loop that avoids the join, or a route reaches it again a superstep later): that
+  run counts toward the join's next run, and its route holds the join again, so every
+  listed node must run again. One that can run neither beside the join nor after it
+  never does. A join that is a start node runs first without waiting: only this applies.
 
 Each test reads "may run" as any route may be taken (guards and routers ignored), an
 over-approximation, so a join reported here is held forever by every run that takes the
-reported routes. A join some ``Send`` targets is left alone: a ``Send`` runs it at once,
-without holding it.
+reported routes (and, for a choosing fan-out, the reported choice). A join some ``Send``
+targets is left alone: a ``Send`` runs it at once, without holding it.
 
 Cost: what can run before a join is read from the dominator tree of the routes (built once
 per check; a node runs before ``j``'s first run unless ``j`` dominates it), the searches
 for two awaited nodes' common ancestors stop at :data:`ANCESTOR_LIMIT` nodes (past it the
-pair is not judged), and a looping node is found in its strongly connected group, shared by
-the check; only a join a looping awaited node routes to costs a walk of the graph. So a
-graph of thousands of joins is checked in time close to linear (``test_check_scaling``).
+pair is not judged), and what runs beside a join is read from the pairs CR301 uses
+(computed once per check); only a join on a loop, or one a listed node may enter beside
+it, costs a walk of the graph.
 """
 
 from __future__ import annotations
@@ -37,15 +40,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from corral.analysis._cuts import strongly_connected
 from corral.spec import START, NodeSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
 
-__all__ = ["Exclusive", "LoopsAlongside", "RunsAfter", "StuckJoin", "stuck_joins"]
+__all__ = ["EnteredAgain", "Exclusive", "RunsAfter", "StuckJoin", "stuck_joins"]
 
 
 @dataclass(frozen=True)
@@ -58,23 +60,28 @@ class RunsAfter:
 
 @dataclass(frozen=True)
 class Exclusive:
-    """The join waits for ``first`` and ``second``, which never both run before it."""
+    """The join waits for ``first`` and ``second``, which never both run before it, or
+    only when ``chooser`` (a list router's or ``Command`` node) takes both branches."""
 
     join: str
     first: str
     second: str
+    chooser: str | None = None
 
 
 @dataclass(frozen=True)
-class LoopsAlongside:
-    """``looping`` may re-enter the join after it ran, and ``waited`` cannot run again."""
+class EnteredAgain:
+    """``entry`` may enter the join again after it ran, and ``waited`` cannot run again:
+    by a route ``back`` (the join is on a loop), or running beside the join (on a ``loop``
+    that avoids it, or reached again a superstep later: ``beside``)."""
 
     join: str
-    looping: str
+    entry: str
     waited: str
+    how: Literal["back", "loop", "beside"]
 
 
-StuckJoin = RunsAfter | Exclusive | LoopsAlongside
+StuckJoin = RunsAfter | Exclusive | EnteredAgain
 
 
 def stuck_joins(
@@ -95,35 +102,43 @@ def stuck_joins(
     starts = [t for t in graph.succ[START] if graph.is_node(t)]
     fanouts = _fanout_sources(graph)
     if len(starts) > 1:
-        fanouts.add(START)
+        fanouts[0].add(START)
     sent = {t for r in graph.spec.routers for t in r.targets.sends}
     sent.update(t for n in graph.nodes if n.command is not None for t in n.command.sends)
     dominators = _Dominators(starts, succ, pred)
-    pairs: list[Collection[tuple[str, str]]] = []
+    partners: list[dict[str, set[str]]] = []
 
-    def coactive_once() -> Collection[tuple[str, str]]:
-        if not pairs:
-            pairs.append(coactive())
-        return pairs[0]
+    def beside_once() -> dict[str, set[str]]:
+        if not partners:
+            partners.append({})
+            for a, b in coactive():
+                if a != b:
+                    partners[0].setdefault(a, set()).add(b)
+                    partners[0].setdefault(b, set()).add(a)
+        return partners[0]
 
     for node, waits in joins:
         join = node.name
         if join in sent:
             continue  # a Send runs the join at once, never held: not judged here
-        entries = [s for s in pred.get(join, ()) if dominators.before(s, join)]
-        if not entries:
-            continue  # no run enters the join (CR103 reports it if it is dead)
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
-        late = [w for w in waited if not dominators.before(w, join)]
-        for w in late:
-            yield RunsAfter(join, w)
-        if late:
-            continue
-        pair = _exclusive_pair(waited, pred, dominators, fanouts, join)
-        if pair is not None:
-            yield Exclusive(join, *pair)
-            continue
-        yield from _loops_alongside(graph, join, waited, entries, succ, coactive_once)
+        preds = pred.get(join, [])
+        if join in starts:  # its first run waits for nothing: only later runs are held
+            entries = [s for s in preds if s in dominators.enter]
+        else:
+            entries = [s for s in preds if dominators.before(s, join)]
+            if not entries:
+                continue  # no run enters the join (CR103 reports it if it is dead)
+            first: list[StuckJoin] = [
+                RunsAfter(join, w) for w in waited if not dominators.before(w, join)
+            ]
+            pair = None if first else _exclusive_pair(waited, pred, dominators, fanouts, join)
+            if pair is not None:
+                first.append(pair)
+            if first:
+                yield from first
+                continue
+        yield from _entered_again(graph, join, waited, entries, preds, beside_once)
 
 
 class _Dominators:
@@ -157,8 +172,8 @@ class _Dominators:
                     seen.add(child)
                     stack.append((child, iter(succ.get(child, ()))))
         order.reverse()
-        rank = {name: i + 1 for i, name in enumerate(order)}  # 0: the virtual start
-        idom: dict[str, str] = dict.fromkeys(starts, START)
+        self.rank = rank = {name: i + 1 for i, name in enumerate(order)}  # 0: the start
+        self.idom = idom = dict.fromkeys(starts, START)
         changed = True
         while changed:
             changed = False
@@ -188,6 +203,15 @@ class _Dominators:
             walk.append((name, True))
             walk.extend((child, False) for child in below.get(name, ()))
 
+    def meet(self, a: str, b: str) -> str | None:
+        """Return the node nearest to ``a`` and ``b`` that every path to either passes."""
+        found = _meet(a, b, self.idom, self.rank)
+        return None if found == START else found
+
+    def dominates(self, above: str, name: str) -> bool:
+        """Return whether every path from the start to ``name`` passes through ``above``."""
+        return self.enter[above] <= self.enter[name] and self.leave[name] <= self.leave[above]
+
     def before(self, name: str, join: str) -> bool:
         """Return whether ``name`` can run before ``join``'s first run: some path from the
         start reaches it without passing through ``join``."""
@@ -195,7 +219,7 @@ class _Dominators:
             return False
         if join not in self.enter:
             return True
-        return not (self.enter[join] <= self.enter[name] and self.leave[name] <= self.leave[join])
+        return not self.dominates(join, name)
 
 
 def _meet(a: str, b: str, idom: Mapping[str, str], rank: Mapping[str, int]) -> str:
@@ -208,30 +232,26 @@ def _meet(a: str, b: str, idom: Mapping[str, str], rank: Mapping[str, int]) -> s
     return a
 
 
-def _fanout_sources(graph: SpecGraph) -> set[str]:
-    """Return the nodes one run of which may start several branches (or ``Send`` runs)."""
-    found = {n.name for n in graph.nodes if n.command_fanout or (n.then and len(n.then) > 1)}
+def _fanout_sources(graph: SpecGraph) -> tuple[set[str], set[str]]:
+    """Return the nodes one run of which starts several branches (or ``Send`` runs), and
+    those that may start several or one, as they choose (list routers, ``Command``)."""
+    fixed = {n.name for n in graph.nodes if n.then and len(n.then) > 1}
+    choosing = {n.name for n in graph.nodes if n.command_fanout}
     for router in graph.spec.routers:
-        if router.targets.many or router.targets.sends:
-            found.add(router.source)
-    return found
+        if router.targets.many and router.targets.names:
+            choosing.add(router.source)
+        elif router.targets.sends:
+            fixed.add(router.source)
+    return fixed - choosing, choosing
 
 
-def _reach(
-    starts: Iterable[str],
-    succ: Mapping[str, Iterable[str]],
-    avoid: str,
-    within: Collection[str] = (),
-) -> set[str]:
-    """Return the nodes reached from ``starts`` (included) without entering ``avoid``.
-
-    With ``within``, only those nodes are walked.
-    """
-    seen = {s for s in starts if s != avoid and (not within or s in within)}
+def _reach(starts: Iterable[str], succ: Mapping[str, Iterable[str]], avoid: str) -> set[str]:
+    """Return the nodes reached from ``starts`` (included) without entering ``avoid``."""
+    seen = {s for s in starts if s != avoid}
     queue = deque(seen)
     while queue:
         for child in succ.get(queue.popleft(), ()):
-            if child != avoid and child not in seen and (not within or child in within):
+            if child != avoid and child not in seen:
                 seen.add(child)
                 queue.append(child)
     return seen
@@ -246,11 +266,13 @@ def _exclusive_pair(
     waited: list[str],
     pred: Mapping[str, list[str]],
     dominators: _Dominators,
-    fanouts: set[str],
+    fanouts: tuple[set[str], set[str]],
     join: str,
-) -> tuple[str, str] | None:
-    """Return two nodes of ``waited`` that never both run before the join's first run."""
-    if len(waited) < 2 or START in fanouts:
+) -> Exclusive | None:
+    """Return two nodes of ``waited`` that never both run before the join's first run, or
+    only when a choosing fan-out (``fanouts[1]``) takes both branches."""
+    fixed, choosing = fanouts
+    if len(waited) < 2:
         return None
     ancestors: dict[str, set[str] | None] = {}
     for w in waited:
@@ -260,9 +282,18 @@ def _exclusive_pair(
             a, b = ancestors[first], ancestors[second]
             if a is None or b is None:
                 continue  # too many to search: not judged
-            if first in b or second in a or a & b & fanouts:
-                continue  # one leads to the other, or a fan-out leads to both
-            return first, second
+            if first in b or second in a:
+                continue  # one leads to the other
+            meet = dominators.meet(first, second)
+            if meet in choosing and not any(
+                n != meet and dominators.dominates(meet, n) for n in a & b & fixed
+            ):
+                # every path to both passes a list router and no fan-out after it leads to
+                # both: a run in which it takes one branch (each time it runs) is held
+                return Exclusive(join, first, second, meet)
+            if START in fixed or a & b & fixed:
+                continue  # a fan-out (or several start nodes) leads to both
+            return Exclusive(join, first, second, min(a & b & choosing, default=None))
     return None
 
 
@@ -283,37 +314,37 @@ def _ancestors(
     return seen
 
 
-def _loops_alongside(
+def _entered_again(
     graph: SpecGraph,
     join: str,
     waited: list[str],
     entries: list[str],
-    succ: Mapping[str, list[str]],
-    coactive: Callable[[], Collection[tuple[str, str]]],
-) -> Iterator[LoopsAlongside]:
-    """Yield the listed nodes that cannot run again once a looping listed node re-entered."""
-    looping_entries = [x for x in waited if x in entries and _loops_without(graph, x, join)]
-    if not looping_entries:
+    preds: list[str],
+    partners: Callable[[], Mapping[str, set[str]]],
+) -> Iterator[EnteredAgain]:
+    """Yield the listed nodes that cannot run again once the join is entered again: by a
+    route back to it, or by a listed entry that ran beside it."""
+    succ = graph.node_succ
+    on_loop = join in succ[join] or len(graph.group_of(join)) > 1
+    after = _reach(succ[join], succ, avoid="") if on_loop else None
+    back = [x for x in preds if x in after] if after is not None and join in after else []
+    beside = partners().get(join, set())
+    again_entries = back + [x for x in entries if x in beside and x in waited]
+    if not again_entries:
         return  # most joins: nothing else is computed for them
-    rest = {n: [t for t in succ[n] if t != join] for n in graph.names if n != join}
-    looping: set[str] = set()
-    for group in strongly_connected(rest, rest):
-        if len(group) > 1 or group[0] in rest[group[0]]:
-            looping.update(group)
-    pairs = coactive()
-    fanouts = _fanout_sources(graph)
-    after = _reach(succ[join], succ, avoid="")
-    again = after | _reach(looping, rest, avoid=join)
-    for x in looping_entries:
-        alongside = x in fanouts or any(
-            (x, y) in pairs or (y, x) in pairs for y in entries if y != x
+    if after is None:
+        after = _reach(succ[join], succ, avoid="")
+    # what runs in the join's superstep (the join too) counts toward its next run
+    again = {join} | after | _reach(beside, succ, avoid=join)
+    for x in again_entries:
+        missing = [w for w in waited if w not in again]
+        how: Literal["back", "loop", "beside"] = (
+            "back" if x in back else "loop" if _loops_without(graph, x, join) else "beside"
         )
-        if not alongside:
-            continue
-        for w in waited:
-            if w not in again:
-                yield LoopsAlongside(join, x, w)
-        return
+        for w in missing:
+            yield EnteredAgain(join, x, w, how)
+        if missing:
+            return
 
 
 def _loops_without(graph: SpecGraph, node: str, join: str) -> bool:

@@ -36,13 +36,48 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
       pairs with itself. Branches that reach the same node merge (targets are
       de-duplicated), which is how branches of equal length join.
 
-    A ``wait_for`` join is treated as a successor of every node it waits for, because it
-    may be released in the superstep after any of them runs; and a join may have been
-    held since a route into it was taken supersteps earlier, so it also pairs with every
-    successor of a node it waits for, and of the nodes that may run with that node.
-    Routers and guards are read as "may take any of their routes", so the relation
-    over-approximates.
+    A ``wait_for`` join runs in the superstep after the one that completes it: the route
+    into it or the run of a node it waits for, once every node it waits for has run by
+    then (in that superstep or an earlier one). So a join is a successor of such a node
+    ``t`` only when, for each node it waits for, ``t`` is that node, or a node that may run
+    beside it, or what one of those leads to by routes; it then also pairs with
+    the successors of the nodes that may run with ``t``, possibly supersteps after a route
+    into it was taken. As these pairs decide which nodes run beside each other, the
+    relation is grown again until it holds still. Routers and guards are read as "may
+    take any of their routes", so the relation over-approximates.
     """
+    groups = list(_fanouts(graph))
+    if not any(len(group) > 1 or sends for group, sends in groups):
+        return set()  # no fan-out: nothing runs together, so no successor index is built
+    succ = _successors(graph)
+    waits = _waits(graph)
+    completes: set[tuple[str, str]] = set()
+    while True:
+        kept = {
+            # a Send runs a join at once, without holding it
+            n: {(t, s) for t, s in out if s or t not in waits or (n, t) in completes}
+            for n, out in succ.items()
+        }
+        releasing: dict[str, list[str]] = {}
+        for trigger, join in sorted(completes):
+            if trigger in waits[join]:
+                releasing.setdefault(trigger, []).append(join)
+        pairs = _grown(graph, groups, kept, releasing)
+        grown = _completing(waits, succ, pairs)
+        if grown <= completes:
+            return pairs
+        completes |= grown
+
+
+def _grown(
+    graph: SpecGraph,
+    groups: list[tuple[list[str], list[str]]],
+    succ: dict[str, set[tuple[str, bool]]],
+    releasing: dict[str, list[str]],
+) -> set[tuple[str, str]]:
+    """Return the least relation of :func:`coactive_pairs` with the successors ``succ``
+    (a join only after a node that may complete it) and, for each node some joins wait
+    for, those it may complete (``releasing``)."""
     pairs: set[tuple[str, str]] = set()
     queue: deque[tuple[str, str]] = deque()
 
@@ -52,15 +87,11 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
             pairs.add(pair)
             queue.append(pair)
 
-    for group, sends in _fanouts(graph):
+    for group, sends in groups:
         for a, b in combinations(group, 2):
             add(a, b)
         for s in sends:
             add(s, s)
-    if not queue:
-        return pairs  # no fan-out: nothing runs together, so no successor index is built
-    succ = _successors(graph)
-    releasing = _releasing(graph)
     for waited, joins in releasing.items():
         _released_beside(joins, succ[waited], add)
     while queue:
@@ -78,6 +109,47 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     return pairs
 
 
+def _completing(
+    waits: dict[str, list[str]],
+    succ: dict[str, set[tuple[str, bool]]],
+    pairs: set[tuple[str, str]],
+) -> set[tuple[str, str]]:
+    """Return ``(t, join)`` where a run of ``t`` may complete ``join``: every node it waits
+    for may have run by ``t``'s superstep (``t`` is that node, or a node beside it, or
+    what one of those leads to)."""
+    beside: dict[str, set[str]] = {}
+    for a, b in pairs:
+        beside.setdefault(a, set()).add(b)
+        beside.setdefault(b, set()).add(a)
+    found: set[tuple[str, str]] = set()
+    for source, out in succ.items():
+        for join, _send in out:
+            if join in waits and all(
+                _leads_to({w, *beside.get(w, ())}, source, succ) for w in waits[join]
+            ):
+                found.add((source, join))
+    return found
+
+
+SEARCH_LIMIT = 256
+"""The most nodes :func:`_leads_to` visits; past it the answer is "may" (so the pairs stay
+an over-approximation, and a join costs no walk of a large graph)."""
+
+
+def _leads_to(starts: set[str], target: str, succ: dict[str, set[tuple[str, bool]]]) -> bool:
+    """Return whether ``target`` is one of ``starts`` or may follow one by routes."""
+    seen = set(starts)
+    stack = list(seen)
+    while stack and target not in seen:
+        for child, _send in succ[stack.pop()]:
+            if child not in seen:
+                if len(seen) >= SEARCH_LIMIT:
+                    return True
+                seen.add(child)
+                stack.append(child)
+    return target in seen
+
+
 def _released_beside(
     joins: list[str], after: set[tuple[str, bool]], add: Callable[[str, str], None]
 ) -> None:
@@ -88,30 +160,26 @@ def _released_beside(
                 add(join, node)
 
 
-def _releasing(graph: SpecGraph) -> dict[str, list[str]]:
-    """Return, for each node some join waits for, those joins.
-
-    A join held by a route taken earlier is released in the superstep after the one in
-    which its last awaited node ran, so it runs beside the successors of that node and of
-    every node running with it: possibly supersteps after the route into it was taken.
-    """
-    found: dict[str, list[str]] = {}
-    for node in graph.nodes:
-        for waited in dict.fromkeys(node.wait_for):
-            if graph.is_node(waited):
-                found.setdefault(waited, []).append(node.name)
-    return found
+def _waits(graph: SpecGraph) -> dict[str, list[str]]:
+    """Return each join's awaited nodes (the registered ones)."""
+    return {
+        node.name: [w for w in dict.fromkeys(node.wait_for) if graph.is_node(w)]
+        for node in graph.nodes
+        if node.wait_for
+    }
 
 
 def _successors(graph: SpecGraph) -> dict[str, set[tuple[str, bool]]]:
-    """Return each node's successors, flagged when reached by a ``Send`` (joins included)."""
+    """Return each node's successors, flagged when reached by a ``Send``; a join some route
+    enters (it can be held) is a successor of each node it waits for too."""
     succ: dict[str, set[tuple[str, bool]]] = {n: set() for n in graph.names}
     for edge in graph.edges:
         if edge.kind in _ROUTE_KINDS and edge.source in succ and edge.target in graph.rank:
             succ[edge.source].add((edge.target, edge.kind == "send"))
+    entered = {t for out in succ.values() for t, _send in out}
     for node in graph.nodes:
         for waited in node.wait_for:
-            if waited in succ:
+            if waited in succ and node.name in entered:
                 succ[waited].add((node.name, False))
     return succ
 

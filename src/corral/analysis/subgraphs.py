@@ -8,8 +8,8 @@ a subgraph node as a node whose write set is what reaches the parent (set by the
 so the state rules (CR301, CR302) need nothing here.
 
 Two rules live here because they are about what a node is rather than how the graph is
-shaped: a corral graph registered as a plain node (CR110) and ``timeout=`` on a node that
-cannot be cancelled (CR111).
+shaped: ``timeout=`` on a node that cannot be cancelled (CR111) and a corral graph
+registered as a plain node (CR112).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _graph_kind(func: Callable[..., Any]) -> str | None:
     return None
 
 
-@rule("CR110", "graph-as-node")
+@rule("CR112", "graph-as-node")
 def compiled_graph_nodes(graph: SpecGraph) -> Iterator[Finding]:
     """Report corral graphs (compiled or not) registered as plain nodes."""
     for node in graph.nodes:

@@ -37,7 +37,7 @@ APPLIES = (
     "CR103",
     "CR105",
     "CR109",
-    "CR112",
+    "CR110",
     "CR201",
     "CR204",
     "CR301",
@@ -106,7 +106,7 @@ def unmapped_routes(graph: SpecGraph) -> Iterator[Finding]:
             )
 
 
-@rule("CR112", "edge-and-router", "warning")
+@rule("CR110", "edge-and-router", "warning")
 def edge_and_router(graph: SpecGraph) -> Iterator[Finding]:
     """(LangGraph) A node has both a fixed edge and a conditional edge: both run.
 

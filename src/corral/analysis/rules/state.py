@@ -222,10 +222,8 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     if not joins:
         return  # no join: the routes are not indexed for nothing
     incoming: dict[str, list[str]] = {}
-    succ: dict[str, list[str]] = {}
     for edge in graph.edges:
         incoming.setdefault(edge.target, []).append(edge.source)
-        succ.setdefault(edge.source, []).append(edge.target)
     spec_nodes = {node.name: node for node in joins}
     checked: list[tuple[NodeSpec, list[str]]] = []
     for node in joins:
@@ -235,38 +233,19 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
         listed = quote_names(node.wait_for)
         outsiders = False
         for source in dict.fromkeys(incoming.get(node.name, ())):
-            if source in waits:
-                continue
+            if source in waits or source == START:
+                continue  # a start join's first run waits for nothing
             outsiders = True
-            who = "the start" if source == START else f"node {source!r}"
             yield Finding(
-                f"{who} routes to the join {node.name!r}, which waits for {listed}: a run "
-                f"that arrives from {'it' if source == START else repr(source)} waits there "
-                f"forever and ends silently; add {source!r} to wait_for, or route it to one "
-                "of the nodes the join waits for",
-                (node.name,) if source == START else (node.name, source),
+                f"node {source!r} routes to the join {node.name!r}, which waits for {listed}: "
+                f"a run that arrives from {source!r} waits there forever and ends silently; "
+                f"add {source!r} to wait_for, or route it to one of the nodes the join waits "
+                "for",
+                (node.name, source),
                 node.location,
                 node.ignore,
             )
-        if outsiders:
-            continue  # reported above
-        reported = False
-        on_cycle = node.name in graph.node_succ[node.name] or len(graph.group_of(node.name)) > 1
-        after = _reachable_from(node.name, succ) if on_cycle else set()
-        if node.name in after:
-            for waited in dict.fromkeys(waits):
-                if graph.is_node(waited) and waited not in after:
-                    reported = True
-                    yield Finding(
-                        f"the join {node.name!r} can run again after a route re-enters it, "
-                        f"but {waited!r}, which it waits for, cannot run after it; the second "
-                        "time the run would wait there forever and end silently: route back "
-                        f"through {waited!r} or drop it from wait_for",
-                        (node.name, waited),
-                        node.location,
-                        node.ignore,
-                    )
-        if not reported:
+        if not outsiders:  # else reported above
             checked.append((node, waits))
     for stuck in never_released(graph, checked, lambda: coactive_pairs(graph)):
         node = spec_nodes[stuck.join]
@@ -294,6 +273,15 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
         )
     if isinstance(stuck, Exclusive):
         first, second = stuck.first, stuck.second
+        if stuck.chooser is not None:
+            return (
+                f"the join {join!r} waits for {first!r} and {second!r}, which run both before "
+                f"it only when {stuck.chooser!r} takes both branches, and it may take one (it "
+                f"chooses its routes at run time): then {held}; let {stuck.chooser!r} always "
+                f"route to both (then=({first!r}, {second!r})), or drop wait_for so the node "
+                "runs after each branch taken",
+                (join, first, second),
+            )
         return (
             f"the join {join!r} waits for {first!r} and {second!r}, but no run runs both "
             "before it (neither leads to the other and no fan-out leads to both, e.g. two "
@@ -301,24 +289,28 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
             f"ran, or run both with a fan-out, e.g. then=({first!r}, {second!r})",
             (join, first, second),
         )
-    looping, waited = stuck.looping, stuck.waited
+    entry, waited = stuck.entry, stuck.waited
+    nodes = tuple(dict.fromkeys((join, entry, waited)))
+    again = f"the join then waits for {waited!r} again, which cannot run after it: {held}"
+    if stuck.how == "back":
+        return (
+            f"the join {join!r} can run again after a route re-enters it (from {entry!r}), "
+            f"but {waited!r}, which it waits for, cannot run after it: the second time "
+            f"{held}; route back through {waited!r} or drop it from wait_for",
+            (join, waited),
+        )
+    if stuck.how == "loop":
+        return (
+            f"node {entry!r} routes to the join {join!r} and can run again without it (it is "
+            "on a loop that avoids the join), so the join may be released while "
+            f"{entry!r} still loops, then entered again by it; {again}; route the loop's way "
+            f"out through a node that runs once and wait for that node instead of {entry!r}",
+            nodes,
+        )
     return (
-        f"node {looping!r} routes to the join {join!r} and can run again without it (it is on "
-        "a loop that avoids the join), so the join may be released while "
-        f"{looping!r} still loops, then entered again by it; the join then waits for "
-        f"{waited!r} again, which cannot run after it: {held}; route the loop's way out "
-        f"through a node that runs once and wait for that node instead of {looping!r}",
-        tuple(dict.fromkeys((join, looping, waited))),
+        f"node {entry!r} routes to the join {join!r} and can run again in the superstep the "
+        f"join runs in (a route reaches it a superstep after its first run), so it enters "
+        f"the join again after the join ran; {again}; route to {entry!r} from one place "
+        "only, or wait for a node that runs once after it",
+        nodes,
     )
-
-
-def _reachable_from(start: str, succ: dict[str, list[str]]) -> set[str]:
-    """Return the nodes some route path of one or more routes from ``start`` reaches."""
-    seen: set[str] = set()
-    stack = list(succ.get(start, ()))
-    while stack:
-        node = stack.pop()
-        if node not in seen:
-            seen.add(node)
-            stack.extend(succ.get(node, ()))
-    return seen
