@@ -227,18 +227,19 @@ def test_check_reports_a_join_whose_list_router_fork_may_take_one_branch() -> No
         CompiledGraph(g.spec()).invoke({"log": []})  # fork's router takes "short" only
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 27 (new): a listed node that never routes to its join"
-)
 def test_a_join_counts_a_listed_node_that_ran_without_routing_to_it() -> None:
-    """API.md: a join runs "once every listed node has run since its own last run"; here
-    ``a`` has run (beside ``b``) but routes elsewhere, and the engine holds the join for it."""
+    """API.md 4: a join runs "once every listed node has run since its own last run",
+    routed there or not. Here ``a`` and ``b`` run first, so the join runs in the second
+    superstep beside ``b``'s second run (from ``a``), which counts toward the join's next
+    run; ``a`` never runs again, so every run is stuck: check() says so (CR304) and the
+    run raises StuckJoinError instead of ending quietly."""
     g = Graph(Log)
     g.node("a", start=True, then="b")(lambda state: {"log": ["a"]})
     g.node("b", start=True, then="join")(lambda state: {})
     g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
-    assert g.check() == []
-    assert g.compile().invoke({"log": []}).state["log"][-1] == "join"
+    assert [d.code for d in g.check()] == ["CR304"]
+    with pytest.raises(StuckJoinError):
+        CompiledGraph(g.spec()).invoke({"log": []})
 
 
 def test_check_reports_a_join_entered_again_after_its_start_nodes_ran() -> None:
