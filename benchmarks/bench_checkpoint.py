@@ -212,8 +212,7 @@ def run_durable_floor(path: Path, steps: int, sync: str, pages: Pages = _QUIET) 
 def run_saver(path: Path, steps: int, sync: str, pages: Pages = _QUIET) -> Run:
     """Hand loop + ``SqliteSaver.put`` of the checkpoint the engine would write."""
     saver = SqliteSaver(path, synchronous=sync)  # type: ignore[arg-type]
-    assert saver._conn is not None
-    pages.start(saver._conn)
+    pages.start(saver.connection)
     pages.mark(path)
     state: dict[str, Any] = {"messages": []}
     parent: str | None = None
@@ -283,8 +282,7 @@ def make_engine(steps: int) -> Runner | None:
         saver = Stamped(path, synchronous=sync)  # type: ignore[arg-type]
         stamps = saver.stamps = []
         saver.pages = pages
-        assert saver._conn is not None
-        pages.start(saver._conn)
+        pages.start(saver.connection)
         app = g.compile(checkpointer=saver)
         cpu = time.process_time()
         run_ = app.invoke({"messages": []}, thread_id="bench")
@@ -402,9 +400,7 @@ def split(steps: int, sync: str, rounds: int, where: str | None) -> None:
     * ``engine``: the real graph with ``SqliteSaver``, as above;
     * ``own``: the same graph with a checkpointer that keeps the checkpoints it is given
       and writes nothing (no snapshot advice): the superstep and building its checkpoint;
-    * ``puts``: those checkpoints put into a ``SqliteSaver`` in a loop: the saver's share,
-      ``sql`` of it the one ``INSERT`` a put runs (``puts`` again with SQLite's
-      ``execute`` timed; the rest is the put's Python);
+    * ``puts``: those checkpoints put into a ``SqliteSaver`` in a loop: the saver's share;
     * ``bare``: the graph with no checkpointer (the inline path, :mod:`corral.runtime.inline`).
 
     ``engine`` is more than ``own + puts``: run in turn, the engine's code and the saver's
@@ -445,21 +441,13 @@ def split(steps: int, sync: str, rounds: int, where: str | None) -> None:
             saver = SqliteSaver(Path(tmp) / f"puts-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
             figures["puts"] = put_all(saver, keep.kept)
             saver.close()
-            saver = SqliteSaver(Path(tmp) / f"sql-{r}.sqlite", synchronous=sync)  # type: ignore[arg-type]
-            assert saver._conn is not None
-            timed = saver._conn = Timed(saver._conn)  # type: ignore[assignment]
-            put_all(saver, keep.kept)
-            figures["sql"] = timed.seconds / steps
-            saver._conn = timed.conn
-            saver.close()
             figures["bare"] = invoke(graph.compile(), None)
             for name, value in figures.items():
                 least[name] = min(least.get(name, value), value)
     print(
         f"engine CPU a step (least of {rounds}): engine {least['engine'] * 1e6:5.1f} µs = "
         f"own {least['own'] * 1e6:5.1f} (bare superstep {least['bare'] * 1e6:5.1f}) + "
-        f"puts {least['puts'] * 1e6:5.1f} (SQL {least['sql'] * 1e6:5.1f}, Python "
-        f"{(least['puts'] - least['sql']) * 1e6:5.1f}) + run in turn "
+        f"puts {least['puts'] * 1e6:5.1f} + run in turn "
         f"{(least['engine'] - least['own'] - least['puts']) * 1e6:5.1f}"
     )
 
@@ -528,24 +516,6 @@ def counted_runs(steps: int, name: str, folder: Path, calls: int) -> None:
 def _put_all(saver: SqliteSaver, checkpoints: list[Checkpoint]) -> None:
     for checkpoint in checkpoints:
         saver.put(checkpoint)
-
-
-class Timed:
-    """A connection whose ``execute`` is timed (CPU seconds summed in ``seconds``)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.seconds = 0.0
-
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        cpu = time.process_time()
-        try:
-            return self.conn.execute(sql, params)
-        finally:
-            self.seconds += time.process_time() - cpu
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.conn, name)
 
 
 def print_by_step(per_step: dict[str, list[list[float]]], steps: int) -> None:

@@ -177,7 +177,7 @@ def time_history(path: Path, steps: int) -> Timing:
     app = chat_graph().compile(checkpointer=(saver := SqliteSaver(path)))
     history, elapsed = timed(lambda: app.history("t"))
     saver.close()
-    assert len(history) == steps + 1
+    assert len(history) >= steps + 1  # and the cap's checkpoint
     return elapsed
 
 

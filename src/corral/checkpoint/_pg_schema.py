@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from corral.checkpoint._tables import CREATE_POSTGRES
+from corral.checkpoint._tables import ADD_HOLDS_POSTGRES, CREATE_POSTGRES
 from corral.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -85,6 +85,15 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
                 "another database or schema"
             )
             raise CheckpointError(msg, path=where)
+        found = "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+        if (
+            conn.execute(
+                f"{found} AND table_name = 'corral_threads' AND column_name = 'holder'"
+            ).fetchone()
+            is None
+        ):
+            for statement in ADD_HOLDS_POSTGRES:  # a database written before holds
+                conn.execute(statement)
 
 
 def redact(conninfo: str) -> str:

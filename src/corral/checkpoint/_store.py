@@ -12,16 +12,19 @@ what they stored would reach :data:`REPLAY_BYTES` with the next one as large as 
 (a read replays a bounded number of bytes).
 
 Compare-and-set: a put moves ``corral_threads.newest`` from the checkpoint it expected to
-its own, in its transaction; when that changes no row, nothing is written and the put is
-refused with the rule it broke. A read follows ``parent_id`` from the wanted checkpoint to
-the nearest snapshot in one query; a loop of parents or a missing parent (only damage
-makes them) is a ``CheckpointError`` naming the checkpoint, never a hang.
+its own, and sets or clears the thread's holder (see "Holds" in
+:mod:`corral.checkpoint.base`), in its transaction; when that changes no row, nothing is
+written and the put is refused with the rule it broke. A read follows ``parent_id`` from
+the wanted checkpoint to the nearest snapshot in one query; a loop of parents or a missing
+parent (only damage makes them) is a ``CheckpointError`` naming the checkpoint, never a
+hang.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
@@ -29,9 +32,13 @@ from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
 from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
 from corral.checkpoint.base import (
+    HOLD_S,
     Checkpoint,
     broken_chain,
     check_thread_id,
+    held,
+    holder_id,
+    lapsed,
     no_checkpoint,
     pass_fence,
     stale_parent,
@@ -156,16 +163,26 @@ class Store:
     ) -> tuple[Packer, _Tally]:
         """Write the rows of one checkpoint inside the caller's transaction."""
         q, (snapshot, writes, meta) = self.sql, trees
+        holds = checkpoint.holds
         params: dict[str, Any] = {
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "expected": checkpoint.expected,
             "parent": checkpoint.parent_id,
+            "run": checkpoint.run,
+            "lapsed": None,
+            "holder": checkpoint.run if holds else None,
+            "held_by": holder_id() if holds else None,
+            "held_until": time.time() + HOLD_S if holds else None,
         }
-        cas = sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT
-        row = db.execute(q(cas), params).fetchone()
-        if row is None:
-            raise self._refused(db, checkpoint)
+        cas = q(sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT)
+        row = db.execute(cas, params).fetchone()
+        if row is None:  # refused, unless only a holder no longer live stood in the way
+            params["lapsed"] = self._refused(db, checkpoint)
+            row = db.execute(cas, params).fetchone()
+            if row is None:  # another run took the lapsed hold meanwhile
+                self._refused(db, checkpoint)
+                raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
         if checkpoint.newest_read is not None and checkpoint.parent_id is not None:
             parent = {"thread": thread, "id": checkpoint.parent_id}
@@ -201,20 +218,39 @@ class Store:
             return _Tally(new, 0, stored, 0, stored)  # unknown: the next one snapshots
         return _Tally(new, last.since + 1, last.stored_since + stored, last.snapshot_stored, stored)
 
-    def _refused(self, db: Db, checkpoint: Checkpoint) -> CheckpointError:
-        """Return the error for a put whose compare-and-set changed nothing."""
+    def _refused(self, db: Db, checkpoint: Checkpoint) -> str:
+        """Raise the error for a put whose compare-and-set changed nothing, or return the
+        thread's holder when it alone stood in the way and is no longer live."""
         params = {
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "parent": checkpoint.parent_id,
         }
         row = db.execute(self.sql(sql.REFUSED), params).fetchone()
-        newest, is_taken, parent_known = row if row is not None else (None, False, False)
+        newest, holder, held_by, until, is_taken, parent_known = row or (None,) * 4 + (0, 0)
         if is_taken:
-            return taken(checkpoint, self.where)
+            raise taken(checkpoint, self.where)
         if checkpoint.parent_id is not None and not parent_known:
-            return unknown_parent(checkpoint, self.where)
-        return stale_parent(checkpoint, newest, self.where)
+            raise unknown_parent(checkpoint, self.where)
+        if newest != checkpoint.expected or holder is None:
+            raise stale_parent(checkpoint, newest, self.where)
+        if not lapsed(holder, held_by, until):
+            raise held(checkpoint.thread_id, held_by, self.where)
+        return str(holder)
+
+    def check_free(self, thread_id: str, run: str) -> None:
+        """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread
+        (see ``Holds``)."""
+        check_thread_id(thread_id)
+        with self._read(f"read thread {thread_id!r} from") as db:
+            row = db.execute(self.sql(sql.HOLDER), {"thread": thread_id}).fetchone()
+        if row is not None and row[0] not in (None, run) and not lapsed(*row):
+            raise held(thread_id, row[1], self.where)
+
+    def release(self, thread_id: str, run: str) -> None:
+        """Free the thread if ``run`` holds it (a run that ended without a last put)."""
+        params = {"thread": thread_id, "run": run}
+        self._writing("free a thread in", lambda db, _: db.execute(self.sql(sql.RELEASE), params))
 
     def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
         """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot

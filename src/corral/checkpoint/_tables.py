@@ -23,7 +23,10 @@ _TABLES: Final = """
 CREATE TABLE corral_threads (
     id {id},
     name TEXT NOT NULL UNIQUE,
-    newest TEXT NOT NULL
+    newest TEXT NOT NULL,
+    holder TEXT,
+    held_by TEXT,
+    held_until {real}
 );
 CREATE TABLE corral_checkpoints (
     seq {id},
@@ -49,19 +52,24 @@ CREATE TABLE corral_pending (
 )
 """
 
-CREATE_SQLITE: Final = tuple(
-    s.strip() for s in _TABLES.format(id="INTEGER PRIMARY KEY", int="INTEGER").split(";")
-)
+_SQLITE: Final = {"id": "INTEGER PRIMARY KEY", "int": "INTEGER", "real": "REAL"}
+_POSTGRES: Final = {
+    "id": "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    "int": "bigint",
+    "real": "double precision",
+}
+CREATE_SQLITE: Final = tuple(s.strip() for s in _TABLES.format(**_SQLITE).split(";"))
 """The tables of a new SQLite file (``corral_schema`` is the opener's)."""
+CREATE_POSTGRES: Final = tuple(s.strip() for s in _TABLES.format(**_POSTGRES).split(";"))
+"""The tables of a new PostgreSQL database (``corral_schema`` is the opener's)."""
 
-CREATE_POSTGRES: Final = tuple(
-    s.strip()
-    for s in _TABLES.format(id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", int="bigint")
-    .replace("TEXT", "text")
-    .split(";")
-)
-"""The tables of a new PostgreSQL database (``corral_schema`` and ``corral_runs`` are the
-opener's)."""
+_HOLDS: Final = "ALTER TABLE corral_threads ADD COLUMN holder TEXT; \
+ALTER TABLE corral_threads ADD COLUMN held_by TEXT; \
+ALTER TABLE corral_threads ADD COLUMN held_until {real}"
+ADD_HOLDS_SQLITE: Final = tuple(_HOLDS.format(**_SQLITE).split("; "))
+ADD_HOLDS_POSTGRES: Final = tuple(_HOLDS.format(**_POSTGRES).split("; "))
+"""The columns a thread's row gained for holds, added to a store written before them when
+it is opened for writing."""
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread"
 THREAD_OF: Final = """
@@ -72,18 +80,29 @@ WHERE t.name = :thread AND c.checkpoint_id = :id
 THREADS: Final = "SELECT name FROM corral_threads ORDER BY id"
 
 PUT_FIRST: Final = """
-INSERT INTO corral_threads (name, newest) VALUES (:thread, :id)
+INSERT INTO corral_threads (name, newest, holder, held_by, held_until)
+VALUES (:thread, :id, :holder, :held_by, :held_until)
 ON CONFLICT (name) DO NOTHING RETURNING id
 """
 """The compare-and-set of a thread's first checkpoint (no row back: the thread exists)."""
 
 PUT_NEXT: Final = """
-UPDATE corral_threads SET newest = :id WHERE name = :thread AND newest = :expected
+UPDATE corral_threads SET newest = :id, holder = :holder, held_by = :held_by,
+    held_until = :held_until
+WHERE name = :thread AND newest = :expected
+    AND (holder IS NULL OR holder = :run OR holder = :lapsed)
 RETURNING id
 """
-"""The compare-and-set of every later checkpoint (no row back: the newest is another). In
+"""The compare-and-set of every later checkpoint (no row back: the newest is another, or
+another run holds the thread; ``:lapsed`` names a holder found no longer live). In
 PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
 commit, then finds the new ``newest``."""
+
+HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
+RELEASE: Final = """
+UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
+WHERE name = :thread AND holder = :run
+"""
 
 HAS_CHECKPOINT: Final = (
     "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
@@ -104,14 +123,15 @@ DROP_PENDING: Final = (
 """A put supersedes the finished tasks recorded after its parent."""
 
 REFUSED: Final = """
-SELECT t.newest,
+SELECT t.newest, t.holder, t.held_by, t.held_until,
     EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = t.id AND c.checkpoint_id = :id),
     EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = t.id AND c.checkpoint_id = :parent)
 FROM corral_threads AS t WHERE t.name = :thread
 """
-"""Why a compare-and-set changed nothing: the newest, the id taken?, the parent known?"""
+"""Why a compare-and-set changed nothing: the newest and its holder, the id taken?, the
+parent known?"""
 
 CHAIN: Final = """
 WITH RECURSIVE up (seq, checkpoint_id, parent_id, stop) AS (

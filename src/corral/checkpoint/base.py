@@ -31,15 +31,29 @@ Fences. Inside ``with fenced(fence):`` every write of the built-in SQL savers (`
 to refuse the write, which is then rolled back whole. A worker runs each queued run
 fenced by the run's lease (:mod:`corral.workers`), so a worker whose run was taken over
 commits nothing more, in the run's thread or in a subgraph's.
+
+Holds. A thread is held by the live run that writes it (:class:`Holds`), so a second run
+of it is refused before it stores anything. A run's checkpoints carry its token
+(:attr:`Checkpoint.run`): a put whose status is ``"running"`` holds the thread for that run
+(renewing its lease of :data:`HOLD_S`), any other status ends the run and frees it, and a
+put is refused with ``ConcurrentRunError`` while another live run holds the thread. A
+holder is live while its lease runs; on the machine that wrote it, for as long as its
+process lives instead (this process knows its own runs), so a crashed run's thread is free
+at once. ``update_state`` and a subgraph's writes hold nothing and are refused likewise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import os
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from corral.errors import CheckpointError, ConcurrentRunError
 
@@ -49,11 +63,17 @@ __all__ = [
     "no_checkpoint",
     "Checkpointer",
     "Fence",
+    "HOLD_S",
+    "Hold",
+    "Holds",
     "NewestId",
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
     "fenced",
+    "held",
+    "holding",
+    "lapsed",
     "pass_fence",
     "reads_fresh",
     "stale_parent",
@@ -67,15 +87,19 @@ Fence = Callable[[Any], None]
 transaction, before anything is written; it raises to refuse the write (see above)."""
 
 _fence: ContextVar[Fence | None] = ContextVar("corral_fence", default=None)
+_queued: ContextVar[str | None] = ContextVar("corral_queued_run", default=None)
 
 
 @contextmanager
-def fenced(fence: Fence) -> Iterator[None]:
-    """Check ``fence`` in every write a built-in SQL saver makes in this context."""
-    token = _fence.set(fence)
+def fenced(fence: Fence, run: str | None = None) -> Iterator[None]:
+    """Check ``fence`` in every write a built-in SQL saver makes in this context; ``run``
+    names the queued run the fence guards: the run started here holds its thread under that
+    name, so a worker that took the run over may take the thread from the one that lost it."""
+    token, named = _fence.set(fence), _queued.set(run)
     try:
         yield
     finally:
+        _queued.reset(named)
         _fence.reset(token)
 
 
@@ -106,11 +130,18 @@ class Checkpoint:
     """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
     newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
     to be the newest."""
+    run: str | None = None
+    """The token of the run that writes it (see "Holds" above); ``None``: no run holds it."""
 
     @property
     def expected(self) -> str | None:
         """The checkpoint that must be the thread's newest for this put to be accepted."""
         return self.parent_id if self.newest_read is None else self.newest_read
+
+    @property
+    def holds(self) -> bool:
+        """Whether the thread stays held by :attr:`run` after this put (its run goes on)."""
+        return self.run is not None and self.meta.get("status") == "running"
 
 
 def check_thread_id(thread_id: object) -> None:
@@ -161,6 +192,63 @@ def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) 
         "invoke(None, thread_id=...) to go on from there"
     )
     return ConcurrentRunError(msg, thread_id=thread, expected=expected, newest=newest, path=where)
+
+
+HOLD_S: Final = 300.0
+"""How long a run holds its thread after its last commit, as seen from another machine."""
+
+
+def _host() -> str:
+    """Return this machine's name and boot (a pid is unique on one machine, in one boot)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+_HOST: Final = _host()
+_RUNNING: dict[tuple[int, str], str] = {}
+"""The runs of this process that are running now: ``(id(store), thread_id) -> token``."""
+
+
+def holder_id() -> str:
+    """Return where a run of this process holds a thread from: ``held_by`` of its puts."""
+    return f"{_HOST} {os.getpid()}"
+
+
+def lapsed(holder: str, held_by: str | None, held_until: float | None) -> bool:
+    """Return whether the run ``holder``, holding a thread from ``held_by`` until
+    ``held_until``, no longer holds it: its process ended, or (another machine's) its lease."""
+    host, _, pid = (held_by or "").rpartition(" ")
+    if host != _HOST or not pid.isdigit():
+        return held_until is None or held_until < time.time()
+    if int(pid) == os.getpid():
+        return holder not in _RUNNING.values()
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: alive
+        return False
+    try:  # a killed child not yet reaped by its parent is a zombie: dead
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def held(thread_id: str, held_by: str | None, where: str | None) -> CheckpointError:
+    """Return the ``ConcurrentRunError`` for a run refused because another live run holds
+    the thread (``held_by``: where that run writes from)."""
+    host, _, pid = (held_by or "").rpartition(" ")
+    who = f"process {pid} on {host.split('/')[0]!r}" if host else "this process"
+    msg = (
+        f"thread {thread_id!r} is held by another run that is still going ({who}); this "
+        "run was refused before it stored anything: wait until that run ends or pauses, "
+        "then try again (a run whose process died frees the thread at once on its machine, "
+        f"and {HOLD_S:.0f} s after its last commit as seen from another machine)"
+    )
+    return ConcurrentRunError(msg, thread_id=thread_id, expected=None, newest=None, path=where)
 
 
 def taken(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
@@ -295,3 +383,94 @@ class SnapshotAdvice(Protocol):
     def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
         """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot."""
         ...
+
+
+@runtime_checkable
+class Holds(Protocol):
+    """The optional part of the protocol by which a store lets one live run hold a thread.
+
+    Its ``put`` also keeps or frees the hold (see "Holds" above). The three built-in savers
+    have it; with a store without it, two runs of a thread are told apart only by the
+    compare-and-set.
+    """
+
+    def check_free(self, thread_id: str, run: str) -> None:
+        """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread."""
+        ...
+
+    def release(self, thread_id: str, run: str) -> None:
+        """Free the thread if ``run`` holds it."""
+        ...
+
+
+T = TypeVar("T")
+_starting: ContextVar[Hold | None] = ContextVar("corral_starting_run", default=None)
+
+
+class Hold:
+    """One run's hold on its thread, from its start to its end."""
+
+    def __init__(self, store: Holds, thread_id: str, token: str) -> None:
+        self.store = store
+        self.thread_id = thread_id
+        self.token = token
+        self.held = False
+        """Whether the run's last put left the thread held (its writer says so)."""
+        _RUNNING[id(store), thread_id] = token
+
+    def end(self) -> None:
+        """The run ended: it is no longer live; free its thread if a put left it held
+        (a run ends with a put that frees it, unless it failed on the way)."""
+        if _RUNNING.get((id(self.store), self.thread_id)) == self.token:
+            del _RUNNING[id(self.store), self.thread_id]
+        if self.held:
+            self.held = False
+            with suppress(CheckpointError):  # lapses all the same: see lapsed()
+                self.store.release(self.thread_id, self.token)
+
+    def around(self, items: Iterator[T]) -> Iterator[T]:
+        """Yield what the run's driver yields; end the hold when it stops."""
+        try:
+            yield from items
+        finally:
+            self.end()
+
+    async def around_async(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """Like :meth:`around`, for the async driver."""
+        try:
+            async for item in items:
+                yield item
+        finally:
+            self.end()
+
+
+@contextmanager
+def holding(checkpointer: object, thread_id: str | None) -> Iterator[Hold | None]:
+    """Start a run of ``thread_id`` in this block: refused (``ConcurrentRunError``) while
+    another live run holds the thread, else held by this run: in this process at once, in
+    the store from the run's first put (the writer made in the block takes the hold, see
+    :func:`starting_hold`). The hold ends with the run (:meth:`Hold.end`), or here when the
+    block raises."""
+    if thread_id is None or not isinstance(checkpointer, Holds):
+        yield None
+        return
+    token = _queued.get() or secrets.token_hex(8)
+    _queued.set(None)  # a run started from inside this one is another run
+    running = _RUNNING.get((id(checkpointer), thread_id))
+    if running is not None and running != token:
+        raise held(thread_id, holder_id(), getattr(checkpointer, "where", None))
+    checkpointer.check_free(thread_id, token)
+    hold = Hold(checkpointer, thread_id, token)
+    reset = _starting.set(hold)
+    try:
+        yield hold
+    except BaseException:
+        hold.end()
+        raise
+    finally:
+        _starting.reset(reset)
+
+
+def starting_hold() -> Hold | None:
+    """Return the hold of the run being started in this context (see :func:`holding`)."""
+    return _starting.get()

@@ -43,7 +43,6 @@ __all__ = [
     "TAG",
     "Serializer",
     "decode",
-    "decode_checkpoint",
     "encode",
     "encode_checkpoint",
     "encode_record",
@@ -348,25 +347,3 @@ def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
     if type(record) is dict and TAG not in record and _str_keys(record):
         return {k: encoder.encode(v, k, owner=owner) for k, v in record.items()}
     return encoder.encode(record, "record", owner=owner)
-
-
-def decode_checkpoint(
-    head: tuple[str, str, str | None],
-    snapshot: Any,
-    writes: Any,
-    meta: Any,
-    *,
-    serializer: Serializer | None = None,
-) -> Checkpoint:
-    """Return the checkpoint ``(thread_id, checkpoint_id, parent_id)`` with its decoded parts."""
-    thread_id, checkpoint_id, parent_id = head
-    where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-    decoder = _Decoder(serializer)
-    return Checkpoint(
-        thread_id,
-        checkpoint_id,
-        parent_id,
-        None if snapshot is None else decoder.decode(snapshot, f"the state of {where}"),
-        [(node, decoder.decode(update, f"the writes of {where}")) for node, update in writes],
-        decoder.decode(meta, f"the meta of {where}"),
-    )

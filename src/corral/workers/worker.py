@@ -238,7 +238,7 @@ class Worker:
                     base = newest
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
-                with fenced(self.queue.fence(run, self.name)):
+                with fenced(self.queue.fence(run, self.name), run=f"queued run {run.id}"):
                     result = self.app.invoke(value, thread_id=run.thread_id, deps=self.deps)
             except LeaseLostError:
                 self.emit("lost", run=run.id, thread=run.thread_id, attempt=run.attempts)
@@ -248,6 +248,7 @@ class Worker:
                 if not self._still_held(run.id):
                     self.emit("lost", run=run.id, thread=run.thread_id)
                     return
+                self._stop.wait(self.poll_s)  # a run outside the queue may hold the thread
                 continue
             except SerializationError as exc:
                 self._finish(run, "failed", f"{type(exc).__name__}: {exc}")

@@ -61,8 +61,9 @@ def upgrade(conn: sqlite3.Connection) -> None:
     new_ids: dict[int, int] = {}
     for old, name, newest in conn.execute(_NEWEST).fetchall():
         if newest is not None:
-            found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest}).fetchone()
-            new_ids[old] = int(found[0])
+            free = dict.fromkeys(("holder", "held_by", "held_until"))
+            found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest, **free})
+            new_ids[old] = int(found.fetchone()[0])
     metas: dict[tuple[int, str], Any] = {}
     for old, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta in conn.execute(
         _ROWS

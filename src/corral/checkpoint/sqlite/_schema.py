@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint._tables import ADD_HOLDS_SQLITE, CREATE_SQLITE
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
@@ -215,6 +215,10 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 "UPDATE corral_schema SET version = ?, written_by = ?",
                 (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
+        if "holder" not in columns:  # a file written before holds
+            for statement in ADD_HOLDS_SQLITE:
+                conn.execute(statement)
 
 
 @contextmanager

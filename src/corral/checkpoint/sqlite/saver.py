@@ -89,6 +89,13 @@ class SqliteSaver(Store):
     def __repr__(self) -> str:
         return f"SqliteSaver({self.path!r})"
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """This process's connection to the file, to read its tables or set a ``PRAGMA``
+        (hold no transaction open on it: the saver's own calls wait for it)."""
+        with self._conn_lock:
+            return self._connection()
+
     def _connection(self) -> sqlite3.Connection:
         """Return this process's connection, opening (and checking) the file on first use."""
         if self._closed:
