@@ -1,7 +1,7 @@
 """The PostgreSQL layout of corral: its tables and statements, creating, checking, migrating.
 
-Shared by :class:`~corral.checkpoint.postgres.PostgresSaver` and the durable run queue
-(:mod:`corral.workers`), which live in the same database. ``corral_schema`` holds one row,
+Used by :class:`~corral.checkpoint.postgres.PostgresSaver`; the durable run queue
+(:mod:`corral.workers`) keeps its table in the same database. ``corral_schema`` holds one row,
 the layout version. Opening runs in one transaction holding an advisory lock, so processes
 that open a fresh database at once create it exactly once; a database of another layout is
 refused (never rewritten).
@@ -21,28 +21,8 @@ SCHEMA_VERSION: Final = 2
 """The layout version this corral writes and reads: the tables of
 :mod:`corral.checkpoint._tables`."""
 
-_LOCK: Final = 0x4352524C
-"""The advisory lock key taken while creating or migrating ("CRRL")."""
-
-_QUEUE: Final = """
-CREATE TABLE corral_runs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    thread text NOT NULL,
-    input text,
-    resume boolean NOT NULL DEFAULT false,
-    status text NOT NULL DEFAULT 'queued',
-    base text,
-    owner text,
-    lease_until timestamptz,
-    attempts integer NOT NULL DEFAULT 0,
-    error text,
-    submitted timestamptz NOT NULL DEFAULT now(),
-    finished timestamptz
-);
-CREATE INDEX corral_runs_open ON corral_runs (id) WHERE status IN ('queued', 'running');
-CREATE INDEX corral_runs_thread ON corral_runs (thread, id);
-"""
-"""The worker queue (:mod:`corral.workers`), created with the store's tables."""
+SCHEMA_LOCK: Final = 0x4352524C
+"""The advisory lock key taken while creating or migrating tables ("CRRL")."""
 
 
 def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
@@ -54,7 +34,7 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
     from corral import __version__
 
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
         if not (exists and exists[0]):
             conn.execute(
@@ -62,7 +42,6 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
             )
             for statement in CREATE_POSTGRES:
                 conn.execute(statement)
-            conn.execute(_QUEUE)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (%s, %s)",
                 (SCHEMA_VERSION, f"corral {__version__}"),

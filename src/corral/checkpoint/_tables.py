@@ -6,7 +6,7 @@ orders a thread's checkpoints as they were put), a row per large value stored on
 *item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
 its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
 thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
-(``corral_runs``) lives in the same database; :mod:`corral.workers` owns it.
+(``corral_runs``) lives in the same database; :mod:`corral.workers` creates and owns it.
 
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint._pg_schema import error_for
+from corral.checkpoint._pg_schema import SCHEMA_LOCK, error_for
 from corral.workers.queue import Outcome, QueuedRun, lease_lost
 
 if TYPE_CHECKING:
@@ -22,6 +22,28 @@ if TYPE_CHECKING:
     from corral.checkpoint.base import Fence
 
 __all__ = ["PostgresQueue"]
+
+_TABLE = """
+CREATE TABLE IF NOT EXISTS corral_runs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    thread text NOT NULL,
+    input text,
+    resume boolean NOT NULL DEFAULT false,
+    status text NOT NULL DEFAULT 'queued',
+    base text,
+    owner text,
+    lease_until timestamptz,
+    attempts integer NOT NULL DEFAULT 0,
+    error text,
+    submitted timestamptz NOT NULL DEFAULT now(),
+    finished timestamptz
+);
+CREATE INDEX IF NOT EXISTS corral_runs_open ON corral_runs (id)
+    WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
+"""
+"""The queue's table, created with the first queue of a database (under the lock that
+:mod:`corral.checkpoint._pg_schema` takes to create the store's tables)."""
 
 _READY = """
     (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < now()))
@@ -56,6 +78,9 @@ class PostgresQueue:
     def __init__(self, pool: ConnectionPool[Any], where: str) -> None:
         self.pool = pool
         self.where = where
+        with self._conn("open the run queue in") as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            conn.execute(_TABLE)
 
     @contextmanager
     def _conn(self, verb: str) -> Iterator[psycopg.Connection[Any]]:

@@ -17,6 +17,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
+from corral import __version__
 from corral.checkpoint._tables import ADD_HOLDS_SQLITE, CREATE_SQLITE
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
@@ -196,7 +197,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -213,7 +214,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
         columns = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
         if "holder" not in columns:  # a file written before holds
@@ -307,12 +308,18 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
 
 
 def error_for(
-    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError
+    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
 ) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error of SQLite while doing ``verb``: what is
-    actually wrong (another process, a full disk, permissions, damage) and a way out."""
+    """Return the ``CheckpointError`` for an error of SQLite (or a stored text that is not
+    UTF-8) while doing ``verb``: what is actually wrong (another process, a full disk,
+    permissions, damage) and a way out."""
     name = str(getattr(exc, "sqlite_errorname", ""))
-    if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+    if isinstance(exc, UnicodeDecodeError):
+        msg = (
+            f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file is "
+            "damaged: move it away (resume is impossible from it) or pass a new path"
+        )
+    elif isinstance(exc, sqlite3.OperationalError) and busy(exc):
         msg = (
             f"cannot {verb} {path!r}: another process held it for more than "
             f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
@@ -357,27 +364,3 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _corral_version() -> str:
-    """Return the installed corral's version, for the file's ``written_by``."""
-    from importlib import metadata  # slow to import; only a new or upgraded file needs it
-
-    try:
-        return metadata.version("corral")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
-
-
-def sqlite_error(
-    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
-) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error of SQLite, or a text that is not UTF-8."""
-    if isinstance(exc, sqlite3.DatabaseError):
-        return error_for(path, timeout_s, verb, exc)
-    # a name or text that is not UTF-8: damage
-    msg = (
-        f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file "
-        "is damaged: move it away (resume is impossible from it) or pass a new path"
-    )
-    return CheckpointError(msg, path=path)

@@ -14,7 +14,7 @@ from corral._where import check_sqlite_path
 from corral.checkpoint import _tables
 from corral.checkpoint._store import Store
 from corral.checkpoint.serde import Serializer
-from corral.checkpoint.sqlite._schema import open_file, sqlite_error, transaction
+from corral.checkpoint.sqlite._schema import error_for, open_file, transaction
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
@@ -108,7 +108,7 @@ class SqliteSaver(Store):
         try:
             conn = open_file(self.path, self.synchronous, self.timeout_s)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise sqlite_error(self.path, self.timeout_s, "open", exc) from exc
+            raise error_for(self.path, self.timeout_s, "open", exc) from exc
         self._conn, self._pid = conn, os.getpid()
         return conn
 
@@ -132,4 +132,4 @@ class SqliteSaver(Store):
                 with transaction(conn, read=read, timeout_s=self.timeout_s):
                     yield conn
             except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-                raise sqlite_error(self.path, self.timeout_s, verb, exc) from exc
+                raise error_for(self.path, self.timeout_s, verb, exc) from exc
