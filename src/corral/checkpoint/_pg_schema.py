@@ -1,10 +1,8 @@
-"""The PostgreSQL layout of corral: its tables and statements, creating, checking, migrating.
+"""The PostgreSQL layout of corral: creating and checking it, and naming driver errors.
 
-Used by :class:`~corral.checkpoint.postgres.PostgresSaver`; the durable run queue
-(:mod:`corral.workers`) keeps its table in the same database. ``corral_schema`` holds one row,
-the layout version. Opening runs in one transaction holding an advisory lock, so processes
-that open a fresh database at once create it exactly once; a database of another layout is
-refused (never rewritten).
+``corral_schema`` holds one row, the layout version. Opening runs in one transaction holding
+an advisory lock, so processes that open a fresh database at once create it exactly once; a
+database of another layout is refused (never rewritten).
 """
 
 from __future__ import annotations
@@ -90,12 +88,9 @@ def redact(conninfo: str) -> str:
     host = str(parts.get("host") or "localhost")
     port = parts.get("port")
     dbname = parts.get("dbname") or parts.get("user") or ""
-    shown = host if host.startswith("/") else host + (f":{port}" if port else "")
-    return (
-        f"postgresql://{shown}/{dbname}"
-        if not host.startswith("/")
-        else (f"postgresql:///{dbname}?host={shown}")
-    )
+    if host.startswith("/"):
+        return f"postgresql:///{dbname}?host={host}"
+    return f"postgresql://{host}{f':{port}' if port else ''}/{dbname}"
 
 
 def error_for(verb: str, where: str, exc: Exception) -> CheckpointError:

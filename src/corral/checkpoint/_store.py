@@ -83,8 +83,8 @@ class Store:
     """The checkpointer both database savers are; a subclass connects and names errors.
 
     A subclass sets ``where`` (a path, or a URL without its password), ``serializer`` and
-    the class attributes below, and gives :meth:`_write` and :meth:`_read`: a transaction
-    each, yielding the connection and turning the driver's errors into ``CheckpointError``.
+    the class attributes below, and gives :meth:`_transaction`, yielding the connection in
+    a write or read transaction and turning the driver's errors into ``CheckpointError``.
     """
 
     fresh_reads: ClassVar[bool] = True
@@ -115,10 +115,7 @@ class Store:
     def close(self) -> None:
         raise NotImplementedError
 
-    def _write(self, verb: str) -> AbstractContextManager[Db]:
-        raise NotImplementedError
-
-    def _read(self, verb: str) -> AbstractContextManager[Db]:
+    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Db]:
         raise NotImplementedError
 
     def _writing(self, verb: str, work: Callable[[Db, Callable[[Any], str]], T]) -> T:
@@ -126,24 +123,19 @@ class Store:
         (see :func:`~corral.checkpoint.base.fenced`); run it again with every non-ASCII
         character escaped when a text holds a lone surrogate (not UTF-8)."""
         try:
-            with self._write(verb) as db:
+            with self._transaction(verb, read=False) as db:
                 pass_fence(db)
                 return work(db, _DUMPS)
         except UnicodeEncodeError:
-            with self._write(verb) as db:
+            with self._transaction(verb, read=False) as db:
                 pass_fence(db)
                 return work(db, _DUMPS_ASCII)
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` in one transaction if ``checkpoint.expected`` is the thread's
-        newest checkpoint.
-
-        Raises:
-            SerializationError: a value JSON cannot hold (the message names where it sits).
-            ConcurrentRunError: another run of the thread committed first.
-            CheckpointError: the id is already taken in the thread, the parent is unknown,
-                or the database cannot be written (the message says why).
-        """
+        newest checkpoint and no other live run holds the thread (else
+        ``ConcurrentRunError``); ``SerializationError`` for a value JSON cannot hold,
+        ``CheckpointError`` for a taken id, an unknown parent or a failing database."""
         check_thread_id(checkpoint.thread_id)
         trees = encode_checkpoint(checkpoint, self.serializer)
         packer, tally = self._writing(
@@ -239,7 +231,7 @@ class Store:
         """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread
         (see ``Holds``)."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             row = db.execute(self.sql(sql.HOLDER), {"thread": thread_id}).fetchone()
         if row is not None and row[0] not in (None, run) and not lapsed(*row):
             raise held(thread_id, row[1], self.where)
@@ -263,13 +255,7 @@ class Store:
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
-        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``).
-
-        Raises:
-            SerializationError: a value JSON cannot hold (the message names where it sits).
-            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the database
-                cannot be written.
-        """
+        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``)."""
         check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
 
@@ -286,7 +272,7 @@ class Store:
         """Return the records of the finished tasks after ``checkpoint_id``, by task."""
         check_thread_id(thread_id)
         out: dict[int, dict[str, Any]] = {}
-        with self._read("read checkpoints from") as db:
+        with self._transaction("read checkpoints from", read=True) as db:
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
                 return out
@@ -303,14 +289,11 @@ class Store:
         return out
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first.
-
-        Raises:
-            CheckpointError: the thread's rows are damaged: a loop of parents, a missing
-                parent, a row or item that cannot be read (naming the checkpoint).
-        """
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest
+        first; ``CheckpointError`` naming the checkpoint for damaged rows (a loop of
+        parents, a missing parent, a row or item that cannot be read)."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
             if found is None:
                 return []
@@ -334,7 +317,7 @@ class Store:
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
             if found is None:
                 return []
@@ -352,13 +335,13 @@ class Store:
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
         return None if found is None else str(found[1])
 
     def threads(self) -> list[str]:
         """Return the ids of every thread with a checkpoint, in the order they began."""
-        with self._read("read threads from") as db:
+        with self._transaction("read threads from", read=True) as db:
             return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
 
     def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:

@@ -113,19 +113,9 @@ class SqliteSaver(Store):
         return conn
 
     @contextmanager
-    def _write(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection in a write transaction (``BEGIN IMMEDIATE``: one writer)."""
-        with self._transaction(verb, read=False) as conn:
-            yield conn
-
-    @contextmanager
-    def _read(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection in a read transaction: one consistent, committed view."""
-        with self._transaction(verb, read=True) as conn:
-            yield conn
-
-    @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[sqlite3.Connection]:
+        """Yield the connection in a transaction: a write takes the write lock at once
+        (``BEGIN IMMEDIATE``: one writer); a read sees one consistent, committed view."""
         with self._conn_lock:
             conn = self._connection()
             try:
