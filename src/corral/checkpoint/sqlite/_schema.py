@@ -17,7 +17,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral import __version__
 from corral.checkpoint._tables import ADD_HOLDS_SQLITE, CREATE_SQLITE
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
@@ -197,7 +196,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {__version__}"),
+                (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -214,7 +213,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {__version__}"),
+                (SCHEMA_VERSION, f"corral {_corral_version()}"),
             )
         columns = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
         if "holder" not in columns:  # a file written before holds
@@ -364,3 +363,13 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _corral_version() -> str:
+    """Return the installed corral's version, for the file's ``written_by``."""
+    from importlib import metadata  # slow to import; only a new or upgraded file needs it
+
+    try:
+        return metadata.version("corral")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
