@@ -25,9 +25,6 @@ from corral import END, Guard
 
 KNOWN_DEFECTS: frozenset[str] = frozenset(
     {
-        # issue 27: a run refused with ConcurrentRunError leaves its input in the thread.
-        # The concurrent-run operation is only made by runs that bring no input.
-        "refused-run-leaves-input",
         # NEW (found by this model): at a pause inside a superstep, run.steps and
         # get_state().steps leave out the node runs of a subgraph entry that finished in
         # that superstep (a plain sibling's run is counted). The model shows the engine's

@@ -5,7 +5,6 @@ the tests damage what was stored, by SQL (or, for MemorySaver, its dict)."""
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,9 +55,11 @@ def damaged(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[An
         written(saver)
 
         def damage(parents: dict[str, str]) -> None:
-            stored = saver._threads["t"]
             for child, parent in parents.items():
-                stored[child] = dataclasses.replace(stored[child], parent_id=parent)
+                saver.connection.execute(
+                    "UPDATE corral_checkpoints SET parent_id = ? WHERE checkpoint_id = ?",
+                    (parent, child),
+                )
 
     elif request.param == "sqlite":
         path = tmp_path / "c.sqlite"

@@ -65,8 +65,8 @@ def test_the_command_line_starts_without_engine_or_networkx() -> None:
     assert not {name for name in loaded if name.startswith("corral.runtime")}
 
 
-def test_a_run_kept_in_memory_does_not_import_sqlite3() -> None:
-    """Compiling and running with ``MemorySaver`` never loads sqlite3 or the Postgres saver."""
+def test_a_run_kept_in_memory_does_not_import_the_postgres_saver() -> None:
+    """Compiling and running with ``MemorySaver`` (SQLite in memory) never loads psycopg."""
     code = (
         "from typing import TypedDict\n"
         "from corral import END, Graph, MemorySaver\n"
@@ -79,7 +79,7 @@ def test_a_run_kept_in_memory_does_not_import_sqlite3() -> None:
     )
     loaded = modules_after(code)
     assert "corral.runtime.app" in loaded
-    assert loaded.isdisjoint({"sqlite3", "psycopg", "corral.checkpoint.sqlite"})
+    assert loaded.isdisjoint({"psycopg", "corral.checkpoint.postgres"})
 
 
 @pytest.mark.parametrize("name", corral.__all__)

@@ -88,24 +88,25 @@ def test_a_fork_before_a_subgraph_runs_the_child_afresh() -> None:
     assert app.invoke(None, thread_id="t").state["summary"] == "summary of volcanoes"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27: a refused run leaves its input")
 def test_a_refused_run_leaves_no_input_behind() -> None:
-    """A second run starts inside the first's node and commits; the first is refused."""
+    """A second run starts inside the first's node: the first holds the thread, so the
+    second is refused before it stores anything, and the first goes on."""
     g = Graph(Log)
-    started: list[str] = []
+    refused: list[ConcurrentRunError] = []
 
     def work(state: Log) -> dict[str, Any]:
-        if not started:
-            started.append("second")
-            app.invoke({"log": ["second"]}, thread_id="t")
+        if state["log"][-1] == "first":
+            with pytest.raises(ConcurrentRunError) as caught:
+                app.invoke({"log": ["second"]}, thread_id="t")
+            refused.append(caught.value)
         return {"log": ["work"]}
 
     g.node("work", start=True, then=END)(work)
     app = g.compile(checkpointer=MemorySaver())
     app.invoke({"log": ["zero"]}, thread_id="t")
-    with pytest.raises(ConcurrentRunError):
-        app.invoke({"log": ["first"]}, thread_id="t")
-    assert "first" not in app.get_state("t").values["log"]
+    assert app.invoke({"log": ["first"]}, thread_id="t").state["log"][-2:] == ["first", "work"]
+    assert len(refused) == 1 and "second" not in app.get_state("t").values["log"]
+    assert app.invoke({"log": ["third"]}, thread_id="t").state["log"][-1] == "work"
 
 
 # ------------------------------------------------------------- found by the model

@@ -223,7 +223,7 @@ def test_pending_writes_are_superseded_by_the_next_checkpoint(
     assert saver.pending_writes("t", "nope") == {} and saver.pending_writes("x", "1") == {}
     saver.put(Checkpoint("t", "2", "1", None, [("a", {"n": 1})]))
     assert saver.pending_writes("t", "1") == {}
-    if isinstance(saver, SqliteSaver):
+    if type(saver) is SqliteSaver:
         conn = sqlite3.connect(saver.path)
         assert conn.execute("SELECT count(*) FROM corral_pending").fetchone() == (0,)
         conn.close()

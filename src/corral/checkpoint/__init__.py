@@ -1,7 +1,7 @@
 """Checkpointers: the protocol and the built-in stores.
 
-``SqliteSaver``, ``PostgresSaver`` and ``open_saver`` are imported on first use, so a program
-that keeps its threads in memory never loads sqlite3 (or the Postgres driver's glue).
+``PostgresSaver`` and ``open_saver`` are imported on first use, so a program that keeps its
+threads in memory or in a SQLite file never loads the Postgres driver's glue.
 """
 
 from importlib import import_module
@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 from corral.checkpoint._thread_info import ThreadInfo
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.checkpoint.memory import MemorySaver
+from corral.checkpoint.sqlite import SqliteSaver
 
 if TYPE_CHECKING:
     from corral.checkpoint._open import open_saver
     from corral.checkpoint.postgres import PostgresSaver
-    from corral.checkpoint.sqlite import SqliteSaver
 
 __all__ = [
     "Checkpoint",
@@ -27,20 +27,16 @@ __all__ = [
     "open_saver",
 ]
 
-_IMPORTED_ON_USE = {
-    "PostgresSaver": "corral.checkpoint.postgres",
-    "SqliteSaver": "corral.checkpoint.sqlite",
-    "open_saver": "corral.checkpoint._open",
-}
-"""Public names imported on first use, with the module that defines each."""
-
 
 def __getattr__(name: str) -> object:
-    """Import a public name of ``_IMPORTED_ON_USE`` the first time it is asked for."""
-    module = _IMPORTED_ON_USE.get(name)
-    if module is None:
+    """Import ``PostgresSaver`` or ``open_saver`` the first time it is asked for."""
+    modules = {
+        "PostgresSaver": "corral.checkpoint.postgres",
+        "open_saver": "corral.checkpoint._open",
+    }
+    if name not in modules:
         msg = f"module 'corral.checkpoint' has no attribute {name!r}"
         raise AttributeError(msg)
-    value = getattr(import_module(module), name)
+    value = getattr(import_module(modules[name]), name)
     globals()[name] = value
     return value

@@ -1,17 +1,9 @@
 """The shape of a checkpoint's ``meta``, checked where a saver reads a checkpoint back.
 
-The engine writes ``meta`` (``corral.runtime.persist``) and trusts it when it reads it
-again; a row edited by hand or damaged on disk (``"next": 5``, ``"steps": "3"``) would
-otherwise surface as a bare ``TypeError`` deep in the engine. The savers that read from
-a file or a server call :func:`meta_problem` on each decoded meta and report a damaged
-checkpoint, naming the file, the thread and the checkpoint.
-
-A saver stores any JSON-friendly meta (its tests and other callers put their own), so
-only a meta the engine wrote is checked: one that carries the engine's ``format`` key
-(every engine meta does; a meta without it is refused by the engine as "not written by
-this version of corral"). Keys are optional (older files lack some); a key that is
-present must have the type the engine reads. Unknown keys are allowed, so a newer corral
-may add some.
+A row edited by hand or damaged on disk (``"next": 5``) would otherwise surface as a bare
+``TypeError`` deep in the engine; the store reports a damaged checkpoint instead, naming
+it. Only a meta the engine wrote (it has the ``format`` key) is checked, any JSON being
+storable; keys are optional (older files lack some) and unknown keys allowed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""The PostgreSQL layout of corral: its tables and statements, creating, checking, migrating.
+"""The PostgreSQL layout of corral: creating and checking it, and naming driver errors.
 
-Shared by :class:`~corral.checkpoint.postgres.PostgresSaver` and the durable run queue
-(:mod:`corral.workers`), which live in the same database. ``corral_schema`` holds one row,
-the layout version. Opening runs in one transaction holding an advisory lock, so processes
-that open a fresh database at once create it exactly once; a database of another layout is
-refused (never rewritten).
+``corral_schema`` holds one row, the layout version. Opening runs in one transaction holding
+an advisory lock, so processes that open a fresh database at once create it exactly once; a
+database of another layout is refused (never rewritten).
 """
 
 from __future__ import annotations
@@ -23,27 +21,7 @@ SCHEMA_VERSION: Final = 2
 :mod:`corral.checkpoint._tables`."""
 
 SCHEMA_LOCK: Final = 0x4352524C
-"""The advisory lock key taken while creating or migrating ("CRRL")."""
-
-_QUEUE: Final = """
-CREATE TABLE corral_runs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    thread text NOT NULL,
-    input text,
-    resume boolean NOT NULL DEFAULT false,
-    status text NOT NULL DEFAULT 'queued',
-    base text,
-    owner text,
-    lease_until timestamptz,
-    attempts integer NOT NULL DEFAULT 0,
-    error text,
-    submitted timestamptz NOT NULL DEFAULT now(),
-    finished timestamptz
-);
-CREATE INDEX corral_runs_open ON corral_runs (id) WHERE status IN ('queued', 'running');
-CREATE INDEX corral_runs_thread ON corral_runs (thread, id);
-"""
-"""The worker queue (:mod:`corral.workers`), created with the store's tables."""
+"""The advisory lock key taken while creating or migrating tables ("CRRL")."""
 
 
 def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
@@ -63,7 +41,6 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
             )
             for statement in CREATE_POSTGRES:
                 conn.execute(statement)
-            conn.execute(_QUEUE)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (%s, %s)",
                 (SCHEMA_VERSION, f"corral {__version__}"),
@@ -108,12 +85,9 @@ def redact(conninfo: str) -> str:
     host = str(parts.get("host") or "localhost")
     port = parts.get("port")
     dbname = parts.get("dbname") or parts.get("user") or ""
-    shown = host if host.startswith("/") else host + (f":{port}" if port else "")
-    return (
-        f"postgresql://{shown}/{dbname}"
-        if not host.startswith("/")
-        else (f"postgresql:///{dbname}?host={shown}")
-    )
+    if host.startswith("/"):
+        return f"postgresql:///{dbname}?host={host}"
+    return f"postgresql://{host}{f':{port}' if port else ''}/{dbname}"
 
 
 def error_for(verb: str, where: str, exc: Exception) -> CheckpointError:

@@ -7,8 +7,7 @@ refers to it by id; a list is stored item by item the same way::
     {"messages": {"$corral": "items", "v": [17, 18, [{"role": "user"}], 19]}}
     {"report": {"$corral": "item", "v": 20}}
 
-An id is an item; a one-element list holds a small item inline; ``"t": 1`` says that an
-item holds a tagged value (most lists hold none: their items are read back as parsed).
+An id is an item; a one-element list holds a small item inline.
 
 A write that appends a message stores the message once and the snapshots after it refer
 to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
@@ -92,8 +91,6 @@ class Packer:
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
-        self._tagged = False
-        """Whether an item of the list being packed holds a tag (then ``"t": 1`` says so)."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
@@ -103,20 +100,14 @@ class Packer:
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:
-            self._tagged = False
             refs = [self._item(x) for x in tree]
-            if not any(type(ref) is int for ref in refs):
-                return tree
-            return {TAG: "items", "v": refs, "t": 1} if self._tagged else {TAG: "items", "v": refs}
+            return {TAG: "items", "v": refs} if any(type(r) is int for r in refs) else tree
         text = self.dumps(tree)
         return {TAG: "item", "v": self._stored(text)} if len(text) >= MIN_ITEM else tree
 
     def _item(self, tree: Any) -> int | list[Any]:
         text = self.dumps(tree)
-        if len(text) < MIN_ITEM:
-            return [tree]
-        self._tagged = self._tagged or _TAG_TEXT in text
-        return self._stored(text)
+        return [tree] if len(text) < MIN_ITEM else self._stored(text)
 
     def _stored(self, text: str) -> int:
         """Return the id of the item holding ``text``, storing it when it is new."""
@@ -211,14 +202,6 @@ class Rows:
 
     def _value(self, tree: Any, where: str) -> Any:
         kind = tree.get(TAG) if type(tree) is dict else None
-        if kind == "items" and "t" not in tree:  # no item holds a tag: trees are values
-            pop = self._parsed.pop
-            values = [pop(ref, None) if type(ref) is int else None for ref in tree["v"]]
-            if None not in values:
-                return values
-            self._parsed.update(
-                (ref, v) for ref, v in zip(tree["v"], values, strict=True) if v is not None
-            )
         if kind == "items":
             return [
                 self._item(ref, where)

@@ -8,20 +8,23 @@ write that appends a message stores it once, and the snapshots after it refer to
 Snapshots are placed by the store (:meth:`Store.wants_snapshot`): once at least
 :data:`SNAPSHOT_MIN` checkpoints since the last snapshot stored at least as many bytes as
 it did (snapshots never outweigh the rest of the thread: storage stays linear), or once
-what they stored would reach :data:`REPLAY_BYTES` with the next one as large as the last
-(a read replays a bounded number of bytes).
+they would reach :data:`REPLAY_BYTES` with the next one as large as the last (a read
+replays a bounded number of bytes).
 
 Compare-and-set: a put moves ``corral_threads.newest`` from the checkpoint it expected to
-its own, in its transaction; when that changes no row, nothing is written and the put is
-refused with the rule it broke. A read follows ``parent_id`` from the wanted checkpoint to
-the nearest snapshot in one query; a loop of parents or a missing parent (only damage
-makes them) is a ``CheckpointError`` naming the checkpoint, never a hang.
+its own, and sets or clears the thread's holder (see "Holds" in
+:mod:`corral.checkpoint.base`), in its transaction; when that changes no row, nothing is
+written and the put is refused with the rule it broke. A read follows ``parent_id`` from
+the wanted checkpoint to the nearest snapshot in one query; a loop of parents or a missing
+parent (only damage makes them) is a ``CheckpointError`` naming the checkpoint, never a
+hang.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
@@ -30,9 +33,13 @@ from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
+    HOLD_S,
     Checkpoint,
     broken_chain,
     check_thread_id,
+    held,
+    holder_id,
+    lapsed,
     no_checkpoint,
     pass_fence,
     stale_parent,
@@ -65,23 +72,22 @@ class Db(Protocol):
 
 
 class _Tally(NamedTuple):
-    """What a thread stored since its last snapshot, up to ``checkpoint_id``, in bytes."""
+    """What a thread stored up to ``checkpoint_id``: checkpoints and bytes since its last
+    snapshot, the bytes of that snapshot, and of the last checkpoint."""
 
     checkpoint_id: str
     since: int
-    """Checkpoints since the snapshot."""
     stored_since: int
     snapshot_stored: int
     last_stored: int
-    """Bytes the last checkpoint stored."""
 
 
 class Store(ThreadInfoStore):
     """The checkpointer both database savers are; a subclass connects and names errors.
 
     A subclass sets ``where`` (a path, or a URL without its password), ``serializer`` and
-    the class attributes below, and gives :meth:`_write` and :meth:`_read`: a transaction
-    each, yielding the connection and turning the driver's errors into ``CheckpointError``.
+    the class attributes below, and gives :meth:`_transaction`, yielding the connection in
+    a write or read transaction and turning the driver's errors into ``CheckpointError``.
     """
 
     fresh_reads: ClassVar[bool] = True
@@ -112,10 +118,7 @@ class Store(ThreadInfoStore):
     def close(self) -> None:
         raise NotImplementedError
 
-    def _write(self, verb: str) -> AbstractContextManager[Db]:
-        raise NotImplementedError
-
-    def _read(self, verb: str) -> AbstractContextManager[Db]:
+    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Db]:
         raise NotImplementedError
 
     def _writing(self, verb: str, work: Callable[[Db, Callable[[Any], str]], T]) -> T:
@@ -123,24 +126,19 @@ class Store(ThreadInfoStore):
         (see :func:`~corral.checkpoint.base.fenced`); run it again with every non-ASCII
         character escaped when a text holds a lone surrogate (not UTF-8)."""
         try:
-            with self._write(verb) as db:
+            with self._transaction(verb, read=False) as db:
                 pass_fence(db)
                 return work(db, _DUMPS)
         except UnicodeEncodeError:
-            with self._write(verb) as db:
+            with self._transaction(verb, read=False) as db:
                 pass_fence(db)
                 return work(db, _DUMPS_ASCII)
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` in one transaction if ``checkpoint.expected`` is the thread's
-        newest checkpoint.
-
-        Raises:
-            SerializationError: a value JSON cannot hold (the message names where it sits).
-            ConcurrentRunError: another run of the thread committed first.
-            CheckpointError: the id is already taken in the thread, the parent is unknown,
-                or the database cannot be written (the message says why).
-        """
+        newest checkpoint and no other live run holds the thread (else
+        ``ConcurrentRunError``); ``SerializationError`` for a value JSON cannot hold,
+        ``CheckpointError`` for a taken id, an unknown parent or a failing database."""
         check_thread_id(checkpoint.thread_id)
         trees = encode_checkpoint(checkpoint, self.serializer)
         packer, tally = self._writing(
@@ -157,16 +155,26 @@ class Store(ThreadInfoStore):
     ) -> tuple[Packer, _Tally]:
         """Write the rows of one checkpoint inside the caller's transaction."""
         q, (snapshot, writes, meta) = self.sql, trees
+        holds = checkpoint.holds
         params: dict[str, Any] = {
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "expected": checkpoint.expected,
             "parent": checkpoint.parent_id,
+            "run": checkpoint.run,
+            "lapsed": None,
+            "holder": checkpoint.run if holds else None,
+            "held_by": holder_id() if holds else None,
+            "held_until": time.time() + HOLD_S if holds else None,
         }
-        cas = sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT
-        row = db.execute(q(cas), params).fetchone()
-        if row is None:
-            raise self._refused(db, checkpoint)
+        cas = q(sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT)
+        row = db.execute(cas, params).fetchone()
+        if row is None:  # refused, unless only a holder no longer live stood in the way
+            params["lapsed"] = self._refused(db, checkpoint)
+            row = db.execute(cas, params).fetchone()
+            if row is None:  # another run took the lapsed hold meanwhile
+                self._refused(db, checkpoint)
+                raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
         if checkpoint.newest_read is not None and checkpoint.parent_id is not None:
             parent = {"thread": thread, "id": checkpoint.parent_id}
@@ -200,22 +208,42 @@ class Store(ThreadInfoStore):
         last = self._tallies.get(checkpoint.thread_id)
         if last is None or last.checkpoint_id != checkpoint.parent_id:
             return _Tally(new, 0, stored, 0, stored)  # unknown: the next one snapshots
-        return _Tally(new, last.since + 1, last.stored_since + stored, last.snapshot_stored, stored)
+        since, stored_since = last.since + 1, last.stored_since + stored
+        return _Tally(new, since, stored_since, last.snapshot_stored, stored)
 
-    def _refused(self, db: Db, checkpoint: Checkpoint) -> CheckpointError:
-        """Return the error for a put whose compare-and-set changed nothing."""
+    def _refused(self, db: Db, checkpoint: Checkpoint) -> str:
+        """Raise the error for a put whose compare-and-set changed nothing, or return the
+        thread's holder when it alone stood in the way and is no longer live."""
         params = {
             "thread": checkpoint.thread_id,
             "id": checkpoint.checkpoint_id,
             "parent": checkpoint.parent_id,
         }
         row = db.execute(self.sql(sql.REFUSED), params).fetchone()
-        newest, is_taken, parent_known = row if row is not None else (None, False, False)
+        newest, holder, held_by, until, is_taken, parent_known = row or (None,) * 4 + (0, 0)
         if is_taken:
-            return taken(checkpoint, self.where)
+            raise taken(checkpoint, self.where)
         if checkpoint.parent_id is not None and not parent_known:
-            return unknown_parent(checkpoint, self.where)
-        return stale_parent(checkpoint, newest, self.where)
+            raise unknown_parent(checkpoint, self.where)
+        if newest != checkpoint.expected or holder is None:
+            raise stale_parent(checkpoint, newest, self.where)
+        if not lapsed(holder, held_by, until):
+            raise held(checkpoint.thread_id, held_by, self.where)
+        return str(holder)
+
+    def check_free(self, thread_id: str, run: str) -> None:
+        """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread
+        (see ``Holds``)."""
+        check_thread_id(thread_id)
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
+            row = db.execute(self.sql(sql.HOLDER), {"thread": thread_id}).fetchone()
+        if row is not None and row[0] not in (None, run) and not lapsed(*row):
+            raise held(thread_id, row[1], self.where)
+
+    def release(self, thread_id: str, run: str) -> None:
+        """Free the thread if ``run`` holds it (a run that ended without a last put)."""
+        params = {"thread": thread_id, "run": run}
+        self._writing("free a thread in", lambda db, _: db.execute(self.sql(sql.RELEASE), params))
 
     def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
         """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot
@@ -231,13 +259,7 @@ class Store(ThreadInfoStore):
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
-        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``).
-
-        Raises:
-            SerializationError: a value JSON cannot hold (the message names where it sits).
-            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the database
-                cannot be written.
-        """
+        """Save a finished task's ``record`` in one transaction (see ``TaskWrites``)."""
         check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
 
@@ -254,7 +276,7 @@ class Store(ThreadInfoStore):
         """Return the records of the finished tasks after ``checkpoint_id``, by task."""
         check_thread_id(thread_id)
         out: dict[int, dict[str, Any]] = {}
-        with self._read("read checkpoints from") as db:
+        with self._transaction("read checkpoints from", read=True) as db:
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
                 return out
@@ -271,14 +293,11 @@ class Store(ThreadInfoStore):
         return out
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest first.
-
-        Raises:
-            CheckpointError: the thread's rows are damaged: a loop of parents, a missing
-                parent, a row or item that cannot be read (naming the checkpoint).
-        """
+        """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest
+        first; ``CheckpointError`` naming the checkpoint for damaged rows (a loop of
+        parents, a missing parent, a row or item that cannot be read)."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
             if found is None:
                 return []
@@ -302,7 +321,7 @@ class Store(ThreadInfoStore):
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
             if found is None:
                 return []
@@ -320,13 +339,13 @@ class Store(ThreadInfoStore):
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
         check_thread_id(thread_id)
-        with self._read(f"read thread {thread_id!r} from") as db:
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
         return None if found is None else str(found[1])
 
     def threads(self) -> list[str]:
         """Return the ids of every thread with a checkpoint, in the order they began."""
-        with self._read("read threads from") as db:
+        with self._transaction("read threads from", read=True) as db:
             return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
 
     def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:
@@ -404,5 +423,4 @@ def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
     pairs = zip(read.sizes[1:], read.rows[1:], strict=True)
     after = [size + read.item_bytes(row) for size, row in pairs]
-    last = after[-1] if after else 0
-    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], last)
+    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], (after or [0])[-1])

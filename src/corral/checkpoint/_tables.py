@@ -6,7 +6,7 @@ orders a thread's checkpoints as they were put), a row per large value stored on
 *item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
 its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
 thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
-(``corral_runs``) lives in the same database; :mod:`corral.workers` owns it.
+(``corral_runs``) lives in the same database; :mod:`corral.workers` creates and owns it.
 
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here
@@ -19,9 +19,19 @@ from __future__ import annotations
 import re
 from typing import Final
 
-THREAD_INFO: Final = ("graph TEXT", "metadata TEXT", "created_at REAL", "updated_at REAL")
-"""The columns of ``corral_threads`` that hold what a thread's owner recorded about it
-(:mod:`corral.checkpoint._thread_info`); a store of an earlier layout 7 gets them when opened.
+THREAD_INFO: Final = (
+    "holder TEXT",
+    "held_by TEXT",
+    "held_until REAL",
+    "graph TEXT",
+    "metadata TEXT",
+    "created_at REAL",
+    "updated_at REAL",
+)
+"""The columns of ``corral_threads`` beside its pointer: the run that holds the thread
+(``holder``, its process ``held_by``, its lease ``held_until``) and what a thread's owner
+recorded about it (:mod:`corral.checkpoint._thread_info`); a store of an earlier layout 7
+gets them when opened.
 ``REAL`` is ``double precision`` in PostgreSQL."""
 
 _TABLES: Final = """
@@ -74,8 +84,7 @@ CREATE_POSTGRES: Final = tuple(
     .replace("REAL", "double precision")
     .split(";")
 )
-"""The tables of a new PostgreSQL database (``corral_schema`` and ``corral_runs`` are the
-opener's)."""
+"""The tables of a new PostgreSQL database (``corral_schema`` is the opener's)."""
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
 """The thread's row, once it has a checkpoint (``newest = ''``: recorded, none yet)."""
@@ -87,20 +96,33 @@ WHERE t.name = :thread AND c.checkpoint_id = :id
 THREADS: Final = "SELECT name FROM corral_threads WHERE newest <> '' ORDER BY id"
 
 PUT_FIRST: Final = """
-INSERT INTO corral_threads (name, newest) VALUES (:thread, :id)
-ON CONFLICT (name) DO UPDATE SET newest = excluded.newest WHERE corral_threads.newest = ''
+INSERT INTO corral_threads (name, newest, holder, held_by, held_until)
+VALUES (:thread, :id, :holder, :held_by, :held_until)
+ON CONFLICT (name) DO UPDATE SET newest = excluded.newest, holder = excluded.holder,
+    held_by = excluded.held_by, held_until = excluded.held_until
+WHERE corral_threads.newest = ''
 RETURNING id
 """
 """The compare-and-set of a thread's first checkpoint (no row back: the thread has one).
 A thread recorded before its first checkpoint has the row, with ``newest = ''``."""
 
 PUT_NEXT: Final = """
-UPDATE corral_threads SET newest = :id WHERE name = :thread AND newest = :expected
+UPDATE corral_threads SET newest = :id, holder = :holder, held_by = :held_by,
+    held_until = :held_until
+WHERE name = :thread AND newest = :expected
+    AND (holder IS NULL OR holder = :run OR holder = :lapsed)
 RETURNING id
 """
-"""The compare-and-set of every later checkpoint (no row back: the newest is another). In
+"""The compare-and-set of every later checkpoint (no row back: the newest is another, or
+another run holds the thread; ``:lapsed`` names a holder found no longer live). In
 PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
 commit, then finds the new ``newest``."""
+
+HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
+RELEASE: Final = """
+UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
+WHERE name = :thread AND holder = :run
+"""
 
 HAS_CHECKPOINT: Final = (
     "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
@@ -121,14 +143,15 @@ DROP_PENDING: Final = (
 """A put supersedes the finished tasks recorded after its parent."""
 
 REFUSED: Final = """
-SELECT t.newest,
+SELECT t.newest, t.holder, t.held_by, t.held_until,
     EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = t.id AND c.checkpoint_id = :id),
     EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = t.id AND c.checkpoint_id = :parent)
 FROM corral_threads AS t WHERE t.name = :thread
 """
-"""Why a compare-and-set changed nothing: the newest, the id taken?, the parent known?"""
+"""Why a compare-and-set changed nothing: the newest and its holder, the id taken?, the
+parent known?"""
 
 CHAIN: Final = """
 WITH RECURSIVE up (seq, checkpoint_id, parent_id, stop) AS (

@@ -63,15 +63,14 @@ class ThreadInfoStore:
     """The thread records and ``delete_thread`` of :class:`~corral.checkpoint._store.Store`."""
 
     sql: Any
-    _write: Callable[[str], AbstractContextManager[Any]]
-    _read: Callable[[str], AbstractContextManager[Any]]
+    _transaction: Callable[..., AbstractContextManager[Any]]
 
     def add_thread_info(self, thread_id: str, metadata: dict[str, Any]) -> tuple[ThreadInfo, bool]:
         """Record the thread with ``metadata``; return its record and whether it is new (a
         thread recorded before is left as it is)."""
         check_thread_id(thread_id)
         params = {"thread": thread_id, "metadata": _dumps(metadata), "now": time.time()}
-        with self._write("record a thread in") as db:
+        with self._transaction("record a thread in", read=False) as db:
             row = db.execute(self.sql(_ADD), params).fetchone()
             if row is not None:
                 return _info(row), True
@@ -84,7 +83,7 @@ class ThreadInfoStore:
         return the record (``None``: the thread was never recorded)."""
         check_thread_id(thread_id)
         params = {"thread": thread_id, "graph": graph, "now": time.time()}
-        with self._write("update a thread in") as db:
+        with self._transaction("update a thread in", read=False) as db:
             row = db.execute(self.sql(_TOUCH), params).fetchone()
             if row is None:
                 return None
@@ -98,13 +97,13 @@ class ThreadInfoStore:
     def thread_info(self, thread_id: str) -> ThreadInfo | None:
         """Return what was recorded about the thread (``None``: nothing)."""
         check_thread_id(thread_id)
-        with self._read("read a thread from") as db:
+        with self._transaction("read a thread from", read=True) as db:
             row = db.execute(self.sql(_ONE), {"thread": thread_id}).fetchone()
         return None if row is None else _info(row)
 
     def thread_infos(self) -> list[ThreadInfo]:
         """Return every recorded thread, the most recently changed first."""
-        with self._read("read threads from") as db:
+        with self._transaction("read threads from", read=True) as db:
             rows = db.execute(self.sql(_ALL)).fetchall()
         return sorted(map(_info, rows), key=lambda t: (-t.updated_at, t.thread_id))
 
@@ -112,7 +111,7 @@ class ThreadInfoStore:
         """Delete the thread: its checkpoints, their stored values and its record. A thread
         the store does not hold is no error (as LangGraph's ``delete_thread``)."""
         check_thread_id(thread_id)
-        with self._write(f"delete thread {thread_id!r} from") as db:
+        with self._transaction(f"delete thread {thread_id!r} from", read=False) as db:
             row = db.execute(
                 self.sql("SELECT id FROM corral_threads WHERE name = :thread"),
                 {"thread": thread_id},

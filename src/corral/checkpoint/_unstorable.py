@@ -1,8 +1,6 @@
-"""Why the encoder (:mod:`corral.checkpoint.serde`) could not store a value, and where it sits.
-
-:class:`Unstorable` is raised inside the encoder and carries the path out, one container at
-a time; the encoder turns it into the :class:`~corral.errors.SerializationError` users see.
-"""
+"""Why the encoder (:mod:`corral.checkpoint.serde`) could not store a value, and where:
+:class:`Unstorable` carries the path out, one container at a time, and the encoder turns it
+into the :class:`~corral.errors.SerializationError` users see."""
 
 from __future__ import annotations
 

@@ -1,45 +1,45 @@
 """The checkpointer protocol: what the runtime saves after each superstep and reads back.
 
 A checkpoint stores the *writes* of its superstep (the ``(node, update)`` pairs in merge
-order) and, every few checkpoints, a full *snapshot* of the state. The runtime rebuilds a
-state by taking the newest snapshot at or before the wanted checkpoint and replaying the
-writes after it through the reducers, so storage grows linearly with the number of steps.
+order) and, every few checkpoints, a full *snapshot* of the state; a state is rebuilt from
+the newest snapshot at or before it by replaying the writes after it through the reducers,
+so storage grows linearly with the number of steps. A thread's checkpoints form a tree
+through ``parent_id`` (a fork starts a branch); :meth:`Checkpointer.chain` follows it.
 
-Checkpoints of a thread form a tree through ``parent_id`` (a fork from an old checkpoint
-starts a new branch); :meth:`Checkpointer.chain` follows it.
+Compare-and-set. A put names the newest checkpoint it was written against
+(:attr:`Checkpoint.expected`: its parent, or for a fork's first checkpoint the newest the
+writer read); a store refuses it atomically with ``ConcurrentRunError`` when the thread's
+newest is another one by then, so two runs continuing from one checkpoint never both commit.
 
-Compare-and-set. A thread has one *newest* checkpoint: the last one put. A put says which
-newest it was written against (:attr:`Checkpoint.expected`: its parent, or for the first
-checkpoint of a fork the newest the writer read) and a store refuses it, atomically, with
-:class:`~corral.errors.ConcurrentRunError` when the thread's newest is another one by then.
-Two runs of one thread that continue from one checkpoint therefore never both commit: the
-one that loses learns it before running its next node, and no update is lost silently.
+Finished tasks (:class:`TaskWrites`). A task of a superstep with several is recorded as it
+finishes, keyed by the superstep's parent checkpoint and the task's position; a resumed run
+merges those instead of running them again. The next checkpoint of that parent drops them
+in its own transaction.
 
-A superstep with several tasks also records each task as it finishes, before the
-superstep's checkpoint exists: :class:`TaskWrites` (``put_writes`` / ``pending_writes``),
-keyed by the checkpoint the superstep started from and the task's position in the
-superstep's (deterministic) task order. A run that resumes from that checkpoint skips the
-tasks that have a pending write and merges their recorded updates instead, so a crash in a
-fan-out re-runs only the tasks that had not finished. Putting the next checkpoint of that
-parent supersedes its pending writes: a store drops them in the same transaction, so they
-never accumulate. Both built-in savers implement it; a store without it still works, and a
-crash then re-runs the whole cut superstep.
+Fences. Inside ``with fenced(fence):`` every write of the built-in savers first calls
+``fence`` with the store's connection inside the write's transaction; it raises to refuse
+the write. A worker fences each queued run by its lease (:mod:`corral.workers`).
 
-Fences. Inside ``with fenced(fence):`` every write of the built-in SQL savers (``put``,
-``put_writes``) first calls ``fence`` with the store's connection (``sqlite3`` or
-``psycopg``), inside the write's own transaction, before anything is written; it raises
-to refuse the write, which is then rolled back whole. A worker runs each queued run
-fenced by the run's lease (:mod:`corral.workers`), so a worker whose run was taken over
-commits nothing more, in the run's thread or in a subgraph's.
+Holds. A thread is held by the live run that writes it, so another run (or an
+``update_state``) is refused before it stores anything. A run's checkpoints carry its token
+(:attr:`Checkpoint.run`): a put with status ``"running"`` holds the thread (renewing a lease
+of :data:`HOLD_S`), any other status frees it. A holder is live while its lease runs, and
+on its own machine while its process lives; this process knows its own runs
+(:func:`holding`, which also refuses a run before it starts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import os
+import secrets
+import socket
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from corral.errors import CheckpointError, ConcurrentRunError
 
@@ -49,11 +49,17 @@ __all__ = [
     "no_checkpoint",
     "Checkpointer",
     "Fence",
+    "HOLD_S",
+    "Hold",
+    "Holds",
     "NewestId",
     "SnapshotAdvice",
     "TaskWrites",
     "check_thread_id",
     "fenced",
+    "held",
+    "holding",
+    "lapsed",
     "pass_fence",
     "reads_fresh",
     "stale_parent",
@@ -67,15 +73,19 @@ Fence = Callable[[Any], None]
 transaction, before anything is written; it raises to refuse the write (see above)."""
 
 _fence: ContextVar[Fence | None] = ContextVar("corral_fence", default=None)
+_queued: ContextVar[str | None] = ContextVar("corral_queued_run", default=None)
 
 
 @contextmanager
-def fenced(fence: Fence) -> Iterator[None]:
-    """Check ``fence`` in every write a built-in SQL saver makes in this context."""
-    token = _fence.set(fence)
+def fenced(fence: Fence, run: str | None = None) -> Iterator[None]:
+    """Check ``fence`` in every write a built-in SQL saver makes in this context; ``run``
+    names the queued run the fence guards: the run started here holds its thread under that
+    name, so a worker that took the run over may take the thread from the one that lost it."""
+    token, named = _fence.set(fence), _queued.set(run)
     try:
         yield
     finally:
+        _queued.reset(named)
         _fence.reset(token)
 
 
@@ -106,20 +116,23 @@ class Checkpoint:
     """For the first checkpoint of a fork (its parent an older checkpoint): the thread's
     newest checkpoint when the writer read it. ``None`` otherwise: the parent is expected
     to be the newest."""
+    run: str | None = None
+    """The token of the run that writes it (see "Holds" above); ``None``: no run holds it."""
 
     @property
     def expected(self) -> str | None:
         """The checkpoint that must be the thread's newest for this put to be accepted."""
         return self.parent_id if self.newest_read is None else self.newest_read
 
+    @property
+    def holds(self) -> bool:
+        """Whether the thread stays held by :attr:`run` after this put (its run goes on)."""
+        return self.run is not None and self.meta.get("status") == "running"
+
 
 def check_thread_id(thread_id: object) -> None:
-    """Raise ``CheckpointError`` for a thread id that is not a ``str`` of valid Unicode.
-
-    Every saver keys by str, and a store keeps text as UTF-8: a lone surrogate (as
-    ``os.fsdecode`` makes of bytes that are not UTF-8) cannot be written, so it is refused
-    here, the same in every saver, before anything is read or stored.
-    """
+    """Raise ``CheckpointError`` for a thread id that is not a ``str`` of valid Unicode (a
+    store keeps text as UTF-8, so a lone surrogate cannot be written)."""
     if type(thread_id) is not str:
         kind = type(thread_id).__name__
         article = "an" if kind[:1] in "aeiouAEIOU" else "a"
@@ -128,31 +141,25 @@ def check_thread_id(thread_id: object) -> None:
             f"pass a str such as {str(thread_id)[:40]!r}"
         )
         raise CheckpointError(msg)
-    if not thread_id.isascii():
-        try:
-            thread_id.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            bad = thread_id[exc.start]
-            msg = (
-                f"thread_id={thread_id!r} holds the lone surrogate {bad!r} at index "
-                f"{exc.start}, which is not valid Unicode and cannot be stored; pass a "
-                "thread id of valid text (bytes decoded with errors='replace', or their hex)"
-            )
-            raise CheckpointError(msg) from None
+    try:
+        thread_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"thread_id={thread_id!r} holds the lone surrogate {thread_id[exc.start]!r} at "
+            f"index {exc.start}, which is not valid Unicode and cannot be stored; pass a "
+            "thread id of valid text (bytes decoded with errors='replace', or their hex)"
+        )
+        raise CheckpointError(msg) from None
 
 
 def reads_fresh(checkpointer: object) -> bool:
-    """Return whether ``checkpointer`` builds the checkpoints it returns afresh on every call
-    (the built-in savers do, and say so with ``fresh_reads = True``): their values are then
-    the caller's to keep, and need no copy."""
+    """Return whether ``checkpointer`` builds what it returns afresh on every call (says so
+    with ``fresh_reads = True``): the values are then the caller's, and need no copy."""
     return getattr(checkpointer, "fresh_reads", False) is True
 
 
 def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) -> CheckpointError:
-    """Return the ``ConcurrentRunError`` for a put refused because the thread moved on.
-
-    ``newest`` is the thread's newest checkpoint, ``where`` the store (a path or a URL).
-    """
+    """Return the ``ConcurrentRunError`` for a put refused because the thread moved on."""
     thread, new, expected = checkpoint.thread_id, checkpoint.checkpoint_id, checkpoint.expected
     msg = (
         f"checkpoint {new!r} of thread {thread!r} was written after {expected!r}, but the "
@@ -161,6 +168,60 @@ def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) 
         "invoke(None, thread_id=...) to go on from there"
     )
     return ConcurrentRunError(msg, thread_id=thread, expected=expected, newest=newest, path=where)
+
+
+HOLD_S: Final = 300.0
+"""How long a run holds its thread after its last commit, as seen from another machine."""
+
+
+def _host() -> str:
+    """Return this machine's name and boot (a pid is unique on one machine, in one boot)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+_HOST: Final = _host()
+_RUNNING: dict[tuple[int, str], str] = {}
+"""The runs of this process that are running now: ``(id(store), thread_id) -> token``."""
+
+
+def holder_id() -> str:
+    """Return where a run of this process holds a thread from: ``held_by`` of its puts."""
+    return f"{_HOST} {os.getpid()}"
+
+
+def lapsed(holder: str, held_by: str | None, held_until: float | None) -> bool:
+    """Return whether the run ``holder``, holding a thread from ``held_by`` until
+    ``held_until``, no longer holds it: its process ended, or (another machine's) its lease."""
+    host, _, pid = (held_by or "").rpartition(" ")
+    if host != _HOST or not pid.isdigit():
+        return held_until is None or held_until < time.time()
+    if int(pid) == os.getpid():
+        return holder not in _RUNNING.values()
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process: alive
+        pass
+    return False
+
+
+def held(thread_id: str, held_by: str | None, where: str | None) -> CheckpointError:
+    """Return the ``ConcurrentRunError`` for a run refused: another live run holds the thread
+    (from ``held_by``)."""
+    host, _, pid = (held_by or "").rpartition(" ")
+    who = f"process {pid} on {host.split('/')[0]!r}" if host else "this process"
+    msg = (
+        f"thread {thread_id!r} is held by another run that is still going ({who}); this "
+        "run was refused before it stored anything: wait until that run ends or pauses, "
+        "then try again (a run whose process died frees the thread at once on its machine, "
+        f"and {HOLD_S:.0f} s after its last commit as seen from another machine)"
+    )
+    return ConcurrentRunError(msg, thread_id=thread_id, expected=None, newest=None, path=where)
 
 
 def taken(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
@@ -206,28 +267,19 @@ def unknown_parent(checkpoint: Checkpoint, where: str | None) -> CheckpointError
 
 @runtime_checkable
 class Checkpointer(Protocol):
-    """A store of checkpoints, keyed by thread.
-
-    The built-in savers also offer ``threads()`` (every thread id, oldest first) and
-    ``close()``; they are not part of the protocol, so a store of your own needs only the
-    three methods below. The savers raise ``CheckpointError`` for a checkpoint id already
-    used in its thread and for a parent the thread does not have, and
-    ``ConcurrentRunError`` when :attr:`Checkpoint.expected` is not the thread's newest.
-    """
+    """A store of checkpoints, keyed by thread (a store of your own needs only these three
+    methods; the optional parts below are used when it has them)."""
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` durably (one transaction) if the thread's newest checkpoint is
-        ``checkpoint.expected``; raise ``ConcurrentRunError`` if not, ``CheckpointError`` on
-        other failures."""
+        ``checkpoint.expected``; raise ``ConcurrentRunError`` if not, ``CheckpointError`` for
+        an id already used in the thread, a parent it lacks, or another failure."""
         ...
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        """Return the checkpoints needed to rebuild ``checkpoint_id`` (the newest when ``None``).
-
-        The list runs oldest first, from the nearest ancestor that has a snapshot (or the
-        first checkpoint of the thread) to the wanted checkpoint, following ``parent_id``.
-        It is empty when the thread (or checkpoint) is unknown.
-        """
+        """Return the checkpoints that rebuild ``checkpoint_id`` (the newest when ``None``),
+        oldest first: from the nearest ancestor with a snapshot (or the thread's first) to it,
+        following ``parent_id``; empty when the thread or checkpoint is unknown."""
         ...
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
@@ -237,44 +289,27 @@ class Checkpointer(Protocol):
 
 @runtime_checkable
 class TaskWrites(Protocol):
-    """The optional part of the protocol: finished tasks of a superstep not yet checkpointed.
-
-    The runtime calls these when its checkpointer has them (both built-in savers do). A
-    record is a dict of JSON-friendly values (as a checkpoint's ``meta`` is) that says what
-    the task returned: ``{"task": 1, "node": "left", "update": {...}, "goto": None}``.
-    """
+    """Optional: the finished tasks of a superstep not yet checkpointed. A record is a dict of
+    JSON-friendly values: ``{"task": 1, "node": "left", "update": {...}, "goto": None}``."""
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
-        """Save durably (one transaction) that ``task`` of the superstep after
-        ``checkpoint_id`` finished with ``record``; a second call for the same task replaces
-        the first.
-
-        Raises:
-            CheckpointError: the thread has no checkpoint ``checkpoint_id``, or the store
-                cannot be written.
-        """
+        """Save durably that ``task`` of the superstep after ``checkpoint_id`` finished with
+        ``record`` (replacing an earlier record of it); ``CheckpointError`` when the thread
+        has no such checkpoint."""
         ...
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
-        """Return the records put for ``checkpoint_id`` and not yet superseded, by task.
-
-        A record is superseded (and a store may drop it) once a checkpoint whose parent is
-        ``checkpoint_id`` has been put. Unknown threads or checkpoints give ``{}``.
-        """
+        """Return the records put after ``checkpoint_id`` that no checkpoint whose parent is
+        ``checkpoint_id`` superseded yet, by task (``{}`` for an unknown one)."""
         ...
 
 
 @runtime_checkable
 class NewestId(Protocol):
-    """The optional part of the protocol that names a thread's newest checkpoint unread.
-
-    A fork (``invoke(..., checkpoint_id=older)``) must name the thread's newest checkpoint in
-    its first put, for the compare-and-set; a store with this method answers without
-    decoding the newest checkpoint's state, else the runtime reads it with ``chain``. The
-    three built-in savers have it.
-    """
+    """Optional: the id of a thread's newest checkpoint without decoding it (a fork's first
+    put names it); else the runtime reads it with ``chain``."""
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint, ``None`` when it has none."""
@@ -283,15 +318,93 @@ class NewestId(Protocol):
 
 @runtime_checkable
 class SnapshotAdvice(Protocol):
-    """The optional part of the protocol by which a store places snapshots itself.
-
-    A store that knows what its checkpoints cost (bytes stored, bytes a read replays)
-    answers, before each put, whether the next checkpoint should carry a snapshot; the
-    runtime then follows the answer instead of its own count (``SNAPSHOT_EVERY``), and
-    still puts a snapshot in the first checkpoint of a thread and of a fork. The built-in
-    SQLite and PostgreSQL savers have it.
-    """
+    """Optional: a store that knows what its checkpoints cost in bytes places snapshots
+    itself; the runtime follows it instead of its own count (and still snapshots the first
+    checkpoint of a thread and of a fork)."""
 
     def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
         """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot."""
         ...
+
+
+@runtime_checkable
+class Holds(Protocol):
+    """Optional: a store in which one live run holds a thread (see "Holds" above); without
+    it, two runs of a thread are told apart by the compare-and-set alone."""
+
+    def check_free(self, thread_id: str, run: str) -> None:
+        """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread."""
+        ...
+
+    def release(self, thread_id: str, run: str) -> None:
+        """Free the thread if ``run`` holds it."""
+        ...
+
+
+T = TypeVar("T")
+_starting: ContextVar[Hold | None] = ContextVar("corral_starting_run", default=None)
+
+
+class Hold:
+    """One run's hold on its thread, from its start to its end."""
+
+    def __init__(self, store: Holds, thread_id: str, token: str) -> None:
+        self.store, self.thread_id, self.token = store, thread_id, token
+        self.held = False
+        """Whether the run's last put left the thread held (its writer says so)."""
+        _RUNNING[id(store), thread_id] = token
+
+    def end(self) -> None:
+        """The run ended: it is no longer live, and a thread its last put left held (it
+        failed on the way) is freed."""
+        if _RUNNING.get((id(self.store), self.thread_id)) == self.token:
+            del _RUNNING[id(self.store), self.thread_id]
+        if self.held:
+            self.held = False
+            with suppress(CheckpointError):  # lapses all the same: see lapsed()
+                self.store.release(self.thread_id, self.token)
+
+    def around(self, items: Iterator[T]) -> Iterator[T]:
+        """Yield what the run's driver yields; end the hold when it stops."""
+        try:
+            yield from items
+        finally:
+            self.end()
+
+    async def around_async(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
+        """Like :meth:`around`, for the async driver."""
+        try:
+            async for item in items:
+                yield item
+        finally:
+            self.end()
+
+
+@contextmanager
+def holding(checkpointer: object, thread_id: str | None) -> Iterator[Hold | None]:
+    """Start a run of ``thread_id`` in this block: refused (``ConcurrentRunError``) while
+    another live run holds the thread, else held by this run, in this process at once and in
+    the store from its first put (by the writer made in the block: :func:`starting_hold`)."""
+    if thread_id is None or not isinstance(checkpointer, Holds):
+        yield None
+        return
+    token = _queued.get() or secrets.token_hex(8)
+    _queued.set(None)  # a run started from inside this one is another run
+    running = _RUNNING.get((id(checkpointer), thread_id))
+    if running is not None and running != token:
+        raise held(thread_id, holder_id(), getattr(checkpointer, "where", None))
+    checkpointer.check_free(thread_id, token)
+    hold = Hold(checkpointer, thread_id, token)
+    reset = _starting.set(hold)
+    try:
+        yield hold
+    except BaseException:
+        hold.end()
+        raise
+    finally:
+        _starting.reset(reset)
+
+
+def starting_hold() -> Hold | None:
+    """Return the hold of the run being started in this context (see :func:`holding`)."""
+    return _starting.get()

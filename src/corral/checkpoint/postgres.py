@@ -1,13 +1,8 @@
-"""``PostgresSaver``: the store of :mod:`corral.checkpoint._store` in PostgreSQL, shared by
-many processes on many machines.
-
-The tables, the statements and the way a checkpoint becomes a row are those of
-``SqliteSaver`` (:mod:`corral.checkpoint._tables`), in the connection's schema. What is
-PostgreSQL's own: a pool of connections in autocommit mode, a put as one transaction
-(``BEGIN`` ... ``COMMIT``) whose compare-and-set ``UPDATE`` locks the thread's row, so of
-two runs writing against one parent the second waits for the first to commit, finds another
-``newest`` and is refused with :class:`~corral.errors.ConcurrentRunError`; and the schema
-check (:mod:`corral.checkpoint._pg_schema`), which also creates the worker queue.
+"""``PostgresSaver``: the store of :mod:`corral.checkpoint._store` in PostgreSQL, for many
+processes on many machines: the tables and statements of ``SqliteSaver``, in the
+connection's schema, through a pool of connections in autocommit mode. A put is one
+transaction whose compare-and-set ``UPDATE`` locks the thread's row, so of two runs writing
+against one parent the second waits for the first to commit and is then refused.
 """
 
 from __future__ import annotations
@@ -32,9 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresSaver"]
 
 _OPEN_POOLS: set[ConnectionPool[Any]] = set()
-"""The pools of savers not closed yet. Held here so a pool is never garbage-collected
-while open: psycopg_pool closes a collected pool from whichever thread collected it, and
-fails when that is one of its own workers. What is left open is closed at exit."""
+"""The open pools, closed at exit: a pool garbage-collected while open is closed by
+whichever thread collected it, which fails when that is one of its own workers."""
 
 
 def _close_open_pools() -> None:
@@ -146,15 +140,14 @@ class PostgresSaver(Store):
             raise error_for(verb, self.where, exc) from exc
 
     @contextmanager
-    def _write(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
-        """Yield a pooled connection inside a transaction, committed at the block's end;
-        in pipeline mode, so only the statements whose rows are read wait for the server."""
-        with self._connection(verb) as conn, conn.pipeline(), conn.transaction():
-            yield conn
-
-    @contextmanager
-    def _read(self, verb: str) -> Iterator[psycopg.Connection[Any]]:
-        """Yield a pooled connection: every statement reads committed rows, and a thread's
-        rows never change once committed, so a read needs no transaction of its own."""
+    def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Connection[Any]]:
+        """Yield a pooled connection: a write inside a transaction committed at the block's
+        end, in pipeline mode (only statements whose rows are read wait for the server); a
+        read as it is (every statement reads committed rows, and a thread's rows never
+        change once committed)."""
         with self._connection(verb) as conn:
-            yield conn
+            if read:
+                yield conn
+            else:
+                with conn.pipeline(), conn.transaction():
+                    yield conn

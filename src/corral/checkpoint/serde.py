@@ -11,16 +11,12 @@ names the kind::
     Send("work", 3)     -> {"$corral": "send", "node": "work", "v": 3}
     a user value        -> {"$corral": "ext", "t": "<tag>", "v": <data>}
 
-The invariant: ``decode(encode(x)) == x`` with the same types all the way down, for every
-value :func:`encode` accepts. A user dict that itself holds the key ``"$corral"`` is written
-in the ``"dict"`` form, so no user data can pose as a tag. ``{"$corral": "items", ...}``
-and ``{"$corral": "item", ...}`` are reserved for the stores that keep large values once
-(:mod:`corral.checkpoint._rows`); :func:`encode` never writes them.
-
-A value nothing can encode raises :class:`~corral.errors.SerializationError` naming where it
-sits (``state['drafts'][2]``), never a silent ``str()``; a *serializer* (see
-:class:`Serializer`) teaches the encoding new types. Decoding never runs code: a tag only
-ever builds one of the types above or calls the serializer the store was given.
+``decode(encode(x)) == x`` with the same types all the way down. A user dict holding the
+key ``"$corral"`` is written in the ``"dict"`` form, so no data poses as a tag; ``"items"``
+and ``"item"`` are the stores' (:mod:`corral.checkpoint._rows`). A value nothing can encode
+raises :class:`~corral.errors.SerializationError` naming where it sits
+(``state['drafts'][2]``); a *serializer* (:class:`Serializer`) teaches new types. Decoding
+never runs code: a tag builds one of the types above or calls the store's serializer.
 """
 
 from __future__ import annotations
@@ -43,7 +39,6 @@ __all__ = [
     "TAG",
     "Serializer",
     "decode",
-    "decode_checkpoint",
     "encode",
     "encode_checkpoint",
     "encode_record",
@@ -140,11 +135,7 @@ def decode(tree: Any, *, serializer: Serializer | None = None, where: str = "val
 
 
 class _Encoder:
-    """One encoding pass; carries the serializer so the recursion stays cheap.
-
-    Paths for error messages are built only when something fails: the hot path formats
-    nothing.
-    """
+    """One encoding pass; a failure's path is built only when something fails."""
 
     __slots__ = ("serializer",)
 
@@ -261,6 +252,9 @@ def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
         return list(items)
 
 
+_COLLECTIONS: Final[dict[str, Any]] = {"tuple": tuple, "set": set, "frozenset": frozenset}
+
+
 class _Decoder:
     """One decoding pass."""
 
@@ -279,12 +273,9 @@ class _Decoder:
         if tag is None:
             return {k: self.decode(v, where) for k, v in tree.items()}
         data = tree.get("v")
-        if tag == "tuple":
-            return tuple(self.decode(x, where) for x in data)
-        if tag == "set":
-            return {self.decode(x, where) for x in data}
-        if tag == "frozenset":
-            return frozenset(self.decode(x, where) for x in data)
+        build = _COLLECTIONS.get(tag)
+        if build is not None:
+            return build(self.decode(x, where) for x in data)
         if tag == "dict":
             return {self.decode(k, where): self.decode(v, where) for k, v in data}
         if tag == "overwrite":
@@ -348,25 +339,3 @@ def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
     if type(record) is dict and TAG not in record and _str_keys(record):
         return {k: encoder.encode(v, k, owner=owner) for k, v in record.items()}
     return encoder.encode(record, "record", owner=owner)
-
-
-def decode_checkpoint(
-    head: tuple[str, str, str | None],
-    snapshot: Any,
-    writes: Any,
-    meta: Any,
-    *,
-    serializer: Serializer | None = None,
-) -> Checkpoint:
-    """Return the checkpoint ``(thread_id, checkpoint_id, parent_id)`` with its decoded parts."""
-    thread_id, checkpoint_id, parent_id = head
-    where = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-    decoder = _Decoder(serializer)
-    return Checkpoint(
-        thread_id,
-        checkpoint_id,
-        parent_id,
-        None if snapshot is None else decoder.decode(snapshot, f"the state of {where}"),
-        [(node, decoder.decode(update, f"the writes of {where}")) for node, update in writes],
-        decoder.decode(meta, f"the meta of {where}"),
-    )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
-from corral.checkpoint.base import Checkpointer
+from corral.checkpoint.base import Checkpointer, holding
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
@@ -343,17 +343,18 @@ class CompiledGraph(Generic[StateT, InputT]):
             tracer = RunTracer(self.spec, thread_id, continues)
             on_event = tracer.chain(on_event)
         try:
-            rs = threads.start(
-                self._settings,
-                input,
-                thread_id=thread_id,
-                checkpoint_id=checkpoint_id,
-                max_steps=max_steps,
-                deps=deps,
-                emit=on_event,
-                buffer=buffer,
-                checkpoint_meta=tracer.checkpoint_meta if tracer is not None else None,
-            )
+            with holding(self.checkpointer, thread_id):  # one live run holds a thread
+                rs = threads.start(
+                    self._settings,
+                    input,
+                    thread_id=thread_id,
+                    checkpoint_id=checkpoint_id,
+                    max_steps=max_steps,
+                    deps=deps,
+                    emit=on_event,
+                    buffer=buffer,
+                    checkpoint_meta=tracer.checkpoint_meta if tracer is not None else None,
+                )
         except BaseException as exc:
             if tracer is not None:
                 tracer.fail(exc)
@@ -364,19 +365,23 @@ class CompiledGraph(Generic[StateT, InputT]):
 
     def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
         """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        if tracer is None:
-            return run_sync(rs)
-        from corral.runtime.telemetry import watch
+        driver = run_sync(rs)
+        if tracer is not None:
+            from corral.runtime.telemetry import watch
 
-        return watch(run_sync(rs), tracer)
+            driver = watch(driver, tracer)
+        hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
+        return driver if hold is None else hold.around(driver)
 
     def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
         """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        if tracer is None:
-            return run_async(rs)
-        from corral.runtime.telemetry import watch_async
+        driver = run_async(rs)
+        if tracer is not None:
+            from corral.runtime.telemetry import watch_async
 
-        return watch_async(run_async(rs), tracer)
+            driver = watch_async(driver, tracer)
+        hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
+        return driver if hold is None else hold.around_async(driver)
 
 
 def _compiled(

@@ -35,7 +35,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from corral.checkpoint.base import Checkpoint, Checkpointer, SnapshotAdvice, TaskWrites
+from corral.checkpoint.base import (
+    Checkpoint,
+    Checkpointer,
+    SnapshotAdvice,
+    TaskWrites,
+    starting_hold,
+)
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
 from corral.runtime.tables import NO_ARG, Tables, Task
@@ -113,6 +119,8 @@ class ThreadWriter(CheckpointWriter):
         self.records_tasks = self.writes is not None
         self.advice = parts.advice
         """Places snapshots by bytes too, when the store knows them."""
+        self.hold = starting_hold()
+        """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
 
     def save_task(self, rs: RunState, result: TaskResult) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
@@ -199,8 +207,11 @@ class ThreadWriter(CheckpointWriter):
             writes=[(node, dict(update)) for node, update in writes],
             meta=meta,
             newest_read=self.newest_read,
+            run=self.hold.token if self.hold is not None else None,
         )
         self.checkpointer.put(checkpoint)
+        if self.hold is not None:
+            self.hold.held = checkpoint.holds
         self.newest_read = None
         self.parent_id = checkpoint_id
         self.seq = seq

@@ -25,6 +25,28 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresQueue"]
 
+_TABLE = """
+CREATE TABLE IF NOT EXISTS corral_runs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    thread text NOT NULL,
+    input text,
+    resume boolean NOT NULL DEFAULT false,
+    status text NOT NULL DEFAULT 'queued',
+    base text,
+    owner text,
+    lease_until timestamptz,
+    attempts integer NOT NULL DEFAULT 0,
+    error text,
+    submitted timestamptz NOT NULL DEFAULT now(),
+    finished timestamptz
+);
+CREATE INDEX IF NOT EXISTS corral_runs_open ON corral_runs (id)
+    WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
+"""
+"""The queue's table, created with the first queue of a database (under the lock that
+:mod:`corral.checkpoint._pg_schema` takes to create the store's tables)."""
+
 _READY = """
     (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < now()))
     AND NOT EXISTS (
@@ -66,6 +88,7 @@ class PostgresQueue:
         self.where = where
         with self.transaction("open the run queue in") as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            conn.execute(_TABLE)
             present = conn.execute(
                 "SELECT column_name FROM information_schema.columns "
                 "WHERE table_schema = current_schema() AND table_name = 'corral_runs'"

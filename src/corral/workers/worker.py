@@ -247,7 +247,7 @@ class Worker:
                     base = newest
                 fresh = self._newest(run.thread_id) == base
                 value = load_input(run, self._serializer()) if fresh else None
-                with fenced(self.queue.fence(run, self.name)):
+                with fenced(self.queue.fence(run, self.name), run=f"queued run {run.id}"):
                     status, steps = self.drive(run, value, run.fork if fresh else None)
             except LeaseLostError:
                 self.emit("lost", run=run.id, thread=run.thread_id, attempt=run.attempts)
@@ -257,6 +257,7 @@ class Worker:
                 if not self._still_held(run.id):
                     self.emit("lost", run=run.id, thread=run.thread_id)
                     return
+                self._stop.wait(self.poll_s)  # a run outside the queue may hold the thread
                 continue
             except SerializationError as exc:
                 self._finish(run, "failed", f"{type(exc).__name__}: {exc}")

@@ -1,12 +1,11 @@
 """Upgrading a file of layout 6 (the one corral 0.1 wrote) to the store of this corral.
 
-Layout 6 kept values once in rows of its own (``{"$corral": 7}`` stands for value 7,
+Layout 6 kept values once in rows of their own (``{"$corral": 7}`` stands for value 7,
 ``{"$corral": "refs", "v": [[first, count, step], ...]}`` for a list of them; the view
-``blobs`` lists every value), and a checkpoint's meta as the keys that changed since its
-parent's (``meta_is_delta``). :func:`upgrade` reads every thread back to plain JSON trees,
-writes them in the new tables (:mod:`corral.checkpoint._tables`) with the new packing, and
-drops the old tables, in the opener's write transaction: a crash leaves the file as it was.
-Nothing else of layout 6 is read: after the upgrade the file is an ordinary new one.
+``blobs`` lists every value), and a meta as the keys that changed since its parent's
+(``meta_is_delta``). :func:`upgrade` reads every thread back to plain JSON trees, writes
+them in the new tables with the new packing and drops the old ones, in the opener's write
+transaction: a crash leaves the file as it was.
 """
 
 from __future__ import annotations
@@ -61,8 +60,9 @@ def upgrade(conn: sqlite3.Connection) -> None:
     new_ids: dict[int, int] = {}
     for old, name, newest in conn.execute(_NEWEST).fetchall():
         if newest is not None:
-            found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest}).fetchone()
-            new_ids[old] = int(found[0])
+            free = dict.fromkeys(("holder", "held_by", "held_until"))
+            found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest, **free})
+            new_ids[old] = int(found.fetchone()[0])
     metas: dict[tuple[int, str], Any] = {}
     for old, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta in conn.execute(
         _ROWS

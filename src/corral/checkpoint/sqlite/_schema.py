@@ -307,12 +307,18 @@ def _check_version(conn: sqlite3.Connection, path: str) -> int:
 
 
 def error_for(
-    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError
+    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
 ) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error of SQLite while doing ``verb``: what is
-    actually wrong (another process, a full disk, permissions, damage) and a way out."""
+    """Return the ``CheckpointError`` for an error of SQLite (or a stored text that is not
+    UTF-8) while doing ``verb``: what is actually wrong (another process, a full disk,
+    permissions, damage) and a way out."""
     name = str(getattr(exc, "sqlite_errorname", ""))
-    if isinstance(exc, sqlite3.OperationalError) and busy(exc):
+    if isinstance(exc, UnicodeDecodeError):
+        msg = (
+            f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file is "
+            "damaged: move it away (resume is impossible from it) or pass a new path"
+        )
+    elif isinstance(exc, sqlite3.OperationalError) and busy(exc):
         msg = (
             f"cannot {verb} {path!r}: another process held it for more than "
             f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
@@ -367,17 +373,3 @@ def _corral_version() -> str:
         return metadata.version("corral")
     except metadata.PackageNotFoundError:
         return "(not installed)"
-
-
-def sqlite_error(
-    path: str, timeout_s: float, verb: str, exc: sqlite3.DatabaseError | UnicodeDecodeError
-) -> CheckpointError:
-    """Return the ``CheckpointError`` for an error of SQLite, or a text that is not UTF-8."""
-    if isinstance(exc, sqlite3.DatabaseError):
-        return error_for(path, timeout_s, verb, exc)
-    # a name or text that is not UTF-8: damage
-    msg = (
-        f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file "
-        "is damaged: move it away (resume is impossible from it) or pass a new path"
-    )
-    return CheckpointError(msg, path=path)

@@ -14,7 +14,7 @@ from corral._where import check_sqlite_path
 from corral.checkpoint import _tables
 from corral.checkpoint._store import Store
 from corral.checkpoint.serde import Serializer
-from corral.checkpoint.sqlite._schema import open_file, sqlite_error, transaction
+from corral.checkpoint.sqlite._schema import error_for, open_file, transaction
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
@@ -89,6 +89,13 @@ class SqliteSaver(Store):
     def __repr__(self) -> str:
         return f"SqliteSaver({self.path!r})"
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """This process's connection to the file, to read its tables or set a ``PRAGMA``
+        (hold no transaction open on it: the saver's own calls wait for it)."""
+        with self._conn_lock:
+            return self._connection()
+
     def _connection(self) -> sqlite3.Connection:
         """Return this process's connection, opening (and checking) the file on first use."""
         if self._closed:
@@ -101,28 +108,18 @@ class SqliteSaver(Store):
         try:
             conn = open_file(self.path, self.synchronous, self.timeout_s)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-            raise sqlite_error(self.path, self.timeout_s, "open", exc) from exc
+            raise error_for(self.path, self.timeout_s, "open", exc) from exc
         self._conn, self._pid = conn, os.getpid()
         return conn
 
     @contextmanager
-    def _write(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection in a write transaction (``BEGIN IMMEDIATE``: one writer)."""
-        with self._transaction(verb, read=False) as conn:
-            yield conn
-
-    @contextmanager
-    def _read(self, verb: str) -> Iterator[sqlite3.Connection]:
-        """Yield the connection in a read transaction: one consistent, committed view."""
-        with self._transaction(verb, read=True) as conn:
-            yield conn
-
-    @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[sqlite3.Connection]:
+        """Yield the connection in a transaction: a write takes the write lock at once
+        (``BEGIN IMMEDIATE``: one writer); a read sees one consistent, committed view."""
         with self._conn_lock:
             conn = self._connection()
             try:
                 with transaction(conn, read=read, timeout_s=self.timeout_s):
                     yield conn
             except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-                raise sqlite_error(self.path, self.timeout_s, verb, exc) from exc
+                raise error_for(self.path, self.timeout_s, verb, exc) from exc
