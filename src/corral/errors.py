@@ -20,6 +20,7 @@ __all__ = [
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",
     "InvalidUpdateError",
+    "LangGraphArgumentError",
     "LeaseLostError",
     "NodeCapError",
     "NodeError",
@@ -302,6 +303,15 @@ class StreamModeError(CorralError, ValueError):
     def __init__(self, message: str, *, mode: object) -> None:
         super().__init__(message)
         self.mode = mode
+
+
+class LangGraphArgumentError(CorralError, TypeError):
+    """A run was called with LangGraph's spelling of an argument (``stream_mode=``, ``config``)."""
+
+    def __init__(self, message: str, *, argument: str, instead: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.instead = instead
 
 
 class RunningLoopError(CorralError, RuntimeError):

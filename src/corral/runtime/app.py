@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
+from corral._habits import langgraph_hints
 from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
@@ -97,6 +98,7 @@ class CompiledGraph(Generic[StateT, InputT]):
 
     # ------------------------------------------------------------------ running
 
+    @langgraph_hints(2)
     def invoke(
         self,
         input: InputT | Resume | Command[Any] | None,
@@ -142,6 +144,7 @@ class CompiledGraph(Generic[StateT, InputT]):
             pass
         return run_of(rs)
 
+    @langgraph_hints(2)
     async def ainvoke(
         self,
         input: InputT | Resume | Command[Any] | None,
@@ -206,6 +209,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[tuple[str, Any]]: ...
+    @langgraph_hints(2)
     def stream(
         self,
         input: InputT | Resume | Command[Any] | None,
@@ -233,6 +237,7 @@ class CompiledGraph(Generic[StateT, InputT]):
             return _drive_in_new_loop(streams.select_async(rs, self._async(rs), modes))
         return streams.select(rs, self._sync(rs), modes)
 
+    @langgraph_hints(2)
     def astream(
         self,
         input: InputT | Resume | Command[Any] | None,
@@ -280,6 +285,7 @@ class CompiledGraph(Generic[StateT, InputT]):
 
         return wait(self, thread_id, timeout)
 
+    @langgraph_hints(1)
     def get_state(
         self, thread_id: str, checkpoint_id: str | None = None, *, subgraphs: bool = False
     ) -> StateSnapshot:
@@ -298,10 +304,12 @@ class CompiledGraph(Generic[StateT, InputT]):
             return snapshot
         return paused_children(self._tables, saver, snapshot, thread_id)
 
+    @langgraph_hints(1)
     def history(self, thread_id: str) -> list[StateSnapshot]:
         """Return every checkpoint of the thread as a snapshot, newest first."""
         return threads.history(self._tables, self._saver("history"), thread_id)
 
+    @langgraph_hints(1)
     def update_state(
         self,
         thread_id: str,
