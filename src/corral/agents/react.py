@@ -27,7 +27,14 @@ from corral.agents.messages import (
     new_id,
     tool_result,
 )
-from corral.agents.model import Emit, TokenEvent, is_async_model, takes_emit, validate_reply
+from corral.agents.model import (
+    Emit,
+    Model,
+    TokenEvent,
+    is_async_model,
+    takes_emit,
+    validate_reply,
+)
 from corral.agents.toolbox import Toolbox, ToolFunction
 from corral.dsl import Graph
 from corral.errors import GraphError
@@ -162,7 +169,7 @@ def give_up_node(max_turns: int) -> Callable[..., Any]:
 
 @overload
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
@@ -173,7 +180,7 @@ def react_agent(
 ) -> Graph[AgentState]: ...
 @overload
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
@@ -184,7 +191,7 @@ def react_agent(
     state_schema: type[StateT],
 ) -> Graph[StateT]: ...
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
