@@ -99,3 +99,36 @@ def union(current: Iterable[Any] | None, update: Any) -> set[Any]:
     else:
         out.add(update)
     return out
+
+
+def _built_in() -> dict[str, Any]:
+    import operator
+
+    return {
+        "operator.add": operator.add,
+        "operator.or_": operator.or_,
+        "corral.reducers.append": append,
+        "corral.reducers.add_messages": add_messages,
+        "corral.reducers.merge": merge,
+        "corral.reducers.union": union,
+    }
+
+
+BUILT_IN: dict[str, Any] = _built_in()
+"""The reducers a checkpoint names so ``corral show`` can replay writes without the graph."""
+
+
+def reducer_name(reducer: Any) -> str:
+    """Return a built-in reducer's name (a key of :data:`BUILT_IN`), else its own name.
+
+    A module ``corral`` loads from a path has a made-up name, so a custom reducer is named
+    by its ``__qualname__`` alone (never one of the built-in names).
+
+    >>> import operator
+    >>> reducer_name(operator.add), reducer_name(union), reducer_name(lambda a, b: b)
+    ('operator.add', 'corral.reducers.union', '<lambda>')
+    """
+    for name, known in BUILT_IN.items():
+        if known is reducer:
+            return name
+    return str(getattr(reducer, "__qualname__", type(reducer).__qualname__))
