@@ -22,6 +22,7 @@ __all__ = [
     "InvalidUpdateError",
     "LangGraphArgumentError",
     "LeaseLostError",
+    "ModelUnavailableError",
     "NodeCapError",
     "NodeError",
     "RouteError",
@@ -264,6 +265,27 @@ class ToolError(CorralError, TypeError):
     def __init__(self, message: str, *, tool: str) -> None:
         super().__init__(message)
         self.tool = tool
+
+
+class ModelUnavailableError(CorralError, ConnectionError):
+    """A model provider could not answer now: unreachable, timed out, rate limited or 5xx.
+
+    A ``ConnectionError``, so the default ``Retry`` retries it; ``retry_after_s`` (the
+    provider's ``Retry-After``) is the least wait before the next attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+        self.retry_after_s = retry_after_s
 
 
 class RunFailedError(CorralError):
