@@ -11,6 +11,7 @@ and a ``config`` dict would bring an untyped mapping back beside the typed keywo
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,7 +32,14 @@ _INSTEAD = {
     "recursion_limit": "max_steps= (it counts node runs, not supersteps)",
     "config": "thread_id=, checkpoint_id= and max_steps= keywords",
 }
-_CONFIG_KEYS = {"thread_id": "thread_id", "checkpoint_id": "checkpoint_id"}
+
+_IDS = ("thread_id", "checkpoint_id")
+_THREAD_FIRST = {
+    "get_state": "get_state({})",
+    "update_state": "update_state({}, values)",
+    "history": "history({})",
+}
+"""The methods whose first argument is the thread id, where LangGraph's take the config."""
 
 
 def langgraph_hints(first: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
@@ -42,12 +50,24 @@ def langgraph_hints(first: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """
 
     def decorate(method: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(method)
-        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        def check(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
             if (kwargs and not _INSTEAD.keys().isdisjoint(kwargs)) or any(
                 _is_config(arg) for arg in args[first:]
             ):
                 raise _hint(method.__name__, args[first:], kwargs)
+
+        if inspect.iscoroutinefunction(method):  # stays a coroutine function to inspect
+
+            @functools.wraps(method)
+            async def achecked(*args: P.args, **kwargs: P.kwargs) -> Any:
+                check(args, kwargs)
+                return await method(*args, **kwargs)
+
+            return achecked  # type: ignore[return-value]
+
+        @functools.wraps(method)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+            check(args, kwargs)
             return method(*args, **kwargs)
 
         return checked
@@ -63,8 +83,8 @@ def _hint(method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Lang
     config = next((a for a in args if _is_config(a)), None)
     name = "config" if config is not None else next(k for k in kwargs if k in _INSTEAD)
     if name == "config" or (name == "context" and _is_config(kwargs[name])):
-        config = config if config is not None else kwargs[name]
-        return _config_hint(method, config)
+        given = config if config is not None else kwargs[name]
+        return _config_hint(method, given if isinstance(given, Mapping) else {})
     instead = _INSTEAD[name]
     if name == "stream_mode" and method in ("invoke", "ainvoke"):
         instead = "stream(..., mode=...) (invoke returns a Run with .state)"
@@ -72,17 +92,16 @@ def _hint(method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Lang
     return LangGraphArgumentError(msg, argument=name, instead=instead)
 
 
-def _config_hint(method: str, config: Any) -> LangGraphArgumentError:
-    """Spell the ids of a LangGraph config as corral keywords (and nothing else of it)."""
-    configurable = config.get("configurable", {}) if isinstance(config, Mapping) else {}
-    words = [
-        f"{word}={configurable[key]!r}"
-        for key, word in _CONFIG_KEYS.items()
-        if isinstance(configurable, Mapping) and isinstance(configurable.get(key), str)
-    ]
-    if isinstance(config, Mapping) and isinstance(config.get("recursion_limit"), int):
+def _config_hint(method: str, config: Mapping[str, Any]) -> LangGraphArgumentError:
+    """Spell the ids of a LangGraph config as corral's arguments (and nothing else of it)."""
+    found = config.get("configurable")
+    ids = {k: v for k, v in (found if isinstance(found, Mapping) else {}).items() if k in _IDS}
+    words = [f"{key}={value!r}" for key, value in ids.items() if isinstance(value, str)]
+    if isinstance(config.get("recursion_limit"), int):
         words.append(f"max_steps={config['recursion_limit']!r}")
     instead = ", ".join(words) or _INSTEAD["config"]
-    first = "thread_id, " if method in ("get_state", "update_state") else ""
-    msg = f"{method}() got a LangGraph config dict; corral takes {first}{instead} instead"
+    if method in _THREAD_FIRST:
+        thread = ids.get("thread_id")
+        instead = _THREAD_FIRST[method].format(repr(thread) if isinstance(thread, str) else "t")
+    msg = f"{method}() got a LangGraph config dict; corral takes {instead} instead"
     return LangGraphArgumentError(msg, argument="config", instead=instead)

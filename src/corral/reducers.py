@@ -8,6 +8,7 @@ here returns a new value and never changes ``current`` in place, so a state a no
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -101,20 +102,11 @@ def union(current: Iterable[Any] | None, update: Any) -> set[Any]:
     return out
 
 
-def _built_in() -> dict[str, Any]:
-    import operator
-
-    return {
-        "operator.add": operator.add,
-        "operator.or_": operator.or_,
-        "corral.reducers.append": append,
-        "corral.reducers.add_messages": add_messages,
-        "corral.reducers.merge": merge,
-        "corral.reducers.union": union,
-    }
-
-
-BUILT_IN: dict[str, Any] = _built_in()
+BUILT_IN: dict[str, Any] = {
+    "operator.add": operator.add,
+    "operator.or_": operator.or_,
+    **{f"corral.reducers.{f.__name__}": f for f in (append, add_messages, merge, union)},
+}
 """The reducers a checkpoint names so ``corral show`` can replay writes without the graph."""
 
 

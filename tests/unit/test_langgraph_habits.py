@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any, TypedDict
 
 import pytest
@@ -42,9 +43,14 @@ CONFIG = {"configurable": {"thread_id": "t1", "api_key": "sk-secret"}, "recursio
         ),
         (lambda a: a.invoke({"n": 1}, config=CONFIG), "config", "thread_id='t1'"),
         (lambda a: a.stream({"n": 1}, CONFIG), "config", "thread_id='t1'"),
-        (lambda a: a.get_state(CONFIG), "config", "get_state() got a LangGraph config"),
-        (lambda a: a.update_state(CONFIG, {"n": 2}), "config", "thread_id, thread_id='t1'"),
-        (lambda a: a.history({"configurable": {}}), "config", "thread_id="),
+        (
+            lambda a: a.get_state(CONFIG),
+            "config",
+            "config dict; corral takes get_state('t1') instead",
+        ),
+        (lambda a: a.update_state(CONFIG, {"n": 2}), "config", "update_state('t1', values)"),
+        (lambda a: a.history({"configurable": {}}), "config", "takes history(t) instead"),
+        (lambda a: a.invoke({"n": 1}, config=None), "config", "thread_id=, checkpoint_id="),
     ],
 )
 def test_a_langgraph_spelling_names_corrals(call: Any, argument: str, says: str) -> None:
@@ -58,11 +64,12 @@ def test_a_langgraph_spelling_names_corrals(call: Any, argument: str, says: str)
     assert "\n" not in str(caught.value)
 
 
-def test_ainvoke_refuses_at_the_call_and_corrals_spelling_runs() -> None:
+def test_ainvoke_stays_a_coroutine_function_and_corrals_spelling_runs() -> None:
     """The hint comes before any run; the corral spelling of the same call works."""
     compiled = app()
+    assert inspect.iscoroutinefunction(compiled.ainvoke)
     with pytest.raises(LangGraphArgumentError, match="deps="):
-        compiled.ainvoke({"n": 1}, context={})
+        asyncio.run(compiled.ainvoke({"n": 1}, context={}))
     run = asyncio.run(compiled.ainvoke({"n": 1}, thread_id="t1"))
     assert run.state == {"n": 2}
     assert compiled.get_state("t1").values == {"n": 2}
