@@ -12,11 +12,9 @@ the same way.
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import inspect
 import math
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar, cast
@@ -87,7 +85,7 @@ def _port(url: Any) -> str:
 
 def retry_after_s(headers: Any) -> float | None:
     """Return the wait a response asks for: ``retry-after-ms``, or ``retry-after`` in
-    seconds or as an HTTP date; ``None`` when it asks for none (or for nonsense).
+    seconds (as OpenAI and Anthropic send it); ``None`` when it asks for none (or a date).
 
     >>> retry_after_s({"retry-after-ms": "1500"}), retry_after_s({"retry-after": "2"})
     (1.5, 2.0)
@@ -101,10 +99,7 @@ def retry_after_s(headers: Any) -> float | None:
         try:
             seconds = float(raw) * scale
         except ValueError:
-            try:
-                seconds = email.utils.parsedate_to_datetime(raw).timestamp() - time.time()
-            except (TypeError, ValueError):
-                continue
+            continue
         if math.isfinite(seconds):
             return max(seconds, 0.0)
     return None
