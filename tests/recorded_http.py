@@ -3,7 +3,9 @@
 The provider SDKs run their real client code (request building, retries off, response
 parsing, server-sent events); only the socket is replaced. The responses are files in
 ``tests/fixtures/agents/`` written in the providers' documented formats: ``.json`` bodies,
-and ``.sse`` event streams.
+``.sse`` event streams, and ``.http`` whole responses (status line, headers, body) for the
+answers that are not 200. ``!connect`` and ``!timeout`` in place of a file name make the
+transport fail as httpx does when no server answers.
 """
 
 from __future__ import annotations
@@ -37,6 +39,15 @@ class Recorded:
         self.requests.append(json.loads(request.content))
         self.paths.append(request.url.path)
         name = self.names.pop(0)
+        if name == "!connect":
+            raise self.http.ConnectError("[Errno 111] Connection refused", request=request)
+        if name == "!timeout":
+            raise self.http.ReadTimeout("timed out", request=request)
+        if name.endswith(".http"):
+            head, _, body = (FIXTURES / name).read_bytes().partition(b"\n\n")
+            status, *lines = head.decode().splitlines()
+            headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines]
+            return self.http.Response(int(status.split()[1]), headers=headers, content=body)
         body = (FIXTURES / name).read_bytes()
         kind = "text/event-stream" if name.endswith(".sse") else "application/json"
         return self.http.Response(200, headers={"content-type": kind}, content=body)

@@ -17,6 +17,8 @@ __all__ = ["Command", "Resume", "Send"]
 TargetT = TypeVar("TargetT", bound=str, default=str, covariant=True)
 """Covariant, so ``Send[Literal["work"]]`` is a ``Send[Nodes]`` when ``"work"`` is in ``Nodes``."""
 ArgT = TypeVar("ArgT")
+AnswerT = TypeVar("AnswerT", default=Any)
+"""What a person answers an ``interrupt()`` with (``compile(answer_type=...)``)."""
 _RestT = ParamSpec("_RestT")
 
 
@@ -82,7 +84,7 @@ class Command(Generic[TargetT]):
 
 
 @dataclass(frozen=True)
-class Resume:
+class Resume(Generic[AnswerT]):
     """Input to ``invoke`` that answers pending ``interrupt()`` calls.
 
     ``value`` answers the single pending interrupt, or is a dict ``{interrupt_id: value}``
@@ -92,4 +94,4 @@ class Resume:
     Resume(value='approved')
     """
 
-    value: Any
+    value: AnswerT | Mapping[str, AnswerT]

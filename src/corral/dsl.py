@@ -47,8 +47,13 @@ if TYPE_CHECKING:
     from corral.analysis.bound import Bound
     from corral.analysis.diagnostic import Diagnostic
     from corral.checkpoint.base import Checkpointer
+    from corral.control import AnswerT
     from corral.runtime.app import CompiledGraph
+    from corral.runtime.context import DepsT
     from corral.spec import Cycle
+
+_ANY_TYPE: Any = object
+"""The default of ``compile``'s type-only arguments: their type variables stay ``Any``."""
 
 __all__ = ["Graph", "NodeDecorator", "NodeFunction", "RouterDecorator", "RouterFunction"]
 
@@ -436,11 +441,16 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         interrupt_after: Sequence[NodesT] = (),
         max_steps: int | None = None,
         telemetry: bool = False,
-    ) -> CompiledGraph[StateT, UpdateT]:
+        deps_type: TypeForm[DepsT] = _ANY_TYPE,
+        answer_type: TypeForm[AnswerT] = _ANY_TYPE,
+    ) -> CompiledGraph[StateT, UpdateT, DepsT, AnswerT]:
         """Check the graph and return a runnable app.
 
         ``telemetry=True`` emits OpenTelemetry spans per run and node run through the
         global tracer provider (extra ``corral[otel]``; see ``docs/observability.md``).
+        ``deps_type``/``answer_type`` are for the type checker only: ``invoke(deps=...)``
+        must then be a ``deps_type`` (what nodes read as ``ctx: Context[deps_type]``) and
+        ``Resume(...)`` an ``answer_type`` (what ``interrupt(payload, answer_type)`` returns).
 
         Raises:
             GraphError: the analyser found an error (all of them are in ``.diagnostics``),

@@ -20,7 +20,9 @@ __all__ = [
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",
     "InvalidUpdateError",
+    "LangGraphArgumentError",
     "LeaseLostError",
+    "ModelUnavailableError",
     "NodeCapError",
     "NodeError",
     "RouteError",
@@ -265,6 +267,27 @@ class ToolError(CorralError, TypeError):
         self.tool = tool
 
 
+class ModelUnavailableError(CorralError, ConnectionError):
+    """A model provider could not answer now: unreachable, timed out, rate limited or 5xx.
+
+    A ``ConnectionError``, so the default ``Retry`` retries it; ``retry_after_s`` (the
+    provider's ``Retry-After``) is the least wait before the next attempt.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        endpoint: str,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
 class RunFailedError(CorralError):
     """A queued run that a worker ended with an error (``app.wait`` raises it).
 
@@ -302,6 +325,15 @@ class StreamModeError(CorralError, ValueError):
     def __init__(self, message: str, *, mode: object) -> None:
         super().__init__(message)
         self.mode = mode
+
+
+class LangGraphArgumentError(CorralError, TypeError):
+    """A run was called with LangGraph's spelling of an argument (``stream_mode=``, ``config``)."""
+
+    def __init__(self, message: str, *, argument: str, instead: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+        self.instead = instead
 
 
 class RunningLoopError(CorralError, RuntimeError):

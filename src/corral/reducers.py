@@ -8,6 +8,7 @@ here returns a new value and never changes ``current`` in place, so a state a no
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -99,3 +100,27 @@ def union(current: Iterable[Any] | None, update: Any) -> set[Any]:
     else:
         out.add(update)
     return out
+
+
+BUILT_IN: dict[str, Any] = {
+    "operator.add": operator.add,
+    "operator.or_": operator.or_,
+    **{f"corral.reducers.{f.__name__}": f for f in (append, add_messages, merge, union)},
+}
+"""The reducers a checkpoint names so ``corral show`` can replay writes without the graph."""
+
+
+def reducer_name(reducer: Any) -> str:
+    """Return a built-in reducer's name (a key of :data:`BUILT_IN`), else its own name.
+
+    A module ``corral`` loads from a path has a made-up name, so a custom reducer is named
+    by its ``__qualname__`` alone (never one of the built-in names).
+
+    >>> import operator
+    >>> reducer_name(operator.add), reducer_name(union), reducer_name(lambda a, b: b)
+    ('operator.add', 'corral.reducers.union', '<lambda>')
+    """
+    for name, known in BUILT_IN.items():
+        if known is reducer:
+            return name
+    return str(getattr(reducer, "__qualname__", type(reducer).__qualname__))

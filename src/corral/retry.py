@@ -120,11 +120,19 @@ class Retry:
             return isinstance(exc, self.on)
         return bool(self.on(exc))
 
-    def delay(self, failures: int, *, rand: Callable[[], float] = random.random) -> float:
+    def delay(
+        self,
+        failures: int,
+        *,
+        rand: Callable[[], float] = random.random,
+        error: BaseException | None = None,
+    ) -> float:
         """Return the seconds to wait after the ``failures``-th failed attempt (1 or more).
 
         ``rand`` gives a number in [0, 1]; with ``jitter`` the wait is multiplied by
-        ``0.5 + rand() / 2``.
+        ``0.5 + rand() / 2``. An ``error`` that carries ``retry_after_s`` (a provider's
+        ``Retry-After``, :class:`~corral.errors.ModelUnavailableError`) waits at least that
+        long, but never more than ``max_backoff``.
 
         >>> Retry(backoff=0.5, max_backoff=30.0, jitter=False).delay(3)
         2.0
@@ -139,4 +147,7 @@ class Retry:
         seconds = min(float(self.max_backoff), self.backoff * 2.0**exponent)
         if self.jitter:
             seconds *= 0.5 + rand() / 2
+        asked = getattr(error, "retry_after_s", None)
+        if isinstance(asked, int | float) and asked > seconds:
+            seconds = min(float(asked), float(self.max_backoff))
         return seconds

@@ -480,3 +480,41 @@ def test_refusals_name_the_graph_as_the_user_picked_it(
     code, _, err = run(capsys, "./two.py", "--db", "runs.sqlite")
     assert code == 2
     assert err == "error: ./two.py defines 2 graphs (g, h); pick one with ./two.py:g\n"
+
+
+FLAKY = """\
+from typing import TypedDict
+
+from corral import END, Graph, Retry
+
+
+class State(TypedDict):
+    tries: int
+
+
+calls = []
+
+
+g = Graph(State)
+
+
+@g.node(start=True, then=END, retry=Retry(attempts=3, backoff=0, jitter=False))
+def fetch(state: State) -> dict[str, int]:
+    calls.append(1)
+    if len(calls) < 3:
+        raise ConnectionError("reset by peer")
+    return {"tries": len(calls)}
+"""
+
+
+def test_progress_shows_each_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31 pt 5: a failed attempt that will be retried is a progress line, not silence."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flaky.py").write_text(FLAKY)
+    assert main(["run", "flaky.py", "--input", '{"tries": 0}', "--db", "f.sqlite"]) == 0
+    err = capsys.readouterr().err
+    assert "fetch attempt 1 failed (ConnectionError: reset by peer); retrying in 0 s" in err
+    assert "fetch attempt 2 failed" in err
+    assert "attempt 3" not in err

@@ -410,3 +410,89 @@ def test_draw_thread_counts_the_routes_inside_each_subgraph_entry(
         ["brief"],  # returned no update: found by its count of runs
         ["research/plan", "research", "research/search"],  # search wrote child keys only
     ]
+
+
+def test_show_without_the_graph_prints_the_state_in_text_and_json(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Last-write keys only: the state is replayed from the checkpoints alone (issue 31 pt 5)."""
+    report = json.loads(out_of(capsys, "show", "t1", "--db", db, "--format", "json", narrow=False))
+    assert report["state"] == {"text": "hi!!!", "score": 3}
+    assert report["state_needs_graph"] == {}
+    assert '  "text": "hi!!!",' in out_of(capsys, "show", "t1", "--db", db)
+
+
+REDUCERS = """\
+import operator
+from typing import Annotated, TypedDict
+
+from corral import END, Graph, interrupt
+from corral.reducers import add_messages, union
+
+
+def keep_longest(current: str, update: str) -> str:
+    return max(current, update, key=len)
+
+
+class State(TypedDict):
+    notes: Annotated[list[str], operator.add]
+    tags: Annotated[set[str], union]
+    messages: Annotated[list[dict[str, str]], add_messages]
+    LONGEST
+    question: str
+
+
+first = Graph(State, name="first")
+
+
+@first.node(start=True, then="ask")
+def note(state: State) -> dict[str, object]:
+    return {"notes": ["n"], "tags": {"t"}, "messages": [{"id": "m1", "content": "hello"}]}
+
+
+@first.node(then=END)
+def ask(state: State) -> dict[str, object]:
+    return {"question": interrupt("please read " + "a long paragraph " * 12 + "and answer")}
+
+
+second = Graph(State, name="second")
+
+
+@second.node(start=True, then=END)
+def other(state: State) -> None:
+    return None
+"""
+
+
+@pytest.mark.parametrize("custom", [False, True])
+def test_show_replays_builtin_reducers_and_names_a_custom_one(
+    custom: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """operator.add, union and add_messages are replayed without --graph; a custom reducer is
+    named as the key that needs it; --graph picks one of two graphs by name; the payload
+    waiting for an answer wraps instead of being cut."""
+    monkeypatch.chdir(tmp_path)
+    longest = "longest: Annotated[str, keep_longest]" if custom else "longest: str"
+    (tmp_path / "two.py").write_text(REDUCERS.replace("LONGEST", longest))
+    init = '{"notes": ["a"], "tags": ["s"], "longest": "xy", "question": ""}'
+    assert main(["run", "two.py:first", "--db", "r.sqlite", "--thread", "t", "--input", init]) == 3
+    capsys.readouterr()
+    report = json.loads(out_of(capsys, "show", "t", "--db", "r.sqlite", "--format", "json",
+                               narrow=False))  # fmt: skip
+    text = out_of(capsys, "show", "t", "--db", "r.sqlite")
+    assert "a long paragraph and answer" in " ".join(line.strip() for line in text.splitlines())
+    if custom:
+        assert report["state"] is None
+        assert report["state_needs_graph"] == {"longest": "keep_longest"}
+        assert "custom reducers, not replayed without it: 'longest' (keep_longest)" in text
+    else:
+        assert report["state"]["notes"] == ["a", "n"]
+        assert report["state"]["messages"] == [{"id": "m1", "content": "hello"}]
+    assert main(["show", "t", "--db", "r.sqlite", "--graph", "two.py"]) == 2
+    assert "defines 2 graphs (first, second); pick one with two.py:first" in capsys.readouterr().err
+    picked = json.loads(out_of(capsys, "show", "t", "--db", "r.sqlite", "--graph", "two.py:first",
+                               "--format", "json", narrow=False))  # fmt: skip
+    assert picked["state"]["notes"] == ["a", "n"]

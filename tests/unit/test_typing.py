@@ -117,6 +117,7 @@ def test_every_case_is_collected() -> None:
         "send_function.py",
         "guard_target.py",
         "router_target_typo.py",
+        "answers_and_deps.py",
     ],
 )
 def test_each_promise_of_typing_at_the_edges_pins_the_whole_message(name: str) -> None:

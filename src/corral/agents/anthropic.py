@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, overload
 
+import anthropic
 from anthropic import Anthropic, AsyncAnthropic
 
+from corral.agents._unavailable import provider_errors
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
 from corral.agents.model import ClientModel, Emit
 from corral.agents.toolbox import ToolSchema
@@ -80,6 +82,7 @@ class AnthropicModel(ClientModel[Anthropic]):
 
     factory = "anthropic_model"
 
+    @provider_errors(anthropic)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -103,6 +106,7 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
 
     factory = "anthropic_model"
 
+    @provider_errors(anthropic)
     async def __call__(
         self,
         messages: Sequence[Message],

@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+import openai
 from openai import AsyncOpenAI, OpenAI
 
+from corral.agents._unavailable import provider_errors
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
 from corral.agents.model import ClientModel, Emit
 from corral.agents.toolbox import INVALID_JSON_KEY, ToolSchema
@@ -65,6 +67,7 @@ class OpenAIModel(ClientModel[OpenAI]):
 
     factory = "openai_model"
 
+    @provider_errors(openai)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -87,6 +90,7 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
 
     factory = "openai_model"
 
+    @provider_errors(openai)
     async def __call__(
         self,
         messages: Sequence[Message],

@@ -27,10 +27,18 @@ from corral.agents.messages import (
     new_id,
     tool_result,
 )
-from corral.agents.model import Emit, TokenEvent, is_async_model, takes_emit, validate_reply
+from corral.agents.model import (
+    Emit,
+    Model,
+    TokenEvent,
+    is_async_model,
+    takes_emit,
+    validate_reply,
+)
 from corral.agents.toolbox import Toolbox, ToolFunction
 from corral.dsl import Graph
 from corral.errors import GraphError
+from corral.retry import Retry
 from corral.runtime.context import Context
 from corral.spec import END, End, Guard
 
@@ -162,7 +170,7 @@ def give_up_node(max_turns: int) -> Callable[..., Any]:
 
 @overload
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
@@ -170,10 +178,12 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    retry: Retry | None = None,
+    timeout: float | None = None,
 ) -> Graph[AgentState]: ...
 @overload
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
@@ -181,10 +191,12 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    retry: Retry | None = None,
+    timeout: float | None = None,
     state_schema: type[StateT],
 ) -> Graph[StateT]: ...
 def react_agent(
-    model: Callable[..., Any],
+    model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
     *,
     max_turns: int = 8,
@@ -192,6 +204,8 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    retry: Retry | None = None,
+    timeout: float | None = None,
     state_schema: type[Any] = AgentState,
 ) -> Graph[Any]:
     """Return a ReAct agent graph: ``model`` → ``needs_tools`` → ``tools`` → ``model``.
@@ -222,6 +236,11 @@ def react_agent(
             a node you add to the returned graph.
         name: the graph's name (shown by ``corral draw`` and in findings).
         max_steps: the graph's step cap; at least ``2 * max_turns + 2`` (the worst case).
+        retry: the model node's :class:`~corral.Retry`: the adapters raise an unreachable,
+            timed-out, rate-limited (429) or failing (5xx) provider as
+            :class:`~corral.errors.ModelUnavailableError`, which ``Retry()`` retries,
+            waiting at least the provider's ``Retry-After``.
+        timeout: seconds the model node may run (an async model) before it is cancelled.
         state_schema: a ``TypedDict`` with the ``messages`` key of :class:`AgentState`
             (subclass it to add keys); ``AgentState`` by default.
     """
@@ -238,7 +257,8 @@ def react_agent(
         )
         raise GraphError(msg)
     g: Graph[Any] = Graph(state_schema, name=name, max_steps=max_steps or max(50, worst))
-    g.node("model", start=True, writes=("messages",))(model_node(model, box, system=system))
+    model_spec = g.node("model", start=True, writes=("messages",), retry=retry, timeout=timeout)
+    model_spec(model_node(model, box, system=system))
     guard = Guard("tools", max=max_turns, otherwise="give_up")
     g.router("model", guards=[guard])(needs_tools if then == END else _needs_tools_or(then))
     g.node("tools", then="model", writes=("messages",))(tool_node(box))

@@ -59,6 +59,7 @@ _SHAPES: Final[dict[str, tuple[Check, str]]] = {
     "answers": (_dict_of(_list_of(lambda _: True)), "an object of lists"),
     "done": (_list_of(_task), "a list of finished tasks"),
     "reroute": (_list_of(_task), "a list of finished tasks"),
+    "reducers": (_dict_of(_str), "an object of reducer names"),
 }
 """Each key the engine reads from ``meta``: the check its value must pass, and its shape."""
 

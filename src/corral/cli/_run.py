@@ -27,7 +27,7 @@ from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
 from corral.cli._options import DEFAULT_DB
-from corral.cli._shell import command_lines, say
+from corral.cli._shell import command_lines, fit_line, say
 from corral.control import Resume
 from corral.errors import (
     CheckpointError,
@@ -240,7 +240,7 @@ class _Progress:
         """The paths of the subgraph nodes (``research``, ``research/inner``)."""
 
     def __call__(self, event: object) -> None:
-        from corral.runtime.events import NodeStart, Paused, RouteTaken
+        from corral.runtime.events import NodeRetry, NodeStart, Paused, RouteTaken
 
         if isinstance(event, NodeStart):
             send = " (Send)" if event.send else ""
@@ -259,6 +259,12 @@ class _Progress:
             elif event.guard is not None:
                 count, bound = event.guard
                 print(f"        {event.source} → {target} (guard {count}/{bound})", file=sys.stderr)
+        elif isinstance(event, NodeRetry):
+            line = (
+                f"        {event.node} attempt {event.attempt} failed ({event.error}); "
+                f"retrying in {event.delay_s:g} s"
+            )
+            print("\n".join(fit_line(line)), file=sys.stderr)
         elif isinstance(event, Paused):
             names = ", ".join(dict.fromkeys(i.node for i in event.interrupts))
             print(f"        paused at {names}", file=sys.stderr)

@@ -5,8 +5,9 @@ write. Everything they print comes from each checkpoint's metadata (status, step
 next nodes, guard counts, runs of each node, pending interrupts) and its writes (which
 keys the nodes that ran wrote). Two things need the graph, given with ``--graph PATH``: a
 guard's maximum, and the state when the newest checkpoint stores only what changed (the
-state is then rebuilt with the graph's reducers, exactly as ``get_state`` does). Every
-line fits 80 columns: table cells and state lines are cut (``…``), other lines wrapped,
+state is then rebuilt with the graph's reducers, exactly as ``get_state`` does; without
+``--graph``, with the reducers the checkpoints name, when all are corral's own). Every
+line fits 80 columns: table cells are cut (``…``), other lines wrapped,
 and the resume command continued with `` \\`` (see ``_shell``).
 """
 
@@ -27,6 +28,7 @@ from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
+from corral.errors import CorralError
 from corral.history import (
     CHILD_THREAD,
     HistoryRow,
@@ -37,6 +39,8 @@ from corral.history import (
     written_at,
 )
 from corral.loader import UsageError
+from corral.reducers import BUILT_IN
+from corral.runtime.state import apply_writes
 
 __all__ = ["history", "open_existing", "show", "threads"]
 
@@ -196,10 +200,13 @@ def show(args: argparse.Namespace) -> int:
     meta = last.meta
     maxima: dict[tuple[str, str], int] = {}
     state: dict[str, Any] | None = dict(last.snapshot) if last.snapshot is not None else None
+    custom: dict[str, str] = {}
     if args.graph:
         app = _app(args.graph, saver, verbose=args.verbose)
         state = app.get_state(args.thread).values
         maxima = _guard_maxima(app)
+    elif state is None:
+        state, custom = _replayed(saver.chain(args.thread, None))
     interrupts = [dict(p) for p in meta.get("interrupts") or []]
     report = {
         "thread": args.thread,
@@ -222,6 +229,7 @@ def show(args: argparse.Namespace) -> int:
             for p in interrupts
         ],
         "state": state,
+        "state_needs_graph": custom,
         "resume": _resume(args, interrupts, failed=_error(meta) is not None),
         "error": _error(meta),
     }
@@ -230,6 +238,28 @@ def show(args: argparse.Namespace) -> int:
         return 0
     print(_show_text(report, graph_given=bool(args.graph)))
     return 0
+
+
+def _replayed(chain: list[Checkpoint]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Return the state at the chain's end, replayed with the reducers its meta names.
+
+    Only corral's built-in reducers can be replayed without the graph; otherwise the state
+    is ``None`` and the keys that need ``--graph`` come second, with their reducers' names.
+    """
+    named = next((c.meta["reducers"] for c in reversed(chain) if "reducers" in c.meta), None)
+    if not chain or chain[0].snapshot is None or named is None:
+        return None, {}
+    custom = {key: name for key, name in named.items() if name not in BUILT_IN}
+    if custom:
+        return None, custom
+    reducers = {key: BUILT_IN[name] for key, name in named.items()}
+    values = dict(chain[0].snapshot)
+    try:
+        for checkpoint in chain[1:]:
+            values = apply_writes(values, list(checkpoint.writes), reducers, {})
+    except CorralError:
+        return None, {}
+    return values, {}
 
 
 def _error(meta: dict[str, Any]) -> str | None:
@@ -305,14 +335,17 @@ def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
         lines.append("waiting for a person:")
         for p in report["interrupts"]:
             value = json.dumps(p["value"], ensure_ascii=False, default=repr)
-            lines.append(_cut(f"  {p['node']} asks (id {p['id']}): {value}", WIDTH))
+            lines.extend(fit_line(f"  {p['node']} asks (id {p['id']}): {value}"))
         lines.append("resume with (VALUE is parsed as JSON when it is JSON):")
         lines.extend(command_lines(shlex.split(report["resume"])))
+    custom = ", ".join(f"{k!r} ({name})" for k, name in report["state_needs_graph"].items())
     if report["state"] is None:
         lines.append("state: the newest checkpoint stores only what changed; give")
         lines.append("  --graph PATH to rebuild it with the graph's reducers")
+        if custom:
+            lines.extend(fit_line(f"  (custom reducers, not replayed without it: {custom})"))
     else:
         lines.append("state:")
         text = json.dumps(report["state"], indent=2, ensure_ascii=False, default=repr)
-        lines.extend("  " + _cut(line, WIDTH - 2) for line in text.splitlines())
+        lines.extend(wrapped for line in text.splitlines() for wrapped in fit_line("  " + line))
     return "\n".join(lines)

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
+from corral._habits import langgraph_hints
 from corral.checkpoint.base import Checkpointer, holding
-from corral.control import Command, Resume
+from corral.control import AnswerT, Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
 from corral.runtime.child_graph import ChildGraph, paused_children
+from corral.runtime.context import DepsT
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
@@ -37,7 +39,7 @@ InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
 
 
-class CompiledGraph(Generic[StateT, InputT]):
+class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
     """A checked graph, ready to run.
 
     Generic in the graph's state schema (what :class:`Run` holds) and in what ``invoke``
@@ -84,14 +86,15 @@ class CompiledGraph(Generic[StateT, InputT]):
 
     # ------------------------------------------------------------------ running
 
+    @langgraph_hints(2)
     def invoke(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Run[StateT]:
         """Run the graph from ``input`` to ``END`` (or a pause) and return the :class:`Run`.
@@ -129,14 +132,15 @@ class CompiledGraph(Generic[StateT, InputT]):
             pass
         return run_of(rs)
 
+    @langgraph_hints(2)
     async def ainvoke(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
@@ -148,60 +152,61 @@ class CompiledGraph(Generic[StateT, InputT]):
     @overload
     def stream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def stream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["values"],
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[StateT]: ...
     @overload
     def stream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["events"],
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[Event]: ...
     @overload
     def stream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[tuple[str, Any]]: ...
+    @langgraph_hints(2)
     def stream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> Iterator[Any]:
         """Run like :meth:`invoke`, yielding as it goes.
@@ -220,15 +225,64 @@ class CompiledGraph(Generic[StateT, InputT]):
             return _drive_in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
         return streams.select(rs, self._sync(rs, tracer), modes)
 
+    @overload
     def astream(
         self,
-        input: InputT | Resume | Command[Any] | None,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
+        *,
+        mode: Literal["updates"] = ...,
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        max_steps: int | None = None,
+        deps: DepsT | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]: ...
+    @overload
+    def astream(
+        self,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
+        *,
+        mode: Literal["values"],
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        max_steps: int | None = None,
+        deps: DepsT | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> AsyncIterator[StateT]: ...
+    @overload
+    def astream(
+        self,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
+        *,
+        mode: Literal["events"],
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        max_steps: int | None = None,
+        deps: DepsT | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> AsyncIterator[Event]: ...
+    @overload
+    def astream(
+        self,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
+        *,
+        mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
+        thread_id: str | None = None,
+        checkpoint_id: str | None = None,
+        max_steps: int | None = None,
+        deps: DepsT | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> AsyncIterator[tuple[str, Any]]: ...
+    @langgraph_hints(2)
+    def astream(
+        self,
+        input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         max_steps: int | None = None,
-        deps: Any = None,
+        deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
     ) -> AsyncIterator[Any]:
         """Run like :meth:`ainvoke`, yielding like :meth:`stream`, live.
@@ -245,7 +299,7 @@ class CompiledGraph(Generic[StateT, InputT]):
 
     # ------------------------------------------------------------------ threads
 
-    def submit(self, input: InputT | Resume | None, *, thread_id: str) -> int:
+    def submit(self, input: InputT | Resume[AnswerT] | None, *, thread_id: str) -> int:
         """Queue a run of ``thread_id`` for a worker (``corral worker``); return its id.
 
         The queue lives in the checkpointer's database (``PostgresSaver``, or a
@@ -267,6 +321,7 @@ class CompiledGraph(Generic[StateT, InputT]):
 
         return wait(self, thread_id, timeout)
 
+    @langgraph_hints(1)
     def get_state(
         self, thread_id: str, checkpoint_id: str | None = None, *, subgraphs: bool = False
     ) -> StateSnapshot:
@@ -285,10 +340,12 @@ class CompiledGraph(Generic[StateT, InputT]):
             return snapshot
         return paused_children(self._tables, saver, snapshot, thread_id)
 
+    @langgraph_hints(1)
     def history(self, thread_id: str) -> list[StateSnapshot]:
         """Return every checkpoint of the thread as a snapshot, newest first."""
         return threads.history(self._tables, self._saver("history"), thread_id)
 
+    @langgraph_hints(1)
     def update_state(
         self,
         thread_id: str,

@@ -90,7 +90,7 @@ def call_sync(policy: Retry | None, call: Callable[[], Any], record: Attempts) -
             if attempt >= policy.attempts or not policy.retries(exc):
                 _mark(exc, attempt)
                 raise
-            delay = policy.delay(attempt)
+            delay = policy.delay(attempt, error=exc)
             record.failed(attempt, exc, perf_counter() - start, delay)
         else:
             record.succeeded(attempt)
@@ -116,7 +116,7 @@ async def call_async(
             if policy is None or attempt >= policy.attempts or not policy.retries(exc):
                 _mark(exc, attempt)
                 raise
-            delay = policy.delay(attempt)
+            delay = policy.delay(attempt, error=exc)
             record.failed(attempt, exc, perf_counter() - start, delay)
         else:
             record.succeeded(attempt)

@@ -11,7 +11,9 @@ resume the node runs again from its start, so code before ``interrupt()`` runs a
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, overload
+
+from typing_extensions import TypeForm, TypeVar
 
 from corral.errors import InterruptWithoutCheckpointerError
 
@@ -37,12 +39,21 @@ class UnansweredInterrupt(BaseException):
         self.index = index
 
 
+AnswerT = TypeVar("AnswerT")
 answers_given: ContextVar[Answers | None] = ContextVar("corral_interrupt", default=None)
 """The answers of the node run in progress (``None``: a graph without a checkpointer)."""
 
 
-def interrupt(payload: Any) -> Any:
+@overload
+def interrupt(payload: Any) -> Any: ...
+@overload
+def interrupt(payload: Any, answer_type: TypeForm[AnswerT]) -> AnswerT: ...
+def interrupt(payload: Any, answer_type: Any = None) -> Any:
     """Pause the run and surface ``payload``; return the person's answer on resume.
+
+    ``answer_type`` tells the type checker what the answer is (``interrupt(q, str)``), as
+    ``compile(answer_type=str)`` makes ``invoke(Resume(5))`` a type error; it is not
+    checked at run time.
 
     Raises:
         GraphError: called outside a node of a graph compiled with a checkpointer.

@@ -42,6 +42,7 @@ from corral.checkpoint.base import (
     TaskWrites,
     starting_hold,
 )
+from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
 from corral.runtime.tables import NO_ARG, Tables, Task
@@ -195,6 +196,9 @@ class ThreadWriter(CheckpointWriter):
             snapshot = None
             since = self.since_snapshot + 1
         meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
+        if snapshot is not None or source == "input":
+            # ``corral show`` replays later writes with these, without loading the graph.
+            meta["reducers"] = reducer_names(self.tables)
         if self.fork:
             meta["fork"] = self.fork
         if extra:
@@ -221,6 +225,11 @@ class ThreadWriter(CheckpointWriter):
         rs.checkpoint_id = checkpoint_id
         if rs.emit is not None:
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
+
+
+def reducer_names(tables: Tables) -> dict[str, str]:
+    """Return the name of each key's reducer (:func:`corral.reducers.reducer_name`)."""
+    return {key: reducer_name(fn) for key, fn in tables.reducers.items() if fn is not None}
 
 
 def _meta(
