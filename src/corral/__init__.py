@@ -20,12 +20,15 @@ if TYPE_CHECKING:
     from corral.checkpoint.postgres import PostgresSaver
     from corral.checkpoint.sqlite import SqliteSaver
     from corral.control import Command, Resume, Send
+    from corral.cost import Budget, Cost
     from corral.dsl import Graph
     from corral.errors import (
+        BudgetError,
         BusyThreadError,
         CheckpointError,
         ConcurrentRunError,
         CorralError,
+        CostExceededError,
         GraphError,
         GuardExhaustedError,
         InterruptWithoutCheckpointerError,
@@ -61,6 +64,8 @@ _DEFINED_IN = {
     "Graph": "corral.dsl",
     "Guard": "corral.spec",
     "Retry": "corral.retry",
+    "Budget": "corral.cost",
+    "Cost": "corral.cost",
     "Command": "corral.control",
     "Overwrite": "corral.reducers",
     "Send": "corral.control",
@@ -77,10 +82,12 @@ _DEFINED_IN = {
     "Bound": "corral.analysis.bound",
     "Cycle": "corral.spec",
     "Diagnostic": "corral.analysis.diagnostic",
+    "BudgetError": _ERRORS,
     "BusyThreadError": _ERRORS,
     "CheckpointError": _ERRORS,
     "ConcurrentRunError": _ERRORS,
     "CorralError": _ERRORS,
+    "CostExceededError": _ERRORS,
     "GraphError": _ERRORS,
     "GuardExhaustedError": _ERRORS,
     "InterruptWithoutCheckpointerError": _ERRORS,
@@ -132,6 +139,8 @@ __all__ = [
     "Graph",
     "Guard",
     "Retry",
+    "Budget",
+    "Cost",
     # what nodes and routers return
     "Command",
     "Overwrite",
@@ -153,10 +162,12 @@ __all__ = [
     "Cycle",
     "Diagnostic",
     # errors
+    "BudgetError",
     "BusyThreadError",
     "CheckpointError",
     "ConcurrentRunError",
     "CorralError",
+    "CostExceededError",
     "GraphError",
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",

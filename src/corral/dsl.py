@@ -26,6 +26,7 @@ from corral._registry import (
     node_spec,
     router_spec,
 )
+from corral.cost import Budget, Cost
 from corral.errors import GraphError
 from corral.retry import Retry
 from corral.schema import read_schema
@@ -80,6 +81,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -91,6 +93,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -102,6 +105,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -113,6 +117,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -123,6 +128,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
@@ -133,6 +139,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.name = name
         self.max_steps = max_steps
         self.retry = _subgraph.check_retry(retry, "Graph")
+        _check_amount(budget, Budget, "budget")
+        self.budget = budget
         self._localns = caller_locals(1)
         """The locals of the function that made the graph: its schemas' annotations may
         name them (as route annotations name the locals their decorators saw)."""
@@ -169,6 +177,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: None = None,
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[StateT, UpdateT, NodesT]: ...
     @overload
     def node(
@@ -185,6 +194,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: TypeForm[InputT],
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[InputT, UpdateT, NodesT]: ...
     def node(
         self,
@@ -200,6 +210,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: TypeForm[Any] | None = None,
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[Any, UpdateT, NodesT]:
         """Register the decorated function as a node; return it unchanged.
 
@@ -236,6 +247,9 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                 node's first parameter against it. Recorded as :attr:`NodeSpec.input`.
             retry: run the node again on a transient error (the graph's ``retry=`` if omitted).
             timeout: seconds an async node may run before it is cancelled.
+            cost: the most one attempt of the node spends (``Cost``); the graph's cost
+                ceiling (``g.bound().cost``) adds it up, and a run that spends more
+                raises ``CostExceededError``.
         """
         localns = caller_locals(1)
         if name is not None and not isinstance(name, str):
@@ -256,6 +270,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
         node_retry = _subgraph.check_retry(retry, "node")
         timeout_s = _subgraph.check_timeout(timeout)
+        _check_amount(cost, Cost, "cost")
 
         def register(
             node_func: NodeFunction[Any, UpdateT, NodesT, ParamsT, ReturnT], /
@@ -279,6 +294,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     input=input,
                     retry=node_retry,
                     timeout_s=timeout_s,
+                    cost=cost,
                 )
             )
             return node_func
@@ -400,6 +416,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             max_steps=self.max_steps,
             node_names=node_names,
             update_keys=update_keys,
+            budget=self.budget,
         )
 
     def check(self) -> list[Diagnostic]:
@@ -475,3 +492,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             max_steps=max_steps,
             telemetry=telemetry,
         )
+
+
+def _check_amount(value: object, kind: type[Cost | Budget], name: str) -> None:
+    """Raise ``GraphError`` unless ``value`` is a ``kind`` or ``None``."""
+    if value is not None and not isinstance(value, kind):
+        msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
+        raise GraphError(msg)

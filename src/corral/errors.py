@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
+    from corral.cost import Budget, Cost
 
 __all__ = [
+    "BudgetError",
     "BusyThreadError",
     "CheckpointError",
     "CorralError",
+    "CostExceededError",
     "GraphError",
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",
@@ -115,6 +118,37 @@ class GuardExhaustedError(_RunLimitError):
         self.source = source
         self.target = target
         self.max = max
+
+
+class BudgetError(_RunLimitError):
+    """The run stopped before ``node``: its declared ``cost`` on top of what the run has
+    ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str,
+        spent: Cost,
+        cost: Cost,
+        budget: Budget,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, state=state)
+        self.node = node
+        self.spent = spent
+        self.cost = cost
+        self.budget = budget
+
+
+class CostExceededError(CorralError):
+    """A node spent more than its declared ``cost`` (``None``: it declares none)."""
+
+    def __init__(self, message: str, *, node: str, declared: Cost | None, spent: Cost) -> None:
+        super().__init__(message)
+        self.node = node
+        self.declared = declared
+        self.spent = spent
 
 
 class RouteError(CorralError, ValueError):

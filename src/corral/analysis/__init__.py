@@ -93,7 +93,7 @@ def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> li
             diagnostic = Diagnostic(
                 code=rule.code,
                 slug=rule.slug,
-                severity=rule.severity,
+                severity=finding.severity or rule.severity,
                 message=finding.message,
                 nodes=finding.nodes,
                 file=location.file,

@@ -189,13 +189,20 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n"
             "  corral cycles examples/draft_loop.py\n"
-            "  corral cycles agents.support:graph --limit 20"
+            "  corral cycles agents.support:graph --limit 20\n"
+            "  corral cycles examples/research_team.py --format json"
         ),
         formatter_class=_formatter,
     )
     cycles.add_argument("path", metavar="PATH", help=_PATH_HELP)
     cycles.add_argument(
         "--limit", type=_positive, default=100, help="list at most N cycles (default: 100)"
+    )
+    cycles.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text, or json with the cycles, the step bound and the cost ceiling",
     )
     cycles.set_defaults(handler=_show.cycles)
 

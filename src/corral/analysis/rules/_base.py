@@ -49,6 +49,9 @@ class Finding:
     """Where to point; ``None`` points at the first registered node, else at the graph."""
     site_ignore: tuple[str, ...] = ()
     """The ``ignore=`` prefixes of the router (or node) the finding is placed at."""
+    severity: Severity | None = None
+    """The finding's own severity, for a rule that reports errors and warnings; ``None``:
+    the rule's."""
 
 
 @dataclass(frozen=True)
