@@ -141,8 +141,8 @@ class BudgetError(_RunLimitError):
         self.budget = budget
 
 
-class CostExceededError(CorralError):
-    """A node spent more than its declared ``cost`` (``None``: it declares none)."""
+class CostExceededError(_RunLimitError):
+    """A node run spent more than its declared ``cost`` (``None``: it declares none)."""
 
     def __init__(self, message: str, *, node: str, declared: Cost | None, spent: Cost) -> None:
         super().__init__(message)

@@ -27,8 +27,9 @@ from corral.agents.messages import (
     new_id,
     tool_result,
 )
-from corral.agents.model import Emit, TokenEvent, is_async_model, takes_emit, validate_reply
+from corral.agents.model import Emit, TokenEvent, is_async_model, takes, validate_reply
 from corral.agents.toolbox import Toolbox, ToolFunction
+from corral.cost import Cost
 from corral.dsl import Graph
 from corral.errors import GraphError
 from corral.runtime.context import Context
@@ -92,18 +93,23 @@ def model_node(
     """Return a node that calls ``model`` with the conversation and the tool schemas.
 
     The reply is merged as an assistant message (given an id when it has none). A model
-    that takes ``emit`` gets one that sends its tokens as custom events (``ctx.emit``).
+    that takes ``emit`` gets one that sends its tokens as custom events (``ctx.emit``); a
+    model that takes ``spend`` gets ``ctx.spend``, to report what each call spends.
     """
     schemas = toolbox.schemas()
     prompt: list[Message] = []
     if system is not None:
         prompt_message: SystemMessage = {"role": "system", "content": system, "id": "system"}
         prompt.append(prompt_message)
-    streams = takes_emit(model)
+    streams = takes(model, "emit")
+    spends = takes(model, "spend")
 
     def arguments(state: AgentState, ctx: Context[Any]) -> tuple[list[Any], dict[str, Any]]:
         messages = [*prompt, *state["messages"]]
-        return [messages, schemas], ({"emit": _emitter(ctx)} if streams else {})
+        kwargs: dict[str, Any] = {"emit": _emitter(ctx)} if streams else {}
+        if spends:
+            kwargs["spend"] = ctx.spend
+        return [messages, schemas], kwargs
 
     if is_async_model(model):
 
@@ -170,6 +176,7 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    cost: Cost | None = None,
 ) -> Graph[AgentState]: ...
 @overload
 def react_agent(
@@ -181,6 +188,7 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    cost: Cost | None = None,
     state_schema: type[StateT],
 ) -> Graph[StateT]: ...
 def react_agent(
@@ -192,6 +200,7 @@ def react_agent(
     then: str = END,
     name: str = "react_agent",
     max_steps: int | None = None,
+    cost: Cost | None = None,
     state_schema: type[Any] = AgentState,
 ) -> Graph[Any]:
     """Return a ReAct agent graph: ``model`` → ``needs_tools`` → ``tools`` → ``model``.
@@ -222,6 +231,8 @@ def react_agent(
             a node you add to the returned graph.
         name: the graph's name (shown by ``corral draw`` and in findings).
         max_steps: the graph's step cap; at least ``2 * max_turns + 2`` (the worst case).
+        cost: the most one model call spends; the graph's cost ceiling is then
+            ``max_turns + 1`` times it (``g.bound().cost``).
         state_schema: a ``TypedDict`` with the ``messages`` key of :class:`AgentState`
             (subclass it to add keys); ``AgentState`` by default.
     """
@@ -238,7 +249,8 @@ def react_agent(
         )
         raise GraphError(msg)
     g: Graph[Any] = Graph(state_schema, name=name, max_steps=max_steps or max(50, worst))
-    g.node("model", start=True, writes=("messages",))(model_node(model, box, system=system))
+    model_fn = model_node(model, box, system=system)
+    g.node("model", start=True, writes=("messages",), cost=cost)(model_fn)
     guard = Guard("tools", max=max_turns, otherwise="give_up")
     g.router("model", guards=[guard])(needs_tools if then == END else _needs_tools_or(then))
     g.node("tools", then="model", writes=("messages",))(tool_node(box))

@@ -16,6 +16,7 @@ from typing_extensions import TypeVar
 
 from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
+from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
 from corral.runtime.drivers import run_async, run_sync
@@ -106,6 +107,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Run[StateT]:
         """Run the graph from ``input`` to ``END`` (or a pause) and return the :class:`Run`.
 
@@ -119,9 +121,12 @@ class CompiledGraph(Generic[StateT, InputT]):
             max_steps: the most node runs this run may take (overrides the graph's).
             deps: handed to every node and router as ``ctx.deps``.
             on_event: called with every event record as it happens (progress, tracing).
+            budget: the most this run may spend (overrides the graph's ``budget=``).
 
         Raises:
-            StepLimitError, NodeCapError, GuardExhaustedError: a bound stopped the run.
+            StepLimitError, NodeCapError, GuardExhaustedError, BudgetError: a bound stopped
+                the run.
+            CostExceededError: a node spent more than its declared ``cost``.
             NodeError: a node or router raised; the original is its ``__cause__``.
             InvalidUpdateError, RouteError: a node or router returned something invalid.
         """
@@ -135,9 +140,10 @@ class CompiledGraph(Generic[StateT, InputT]):
                     max_steps=max_steps,
                     deps=deps,
                     on_event=on_event,
+                    budget=budget,
                 )
             )
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget)
         for _ in self._sync(rs):
             pass
         return run_of(rs)
@@ -151,9 +157,10 @@ class CompiledGraph(Generic[StateT, InputT]):
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        rs = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget)
         async for _ in self._async(rs):
             pass
         return run_of(rs)
@@ -346,6 +353,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         deps: Any,
         on_event: Callable[[Event], None] | None,
         buffer: list[Event] | None,
+        budget: Budget | None = None,
     ) -> RunState:
         tracer = None
         if self.telemetry:
@@ -370,6 +378,8 @@ class CompiledGraph(Generic[StateT, InputT]):
             if tracer is not None:
                 tracer.fail(exc)
             raise
+        if budget is not None:
+            rs.purse.budget = budget
         if tracer is not None:
             tracer.started(rs.thread_id)
             self._tracers[id(rs)] = tracer

@@ -30,6 +30,7 @@ from corral.runtime.run_state import RunState
 
 if TYPE_CHECKING:
     from corral.runtime.child_graph import ChildGraph
+    from corral.runtime.context import Purse
 
 __all__ = ["Entry", "Relay", "StepPool"]
 
@@ -91,6 +92,7 @@ class Relay:
         "offset",
         "own",
         "pool",
+        "purse",
         "rs",
         "shared",
         "started",
@@ -105,8 +107,11 @@ class Relay:
         *,
         shared: bool,
         entry: int = 0,
+        purse: Purse | None = None,
     ) -> None:
         self.child = child
+        self.purse = purse
+        """The parent run's spending, which the child's run shares."""
         self.entry = entry
         """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
         self.pool = pool
@@ -131,6 +136,8 @@ class Relay:
         counted them when the child paused); the others (runs before a crash) are not.
         """
         self.rs = rs
+        if self.purse is not None:
+            rs.purse = self.purse
         self.own = min(rs.max_steps, self.child.max_steps)
         self.started = rs.steps
         self.counted = counted

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from corral.runtime.context import Context
+from corral.runtime.context import Context, Purse
 from corral.runtime.events import Custom, Event, Interrupt, Paused
 from corral.runtime.state import ListNotes, is_flat
 from corral.runtime.tables import Node, Tables, Task
@@ -146,6 +146,7 @@ class RunState:
         "notes",
         "pause_after",
         "pause_before",
+        "purse",
         "reroute",
         "retried",
         "runs",
@@ -180,6 +181,8 @@ class RunState:
         self.steps = 0
         self.supersteps = 0
         self.runs: dict[str, int] = {}
+        self.purse = Purse(tables.spec.budget, tables.costs_checked)
+        """What the run has spent and may spend (a subgraph's run shares its parent's)."""
         self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
         self.arrived: dict[str, set[str]] = {}
         """Per join: the nodes it waits for that finished a run since its own last run."""
@@ -232,6 +235,7 @@ class RunState:
         rs.flat = is_flat(values) if flat is None else flat
         rs.done, rs.answers, rs.reroute, rs.steps, rs.supersteps = {}, {}, None, 0, 0
         rs.runs, rs.guards, rs.arrived, rs.held = {}, self.guards.copy(), {}, []
+        rs.purse = self.purse  # the entry's Relay hands it the parent's
         rs.status, rs.interrupts = "running", []
         rs.pause_before, rs.pause_after = self.pause_before, self.pause_after
         rs.trace = self.trace.copy()  # empty, with its maxlen: a third of deque(maxlen=...)
@@ -250,6 +254,8 @@ class RunState:
             runs=self.runs,
             guards=self.guards,
             emit=self.custom if self.emit is not None else None,
+            purse=self.purse,
+            limit=self.tables.nodes[node].cost,
         )
 
     def pause(self, pauses: list[Pause]) -> None:

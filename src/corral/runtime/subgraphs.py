@@ -148,7 +148,7 @@ def run_child_sync(
     child: ChildGraph = call.node.child
     pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, call.position))
     # The superstep's plain tasks have the first numbers: the child's runs come after them.
-    relay = Relay(child, pool, pool.taken, rs.emit, shared=False, entry=call.step)
+    relay = Relay(child, pool, pool.taken, rs.emit, shared=False, entry=call.step, purse=rs.purse)
     return _surface(child.run_sync(_entry(rs, call, values, answers, relay)), answers)
 
 
@@ -164,7 +164,7 @@ async def run_child_async(
     if pool is None or pool.superstep != rs.supersteps + 1:
         pool = StepPool(rs.supersteps + 1, rs.max_steps, rs.steps + _plain_tasks(rs, -1))
         rs.step_pool = pool
-    relay = Relay(child, pool, rs.steps, rs.emit, shared=True, entry=call.step)
+    relay = Relay(child, pool, rs.steps, rs.emit, shared=True, entry=call.step, purse=rs.purse)
     return _surface(await child.run_async(_entry(rs, call, values, answers, relay)), answers)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from corral.checkpoint.base import NewestId
 from corral.control import Command, Resume
+from corral.cost import Budget
 from corral.errors import CheckpointError, RunCancelledError
 from corral.runtime.app import CompiledGraph, Run
 from corral.runtime.events import CheckpointWritten, Custom, Event, NodeEnd, Paused
@@ -295,6 +296,7 @@ class Dispatcher(CompiledGraph[Any]):
         max_steps: int | None = None,
         deps: Any = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Run[Any]:
         """Run the queued run of ``thread_id`` with its own graph (see :class:`Served`)."""
         assert thread_id is not None  # a worker always names the thread
