@@ -161,6 +161,8 @@ class RunEnd:
     status: str
     steps: int
     supersteps: int
+    spent: Cost = field(default_factory=Cost)
+    """What the run has spent (``run.spent``)."""
 
 
 Event: TypeAlias = (

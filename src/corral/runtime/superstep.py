@@ -453,4 +453,4 @@ def end_run(rs: RunState) -> None:
             writer.save_superstep(rs, [], [])
         rs.status = "done"
     if rs.emit is not None:
-        rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps))
+        rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps, rs.purse.spent))
