@@ -1,4 +1,5 @@
-"""What a node or a run may spend: :class:`Cost` (an amount) and :class:`Budget` (a limit).
+"""What a node or a run may spend: :class:`Cost` (an amount), :class:`Budget` (a limit) and
+:class:`Purse` (what one run has spent, held to the declared costs and the budget).
 
 Both have the fields ``calls``, ``tokens`` and ``usd``. Money is kept exactly, as a
 ``Decimal``; a float is converted through its shortest text (``0.1`` is ``Decimal("0.1")``),
@@ -19,9 +20,9 @@ from dataclasses import dataclass, fields
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeAlias
 
-from corral.errors import GraphError
+from corral.errors import BudgetError, CostExceededError, GraphError
 
-__all__ = ["FIELDS", "Budget", "Cost", "Money"]
+__all__ = ["FIELDS", "Budget", "Cost", "Money", "Purse", "require"]
 
 FIELDS = ("calls", "tokens", "usd")
 
@@ -131,6 +132,13 @@ class Budget:
         return _text(self) or "no limit"
 
 
+def require(value: object, kind: type[Cost | Budget], name: str) -> None:
+    """Raise ``GraphError`` unless ``value`` is a ``kind`` or ``None`` (``name=`` took it)."""
+    if value is not None and not isinstance(value, kind):
+        msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
+        raise GraphError(msg)
+
+
 def _whole(value: str, text: str) -> int:
     try:
         return int(value.strip().replace("_", ""))
@@ -150,3 +158,53 @@ def _text(amount: Cost | Budget) -> str:
         else:
             parts.append(f"{value:,} {spec.name[:-1] if value == 1 else spec.name}")
     return ", ".join(parts)
+
+
+class Purse:
+    """What a run has spent (``run.spent``) and may spend: shared by its subgraphs' runs."""
+
+    __slots__ = ("budget", "checked", "spent")
+
+    def __init__(self, budget: Budget | None = None, checked: frozenset[str] = frozenset()) -> None:
+        self.spent = Cost()
+        self.budget = budget
+        self.checked = checked
+        """The fields in which a node run's spending is held to its declared cost: those the
+        graph declares (in a node's cost or its budget); a graph that declares none only
+        records what it spends."""
+
+    def add(self, node: str, amount: Cost, run_total: Cost, limit: Cost | None) -> None:
+        """Add ``amount`` spent by ``node``, whose run has spent ``run_total`` so far."""
+        self.spent += amount
+        if not self.checked:
+            return
+        over = [name for name in run_total.over(limit) if name in self.checked]
+        if not over:
+            return
+        declared = f"its declared cost {limit}" if limit is not None else "no declared cost"
+        msg = (
+            f"node {node!r} spent {run_total} in one run, more than {declared} "
+            f"({', '.join(over)}); the graph's cost ceiling relies on it: declare what one "
+            f"attempt can spend with @g.node({node!r}, cost=Cost(...)), or spend less"
+        )
+        raise CostExceededError(msg, node=node, declared=limit, spent=run_total)
+
+    def refuse(self, node: str, cost: Cost | None, planned: Cost, state: Any) -> BudgetError | None:
+        """Return the error of starting ``node`` now, or ``None`` when the budget allows
+        what the run has spent, ``planned`` (its siblings in this superstep) and ``cost``."""
+        budget = self.budget
+        may = planned if cost is None else planned + cost
+        over = (self.spent + may).over(budget) if budget is not None else None
+        if not over:
+            return None
+        assert budget is not None
+        msg = (
+            f"stopped before {node!r}: the run has spent {self.spent} and {node!r} may "
+            f"spend {cost or 'nothing'}, which would pass the budget {budget} "
+            f"({', '.join(over)}); continue with a larger one: invoke(None, "
+            f"thread_id=..., budget=Budget(...)), or lower what the graph can spend (corral "
+            f"cycles shows its ceiling)"
+        )
+        return BudgetError(
+            msg, node=node, spent=self.spent, cost=cost or Cost(), budget=budget, state=state
+        )

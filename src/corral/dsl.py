@@ -26,7 +26,7 @@ from corral._registry import (
     node_spec,
     router_spec,
 )
-from corral.cost import Budget, Cost
+from corral.cost import Budget, Cost, require
 from corral.errors import GraphError
 from corral.retry import Retry
 from corral.schema import read_schema
@@ -139,7 +139,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.name = name
         self.max_steps = max_steps
         self.retry = _subgraph.check_retry(retry, "Graph")
-        _check_amount(budget, Budget, "budget")
+        require(budget, Budget, "budget")
         self.budget = budget
         self._localns = caller_locals(1)
         """The locals of the function that made the graph: its schemas' annotations may
@@ -270,7 +270,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
         node_retry = _subgraph.check_retry(retry, "node")
         timeout_s = _subgraph.check_timeout(timeout)
-        _check_amount(cost, Cost, "cost")
+        require(cost, Cost, "cost")
 
         def register(
             node_func: NodeFunction[Any, UpdateT, NodesT, ParamsT, ReturnT], /
@@ -492,10 +492,3 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             max_steps=max_steps,
             telemetry=telemetry,
         )
-
-
-def _check_amount(value: object, kind: type[Cost | Budget], name: str) -> None:
-    """Raise ``GraphError`` unless ``value`` is a ``kind`` or ``None``."""
-    if value is not None and not isinstance(value, kind):
-        msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
-        raise GraphError(msg)

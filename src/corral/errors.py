@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
-    from corral.cost import Budget, Cost
 
 __all__ = [
     "BudgetError",
@@ -122,16 +121,20 @@ class GuardExhaustedError(_RunLimitError):
 
 class BudgetError(_RunLimitError):
     """The run stopped before ``node``: its declared ``cost`` on top of what the run has
-    ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one."""
+    ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one.
+
+    ``spent`` and ``cost`` are :class:`~corral.Cost` values, ``budget`` a
+    :class:`~corral.Budget` (typed ``Any`` here: :mod:`corral.cost` raises these errors).
+    """
 
     def __init__(
         self,
         message: str,
         *,
         node: str,
-        spent: Cost,
-        cost: Cost,
-        budget: Budget,
+        spent: Any,
+        cost: Any,
+        budget: Any,
         state: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(message, state=state)
@@ -142,9 +145,10 @@ class BudgetError(_RunLimitError):
 
 
 class CostExceededError(_RunLimitError):
-    """A node run spent more than its declared ``cost`` (``None``: it declares none)."""
+    """A node run spent more than it declared: ``declared`` (its cost times its attempts;
+    ``None``: it declares none) and ``spent`` are :class:`~corral.Cost` values."""
 
-    def __init__(self, message: str, *, node: str, declared: Cost | None, spent: Cost) -> None:
+    def __init__(self, message: str, *, node: str, declared: Any, spent: Any) -> None:
         super().__init__(message)
         self.node = node
         self.declared = declared

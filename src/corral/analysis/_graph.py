@@ -118,10 +118,6 @@ class SpecGraph:
         """Return the routes declared from ``source`` to ``target``."""
         return self.pairs.get((source, target), ())
 
-    def is_guarded(self, source: str, target: str) -> bool:
-        """Return whether every route from ``source`` to ``target`` carries a guard."""
-        return (source, target) in self._guarded
-
     @cached_property
     def nodes(self) -> list[NodeSpec]:
         """Return the first node registered under each name, in registration order."""

@@ -29,8 +29,8 @@ from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, 
 from corral.runtime.run_state import RunState
 
 if TYPE_CHECKING:
+    from corral.cost import Purse
     from corral.runtime.child_graph import ChildGraph
-    from corral.runtime.context import Purse
 
 __all__ = ["Entry", "Relay", "StepPool"]
 

@@ -8,10 +8,9 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from corral.cost import Budget, Cost, Money
-from corral.errors import BudgetError, CostExceededError
+from corral.cost import Cost, Money, Purse
 
-__all__ = ["Context", "Purse"]
+__all__ = ["Context"]
 
 DepsT = TypeVar("DepsT", default=Any)
 
@@ -102,53 +101,3 @@ class Context(Generic[DepsT]):
 
     def __repr__(self) -> str:
         return f"Context(node={self.node!r}, step={self.step}, thread_id={self.thread_id!r})"
-
-
-class Purse:
-    """What a run has spent (``run.spent``) and may spend: shared by its subgraphs' runs."""
-
-    __slots__ = ("budget", "checked", "spent")
-
-    def __init__(self, budget: Budget | None = None, checked: frozenset[str] = frozenset()) -> None:
-        self.spent = Cost()
-        self.budget = budget
-        self.checked = checked
-        """The fields in which a node run's spending is held to its declared cost: those the
-        graph declares (in a node's cost or its budget); a graph that declares none only
-        records what it spends."""
-
-    def add(self, node: str, amount: Cost, run_total: Cost, limit: Cost | None) -> None:
-        """Add ``amount`` spent by ``node``, whose run has spent ``run_total`` so far."""
-        self.spent += amount
-        if not self.checked:
-            return
-        over = [name for name in run_total.over(limit) if name in self.checked]
-        if not over:
-            return
-        declared = f"its declared cost {limit}" if limit is not None else "no declared cost"
-        msg = (
-            f"node {node!r} spent {run_total} in one run, more than {declared} "
-            f"({', '.join(over)}); the graph's cost ceiling relies on it: declare what one "
-            f"attempt can spend with @g.node({node!r}, cost=Cost(...)), or spend less"
-        )
-        raise CostExceededError(msg, node=node, declared=limit, spent=run_total)
-
-    def refuse(self, node: str, cost: Cost | None, planned: Cost, state: Any) -> BudgetError | None:
-        """Return the error of starting ``node`` now, or ``None`` when the budget allows
-        what the run has spent, ``planned`` (its siblings in this superstep) and ``cost``."""
-        budget = self.budget
-        may = planned if cost is None else planned + cost
-        over = (self.spent + may).over(budget) if budget is not None else None
-        if not over:
-            return None
-        assert budget is not None
-        msg = (
-            f"stopped before {node!r}: the run has spent {self.spent} and {node!r} may "
-            f"spend {cost or 'nothing'}, which would pass the budget {budget} "
-            f"({', '.join(over)}); continue with a larger one: invoke(None, "
-            f"thread_id=..., budget=Budget(...)), or lower what the graph can spend (corral "
-            f"cycles shows its ceiling)"
-        )
-        return BudgetError(
-            msg, node=node, spent=self.spent, cost=cost or Cost(), budget=budget, state=state
-        )

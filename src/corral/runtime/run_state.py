@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from corral.runtime.context import Context, Purse
+from corral.cost import Purse
+from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
 from corral.runtime.state import ListNotes, is_flat
 from corral.runtime.tables import Node, Tables, Task
