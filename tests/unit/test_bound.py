@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import END, Cost, End, Graph, Guard
+from corral import END, Cost, End, Graph, Guard, Retry
 from corral.analysis._cuts import strongly_connected
 from corral.analysis.bound import bound_of
 from corral.spec import GraphSpec
@@ -149,23 +149,27 @@ def test_the_bound_is_never_below_a_run_and_exact_on_its_class(g: Graph[State]) 
 
 
 @settings(max_examples=150, deadline=None)
-@given(guarded_graphs(), st.lists(st.integers(0, 4), min_size=5, max_size=5))
+@given(
+    guarded_graphs(),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3)), min_size=5, max_size=5),
+)
 def test_the_cost_ceiling_is_never_below_a_run_and_exact_on_its_class(
-    g: Graph[State], weights: list[int]
+    g: Graph[State], declared: list[tuple[int, int]]
 ) -> None:
-    """With random declared costs, brute force over every router choice: the ceiling is at
-    least what any run spends, and equal to the most on the exact class, in each field."""
+    """With random declared costs and retry attempts, brute force over every router choice:
+    the ceiling is at least what any run spends (each node run: its cost times its
+    attempts), and equal to the most on the exact class, in each field."""
     if any(d.code in ("CR201", "CR105") for d in g.check()):
         return
     spec = g.spec()
-    costs = {
-        n.name: Cost(tokens=w, usd=Decimal(w) / 100)
-        for n, w in zip(spec.nodes, weights, strict=False)
-    }
-    spec = replace(spec, nodes=tuple(replace(n, cost=costs[n.name]) for n in spec.nodes))
-    ceiling = bound_of(spec).cost
+    per_run = {n.name: w * k for n, (w, k) in zip(spec.nodes, declared, strict=False)}
+    nodes = [
+        replace(n, cost=Cost(tokens=w, usd=Decimal(w) / 100), retry=Retry(attempts=k))
+        for n, (w, k) in zip(spec.nodes, declared, strict=False)
+    ]
+    ceiling = bound_of(replace(spec, nodes=tuple(nodes))).cost
     assert ceiling is not None
-    most = longest_run(spec, {name: cost.tokens for name, cost in costs.items()})
+    most = longest_run(spec, per_run)
     assert ceiling.tokens >= most and ceiling.usd >= Decimal(most) / 100
     if in_exact_class(spec):
         assert (ceiling.tokens, ceiling.usd) == (most, Decimal(most) / 100)
