@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from unit.test_bound import guarded_graphs
 
 from corral import (
     END,
     Budget,
     BudgetError,
     Checkpointer,
+    CompiledGraph,
     Context,
+    CorralError,
     Cost,
     CostExceededError,
     End,
@@ -29,6 +36,7 @@ from corral import (
     SqliteSaver,
     interrupt,
 )
+from corral.analysis.bound import bound_of
 
 
 class State(TypedDict):
@@ -231,3 +239,44 @@ def test_corral_run_budget_and_what_threads_and_show_print(tmp_path: Path) -> No
     assert shown["spent"] == {"calls": 4, "tokens": 0, "usd": "0.08"}
     bad = corral("run", "agent.py", "--budget", "dollars=1")
     assert bad.returncode == 2 and "write fields as usd=0.5" in bad.stderr
+
+
+def spender(tokens: int) -> Any:
+    def node(state: Any, ctx: Context) -> None:
+        ctx.spend(tokens=tokens)
+
+    return node
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    guarded_graphs(),
+    st.lists(st.tuples(st.integers(0, 4), st.booleans()), min_size=5, max_size=5),
+    st.integers(0, 12),
+)
+def test_a_run_keeping_its_declarations_stays_within_the_ceiling_and_its_budget(
+    g: Graph[Any], amounts: list[tuple[int, bool]], budget: int
+) -> None:
+    """Random graphs whose nodes spend at most what they declare: whatever stops the run
+    (END, a cap, the budget), the thread has spent no more than the static ceiling and no
+    more than the budget."""
+    if any(d.code in ("CR201", "CR105") for d in g.check()):
+        return
+    spec = g.spec()
+    nodes = [
+        replace(
+            n,
+            func=spender(most if all_of_it else most // 2),
+            takes_ctx=True,
+            cost=Cost(tokens=most),
+        )
+        for n, (most, all_of_it) in zip(spec.nodes, amounts, strict=False)
+    ]
+    spec = replace(spec, nodes=tuple(nodes))
+    ceiling = bound_of(spec).cost
+    assert ceiling is not None
+    app: CompiledGraph[Any] = CompiledGraph(spec, checkpointer=MemorySaver())
+    with contextlib.suppress(CorralError):
+        app.invoke({"n": 0}, thread_id="t", budget=Budget(tokens=budget))
+    spent = app.get_state("t").spent.tokens
+    assert spent <= ceiling.tokens and spent <= budget
