@@ -128,6 +128,10 @@ class Budget:
             values[name] = value.strip() if name == "usd" else _whole(value, text)
         return cls(**values)
 
+    def to_json(self) -> dict[str, Any]:
+        """Return the budget as JSON values (``None``: not limited; dollars as a string)."""
+        return {"calls": self.calls, "tokens": self.tokens, "usd": _maybe(self.usd)}
+
     def __str__(self) -> str:
         return _text(self) or "no limit"
 
@@ -137,6 +141,10 @@ def require(value: object, kind: type[Cost | Budget], name: str) -> None:
     if value is not None and not isinstance(value, kind):
         msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
         raise GraphError(msg)
+
+
+def _maybe(usd: Decimal | None) -> str | None:
+    return None if usd is None else str(usd)
 
 
 def _whole(value: str, text: str) -> int:

@@ -192,3 +192,30 @@ def test_cycles_and_draw_show_the_ceiling() -> None:
     assert shown["bound"]["steps"] == 21
     drawn = corral("draw", path).stdout
     assert 'title: "research_team — at most 21 node runs, 15 calls, 48,000 tokens, $0.27"' in drawn
+
+
+def test_lint_json_carries_the_ceiling_of_a_budgeted_graph(tmp_path: Path) -> None:
+    source = (ROOT / "examples" / "research_team" / "supervisor.py").read_text()
+    tight = source.replace("budget=Budget(usd=0.50)", "budget=Budget(usd=0.25)")
+    team = tmp_path / "research_team"
+    team.mkdir()
+    for part in ("__init__.py", "researcher.py", "writer.py", "services.py"):
+        (team / part).write_text((ROOT / "examples" / "research_team" / part).read_text())
+    (team / "supervisor.py").write_text(tight)
+    out = subprocess.run(
+        [sys.executable, "-m", "corral", "lint", "research_team/supervisor.py", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    [finding] = json.loads(out.stdout)
+    assert (out.returncode, finding["code"]) == (1, "CR205")
+    assert finding["facts"] == {
+        "ceiling": {"calls": 15, "tokens": 48000, "usd": "0.27"},
+        "budget": {"calls": None, "tokens": None, "usd": "0.25"},
+        "path": "(supervise → research[(plan → search) ×3]) ×2 → supervise → write[(draft → "
+        "approve) ×3]",
+        "reason": None,
+    }
+    assert "the cost of 'write/draft' (1 call, 8,000 tokens, $0.05 an attempt" in finding["message"]

@@ -99,6 +99,7 @@ def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> li
                 file=location.file,
                 line=location.line,
                 col=location.col,
+                facts=finding.facts,
             )
             if diagnostic not in seen:  # one defect declared twice is reported once
                 seen.add(diagnostic)

@@ -55,7 +55,7 @@ from corral.analysis._walk import longest_walk
 from corral.cost import FIELDS, Cost
 from corral.spec import GraphSpec, NodeSpec
 
-__all__ = ["Bound", "bound_of"]
+__all__ = ["Bound", "bound_of", "every_node"]
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def _with_cost(graph: SpecGraph, bound: Bound) -> Bound:
     """Return ``bound`` with the cost ceiling: the same bound, each node run weighing the
     cost its node declares (times its attempts, one more when it can pause), each subgraph
     node its child's ceiling."""
-    nodes = list(_every_node(graph.spec, ""))
+    nodes = list(every_node(graph.spec, ""))
     declared = {f for _, n in nodes if n.cost is not None for f in FIELDS if getattr(n.cost, f)}
     for path, node in nodes:
         if node.cost is None and "spend" in node.called:
@@ -199,12 +199,12 @@ def _places(usd: Decimal) -> int:
     return -exponent if isinstance(exponent, int) and exponent < 0 else 0
 
 
-def _every_node(spec: GraphSpec, path: str) -> Iterator[tuple[str, NodeSpec]]:
+def every_node(spec: GraphSpec, path: str) -> Iterator[tuple[str, NodeSpec]]:
     """Yield every node of ``spec`` and of its subgraphs, with the path it is under."""
     for node in spec.nodes:
         yield path, node
         if node.subgraph is not None:
-            yield from _every_node(node.subgraph.graph, f"{path}{node.name}/")
+            yield from every_node(node.subgraph.graph, f"{path}{node.name}/")
 
 
 def _bound(

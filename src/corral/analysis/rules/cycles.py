@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from corral.analysis._fallbacks import fallback_note
 from corral.analysis._graph import SpecGraph
-from corral.analysis.bound import bound_of
+from corral.analysis.bound import bound_of, every_node
 from corral.analysis.rules._base import (
     Finding,
     GuardSite,
@@ -250,12 +250,19 @@ def over_budget(graph: SpecGraph) -> Iterator[Finding]:
     if spec.budget is None:
         return
     found = bound_of(spec, graph)
+    facts = {
+        "ceiling": None if found.cost is None else found.cost.to_json(),
+        "budget": spec.budget.to_json(),
+        "path": found.cost_path,
+        "reason": found.cost_reason,
+    }
     if found.cost is None:
         yield Finding(
             f"budget {spec.budget} cannot be proved enough: {found.cost_reason}",
             (),
             spec.location,
             severity="warning",
+            facts=facts,
         )
         return
     over = found.cost.over(spec.budget)
@@ -263,8 +270,8 @@ def over_budget(graph: SpecGraph) -> Iterator[Finding]:
         return
     runs = found.per_node
     spent = [
-        (getattr(n.cost, over[0]) * (runs.get(n.name) or 0), n.name, n.cost)
-        for n in graph.nodes
+        (getattr(n.cost, over[0]) * (runs.get(path + n.name) or 0), path + n.name, n.cost)
+        for path, n in every_node(spec, "")
         if n.cost is not None
     ]
     most = max(spent, default=None)
@@ -279,4 +286,5 @@ def over_budget(graph: SpecGraph) -> Iterator[Finding]:
         "raise the budget",
         (),
         spec.location,
+        facts=facts,
     )
