@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Literal, TypedDict
 
-from corral import END, Context, End, Graph, Guard, Retry
+from corral import END, Context, Cost, End, Graph, Guard, Retry
 from research_team.services import services_of
 
 
@@ -32,7 +32,7 @@ graph = Graph(ResearchState, name="researcher", max_steps=20, retry=Retry(attemp
 ENOUGH_NOTES = 2
 
 
-@graph.node(start=True, then="search", timeout=10.0)
+@graph.node(start=True, then="search", timeout=10.0, cost=Cost(calls=1, tokens=2_000, usd=0.01))
 async def plan(state: ResearchState, ctx: Context) -> dict[str, object]:
     which = "first" if not state["queries"] else "next"
     query = await services_of(ctx).complete(f"the {which} query about: {state['topic']}")

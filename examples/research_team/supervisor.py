@@ -25,7 +25,7 @@ import asyncio
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
-from corral import END, End, Graph, Guard, MemorySaver, Resume
+from corral import END, Budget, End, Graph, Guard, MemorySaver, Resume
 from research_team import researcher, writer
 
 
@@ -36,7 +36,7 @@ class TeamState(TypedDict):
     approved: bool
 
 
-graph = Graph(TeamState, name="research_team", max_steps=40)
+graph = Graph(TeamState, name="research_team", max_steps=40, budget=Budget(usd=0.50))
 
 
 @graph.node(start=True)

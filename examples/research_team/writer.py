@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Literal, TypedDict
 
-from corral import END, Context, End, Graph, Guard, interrupt
+from corral import END, Context, Cost, End, Graph, Guard, interrupt
 from research_team.services import services_of
 
 
@@ -29,7 +29,7 @@ class WriterState(TypedDict):
 graph = Graph(WriterState, name="writer", max_steps=20)
 
 
-@graph.node(start=True, then="approve", timeout=30.0)
+@graph.node(start=True, then="approve", timeout=30.0, cost=Cost(calls=1, tokens=8_000, usd=0.05))
 async def draft(state: WriterState, ctx: Context) -> dict[str, object]:
     prompt = f"a report from {len(state['notes'])} notes on: {state['topic']}"
     tokens: list[str] = []

@@ -20,12 +20,15 @@ if TYPE_CHECKING:
     from corral.checkpoint.postgres import PostgresSaver
     from corral.checkpoint.sqlite import SqliteSaver
     from corral.control import Command, Resume, Send
+    from corral.cost import Budget, Cost
     from corral.dsl import Graph
     from corral.errors import (
+        BudgetError,
         BusyThreadError,
         CheckpointError,
         ConcurrentRunError,
         CorralError,
+        CostExceededError,
         GraphError,
         GuardExhaustedError,
         InterruptWithoutCheckpointerError,
@@ -63,6 +66,8 @@ _DEFINED_IN = {
     "Graph": "corral.dsl",
     "Guard": "corral.spec",
     "Retry": "corral.retry",
+    "Budget": "corral.cost",
+    "Cost": "corral.cost",
     "Command": "corral.control",
     "Overwrite": "corral.reducers",
     "Send": "corral.control",
@@ -79,10 +84,12 @@ _DEFINED_IN = {
     "Bound": "corral.analysis.bound",
     "Cycle": "corral.spec",
     "Diagnostic": "corral.analysis.diagnostic",
+    "BudgetError": _ERRORS,
     "BusyThreadError": _ERRORS,
     "CheckpointError": _ERRORS,
     "ConcurrentRunError": _ERRORS,
     "CorralError": _ERRORS,
+    "CostExceededError": _ERRORS,
     "GraphError": _ERRORS,
     "GuardExhaustedError": _ERRORS,
     "InterruptWithoutCheckpointerError": _ERRORS,
@@ -136,6 +143,8 @@ __all__ = [
     "Graph",
     "Guard",
     "Retry",
+    "Budget",
+    "Cost",
     # what nodes and routers return
     "Command",
     "Overwrite",
@@ -157,10 +166,12 @@ __all__ = [
     "Cycle",
     "Diagnostic",
     # errors
+    "BudgetError",
     "BusyThreadError",
     "CheckpointError",
     "ConcurrentRunError",
     "CorralError",
+    "CostExceededError",
     "GraphError",
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",

@@ -22,11 +22,12 @@ from typing import Any
 from corral import _subgraph, targets
 from corral._names import NameTable
 from corral.control import Send
+from corral.cost import Cost
 from corral.counters import read_counters
 from corral.errors import GraphError, RouteError
 from corral.retry import Retry
 from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
-from corral.writes import infer_command_fanout, infer_writes
+from corral.writes import called_names, infer_command_fanout, infer_writes
 
 __all__ = [
     "NodeEntry",
@@ -61,6 +62,7 @@ class NodeEntry:
     retry: Retry | None = None
     timeout_s: float | None = None
     subgraph: _subgraph.SubgraphEntry | None = None
+    cost: Cost | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,8 @@ def node_spec(
         retry=entry.retry if entry.retry is not None else retry,
         timeout_s=entry.timeout_s,
         counters=read_counters(entry.func),
+        cost=entry.cost,
+        called=called_names(entry.func),
     )
 
 

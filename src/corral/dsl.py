@@ -26,6 +26,7 @@ from corral._registry import (
     node_spec,
     router_spec,
 )
+from corral.cost import Budget, Cost, require
 from corral.errors import GraphError
 from corral.retry import Retry
 from corral.schema import read_schema
@@ -85,6 +86,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -96,6 +98,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -107,6 +110,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     @overload
     def __init__(
@@ -118,6 +122,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None: ...
     def __init__(
         self,
@@ -128,6 +133,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         name: str | None = None,
         max_steps: int = 50,
         retry: Retry | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
@@ -138,6 +144,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.name = name
         self.max_steps = max_steps
         self.retry = _subgraph.check_retry(retry, "Graph")
+        require(budget, Budget, "budget")
+        self.budget = budget
         self._localns = caller_locals(1)
         """The locals of the function that made the graph: its schemas' annotations may
         name them (as route annotations name the locals their decorators saw)."""
@@ -174,6 +182,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: None = None,
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[StateT, UpdateT, NodesT]: ...
     @overload
     def node(
@@ -190,6 +199,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: TypeForm[InputT],
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[InputT, UpdateT, NodesT]: ...
     def node(
         self,
@@ -205,6 +215,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         input: TypeForm[Any] | None = None,
         retry: Retry | None = None,
         timeout: float | None = None,
+        cost: Cost | None = None,
     ) -> NodeDecorator[Any, UpdateT, NodesT]:
         """Register the decorated function as a node; return it unchanged.
 
@@ -241,6 +252,9 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                 node's first parameter against it. Recorded as :attr:`NodeSpec.input`.
             retry: run the node again on a transient error (the graph's ``retry=`` if omitted).
             timeout: seconds an async node may run before it is cancelled.
+            cost: the most one attempt of the node spends (``Cost``); the graph's cost
+                ceiling (``g.bound().cost``) adds it up, and a run that spends more
+                raises ``CostExceededError``.
         """
         localns = caller_locals(1)
         if name is not None and not isinstance(name, str):
@@ -261,6 +275,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
         node_retry = _subgraph.check_retry(retry, "node")
         timeout_s = _subgraph.check_timeout(timeout)
+        require(cost, Cost, "cost")
 
         def register(
             node_func: NodeFunction[Any, UpdateT, NodesT, ParamsT, ReturnT], /
@@ -284,6 +299,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
                     input=input,
                     retry=node_retry,
                     timeout_s=timeout_s,
+                    cost=cost,
                 )
             )
             return node_func
@@ -405,6 +421,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             max_steps=self.max_steps,
             node_names=node_names,
             update_keys=update_keys,
+            budget=self.budget,
         )
 
     def check(self) -> list[Diagnostic]:

@@ -13,9 +13,11 @@ if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
 
 __all__ = [
+    "BudgetError",
     "BusyThreadError",
     "CheckpointError",
     "CorralError",
+    "CostExceededError",
     "GraphError",
     "GuardExhaustedError",
     "InterruptWithoutCheckpointerError",
@@ -117,6 +119,42 @@ class GuardExhaustedError(_RunLimitError):
         self.source = source
         self.target = target
         self.max = max
+
+
+class BudgetError(_RunLimitError):
+    """The run stopped before ``node``: its declared ``cost`` on top of what the run has
+    ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one.
+
+    ``spent`` and ``cost`` are :class:`~corral.Cost` values, ``budget`` a
+    :class:`~corral.Budget` (typed ``Any`` here: :mod:`corral.cost` raises these errors).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        node: str,
+        spent: Any,
+        cost: Any,
+        budget: Any,
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, state=state)
+        self.node = node
+        self.spent = spent
+        self.cost = cost
+        self.budget = budget
+
+
+class CostExceededError(_RunLimitError):
+    """A node run spent more than it declared: ``declared`` (its cost times its attempts;
+    ``None``: it declares none) and ``spent`` are :class:`~corral.Cost` values."""
+
+    def __init__(self, message: str, *, node: str, declared: Any, spent: Any) -> None:
+        super().__init__(message)
+        self.node = node
+        self.declared = declared
+        self.spent = spent
 
 
 class RouteError(CorralError, ValueError):

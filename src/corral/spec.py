@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal
 from typing_extensions import TypeVar
 
 if TYPE_CHECKING:
+    from corral.cost import Budget, Cost
     from corral.retry import Retry
 
 __all__ = [
@@ -179,6 +180,11 @@ class NodeSpec:
     """The child graph this node runs (``g.subgraph``); ``None`` for a function node."""
     counters: CounterFacts | None = None
     """What the node's source says about loop counters; ``None`` when not read."""
+    cost: Cost | None = None
+    """The most one attempt of the node spends (``cost=``); ``None`` when undeclared."""
+    called: frozenset[str] = frozenset()
+    """The names of the functions and methods the node's own body calls (read from its
+    source: ``spend``, ``interrupt``); empty when the source cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +286,8 @@ class GraphSpec:
     """The keys of ``update_schema``, when given."""
     framework: Literal["corral", "langgraph"] = "corral"
     """Whose semantics run the graph: corral's, or LangGraph's (read by ``corral.langgraph``)."""
+    budget: Budget | None = None
+    """The most one run may spend (``Graph(..., budget=)``)."""
     _by_name: dict[str, NodeSpec] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )

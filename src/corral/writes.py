@@ -26,7 +26,13 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["function_body", "function_node", "infer_command_fanout", "infer_writes"]
+__all__ = [
+    "called_names",
+    "function_body",
+    "function_node",
+    "infer_command_fanout",
+    "infer_writes",
+]
 
 _cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
     weakref.WeakKeyDictionary()
@@ -91,6 +97,21 @@ def infer_command_fanout(func: Callable[..., Any]) -> bool:
     if code not in _fanout_cache:
         _fanout_cache[code] = _command_fanout(func)
     return _fanout_cache[code]
+
+
+def called_names(func: Callable[..., Any]) -> frozenset[str]:
+    """Return the names ``func``'s own body calls (``ctx.spend(...)`` is ``spend``).
+
+    >>> def plan(state, ctx):
+    ...     ctx.spend(tokens=10)
+    >>> sorted(called_names(plan))
+    ['spend']
+    """
+    body = function_body(func)
+    if body is None:
+        return frozenset()
+    found = (_call_name(n) for n in _walk_own(body) if isinstance(n, ast.Call))
+    return frozenset(name for name in found if name is not None)
 
 
 def _command_fanout(func: Callable[..., Any]) -> bool:

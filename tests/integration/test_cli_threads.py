@@ -121,6 +121,7 @@ def test_threads_lists_each_thread(db: str, capsys: pytest.CaptureFixture[str]) 
             "next": ["approve"],
             "parent": None,
             "error": None,
+            "spent": {"calls": 0, "tokens": 0, "usd": "0"},
         }
     ]
     when = datetime.datetime.fromisoformat(updated)

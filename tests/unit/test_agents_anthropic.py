@@ -8,6 +8,7 @@ from typing import Any
 from anthropic import Anthropic, AsyncAnthropic
 from recorded_http import Recorded
 
+from corral import Cost
 from corral.agents import TokenEvent, Toolbox, assistant, react_agent, tool_result, user
 from corral.agents.anthropic import anthropic_model, to_anthropic_messages
 
@@ -186,3 +187,22 @@ def test_a_call_id_reused_in_a_later_turn_is_sent_unique_and_answered() -> None:
     uses = [[b["id"] for b in t["content"] if b["type"] == "tool_use"] for t in turns[1::2]]
     results = [[b["tool_use_id"] for b in t["content"]] for t in turns[2::2]]
     assert uses == results == [["toolu_01Wx1", "toolu_01Wx2"], ["toolu_01Wx1-2"]]
+
+
+def test_usage_is_reported_from_the_response_and_priced() -> None:
+    """Each call reports its calls, tokens (input + output) and, with prices=, dollars."""
+    recorded = Recorded("anthropic_tool_use.json", "anthropic_text.json")
+    model = anthropic_model(sync_client(recorded), "claude-fixture-1", prices=(3, 15))
+    agent = react_agent(model, [get_weather], cost=Cost(calls=1, tokens=1_000, usd="0.01"))
+    run = agent.compile().invoke({"messages": [user("Weather in Oslo and Rome?")]})
+    # 412 + 96 and 588 + 21 tokens; (412 + 588) x $3 + (96 + 21) x $15 per million
+    assert run.spent == Cost(calls=2, tokens=1_117, usd="0.004755")
+    assert agent.bound().cost == Cost(calls=9, tokens=9_000, usd="0.09")
+
+
+def test_a_streamed_reply_reports_the_final_messages_usage() -> None:
+    spent: list[dict[str, object]] = []
+    recorded = Recorded("anthropic_stream.sse")
+    model = anthropic_model(async_client(recorded), "claude-fixture-1", stream=True)
+    asyncio.run(model([user("Oslo?")], [], spend=lambda **kw: spent.append(kw)))
+    assert spent == [{"calls": 1, "tokens": 380 + 58, "usd": 0}]

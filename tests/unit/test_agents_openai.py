@@ -6,9 +6,11 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from openai import AsyncOpenAI, OpenAI
 from recorded_http import Recorded
 
+from corral import Cost, CostExceededError
 from corral.agents import TokenEvent, Toolbox, react_agent, user
 from corral.agents.openai import openai_model
 
@@ -164,3 +166,23 @@ def test_a_call_id_reused_in_a_later_turn_is_answered_after_its_own_turn() -> No
         "call_Wx1",
     ]
     assert sent[-1]["content"] == "4°C, cloudy"
+
+
+def test_usage_is_reported_from_the_response_and_priced() -> None:
+    """Each call reports its calls, tokens and, with prices=, dollars, exactly."""
+    recorded = Recorded("openai_tool_call.json", "openai_text.json")
+    model = openai_model(async_client(recorded), "gpt-4o-mini", prices=(0.15, 0.60))
+    agent = react_agent(model, [get_weather], cost=Cost(calls=1, tokens=1_000, usd="0.001"))
+    run = asyncio.run(agent.compile().ainvoke({"messages": [user("Weather in Oslo and Rome?")]}))
+    # 91 + 48 and 190 + 19 tokens; (91 + 190) x $0.15 + (48 + 19) x $0.60 per million
+    assert run.spent == Cost(calls=2, tokens=348, usd="0.00008235")
+
+
+def test_without_prices_only_calls_and_tokens_are_reported_and_checked() -> None:
+    """A model spending past react_agent's declared cost stops the run with the error."""
+    recorded = Recorded("openai_tool_call.json", "openai_text.json")
+    model = openai_model(sync_client(recorded), "gpt-4o-mini")
+    agent = react_agent(model, [get_weather], cost=Cost(calls=1, tokens=150))
+    with pytest.raises(CostExceededError) as caught:
+        agent.compile().invoke({"messages": [user("Weather in Oslo and Rome?")]})
+    assert (caught.value.node, caught.value.spent) == ("model", Cost(calls=1, tokens=209))

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+from decimal import Decimal
 from typing import Any, Literal, TypedDict
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import END, End, Graph, Guard
+from corral import END, Cost, End, Graph, Guard, Retry
 from corral.analysis._cuts import strongly_connected
+from corral.analysis.bound import bound_of
 from corral.spec import GraphSpec
 
 
@@ -53,8 +57,9 @@ def guarded_graphs(draw: st.DrawFn) -> Graph[State]:
     return g
 
 
-def longest_run(spec: GraphSpec) -> int:
-    """Explore every router choice; return the most node runs any run takes."""
+def longest_run(spec: GraphSpec, weight: Mapping[str, int] | None = None) -> int:
+    """Explore every router choice; return the most node runs any run takes (with
+    ``weight``, the most of the nodes' weights added up over a run)."""
     nodes = {n.name: n for n in spec.nodes}
     routes: dict[str, list[str]] = {}
     guards: dict[tuple[str, str], Guard] = {}
@@ -75,7 +80,7 @@ def longest_run(spec: GraphSpec) -> int:
         if cap is not None and runs.get(node, 0) >= cap:
             best = max(best, steps)  # NodeCapError: the run ends before this node runs
             return
-        steps += 1
+        steps += 1 if weight is None else weight[node]
         best = max(best, steps)
         runs = {**runs, node: runs.get(node, 0) + 1}
         for target in routes[node]:
@@ -141,6 +146,33 @@ def test_the_bound_is_never_below_a_run_and_exact_on_its_class(g: Graph[State]) 
     if in_exact_class(spec):
         assert bound.steps == longest
         assert bound.witness is not None and len(bound.witness) == bound.steps
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    guarded_graphs(),
+    st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3)), min_size=5, max_size=5),
+)
+def test_the_cost_ceiling_is_never_below_a_run_and_exact_on_its_class(
+    g: Graph[State], declared: list[tuple[int, int]]
+) -> None:
+    """With random declared costs and retry attempts, brute force over every router choice:
+    the ceiling is at least what any run spends (each node run: its cost times its
+    attempts), and equal to the most on the exact class, in each field."""
+    if any(d.code in ("CR201", "CR105") for d in g.check()):
+        return
+    spec = g.spec()
+    per_run = {n.name: w * k for n, (w, k) in zip(spec.nodes, declared, strict=False)}
+    nodes = [
+        replace(n, cost=Cost(tokens=w, usd=Decimal(w) / 100), retry=Retry(attempts=k))
+        for n, (w, k) in zip(spec.nodes, declared, strict=False)
+    ]
+    ceiling = bound_of(replace(spec, nodes=tuple(nodes))).cost
+    assert ceiling is not None
+    most = longest_run(spec, per_run)
+    assert ceiling.tokens >= most and ceiling.usd >= Decimal(most) / 100
+    if in_exact_class(spec):
+        assert (ceiling.tokens, ceiling.usd) == (most, Decimal(most) / 100)
 
 
 def loop(max_steps: int, times: int = 3) -> Graph[State]:

@@ -56,6 +56,7 @@ def test_every_code_is_registered_once() -> None:
         "CR202": "useless-guard",
         "CR203": "cap-below-bound",
         "CR204": "counter-loop",
+        "CR205": "over-budget",
         "CR301": "parallel-write",
         "CR302": "unknown-key",
         "CR303": "update-schema",

@@ -24,6 +24,8 @@ from opentelemetry.trace import StatusCode
 
 from corral import (
     END,
+    Context,
+    Cost,
     Graph,
     Guard,
     MemorySaver,
@@ -499,3 +501,16 @@ def test_a_fork_links_to_the_run_that_wrote_the_checkpoint_it_starts_from(
     [link] = fork.links
     assert link.context.span_id == first.context.span_id
     assert dict(link.attributes or {})["corral.checkpoint_id"] == oldest
+
+
+def test_the_run_span_carries_what_the_run_spent(spans: InMemorySpanExporter) -> None:
+    g = Graph(State, name="spending")
+
+    @g.node(start=True, then=END, cost=Cost(tokens=500, usd="0.01"))
+    def ask(state: State, ctx: Context) -> None:
+        ctx.spend(calls=1, tokens=300, usd="0.005")
+
+    g.compile(telemetry=True).invoke({"n": 0})
+    [root] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    attributes = dict(root.attributes or {})
+    assert (attributes["corral.spent.tokens"], attributes["corral.spent.usd"]) == (300, 0.005)

@@ -22,8 +22,9 @@ from anthropic import Anthropic, AsyncAnthropic
 
 from corral.agents._unavailable import provider_errors
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
-from corral.agents.model import ClientModel, Emit
+from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import ToolSchema
+from corral.cost import Money
 
 __all__ = [
     "AnthropicModel",
@@ -42,6 +43,7 @@ def anthropic_model(
     *,
     max_tokens: int = 1024,
     stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
     **params: Any,
 ) -> AnthropicModel: ...
 @overload
@@ -51,6 +53,7 @@ def anthropic_model(
     *,
     max_tokens: int = 1024,
     stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
     **params: Any,
 ) -> AsyncAnthropicModel: ...
 def anthropic_model(
@@ -59,6 +62,7 @@ def anthropic_model(
     *,
     max_tokens: int = 1024,
     stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
     **params: Any,
 ) -> AnthropicModel | AsyncAnthropicModel:
     """Return a model that calls ``client.messages.create(model=model, ...)``.
@@ -69,12 +73,15 @@ def anthropic_model(
         max_tokens: the most tokens of one reply (the API requires it).
         stream: stream the reply (``client.messages.stream``) and emit its text as token
             events.
+        prices: USD per million input and output tokens, e.g. ``(3, 15)``: each call then
+            reports its dollars to ``spend`` (``ctx.spend``) besides its tokens (cache
+            reads and writes count as input tokens).
         params: more arguments for every request (``metadata=...``, ``thinking=...``).
     """
     settings = {"max_tokens": max_tokens, **params}
     if isinstance(client, AsyncAnthropic):
-        return AsyncAnthropicModel(client, model, stream=stream, params=settings)
-    return AnthropicModel(client, model, stream=stream, params=settings)
+        return AsyncAnthropicModel(client, model, stream=stream, params=settings, prices=prices)
+    return AnthropicModel(client, model, stream=stream, params=settings, prices=prices)
 
 
 class AnthropicModel(ClientModel[Anthropic]):
@@ -90,15 +97,19 @@ class AnthropicModel(ClientModel[Anthropic]):
         /,
         *,
         emit: Emit | None = None,
+        spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
         if not self.stream:
-            return from_anthropic(self.client.messages.create(**request))
-        with self.client.messages.stream(**request) as stream:
-            for text in stream.text_stream:
-                if emit is not None:
-                    emit({"type": "token", "text": text})
-            return from_anthropic(stream.get_final_message())
+            reply = self.client.messages.create(**request)
+        else:
+            with self.client.messages.stream(**request) as stream:
+                for text in stream.text_stream:
+                    if emit is not None:
+                        emit({"type": "token", "text": text})
+                reply = stream.get_final_message()
+        self.report(spend, *_tokens(reply.usage))
+        return from_anthropic(reply)
 
 
 class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
@@ -114,15 +125,25 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
         /,
         *,
         emit: Emit | None = None,
+        spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
         if not self.stream:
-            return from_anthropic(await self.client.messages.create(**request))
-        async with self.client.messages.stream(**request) as stream:
-            async for text in stream.text_stream:
-                if emit is not None:
-                    emit({"type": "token", "text": text})
-            return from_anthropic(await stream.get_final_message())
+            reply = await self.client.messages.create(**request)
+        else:
+            async with self.client.messages.stream(**request) as stream:
+                async for text in stream.text_stream:
+                    if emit is not None:
+                        emit({"type": "token", "text": text})
+                reply = await stream.get_final_message()
+        self.report(spend, *_tokens(reply.usage))
+        return from_anthropic(reply)
+
+
+def _tokens(usage: Any) -> tuple[int, int]:
+    """Return the input tokens (cache reads and writes included) and output tokens."""
+    cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    return usage.input_tokens + cached, usage.output_tokens
 
 
 def _request(

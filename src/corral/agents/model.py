@@ -5,6 +5,9 @@ Any callable fits, sync or async: a scripted fake in a test, a provider adapter
 another client. A model that streams takes a keyword parameter ``emit`` and calls it with a
 :class:`TokenEvent` for each piece of text as it arrives; the model node passes it
 ``ctx.emit``, so the tokens reach ``stream(mode="custom")`` while the model is still running.
+A model that reports what it spends takes a keyword parameter ``spend`` and calls it with
+``calls=``, ``tokens=`` and ``usd=``; the model node passes it ``ctx.spend`` (the adapters
+do, from the provider's usage, priced by ``prices=``).
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeAlias, TypedDi
 
 from corral.agents.messages import AssistantMessage, Message, new_id
 from corral.agents.toolbox import ToolSchema
+from corral.cost import Cost, Money
 
 __all__ = [
     "ClientModel",
     "Emit",
     "Model",
+    "Spend",
     "TokenEvent",
     "is_async_model",
-    "takes_emit",
+    "takes",
     "validate_reply",
 ]
 
@@ -36,6 +41,9 @@ class TokenEvent(TypedDict):
 
 Emit: TypeAlias = Callable[[TokenEvent], None]
 """Where a streaming model sends its tokens (``ctx.emit`` inside the model node)."""
+
+Spend: TypeAlias = Callable[..., None]
+"""Where a model reports what one call spent (``ctx.spend`` inside the model node)."""
 
 
 class Model(Protocol):
@@ -60,12 +68,31 @@ class ClientModel(Generic[ClientT]):
     """The name of the function that builds it, shown by ``repr``."""
 
     def __init__(
-        self, client: ClientT, model: str, *, stream: bool = False, params: dict[str, Any]
+        self,
+        client: ClientT,
+        model: str,
+        *,
+        stream: bool = False,
+        params: dict[str, Any],
+        prices: tuple[Money, Money] | None = None,
     ) -> None:
         self.client = client
         self.model = model
         self.stream = stream
         self.params = params
+        self.prices = None if prices is None else (Cost(usd=prices[0]), Cost(usd=prices[1]))
+        """USD per million input and output tokens; ``None``: money is not reported."""
+
+    def report(self, spend: Spend | None, tokens_in: int, tokens_out: int) -> None:
+        """Report one call to ``spend``: its tokens and, with ``prices``, its dollars."""
+        if spend is None:
+            return
+        usd = (
+            0
+            if self.prices is None
+            else ((tokens_in * self.prices[0].usd + tokens_out * self.prices[1].usd).scaleb(-6))
+        )
+        spend(calls=1, tokens=tokens_in + tokens_out, usd=usd)
 
     def __repr__(self) -> str:
         return f"{self.factory}({self.model!r})"
@@ -79,13 +106,14 @@ def is_async_model(model: Callable[..., Any]) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-def takes_emit(model: Callable[..., Any]) -> bool:
-    """Return whether ``model`` takes an ``emit`` keyword (it streams tokens)."""
+def takes(model: Callable[..., Any], name: str) -> bool:
+    """Return whether ``model`` takes the keyword ``name`` (``emit``: it streams tokens;
+    ``spend``: it reports what it spends)."""
     try:
         params = inspect.signature(model).parameters
     except (TypeError, ValueError):
         return False
-    param = params.get("emit")
+    param = params.get(name)
     return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
 
 

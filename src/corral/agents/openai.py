@@ -24,8 +24,9 @@ from openai import AsyncOpenAI, OpenAI
 
 from corral.agents._unavailable import provider_errors
 from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
-from corral.agents.model import ClientModel, Emit
+from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import INVALID_JSON_KEY, ToolSchema
+from corral.cost import Money
 
 __all__ = [
     "AsyncOpenAIModel",
@@ -40,26 +41,44 @@ __all__ = [
 
 @overload
 def openai_model(
-    client: OpenAI, model: str, *, stream: bool = False, **params: Any
+    client: OpenAI,
+    model: str,
+    *,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
 ) -> OpenAIModel: ...
 @overload
 def openai_model(
-    client: AsyncOpenAI, model: str, *, stream: bool = False, **params: Any
+    client: AsyncOpenAI,
+    model: str,
+    *,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
 ) -> AsyncOpenAIModel: ...
 def openai_model(
-    client: OpenAI | AsyncOpenAI, model: str, *, stream: bool = False, **params: Any
+    client: OpenAI | AsyncOpenAI,
+    model: str,
+    *,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
 ) -> OpenAIModel | AsyncOpenAIModel:
     """Return a model that calls ``client.chat.completions.create(model=model, ...)``.
 
     Args:
         client: an ``OpenAI`` client (a sync model) or ``AsyncOpenAI`` (an async one).
         model: the model's name, e.g. ``"gpt-4o-mini"``.
-        stream: ask for a streamed reply and emit its text as token events.
+        stream: ask for a streamed reply and emit its text as token events (its usage is
+            reported when ``stream_options={"include_usage": True}`` is among ``params``).
+        prices: USD per million input and output tokens, e.g. ``(0.15, 0.60)``: each call
+            then reports its dollars to ``spend`` (``ctx.spend``) besides its tokens.
         params: more arguments for every request (``temperature=0``, ``max_tokens=...``).
     """
     if isinstance(client, AsyncOpenAI):
-        return AsyncOpenAIModel(client, model, stream=stream, params=params)
-    return OpenAIModel(client, model, stream=stream, params=params)
+        return AsyncOpenAIModel(client, model, stream=stream, params=params, prices=prices)
+    return OpenAIModel(client, model, stream=stream, params=params, prices=prices)
 
 
 class OpenAIModel(ClientModel[OpenAI]):
@@ -75,13 +94,17 @@ class OpenAIModel(ClientModel[OpenAI]):
         /,
         *,
         emit: Emit | None = None,
+        spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
         if not self.stream:
-            return from_openai(self.client.chat.completions.create(**request))
+            completion = self.client.chat.completions.create(**request)
+            self.report(spend, *_tokens(completion.usage))
+            return from_openai(completion)
         reply = _Streamed()
         for chunk in self.client.chat.completions.create(**request, stream=True):
             reply.add(chunk, emit)
+        self.report(spend, *_tokens(reply.usage))
         return reply.message()
 
 
@@ -98,14 +121,25 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
         /,
         *,
         emit: Emit | None = None,
+        spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
         if not self.stream:
-            return from_openai(await self.client.chat.completions.create(**request))
+            completion = await self.client.chat.completions.create(**request)
+            self.report(spend, *_tokens(completion.usage))
+            return from_openai(completion)
         reply = _Streamed()
         async for chunk in await self.client.chat.completions.create(**request, stream=True):
             reply.add(chunk, emit)
+        self.report(spend, *_tokens(reply.usage))
         return reply.message()
+
+
+def _tokens(usage: Any) -> tuple[int, int]:
+    """Return the input and output tokens of a completion's ``usage`` (none: 0 and 0)."""
+    if usage is None:
+        return 0, 0
+    return usage.prompt_tokens or 0, usage.completion_tokens or 0
 
 
 def _request(
@@ -226,9 +260,12 @@ class _Streamed:
         self.id: str | None = None
         self.text: list[str] = []
         self.calls: dict[int, _PartialCall] = {}
+        self.usage: Any = None
+        """The last chunk's usage (sent with ``stream_options={"include_usage": True}``)."""
 
     def add(self, chunk: Any, emit: Emit | None) -> None:
         self.id = self.id or chunk.id
+        self.usage = getattr(chunk, "usage", None) or self.usage
         if not chunk.choices:
             return
         delta = chunk.choices[0].delta

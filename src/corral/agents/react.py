@@ -32,10 +32,11 @@ from corral.agents.model import (
     Model,
     TokenEvent,
     is_async_model,
-    takes_emit,
+    takes,
     validate_reply,
 )
 from corral.agents.toolbox import Toolbox, ToolFunction
+from corral.cost import Cost
 from corral.dsl import Graph
 from corral.errors import GraphError
 from corral.retry import Retry
@@ -100,18 +101,23 @@ def model_node(
     """Return a node that calls ``model`` with the conversation and the tool schemas.
 
     The reply is merged as an assistant message (given an id when it has none). A model
-    that takes ``emit`` gets one that sends its tokens as custom events (``ctx.emit``).
+    that takes ``emit`` gets one that sends its tokens as custom events (``ctx.emit``); a
+    model that takes ``spend`` gets ``ctx.spend``, to report what each call spends.
     """
     schemas = toolbox.schemas()
     prompt: list[Message] = []
     if system is not None:
         prompt_message: SystemMessage = {"role": "system", "content": system, "id": "system"}
         prompt.append(prompt_message)
-    streams = takes_emit(model)
+    streams = takes(model, "emit")
+    spends = takes(model, "spend")
 
     def arguments(state: AgentState, ctx: Context[Any]) -> tuple[list[Any], dict[str, Any]]:
         messages = [*prompt, *state["messages"]]
-        return [messages, schemas], ({"emit": _emitter(ctx)} if streams else {})
+        kwargs: dict[str, Any] = {"emit": _emitter(ctx)} if streams else {}
+        if spends:
+            kwargs["spend"] = ctx.spend
+        return [messages, schemas], kwargs
 
     if is_async_model(model):
 
@@ -180,6 +186,7 @@ def react_agent(
     max_steps: int | None = None,
     retry: Retry | None = None,
     timeout: float | None = None,
+    cost: Cost | None = None,
 ) -> Graph[AgentState]: ...
 @overload
 def react_agent(
@@ -193,6 +200,7 @@ def react_agent(
     max_steps: int | None = None,
     retry: Retry | None = None,
     timeout: float | None = None,
+    cost: Cost | None = None,
     state_schema: type[StateT],
 ) -> Graph[StateT]: ...
 def react_agent(
@@ -206,6 +214,7 @@ def react_agent(
     max_steps: int | None = None,
     retry: Retry | None = None,
     timeout: float | None = None,
+    cost: Cost | None = None,
     state_schema: type[Any] = AgentState,
 ) -> Graph[Any]:
     """Return a ReAct agent graph: ``model`` → ``needs_tools`` → ``tools`` → ``model``.
@@ -241,6 +250,8 @@ def react_agent(
             :class:`~corral.errors.ModelUnavailableError`, which ``Retry()`` retries,
             waiting at least the provider's ``Retry-After``.
         timeout: seconds the model node may run (an async model) before it is cancelled.
+        cost: the most one model call spends; the graph's cost ceiling is then
+            ``max_turns + 1`` times it (``g.bound().cost``).
         state_schema: a ``TypedDict`` with the ``messages`` key of :class:`AgentState`
             (subclass it to add keys); ``AgentState`` by default.
     """
@@ -257,8 +268,10 @@ def react_agent(
         )
         raise GraphError(msg)
     g: Graph[Any] = Graph(state_schema, name=name, max_steps=max_steps or max(50, worst))
-    model_spec = g.node("model", start=True, writes=("messages",), retry=retry, timeout=timeout)
-    model_spec(model_node(model, box, system=system))
+    model_fn = model_node(model, box, system=system)
+    g.node("model", start=True, writes=("messages",), retry=retry, timeout=timeout, cost=cost)(
+        model_fn
+    )
     guard = Guard("tools", max=max_turns, otherwise="give_up")
     g.router("model", guards=[guard])(needs_tools if then == END else _needs_tools_or(then))
     g.node("tools", then="model", writes=("messages",))(tool_node(box))

@@ -93,12 +93,13 @@ def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> li
             diagnostic = Diagnostic(
                 code=rule.code,
                 slug=rule.slug,
-                severity=rule.severity,
+                severity=finding.severity or rule.severity,
                 message=finding.message,
                 nodes=finding.nodes,
                 file=location.file,
                 line=location.line,
                 col=location.col,
+                facts=finding.facts,
             )
             if diagnostic not in seen:  # one defect declared twice is reported once
                 seen.add(diagnostic)

@@ -33,8 +33,10 @@ bound, so CR203 costs no second reading of the graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from functools import partial
 
 from corral.analysis._fallbacks import fallback_note
 from corral.analysis._graph import SpecGraph
@@ -50,9 +52,10 @@ from corral.analysis._runs import (
     saturated,
 )
 from corral.analysis._walk import longest_walk
-from corral.spec import GraphSpec
+from corral.cost import FIELDS, Cost
+from corral.spec import GraphSpec, NodeSpec
 
-__all__ = ["Bound", "bound_of"]
+__all__ = ["Bound", "bound_of", "every_node"]
 
 
 @dataclass(frozen=True)
@@ -94,16 +97,38 @@ class Bound:
     """Why ``steps`` is ``None`` (an unguarded cycle, a ``Send`` with no ``max_sends``)."""
     path: str = field(default="", compare=False)
     """The witness written short: a cycle taken several times as ``(a → b) ×3``."""
+    cost: Cost | None = field(default_factory=Cost)
+    """The most one run can spend (the cost ceiling), per field; ``None`` when no ceiling
+    can be given (``cost_reason`` says why)."""
+    cost_path: str = field(default="", compare=False)
+    """The walk that reaches the ceiling in dollars (else tokens, else calls), written short;
+    empty when it is not known."""
+    cost_reason: str | None = None
+    """Why ``cost`` is ``None``."""
 
     @property
     def summary(self) -> str:
         """The bound in a few words, as ``corral draw`` puts it in the title.
 
-        ``"at most 8 node runs"``, or ``"unbounded: <reason>"``.
+        ``"at most 8 node runs"``, or ``"unbounded: <reason>"``; with the cost ceiling
+        after it when a node declares a cost (``"at most 8 node runs, $0.24"``).
         """
         if self.steps is None:
             return f"unbounded: {self.reason}"
-        return f"at most {self.steps} node run{'' if self.steps == 1 else 's'}"
+        runs = f"at most {self.steps} node run{'' if self.steps == 1 else 's'}"
+        if self.cost is None:
+            return f"{runs}, cost unbounded"
+        return f"{runs}, {self.cost}" if self.cost else runs
+
+    @property
+    def cost_text(self) -> str:
+        """The cost ceiling in words, as ``corral cycles`` prints it.
+
+        ``"$0.24: plan → (draft → review) ×2"``, or ``"none: <reason>"``.
+        """
+        if self.cost is None:
+            return f"none: {self.cost_reason}"
+        return f"{self.cost}: {self.cost_path}" if self.cost_path else str(self.cost)
 
     def __str__(self) -> str:
         if self.steps is None:
@@ -118,14 +143,82 @@ def bound_of(spec: GraphSpec, graph: SpecGraph | None = None) -> Bound:
     ``graph`` is the spec's :class:`SpecGraph` when the caller has it already: the analyser
     builds it once per check and shares its routes, groups and order with the rules.
     """
-    return _bound(graph if graph is not None else SpecGraph(spec), "", {})
+    graph = graph if graph is not None else SpecGraph(spec)
+    return _with_cost(graph, _bound(graph, "", {}))
 
 
-def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
+def _with_cost(graph: SpecGraph, bound: Bound) -> Bound:
+    """Return ``bound`` with the cost ceiling: the same bound, each node run weighing the
+    cost its node declares (times its attempts, one more when it can pause), each subgraph
+    node its child's ceiling."""
+    nodes = list(every_node(graph.spec, ""))
+    declared = {f for _, n in nodes if n.cost is not None for f in FIELDS if getattr(n.cost, f)}
+    for path, node in nodes:
+        if node.cost is None and "spend" in node.called:
+            reason = (
+                f"node {path + node.name!r} calls ctx.spend but declares no cost; "
+                f"give it @g.node({node.name!r}, cost=Cost(...))"
+            )
+            return replace(bound, cost=None, cost_reason=reason)
+    if not declared:
+        return bound
+    if bound.steps is None:
+        return replace(bound, cost=None, cost_reason=bound.reason)
+    digits = max(_places(n.cost.usd) for _, n in nodes if n.cost is not None)
+    # Each node run also weighs 1/scale of a unit, below any amount (scale > the most node
+    # runs), so that among the walks that spend the most the witness is the longest one:
+    # a run goes on through the nodes that spend nothing.
+    scale = bound.steps + 1
+    most = dict.fromkeys(FIELDS, 0)
+    path = ""
+    for name in ("usd", "tokens", "calls"):  # the witness shown is the first field declared
+        if name in declared:
+            weight = partial(_weight, name=name, digits=digits, scale=scale)
+            ceiling = _bound(graph, "", {}, weight)
+            if ceiling.steps is None:
+                return replace(bound, cost=None, cost_reason=ceiling.reason)
+            most[name] = ceiling.steps // scale
+            path = path or ceiling.path
+    usd = Decimal(most["usd"]).scaleb(-digits)
+    return replace(bound, cost=Cost(most["calls"], most["tokens"], usd), cost_path=path)
+
+
+def _weight(node: NodeSpec, name: str, digits: int, scale: int) -> int:
+    """Return the most a run of ``node`` spends of ``name`` (dollars in ``10**-digits``),
+    times ``scale``, plus its one node run."""
+    if node.cost is None:
+        return 1
+    amount = node.cost.usd.scaleb(digits) if name == "usd" else getattr(node.cost, name)
+    times = (node.retry.attempts if node.retry is not None else 1) + ("interrupt" in node.called)
+    return int(amount) * times * scale + 1
+
+
+def _places(usd: Decimal) -> int:
+    """Return how many decimal places ``usd`` is written with."""
+    exponent = usd.as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else 0
+
+
+def every_node(spec: GraphSpec, path: str) -> Iterator[tuple[str, NodeSpec]]:
+    """Yield every node of ``spec`` and of its subgraphs, with the path it is under."""
+    for node in spec.nodes:
+        yield path, node
+        if node.subgraph is not None:
+            yield from every_node(node.subgraph.graph, f"{path}{node.name}/")
+
+
+def _bound(
+    graph: SpecGraph,
+    path: str,
+    done: dict[int, Bound],
+    weight: Callable[[NodeSpec], int] | None = None,
+) -> Bound:
     """Return the bound of ``graph``, a subgraph at ``path`` (``""`` at the top).
 
     ``done`` holds the bounds of the child specs already computed, by identity, so a child
-    used several times is bounded once.
+    used several times is bounded once. With ``weight``, a run of a node that is not a
+    subgraph weighs ``weight(node)`` instead of one node run: the bound is the most of what
+    the weight counts.
     """
     facts = read_facts(graph)
     if facts.unbounded is not None:
@@ -140,12 +233,16 @@ def _bound(graph: SpecGraph, path: str, done: dict[int, Bound]) -> Bound:
         child_spec = node.subgraph.graph
         child = done.get(id(child_spec))
         if child is None:
-            child = _bound(SpecGraph(child_spec), f"{path}{node.name}/", done)
+            child = _bound(SpecGraph(child_spec), f"{path}{node.name}/", done, weight)
             done[id(child_spec)] = child
         if child.steps is None:
             return Bound(None, {n.name: None for n in facts.nodes}, reason=child.reason)
         children[node.name] = child
         facts.units[node.name] = Unit.of_child(node.name, child.steps, child.witness, child.path)
+    if weight is not None:
+        facts.units.update(
+            (n.name, Unit(weight(n), (n.name,), n.name)) for n in facts.nodes if not n.subgraph
+        )
     for name in always_failing(graph):
         drop_routes_from(facts, name)  # its entry raises, so its routes are never taken
     runs = per_node_runs(facts, order, members=graph.rank)  # order holds every node

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 __all__ = ["Diagnostic", "Severity"]
 
@@ -27,6 +28,9 @@ class Diagnostic:
     """1-based line of the ``def`` (or ``Graph(...)``) the finding points at."""
     col: int = 0
     """1-based column."""
+    facts: Mapping[str, Any] | None = field(default=None, compare=False)
+    """What a finding measured, as JSON values, for tools (CR205: the cost ceiling, the
+    budget and the path); ``None`` for most findings."""
 
     @property
     def sort_key(self) -> tuple[str, int, int, str, tuple[str, ...], str]:

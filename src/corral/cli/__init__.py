@@ -24,6 +24,7 @@ from typing import Any
 from corral import __version__
 from corral.cli import _lint, _port, _server, _show, _worker_loop
 from corral.cli._options import DEFAULT_DB
+from corral.cli._options import budget as _budget
 from corral.cli._options import positive as _positive
 from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
@@ -189,13 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n"
             "  corral cycles examples/draft_loop.py\n"
-            "  corral cycles agents.support:graph --limit 20"
+            "  corral cycles agents.support:graph --limit 20\n"
+            "  corral cycles examples/research_team.py --format json"
         ),
         formatter_class=_formatter,
     )
     cycles.add_argument("path", metavar="PATH", help=_PATH_HELP)
     cycles.add_argument(
         "--limit", type=_positive, default=100, help="list at most N cycles (default: 100)"
+    )
+    cycles.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text, or json with the cycles, the step bound and the cost ceiling",
     )
     cycles.set_defaults(handler=_show.cycles)
 
@@ -246,6 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-steps", type=_positive, metavar="N", help="cap on node runs for this invocation"
+    )
+    run.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="FIELD=AMOUNT,...",
+        help="the most this run may spend, e.g. usd=0.5,tokens=100000 (fields: usd, tokens, "
+        "calls); it stops before a node that could pass it, and goes on with a larger one",
     )
     run.add_argument(
         "--deps",

@@ -6,7 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 
-__all__ = ["DEFAULT_DB", "MAX_SECONDS", "positive", "seconds", "thread_id"]
+from corral.cost import Budget
+from corral.errors import GraphError
+
+__all__ = ["DEFAULT_DB", "MAX_SECONDS", "budget", "positive", "seconds", "thread_id"]
 
 DEFAULT_DB = os.path.join(".corral", "checkpoints.sqlite")
 """Where ``corral run`` keeps its checkpoints unless ``--db`` says otherwise."""
@@ -30,6 +33,18 @@ def positive(text: str) -> int:
         msg = f"{text!r} is not a whole number, 1 or more"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def budget(text: str) -> Budget:
+    """Return ``text`` as a run's budget, written ``usd=0.5,tokens=100000``.
+
+    >>> budget("usd=0.5").usd
+    Decimal('0.5')
+    """
+    try:
+        return Budget.parse(text)
+    except GraphError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds(text: str) -> float:

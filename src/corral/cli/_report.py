@@ -66,8 +66,9 @@ def format_text(found: Sequence[Diagnostic], summary: Summary) -> str:
 
 
 def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
-    """Return the fields of a finding in contract order, ``nodes`` as a list."""
-    return {
+    """Return the fields of a finding in contract order, ``nodes`` as a list, and its
+    ``facts`` when it has some (CR205)."""
+    found = {
         "code": diagnostic.code,
         "slug": diagnostic.slug,
         "severity": diagnostic.severity,
@@ -77,6 +78,9 @@ def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
         "line": diagnostic.line,
         "col": diagnostic.col,
     }
+    if diagnostic.facts is not None:
+        found["facts"] = dict(diagnostic.facts)
+    return found
 
 
 def format_json(found: Sequence[Diagnostic]) -> str:

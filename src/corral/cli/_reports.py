@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.analysis.diagnostic import Diagnostic
+from corral.cli._report import as_dict
 
 __all__ = [
     "Failure",
@@ -89,7 +90,7 @@ def _module(report: ModuleReport) -> dict[str, Any]:
         "source": report.source,
         "targets": [_target(t) for t in report.targets],
         "failure": _failure(report.failure),
-        "graph_error": [_diagnostic(d) for d in report.graph_error],
+        "graph_error": [as_dict(d) for d in report.graph_error],
     }
 
 
@@ -98,7 +99,7 @@ def _target(target: TargetReport) -> dict[str, Any]:
         "name": target.name,
         "aliases": list(target.aliases),
         "failed": target.failed,
-        "diagnostics": [_diagnostic(d) for d in target.diagnostics],
+        "diagnostics": [as_dict(d) for d in target.diagnostics],
         "failure": _failure(target.failure),
     }
 
@@ -107,19 +108,6 @@ def _failure(failure: Failure | None) -> dict[str, str] | None:
     if failure is None:
         return None
     return {"source": failure.source, "message": failure.message, "formatted": failure.formatted}
-
-
-def _diagnostic(d: Diagnostic) -> dict[str, Any]:
-    return {
-        "code": d.code,
-        "slug": d.slug,
-        "severity": d.severity,
-        "message": d.message,
-        "nodes": list(d.nodes),
-        "file": d.file,
-        "line": d.line,
-        "col": d.col,
-    }
 
 
 def _read_module(raw: object) -> ModuleReport:
@@ -155,7 +143,10 @@ def _read_failure(raw: object) -> Failure | None:
 
 def _read_diagnostic(raw: object) -> Diagnostic:
     names = ("code", "slug", "severity", "message", "nodes", "file", "line", "col")
-    fields = _fields(raw, names)
+    facts = raw.get("facts") if isinstance(raw, dict) else None
+    fields = _fields(raw, (*names, "facts") if facts is not None else names)
+    if facts is not None and not isinstance(facts, dict):
+        raise TypeError("facts")
     severity = fields["severity"]
     if severity == "error":
         checked: Any = "error"
@@ -172,6 +163,7 @@ def _read_diagnostic(raw: object) -> Diagnostic:
         file=_str(fields["file"]),
         line=_int(fields["line"]),
         col=_int(fields["col"]),
+        facts=facts,
     )
 
 

@@ -29,7 +29,9 @@ from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import command_lines, fit_line, say
 from corral.control import Resume
+from corral.cost import FIELDS
 from corral.errors import (
+    BudgetError,
     CheckpointError,
     CorralError,
     GraphError,
@@ -93,7 +95,12 @@ def command(args: argparse.Namespace) -> int:
     progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
         run = app.invoke(
-            value, thread_id=thread, max_steps=args.max_steps, deps=deps, on_event=progress
+            value,
+            thread_id=thread,
+            max_steps=args.max_steps,
+            deps=deps,
+            on_event=progress,
+            budget=args.budget,
         )
     except CorralError as exc:
         return _failed(exc, args, thread, cap)
@@ -101,7 +108,8 @@ def command(args: argparse.Namespace) -> int:
     if run.status == "interrupted":
         _explain_interrupts(run.interrupts, args, thread)
         return 3
-    say(f"done: {run.steps} steps on thread {run.thread_id or thread}")
+    spent = f", spent {run.spent}" if run.spent else ""
+    say(f"done: {run.steps} steps{spent} on thread {run.thread_id or thread}")
     return 0
 
 
@@ -324,6 +332,14 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
         say(f"  caused by {type(cause).__name__}: {cause}")
     if isinstance(exc, StepLimitError):
         more = _command(args, thread, "--max-steps", str(cap * 2))
+        print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
+    elif isinstance(exc, BudgetError):
+        larger = ",".join(
+            f"{name}={value * 2}"
+            for name in FIELDS
+            if (value := getattr(exc.budget, name)) is not None
+        )
+        more = _command(args, thread, "--budget", larger)
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
         say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
+from typing import Any
 
-from corral.analysis import bound, list_cycles
+from corral.analysis import Bound, bound, list_cycles
 from corral.cli._load import LoadFailed, load_one
 from corral.render import render_dot, render_mermaid
 from corral.spec import END, Cycle, Guard
@@ -43,12 +45,39 @@ def cycles(args: argparse.Namespace) -> int:
     found = list_cycles(spec, limit=limit + 1)
     cut = bool(getattr(found, "truncated", False)) or len(found) > limit
     langgraph = target.langgraph is not None
-    print(
-        format_cycles(target.label, list(found)[:limit], cut=cut, limit=limit, langgraph=langgraph)
-    )
-    if not langgraph:  # LangGraph has no guards: its cycles say why it has no bound
-        print(f"bound: {bound(spec)}")
+    shown = list(found)[:limit]
+    # LangGraph has no guards: its cycles say why it has no bound
+    found_bound = None if langgraph else bound(spec)
+    if args.format == "json":
+        print(json.dumps(_cycles_json(target.label, shown, cut, found_bound), indent=2))
+        return 0
+    print(format_cycles(target.label, shown, cut=cut, limit=limit, langgraph=langgraph))
+    if found_bound is not None:
+        print(f"bound: {found_bound}")
+        if found_bound.cost is None or found_bound.cost or spec.budget is not None:
+            print(f"cost ceiling: {found_bound.cost_text}")
     return 0
+
+
+def _cycles_json(name: str, found: list[Cycle], cut: bool, bound: Bound | None) -> dict[str, Any]:
+    """Return what ``corral cycles --format json`` prints."""
+    out: dict[str, Any] = {
+        "graph": name,
+        "cycles": [
+            {
+                "nodes": list(c.nodes),
+                "unguarded": c.unguarded,
+                "guards": [_guard_text(g) for g in c.guards],
+            }
+            for c in found
+        ],
+        "truncated": cut,
+    }
+    if bound is not None:
+        cost = None if bound.cost is None else bound.cost.to_json()
+        out["bound"] = {"steps": bound.steps, "path": bound.path, "reason": bound.reason}
+        out["cost"] = {"ceiling": cost, "path": bound.cost_path, "reason": bound.cost_reason}
+    return out
 
 
 def format_cycles(

@@ -28,6 +28,7 @@ from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
+from corral.cost import Cost
 from corral.errors import CorralError
 from corral.history import (
     CHILD_THREAD,
@@ -125,6 +126,7 @@ def threads(args: argparse.Namespace) -> int:
                 "next": [t.get("node") for t in last.get("next", [])],
                 "parent": parent,
                 "error": _error(last),
+                "spent": Cost.from_json(last.get("spent")).to_json(),
             }
         )
     if args.format == "json":
@@ -133,7 +135,7 @@ def threads(args: argparse.Namespace) -> int:
     if not found:
         print(f"no threads in {shown_db(args.db)}")
         return 0
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             name,
             t["status"],
@@ -143,7 +145,12 @@ def threads(args: argparse.Namespace) -> int:
         )
         for name, t in zip(shown, found, strict=True)
     ]
-    print(_table(("THREAD", "STATUS", "STEPS", "UPDATED (UTC)", "NEXT"), rows))
+    header: tuple[str, ...] = ("THREAD", "STATUS", "STEPS", "UPDATED (UTC)", "NEXT")
+    spent = [Cost.from_json(t["spent"]) for t in found]
+    if any(spent):  # a column only for graphs that report what they spend
+        header = (*header[:3], "SPENT", *header[3:])
+        rows = [(*r[:3], str(c) if c else "-", *r[3:]) for r, c in zip(rows, spent, strict=True)]
+    print(_table(header, rows))
     hidden = len(ids) - len(listed)
     if hidden:
         what = "thread" if hidden == 1 else "threads"
@@ -213,6 +220,7 @@ def show(args: argparse.Namespace) -> int:
         "checkpoint": last.checkpoint_id,
         "status": str(meta.get("status", "running")),
         "steps": int(meta.get("steps", 0)),
+        "spent": Cost.from_json(meta.get("spent")).to_json(),
         "updated": written_at(meta),
         "next": [t.get("node") for t in meta.get("next", [])],
         "guards": [
@@ -318,6 +326,9 @@ def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
         ),
         *fit_line(f"next: {', '.join(report['next']) or '(nothing: the run finished)'}"),
     ]
+    spent = Cost.from_json(report["spent"])
+    if spent:
+        lines.extend(fit_line(f"spent: {spent}"))
     if report["error"]:
         lines.extend(fit_line(f"failed: {report['error']}"))
         if not report["interrupts"]:

@@ -17,6 +17,7 @@ from typing_extensions import TypeVar
 from corral._habits import langgraph_hints
 from corral.checkpoint.base import Checkpointer, holding
 from corral.control import AnswerT, Command, Resume
+from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
 from corral.runtime.child_graph import ChildGraph, paused_children
@@ -96,6 +97,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Run[StateT]:
         """Run the graph from ``input`` to ``END`` (or a pause) and return the :class:`Run`.
 
@@ -109,9 +111,12 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             max_steps: the most node runs this run may take (overrides the graph's).
             deps: handed to every node and router as ``ctx.deps``.
             on_event: called with every event record as it happens (progress, tracing).
+            budget: the most this run may spend (overrides the graph's ``budget=``).
 
         Raises:
-            StepLimitError, NodeCapError, GuardExhaustedError: a bound stopped the run.
+            StepLimitError, NodeCapError, GuardExhaustedError, BudgetError: a bound stopped
+                the run.
+            CostExceededError: a node spent more than its declared ``cost``.
             NodeError: a node or router raised; the original is its ``__cause__``.
             InvalidUpdateError, RouteError: a node or router returned something invalid.
         """
@@ -125,9 +130,12 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
                     max_steps=max_steps,
                     deps=deps,
                     on_event=on_event,
+                    budget=budget,
                 )
             )
-        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        rs, tracer = self._start(
+            input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
+        )
         for _ in self._sync(rs, tracer):
             pass
         return run_of(rs)
@@ -142,9 +150,12 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, None)
+        rs, tracer = self._start(
+            input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
+        )
         async for _ in self._async(rs, tracer):
             pass
         return run_of(rs)
@@ -390,6 +401,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         deps: Any,
         on_event: Callable[[Event], None] | None,
         buffer: list[Event] | None,
+        budget: Budget | None = None,
     ) -> tuple[RunState, RunTracer | None]:
         """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
         tracer = None
@@ -416,6 +428,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             if tracer is not None:
                 tracer.fail(exc)
             raise
+        if budget is not None:
+            rs.purse.budget = budget
         if tracer is not None:
             tracer.started(rs.thread_id)
         return rs, tracer

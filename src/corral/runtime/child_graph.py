@@ -104,7 +104,7 @@ class ChildGraph:
         superstep reads ``values``; ``concurrent``: the async driver runs it."""
         pool = pool_for(rs, call, concurrent=concurrent)
         relay = Relay(self.name, self.settings.max_steps, self.is_entry, pool, rs.emit, call.step,
-                      concurrent=concurrent)  # fmt: skip
+                      concurrent=concurrent, purse=rs.purse)  # fmt: skip
         thread = None
         writer = rs.checkpoints
         if isinstance(writer, ThreadWriter) and rs.thread_id is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from corral.cost import Purse
 from corral.errors import CorralError, NodeError, StepLimitError
 from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, RouteTaken
 from corral.runtime.run_state import Call, RunState
@@ -93,6 +94,7 @@ class Relay:
         "offset",
         "own",
         "pool",
+        "purse",
         "rs",
         "started",
         "watch",
@@ -108,6 +110,7 @@ class Relay:
         entry: int,
         *,
         concurrent: bool,
+        purse: Purse | None = None,
     ) -> None:
         """``name``: the subgraph node's; ``own``: its child graph's ``max_steps``;
         ``is_entry``: whether a child's node (or path) opens an entry of its own;
@@ -117,6 +120,8 @@ class Relay:
         self.is_entry = is_entry
         self.pool = pool
         self.emit = emit
+        self.purse = purse
+        """The parent run's spending, which the child's run shares."""
         self.entry = entry
         """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
         self.watch = concurrent or emit is not None
@@ -138,6 +143,8 @@ class Relay:
         counted them when the child paused); the others (runs before a crash) are not.
         """
         self.rs = rs
+        if self.purse is not None:
+            rs.purse = self.purse
         self.started = rs.steps
         self.counted = counted
         pool = self.pool

@@ -8,6 +8,8 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
+from corral.cost import Cost, Money, Purse
+
 __all__ = ["Context"]
 
 DepsT = TypeVar("DepsT", default=Any)
@@ -21,7 +23,18 @@ class Context(Generic[DepsT]):
     ``ctx: Context[MyDeps]`` to have mypy check its use.
     """
 
-    __slots__ = ("_emit", "_guards", "_runs", "deps", "node", "step", "thread_id")
+    __slots__ = (
+        "_emit",
+        "_guards",
+        "_limit",
+        "_purse",
+        "_runs",
+        "_spent",
+        "deps",
+        "node",
+        "step",
+        "thread_id",
+    )
 
     def __init__(
         self,
@@ -33,6 +46,8 @@ class Context(Generic[DepsT]):
         runs: Mapping[str, int],
         guards: Mapping[tuple[str, str], int],
         emit: Callable[[str, int, Any], None] | None = None,
+        purse: Purse | None = None,
+        limit: Cost | None = None,
     ) -> None:
         self.deps: DepsT = deps
         """Whatever the caller passed as ``deps=``."""
@@ -44,6 +59,9 @@ class Context(Generic[DepsT]):
         self._runs = runs
         self._guards = guards
         self._emit = emit
+        self._purse = purse
+        self._limit = limit
+        self._spent = Cost()
 
     def emit(self, value: Any) -> None:
         """Send ``value`` as a custom event (a token, a progress note) while the node runs.
@@ -54,6 +72,19 @@ class Context(Generic[DepsT]):
         """
         if self._emit is not None:
             self._emit(self.node, self.step, value)
+
+    def spend(self, calls: int = 0, tokens: int = 0, usd: Money = 0) -> None:
+        """Record what this node run spent (a model call's usage) in the run's ``spent``.
+
+        Raises:
+            CostExceededError: this node run has now spent more than its declared ``cost``
+                (times its attempts), when the graph declares a budget or any cost; the
+                graph's cost ceiling relies on every node keeping its declaration.
+        """
+        amount = Cost(calls, tokens, usd)
+        self._spent += amount
+        if self._purse is not None:
+            self._purse.add(self.node, amount, self._spent, self._limit)
 
     def runs(self, node: str) -> int:
         """Return how many times ``node`` has finished a run in this run so far."""

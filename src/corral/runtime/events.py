@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from corral.cost import Cost
+
 __all__ = [
     "CheckpointWritten",
     "Custom",
@@ -159,6 +161,8 @@ class RunEnd:
     status: str
     steps: int
     supersteps: int
+    spent: Cost = field(default_factory=Cost)
+    """What the run has spent (``run.spent``)."""
 
 
 Event: TypeAlias = (
@@ -211,3 +215,5 @@ class StateSnapshot:
     (``"review"``, ``"outer/inner"``)."""
     error: RunError | None = None
     """When ``status == "error"``: the error the run failed with."""
+    spent: Cost = field(default_factory=Cost)
+    """What the thread's run had spent at this checkpoint (``ctx.spend``), across resumes."""

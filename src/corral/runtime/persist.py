@@ -265,6 +265,8 @@ def _meta(
             meta["arrived"] = arrived
     if rs.held:
         meta["held"] = list(rs.held)
+    if rs.purse.spent:
+        meta["spent"] = rs.purse.spent.to_json()
     if pauses:
         meta["interrupts"] = [pause_json(p) for p in pauses]
     if rs.answers:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
+from corral.cost import Cost
 from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
 from corral.runtime.events import Interrupt, RunError, StateSnapshot
@@ -143,6 +144,7 @@ def load(
     rs.steps = int(meta.get("steps", 0))
     rs.supersteps = int(meta.get("supersteps", 0))
     rs.runs = {str(k): int(v) for k, v in meta.get("runs", {}).items()}
+    rs.purse.spent = Cost.from_json(meta.get("spent"))
     for source, target, count in meta.get("guards", []):
         rs.guards[(source, target)] = int(count)
     rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
@@ -234,4 +236,5 @@ def snapshot_of(
         source=str(meta.get("source", "loop")),
         runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
         error=RunError(str(failed["type"]), str(failed["message"])) if failed else None,
+        spent=Cost.from_json(meta.get("spent")),
     )

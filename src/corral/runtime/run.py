@@ -7,6 +7,7 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
+from corral.cost import Cost
 from corral.runtime.events import Interrupt, TraceRecord
 from corral.runtime.run_state import RunState
 
@@ -29,6 +30,7 @@ class Run(Generic[RunStateT]):
         "checkpoint_id",
         "guards",
         "interrupts",
+        "spent",
         "state",
         "status",
         "steps",
@@ -48,6 +50,7 @@ class Run(Generic[RunStateT]):
         thread_id: str | None = None,
         checkpoint_id: str | None = None,
         trace: Sequence[tuple[int, str, Mapping[str, Any] | None, float]] = (),
+        spent: Cost | None = None,
     ) -> None:
         self.state = state
         """The state at the end of the run (or at the pause)."""
@@ -63,6 +66,8 @@ class Run(Generic[RunStateT]):
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
         """The last checkpoint written, when the graph has a checkpointer."""
+        self.spent = spent or Cost()
+        """What the run's nodes reported spending (``ctx.spend``), across resumes."""
         self._raw_trace = trace
         self._trace: list[TraceRecord] | None = None
 
@@ -95,4 +100,5 @@ def run_of(rs: RunState) -> Run[Any]:
         thread_id=rs.thread_id,
         checkpoint_id=rs.checkpoint_id,
         trace=rs.trace,
+        spent=rs.purse.spent,
     )

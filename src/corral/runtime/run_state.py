@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from corral.cost import Purse
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
 from corral.runtime.tables import Node, Tables, Task
@@ -142,6 +143,7 @@ class RunState:
         "max_steps",
         "pause_after",
         "pause_before",
+        "purse",
         "reroute",
         "retried",
         "runs",
@@ -176,6 +178,8 @@ class RunState:
         self.steps = 0
         self.supersteps = 0
         self.runs: dict[str, int] = {}
+        self.purse = Purse(tables.spec.budget, tables.costs_checked)
+        """What the run has spent and may spend (a subgraph's run shares its parent's)."""
         self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
         self.arrived: dict[str, set[str]] = {}
         """Per join: the nodes it waits for that finished a run since its own last run."""
@@ -216,6 +220,8 @@ class RunState:
             runs=self.runs,
             guards=self.guards,
             emit=self.custom if self.emit is not None else None,
+            purse=self.purse,
+            limit=self.tables.nodes[node].cost,
         )
 
     def pause(self, pauses: list[Pause]) -> None:

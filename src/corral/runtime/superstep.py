@@ -33,9 +33,11 @@ from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
+from corral.cost import Cost
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
+    CostExceededError,
     NodeCapError,
     NodeError,
     StepLimitError,
@@ -66,8 +68,13 @@ from corral.spec import END
 __all__ = ["Superstep", "end_run", "rerouted", "router_error", "running"]
 
 
-def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | None:
-    """Return the error a run of ``node`` would hit now, or ``None`` if it may run."""
+def cap_error(
+    rs: RunState, node: Node, steps: int, runs: int, planned: Cost | None = None
+) -> CorralError | None:
+    """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
+
+    ``planned``: what the tasks planned before it in this superstep may spend.
+    """
     if steps >= rs.max_steps:
         msg = (
             f"stopped after {steps} steps (max_steps={rs.max_steps}) before running "
@@ -82,6 +89,8 @@ def cap_error(rs: RunState, node: Node, steps: int, runs: int) -> CorralError | 
             f"raise its max_runs or guard the route that leads back to it"
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
+    if rs.purse.budget is not None:
+        return rs.purse.refuse(node.name, node.cost, planned or Cost(), rs.values)
     return None
 
 
@@ -151,16 +160,20 @@ class Superstep:
         done = rs.done
         planned: dict[str, int] = {}
         calls = self.calls
+        budgeted = rs.purse.budget is not None
+        spends = Cost()  # what the tasks planned so far may spend, against the budget
         for index, (node, arg) in enumerate(rs.tasks):
             if index in done:
                 continue
-            if steps >= max_steps or node.max_runs is not None:
+            if steps >= max_steps or node.max_runs is not None or budgeted:
                 runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
-                error = cap_error(rs, node, steps, runs)
+                error = cap_error(rs, node, steps, runs, spends)
                 if error is not None:
                     self.cap_error = error
                     return
                 planned[node.name] = planned.get(node.name, 0) + 1
+                if budgeted and node.cost is not None:
+                    spends += node.cost
             if node.child is None:
                 steps += 1
             calls.append(Call(index, node, arg, steps))
@@ -231,8 +244,10 @@ class Superstep:
     def failed(self, call: Call, exc: Exception) -> None:
         """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
         if self.failure is None:
-            if call.node.child is not None and isinstance(exc, CorralError):
-                self.failure = exc  # a subgraph's child already said what failed, by path
+            if isinstance(exc, CostExceededError) or (
+                call.node.child is not None and isinstance(exc, CorralError)
+            ):
+                self.failure = exc  # says what failed (a subgraph's child: by path)
                 return
             error = node_error(call.node.name, call.step, exc)
             error.__cause__ = exc
@@ -486,4 +501,4 @@ def end_run(rs: RunState) -> None:
             writer.save_superstep(rs, [], [])
         rs.status = "done"
     if rs.emit is not None:
-        rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps))
+        rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps, rs.purse.spent))

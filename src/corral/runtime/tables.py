@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
 from corral.retry import Retry
 from corral.spec import GraphSpec, Guard
@@ -64,6 +65,7 @@ class Node:
     __slots__ = (
         "child",
         "command",
+        "cost",
         "func",
         "guards",
         "is_async",
@@ -105,6 +107,8 @@ class Node:
         self.child: Any = None
         """The :class:`~corral.runtime.subgraphs.ChildGraph` a subgraph node runs (set by the
         app, which knows the checkpointer)."""
+        self.cost: Cost | None = None
+        """The most one run of the node may spend: its declared cost times its attempts."""
 
 
 class Tables:
@@ -132,6 +136,8 @@ class Tables:
         self.fingerprint = ""
         self.node_names: dict[int, tuple[str, ...]] = {}
         """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
+        self.costs_checked = _declared_fields(spec)
+        """The fields of spending held to the nodes' declared costs (``Purse.checked``)."""
 
 
 def build_tables(spec: GraphSpec) -> Tables:
@@ -146,6 +152,8 @@ def build_tables(spec: GraphSpec) -> Tables:
         node.max_runs = ns.max_runs
         node.retry = ns.retry
         node.timeout_s = ns.timeout_s
+        if ns.cost is not None:
+            node.cost = ns.cost * (ns.retry.attempts if ns.retry is not None else 1)
         node.then = ns.then
         if ns.command is not None:
             node.command = ns.command.names or ()
@@ -188,6 +196,18 @@ def build_tables(spec: GraphSpec) -> Tables:
     )
     tables.fingerprint = fingerprint(spec)
     return tables
+
+
+def _declared_fields(spec: GraphSpec) -> frozenset[str]:
+    """Return the fields of cost that ``spec`` (or a subgraph of it) declares: in a node's
+    cost, or limited by its budget (the cost ceiling holds the others at 0 without a claim)."""
+    found = {f for f in FIELDS if spec.budget is not None and getattr(spec.budget, f) is not None}
+    for node in spec.nodes:
+        if node.cost is not None:
+            found.update(f for f in FIELDS if getattr(node.cost, f))
+        if node.subgraph is not None:
+            found.update(_declared_fields(node.subgraph.graph))
+    return frozenset(found)
 
 
 def _is_subgraph(spec: GraphSpec, name: str) -> bool:

@@ -169,6 +169,12 @@ class RunTracer:
 
     def _ended(self, event: events.RunEnd) -> None:
         self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
+        if event.spent:  # OpenTelemetry attributes take no Decimal: dollars as a float
+            spent = {
+                "corral.spent.tokens": event.spent.tokens,
+                "corral.spent.usd": float(event.spent.usd),
+            }
+            self.run.set_attributes(spent)
         self._finish()
 
     def _start(self, event: events.NodeStart) -> None:

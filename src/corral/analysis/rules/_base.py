@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import textwrap
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -49,6 +49,11 @@ class Finding:
     """Where to point; ``None`` points at the first registered node, else at the graph."""
     site_ignore: tuple[str, ...] = ()
     """The ``ignore=`` prefixes of the router (or node) the finding is placed at."""
+    severity: Severity | None = None
+    """The finding's own severity, for a rule that reports errors and warnings; ``None``:
+    the rule's."""
+    facts: Mapping[str, Any] | None = None
+    """What the finding measured (``Diagnostic.facts``)."""
 
 
 @dataclass(frozen=True)

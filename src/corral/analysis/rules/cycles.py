@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 from corral.analysis._fallbacks import fallback_note
 from corral.analysis._graph import SpecGraph
-from corral.analysis.bound import bound_of
+from corral.analysis.bound import bound_of, every_node
 from corral.analysis.rules._base import (
     Finding,
     GuardSite,
@@ -230,4 +230,61 @@ def cap_below_bound(graph: SpecGraph) -> Iterator[Finding]:
         f"{found.steps} or lower a guard's max",
         (),
         spec.location,
+    )
+
+
+@rule("CR205", "over-budget")
+def over_budget(graph: SpecGraph) -> Iterator[Finding]:
+    """Report a cost ceiling (`g.bound().cost`) above the graph's `budget`.
+
+    The ceiling is the most one run can spend when every node keeps its declared `cost`;
+    over the budget, some run can stop with `BudgetError`. The message gives both amounts,
+    the path that reaches the ceiling and the node that spends the most on it. A graph with
+    a budget whose ceiling cannot be proved (an unbounded loop, a `Send` without
+    `max_sends`, a node that calls `ctx.spend` without a `cost`) gets a warning.
+
+    Fix: lower a guard's `max` (or `react_agent`'s `max_turns`) on the path, or a node's
+    `cost`, or raise the budget.
+    """
+    spec = graph.spec
+    if spec.budget is None:
+        return
+    found = bound_of(spec, graph)
+    facts = {
+        "ceiling": None if found.cost is None else found.cost.to_json(),
+        "budget": spec.budget.to_json(),
+        "path": found.cost_path,
+        "reason": found.cost_reason,
+    }
+    if found.cost is None:
+        yield Finding(
+            f"budget {spec.budget} cannot be proved enough: {found.cost_reason}",
+            (),
+            spec.location,
+            severity="warning",
+            facts=facts,
+        )
+        return
+    over = found.cost.over(spec.budget)
+    if not over:
+        return
+    runs = found.per_node
+    spent = [
+        (getattr(n.cost, over[0]) * (runs.get(path + n.name) or 0), path + n.name, n.cost)
+        for path, n in every_node(spec, "")
+        if n.cost is not None
+    ]
+    most = max(spent, default=None)
+    lower = ""
+    if most is not None:
+        _, name, cost = most
+        lower = f", the cost of {name!r} ({cost} an attempt, up to {runs[name]} runs)"
+    path = f" along {found.cost_path}" if found.cost_path else ""
+    yield Finding(
+        f"cost ceiling {found.cost} passes the budget {spec.budget} ({', '.join(over)}): a "
+        f"run can spend it{path}; lower a guard's max or max_turns on that path{lower}, or "
+        "raise the budget",
+        (),
+        spec.location,
+        facts=facts,
     )
