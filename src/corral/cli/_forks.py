@@ -28,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -113,6 +114,9 @@ class _Child:
     """A pidfd that becomes readable when the child ends (``None`` where unsupported)."""
     deadline: float
     received: bytearray = field(default_factory=bytearray)
+    reading: bool = True
+    """Whether the pipe may still bring bytes wanted (not at its end, not over the limit):
+    a pipe at its end stays readable, and waiting on it would spin until the child is reaped."""
     status: int | None = None
     timed_out: bool = False
     imported: list[str] = field(default_factory=list)
@@ -258,7 +262,8 @@ def _child(request: dict[str, Any], write: int, devnull: int) -> None:
 def _wait(children: dict[int, _Child]) -> set[int]:
     fds = [0]
     for child in children.values():
-        fds.append(child.pipe)
+        if child.reading:
+            fds.append(child.pipe)
         if child.ends is not None:
             fds.append(child.ends)
     soonest = min((c.deadline for c in children.values()), default=None)
@@ -286,14 +291,13 @@ def _step(child: _Child, readable: set[int]) -> bool:
 
 
 def _drain(child: _Child) -> None:
-    while len(child.received) <= MAX_REPORT_BYTES + FRAME.size:
+    while child.reading:
         try:
             chunk = os.read(child.pipe, 65536)
         except BlockingIOError:
             return
-        if not chunk:
-            return
         child.received += chunk
+        child.reading = bool(chunk) and len(child.received) <= MAX_REPORT_BYTES + FRAME.size
 
 
 def _stop(child: _Child) -> None:
@@ -362,8 +366,10 @@ def _frames(data: bytes) -> tuple[bytes, list[str]] | None:
     return parts[0], names
 
 
+@functools.cache
 def _trusted_folders() -> tuple[str, ...]:
-    """Return the folders of the standard library and of installed packages."""
+    """Return the folders of the standard library and of installed packages (read once:
+    a child reports each module name it imported, the linted one among them)."""
     import site
     import sysconfig
 
