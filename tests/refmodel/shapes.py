@@ -28,22 +28,6 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # issue 27: a run refused with ConcurrentRunError leaves its input in the thread.
         # The concurrent-run operation is only made by runs that bring no input.
         "refused-run-leaves-input",
-        # NEW (found by this model): at a pause inside a superstep, run.steps and
-        # get_state().steps leave out the node runs of a subgraph entry that finished in
-        # that superstep (a plain sibling's run is counted). The model shows the engine's
-        # count while this is listed.
-        "pause-steps-skip-finished-entry",
-        # NEW: update_state(..., as_node=X) whose routes lead to a node listed in
-        # interrupt_before leaves the thread "running" with no pause, and invoke(None) then
-        # runs that node without pausing; a run of X would pause before it (7a: "the same
-        # status"). as_node is not used on graphs with interrupt_before.
-        "as-node-skips-interrupt-before",
-        # NEW: update_state(T, values) (no as_node) on a thread whose last superstep failed
-        # midway keeps the writes of the nodes that had finished (computed on the state
-        # before the update) and merges them on the next invoke(None) instead of running
-        # them on the updated state (API.md 7 calls update_state a fork; 7a: a fork runs
-        # afresh). update_state without as_node is not made while such writes wait.
-        "update-reuses-finished-siblings",
         # issue 27: check() is silent on join shapes every run of which raises
         # StuckJoinError (here: a list router as the fork, which may take one branch).
         # The fork of a generated join is always a then= fan-out while this is listed.

@@ -136,12 +136,16 @@ def load(
     tables: Tables,
     checkpoint: Checkpoint,
     checkpointer: Checkpointer | None = None,
+    *,
+    reread: bool = True,
 ) -> None:
     """Restore the counters, tasks and bookkeeping of ``rs`` from a checkpoint's meta.
 
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
-    again.
+    again. A finished subgraph entry is not done: run again, it reads its writes back from
+    its child's thread; ``reread=False`` (an update, after which the entry runs afresh)
+    keeps its node runs counted.
     """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
@@ -160,7 +164,11 @@ def load(
     rs.done = {}
     for item in meta.get("done", []):
         result = _result(tables, item, checkpoint)
-        rs.done[result.position] = result
+        if "steps" not in item:
+            rs.done[result.position] = result
+        elif reread:  # a finished subgraph entry, counted when its superstep runs again
+            rs.steps -= int(item["steps"])
+            rs.runs[result.node.name] -= 1
     if "reroute" in meta:
         rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id

@@ -4,9 +4,10 @@ A subgraph node is a node whose run is delegated (see :mod:`corral.runtime.child
 how a child runs and :mod:`corral.runtime.child_steps` for how its node runs count). The
 drivers call :func:`run_child_sync` / :func:`run_child_async` at their one call site; the
 core accepts the :class:`~corral.runtime.child_graph.ChildOutcome` with
-:func:`accept_child`, merges the writes :func:`expand` gives in the task's place, and drops
-finished entries from a superstep cut short with :func:`kept` (run again on resume, such an
-entry finds its child's thread finished and reads its writes back). A child's pending
+:func:`accept_child` and merges the writes :func:`expand` gives in the task's place. A
+finished entry of a superstep cut short stays counted; it is saved with its count, not its
+writes: run again on resume, it finds its child's thread finished and reads them back (and
+counts them then: ``restore.load``). A child's pending
 pauses, all of them, surface as pauses of the subgraph task (:class:`ChildPause`), named by
 path; the answer to each goes back to the child as ``{child interrupt id: value}``
 (:func:`answer_for`).
@@ -37,7 +38,6 @@ __all__ = [
     "answer_for",
     "child_thread",
     "expand",
-    "kept",
     "merged_by_child",
     "number_entries",
     "paused_children",
@@ -212,23 +212,6 @@ def merged_by_child(values: dict[str, Any], results: list[TaskResult]) -> dict[s
     merged = dict(values)
     merged.update(update.final)
     return merged
-
-
-def kept(rs: RunState, results: list[TaskResult]) -> list[TaskResult]:
-    """Drop finished subgraph entries (and their counts) from a superstep cut short.
-
-    Run again on resume, such an entry finds its child's thread finished and reads the
-    child's writes and node runs back from it instead of running the child again.
-    """
-    out: list[TaskResult] = []
-    for result in results:
-        update = result.update
-        if type(update) is ChildWrites:
-            rs.steps -= update.steps
-            rs.runs[result.node.name] -= 1
-        else:
-            out.append(result)
-    return out
 
 
 def paused_children(

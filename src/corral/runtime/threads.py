@@ -357,9 +357,9 @@ def update_state(
 ) -> str:
     """Write ``values`` into the thread as a new checkpoint (a fork); return its id.
 
-    Without ``as_node`` the update is merged and the pending tasks, pauses and finished
-    siblings stay as they were; with it, ``values`` is what that node returned (see
-    :func:`_run_as`).
+    Without ``as_node`` the update is merged and the pending tasks and pauses stay as they
+    were (the tasks that had finished run again); with it, ``values`` is what that node
+    returned (see :func:`_run_as`).
     """
     tables = settings.tables
     chain = saver.chain(thread_id, checkpoint_id)
@@ -374,7 +374,7 @@ def update_state(
         values = check_input(tables, values, as_node or "__update__")
     rs = new_run(settings, None, thread_id, None)
     rs.values = restore.rebuild(tables, chain, rs.notes)
-    restore.load(rs, tables, base, saver)
+    restore.load(rs, tables, base, saver, reread=False)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
@@ -386,9 +386,13 @@ def update_state(
     else:
         writes = [("__update__", values)]
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
+        # the finished nodes run again on the new state; a subgraph entry's child keeps its
+        # own thread (one that finished is read back and counted again then)
+        rs.done = {}
         extra: dict[str, Any] = {}
-        if rs.done:  # finished siblings: kept in meta, or recorded after a crash
-            extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
+        entries = [item for item in base.meta.get("done", []) if "steps" in item]
+        if entries:
+            extra["done"] = entries
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
         writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
