@@ -316,3 +316,17 @@ def test_a_resumed_child_counts_a_finished_grandchild_once(saver: Checkpointer) 
     run = app.invoke(Resume("yes"), thread_id="t")
     assert run.steps == app.get_state("t").steps == 4
     assert run.state["log"] == ["p", "start", "ask=yes", "g0"]
+
+
+def test_as_node_at_the_pause_runs_a_finished_entry_afresh(saver: Checkpointer) -> None:
+    """as_node closes the superstep with s1's finished update; the finished entry waits
+    with the unfinished tasks and its child runs afresh next (both runs counted)."""
+    calls: list[str] = []
+    app = beside(calls).compile(checkpointer=saver)
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["ask by hand"]}, as_node="ask")
+    snapshot = app.get_state("t")
+    assert (snapshot.next, snapshot.steps) == (("sub",), 4)
+    run = app.invoke(None, thread_id="t")
+    assert (run.steps, calls) == (5, ["s1", "sub/c0", "sub/c0"])
+    assert run.state == {"log": ["n0", "ask by hand", "sub/c0"], "seen": 1}
