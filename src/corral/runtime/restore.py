@@ -144,8 +144,8 @@ def load(
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
     again. A finished subgraph entry is not done: run again, it reads its writes back from
-    its child's thread; ``reread=False`` (an update, after which the entry runs afresh)
-    keeps its node runs counted.
+    its child's thread and counts its node runs then; ``reread=False`` (an update, whose
+    checkpoint still counts them) keeps them counted.
     """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta

@@ -387,7 +387,7 @@ def update_state(
         writes = [("__update__", values)]
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
         # the finished nodes run again on the new state; a subgraph entry's child keeps its
-        # own thread (one that finished is read back and counted again then)
+        # own thread (one that finished is read back when the superstep runs)
         rs.done = {}
         extra: dict[str, Any] = {}
         entries = [item for item in base.meta.get("done", []) if "steps" in item]
