@@ -22,6 +22,7 @@ from corral import (
     NodeError,
     Resume,
     StepLimitError,
+    StuckJoinError,
     interrupt,
 )
 
@@ -243,4 +244,22 @@ def test_check_reports_a_join_entered_again_after_its_start_nodes_ran() -> None:
     g.node("a", start=True, then=("b", "join"))(lambda state: {"log": ["a"]})
     g.node("b", start=True, then="join")(lambda state: {})
     g.node("join", wait_for=("a", "b"), then=END)(lambda state: {"log": ["join"]})
+    assert any(d.code == "CR304" for d in g.check())
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27 (new): a join whose fork is entered twice")
+def test_check_reports_a_join_whose_fork_runs_in_two_successive_supersteps() -> None:
+    """``a`` routes to ``f`` and to ``b``, which routes to ``f`` again: ``j`` runs once ``s``
+    and ``m`` (one superstep behind) have both arrived, then ``m``'s second run arrives
+    alone and every run raises StuckJoinError."""
+    g = Graph(Log)
+    g.node("a", start=True, then=("b", "f"))(lambda state: {"log": ["a"]})
+    g.node("b", then="f")(lambda state: {"log": ["b"]})
+    g.node("f", then=("s", "l"))(lambda state: {"log": ["f"]})
+    g.node("s", then="j")(lambda state: {"log": ["s"]})
+    g.node("l", then="m")(lambda state: {"log": ["l"]})
+    g.node("m", then="j")(lambda state: {"log": ["m"]})
+    g.node("j", wait_for=("s", "m"), then=END)(lambda state: {"log": ["j"]})
+    with pytest.raises(StuckJoinError):
+        g.compile().invoke({"log": []})
     assert any(d.code == "CR304" for d in g.check())

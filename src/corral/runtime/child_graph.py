@@ -318,7 +318,7 @@ class ChildGraph:
         rs = threads.start(self.settings, start, thread_id=thread, checkpoint_id=None,
                            max_steps=None, deps=entry.deps, emit=None,
                            buffer=None)  # fmt: skip
-        counted = self._counted(thread)
+        counted = rs.steps if status == "interrupted" else self._counted(thread)
         entry.relay.attach(rs, counted)
         return rs
 

@@ -136,16 +136,13 @@ def load(
     tables: Tables,
     checkpoint: Checkpoint,
     checkpointer: Checkpointer | None = None,
-    *,
-    reread: bool = True,
 ) -> None:
     """Restore the counters, tasks and bookkeeping of ``rs`` from a checkpoint's meta.
 
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
-    again. A finished subgraph entry is not done: run again, it reads its writes back from
-    its child's thread and counts its node runs then; ``reread=False`` (an update, whose
-    checkpoint still counts them) keeps them counted.
+    again. A finished subgraph entry (counted, its writes in its child's thread) is left
+    to :func:`corral.runtime.subgraphs.read_back`.
     """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
@@ -166,9 +163,6 @@ def load(
         result = _result(tables, item, checkpoint)
         if "steps" not in item:
             rs.done[result.position] = result
-        elif reread:  # a finished subgraph entry, counted when its superstep runs again
-            rs.steps -= int(item["steps"])
-            rs.runs[result.node.name] -= 1
     if "reroute" in meta:
         rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id

@@ -6,8 +6,8 @@ drivers call :func:`run_child_sync` / :func:`run_child_async` at their one call 
 core accepts the :class:`~corral.runtime.child_graph.ChildOutcome` with
 :func:`accept_child` and merges the writes :func:`expand` gives in the task's place. A
 finished entry of a superstep cut short stays counted; it is saved with its count, not its
-writes: run again on resume, it finds its child's thread finished and reads them back (and
-counts them then: ``restore.load``). A child's pending
+writes, which a resumed run reads back from its child's thread (:func:`read_back`). A
+child's pending
 pauses, all of them, surface as pauses of the subgraph task (:class:`ChildPause`), named by
 path; the answer to each goes back to the child as ``{child interrupt id: value}``
 (:func:`answer_for`).
@@ -41,6 +41,7 @@ __all__ = [
     "merged_by_child",
     "number_entries",
     "paused_children",
+    "read_back",
     "run_child_async",
     "run_child_sync",
 ]
@@ -212,6 +213,21 @@ def merged_by_child(values: dict[str, Any], results: list[TaskResult]) -> dict[s
     merged = dict(values)
     merged.update(update.final)
     return merged
+
+
+def read_back(rs: RunState, done: list[Any]) -> None:
+    """Take the subgraph entries among ``done`` (a checkpoint's finished tasks: those saved
+    with their count) as finished tasks of ``rs``'s pending superstep, their writes read
+    back from their children's threads; they stay counted and do not run again."""
+    for item in done:
+        if "steps" in item:
+            task = int(item["task"])
+            node = rs.tables.nodes[item["node"]]
+            relay = Relay(node.child, StepPool(0, 0, 0), 0, None, shared=False)
+            thread = _thread(rs, Call(task, node, NO_ARG, 0))
+            out = node.child.outcome(None, False, Entry({}, thread, [], relay, None, True))
+            update = ChildWrites(out.writes, int(item["steps"]), None)
+            rs.done[task] = TaskResult(task, node, update, None)
 
 
 def paused_children(

@@ -25,7 +25,7 @@ from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import ListNotes, apply_writes, is_flat
-from corral.runtime.subgraphs import answer_for
+from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
@@ -219,6 +219,7 @@ def _continue(
     writer = _writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
+    read_back(rs, last.meta.get("done", []))
     meta = last.meta
     status = meta.get("status")
     pending = restore.pauses_of(last)
@@ -374,7 +375,7 @@ def update_state(
         values = check_input(tables, values, as_node or "__update__")
     rs = new_run(settings, None, thread_id, None)
     rs.values = restore.rebuild(tables, chain, rs.notes)
-    restore.load(rs, tables, base, saver, reread=False)
+    restore.load(rs, tables, base, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = _writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.since_snapshot = 0
@@ -387,7 +388,7 @@ def update_state(
         writes = [("__update__", values)]
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
         # the finished nodes run again on the new state; a subgraph entry's child keeps its
-        # own thread (one that finished is read back when the superstep runs)
+        # own thread (one that finished is read back when the run continues)
         rs.done = {}
         extra: dict[str, Any] = {}
         entries = [item for item in base.meta.get("done", []) if "steps" in item]
