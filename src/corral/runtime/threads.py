@@ -389,11 +389,8 @@ def update_state(
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
         # the finished nodes run again on the new state; a subgraph entry's child keeps its
         # own thread (one that finished is read back when the run continues)
-        rs.done = {}
-        extra: dict[str, Any] = {}
         entries = [item for item in base.meta.get("done", []) if "steps" in item]
-        if entries:
-            extra["done"] = entries
+        extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
         writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
