@@ -25,17 +25,19 @@ from corral import END, Guard
 
 KNOWN_DEFECTS: frozenset[str] = frozenset(
     {
-        # issue 27: a run refused with ConcurrentRunError leaves its input in the thread.
-        # The concurrent-run operation is only made by runs that bring no input.
+        # issue 27: a run refused with ConcurrentRunError leaves its input in the thread,
+        # and the finished tasks it recorded (a fork from that checkpoint finds them done).
+        # The concurrent-run operation is only made by runs that bring no input, before a
+        # superstep of one task.
         "refused-run-leaves-input",
         # issue 27: check() is silent on join shapes every run of which raises
         # StuckJoinError (here: a list router as the fork, which may take one branch).
         # The fork of a generated join is always a then= fan-out while this is listed.
         "join-router-fork",
         # NEW (found by the judge): check() is silent on a fork/join pair whose fork runs in
-        # two successive supersteps (two nodes route to it): the join runs once both
-        # branches arrived, the slower branch arrives again alone, and the run raises
-        # StuckJoinError. The judge's check() property skips forks with two ways in.
+        # two successive supersteps (two routes lead to it or to a node before it): the
+        # join runs once both branches arrived, the slower branch arrives again alone, and
+        # the run raises StuckJoinError. The judge's check() property skips such forks.
         "join-fork-entered-twice",
     }
 )

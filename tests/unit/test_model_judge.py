@@ -155,10 +155,17 @@ def test_a_graph_that_passes_check_fails_only_as_predicted(shape: GraphShape) ->
 
 
 def _fork_with_two_ways_in(shape: GraphShape) -> bool:
-    """Whether two routes lead to the fork of a fork/join block (``b3f`` of ``b3j``)."""
-    forks = {n.name[:-1] + "f" for n in shape.nodes if n.wait_for}
-    ways = [t for n in shape.nodes for t in (*n.targets, *(g.otherwise for g in n.guards))]
-    return any(ways.count(fork) > 1 for fork in forks)
+    """Whether two routes lead to the fork of a fork/join block (``b3f`` of ``b3j``) or
+    to a node before it."""
+    ways = {n.name: [*n.targets, *(g.otherwise for g in n.guards)] for n in shape.nodes}
+    before = {n.name[:-1] + "f" for n in shape.nodes if n.wait_for}
+    while True:
+        more = {n for n, targets in ways.items() if before & set(targets)} - before
+        if not more:
+            break
+        before |= more
+    entries = [t for targets in ways.values() for t in targets]
+    return any(entries.count(name) > 1 for name in before)
 
 
 def _stopped_by_max_runs_anyway(shape: GraphShape, thread: ModelThread) -> bool:

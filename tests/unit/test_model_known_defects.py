@@ -263,3 +263,28 @@ def test_check_reports_a_join_whose_fork_runs_in_two_successive_supersteps() -> 
     with pytest.raises(StuckJoinError):
         g.compile().invoke({"log": []})
     assert any(d.code == "CR304" for d in g.check())
+
+
+@pytest.mark.xfail(strict=True, reason="issue 27: a refused run leaves its finished tasks")
+def test_a_refused_run_leaves_no_finished_task_behind() -> None:
+    """The refused run's b finished (recorded against the checkpoint after a) before the
+    second run committed; a fork from that checkpoint must not find it done."""
+    calls: list[str] = []
+
+    def b(state: Log) -> dict[str, Any]:
+        calls.append("b")
+        if len(calls) == 1:
+            app.invoke(None, thread_id="t")  # the second run, which commits first
+        return {"log": ["b"]}
+
+    g = Graph(Log)
+    g.node("a", start=True, then=("b", "c"))(lambda state: {"log": ["a"]})
+    g.node("b", then=END)(b)
+    g.node("c", then=END)(lambda state: {"log": ["c"]})
+    app = g.compile(checkpointer=MemorySaver(), interrupt_before=["b"])
+    app.invoke({"log": []}, thread_id="t")
+    after_a = app.get_state("t").checkpoint_id
+    with pytest.raises(ConcurrentRunError):
+        app.invoke(None, thread_id="t")
+    app.update_state("t", {"log": ["fork"]}, checkpoint_id=after_a)
+    assert app.get_state("t").steps == 1

@@ -224,6 +224,9 @@ class ThreadMachine(RuleBasedStateMachine):
         """A second run of the thread starts inside a node of a running one: the second
         commits, the first is refused (ConcurrentRunError) and leaves no trace (section 14)."""
         assume(self.model.frame is not None and self.model.status != "done")
+        if "refused-run-leaves-input" in KNOWN_DEFECTS:
+            # its finished tasks are left too (recorded in a superstep of several tasks)
+            assume(len(self.model.frame.tasks) <= 1)
         reply = f"a{self.inputs + 1}" if self._resumable() else None
         alone = copy.deepcopy(self.model)
         counter = Triggers()
