@@ -66,6 +66,10 @@ class Counts:
     """Node runs cut short by ``interrupt()``: each holds its step until it completes on
     resume (counted once, section 5), so a sibling after it may be refused by the cap."""
     max_steps: int = 50
+    reserved: int = 0
+    """While a subgraph entry runs: the plain tasks after it in its superstep that have not
+    run. concepts.md "Counting": the plain tasks take the superstep's first step numbers,
+    the node runs inside its entries the next ones."""
 
 
 @dataclass
@@ -167,14 +171,22 @@ def run_superstep(frame: Frame, counts: Counts, triggers: act.Triggers) -> bool:
     for index, task in enumerate(frame.tasks):
         if index in frame.done:
             continue
+        entry = frame.shape.node(task.node).kind == "sub"
+        reserved = counts.reserved
+        if entry:
+            later = [t for i, t in enumerate(frame.tasks) if i > index and i not in frame.done]
+            counts.reserved += sum(frame.shape.node(t.node).kind != "sub" for t in later)
         try:
             run_task(frame, index, task, counts, triggers)
         except ModelError as err:
-            if err.kind not in ("StepLimitError", "NodeCapError"):
+            # a child's refusal is its entry's failure: the later tasks do not start
+            if err.kind not in ("StepLimitError", "NodeCapError") or entry:
                 raise
             # concepts.md "Caps inside a superstep": the allowed nodes run, then the error
             # names the first node that was refused.
             refused = refused or err
+        finally:
+            counts.reserved = reserved
     if refused is not None:
         raise refused
     if frame.asked:
@@ -191,7 +203,10 @@ def run_task(frame: Frame, index: int, task: Task, counts: Counts, tr: act.Trigg
         return
     path = frame.prefix + node.name
     own_hold = 1 if index in frame.answers else 0
-    if counts.steps + counts.pending + counts.holds - own_hold >= counts.max_steps:
+    if (
+        counts.steps + counts.pending + counts.holds + counts.reserved - own_hold
+        >= counts.max_steps
+    ):
         raise ModelError("StepLimitError", path)
     if frame.prefix and frame.entry_steps >= frame.shape.max_steps:
         # section 11: the child's own max_steps caps each entry

@@ -28,7 +28,7 @@ from refmodel.interpreter import (
     route,
     run_superstep,
 )
-from refmodel.shapes import KNOWN_DEFECTS, GraphShape
+from refmodel.shapes import GraphShape
 
 FAILURES_WITH_CHECKPOINT = ("GuardExhaustedError", "StuckJoinError", "InvalidUpdateError")
 """Failures after the nodes ran (at the barrier or in routing): concepts.md says the merged
@@ -104,11 +104,12 @@ class ModelThread:
     @property
     def shown_steps(self) -> int:
         """Node runs so far: merged, and finished in the current superstep."""
-        frame, counts = self._frame, self.counts
-        steps = counts.steps + counts.pending
-        if frame.asked and "pause-steps-skip-finished-entry" in KNOWN_DEFECTS:
-            steps -= sum(done.entry_runs for done in frame.done.values())
-        return steps
+        # a child a failure cut short counts its node runs when it goes on (section 11)
+        return self.counts.steps + self.counts.pending - self._cut_short()
+
+    def _cut_short(self) -> int:
+        """Node runs of the children a failure cut short (neither finished nor paused)."""
+        return sum(c.entry_steps for c in self._frame.children.values() if not c.asked)
 
     @property
     def kept(self) -> list[int]:
@@ -225,21 +226,21 @@ class ModelThread:
             return
         frame = self._frame
         frame.values = merge_into(frame.values, values)
-        # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
-        # the tasks that finished in a failed superstep ran, so they stay counted, and so
-        # do the node runs of a paused child (section 11); those of a subgraph entry a
-        # failure cut short are the child thread's
-        self._forget_unfinished()
-        frame.done = {}
+        # the nodes that had finished run again on the new state (their runs stay counted);
+        # a subgraph entry's child is a thread of its own, which an update of the parent
+        # does not fork: paused, finished (its writes read back) or cut short by a failure
+        # (it goes on), it is found where it stopped (docs/persistence.md)
+        frame.done = {i: d for i, d in frame.done.items() if self._is_entry(frame.tasks[i])}
         # an update is not a run: a thread whose last run failed still shows "error"
         self._checkpoint("update", "error" if self.status == "error" else None)
 
+    def _is_entry(self, task: Task) -> bool:
+        return self.shape.node(task.node).kind == "sub"
+
     def _forget_unfinished(self) -> None:
-        frame = self._frame
-        unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
-        self.counts.steps += self.counts.pending - unfinished
+        self.counts.steps += self.counts.pending - self._cut_short()
         self.counts.pending = 0
-        frame.children = {}
+        self._frame.children = {}
 
     def _run_as(self, values: dict[str, Any], as_node: str) -> None:
         """persistence.md "Decisions": ``as_node=X`` closes the pending superstep as if X had
@@ -250,7 +251,9 @@ class ModelThread:
         frame, counts = self._frame, self.counts
         rerouted, regotos = list(frame.reroute), list(frame.gotos)
         tasks = [] if rerouted else list(frame.tasks)
+        # a finished subgraph entry waits too: the next superstep runs its child afresh
         done = {} if rerouted else dict(frame.done)
+        done = {i: d for i, d in done.items() if not self._is_entry(tasks[i])}
         at = next((i for i, t in enumerate(tasks) if t.node == as_node and i not in done), None)
         if at is None:
             at = len(tasks)

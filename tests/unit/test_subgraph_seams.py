@@ -236,3 +236,97 @@ def test_a_fork_before_a_send_fan_out_runs_each_child_afresh(saver: Checkpointer
     app.update_state("t", {"topics": ["volcanoes", "glaciers"]}, checkpoint_id=before.checkpoint_id)
     again = app.invoke(None, thread_id="t")
     assert sorted(again.state["summary"]) == ["on glaciers", "on volcanoes"]
+
+
+# ------------------------------------------- a finished entry beside a pause or an update
+
+
+class Log(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    seen: int
+
+
+def beside(calls: list[str]) -> Graph[Log]:
+    """n0 fans out to s1 (reads the log), sub (a child of one node) and ask (a question)."""
+    child = Graph(Log, name="child")
+
+    @child.node(start=True, then=END)
+    def c0(state: Log) -> dict[str, Any]:
+        calls.append("sub/c0")
+        return {"log": ["sub/c0"]}
+
+    g = Graph(Log)
+    g.node("n0", start=True, then=("s1", "sub", "ask"))(lambda state: {"log": ["n0"]})
+
+    @g.node(then=END)
+    def s1(state: Log) -> dict[str, Any]:
+        calls.append("s1")
+        return {"seen": len(state["log"])}
+
+    g.subgraph("sub", child, then=END)
+
+    @g.node(then=END)
+    def ask(state: Log) -> dict[str, Any]:
+        return {"log": [f"ask={interrupt('go?')}"]}
+
+    return g
+
+
+def test_a_pause_counts_a_finished_entry_once(saver: Checkpointer) -> None:
+    """At the pause the entry's child run is counted (n0, s1, sub/c0); resumed, the entry
+    reads its child's writes back without counting or running it again."""
+    calls: list[str] = []
+    app = beside(calls).compile(checkpointer=saver)
+    assert app.invoke({"log": []}, thread_id="t").steps == app.get_state("t").steps == 3
+    run = app.invoke(Resume("yes"), thread_id="t")
+    assert (run.steps, calls) == (4, ["s1", "sub/c0"])
+    assert run.state["log"] == ["n0", "sub/c0", "ask=yes"]
+
+
+def test_a_plain_update_runs_the_finished_nodes_again_and_keeps_the_child(
+    saver: Checkpointer,
+) -> None:
+    """update_state without as_node at the pause: s1 runs again on the new state (its runs
+    stay counted); the child is a thread of its own, which the update does not fork, so
+    its writes are read back; Resume still answers ask."""
+    calls: list[str] = []
+    app = beside(calls).compile(checkpointer=saver)
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["edit"]})
+    assert app.get_state("t").steps == 3
+    run = app.invoke(Resume("yes"), thread_id="t")
+    assert calls == ["s1", "sub/c0", "s1"] and run.steps == 5
+    assert run.state == {"log": ["n0", "edit", "sub/c0", "ask=yes"], "seen": 2}
+
+
+def test_a_resumed_child_counts_a_finished_grandchild_once(saver: Checkpointer) -> None:
+    """The pause is inside the child, beside a finished entry of its own: p, sub/start and
+    sub/inner/g0 are counted at the pause, sub/ask once it is answered."""
+    grandchild = Graph(Log, name="inner")
+    grandchild.node("g0", start=True, then=END)(lambda state: {"log": ["g0"]})
+    child = Graph(Log, name="sub")
+    child.node("start", start=True, then=("ask", "inner"))(lambda state: {"log": ["start"]})
+    child.node("ask", then=END)(lambda state: {"log": [f"ask={interrupt('go?')}"]})
+    child.subgraph("inner", grandchild, then=END)
+    g = Graph(Log)
+    g.node("p", start=True, then="sub")(lambda state: {"log": ["p"]})
+    g.subgraph("sub", child, then=END)
+    app = g.compile(checkpointer=saver)
+    assert app.invoke({"log": []}, thread_id="t").steps == 3
+    run = app.invoke(Resume("yes"), thread_id="t")
+    assert run.steps == app.get_state("t").steps == 4
+    assert run.state["log"] == ["p", "start", "ask=yes", "g0"]
+
+
+def test_as_node_at_the_pause_runs_a_finished_entry_afresh(saver: Checkpointer) -> None:
+    """as_node closes the superstep with s1's finished update; the finished entry waits
+    with the unfinished tasks and its child runs afresh next (both runs counted)."""
+    calls: list[str] = []
+    app = beside(calls).compile(checkpointer=saver)
+    app.invoke({"log": []}, thread_id="t")
+    app.update_state("t", {"log": ["ask by hand"]}, as_node="ask")
+    snapshot = app.get_state("t")
+    assert (snapshot.next, snapshot.steps) == (("sub",), 4)
+    run = app.invoke(None, thread_id="t")
+    assert (run.steps, calls) == (5, ["s1", "sub/c0", "sub/c0"])
+    assert run.state == {"log": ["n0", "ask by hand", "sub/c0"], "seen": 1}

@@ -105,13 +105,37 @@ class ChildGraph:
         pool = pool_for(rs, call, concurrent=concurrent)
         relay = Relay(self.name, self.settings.max_steps, self.is_entry, pool, rs.emit, call.step,
                       concurrent=concurrent, purse=rs.purse)  # fmt: skip
-        thread = None
-        writer = rs.checkpoints
-        if isinstance(writer, ThreadWriter) and rs.thread_id is not None:
-            meta = {"run": writer.run, "supersteps": rs.supersteps, "fork": writer.fork}
-            thread = child_thread(rs.thread_id, self.name, meta, call.position)
         state = values if call.arg is NO_ARG else call.arg
+        thread = self._thread(rs, call.position)
         return Entry(self, state, thread, list(answers or ()), rs.deps, relay)
+
+    def _thread(self, rs: RunState, task: int) -> str | None:
+        """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
+        parent keeps no checkpoints)."""
+        writer = rs.checkpoints
+        if not isinstance(writer, ThreadWriter) or rs.thread_id is None:
+            return None
+        meta = {"run": writer.run, "supersteps": rs.supersteps, "fork": writer.fork}
+        return child_thread(rs.thread_id, self.name, meta, task)
+
+    def thread_writes(self, thread: str) -> list[tuple[str, dict[str, Any]]]:
+        """Return the child's node writes kept in ``thread`` (its input and updates left out)."""
+        saver = self.settings.checkpointer
+        assert saver is not None  # a child has a thread only with a checkpointer
+        return [
+            (node, update)
+            for checkpoint in saver.checkpoints(thread)
+            for node, update in checkpoint.writes
+            if not (node.startswith("__") and node.endswith("__"))
+        ]
+
+    def finished_writes(self, rs: RunState, task: int) -> list[tuple[str, dict[str, Any]]]:
+        """Return the parent's writes of entry ``task`` of ``rs``'s superstep, whose child
+        finished before the superstep was cut short, read back from the child's thread."""
+        thread = self._thread(rs, task)
+        assert thread is not None and self.settings.checkpointer is not None
+        chain = self.settings.checkpointer.chain(thread)
+        return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
     def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
         """Return a new child run from ``state`` (the parent's, or a ``Send`` argument), its
@@ -248,12 +272,7 @@ class Entry:
             return ChildOutcome(child.writes(rs.log, rs.values), rs.steps, (), relay.trace(rs))
         assert self.thread is not None
         saver = self._saver()
-        raw = [
-            (node, update)
-            for checkpoint in saver.checkpoints(self.thread)
-            for node, update in checkpoint.writes
-            if not (node.startswith("__") and node.endswith("__"))  # the input, an update
-        ]
+        raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
             return ChildOutcome(writes, rs.steps - relay.counted, (), relay.trace(rs))

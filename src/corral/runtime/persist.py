@@ -294,14 +294,13 @@ def error_json(error: Exception | None) -> dict[str, Any]:
 def result_json(result: TaskResult) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
     update = result.update
+    out: dict[str, Any] = {"task": result.position, "node": result.node.name}
     if update is not None and type(update) is not dict:  # a subgraph entry's ChildWrites:
+        out["steps"] = getattr(update, "steps", 0)  # its child's node runs, counted
         update = dict(update)  # its writes are the checkpoint's, its own update is empty
-    return {
-        "task": result.position,
-        "node": result.node.name,
-        "update": update,
-        "goto": list(result.goto) if result.goto is not None else None,
-    }
+    out["update"] = update
+    out["goto"] = list(result.goto) if result.goto is not None else None
+    return out
 
 
 def pause_json(pause: Pause) -> dict[str, Any]:

@@ -133,7 +133,8 @@ def load(
 
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
-    again.
+    again. A finished subgraph entry (counted, its writes in its child's thread) is left
+    to :func:`corral.runtime.subgraphs.read_back`.
     """
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
@@ -153,7 +154,8 @@ def load(
     rs.done = {}
     for item in meta.get("done", []):
         result = _result(tables, item, checkpoint)
-        rs.done[result.position] = result
+        if "steps" not in item:
+            rs.done[result.position] = result
     if "reroute" in meta:
         rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id

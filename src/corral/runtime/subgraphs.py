@@ -3,10 +3,10 @@
 A subgraph node is a node whose run is delegated: the drivers run its child
 (:mod:`corral.runtime.child_graph`) to its end or next pause and hand the core a
 :class:`ChildOutcome`. The core accepts it with :func:`accept_child` (the child's node runs
-are the parent's steps; the entry is one run of the subgraph node), merges the writes
-:func:`expand` gives in the task's place, and drops finished entries from a superstep cut
-short with :func:`kept` (run again on resume, such an entry finds its child's thread
-finished and reads its writes back). A child's pending pauses, all of them, surface as
+are the parent's steps; the entry is one run of the subgraph node) and merges the writes
+:func:`expand` gives in the task's place. A finished entry of a superstep cut short stays
+counted; it is saved with its count, not its writes, which a resumed run reads back from
+its child's thread (:func:`read_back`). A child's pending pauses, all of them, surface as
 pauses of the subgraph task (:class:`ChildPause`), named by path; the answer to each goes
 back to the child as ``{child interrupt id: value}`` (:func:`answer_for`).
 
@@ -30,8 +30,8 @@ __all__ = [
     "accept_child",
     "answer_for",
     "expand",
-    "kept",
     "number_entries",
+    "read_back",
 ]
 
 Trace = list[tuple[int, str, dict[str, Any] | None, float]]
@@ -130,18 +130,13 @@ def expand(results: list[TaskResult]) -> list[tuple[str, dict[str, Any]]]:
     return writes
 
 
-def kept(rs: RunState, results: list[TaskResult]) -> list[TaskResult]:
-    """Drop finished subgraph entries (and their counts) from a superstep cut short.
-
-    Run again on resume, such an entry finds its child's thread finished and reads the
-    child's writes and node runs back from it instead of running the child again.
-    """
-    out: list[TaskResult] = []
-    for result in results:
-        update = result.update
-        if type(update) is ChildWrites:
-            rs.steps -= update.steps
-            rs.runs[result.node.name] -= 1
-        else:
-            out.append(result)
-    return out
+def read_back(rs: RunState, done: list[Any]) -> None:
+    """Take the subgraph entries among ``done`` (a checkpoint's finished tasks: those saved
+    with their count) as finished tasks of ``rs``'s pending superstep, their writes read
+    back from their children's threads; they stay counted and do not run again."""
+    for item in done:
+        if "steps" in item:
+            task = int(item["task"])
+            node = rs.tables.nodes[item["node"]]
+            writes = node.child.finished_writes(rs, task)
+            rs.done[task] = TaskResult(task, node, ChildWrites(writes, int(item["steps"])), None)

@@ -59,7 +59,6 @@ from corral.runtime.subgraphs import (
     ChildPause,
     accept_child,
     expand,
-    kept,
     number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
@@ -256,7 +255,7 @@ class Superstep:
     def keep_finished(self, error: CorralError) -> None:
         """Record that the superstep failed with ``error``, keeping its finished siblings;
         the caller raises the error. A resumed run runs the tasks that did not finish."""
-        results = kept(self.rs, self._with_done())
+        results = self._with_done()
         writer = self.rs.checkpoints
         if writer is None:
             return
@@ -287,7 +286,7 @@ class Superstep:
         results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
-            rs.checkpoints.save_partial(rs, kept(rs, results), self.pauses, "interrupted")
+            rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
             rs.pause(self.pauses)
             return None
         # Merge the updates in task order, then note who ran at the joins.

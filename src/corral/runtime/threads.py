@@ -25,7 +25,7 @@ from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import Call, RunState
 from corral.runtime.state import apply_writes, is_flat
-from corral.runtime.subgraphs import answer_for
+from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
@@ -232,6 +232,7 @@ def _continue(
     )
     writer.last_status = str(last.meta.get("status", ""))
     rs.checkpoints = writer
+    read_back(rs, last.meta.get("done", []))
     meta = last.meta
     status = meta.get("status")
     pending = restore.pauses_of(last)
@@ -369,9 +370,9 @@ def update_state(
 ) -> str:
     """Write ``values`` into the thread as a new checkpoint (a fork); return its id.
 
-    Without ``as_node`` the update is merged and the pending tasks, pauses and finished
-    siblings stay as they were; with it, ``values`` is what that node returned (see
-    :func:`_run_as`).
+    Without ``as_node`` the update is merged and the pending tasks and pauses stay as they
+    were (the tasks that had finished run again); with it, ``values`` is what that node
+    returned (see :func:`_run_as`).
     """
     tables = settings.tables
     chain = saver.chain(thread_id, checkpoint_id)
@@ -398,9 +399,10 @@ def update_state(
     else:
         writes = [("__update__", values)]
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
-        extra: dict[str, Any] = {}
-        if rs.done:  # finished siblings: kept in meta, or recorded after a crash
-            extra["done"] = [persist.result_json(r) for _, r in sorted(rs.done.items())]
+        # the finished nodes run again on the new state; a subgraph entry's child keeps its
+        # own thread (one that finished is read back when the run continues)
+        entries = [item for item in base.meta.get("done", []) if "steps" in item]
+        extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
         writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
