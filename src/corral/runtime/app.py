@@ -122,22 +122,14 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """
         if self._tables.has_async:
             _refuse_running_loop("invoke")
-            return asyncio.run(
-                self.ainvoke(
-                    input,
-                    thread_id=thread_id,
-                    checkpoint_id=checkpoint_id,
-                    max_steps=max_steps,
-                    deps=deps,
-                    on_event=on_event,
-                    budget=budget,
-                )
-            )
         rs, tracer = self._start(
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
-        for _ in self._sync(rs, tracer):
-            pass
+        if self._tables.has_async:
+            asyncio.run(_drain(self._async(rs, tracer)))
+        else:
+            for _ in self._sync(rs, tracer):
+                pass
         return run_of(rs)
 
     @langgraph_hints(2)
@@ -156,8 +148,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         rs, tracer = self._start(
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
-        async for _ in self._async(rs, tracer):
-            pass
+        await _drain(self._async(rs, tracer))
         return run_of(rs)
 
     @overload
@@ -347,9 +338,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """
         saver = self._saver("get_state")
         snapshot = threads.get_state(self._tables, saver, thread_id, checkpoint_id)
-        if not subgraphs:
-            return snapshot
-        return paused_children(self._tables, saver, snapshot, thread_id)
+        return paused_children(self._tables, saver, snapshot, thread_id) if subgraphs else snapshot
 
     @langgraph_hints(1)
     def history(self, thread_id: str) -> list[StateSnapshot]:
@@ -477,6 +466,11 @@ def _compiled(
     return threads.Settings(
         tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
     )
+
+
+async def _drain(items: AsyncIterator[Any]) -> None:
+    async for _ in items:
+        pass
 
 
 def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:

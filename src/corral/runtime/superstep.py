@@ -292,12 +292,7 @@ class Superstep:
         # Merge the updates in task order, then note who ran at the joins.
         tables = rs.tables
         writes = self.writes
-        if tables.has_subgraphs:
-            writes.extend(expand(results))
-        else:
-            for _, node, update, _ in results:
-                if update:
-                    writes.append((node.name, update))
+        writes.extend(expand(results))
         if rs.log is not None:
             rs.log.extend(writes)
         if writes:
