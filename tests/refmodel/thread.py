@@ -227,8 +227,8 @@ class ModelThread:
         frame.values = merge_into(frame.values, values)
         # a new checkpoint: its next superstep runs afresh (no finished sibling is reused);
         # the tasks that finished in a failed superstep ran, so they stay counted, and so
-        # do the node runs of a paused child (section 11); those of a subgraph entry a
-        # failure cut short are the child thread's
+        # do the node runs of a child until it last paused (section 11); those of a
+        # subgraph entry a failure cut short after that are the child thread's
         self._forget_unfinished()
         frame.done = {}
         # an update is not a run: a thread whose last run failed still shows "error"
@@ -236,7 +236,7 @@ class ModelThread:
 
     def _forget_unfinished(self) -> None:
         frame = self._frame
-        unfinished = sum(c.entry_steps for c in frame.children.values() if not c.asked)
+        unfinished = sum(c.entry_steps - c.paused_steps for c in frame.children.values())
         self.counts.steps += self.counts.pending - unfinished
         self.counts.pending = 0
         frame.children = {}

@@ -18,7 +18,7 @@ from corral.checkpoint.base import Checkpointer
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
-from corral.runtime.child_graph import ChildGraph, paused_children
+from corral.runtime.child_graph import ChildGraph, committed_steps, paused_children
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
@@ -280,7 +280,10 @@ class CompiledGraph(Generic[StateT, InputT]):
             CheckpointError: the graph has no checkpointer, or the thread is unknown.
         """
         saver = self._saver("get_state")
-        snapshot = threads.get_state(self._tables, saver, thread_id, checkpoint_id)
+        tables = self._tables
+        # the thread's state counts the work its interrupted superstep committed
+        count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
+        snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
         if not subgraphs:
             return snapshot
         return paused_children(self._tables, saver, snapshot, thread_id)

@@ -50,7 +50,7 @@ from corral.runtime.subgraphs import ChildOutcome, ChildPause
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
-__all__ = ["ChildGraph", "Entry", "child_thread", "paused_children"]
+__all__ = ["ChildGraph", "Entry", "child_thread", "committed_steps", "paused_children"]
 
 
 def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) -> str:
@@ -260,6 +260,26 @@ class Entry:
         chain = saver.chain(self.thread)
         steps = int(chain[-1].meta.get("steps", 0)) - _counted(chain)
         return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
+
+
+def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
+    """Return the node runs of the run that a thread's newest ``checkpoint`` belongs to:
+    its own count and the committed work of its superstep that continuing it takes as done
+    (API.md section 5: a run counts each node run once, a crash between): the tasks
+    recorded as finished after it, and the runs its subgraph entries' children committed
+    that it has not counted (a crash or a kill stopped them before the barrier)."""
+    meta = checkpoint.meta
+    steps = int(meta.get("steps", 0)) + len(restore.recorded_tasks(saver, checkpoint))
+    done = {item.get("task") for item in meta.get("done", [])}
+    for task, item in enumerate(meta.get("next", [])):
+        node = tables.nodes.get(item.get("node"))
+        if node is None or node.child is None or task in done:
+            continue
+        child: ChildGraph = node.child
+        chain = saver.chain(child_thread(checkpoint.thread_id, node.name, meta, task))
+        if chain:
+            steps += committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
+    return steps
 
 
 def _counted(chain: list[Checkpoint]) -> int:
