@@ -28,10 +28,10 @@ KNOWN_DEFECTS: frozenset[str] = frozenset(
         # issue 27: a run refused with ConcurrentRunError leaves its input in the thread.
         # The concurrent-run operation is only made by runs that bring no input.
         "refused-run-leaves-input",
-        # NEW (found by this model): at a pause inside a superstep, run.steps and
-        # get_state().steps leave out the node runs of a subgraph entry that finished in
-        # that superstep (a plain sibling's run is counted). The model shows the engine's
-        # count while this is listed.
+        # NEW (found by this model): at a pause inside a superstep, run.steps leaves out
+        # the node runs of a subgraph entry that finished in that superstep (a plain
+        # sibling's run is counted; get_state().steps counts both). The model's run.steps
+        # is the engine's count while this is listed.
         "pause-steps-skip-finished-entry",
         # NEW: update_state(..., as_node=X) whose routes lead to a node listed in
         # interrupt_before leaves the thread "running" with no pause, and invoke(None) then

@@ -94,7 +94,7 @@ class ModelThread:
         return View(
             newest.values,
             newest.next,
-            self.shown_steps,
+            self.counts.steps + self.counts.pending,
             newest.guards,
             self.status,
             self._frame.interrupts,
@@ -103,7 +103,7 @@ class ModelThread:
 
     @property
     def shown_steps(self) -> int:
-        """Node runs so far: merged, and finished in the current superstep."""
+        """Node runs so far: merged, and finished in the current superstep (``run.steps``)."""
         frame, counts = self._frame, self.counts
         steps = counts.steps + counts.pending
         if frame.asked and "pause-steps-skip-finished-entry" in KNOWN_DEFECTS:

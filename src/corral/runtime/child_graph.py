@@ -258,7 +258,7 @@ class Entry:
             writes = child.writes(raw, rs.values)
             return ChildOutcome(writes, rs.steps - relay.counted, (), relay.trace(rs))
         chain = saver.chain(self.thread)
-        steps = int(chain[-1].meta.get("steps", 0)) - _counted(chain)
+        steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
 
 
