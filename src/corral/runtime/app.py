@@ -281,7 +281,7 @@ class CompiledGraph(Generic[StateT, InputT]):
         """
         saver = self._saver("get_state")
         tables = self._tables
-        # the thread's state counts the work its interrupted superstep committed
+        # the thread's state counts the node runs its cut-short superstep committed
         count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
         snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
         if not subgraphs:

@@ -264,10 +264,10 @@ class Entry:
 
 def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
     """Return the node runs of the run that a thread's newest ``checkpoint`` belongs to:
-    its own count and the committed work of its superstep that continuing it takes as done
-    (API.md section 5: a run counts each node run once, a crash between): the tasks
-    recorded as finished after it, and the runs its subgraph entries' children committed
-    that it has not counted (a crash or a kill stopped them before the barrier)."""
+    its own count and what its superstep committed that continuing it takes as done (API.md
+    section 5: each node run counts once, also across a crash): the tasks recorded as
+    finished after it, and the runs its subgraph entries' children committed that it has
+    not counted (a crash, a kill or a pause stopped the superstep before its barrier)."""
     meta = checkpoint.meta
     steps = int(meta.get("steps", 0)) + len(restore.recorded_tasks(saver, checkpoint))
     done = {item.get("task") for item in meta.get("done", [])}
