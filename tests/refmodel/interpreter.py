@@ -97,6 +97,9 @@ class Frame:
     """The tasks of a merged superstep whose routes failed: a resume routes them again."""
     gotos: list[str | None] = field(default_factory=list)
     entry_steps: int = 0
+    paused_steps: int = 0
+    """For a subgraph entry: its node runs when it last paused. The parent's checkpoint at
+    that pause counted them (section 11), so they stay counted if the entry is dropped."""
     writes: list[dict[str, Any]] = field(default_factory=list)
     """A child entry's writes to shared keys, in merge order (handed to the parent)."""
 
@@ -257,6 +260,7 @@ def run_entry(frame: Frame, index: int, node: NodeShape, counts: Counts, tr: act
         child.answers = {i: answer for i in child.asked}
         child.answered, child.asked = child.asked, {}
     if not run_frame(child, counts, tr):
+        child.paused_steps = child.entry_steps
         frame.asked[index] = child.interrupts
         return
     frame.asked.pop(index, None)

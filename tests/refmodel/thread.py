@@ -94,7 +94,7 @@ class ModelThread:
         return View(
             newest.values,
             newest.next,
-            self.shown_steps,
+            self.counts.steps + self.counts.pending,
             newest.guards,
             self.status,
             self._frame.interrupts,
@@ -109,7 +109,9 @@ class ModelThread:
 
     def _cut_short(self) -> int:
         """Node runs of the children a failure cut short (neither finished nor paused)."""
-        return sum(c.entry_steps for c in self._frame.children.values() if not c.asked)
+        # the runs of such a child until it last paused were counted at that pause
+        children = self._frame.children.values()
+        return sum(c.entry_steps - c.paused_steps for c in children if not c.asked)
 
     @property
     def kept(self) -> list[int]:

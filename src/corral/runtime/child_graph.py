@@ -50,7 +50,7 @@ from corral.runtime.subgraphs import ChildOutcome, ChildPause
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
-__all__ = ["ChildGraph", "Entry", "child_thread", "paused_children"]
+__all__ = ["ChildGraph", "Entry", "child_thread", "committed_steps", "paused_children"]
 
 
 def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) -> str:
@@ -277,8 +277,28 @@ class Entry:
             writes = child.writes(raw, rs.values)
             return ChildOutcome(writes, rs.steps - relay.counted, (), relay.trace(rs))
         chain = saver.chain(self.thread)
-        steps = int(chain[-1].meta.get("steps", 0)) - _counted(chain)
+        steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
+
+
+def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
+    """Return the node runs of the run that a thread's newest ``checkpoint`` belongs to:
+    its own count and what its superstep committed that continuing it takes as done (API.md
+    section 5: each node run counts once, also across a crash): the tasks recorded as
+    finished after it, and the runs its subgraph entries' children committed that it has
+    not counted (a crash, a kill or a pause stopped the superstep before its barrier)."""
+    meta = checkpoint.meta
+    steps = int(meta.get("steps", 0)) + len(restore.recorded_tasks(saver, checkpoint))
+    done = {item.get("task") for item in meta.get("done", [])}
+    for task, item in enumerate(meta.get("next", [])):
+        node = tables.nodes.get(item.get("node"))
+        if node is None or node.child is None or task in done:
+            continue
+        child: ChildGraph = node.child
+        chain = saver.chain(child_thread(checkpoint.thread_id, node.name, meta, task))
+        if chain:
+            steps += committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
+    return steps
 
 
 def _counted(chain: list[Checkpoint]) -> int:

@@ -17,7 +17,15 @@ from corral.runtime.run_state import Pause, RunState, TaskResult
 from corral.runtime.state import apply_writes, copy_value
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
-__all__ = ["interrupts_of", "load", "pause_of", "pauses_of", "rebuild", "snapshot_of"]
+__all__ = [
+    "interrupts_of",
+    "load",
+    "pause_of",
+    "pauses_of",
+    "rebuild",
+    "recorded_tasks",
+    "snapshot_of",
+]
 
 
 def pauses_of(checkpoint: Checkpoint) -> list[Pause]:
@@ -159,18 +167,27 @@ def load(
     if "reroute" in meta:
         rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id
-    if checkpointer is not None and len(rs.tasks) > 1 and isinstance(checkpointer, TaskWrites):
-        pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
-        for index, item in pending.items():
+    if checkpointer is not None:
+        for index, item in recorded_tasks(checkpointer, checkpoint).items():
             _take_pending(rs, tables, checkpoint, index, item)
+
+
+def recorded_tasks(checkpointer: Checkpointer, checkpoint: Checkpoint) -> dict[int, Any]:
+    """Return the tasks recorded as finished after ``checkpoint`` (a run stopped in the
+    middle of its superstep) that its meta does not list as done: committed node runs that
+    a continued run takes as done and counts, by their place in the superstep."""
+    meta = checkpoint.meta
+    if len(meta.get("next", [])) < 2 or not isinstance(checkpointer, TaskWrites):
+        return {}  # a superstep of one task records nothing before its checkpoint
+    pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
+    done = {item.get("task") for item in meta.get("done", [])}
+    return {index: item for index, item in pending.items() if index not in done}
 
 
 def _take_pending(
     rs: RunState, tables: Tables, checkpoint: Checkpoint, index: int, item: Mapping[str, Any]
 ) -> None:
     """Count a recorded finished task as done, after checking it is the task it says."""
-    if index in rs.done:
-        return
     name = item.get("node")
     if (
         not 0 <= index < len(rs.tasks)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import secrets
 import uuid
 from collections.abc import Callable, Mapping
@@ -325,14 +326,22 @@ def check_input(tables: Tables, input: Any, writer: str) -> dict[str, Any]:
 
 
 def get_state(
-    tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None
+    tables: Tables,
+    saver: Checkpointer,
+    thread_id: str,
+    checkpoint_id: str | None,
+    count: Callable[[Checkpoint], int] | None = None,
 ) -> StateSnapshot:
-    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``)."""
+    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``);
+    ``count`` gives its ``steps`` from that checkpoint, when they are not only its own."""
     chain = saver.chain(thread_id, checkpoint_id)
     if not chain:
         raise unknown_thread(thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    return restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
+    snapshot = restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
+    if count is None:
+        return snapshot
+    return dataclasses.replace(snapshot, steps=count(chain[-1]))
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:

@@ -1,0 +1,55 @@
+"""Step counts the reference model once got wrong (issue 27), checked on both sides.
+
+Each test drives the model and the engine through one sequence the random machine of
+``test_model_machine.py`` found, and asserts the count API.md gives on both.
+"""
+
+from __future__ import annotations
+
+import pytest
+from refmodel.behaviour import Triggers, initial_values
+from refmodel.build import build
+from refmodel.shapes import GraphShape, NodeShape
+from refmodel.thread import ModelThread
+
+from corral import END, MemorySaver, NodeError, Resume
+
+
+def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
+    """``sub``'s child ran ``c0`` and paused in ``c1`` (the pause counted ``c0``); answered,
+    ``c1`` fails; ``update_state(as_node="q")`` closes the superstep without the entry.
+    ``c0``'s run stays counted (the model dropped it, as if the failure had cut it short)."""
+    child = GraphShape(
+        (
+            NodeShape("c0", "then", ("c1",), start=True, asks=True),
+            NodeShape("c1", "then", (END,), asks=True),
+        )
+    )
+    shape = GraphShape(
+        (
+            NodeShape("p", "then", ("sub",), start=True),
+            NodeShape("sub", "sub", ("q",)),
+            NodeShape("q", "then", (END,)),
+        ),
+        child=child,
+    )
+    model = ModelThread(shape)
+    triggers = Triggers()
+    app = build(shape, triggers).compile(checkpointer=MemorySaver())
+
+    model.invoke(initial_values(), Triggers())
+    app.invoke(initial_values(), thread_id="t")
+    model.invoke(None, Triggers(), answer="yes")
+    app.invoke(Resume("yes"), thread_id="t")
+    assert model.view.steps == app.get_state("t").steps == 2  # p and c0
+
+    crash = Triggers()
+    crash.arm_crash(0)
+    assert model.invoke(None, crash, answer="ok").error == "NodeError"
+    triggers.arm_crash(0)
+    with pytest.raises(NodeError):
+        app.invoke(Resume("ok"), thread_id="t")
+
+    model.update_state({"log": ["by hand"]}, as_node="q")
+    app.update_state("t", {"log": ["by hand"]}, as_node="q")
+    assert model.view.steps == app.get_state("t").steps == 3  # p, c0 and q
