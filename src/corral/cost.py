@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from corral.errors import BudgetError, CostExceededError, GraphError
 
@@ -136,11 +136,16 @@ class Budget:
         return _text(self) or "no limit"
 
 
-def require(value: object, kind: type[Cost | Budget], name: str) -> None:
-    """Raise ``GraphError`` unless ``value`` is a ``kind`` or ``None`` (``name=`` took it)."""
+_Amount = TypeVar("_Amount", "Cost", "Budget")
+
+
+def require(value: object, kind: type[_Amount], name: str) -> _Amount | None:
+    """Return ``value``; raise ``GraphError`` unless it is a ``kind`` or ``None`` (``name=``
+    took it)."""
     if value is not None and not isinstance(value, kind):
         msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
         raise GraphError(msg)
+    return value
 
 
 def _maybe(usd: Decimal | None) -> str | None:

@@ -31,6 +31,7 @@ from corral.errors import GraphError
 from corral.retry import Retry
 from corral.schema import read_schema
 from corral.signatures import (
+    ANY_TYPE,
     InputT,
     NodeDecorator,
     NodeFunction,
@@ -52,9 +53,6 @@ if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
     from corral.runtime.context import DepsT
     from corral.spec import Cycle
-
-_ANY_TYPE: Any = object
-"""The default of ``compile``'s type-only arguments: their type variables stay ``Any``."""
 
 __all__ = ["Graph", "NodeDecorator", "NodeFunction", "RouterDecorator", "RouterFunction"]
 
@@ -144,8 +142,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self.name = name
         self.max_steps = max_steps
         self.retry = _subgraph.check_retry(retry, "Graph")
-        require(budget, Budget, "budget")
-        self.budget = budget
+        self.budget = require(budget, Budget, "budget")
         self._localns = caller_locals(1)
         """The locals of the function that made the graph: its schemas' annotations may
         name them (as route annotations name the locals their decorators saw)."""
@@ -154,7 +151,6 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         self._nodes: list[NodeEntry] = []
         self._routers: list[RouterEntry] = []
         self._names = NameTable()
-        """One str object per node name: every route, guard and annotation holds the same one."""
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
@@ -458,8 +454,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         interrupt_after: Sequence[NodesT] = (),
         max_steps: int | None = None,
         telemetry: bool = False,
-        deps_type: TypeForm[DepsT] = _ANY_TYPE,
-        answer_type: TypeForm[AnswerT] = _ANY_TYPE,
+        deps_type: TypeForm[DepsT] = ANY_TYPE,
+        answer_type: TypeForm[AnswerT] = ANY_TYPE,
     ) -> CompiledGraph[StateT, UpdateT, DepsT, AnswerT]:
         """Check the graph and return a runnable app.
 

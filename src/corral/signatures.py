@@ -17,6 +17,7 @@ from corral.control import Command, Send
 from corral.spec import End
 
 __all__ = [
+    "ANY_TYPE",
     "InputT",
     "NodeDecorator",
     "NodeFunction",
@@ -44,6 +45,9 @@ NodesT_contra = TypeVar("NodesT_contra", bound=str, contravariant=True)
 UpdateT_co = TypeVar("UpdateT_co", covariant=True)
 NodesT_co = TypeVar("NodesT_co", bound=str, covariant=True)
 ReturnT_co = TypeVar("ReturnT_co", covariant=True)
+
+ANY_TYPE: Any = object
+"""The default of ``compile``'s type-only arguments: their type variables stay ``Any``."""
 
 NodeResult: TypeAlias = UpdateT_co | Command[NodesT_co | End] | None
 """What a node may return: an update, ``None`` or a ``Command`` naming nodes (or ``END``)."""

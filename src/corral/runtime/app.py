@@ -20,7 +20,7 @@ from corral.control import AnswerT, Command, Resume
 from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
 from corral.runtime import persist, streams, threads
-from corral.runtime.child_graph import ChildGraph, committed_steps, paused_children
+from corral.runtime.child_graph import ChildGraph, thread_state
 from corral.runtime.context import DepsT
 from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
@@ -337,11 +337,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             CheckpointError: the graph has no checkpointer, or the thread is unknown.
         """
         saver = self._saver("get_state")
-        tables = self._tables
-        # the thread's state counts the node runs its cut-short superstep committed
-        count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
-        snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
-        return paused_children(tables, saver, snapshot, thread_id) if subgraphs else snapshot
+        return thread_state(self._tables, saver, thread_id, checkpoint_id, subgraphs)
 
     @langgraph_hints(1)
     def history(self, thread_id: str) -> list[StateSnapshot]:

@@ -50,7 +50,14 @@ from corral.runtime.subgraphs import ChildOutcome, ChildPause
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
-__all__ = ["ChildGraph", "Entry", "child_thread", "committed_steps", "paused_children"]
+__all__ = [
+    "ChildGraph",
+    "Entry",
+    "child_thread",
+    "committed_steps",
+    "paused_children",
+    "thread_state",
+]
 
 
 def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) -> str:
@@ -279,6 +286,17 @@ class Entry:
         chain = saver.chain(self.thread)
         steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
+
+
+def thread_state(
+    tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None, subgraphs: bool
+) -> StateSnapshot:
+    """Return ``get_state``'s snapshot: at the newest checkpoint its ``steps`` count what
+    the cut-short superstep committed (:func:`committed_steps`); with ``subgraphs``, the
+    children paused in it (:func:`paused_children`)."""
+    count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
+    snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
+    return paused_children(tables, saver, snapshot, thread_id) if subgraphs else snapshot
 
 
 def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
