@@ -8,6 +8,7 @@ random machine of ``test_model_machine.py`` away from the combination meanwhile)
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -271,11 +272,10 @@ def test_check_reports_a_join_whose_fork_runs_in_two_successive_supersteps() -> 
     assert any(d.code == "CR304" for d in g.check())
 
 
-@pytest.mark.xfail(strict=True, reason="issue 27 (new): a paused sibling's step is not held")
 def test_a_paused_sibling_holds_its_step_against_a_subgraph_entry() -> None:
     """``ask`` pauses and holds its step (API.md 5: counted once, when it completes), so at
     ``max_steps=3`` the child beside it may run one node, not two: a, ask, x, then y is
-    the fourth. The engine's step pool for the entry leaves the held step out."""
+    the fourth; the sync and async drivers agree."""
     child = Graph(Log, name="child")
     child.node("x", start=True, then="y")(lambda state: {"log": ["x"]})
     child.node("y", then=END)(lambda state: {"log": ["y"]})
@@ -284,5 +284,7 @@ def test_a_paused_sibling_holds_its_step_against_a_subgraph_entry() -> None:
     g.node("ask", then=END)(lambda state: {"log": [interrupt("ok?")]})
     g.subgraph("sub", child, then=END)
     app = g.compile(checkpointer=MemorySaver())
-    with pytest.raises(StepLimitError):
+    with pytest.raises(StepLimitError, match="'sub/y'"):
         app.invoke({"log": []}, thread_id="t", max_steps=3)
+    with pytest.raises(StepLimitError, match="'sub/y'"):
+        asyncio.run(app.ainvoke({"log": []}, thread_id="a", max_steps=3))

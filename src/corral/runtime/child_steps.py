@@ -61,8 +61,9 @@ def pool_for(rs: RunState, call: Call, *, concurrent: bool) -> StepPool:
 
     The sync driver runs one entry at a time and counts each finished task before the next
     call: each entry gets a pool of its own, which allows one run to each plain task after
-    ``call``. The async driver's entries run at once and share the superstep's pool, which
-    allows one run to each plain task of the superstep (they are counted at the barrier).
+    ``call`` and to each before it that paused (it holds its step until it completes). The
+    async driver's entries run at once and share the superstep's pool, which allows one run
+    to each plain task of the superstep (they are counted at the barrier).
     """
     number = rs.supersteps + 1
     pool = rs.step_pool if concurrent else None
@@ -74,7 +75,8 @@ def pool_for(rs: RunState, call: Call, *, concurrent: bool) -> StepPool:
             for index, task in enumerate(rs.tasks)
             if index > after and task.node.child is None and index not in done
         )
-        pool = StepPool(number, rs.max_steps, rs.steps + plain)
+        held = 0 if concurrent else rs.held_steps  # paused plain tasks before ``call``
+        pool = StepPool(number, rs.max_steps, rs.steps + plain + held)
         if concurrent:
             rs.step_pool = pool
     assert isinstance(pool, StepPool)

@@ -138,6 +138,7 @@ class RunState:
         "flat",
         "guards",
         "held",
+        "held_steps",
         "interrupts",
         "log",
         "max_steps",
@@ -185,6 +186,9 @@ class RunState:
         """Per join: the nodes it waits for that finished a run since its own last run."""
         self.held: list[str] = []
         """Joins that a route reached and that still wait for some of their nodes."""
+        self.held_steps = 0
+        """Plain tasks of the current superstep paused by ``interrupt()``: each holds its
+        step (counted when it completes) against the subgraph entries after it."""
         self.status = "running"
         self.interrupts: list[Interrupt] = []
         self.pause_before: frozenset[str] = frozenset()

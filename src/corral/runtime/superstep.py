@@ -139,6 +139,7 @@ class Superstep:
         back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
         which no cap refuses)."""
         self.rs = rs
+        rs.held_steps = 0
         self.values = rs.values
         """The state every task of this superstep reads."""
         self.calls: list[Call] = []
@@ -236,6 +237,7 @@ class Superstep:
             pause.count(self.rs)
             self.pauses.extend(pause.pauses(call.position))
             return
+        self.rs.held_steps += 1
         self.pauses.append(
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
         )
