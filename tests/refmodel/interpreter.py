@@ -341,12 +341,19 @@ def take(frame: Frame, source: NodeShape, target: str, used: dict[tuple[str, str
 
 
 def route(
-    frame: Frame, ran: list[Task], gotos: list[str | None], deferred: tuple[Task, ...] = ()
+    frame: Frame,
+    ran: list[Task],
+    gotos: list[str | None],
+    deferred: tuple[Task, ...] = (),
+    *,
+    update: bool = False,
 ) -> None:
     """Give the next superstep's tasks: de-duplicated targets, every Send its own task,
     in node registration order (Send tasks in the order sent); joins wait (section 6).
     ``deferred`` are tasks of the superstep that did not run (``update_state(as_node=)``):
-    they are next as they were, ahead of the new Send tasks to the same node."""
+    they are next as they were, ahead of the new Send tasks to the same node. ``update``:
+    the routes of an ``update_state(as_node=)``, which stay taken when they leave a join
+    held with nothing to run (persistence.md "Decisions")."""
     used = dict(frame.guards)
     plain: list[str] = []
     sends: list[Task] = []
@@ -375,6 +382,8 @@ def route(
     if not ready and not sends and held:
         # concepts.md: a run that would end while a join is held raises StuckJoinError
         frame.reroute, frame.gotos, frame.tasks = list(ran), list(gotos), []
+        if update:
+            frame.guards, frame.held, frame.reroute, frame.gotos = used, held, [], []
         raise ModelError("StuckJoinError", frame.prefix + sorted(held)[0])
     frame.guards, frame.held = used, held
     frame.reroute, frame.gotos = [], []

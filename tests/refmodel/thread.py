@@ -212,6 +212,9 @@ class ModelThread:
                 route(frame, frame.reroute, frame.gotos)
                 pause_before(frame)
                 self._checkpoint("loop")
+            if not frame.tasks and frame.held:
+                # an update's routes left a join held with nothing to run (they stay taken)
+                raise ModelError("StuckJoinError", frame.prefix + sorted(frame.held)[0])
             if not frame.tasks or frame.before:
                 return
             merged = run_superstep(frame, self.counts, triggers)
@@ -286,7 +289,7 @@ class ModelThread:
         note_arrivals(frame, [t.node for t in ran_tasks])
         gotos = [*regotos, *(done[i].goto for i in ran)]
         try:
-            route(frame, [*rerouted, *ran_tasks], gotos, waiting)
+            route(frame, [*rerouted, *ran_tasks], gotos, waiting, update=True)
         except ModelError as err:
             if err.kind == "GuardExhaustedError":
                 # recorded as a run's routing failure: the merged update is kept, and a
@@ -295,7 +298,8 @@ class ModelThread:
                 self._checkpoint("loop", "error")
                 raise
             # an update is not a run and raises nothing, but the thread it leaves is the
-            # one a run of X would leave: a join held with nothing else to run (concepts.md)
+            # one a run of X would leave: a join held with nothing else to run (concepts.md);
+            # its routes stay taken, and a later update does not decide them again
             self.error = err.kind
             self._checkpoint("update", "error")
             return

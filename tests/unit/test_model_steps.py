@@ -1,7 +1,9 @@
-"""Step counts the reference model once got wrong (issue 27), checked on both sides.
+"""Step counts and decisions the reference model once got wrong (issue 27), checked on both
+sides.
 
 Each test drives the model and the engine through one sequence the random machine of
-``test_model_machine.py`` found, and asserts the count API.md gives on both.
+``test_model_machine.py`` found, and asserts what API.md (or docs/persistence.md
+"Decisions") gives on both.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from refmodel.build import build
 from refmodel.shapes import GraphShape, NodeShape
 from refmodel.thread import ModelThread
 
-from corral import END, MemorySaver, NodeError, Resume
+from corral import END, MemorySaver, NodeError, Resume, StuckJoinError
 
 
 def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
@@ -53,3 +55,35 @@ def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
     model.update_state({"log": ["by hand"]}, as_node="q")
     app.update_state("t", {"log": ["by hand"]}, as_node="q")
     assert model.view.steps == app.get_state("t").steps == 3  # p, c0 and q
+
+
+def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again() -> None:
+    """``as_node="b1s"`` holds the join ``b1j`` with nothing to run; ``as_node="n0"`` routes
+    to ``END`` (still stuck: a continue raises ``StuckJoinError``); ``as_node="b1l"`` then
+    releases the join. ``n0``'s router, whose route was taken, is not asked again (it
+    would now choose ``b1f``): next is the join alone."""
+    shape = GraphShape(
+        (
+            NodeShape("n0", "router", ("b1f", END), start=True, salt=1),
+            NodeShape("b1f", "then", ("b1s", "b1l")),
+            NodeShape("b1s", "then", ("b1j",)),
+            NodeShape("b1l", "then", ("b1j",)),
+            NodeShape("b1j", "then", (END,), wait_for=("b1s", "b1l")),
+        )
+    )
+    model = ModelThread(shape)
+    app = build(shape, Triggers()).compile(checkpointer=MemorySaver())
+    model.invoke(initial_values(), Triggers())
+    app.invoke(initial_values(), thread_id="t")
+    for node in ("b1s", "n0"):
+        model.update_state({"log": [node]}, as_node=node)
+        app.update_state("t", {"log": [node]}, as_node=node)
+    assert model.view.next == app.get_state("t").next == ()
+    assert model.invoke(None, Triggers()).error == "StuckJoinError"
+    with pytest.raises(StuckJoinError):
+        app.invoke(None, thread_id="t")
+
+    model.update_state({"log": ["b1l"]}, as_node="b1l")
+    app.update_state("t", {"log": ["b1l"]}, as_node="b1l")
+    assert model.view.next == app.get_state("t").next == ("b1j",)
+    assert model.invoke(None, Triggers()).status == app.invoke(None, thread_id="t").status == "done"
