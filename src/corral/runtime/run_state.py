@@ -187,8 +187,7 @@ class RunState:
         self.held: list[str] = []
         """Joins that a route reached and that still wait for some of their nodes."""
         self.held_steps = 0
-        """Plain tasks of the current superstep paused by ``interrupt()``: each holds its
-        step (counted when it completes) against the subgraph entries after it."""
+        """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
         self.status = "running"
         self.interrupts: list[Interrupt] = []
         self.pause_before: frozenset[str] = frozenset()
