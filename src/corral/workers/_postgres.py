@@ -128,7 +128,9 @@ class PostgresQueue:
             msg = f"cannot {verb} {self.where!r}: no connection ({exc}); is the server up?"
             raise CheckpointError(msg, path=self.where) from exc
 
-    def submit(self, thread_id: str, input: str | None, resume: bool, request: str | None) -> int:
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
         with self._conn("queue a run in") as conn:
             row = conn.execute(
                 "INSERT INTO corral_runs (thread, input, resume, request) "

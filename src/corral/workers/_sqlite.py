@@ -125,7 +125,9 @@ class SqliteQueue:
             except sqlite3.DatabaseError as exc:
                 raise error_for(self.where, self.timeout_s, verb, exc) from exc
 
-    def submit(self, thread_id: str, input: str | None, resume: bool, request: str | None) -> int:
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
         with self._tx("queue a run in") as conn:
             cur = conn.execute(
                 "INSERT INTO corral_runs (thread, input, resume, request, submitted) "

@@ -105,7 +105,9 @@ class RunQueue(Protocol):
     where: str
     """The database, for messages (no password)."""
 
-    def submit(self, thread_id: str, input: str | None, resume: bool, request: str | None) -> int:
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
         """Queue a run of ``thread_id`` (``request``: its JSON, see :class:`QueuedRun`)."""
         ...
 
