@@ -126,7 +126,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
         if self._tables.has_async:
-            asyncio.run(_drain(self._async(rs, tracer)))
+            asyncio.run(streams.drain(self._async(rs, tracer)))
         else:
             for _ in self._sync(rs, tracer):
                 pass
@@ -148,7 +148,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         rs, tracer = self._start(
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
-        await _drain(self._async(rs, tracer))
+        await streams.drain(self._async(rs, tracer))
         return run_of(rs)
 
     @overload
@@ -231,7 +231,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
         )
         if self._tables.has_async:
-            return _drive_in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+            return streams.in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
         return streams.select(rs, self._sync(rs, tracer), modes)
 
     @overload
@@ -479,25 +479,6 @@ def _compiled(
     return threads.Settings(
         tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
     )
-
-
-async def _drain(items: AsyncIterator[Any]) -> None:
-    async for _ in items:
-        pass
-
-
-def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
-    """Yield what an async iterator yields, driving it on an event loop of its own."""
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                item = loop.run_until_complete(items.__anext__())
-            except StopAsyncIteration:
-                break
-            yield item
-    finally:
-        loop.close()
 
 
 def _refuse_running_loop(what: str) -> None:
