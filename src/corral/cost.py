@@ -176,7 +176,7 @@ def _text(amount: Cost | Budget) -> str:
 class Purse:
     """What a run has spent (``run.spent``) and may spend: shared by its subgraphs' runs."""
 
-    __slots__ = ("budget", "checked", "spent")
+    __slots__ = ("budget", "checked", "runs", "spent")
 
     def __init__(self, budget: Budget | None = None, checked: frozenset[str] = frozenset()) -> None:
         self.spent = Cost()
@@ -185,6 +185,8 @@ class Purse:
         """The fields in which a node run's spending is held to its declared cost: those the
         graph declares (in a node's cost or its budget); a graph that declares none only
         records what it spends."""
+        self.runs: dict[tuple[str, int], Cost] = {}
+        """What each node run that spent has spent, by ``(node, step)``, until it ends."""
 
     def add(self, node: str, amount: Cost, run_total: Cost, limit: Cost | None) -> None:
         """Add ``amount`` spent by ``node``, whose run has spent ``run_total`` so far."""

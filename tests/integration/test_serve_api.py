@@ -199,3 +199,21 @@ def test_a_run_from_an_older_checkpoint_forks_the_thread(client: Any) -> None:
     )
     assert out["log"] == ["drafted fork", "drafted fork"]
     assert client.threads.get_state(tid)["values"]["log"] == ["drafted fork", "drafted fork"]
+
+
+def test_the_run_field_budget_sets_the_runs_budget(server: Server, client: Any) -> None:
+    """budget (calls, tokens, usd) is the run's budget, as invoke(..., budget=): under one
+    call the run stops before review's second draft; a malformed one is a 422 naming it.
+    The SDK's runs methods take no budget, so its http client sends the body."""
+    tid = client.threads.create()["thread_id"]
+    body = {"assistant_id": "review", "input": {"topic": "b"}, "budget": {"calls": 1}}
+    out = client.http.post(f"/threads/{tid}/runs/wait", json=body)
+    assert "stopped before 'draft'" in str(out)
+    assert client.runs.list(tid)[0]["status"] == "error"
+    assert client.threads.get_state(tid)["values"]["log"] == ["drafted b"]
+    body = {"assistant_id": "review", "budget": {"usd": "0.5", "calls": 5}}
+    out = client.http.post(f"/threads/{tid}/runs/wait", json=body)
+    assert out["log"] == ["drafted b", "drafted b"]
+    for bad in ({"usd": "lots"}, {"dollars": 1}, 3, {"calls": -1}):
+        with pytest.raises(sdk_errors.UnprocessableEntityError, match="budget"):
+            client.http.post(f"/threads/{tid}/runs", json={"assistant_id": "review", "budget": bad})

@@ -377,3 +377,28 @@ def test_a_queued_command_updates_the_thread_and_takes_its_goto(db: str) -> None
             app.wait("t", timeout=10)
     finally:
         saver.close()
+
+
+def test_a_queued_run_keeps_its_budget(db: str) -> None:
+    """submit(..., budget=) travels with the queued run: the worker stops it with
+    BudgetError under a small budget, and a larger one lets the thread go on."""
+    from unit.test_cost_runtime import looping
+
+    from corral import Budget, Cost
+
+    saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
+    app = looping().compile(checkpointer=saver)
+    try:
+        app.submit({"n": 0, "log": []}, thread_id="t", budget=Budget(usd="0.05"))
+        drain(app)
+        with pytest.raises(RunFailedError, match=r"BudgetError: stopped before 'work'"):
+            app.wait("t", timeout=10)
+        assert app.get_state("t").spent == Cost(calls=3, usd="0.05")
+        app.submit(None, thread_id="t", budget=Budget(usd=1))
+        drain(app)
+        run = app.wait("t", timeout=10)
+        assert (run.status, run.spent) == ("done", Cost(calls=6, usd="0.11"))
+        with pytest.raises(CorralError, match=r"budget"):
+            app.submit(None, thread_id="t", budget={"usd": 1})  # type: ignore[arg-type]
+    finally:
+        saver.close()

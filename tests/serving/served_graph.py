@@ -7,7 +7,7 @@ import os
 import time
 from typing import Annotated, Any, Literal, TypedDict
 
-from corral import END, Graph, Guard, interrupt
+from corral import END, Cost, Graph, Guard, interrupt
 
 
 class Review(TypedDict, total=False):
@@ -20,9 +20,10 @@ class Review(TypedDict, total=False):
 review = Graph(Review, name="review")
 
 
-@review.node(start=True, then="critique")
+@review.node(start=True, then="critique", cost=Cost(calls=1))
 def draft(state: Review, ctx: Any) -> dict[str, object]:
     ctx.emit({"token": "drafting"})
+    ctx.spend(calls=1)
     return {"log": [f"drafted {state.get('topic', '')}"]}
 
 

@@ -12,6 +12,7 @@ import operator
 import subprocess
 import sys
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -514,3 +515,42 @@ def test_the_run_span_carries_what_the_run_spent(spans: InMemorySpanExporter) ->
     [root] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
     attributes = dict(root.attributes or {})
     assert (attributes["corral.spent.tokens"], attributes["corral.spent.usd"]) == (300, 0.005)
+
+
+def test_each_node_span_carries_what_that_node_run_spent(spans: InMemorySpanExporter) -> None:
+    """Two nodes of one superstep spend at once (async, interleaved): each span gets its own
+    spend, the run span the sum, and a node that spent nothing has no spent attribute."""
+    g = Graph(State, name="spending")
+    declared = Cost(tokens=500, usd="0.01")
+
+    @g.node(start=True, then=("a", "b"))
+    def plan(state: State) -> None:
+        return None
+
+    async def spend(ctx: Context, tokens: int, usd: str) -> None:
+        for _ in range(2):
+            ctx.spend(tokens=tokens // 2, usd=Decimal(usd) / 2)
+            await asyncio.sleep(0)
+
+    @g.node(then=END, cost=declared)
+    async def a(state: State, ctx: Context) -> None:
+        await spend(ctx, 100, "0.002")
+
+    @g.node(then=END, cost=declared)
+    async def b(state: State, ctx: Context) -> None:
+        await spend(ctx, 300, "0.006")
+
+    asyncio.run(g.compile(telemetry=True).ainvoke({"n": 0}))
+    found = {
+        s.name if s.name == "corral.run" else dict(s.attributes or {})["corral.node"]: (
+            dict(s.attributes or {}).get("corral.spent.tokens"),
+            dict(s.attributes or {}).get("corral.spent.usd"),
+        )
+        for s in spans.get_finished_spans()
+    }
+    assert found == {
+        "plan": (None, None),
+        "a": (100, 0.002),
+        "b": (300, 0.006),
+        "corral.run": (400, 0.008),
+    }

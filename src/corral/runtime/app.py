@@ -126,7 +126,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
         if self._tables.has_async:
-            asyncio.run(_drain(self._async(rs, tracer)))
+            asyncio.run(streams.drain(self._async(rs, tracer)))
         else:
             for _ in self._sync(rs, tracer):
                 pass
@@ -148,7 +148,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         rs, tracer = self._start(
             input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
         )
-        await _drain(self._async(rs, tracer))
+        await streams.drain(self._async(rs, tracer))
         return run_of(rs)
 
     @overload
@@ -162,6 +162,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def stream(
@@ -174,6 +175,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Iterator[StateT]: ...
     @overload
     def stream(
@@ -186,6 +188,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Iterator[Event]: ...
     @overload
     def stream(
@@ -198,6 +201,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Iterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def stream(
@@ -210,6 +214,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> Iterator[Any]:
         """Run like :meth:`invoke`, yielding as it goes.
 
@@ -222,9 +227,11 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         if self._tables.has_async:
             _refuse_running_loop("stream")
         buffer: list[Event] = []
-        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(
+            input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
+        )
         if self._tables.has_async:
-            return _drive_in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+            return streams.in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
         return streams.select(rs, self._sync(rs, tracer), modes)
 
     @overload
@@ -301,16 +308,23 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
 
     # ------------------------------------------------------------------ threads
 
-    def submit(self, input: InputT | Resume[AnswerT] | None, *, thread_id: str) -> int:
+    def submit(
+        self,
+        input: InputT | Resume[AnswerT] | None,
+        *,
+        thread_id: str,
+        budget: Budget | None = None,
+    ) -> int:
         """Queue a run of ``thread_id`` for a worker (``corral worker``); return its id.
 
         The queue lives in the checkpointer's database (``PostgresSaver``, or a
         ``SqliteSaver`` file for workers on one machine). ``Resume(value)`` answers the
-        thread's interrupt; ``None`` continues it. See ``docs/scaling.md``.
+        thread's interrupt; ``None`` continues it; the worker runs it under ``budget`` like
+        ``invoke(..., budget=)``. See ``docs/scaling.md``.
         """
         from corral.workers import submit
 
-        return submit(self, input, thread_id=thread_id)
+        return submit(self, input, thread_id=thread_id, budget=budget)
 
     def wait(self, thread_id: str, timeout: float | None = None) -> Run[StateT]:
         """Return the :class:`Run` of the thread's newest queued run once a worker ended it.
@@ -465,25 +479,6 @@ def _compiled(
     return threads.Settings(
         tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
     )
-
-
-async def _drain(items: AsyncIterator[Any]) -> None:
-    async for _ in items:
-        pass
-
-
-def _drive_in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
-    """Yield what an async iterator yields, driving it on an event loop of its own."""
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                item = loop.run_until_complete(items.__anext__())
-            except StopAsyncIteration:
-                break
-            yield item
-    finally:
-        loop.close()
 
 
 def _refuse_running_loop(what: str) -> None:

@@ -82,6 +82,8 @@ class NodeEnd:
     node: str
     update: Mapping[str, Any] | None
     seconds: float
+    spent: Cost = field(default_factory=Cost)
+    """What this node run spent (``ctx.spend``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,17 @@ from corral.runtime.events import Custom, Event, NodeEnd, SuperstepEnd
 from corral.runtime.run_state import RunState
 from corral.runtime.state import copy_value
 
-__all__ = ["MODES", "LiveBuffer", "StreamMode", "check_mode", "live", "select", "select_async"]
+__all__ = [
+    "MODES",
+    "LiveBuffer",
+    "StreamMode",
+    "check_mode",
+    "drain",
+    "in_new_loop",
+    "live",
+    "select",
+    "select_async",
+]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
 MODES: tuple[str, ...] = ("updates", "values", "events", "custom")
@@ -145,3 +155,23 @@ async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterato
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+async def drain(items: AsyncIterator[Any]) -> None:
+    """Run an async iterator to its end (``ainvoke``), dropping what it yields."""
+    async for _ in items:
+        pass
+
+
+def in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
+    """Yield what an async iterator yields, driving it on an event loop of its own."""
+    loop = asyncio.new_event_loop()
+    try:
+        while True:
+            try:
+                item = loop.run_until_complete(items.__anext__())
+            except StopAsyncIteration:
+                break
+            yield item
+    finally:
+        loop.close()

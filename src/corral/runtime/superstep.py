@@ -222,8 +222,9 @@ class Superstep:
             rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
         else:
             rs.trace.append((step, name, update, seconds))
+        spent = rs.purse.runs.pop((name, step), None)
         if rs.emit is not None:
-            rs.emit(NodeEnd(step, name, update, seconds))
+            rs.emit(NodeEnd(step, name, update, seconds, spent or Cost()))
         result = TaskResult(position, node, update, goto)
         self.results.append(result)
         if self.record and not recorded:

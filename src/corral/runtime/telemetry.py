@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from corral.checkpoint.base import Checkpointer
+from corral.cost import Cost
 from corral.runtime import events
 from corral.spec import GraphSpec
 
@@ -169,12 +170,7 @@ class RunTracer:
 
     def _ended(self, event: events.RunEnd) -> None:
         self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
-        if event.spent:  # OpenTelemetry attributes take no Decimal: dollars as a float
-            spent = {
-                "corral.spent.tokens": event.spent.tokens,
-                "corral.spent.usd": float(event.spent.usd),
-            }
-            self.run.set_attributes(spent)
+        _set_spent(self.run, event.spent)
         self._finish()
 
     def _start(self, event: events.NodeStart) -> None:
@@ -233,6 +229,7 @@ class RunTracer:
         span = node.span
         keys = sorted(event.update) if event.update else []
         span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
+        _set_spent(span, event.spent)
         span.end()
         if node.entry:
             self._ended_inside(node.entry)
@@ -326,6 +323,14 @@ class RunTracer:
             node.span.end()
         self._barrier()
         self.run.end()
+
+
+def _set_spent(span: Any, spent: Cost) -> None:
+    """Put what a run or node run spent on its span (OpenTelemetry takes no Decimal)."""
+    if spent:
+        span.set_attributes(
+            {"corral.spent.tokens": spent.tokens, "corral.spent.usd": float(spent.usd)}
+        )
 
 
 def _context_of(trace: Any, traceparent: str) -> Any:

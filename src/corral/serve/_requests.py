@@ -14,6 +14,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from corral.cost import FIELDS, Budget
+from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 
 __all__ = [
@@ -145,4 +147,18 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
         "metadata": metadata,
         "multitask_strategy": strategy,
         "on_completion": on_completion,
+        "budget": _budget(payload.get("budget")),
     }
+
+
+def _budget(value: Any) -> dict[str, Any] | None:
+    """Return the run field ``budget`` as the queue keeps it (422 when malformed)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not set(value) <= set(FIELDS):
+        msg = f'budget must be an object of calls, tokens and usd ({{"usd": "0.5"}}), not {value!r}'
+        raise fail(422, msg)
+    try:
+        return Budget(**value).to_json()
+    except CorralError as exc:
+        raise fail(422, f"budget {value!r}: {exc}") from None

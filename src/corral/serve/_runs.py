@@ -70,7 +70,8 @@ class Served:
             BusyThreadError: ``multitask_strategy="reject"`` and the thread is busy.
         """
         kwargs = dict(fields)
-        request = {"metadata": kwargs.pop("metadata", {}), "kwargs": kwargs}
+        request = {"metadata": kwargs.pop("metadata", {}), "budget": kwargs.pop("budget", None)}
+        request["kwargs"] = kwargs
         request["temporary"] = temporary
         run = ServedRun(0, str(uuid.uuid4()), thread_id, name, request, time.time(), "queued")
         value = run_input(kwargs)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import weakref
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from corral.checkpoint.base import check_thread_id
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
+from corral.cost import Budget, require
 from corral.errors import CheckpointError, CorralError, RunFailedError, WaitTimeoutError
 from corral.runtime.app import CompiledGraph, Run
 from corral.workers.queue import FINISHED, RunQueue, dump_input
@@ -56,16 +58,20 @@ def queue_for(app: CompiledGraph[Any]) -> RunQueue:
     return queue
 
 
-def submit(app: CompiledGraph[Any], input: Any, *, thread_id: str) -> int:
+def submit(
+    app: CompiledGraph[Any], input: Any, *, thread_id: str, budget: Budget | None = None
+) -> int:
     """Queue a run of ``thread_id`` from ``input`` (or ``Resume(value)``, or ``None`` to
-    continue); return the queued run's id. A worker runs it."""
+    continue) under ``budget`` (a ``Budget``, or ``None``); return the queued run's id."""
     if not isinstance(thread_id, str) or not thread_id:
         msg = f"submit() needs a thread_id, a non-empty str, not {thread_id!r}"
         raise CorralError(msg)
     check_thread_id(thread_id)  # a lone surrogate: named before the queue's database sees it
     queue = queue_for(app)
     text, resume = dump_input(input, getattr(app.checkpointer, "serializer", None))
-    return queue.submit(thread_id, text, resume)
+    budget = require(budget, Budget, "budget")
+    request = None if budget is None else json.dumps({"budget": budget.to_json()})
+    return queue.submit(thread_id, text, resume, request)
 
 
 def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) -> Run[Any]:
@@ -122,4 +128,5 @@ def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) 
         guards=snap.guards,
         thread_id=thread_id,
         checkpoint_id=snap.checkpoint_id,
+        spent=snap.spent,
     )

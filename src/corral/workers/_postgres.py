@@ -60,7 +60,7 @@ UPDATE corral_runs SET status = 'running', owner = %(owner)s, attempts = attempt
 WHERE id = (
     SELECT r.id FROM corral_runs AS r WHERE {_READY}
     ORDER BY r.id FOR UPDATE SKIP LOCKED LIMIT 1)
-RETURNING id, thread, input, resume, base, attempts, graph, command, fork
+RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request
 """
 
 _INSERT_SERVED = """
@@ -128,11 +128,14 @@ class PostgresQueue:
             msg = f"cannot {verb} {self.where!r}: no connection ({exc}); is the server up?"
             raise CheckpointError(msg, path=self.where) from exc
 
-    def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
         with self._conn("queue a run in") as conn:
             row = conn.execute(
-                "INSERT INTO corral_runs (thread, input, resume) VALUES (%s, %s, %s) RETURNING id",
-                (thread_id, input, resume),
+                "INSERT INTO corral_runs (thread, input, resume, request) "
+                "VALUES (%s, %s, %s, %s) RETURNING id",
+                (thread_id, input, resume, request),
             ).fetchone()
             assert row is not None
             return int(row[0])
@@ -142,10 +145,8 @@ class PostgresQueue:
             row = conn.execute(_CLAIM, {"owner": owner, "lease": lease_s}).fetchone()
         if row is None:
             return None
-        run_id, thread, input, resume, base, attempts, graph, command, fork = row
-        return QueuedRun(
-            int(run_id), str(thread), input, bool(resume), base, int(attempts), graph, command, fork
-        )
+        run_id, thread, input, resume, base, attempts, *rest = row
+        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts), *rest)
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         with self._conn("start a run in") as conn:

@@ -44,7 +44,8 @@ CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
 """
 
 _PICK = """
-SELECT r.id, r.thread, r.input, r.resume, r.base, r.attempts, r.graph, r.command, r.fork
+SELECT r.id, r.thread, r.input, r.resume, r.base, r.attempts, r.graph, r.command, r.fork,
+    r.request
 FROM corral_runs AS r
 WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < :now))
     AND NOT EXISTS (
@@ -124,11 +125,14 @@ class SqliteQueue:
             except sqlite3.DatabaseError as exc:
                 raise error_for(self.where, self.timeout_s, verb, exc) from exc
 
-    def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
         with self._tx("queue a run in") as conn:
             cur = conn.execute(
-                "INSERT INTO corral_runs (thread, input, resume, submitted) VALUES (?, ?, ?, ?)",
-                (thread_id, input, int(resume), time.time()),
+                "INSERT INTO corral_runs (thread, input, resume, request, submitted) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (thread_id, input, int(resume), request, time.time()),
             )
             assert cur.lastrowid is not None
             return cur.lastrowid
@@ -139,7 +143,7 @@ class SqliteQueue:
             row = conn.execute(_PICK, {"now": now}).fetchone()
             if row is None:
                 return None
-            run_id, thread, input, resume, base, attempts, graph, command, fork = row
+            run_id, thread, input, resume, base, attempts, graph, command, fork, request = row
             conn.execute(
                 "UPDATE corral_runs SET status = 'running', owner = ?, lease_until = ?, "
                 "attempts = attempts + 1 WHERE id = ?",
@@ -155,6 +159,7 @@ class SqliteQueue:
             graph,
             command,
             fork,
+            request,
         )
 
     def start(self, run_id: int, owner: str, base: str) -> bool:

@@ -42,6 +42,7 @@ from typing import Any, Final, Protocol
 from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
 from corral.control import Command, Resume
+from corral.cost import Budget
 from corral.errors import LeaseLostError
 
 __all__ = [
@@ -79,6 +80,14 @@ class QueuedRun:
     """The JSON of a ``Command``'s ``update``/``goto``/``resume``: run instead of ``input``."""
     fork: str | None = None
     """The checkpoint a fresh start continues from instead of the newest (time travel)."""
+    request: str | None = None
+    """The JSON of the run's request: a served run's fields, and the budget of any run."""
+
+    @property
+    def budget(self) -> Budget | None:
+        """The run's budget (``submit(..., budget=)``, serve's run field ``budget``)."""
+        found = json.loads(self.request or "{}").get("budget")
+        return None if found is None else Budget(**found)
 
 
 @dataclass(frozen=True)
@@ -96,8 +105,10 @@ class RunQueue(Protocol):
     where: str
     """The database, for messages (no password)."""
 
-    def submit(self, thread_id: str, input: str | None, resume: bool) -> int:
-        """Queue a run of ``thread_id``; return its id."""
+    def submit(
+        self, thread_id: str, input: str | None, resume: bool, request: str | None = None
+    ) -> int:
+        """Queue a run of ``thread_id`` (``request``: its JSON, see :class:`QueuedRun`)."""
         ...
 
     def claim(self, owner: str, lease_s: float) -> QueuedRun | None:

@@ -311,6 +311,7 @@ class Worker:
             checkpoint_id=fork,
             deps=self.deps,
             on_event=on_event,
+            budget=run.budget,
         ):
             if isinstance(event, RunEnd):
                 status, steps = event.status, event.steps
