@@ -211,8 +211,7 @@ class Superstep:
         try:
             update, goto = outcome(rs, node, out)
         except CorralError as error:
-            if self.failure is None:
-                self.failure = error
+            self.failure = self.failure or error  # the first failure is the superstep's
             return False
         rs.steps += 1
         name = node.name
