@@ -319,7 +319,7 @@ class Worker:
         if record is None:
             saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
             info = saver.thread_info(run.thread_id)
-            return self.graphs.get(run.graph or (info.graph if info else None) or "", self.app)
+            return self.graphs.get(info.graph if info and info.graph else "", self.app)
         app = self.graphs[record.graph]  # claim takes only runs of these graphs
         kwargs = record.request.get("kwargs", {})
         before, after = (_nodes(app, kwargs.get(f"interrupt_{w}")) for w in ("before", "after"))
