@@ -112,3 +112,30 @@ def test_a_corral_worker_honours_cancel_and_a_command_update(tmp_path: Path) -> 
         finally:
             worker.terminate()
             worker.wait(timeout=30)
+
+
+def test_a_corral_worker_takes_only_its_graphs_runs_as_the_server_would(tmp_path: Path) -> None:
+    """A corral worker for PATH:slow=quick (the server's name for it) takes only quick's
+    runs, in queue order; it stops where the run's own interrupt_before says, and a
+    stateless run's thread is gone when the run ends, as with the server's own workers."""
+    db = str(tmp_path / "runs.sqlite")
+    paths = [f"{GRAPHS}:review", f"{GRAPHS}:slow=quick"]
+    with serving(db, tmp_path, "--workers", "0", paths=paths) as server:
+        worker = _worker(db, "slow=quick")
+        try:
+            client = langgraph_sdk.get_sync_client(url=server.url)
+            other = client.threads.create()["thread_id"]
+            review = client.runs.create(other, "review", input={"topic": "t"})
+            tid = client.threads.create()["thread_id"]
+            client.runs.wait(tid, "quick", input={"text": "x"}, interrupt_before=["finish"])
+            state = client.threads.get_state(tid)
+            assert state["values"]["tokens"] == ["written"] and state["next"] == ["finish"]
+            assert client.threads.get(tid)["status"] == "interrupted"
+
+            before = {t["thread_id"] for t in client.threads.search(limit=1000)}
+            client.runs.wait(None, "quick", input={"text": "y"})
+            assert {t["thread_id"] for t in client.threads.search(limit=1000)} == before
+            assert client.runs.get(other, review["run_id"])["status"] == "pending"
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)

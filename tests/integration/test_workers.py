@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -31,6 +32,8 @@ from corral import (
 )
 from corral.errors import RunFailedError, WaitTimeoutError
 from corral.workers import Worker, queue_for
+from corral.workers.queue import dump_input
+from corral.workers.served import ServedRun, ServedRuns
 
 HERE = Path(__file__).resolve().parent
 GRAPH = f"{HERE.parent / 'graphs' / 'worker_graph.py'}:g"
@@ -402,3 +405,22 @@ def test_a_queued_run_keeps_its_budget(db: str) -> None:
             app.submit(None, thread_id="t", budget={"usd": 1})  # type: ignore[arg-type]
     finally:
         saver.close()
+
+
+def test_a_worker_takes_only_the_runs_of_its_graphs(app: CompiledGraph[Any]) -> None:
+    """A run queued for another graph (corral serve's graph column) is left to that
+    graph's workers; a worker takes its own graph's runs and those of app.submit."""
+    runs = ServedRuns(queue_for(app))
+    queued = {}
+    for graph in ("other", "work"):
+        run = ServedRun(0, str(uuid.uuid4()), f"t-{graph}", graph, {}, 0.0, "queued")
+        queued[graph] = runs.add(
+            run, dump_input(start(), getattr(app.checkpointer, "serializer", None))
+        )
+    app.submit(start(), thread_id="t-submit")
+    assert drain(app) == 2
+    statuses = {graph: runs.by_queue_id(run_id) for graph, run_id in queued.items()}
+    assert {graph: run and run.status for graph, run in statuses.items()} == {
+        "other": "queued",
+        "work": "done",
+    }

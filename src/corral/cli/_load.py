@@ -120,3 +120,24 @@ def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
         interrupt_after=after,
         max_steps=max_steps,
     )
+
+
+def load_named(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
+    """Load and compile every ``PATH[:graph][=name]`` under the name its runs are queued
+    with (``name``, else the graph's own name, else its variable's); refuse two graphs with
+    one name. ``corral serve`` and ``corral worker`` name graphs alike, so a worker started
+    with the server's PATH takes exactly that graph's runs."""
+    graphs: dict[str, Any] = {}
+    for argument in paths:
+        path, _, alias = argument.partition("=")
+        target = load_one(path, verbose=verbose, allow_partial=False)
+        app = compile_target(target, saver)
+        name = alias or app.spec.name or target.name
+        if name in graphs:
+            msg = (
+                f"two graphs are named {name!r} ({argument!r} and another); "
+                f"serve one under another name with PATH:graph=NAME"
+            )
+            raise UsageError(msg)
+        graphs[name] = app
+    return graphs

@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+from corral.cli._load import LoadFailed, load_deps, load_named
 from corral.cli._options import DEFAULT_DB, seconds
 
 __all__ = ["add_parser", "command"]
@@ -86,26 +86,6 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def _load(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
-    """Load and compile every ``PATH[:graph][=name]``; refuse two graphs with one name."""
-    from corral.loader import UsageError
-
-    graphs: dict[str, Any] = {}
-    for argument in paths:
-        path, _, alias = argument.partition("=")
-        target = load_one(path, verbose=verbose, allow_partial=False)
-        app = compile_target(target, saver)
-        name = alias or app.spec.name or target.name
-        if name in graphs:
-            msg = (
-                f"two graphs are named {name!r} ({argument!r} and another); "
-                f"serve one under another name with PATH:graph=NAME"
-            )
-            raise UsageError(msg)
-        graphs[name] = app
-    return graphs
-
-
 def command(args: argparse.Namespace) -> int:
     """Run ``corral serve`` until SIGTERM/Ctrl-C."""
     try:
@@ -124,7 +104,7 @@ def command(args: argparse.Namespace) -> int:
     saver = open_saver(args.db, max_size=args.workers + 8)
     try:
         try:
-            graphs = _load(args.paths, saver, args.verbose)
+            graphs = load_named(args.paths, saver, args.verbose)
         except LoadFailed:
             return 2
         except GraphError as exc:

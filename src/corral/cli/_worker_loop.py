@@ -35,7 +35,12 @@ def add_parser(commands: Any, **options: Any) -> None:
         ),
         **options,
     )
-    worker.add_argument("path", metavar="PATH", help="FILE.py[:graph] or module[:graph]")
+    worker.add_argument(
+        "path",
+        metavar="PATH",
+        help="FILE.py[:graph][=NAME] or module[:graph][=NAME]: takes the runs served as NAME "
+        "(default: the graph's name, as corral serve names it)",
+    )
     worker.add_argument(
         "--db",
         metavar="FILE|URL",
@@ -83,25 +88,24 @@ def add_parser(commands: Any, **options: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
-    from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+    from corral.cli._load import LoadFailed, load_deps, load_named
     from corral.cli._shell import say
     from corral.errors import GraphError
     from corral.workers import Worker
 
-    try:
-        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
-    except LoadFailed:
-        return 2
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.concurrency + 2)
     try:
         try:
-            app = compile_target(target, saver)
+            graphs = load_named([args.path], saver, args.verbose)
+        except LoadFailed:
+            return 2
         except GraphError as exc:
-            say(f"error: {target.label} does not compile: {exc}")
+            say(f"error: {args.path} does not compile: {exc}")
             return 2
         worker = Worker(
-            app,
+            next(iter(graphs.values())),
+            graphs=graphs,
             concurrency=args.concurrency,
             lease_s=args.lease,
             poll_s=args.poll,

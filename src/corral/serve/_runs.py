@@ -11,7 +11,6 @@ cancel was asked. Everything a run does still goes through ``CompiledGraph.strea
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -49,9 +48,6 @@ class Served:
         self.worker_name: str | None = None
         """The name of this process's worker in the queue (``None``: it runs none)."""
         self.runs = ServedRuns(queue_for(self.any_app))
-        self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
-        self._variants = {}
-        self._lock = threading.Lock()
 
     @property
     def any_app(self) -> CompiledGraph[Any]:
@@ -84,32 +80,10 @@ class Served:
         self.saver.update_thread_info(thread_id, graph, graph=name)
         return dataclasses.replace(run, id=queue_id)
 
-    def variant(self, run: ServedRun) -> CompiledGraph[Any]:
-        """Return the run's graph, compiled with the run's own interrupt_before/after."""
-        app = self.graphs[run.graph]
-        kwargs = run.request.get("kwargs", {})
-        before = _nodes(app, kwargs.get("interrupt_before"))
-        after = _nodes(app, kwargs.get("interrupt_after"))
-        if not before and not after:
-            return app
-        key = (run.graph, before, after)
-        with self._lock:
-            found = self._variants.get(key)
-            if found is None:
-                found = self._variants[key] = CompiledGraph(
-                    app.spec,
-                    checkpointer=app.checkpointer,
-                    interrupt_before=(*app.interrupt_before, *before),
-                    interrupt_after=(*app.interrupt_after, *after),
-                    max_steps=app.max_steps,
-                )
-        return found
-
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread: its checkpoints, its record and its runs (a running one is
         asked to stop)."""
-        self.runs.drop_thread(thread_id)
-        self.saver.delete_thread(thread_id)
+        self.runs.delete_thread(thread_id, self.saver)
 
 
 class ServeWorker(Worker):
@@ -117,51 +91,40 @@ class ServeWorker(Worker):
     graph, publishing their events live to the hub."""
 
     def __init__(self, served: Served, **options: Any) -> None:
-        super().__init__(served.any_app, deps=served.deps, **options)
+        super().__init__(served.any_app, deps=served.deps, graphs=served.graphs, **options)
         self.served = served
 
-    def drive(
+    def stream(
         self,
         run: QueuedRun,
         value: Any,
         fork: str | None,
-        app: CompiledGraph[Any] | None = None,
+        app: CompiledGraph[Any],
+        record: ServedRun | None,
         on_event: Callable[[Event], None] | None = None,
     ) -> tuple[str, int]:
-        """Run the queued run with its graph (see :meth:`Worker.drive`)."""
-        served = self.served
-        record = served.runs.by_queue_id(run.id)
-        if record is None:  # queued with app.submit by hand: run it with its thread's graph
-            info = served.saver.thread_info(run.thread_id)
-            graph = run.graph or (info.graph if info is not None else None)
-            return super().drive(run, value, fork, served.graphs.get(graph or "", served.any_app))
-        app = served.variant(record)
-        publish = _Publisher(served.hub, record.uuid, app, record.thread_id)
-        served.hub.open(record.uuid)
+        """Run the queued run (see :meth:`Worker.stream`), publishing a served run's events."""
+        if record is None:  # queued with app.submit by hand: nobody listens
+            return super().stream(run, value, fork, app, record)
+        hub = self.served.hub
+        publish = _Publisher(hub, record.uuid, app, record.thread_id)
+        hub.open(record.uuid)
         try:
             self.stop_if_cancelled(run)
-            if not isinstance(value, dict) and served.saver.newest_id(record.thread_id) is not None:
+            if not isinstance(value, dict) and self.served.saver.newest_id(run.thread_id):
                 publish.values(app.get_state(record.thread_id).values)
-            outcome = super().drive(run, value, fork, app, publish)
-        except CheckpointError:
-            raise  # the worker tries again from the last checkpoint: the stream stays open
-        except RunCancelledError:
-            self._ended(record)
-            raise
+            return super().stream(run, value, fork, app, record, publish)
+        except (CheckpointError, RunCancelledError):
+            raise  # a store error is tried again from the last checkpoint
         except Exception as exc:
-            publish.hub.publish(
-                record.uuid, "error", {"error": type(exc).__name__, "message": str(exc)}
-            )
-            self._ended(record)
+            hub.publish(record.uuid, "error", {"error": type(exc).__name__, "message": str(exc)})
             raise
-        self._ended(record)
-        return outcome
 
-    def _ended(self, run: ServedRun) -> None:
+    def ended(self, record: ServedRun | None) -> None:
         """Close the run's channel; a stateless run's thread ends with it."""
-        self.served.hub.end(run.uuid)
-        if run.request.get("temporary"):
-            self.served.delete_thread(run.thread_id)
+        if record is not None:
+            self.served.hub.end(record.uuid)
+        super().ended(record)
 
 
 class _Publisher:
@@ -194,14 +157,6 @@ class _Publisher:
             self.hub.publish(self.run_id, "updates", {"__interrupt__": pending})
             state = self.app.get_state(self.thread_id).values
             self.values({**state, "__interrupt__": pending})
-
-
-def _nodes(app: CompiledGraph[Any], asked: Any) -> tuple[str, ...]:
-    if asked in (None, []):
-        return ()
-    if asked == "*":
-        return tuple(node.name for node in app.spec.nodes)
-    return tuple(asked)
 
 
 def run_input(kwargs: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ it; each other call is one conditional ``UPDATE`` (see :mod:`corral.workers.queu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
 
 _READY = """
     (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < now()))
+    AND (r.graph IS NULL OR r.graph = ANY(%(graphs)s))
     AND NOT EXISTS (
         SELECT 1 FROM corral_runs AS e
         WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
@@ -140,9 +141,10 @@ class PostgresQueue:
             assert row is not None
             return int(row[0])
 
-    def claim(self, owner: str, lease_s: float) -> QueuedRun | None:
+    def claim(self, owner: str, lease_s: float, graphs: Sequence[str]) -> QueuedRun | None:
         with self._conn("take a run from") as conn:
-            row = conn.execute(_CLAIM, {"owner": owner, "lease": lease_s}).fetchone()
+            params = {"owner": owner, "lease": lease_s, "graphs": list(graphs)}
+            row = conn.execute(_CLAIM, params).fetchone()
         if row is None:
             return None
         run_id, thread, input, resume, base, attempts, *rest = row

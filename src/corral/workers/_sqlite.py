@@ -8,11 +8,12 @@ SQLite's write lock (no ``SKIP LOCKED`` needed). Lease times are this machine's 
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ SELECT r.id, r.thread, r.input, r.resume, r.base, r.attempts, r.graph, r.command
     r.request
 FROM corral_runs AS r
 WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < :now))
+    AND (r.graph IS NULL OR r.graph IN (SELECT value FROM json_each(:graphs)))
     AND NOT EXISTS (
         SELECT 1 FROM corral_runs AS e
         WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
@@ -137,10 +139,10 @@ class SqliteQueue:
             assert cur.lastrowid is not None
             return cur.lastrowid
 
-    def claim(self, owner: str, lease_s: float) -> QueuedRun | None:
+    def claim(self, owner: str, lease_s: float, graphs: Sequence[str]) -> QueuedRun | None:
         with self._tx("take a run from") as conn:
             now = time.time()
-            row = conn.execute(_PICK, {"now": now}).fetchone()
+            row = conn.execute(_PICK, {"now": now, "graphs": json.dumps(list(graphs))}).fetchone()
             if row is None:
                 return None
             run_id, thread, input, resume, base, attempts, graph, command, fork, request = row

@@ -36,6 +36,7 @@ different means it continues the thread from its last checkpoint (``invoke(None)
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -111,8 +112,9 @@ class RunQueue(Protocol):
         """Queue a run of ``thread_id`` (``request``: its JSON, see :class:`QueuedRun`)."""
         ...
 
-    def claim(self, owner: str, lease_s: float) -> QueuedRun | None:
-        """Take the oldest run that is ready (queued, or its lease expired), or ``None``."""
+    def claim(self, owner: str, lease_s: float, graphs: Sequence[str]) -> QueuedRun | None:
+        """Take the oldest run that is ready (queued, or its lease expired) and is of one of
+        ``graphs`` or of none (``app.submit``), or ``None``."""
         ...
 
     def start(self, run_id: int, owner: str, base: str) -> bool:

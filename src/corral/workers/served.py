@@ -145,9 +145,10 @@ class ServedRuns:
         sql = f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}"
         self._change("delete a run from", sql, uuid=uuid)
 
-    def drop_thread(self, thread_id: str) -> None:
-        """Forget the runs of a thread being deleted: those that ended or never started
-        go; a running one is asked to stop (``cancel = 'delete'``) and is no longer shown."""
+    def delete_thread(self, thread_id: str, saver: Any) -> None:
+        """Delete the thread: its runs (those that ended or never started go; a running one
+        is asked to stop, ``cancel = 'delete'``, and is no longer shown), then its
+        checkpoints and record in ``saver``, the checkpointer that holds this queue."""
         with self._queue.transaction("delete runs from") as db:
             self._queue.lock_thread(db, thread_id)
             for sql in (
@@ -155,6 +156,7 @@ class ServedRuns:
                 "UPDATE corral_runs SET cancel = 'delete' WHERE thread = :thread",
             ):
                 db.execute(self._queue.sql(sql), {"thread": thread_id})
+        saver.delete_thread(thread_id)
 
 
 def add_served_columns(db: Any, present: set[str]) -> None:

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -59,7 +59,7 @@ from corral.errors import (
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
-from corral.workers.served import ServedRuns
+from corral.workers.served import ServedRun, ServedRuns
 
 __all__ = ["Worker", "apply_command"]
 
@@ -77,6 +77,10 @@ class Worker:
         grace_s: after ``stop()``, how long runs may take to finish before release.
         log: where the JSON event lines go (``None``: nowhere).
         name: this worker's id in the queue and the log (default ``host:pid:random``).
+        graphs: the graphs by the name runs are queued for (``corral serve``'s names) whose
+            runs it takes, each run with its own graph (default: ``app`` under its
+            ``spec.name``); runs queued with ``app.submit`` name no graph and any worker
+            takes them, with its thread's graph.
         deps: handed to every run as ``invoke(..., deps=deps)``, so nodes and routers find
             it as ``ctx.deps`` (tool clients): one object for every run this worker makes,
             from all its threads at once, so it must be safe to share between threads.
@@ -94,6 +98,7 @@ class Worker:
         log: TextIO | None = sys.stderr,
         name: str | None = None,
         deps: Any = None,
+        graphs: Mapping[str, CompiledGraph[Any]] | None = None,
     ) -> None:
         from corral.workers import queue_for
 
@@ -110,6 +115,10 @@ class Worker:
         self.log = log
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.deps = deps
+        named = {app.spec.name: app} if app.spec.name else {}
+        self.graphs = dict(graphs) if graphs is not None else named
+        self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
+        self._variants = {}
         self.finished = 0
         """Runs this worker marked done, interrupted or failed."""
         self._stop = threading.Event()
@@ -175,7 +184,7 @@ class Worker:
         pause = self.poll_s
         while not self._stop.is_set():
             try:
-                run = self.queue.claim(self.name, self.lease_s)
+                run = self.queue.claim(self.name, self.lease_s, tuple(self.graphs))
             except CheckpointError as exc:
                 self.emit("queue_error", error=str(exc))
                 self._stop.wait(min(pause, 2.0))
@@ -284,23 +293,61 @@ class Worker:
             )
             return
 
-    def drive(
-        self,
-        run: QueuedRun,
-        value: Any,
-        fork: str | None,
-        app: CompiledGraph[Any] | None = None,
-        on_event: Callable[[Event], None] | None = None,
-    ) -> tuple[str, int]:
-        """Run ``run`` with ``app`` (default: the worker's) from ``value`` (``None``:
+    def drive(self, run: QueuedRun, value: Any, fork: str | None) -> tuple[str, int]:
+        """Run ``run`` with its graph (see :meth:`graph_of`) from ``value`` (``None``:
         continue its thread; ``fork``: from that checkpoint), stopping before its next node
-        once a cancel was asked; return its status and node runs.
+        once a cancel was asked; return its status and node runs. A stateless served run's
+        thread is deleted when the run ends (not when the store failed: it is tried again).
 
         Raises:
             RunCancelledError: a cancel was asked (the thread keeps its last checkpoint).
         """
+        record = ServedRuns(self.queue).by_queue_id(run.id) if run.graph else None
+        try:
+            outcome = self.stream(run, value, fork, self.graph_of(run, record), record)
+        except Exception as exc:
+            if not isinstance(exc, CheckpointError) or isinstance(exc, SerializationError):
+                self.ended(record)
+            raise
+        self.ended(record)
+        return outcome
+
+    def graph_of(self, run: QueuedRun, record: ServedRun | None) -> CompiledGraph[Any]:
+        """Return the graph ``run`` was queued for, compiled with the served run's own
+        ``interrupt_before``/``interrupt_after`` (``"*"``: every node); for a run of
+        ``app.submit``, its thread's graph, else the worker's."""
+        if record is None:
+            saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
+            info = saver.thread_info(run.thread_id)
+            return self.graphs.get(info.graph if info and info.graph else "", self.app)
+        app = self.graphs[record.graph]  # claim takes only runs of these graphs
+        kwargs = record.request.get("kwargs", {})
+        before, after = (_nodes(app, kwargs.get(f"interrupt_{w}")) for w in ("before", "after"))
+        if not before and not after:
+            return app
+        with self._lock:
+            key = (record.graph, before, after)
+            if key not in self._variants:
+                self._variants[key] = CompiledGraph(
+                    app.spec,
+                    checkpointer=app.checkpointer,
+                    interrupt_before=(*app.interrupt_before, *before),
+                    interrupt_after=(*app.interrupt_after, *after),
+                    max_steps=app.max_steps,
+                )
+            return self._variants[key]
+
+    def stream(
+        self,
+        run: QueuedRun,
+        value: Any,
+        fork: str | None,
+        app: CompiledGraph[Any],
+        record: ServedRun | None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> tuple[str, int]:
+        """Drive ``app`` through ``run`` (see :meth:`drive`), each event to ``on_event``."""
         self.stop_if_cancelled(run)
-        app = app or self.app
         if isinstance(value, Command):
             value, fork = apply_command(app, run.thread_id, value, fork), None
         status, steps = "done", 0
@@ -319,6 +366,11 @@ class Worker:
                 if event.status == "running":
                     self.stop_if_cancelled(run)
         return status, steps
+
+    def ended(self, record: ServedRun | None) -> None:
+        """A served run ended: a stateless one's thread (checkpoints, record, runs) goes."""
+        if record is not None and record.request.get("temporary"):
+            ServedRuns(self.queue).delete_thread(record.thread_id, self.app.checkpointer)
 
     def stop_if_cancelled(self, run: QueuedRun) -> None:
         """Raise ``RunCancelledError`` when a cancel of ``run`` was asked (in its queue row)."""
@@ -387,3 +439,11 @@ def apply_command(
     elif command.update is not None:
         app.update_state(thread_id, command.update, checkpoint_id=fork)
     return None if command.resume is None else Resume(command.resume)
+
+
+def _nodes(app: CompiledGraph[Any], asked: Any) -> tuple[str, ...]:
+    if asked in (None, []):
+        return ()
+    if asked == "*":
+        return tuple(node.name for node in app.spec.nodes)
+    return tuple(asked)
