@@ -20,7 +20,6 @@ import typing_extensions
 from corral import targets
 from corral._registry import NodeEntry, RouterEntry
 from corral.errors import GraphError
-from corral.runtime.context import Context
 
 __all__ = ["check_deps"]
 
@@ -65,6 +64,8 @@ def _readers(
 
 def _context_deps(func: Callable[..., Any], localns: Mapping[str, Any] | None) -> object:
     """Return ``X`` of ``func``'s second parameter annotated ``Context[X]``, else ``None``."""
+    from corral.runtime.context import Context  # compile() loads the engine; a Graph does not
+
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
