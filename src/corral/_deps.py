@@ -24,15 +24,13 @@ from corral.errors import GraphError
 __all__ = ["check_deps"]
 
 
-def check_deps(
-    nodes: list[NodeEntry], routers: list[RouterEntry], deps_type: object, where: str = ""
-) -> None:
+def check_deps(nodes: list[NodeEntry], routers: list[RouterEntry], deps_type: object) -> None:
     """Raise ``GraphError`` naming the first node or router whose ``Context[X]`` ``deps_type``
     cannot be; ``nodes`` and ``routers`` are a graph's records, its subgraphs' included.
     """
     if not isinstance(deps_type, type) or deps_type in (object, Any):
         return
-    for label, func, localns in _readers(nodes, routers, where):
+    for label, func, localns in _readers(nodes, routers, ""):
         wanted = _context_deps(func, localns)
         if not isinstance(wanted, type) or wanted in (object, Any):
             continue
@@ -42,7 +40,7 @@ def check_deps(
         msg = (
             f"{label} reads ctx: Context[{wanted.__qualname__}], but compile(deps_type="
             f"{deps_type.__qualname__}) {missing}; pass the deps type the nodes read, or "
-            f"annotate the node's ctx as Context[{deps_type.__qualname__}]"
+            f"annotate its ctx as Context[{deps_type.__qualname__}]"
         )
         raise GraphError(msg)
 

@@ -50,7 +50,7 @@ def graph_reading(deps: Any) -> Graph[Count]:
     g = Graph(Count)
 
     @g.node(start=True, then=END)
-    def bump(state: Count, ctx: Context[deps]) -> Count:  # type: ignore[valid-type]
+    def bump(state: Count, ctx: Context[deps]) -> Count:
         return {"n": ctx.deps.score(state["n"])}
 
     return g
@@ -58,7 +58,14 @@ def graph_reading(deps: Any) -> Graph[Count]:
 
 @pytest.mark.parametrize(
     ("reads", "given"),
-    [(Tools, Tools), (Tools, FakeTools), (Scores, Scorer), (Any, Other), (Tools, object)],
+    [
+        (Tools, Tools),
+        (Tools, FakeTools),
+        (Scores, Scorer),
+        (Any, Other),
+        (Tools, object),
+        (Tools, Tools | None),
+    ],
 )
 def test_a_deps_type_the_nodes_can_read_compiles(reads: Any, given: Any) -> None:
     app = graph_reading(reads).compile(deps_type=given)
