@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, overload
 
 from typing_extensions import TypeForm
 
-from corral import _subgraph
+from corral import _deps, _subgraph
 from corral._names import NameTable
 from corral._registry import (
     NodeEntry,
@@ -461,13 +461,12 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
         ``telemetry=True`` emits OpenTelemetry spans per run and node run through the
         global tracer provider (extra ``corral[otel]``; see ``docs/observability.md``).
-        ``deps_type``/``answer_type`` are for the type checker only: ``invoke(deps=...)``
-        must then be a ``deps_type`` (what nodes read as ``ctx: Context[deps_type]``) and
-        ``Resume(...)`` an ``answer_type`` (what ``interrupt(payload, answer_type)`` returns).
+        Type checkers hold ``invoke(deps=...)`` to ``deps_type`` and ``Resume(...)`` to
+        ``answer_type``; ``compile`` holds ``deps_type`` to each ``ctx: Context[X]``.
 
         Raises:
-            GraphError: the analyser found an error (all of them are in ``.diagnostics``),
-                or interrupts were asked for without a checkpointer.
+            GraphError: an analyser error (all of them are in ``.diagnostics``), interrupts
+                without a checkpointer, or a ``Context[X]`` that ``deps_type`` is not.
         """
         from corral.analysis import analyse
         from corral.runtime.app import CompiledGraph
@@ -490,6 +489,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             if _subgraph.find_node(spec, node) is None:  # a child's node by path: "sub/node"
                 msg = f"interrupt on unknown node {node!r}; name one of {list(spec.names)}"
                 raise GraphError(msg)
+        _deps.check_deps(self._nodes, self._routers, deps_type)
         return CompiledGraph(
             spec,
             checkpointer=checkpointer,

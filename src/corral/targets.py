@@ -40,13 +40,15 @@ class _Unreadable(Exception):
     """An annotation part that names no route; the message says which part."""
 
 
-def read_return_annotation(func: Callable[..., Any], localns: Mapping[str, Any] | None) -> Any:
-    """Return the evaluated return annotation of ``func`` (``_MISSING`` when it has none).
+def read_return_annotation(
+    func: Callable[..., Any], localns: Mapping[str, Any] | None, name: str = "return"
+) -> Any:
+    """Return the evaluated annotation ``name`` of ``func`` (``_MISSING`` when it has none).
 
     Raises:
         _Unreadable: the annotation is a string that does not evaluate.
     """
-    raw = getattr(func, "__annotations__", {}).get("return", _MISSING)
+    raw = getattr(func, "__annotations__", {}).get(name, _MISSING)
     if raw is _MISSING:
         return _MISSING
     return _evaluate(raw, func, localns)
