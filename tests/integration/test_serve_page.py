@@ -134,3 +134,12 @@ def test_a_pause_before_a_node_is_gone_on_from_with_continue(server: Server, cli
         assert sent.status_code == 303
     client.runs.join(tid, client.runs.list(tid)[0]["run_id"])
     assert client.threads.get_state(tid)["values"]["tokens"] == ["written", "done"]
+
+
+def test_the_thread_page_shows_what_the_thread_spent(server: Server, client: Any) -> None:
+    """API.md 19: what a thread has spent is on its page (review's draft spends a call)."""
+    tid = client.threads.create()["thread_id"]
+    client.runs.wait(tid, "review", input={"topic": "spend"})
+    page = httpx.get(f"{server.url}/inbox/{tid}")
+    assert page.status_code == 200 and "<p>spent <b>" in page.text
+    assert page.text.split("<p>spent <b>", 1)[1].split("</b>", 1)[0].endswith("calls")

@@ -272,6 +272,8 @@ def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, b
         f'<p>graph <b>{_e(thread.graph or "")}</b> · status <span class="status">'
         f"{_e('waiting for you' if status == 'interrupted' else status)}</span></p>",
     ]
+    if snapshot is not None and snapshot.spent:
+        parts.append(f"<p>spent <b>{_e(str(snapshot.spent))}</b></p>")
     if status == "error":
         failed = served.runs.of_thread(thread_id)[0]
         parts.append(f'<p class="error">{_e(failed.error or "")}</p>')
