@@ -85,15 +85,15 @@ def test_a_claim_cannot_slip_in_between_a_workers_check_and_its_commit(
         conn.autocommit = True
         queue = queue_for(g.compile(checkpointer=store))
         queue.submit("t", None, False)
-        held = queue.claim("A", lease_s=0.001)
+        held = queue.claim("A", lease_s=0.001, graphs=[])
         assert held is not None
         expired = "SELECT lease_until < now() FROM corral_runs WHERE id = %s"
         while conn.execute(expired, (held.id,)).fetchone() != (True,):
             pass
         with conn.transaction():
             queue.fence(held, "A")(conn)  # A's write passed its check, not yet committed
-            assert queue.claim("B", lease_s=30) is None
-        taken = queue.claim("B", lease_s=30)
+            assert queue.claim("B", lease_s=30, graphs=[]) is None
+        taken = queue.claim("B", lease_s=30, graphs=[])
         assert taken is not None and taken.attempts == held.attempts + 1
         with pytest.raises(LeaseLostError, match="no longer holds run"), conn.transaction():
             queue.fence(held, "A")(conn)

@@ -122,7 +122,7 @@ def test_served_runs_reject_a_busy_thread_and_carry_a_cancel(database: Any) -> N
     assert runs.cancel_asked(first) is None
     runs.cancel("a")
     assert runs.cancel_asked(first) == "interrupt"
-    runs.drop_thread("t")  # never started: it goes
+    runs.delete_thread("t", database)  # never started: it goes
     assert runs.get("a") is None and runs.of_thread("t") == []
     runs.add(_run("t", "d"), dump_input(None), reject=True)  # the thread is free again
 
