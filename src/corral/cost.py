@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from decimal import Decimal, InvalidOperation
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar
 
 from corral.errors import BudgetError, CostExceededError, GraphError
 
@@ -93,6 +93,10 @@ class Cost:
 
     def __str__(self) -> str:
         return _text(self) or "nothing"
+
+
+NOTHING: Final = Cost()
+"""Zero spent (a ``Cost`` is frozen, so one serves everywhere)."""
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -99,6 +99,12 @@ def infer_command_fanout(func: Callable[..., Any]) -> bool:
     return _fanout_cache[code]
 
 
+_called_cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str]] = (
+    weakref.WeakKeyDictionary()
+)
+"""What each function's body calls, by its code: one function may serve many nodes."""
+
+
 def called_names(func: Callable[..., Any]) -> frozenset[str]:
     """Return the names ``func``'s own body calls (``ctx.spend(...)`` is ``spend``).
 
@@ -107,11 +113,15 @@ def called_names(func: Callable[..., Any]) -> frozenset[str]:
     >>> sorted(called_names(plan))
     ['spend']
     """
+    code = getattr(func, "__code__", None)
+    if isinstance(code, types.CodeType) and code in _called_cache:
+        return _called_cache[code]
     body = function_body(func)
-    if body is None:
-        return frozenset()
-    found = (_call_name(n) for n in _walk_own(body) if isinstance(n, ast.Call))
-    return frozenset(name for name in found if name is not None)
+    found = (_call_name(n) for n in _walk_own(body or []) if isinstance(n, ast.Call))
+    names = frozenset(name for name in found if name is not None)
+    if isinstance(code, types.CodeType):
+        _called_cache[code] = names
+    return names
 
 
 def _command_fanout(func: Callable[..., Any]) -> bool:

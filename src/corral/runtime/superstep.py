@@ -33,7 +33,7 @@ from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
-from corral.cost import Cost
+from corral.cost import NOTHING, Cost
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
@@ -89,7 +89,7 @@ def cap_error(
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is not None:
-        return rs.purse.refuse(node.name, node.cost, planned or Cost(), rs.values)
+        return rs.purse.refuse(node.name, node.cost, planned or NOTHING, rs.values)
     return None
 
 
@@ -161,7 +161,7 @@ class Superstep:
         planned: dict[str, int] = {}
         calls = self.calls
         budgeted = rs.purse.budget is not None
-        spends = Cost()  # what the tasks planned so far may spend, against the budget
+        spends = NOTHING  # what the tasks planned so far may spend, against the budget
         for index, (node, arg) in enumerate(rs.tasks):
             if index in done:
                 continue
@@ -223,7 +223,7 @@ class Superstep:
             rs.trace.append((step, name, update, seconds))
         spent = rs.purse.runs.pop((name, step), None)
         if rs.emit is not None:
-            rs.emit(NodeEnd(step, name, update, seconds, spent or Cost()))
+            rs.emit(NodeEnd(step, name, update, seconds, spent or NOTHING))
         result = TaskResult(position, node, update, goto)
         self.results.append(result)
         if self.record and not recorded:
