@@ -237,6 +237,8 @@ def test_corral_run_budget_and_what_threads_and_show_print(tmp_path: Path) -> No
     assert "spent: 4 calls, $0.08" in corral("show", "t").stdout
     shown = json.loads(corral("show", "t", "--format", "json").stdout)
     assert shown["spent"] == {"calls": 4, "tokens": 0, "usd": "0.08"}
+    zero = corral("run", "agent.py", "--input", '{"n": 0}', "--thread", "z", "--budget", "calls=0")
+    assert "--thread z --budget calls=1" in zero.stderr  # twice 0 would stop it again
     bad = corral("run", "agent.py", "--budget", "dollars=1")
     assert bad.returncode == 2 and "write fields as usd=0.5" in bad.stderr
 

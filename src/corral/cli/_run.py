@@ -334,8 +334,9 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
         more = _command(args, thread, "--max-steps", str(cap * 2))
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, BudgetError):
+        # twice the budget, and never less than what lets the refused node start
         larger = ",".join(
-            f"{name}={value * 2}"
+            f"{name}={max(value * 2, getattr(exc.spent, name) + getattr(exc.cost, name))}"
             for name in FIELDS
             if (value := getattr(exc.budget, name)) is not None
         )
