@@ -69,15 +69,13 @@ def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
 class _Open:
     """A span that is still open, with what its end needs to know."""
 
-    __slots__ = ("attempts", "entry", "last", "later", "path", "span")
+    __slots__ = ("attempts", "entry", "last", "path", "span")
 
     def __init__(self, span: Any, path: str, entry: tuple[int, ...]) -> None:
         self.span = span
         self.path = path
         self.entry = entry
         """The subgraph entry the node run is inside (``()`` at the top level)."""
-        self.later: _Open | None = None
-        """The next open span of the same node run key (concurrent entries of a subgraph)."""
         self.attempts = 1
         """The attempt running now (a ``NodeRetry`` counts the one that failed)."""
         self.last = 0
@@ -92,36 +90,35 @@ class RunTracer:
     ) -> None:
         try:
             from opentelemetry import trace
+            from opentelemetry.trace.propagation import tracecontext
         except ImportError as exc:  # pragma: no cover - the otel extra is in dev
             msg = "compile(telemetry=True) needs opentelemetry-api: pip install 'corral[otel]'"
             raise ImportError(msg) from exc
         self._trace = trace
         self._tracer = trace.get_tracer("corral")
+        w3c = tracecontext.TraceContextTextMapPropagator()
         links = []
-        previous = _context_of(trace, continues[0]) if continues is not None else None
-        if previous is not None and continues is not None:
-            attributes = {"corral.link": "continues", "corral.checkpoint_id": continues[1]}
-            links.append(trace.Link(previous, attributes))
+        if continues is not None:
+            context = w3c.extract({TRACEPARENT: continues[0]})
+            previous = trace.get_current_span(context).get_span_context()
+            if previous.is_valid:
+                attributes = {"corral.link": "continues", "corral.checkpoint_id": continues[1]}
+                links.append(trace.Link(previous, attributes))
         self.run = self._tracer.start_span(
             "corral.run", attributes={"corral.graph": spec.name or ""}, links=links
         )
         self._context = trace.set_span_in_context(self.run)
         self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
-        self._nodes: dict[tuple[int, str], _Open] = {}
-        """Open node spans by ``(step, path)``, oldest first (``_Open.later``): concurrent
-        entries of one subgraph node report their child's node runs with one step and path."""
+        self._nodes: dict[tuple[int, str], list[_Open]] = {}
+        """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
+        subgraph node report their child's node runs with one step and path."""
         self._entries: dict[tuple[int, ...], _Open] = {}
         """Open subgraph entry spans by entry (``NodeStart.entry``)."""
         self.thread_id = thread_id
-        self.checkpoint_meta = self._traceparent()
+        carrier: dict[str, Any] = {}
+        w3c.inject(carrier, self._context)  # nothing for the API's no-op tracer's span
+        self.checkpoint_meta = carrier or None
         """What the run stores in each checkpoint's meta (its span's trace context)."""
-
-    def _traceparent(self) -> dict[str, Any] | None:
-        context = self.run.get_span_context()
-        if not context.is_valid:  # the API's no-op tracer: nothing to link to later
-            return None
-        flags = int(context.trace_flags)
-        return {TRACEPARENT: f"00-{context.trace_id:032x}-{context.span_id:016x}-{flags:02x}"}
 
     def started(self, thread_id: str | None) -> None:
         """Record the run's thread (known once the run has started)."""
@@ -197,35 +194,21 @@ class RunTracer:
             return
         attributes["corral.step"] = event.step
         span = self._tracer.start_span("corral.node", context, attributes=attributes)
-        node = _Open(span, path, entry)
-        first = self._nodes.setdefault((event.step, path), node)
-        if first is not node:
-            while first.later is not None:
-                first = first.later
-            first.later = node
+        self._nodes.setdefault((event.step, path), []).append(_Open(span, path, entry))
 
     def _open_nodes(self) -> list[_Open]:
         """Return every open node span, in the order the node runs started (and forget them)."""
-        out = []
-        for first in self._nodes.values():
-            node: _Open | None = first
-            while node is not None:
-                out.append(node)
-                node = node.later
+        out = [node for same in self._nodes.values() for node in same]
         self._nodes.clear()
         return out
 
-    def _take(self, step: int, path: str) -> _Open | None:
-        """Return (and forget) the oldest open span of node run ``(step, path)``."""
-        node = self._nodes.pop((step, path), None)
-        if node is not None and node.later is not None:
-            self._nodes[(step, path)] = node.later
-        return node
-
     def _end(self, event: events.NodeEnd) -> None:
-        node = self._take(event.step, event.node)
-        if node is None:
+        same = self._nodes.get((event.step, event.node))
+        if not same:
             return
+        node = same.pop(0)  # the oldest open span of this node run
+        if not same:
+            del self._nodes[(event.step, event.node)]
         span = node.span
         keys = sorted(event.update) if event.update else []
         span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
@@ -243,9 +226,10 @@ class RunTracer:
                 outer.last = now
 
     def _retry(self, event: events.NodeRetry) -> None:
-        node = self._nodes.get((event.step, event.node))
-        if node is None:
+        same = self._nodes.get((event.step, event.node))
+        if not same:
             return
+        node = same[0]
         node.attempts = event.attempt + 1
         node.span.add_event(
             "corral.retry",
@@ -331,21 +315,6 @@ def _set_spent(span: Any, spent: Cost) -> None:
         span.set_attributes(
             {"corral.spent.tokens": spent.tokens, "corral.spent.usd": float(spent.usd)}
         )
-
-
-def _context_of(trace: Any, traceparent: str) -> Any:
-    """Return the span context a ``traceparent`` string names, or ``None`` if it is not one."""
-    parts = traceparent.split("-")
-    if len(parts) != 4 or parts[0] != "00":
-        return None
-    try:
-        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-    except ValueError:
-        return None
-    context = trace.SpanContext(
-        trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags)
-    )
-    return context if context.is_valid else None
 
 
 def watch(steps: Iterator[T], tracer: RunTracer) -> Iterator[T]:
