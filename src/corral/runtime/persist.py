@@ -87,31 +87,36 @@ class ThreadWriter(CheckpointWriter):
         checkpointer: Checkpointer,
         tables: Tables,
         thread_id: str,
+        last: Checkpoint | None,
         *,
-        parent_id: str | None,
-        seq: int,
-        since_snapshot: int,
-        run: int,
-        force_snapshot: bool,
+        new_run: bool,
+        forked: bool,
         newest_read: str | None,
         parts: SaverParts,
-        fork: str,
     ) -> None:
-        """``parts``: what :func:`parts_of` returns for ``checkpointer``."""
+        """Write the thread's checkpoints on from ``last`` (``None``: the thread has none).
+
+        ``new_run``: they belong to a new run of the thread; ``forked``: the first carries a
+        snapshot; ``newest_read``: a fork's first put names it for the compare-and-set (the
+        thread's newest checkpoint when the run read it); ``parts``: what :func:`parts_of`
+        returns for ``checkpointer``.
+        """
+        meta = last.meta if last is not None else {}
         self.checkpointer = checkpointer
         self.tables = tables
         self.thread_id = thread_id
-        self.parent_id = parent_id
-        self.seq = seq
-        self.since_snapshot = since_snapshot
-        self.run = run
-        self.force_snapshot = force_snapshot
+        self.parent_id = last.checkpoint_id if last is not None else None
+        self.seq = int(meta.get("seq", 0))
+        self.since_snapshot = int(meta.get("since_snapshot", 0))
+        self.run = int(meta.get("run", 0)) + 1 if new_run else int(meta.get("run", 1))
+        self.force_snapshot = forked
         self.newest_read = newest_read
-        """For a fork, the thread's newest checkpoint when the run read it (first put only)."""
-        self.fork = fork
+        # A fork starts a branch of its own: what runs after it, a subgraph's child
+        # included, runs afresh instead of finding the old branch's runs.
+        self.fork = secrets.token_hex(4) if newest_read is not None else str(meta.get("fork", ""))
         """Names the fork this run's checkpoints are on (``""``: the thread's first branch);
         a subgraph entry's child thread is named after it (``child_graph.child_thread``)."""
-        self.last_status = ""
+        self.last_status = "" if new_run else str(meta.get("status", ""))
         self.source = "loop"
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)

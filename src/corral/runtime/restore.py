@@ -14,7 +14,7 @@ from corral.fingerprint import same_graph
 from corral.runtime.events import Interrupt, RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
-from corral.runtime.state import apply_writes, copy_value
+from corral.runtime.state import apply_writes, copy_value, is_flat
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = [
@@ -131,19 +131,18 @@ def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Node:
     return node
 
 
-def load(
-    rs: RunState,
-    tables: Tables,
-    checkpoint: Checkpoint,
-    checkpointer: Checkpointer | None = None,
-) -> None:
-    """Restore the counters, tasks and bookkeeping of ``rs`` from a checkpoint's meta.
+def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer | None) -> None:
+    """Restore the state of ``rs`` at the last checkpoint of ``chain`` (:func:`rebuild`), and
+    its counters, tasks and bookkeeping from that checkpoint's meta.
 
     With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
     again. A finished subgraph entry (counted, its writes in its child's thread) is left
     to :func:`corral.runtime.subgraphs.read_back`.
     """
+    tables, checkpoint = rs.tables, chain[-1]
+    rs.values = rebuild(tables, chain)
+    rs.flat = is_flat(rs.values)
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
     rs.tasks = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -92,6 +91,7 @@ def start(
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
+    chain: list[Checkpoint] = []
     if saver is None:
         if continuing or checkpoint_id is not None:
             what = "Resume(...)" if resume is not None else "invoke(None, ...)"
@@ -100,23 +100,25 @@ def start(
                 "g.compile(checkpointer=MemorySaver()) and pass thread_id="
             )
             raise ThreadStateError(msg, thread_id=thread_id)
-        rs = new_run(settings, max_steps, thread_id, deps)
-        _watch(rs, emit, buffer)
-        _start_fresh(rs, {}, input)
-        return rs
-    if thread_id is None:
+    elif thread_id is None:
         if continuing:
             msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
             raise ThreadStateError(msg)
         thread_id = uuid.uuid4().hex
-        chain: list[Checkpoint] = []
+    elif continuing or checkpoint_id is not None:
+        chain = _chain_of(saver, thread_id, checkpoint_id)
     else:
-        chain = saver.chain(thread_id, checkpoint_id)
-        if (checkpoint_id is not None or continuing) and not chain:
-            raise unknown_thread(thread_id, checkpoint_id)
+        chain = saver.chain(thread_id)
     rs = new_run(settings, max_steps, thread_id, deps)
     rs.checkpoint_meta = checkpoint_meta
-    _watch(rs, emit, buffer)
+    if buffer is not None:
+        rs.buffer = buffer
+        rs.listen(buffer.append)
+    if emit is not None:
+        rs.listen(emit)
+    if saver is None or thread_id is None:
+        _start_fresh(rs, {}, input)
+        return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
         _continue(rs, settings, chain, newest_read, resume)
@@ -131,14 +133,6 @@ def _resume_of(input: Any) -> Resume | None:
     if isinstance(input, Resume):
         return input
     return None
-
-
-def _watch(rs: RunState, emit: Callable[[Event], None] | None, buffer: list[Event] | None) -> None:
-    if buffer is not None:
-        rs.buffer = buffer
-        rs.listen(buffer.append)
-    if emit is not None:
-        rs.listen(emit)
 
 
 def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
@@ -162,26 +156,20 @@ def thread_writer(
     forked: bool,
     newest_read: str | None = None,
 ) -> persist.ThreadWriter:
-    """Return the checkpoint writer of a run of ``rs.thread_id`` that goes on from ``last``."""
-    meta = last.meta if last is not None else {}
-    run = int(meta.get("run", 0 if new_run else 1))
-    assert rs.thread_id is not None
-    assert settings.checkpointer is not None
-    return persist.ThreadWriter(
+    """Give ``rs`` (and return) the checkpoint writer of a run of ``rs.thread_id`` that goes
+    on from ``last`` (see :class:`persist.ThreadWriter`)."""
+    assert rs.thread_id is not None and settings.checkpointer is not None
+    rs.checkpoints = writer = persist.ThreadWriter(
         settings.checkpointer,
         rs.tables,
         rs.thread_id,
-        parent_id=last.checkpoint_id if last is not None else None,
-        seq=int(meta.get("seq", 0)),
-        since_snapshot=int(meta.get("since_snapshot", 0)),
-        run=run + 1 if new_run else run,
-        force_snapshot=forked,
+        last,
+        new_run=new_run,
+        forked=forked,
         newest_read=newest_read,
         parts=settings.parts,
-        # A fork starts a branch of its own: what runs after it, a subgraph's child
-        # included, runs afresh instead of finding the old branch's runs.
-        fork=secrets.token_hex(4) if newest_read is not None else str(meta.get("fork", "")),
     )
+    return writer
 
 
 def _start_on_thread(
@@ -193,14 +181,12 @@ def _start_on_thread(
     filled = any(key not in base for key in rs.tables.empties)
     _start_fresh(rs, base, input)
     last = chain[-1] if chain else None
-    forked = newest_read is not None
-    writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
-    writer.force_snapshot = writer.force_snapshot or filled
-    rs.checkpoints = writer
+    forked = newest_read is not None or filled
+    writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     save_input(rs, writer, [("__input__", dict(input))])
 
 
@@ -224,18 +210,11 @@ def _continue(
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
-    rs.values = restore.rebuild(rs.tables, chain)
-    rs.flat = is_flat(rs.values)
-    restore.load(rs, rs.tables, last, settings.checkpointer)
+    restore.load(rs, chain, settings.checkpointer)
     forked = newest_read is not None
-    writer = thread_writer(
-        settings, rs, last, new_run=False, forked=forked, newest_read=newest_read
-    )
-    writer.last_status = str(last.meta.get("status", ""))
-    rs.checkpoints = writer
+    thread_writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     read_back(rs, last.meta.get("done", []))
-    meta = last.meta
-    status = meta.get("status")
+    status = last.meta.get("status")
     pending = restore.pauses_of(last)
     if status == "done" and not rs.tasks:
         rs.status = "done"
@@ -288,8 +267,15 @@ def _newest_if_fork(saver: Checkpointer, thread_id: str, checkpoint_id: str | No
     return newest if newest != checkpoint_id else None
 
 
-def unknown_thread(thread_id: str, checkpoint_id: str | None) -> CheckpointError:
-    """Return the error for a thread (or checkpoint of it) the checkpointer does not have."""
+def _chain_of(saver: Checkpointer, thread_id: str, checkpoint_id: str | None) -> list[Checkpoint]:
+    """Return the chain of the thread's last checkpoint (or of ``checkpoint_id``).
+
+    Raises:
+        CheckpointError: the checkpointer has no such thread (or checkpoint of it).
+    """
+    chain = saver.chain(thread_id, checkpoint_id)
+    if chain:
+        return chain
     if checkpoint_id is not None:
         msg = (
             f"thread {thread_id!r} has no checkpoint {checkpoint_id!r}; pick one from "
@@ -300,7 +286,7 @@ def unknown_thread(thread_id: str, checkpoint_id: str | None) -> CheckpointError
             f"thread {thread_id!r} has no checkpoint to continue from; start it with "
             f"invoke(input, thread_id={thread_id!r})"
         )
-    return CheckpointError(msg)
+    raise CheckpointError(msg)
 
 
 def check_input(tables: Tables, input: Any, writer: str) -> dict[str, Any]:
@@ -334,9 +320,7 @@ def get_state(
 ) -> StateSnapshot:
     """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``);
     ``count`` gives its ``steps`` from that checkpoint, when they are not only its own."""
-    chain = saver.chain(thread_id, checkpoint_id)
-    if not chain:
-        raise unknown_thread(thread_id, checkpoint_id)
+    chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
     snapshot = restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
     if count is None:
@@ -384,9 +368,7 @@ def update_state(
     returned (see :func:`_run_as`).
     """
     tables = settings.tables
-    chain = saver.chain(thread_id, checkpoint_id)
-    if not chain:
-        raise unknown_thread(thread_id, checkpoint_id)
+    chain = _chain_of(saver, thread_id, checkpoint_id)
     base = chain[-1]
     node = tables.nodes.get(as_node) if as_node is not None else None
     if as_node is not None and node is None:
@@ -395,15 +377,11 @@ def update_state(
     if node is None or not isinstance(values, Command):
         values = check_input(tables, values, as_node or "__update__")
     rs = new_run(settings, None, thread_id, None)
-    rs.values = restore.rebuild(tables, chain)
-    restore.load(rs, tables, base, saver)
+    restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = thread_writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
-    writer.since_snapshot = 0
     writer.source = "update"
-    rs.checkpoints = writer
     if node is not None:
-        rs.flat = is_flat(rs.values)
         _run_as(rs, node, values)
     else:
         writes = [("__update__", values)]
