@@ -45,7 +45,7 @@ from corral.checkpoint.base import (
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
-from corral.runtime.tables import NO_ARG, Tables, Task
+from corral.runtime.tables import NO_ARG, Tables
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -133,12 +133,6 @@ class ThreadWriter(CheckpointWriter):
         assert self.writes is not None and self.parent_id is not None
         self.writes.put_writes(self.thread_id, self.parent_id, result.position, result_json(result))
 
-    def name_pauses(self, rs: RunState, pauses: list[Pause]) -> None:
-        """Give every pause of ``pauses`` that has none its stable id."""
-        for pause in pauses:
-            if pause.id is None:
-                pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
-
     def save_superstep(
         self,
         rs: RunState,
@@ -147,7 +141,6 @@ class ThreadWriter(CheckpointWriter):
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
-        self.name_pauses(rs, pauses)
         if pauses:
             status = "interrupted"
         else:
@@ -166,7 +159,6 @@ class ThreadWriter(CheckpointWriter):
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        self.name_pauses(rs, pauses)
         extra = error_json(error)
         if results:
             extra["done"] = [result_json(r) for r in results]
@@ -183,7 +175,10 @@ class ThreadWriter(CheckpointWriter):
         pauses: list[Pause],
         extra: dict[str, Any] | None = None,
     ) -> None:
-        """Write one checkpoint of ``rs`` as it is now."""
+        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id."""
+        for pause in pauses:
+            if pause.id is None:
+                pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
         if (
@@ -203,7 +198,8 @@ class ThreadWriter(CheckpointWriter):
         meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
-            meta["reducers"] = reducer_names(self.tables)
+            reducers = self.tables.reducers.items()
+            meta["reducers"] = {key: reducer_name(fn) for key, fn in reducers if fn is not None}
         if self.fork:
             meta["fork"] = self.fork
         if extra:
@@ -232,11 +228,6 @@ class ThreadWriter(CheckpointWriter):
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
 
-def reducer_names(tables: Tables) -> dict[str, str]:
-    """Return the name of each key's reducer (:func:`corral.reducers.reducer_name`)."""
-    return {key: reducer_name(fn) for key, fn in tables.reducers.items() if fn is not None}
-
-
 def _meta(
     rs: RunState,
     tables: Tables,
@@ -254,7 +245,10 @@ def _meta(
         "status": status,
         "source": source,
         "fingerprint": tables.fingerprint,
-        "next": [_task_json(task) for task in rs.tasks],
+        "next": [
+            {"node": t.node.name} if t.arg is NO_ARG else {"node": t.node.name, "arg": t.arg}
+            for t in rs.tasks
+        ],
         "steps": rs.steps,
         "supersteps": rs.supersteps,
         "runs": dict(rs.runs),
@@ -281,12 +275,6 @@ def _meta(
     if rs.checkpoint_meta:
         meta.update(rs.checkpoint_meta)
     return meta
-
-
-def _task_json(task: Task) -> dict[str, Any]:
-    if task.arg is NO_ARG:
-        return {"node": task.node.name}
-    return {"node": task.node.name, "arg": task.arg}
 
 
 def error_json(error: Exception | None) -> dict[str, Any]:

@@ -11,16 +11,14 @@ from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
 from corral.cost import Cost
 from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
-from corral.runtime.events import Interrupt, RunError, StateSnapshot
+from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskResult
 from corral.runtime.state import apply_writes, copy_value, is_flat
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = [
-    "interrupts_of",
     "load",
-    "pause_of",
     "pauses_of",
     "rebuild",
     "recorded_tasks",
@@ -29,31 +27,21 @@ __all__ = [
 
 
 def pauses_of(checkpoint: Checkpoint) -> list[Pause]:
-    """Return the pauses a checkpoint records, each with its id.
+    """Return the pauses a checkpoint records (``meta["interrupts"]``), each with its id.
 
     The engine names every pause before it saves it; a record without an ``id`` (a meta
     edited by hand, or written by another tool) gets the id the engine would have given it
     there, so it can be shown and answered like any other.
     """
     meta = checkpoint.meta
-    pauses = [pause_of(item) for item in meta.get("interrupts", [])]
-    for pause in pauses:
-        if pause.id is None:
-            run, supersteps = meta.get("run", 1), meta.get("supersteps", 0)
-            pause.id = interrupt_id(checkpoint.thread_id, run, supersteps, pause)
+    pauses = []
+    for item in meta.get("interrupts", []):
+        when, index = item.get("when", "during"), item.get("index")
+        pause = Pause(int(item.get("task", 0)), str(item["node"]), item.get("value"), when, index)
+        run, supersteps = meta.get("run", 1), meta.get("supersteps", 0)
+        pause.id = item.get("id") or interrupt_id(checkpoint.thread_id, run, supersteps, pause)
+        pauses.append(pause)
     return pauses
-
-
-def pause_of(item: Mapping[str, Any]) -> Pause:
-    """Return the pause saved as ``item`` in a checkpoint's ``meta["interrupts"]``."""
-    return Pause(
-        int(item.get("task", 0)),
-        str(item["node"]),
-        item.get("value"),
-        item.get("when", "during"),
-        item.get("index"),
-        item.get("id"),
-    )
 
 
 def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
@@ -216,11 +204,6 @@ def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> 
     )
 
 
-def interrupts_of(checkpoint: Checkpoint) -> tuple[Interrupt, ...]:
-    """Return the pending interrupts recorded in a checkpoint (see :func:`pauses_of`)."""
-    return tuple(pause.interrupt() for pause in pauses_of(checkpoint))
-
-
 def snapshot_of(
     values: dict[str, Any],
     checkpoint: Checkpoint,
@@ -250,7 +233,7 @@ def snapshot_of(
         checkpoint_id=checkpoint.checkpoint_id,
         parent_id=checkpoint.parent_id,
         status=status,
-        interrupts=interrupts_of(checkpoint),
+        interrupts=tuple(pause.interrupt() for pause in pauses_of(checkpoint)),
         source=str(meta.get("source", "loop")),
         runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
         error=RunError(str(failed["type"]), str(failed["message"])) if failed else None,

@@ -76,12 +76,7 @@ def picks(rs: RunState, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
     if isinstance(mode, str):
         item = _pick(rs, event, mode)
         return [] if item is _SKIP else [item]
-    out: list[Any] = []
-    for one in mode:
-        item = _pick(rs, event, one)
-        if item is not _SKIP:
-            out.append((one, item))
-    return out
+    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _SKIP]
 
 
 def select(rs: RunState, events: Iterator[Event], mode: str | tuple[str, ...]) -> Iterator[Any]:

@@ -156,8 +156,7 @@ class RunTracer:
         elif isinstance(event, events.RouteTaken):
             self._route(event)
         elif isinstance(event, events.SuperstepEnd):
-            if self._entries:
-                self._barrier()
+            self._barrier()
         elif isinstance(event, events.NodeRetry):
             self._retry(event)
         elif isinstance(event, events.Paused):

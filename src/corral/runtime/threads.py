@@ -196,7 +196,6 @@ def save_input(
     """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
     ``interrupt_before`` names."""
     pauses = pauses_before(rs, rs.tasks)
-    writer.name_pauses(rs, pauses)
     writer.put(rs, writes, "interrupted" if pauses else "running", "input", pauses)
     if pauses:
         rs.pause(pauses)
