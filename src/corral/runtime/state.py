@@ -171,43 +171,33 @@ _MISSING: Any = object()
 
 
 def copy_value(value: Any) -> Any:
-    """Return a deep copy of ``value``: JSON-like data by type, ``copy.deepcopy`` otherwise.
+    """Return a deep copy of ``value``, as ``copy.deepcopy`` would make it.
 
-    Lists, dicts, tuples and sets of plain values are copied by type (``copy.deepcopy``
-    keeps a memo of every object it meets); anything else, and any structure that refers
-    to itself, goes through ``copy.deepcopy``, which also keeps shared references shared.
+    Lists and dicts are walked with a stack of their own instead of by recursion, so a
+    structure nested deeper than Python's recursion limit is copied too; a reference
+    already copied is taken from ``memo``, so shared and cyclic references stay shared.
+    The common shapes need no walk item by item (:func:`_flat_copy`); anything that is not
+    a list or a dict goes through ``copy.deepcopy`` with the same ``memo``.
 
     >>> data = {"messages": [{"role": "user", "text": "hi"}], "tags": {"a"}}
     >>> copied = copy_value(data)
     >>> copied == data, copied["messages"][0] is data["messages"][0]
     (True, False)
-    """
-    try:
-        return _copy(value)
-    except RecursionError:
-        return _copy_deep(value)
-
-
-def _copy_deep(value: Any) -> Any:
-    """Return a deep copy of ``value`` without recursing through its lists and dicts.
-
-    For what :func:`_copy` could not copy within Python's recursion limit: a structure that
-    refers to itself (a reference already copied is taken from ``memo``, so shared and
-    cyclic references stay shared) or one nested hundreds of levels deep. Anything that
-    is not a list or a dict goes through ``copy.deepcopy`` with the same ``memo``.
-
     >>> deep = 0
     >>> for _ in range(5000):
     ...     deep = [deep]
-    >>> copied = _copy_deep(deep)
-    >>> copied is deep, copied[0] is deep[0]
-    (False, False)
+    >>> copied = copy_value(deep)
     >>> depth = 0
     >>> while isinstance(copied, list):
     ...     copied, depth = copied[0], depth + 1
     >>> depth
     5000
     """
+    kind = type(value)
+    if kind in IMMUTABLE or kind is frozenset:
+        return value
+    if (flat := _flat_copy(value)) is not None:
+        return flat
     memo: dict[int, Any] = {}
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
@@ -218,73 +208,43 @@ def _copy_deep(value: Any) -> Any:
             into[key] = item
             continue
         made = memo.get(id(item), _MISSING)
-        if made is not _MISSING:
-            into[key] = made
-            continue
-        if kind is list:
-            made = memo[id(item)] = [None] * len(item)
-            stack.extend((made, index, inner) for index, inner in enumerate(item))
-        elif kind is dict:
-            made = memo[id(item)] = dict.fromkeys(item)
-            stack.extend((made, name, inner) for name, inner in item.items())
-        else:
-            made = copy.deepcopy(item, memo)
+        if made is _MISSING:
+            if (flat := _flat_copy(item)) is not None:
+                made = flat
+            elif kind is list:
+                made = [None] * len(item)
+                stack.extend((made, index, inner) for index, inner in enumerate(item))
+            elif kind is dict:
+                made = dict.fromkeys(item)
+                stack.extend((made, name, inner) for name, inner in item.items())
+            else:
+                made = copy.deepcopy(item, memo)
+            memo[id(item)] = made
         into[key] = made
     return root[0]
 
 
-def _copy(value: Any) -> Any:
-    kind = type(value)
-    if kind in IMMUTABLE or kind is frozenset:
-        return value
-    if kind is list:
-        return _copy_list(value)
+def _flat_copy(item: Any) -> Any:
+    """Return a copy of a list or dict of immutable values, or of a list of plain dicts of
+    immutable values (chat messages); ``None`` for anything else."""
+    kind = type(item)
     if kind is dict:
-        if _all_immutable(map(type, value.values())):
-            return value.copy()
-        table = dict(value)
-        for key, item in table.items():
-            if type(item) not in IMMUTABLE:
-                table[key] = _copy(item)
-        return table
-    if kind is tuple:
-        if _all_immutable(map(type, value)):
-            return value
-        return tuple(_copy(item) for item in value)
-    if kind is set:
-        return set(value)
-    return copy.deepcopy(value)
-
-
-def _copy_list(value: list[Any]) -> list[Any]:
-    # The common shapes need no walk item by item: a list of plain values (strings,
-    # numbers) is one shallow copy, a list of flat dicts (chat messages) one dict copy per
-    # item; only other lists are walked here.
-    first = type(value[0]) if value else int
-    if first in IMMUTABLE:
-        if _all_immutable(map(type, value)):
-            return value.copy()
-    elif first is dict:
-        if _flat_dicts(value):
-            return list(map(dict.copy, value))
-    out = list(value)
-    for index, item in enumerate(out):
-        if type(item) not in IMMUTABLE:
-            out[index] = _copy(item)
-    return out
+        return item.copy() if _all_immutable(map(type, item.values())) else None
+    if kind is not list:
+        return None
+    if _all_immutable(map(type, item)):
+        return item.copy()
+    if _DICT.issuperset(map(type, item)) and _all_immutable(
+        map(type, _chain(map(dict.values, item)))
+    ):
+        return list(map(dict.copy, item))
+    return None
 
 
 _all_immutable = IMMUTABLE.issuperset
 """Return whether every type an iterable yields is immutable."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
-
-
-def _flat_dicts(items: list[Any]) -> bool:
-    """Return whether ``items`` are all plain dicts of immutable values."""
-    return _DICT.issuperset(map(type, items)) and _all_immutable(
-        map(type, _chain(map(dict.values, items)))
-    )
 
 
 def is_flat(values: Mapping[str, Any]) -> bool:
