@@ -22,6 +22,7 @@ __all__ = [
     "pauses_of",
     "rebuild",
     "recorded_tasks",
+    "replay",
     "snapshot_of",
 ]
 
@@ -60,21 +61,7 @@ def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
         raise CheckpointError(msg)
     values = dict(first.snapshot)
     for checkpoint in chain[1:]:
-        if checkpoint.writes:
-            try:
-                values = apply_writes(
-                    values,
-                    [(node, update) for node, update in checkpoint.writes],
-                    tables.reducers,
-                    tables.empties,
-                )
-            except CorralError as exc:
-                msg = (
-                    f"checkpoint {checkpoint.checkpoint_id!r} of thread "
-                    f"{checkpoint.thread_id!r} cannot be replayed with this graph's "
-                    f"reducers: {exc}"
-                )
-                raise CheckpointError(msg) from exc
+        values = replay(tables, values, checkpoint)
     unknown = sorted(k for k in values if k not in tables.keyset)
     if unknown:
         msg = (
@@ -84,6 +71,24 @@ def rebuild(tables: Tables, chain: Sequence[Checkpoint]) -> dict[str, Any]:
         )
         raise CheckpointError(msg)
     return values
+
+
+def replay(tables: Tables, values: dict[str, Any], checkpoint: Checkpoint) -> dict[str, Any]:
+    """Return ``values`` with the writes ``checkpoint`` stores merged in.
+
+    Raises:
+        CheckpointError: a write no longer applies with this graph's reducers.
+    """
+    if not checkpoint.writes:
+        return values
+    try:
+        return apply_writes(values, checkpoint.writes, tables.reducers, tables.empties)
+    except CorralError as exc:
+        msg = (
+            f"checkpoint {checkpoint.checkpoint_id!r} of thread {checkpoint.thread_id!r} "
+            f"cannot be replayed with this graph's reducers: {exc}"
+        )
+        raise CheckpointError(msg) from exc
 
 
 def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:

@@ -332,17 +332,13 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
     states: dict[str, dict[str, Any]] = {}
     out: list[StateSnapshot] = []
     for checkpoint in saver.checkpoints(thread_id):
+        parent = states.get(checkpoint.parent_id or "")
         if checkpoint.snapshot is not None:
             values = dict(checkpoint.snapshot)
+        elif parent is not None:
+            values = restore.replay(tables, parent, checkpoint)
         else:
-            parent = states.get(checkpoint.parent_id or "")
-            if parent is None:
-                chain = saver.chain(thread_id, checkpoint.checkpoint_id)
-                values = restore.rebuild(tables, chain)
-            else:
-                values = apply_writes(
-                    parent, list(checkpoint.writes), tables.reducers, tables.empties
-                )
+            values = restore.rebuild(tables, saver.chain(thread_id, checkpoint.checkpoint_id))
         states[checkpoint.checkpoint_id] = values
         out.append(restore.snapshot_of(values, checkpoint))
     out.reverse()
