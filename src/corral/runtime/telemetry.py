@@ -242,10 +242,7 @@ class RunTracer:
     def _barrier(self) -> None:
         """End the subgraph entries: every task of the superstep has finished by now."""
         for entry in self._entries.values():
-            if entry.last:
-                entry.span.end(end_time=entry.last)
-            else:
-                entry.span.end()
+            entry.span.end(end_time=entry.last or None)  # None: now
         self._entries.clear()
 
     def _paused(self, event: events.Paused) -> None:
@@ -268,8 +265,7 @@ class RunTracer:
             outer = self._entries.get(event.entry)
             span = self.run if outer is None else outer.span
         else:
-            if self._entries:  # the run's routing starts after the barrier
-                self._barrier()
+            self._barrier()  # the run's routing starts after the barrier
             span = self.run
         attributes: dict[str, Any] = {
             "corral.source": event.source,
