@@ -297,17 +297,12 @@ def result_json(result: TaskResult) -> dict[str, Any]:
 
 
 def pause_json(pause: Pause) -> dict[str, Any]:
-    """Return the JSON form of a pause, as ``meta["interrupts"]`` holds it."""
-    out: dict[str, Any] = {
-        "task": pause.task,
-        "node": pause.node,
-        "value": pause.value,
-        "when": pause.when,
-    }
+    """Return the JSON form of a pause (named by :meth:`ThreadWriter.put`), as
+    ``meta["interrupts"]`` holds it."""
+    out = {"task": pause.task, "node": pause.node, "value": pause.value, "when": pause.when}
+    out["id"] = pause.id
     if pause.index is not None:
         out["index"] = pause.index
-    if pause.id is not None:
-        out["id"] = pause.id
     return out
 
 
