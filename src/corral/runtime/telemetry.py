@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from corral.checkpoint.base import Checkpointer
@@ -66,20 +67,18 @@ def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
     return found
 
 
+@dataclass(slots=True)
 class _Open:
     """A span that is still open, with what its end needs to know."""
 
-    __slots__ = ("attempts", "entry", "last", "path", "span")
-
-    def __init__(self, span: Any, path: str, entry: tuple[int, ...]) -> None:
-        self.span = span
-        self.path = path
-        self.entry = entry
-        """The subgraph entry the node run is inside (``()`` at the top level)."""
-        self.attempts = 1
-        """The attempt running now (a ``NodeRetry`` counts the one that failed)."""
-        self.last = 0
-        """For a subgraph entry: when its last node run inside ended (ns since the epoch)."""
+    span: Any
+    path: str
+    entry: tuple[int, ...]
+    """The subgraph entry the node run is inside (``()`` at the top level)."""
+    attempts: int = 1
+    """The attempt running now (a ``NodeRetry`` counts the one that failed)."""
+    last: int = 0
+    """For a subgraph entry: when its last node run inside ended (ns since the epoch)."""
 
 
 class RunTracer:

@@ -116,7 +116,7 @@ def start(
         rs.listen(buffer.append)
     if emit is not None:
         rs.listen(emit)
-    if saver is None or thread_id is None:
+    if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
         _start_fresh(rs, {}, input)
         return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
