@@ -411,7 +411,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             from corral.runtime.telemetry import RunTracer, continued
 
             continues = continued(self.checkpointer, thread_id, checkpoint_id)
-            tracer = RunTracer(self.spec, thread_id, continues)
+            tracer = RunTracer(self.spec, continues)
             on_event = tracer.chain(on_event)
         try:
             with holding(self.checkpointer, thread_id):  # one live run holds a thread

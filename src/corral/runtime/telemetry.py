@@ -84,9 +84,9 @@ class _Open:
 class RunTracer:
     """The spans of one run: listens to its events and ends every span it opens."""
 
-    def __init__(
-        self, spec: GraphSpec, thread_id: str | None, continues: tuple[str, str] | None = None
-    ) -> None:
+    def __init__(self, spec: GraphSpec, continues: tuple[str, str] | None = None) -> None:
+        """``continues``: the traceparent and id of the checkpoint the run starts from
+        (:func:`continued`)."""
         try:
             from opentelemetry import trace
             from opentelemetry.trace.propagation import tracecontext
@@ -113,7 +113,6 @@ class RunTracer:
         subgraph node report their child's node runs with one step and path."""
         self._entries: dict[tuple[int, ...], _Open] = {}
         """Open subgraph entry spans by entry (``NodeStart.entry``)."""
-        self.thread_id = thread_id
         carrier: dict[str, Any] = {}
         w3c.inject(carrier, self._context)  # nothing for the API's no-op tracer's span
         self.checkpoint_meta = carrier or None
@@ -121,7 +120,6 @@ class RunTracer:
 
     def started(self, thread_id: str | None) -> None:
         """Record the run's thread (known once the run has started)."""
-        self.thread_id = thread_id
         if thread_id is not None:
             self.run.set_attribute("corral.thread_id", thread_id)
 
@@ -212,14 +210,9 @@ class RunTracer:
         span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
         _set_spent(span, event.spent)
         span.end()
-        if node.entry:
-            self._ended_inside(node.entry)
-
-    def _ended_inside(self, entry: tuple[int, ...]) -> None:
-        """Note that a node run inside ``entry`` (and the entries around it) just ended."""
         now = time.time_ns()
-        for depth in range(len(entry), 0, -1):
-            outer = self._entries.get(entry[:depth])
+        for depth in range(len(node.entry), 0, -1):  # the entries it ran inside end no sooner
+            outer = self._entries.get(node.entry[:depth])
             if outer is not None:
                 outer.last = now
 
