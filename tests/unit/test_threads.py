@@ -454,3 +454,29 @@ def test_thread_api_errors_are_clear() -> None:
         app.update_state("t", {"nope": 1})
     with pytest.raises(CheckpointError, match="no checkpoint"):
         app.get_state("t", "missing-id")
+
+
+def test_history_of_a_write_the_reducers_no_longer_take_is_a_checkpoint_error() -> None:
+    """A graph whose reducer refuses what the thread stored: history names the checkpoint
+    it cannot replay, with the same CheckpointError as get_state, not the reducer's error
+    blamed on a node."""
+    saver = MemorySaver()
+    counter(3).compile(checkpointer=saver).invoke({"n": 0, "log": []}, thread_id="t")
+
+    def refuse(current: list[str], update: list[str]) -> list[str]:
+        raise ValueError("no")
+
+    class Strict(TypedDict):
+        n: int
+        log: Annotated[list[str], refuse]
+
+    g = Graph(Strict)
+
+    @g.node(start=True, then=END)
+    def count(state: Strict) -> dict[str, object]:
+        return {}
+
+    app = g.compile(checkpointer=saver)
+    for read in (app.get_state, app.history):
+        with pytest.raises(CheckpointError, match="cannot be replayed with this graph's reducers"):
+            read("t")
