@@ -185,7 +185,7 @@ def _start_on_thread(
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
-    forked = newest_read is not None or filled
+    forked = newest_read is not None or filled  # (snapshot-wise, like a fork)
     writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     save_input(rs, writer, [("__input__", dict(input))])
 
