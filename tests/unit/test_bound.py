@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corral import END, Cost, End, Graph, Guard, Retry
+from corral import END, Cost, End, Graph, Guard, NodeCapError, Retry
 from corral.analysis._cuts import strongly_connected
 from corral.analysis.bound import bound_of
 from corral.spec import GraphSpec
@@ -485,6 +485,32 @@ def test_a_cap_on_a_cycle_node_cuts_the_laps_and_gives_the_witness() -> None:
     assert bound.steps == longest_run(capped.spec()) == 6
     assert bound.witness == ("draft", "critique", "revise", "critique", "revise", "critique")
     assert bound.path == "draft → (critique → revise) ×2 → critique"
+
+
+def test_a_cap_before_the_guard_is_used_up_keeps_the_run_off_its_otherwise() -> None:
+    """work's guard allows two laps, but max_runs=2 refuses the third run of work first
+    (NodeCapError), so the run never reaches the otherwise route to wrap: the longest run
+    is start → work → work, and wrap runs only when start's router picks it."""
+    g = Graph(State, max_steps=50)
+
+    @g.node(start=True)
+    def start(state: State) -> None: ...
+
+    @g.router("start")
+    def pick(state: State) -> Literal["work", "wrap"]:
+        return "work"
+
+    @g.node(then="work", guards=[Guard("work", max=2, otherwise="wrap")], max_runs=2)
+    def work(state: State) -> None: ...
+
+    @g.node(then=END)
+    def wrap(state: State) -> None: ...
+
+    with pytest.raises(NodeCapError):
+        g.compile().invoke({"n": 0})
+    bound = g.bound()
+    assert (bound.steps, bound.witness) == (3, ("start", "work", "work"))
+    assert bound.steps == longest_run(g.spec())
 
 
 def test_a_child_that_always_fails_ends_the_witness() -> None:

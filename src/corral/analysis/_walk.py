@@ -54,6 +54,9 @@ class _Step:
     """The node runs after the laps, ending at this node."""
     text: str
     exact: bool
+    spent: bool = True
+    """Whether the walk may leave here by a guard's ``otherwise`` route: not when a node's
+    ``max_runs`` stops it before the guard is used up (``NodeCapError`` ends the run)."""
 
     @property
     def runs(self) -> int:
@@ -90,6 +93,8 @@ def longest_walk(
                 if group_of[source] == i or cap == 0 or source not in steps:
                     continue
                 before = steps[source]
+                if not before.spent and (source, node) in facts.held:
+                    continue
                 if best is None or before.length > best[0]:
                     best = (before.length, source, before.exact)
             if best is not None:
@@ -205,28 +210,33 @@ def _walk_cycle(
         before_runs.append(before_runs[-1] + units[i % k].runs)
     found: dict[str, _Step] = {}
     for y in cycle:
-        best: tuple[int, int, int, int, str | None, bool] | None = None
+        best: tuple[int, int, int, int, str | None, bool, bool] | None = None
+        spent = False  # some walk ending at y has used the guard up (or y is past it)
         for x, (length, before, exact) in entries.items():
             start = index[x]
             pos = (index[y] - start) % k
             past_guard = pos > (guard_at - start) % k
-            laps = times - int(past_guard)
+            laps = full = times - int(past_guard)
             if caps:  # the walk stops before a node's (max_runs + 1)th run (NodeCapError)
                 visits = min((i - start) % k + cap * k for i, cap in caps)
                 laps = min(laps, (visits - pos - 1) // k)
             if laps < 0:
                 continue
+            spent = spent or laps == full
             total = length + laps * lap_runs + before_runs[start + pos + 1] - before_runs[start]
             total = saturated(total)
             if best is None or total > best[0]:
-                best = (total, start, pos, laps, before, exact)
+                best = (total, start, pos, laps, before, exact, laps == full)
         if best is not None:
-            total, start, pos, laps, before, exact = best
+            total, start, pos, laps, before, exact, used_up = best
             lap = [units[(start + i) % k] for i in range(k)]
             lap_nodes = tuple(n for u in lap for n in u.nodes or ())
             rest = tuple(n for u in lap[: pos + 1] for n in u.nodes or ())
             text = _lap_text([u.text for u in lap], laps, pos)
-            found[y] = _Step(total, before, lap_nodes, laps, rest, text, exact and known)
+            # When only a shorter walk uses the guard up, the longest one cannot leave by
+            # the otherwise route: the length stays sound, the walk is no witness.
+            exact = exact and known and (used_up or not spent)
+            found[y] = _Step(total, before, lap_nodes, laps, rest, text, exact, spent)
     return found
 
 
