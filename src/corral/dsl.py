@@ -478,7 +478,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             label = f"graph {self.name!r}" if self.name else "the graph"
             lines = "\n".join(f"  {d.file}:{d.line}:{d.col}: {d.code} {d.message}" for d in errors)
             msg = f"{label} has {len(errors)} error(s); fix them to compile:\n{lines}"
-            raise GraphError(msg, diagnostics=found)
+            raise GraphError(msg, diagnostics=tuple(found))
         if (interrupt_before or interrupt_after) and checkpointer is None:
             msg = (
                 "interrupt_before/interrupt_after need a checkpointer to pause and resume; "
