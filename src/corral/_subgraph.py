@@ -28,6 +28,7 @@ __all__ = [
     "SpecSource",
     "SubgraphEntry",
     "check_child",
+    "check_count",
     "check_retry",
     "check_timeout",
     "default_name",
@@ -59,6 +60,14 @@ def check_retry(retry: object, where: str) -> Retry | None:
         return retry
     msg = f"{where} retry={retry!r} is not a Retry; pass e.g. retry=Retry(attempts=3)"
     raise GraphError(msg)
+
+
+def check_count(value: object, name: str, unit: str, *, least: int) -> None:
+    """Raise ``GraphError`` unless ``value`` is a whole number (``int``, not ``bool``) of at
+    least ``least``; ``name=`` took it, counting ``unit``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        msg = f"{name}={value!r} must be a whole number of {unit}, {least} or more"
+        raise GraphError(msg)
 
 
 def check_timeout(timeout: object) -> float | None:

@@ -78,19 +78,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     def __init__(
         self,
         state_schema: type[StateT],
-        update_schema: None = None,
-        nodes: None = None,
-        *,
-        name: str | None = None,
-        max_steps: int = 50,
-        retry: Retry | None = None,
-        budget: Budget | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self,
-        state_schema: type[StateT],
-        update_schema: type[UpdateT],
+        update_schema: type[UpdateT] | None = None,
         nodes: None = None,
         *,
         name: str | None = None,
@@ -133,9 +121,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         retry: Retry | None = None,
         budget: Budget | None = None,
     ) -> None:
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
-            raise GraphError(msg)
+        _subgraph.check_count(max_steps, "max_steps", "node runs", least=1)
         self.state_schema = state_schema
         self.update_schema = update_schema
         self.nodes_literal = nodes
@@ -264,11 +250,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             then_routes = None
         else:
             then_routes = names.names(tuple(then))
-        if max_runs is not None and (
-            isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
-        ):
-            msg = f"max_runs={max_runs!r} must be a whole number of runs, 1 or more"
-            raise GraphError(msg)
+        if max_runs is not None:
+            _subgraph.check_count(max_runs, "max_runs", "runs", least=1)
         node_retry = _subgraph.check_retry(retry, "node")
         timeout_s = _subgraph.check_timeout(timeout)
         require(cost, Cost, "cost")
@@ -370,11 +353,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         :class:`~corral.signatures.RouterFunction`.
         """
         localns = caller_locals(1)
-        if max_sends is not None and (
-            isinstance(max_sends, bool) or not isinstance(max_sends, int) or max_sends < 0
-        ):
-            msg = f"max_sends={max_sends!r} must be a whole number of Send values, 0 or more"
-            raise GraphError(msg)
+        if max_sends is not None:
+            _subgraph.check_count(max_sends, "max_sends", "Send values", least=0)
 
         def register(
             router_func: RouterFunction[StateT, ParamsT, ReturnT], /
