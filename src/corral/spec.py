@@ -336,44 +336,23 @@ class GraphSpec:
             seen_first.add(node.name)
             if node.start:
                 yield Edge(START, node.name, "start", location=node.location, owner=node.name)
+            fixed = node.then or ()
+            owned: list[tuple[str, EdgeKind, bool]] = [(t, "then", len(fixed) > 1) for t in fixed]
+            if node.command is not None:
+                owned += [(t, "command", False) for t in node.command.names or ()]
             guards = {g.target: g for g in node.guards}
-            if node.then is not None:
-                many = len(node.then) > 1
-                for target in node.then:
-                    yield Edge(
-                        node.name,
-                        target,
-                        "then",
-                        guards.get(target),
-                        many,
-                        node.location,
-                        node.name,
-                    )
-            if node.command is not None and node.command.names is not None:
-                for target in node.command.names:
-                    yield Edge(
-                        node.name,
-                        target,
-                        "command",
-                        guards.get(target),
-                        False,
-                        node.location,
-                        node.name,
-                    )
+            for target, kind, many in owned:
+                guard = guards.get(target)
+                yield Edge(node.name, target, kind, guard, many, node.location, node.name)
             yield from _otherwise_edges(node.name, node.guards, node.location, node.name)
         for router in self.routers:
             guards = {g.target: g for g in router.guards}
-            names = router.targets.names or ()
-            for target in names:
-                kind: EdgeKind = "send" if target in router.targets.sends else "router"
+            read = router.targets
+            for target in read.names or ():
+                via: EdgeKind = "send" if target in read.sends else "router"
+                guard = guards.get(target)
                 yield Edge(
-                    router.source,
-                    target,
-                    kind,
-                    guards.get(target),
-                    router.targets.many,
-                    router.location,
-                    router.name,
+                    router.source, target, via, guard, read.many, router.location, router.name
                 )
             yield from _otherwise_edges(router.source, router.guards, router.location, router.name)
 
