@@ -28,32 +28,23 @@ import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from corral.errors import GraphError
 from corral.found import Target, find_targets
 from corral.sources import (
-    MAX_FILE_BYTES,
-    SourceFile,
     UnreadableFile,
     UsageError,
     check_regular,
     display_path,
     exclude_patterns,
-    is_excluded,
     mentions_corral,
     python_files,
-    read_source,
 )
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
-    "MAX_FILE_BYTES",
     "LoadError",
     "Loaded",
-    "SourceFile",
     "Target",
     "UnreadableFile",
     "UsageError",
@@ -61,13 +52,11 @@ __all__ = [
     "dotted_name",
     "exclude_patterns",
     "find_targets",
-    "is_excluded",
-    "mentions_corral",
+    "import_module",
     "import_modules",
     "is_module_name",
     "load",
     "python_files",
-    "read_source",
     "split_selector",
 ]
 
@@ -145,7 +134,6 @@ def load(
     loaded = Loaded()
     seen: dict[int, Target] = {}
     patterns = exclude_patterns(exclude)
-    _current_folder_on_path()
     for argument in paths:
         path, wanted = split_selector(argument)
         found: list[Target] = []
@@ -181,11 +169,6 @@ def _current_folder_on_path() -> None:
         sys.path.insert(0, cwd)
 
 
-def is_module_name(path: str) -> bool:
-    """Return whether ``path`` names a module (dotted) rather than an existing file or folder."""
-    return _is_dotted(path)
-
-
 def import_modules(
     path: str, *, dotted: bool, only_marked: bool
 ) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
@@ -194,7 +177,6 @@ def import_modules(
     Yields ``(source, module, error)`` per module; a module that failed has ``error`` set
     (and ``module`` too when it defined something before failing).
     """
-    _current_folder_on_path()
     if dotted:
         yield from _import_dotted(path, only_marked)
     else:
@@ -204,7 +186,7 @@ def import_modules(
 def _modules(
     path: str, patterns: Sequence[str], only_marked: bool
 ) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
-    if _is_dotted(path):
+    if is_module_name(path):
         yield from _import_dotted(path, only_marked)
         return
     for file in python_files(path, patterns, only_marked=only_marked):
@@ -215,7 +197,8 @@ def _modules(
             yield _import_file(file.path)
 
 
-def _is_dotted(path: str) -> bool:
+def is_module_name(path: str) -> bool:
+    """Return whether ``path`` names a module (dotted) rather than an existing file or folder."""
     return (
         not os.path.lexists(path)
         and _DOTTED.fullmatch(path) is not None
@@ -239,6 +222,7 @@ def _module_name(file: Path) -> tuple[str, Path]:
 
 
 def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | None]:
+    _current_folder_on_path()
     source = display_path(file)
     absolute = Path(file).resolve()
     name, root = _module_name(absolute)
@@ -345,7 +329,7 @@ def import_module(name_or_path: str) -> types.ModuleType:
         except UnreadableFile as exc:
             raise UsageError(str(exc)) from exc
         _, module, error = _import_file(name_or_path)
-    elif _is_dotted(name_or_path):
+    elif is_module_name(name_or_path):
         _, module, error = next(_import_dotted(name_or_path, only_marked=False))
     else:
         msg = f"{name_or_path!r} is neither a .py file nor an importable module name"
