@@ -134,7 +134,8 @@ class Budget:
 
     def to_json(self) -> dict[str, Any]:
         """Return the budget as JSON values (``None``: not limited; dollars as a string)."""
-        return {"calls": self.calls, "tokens": self.tokens, "usd": _maybe(self.usd)}
+        usd = None if self.usd is None else str(self.usd)
+        return {"calls": self.calls, "tokens": self.tokens, "usd": usd}
 
     def __str__(self) -> str:
         return _text(self) or "no limit"
@@ -150,10 +151,6 @@ def require(value: object, kind: type[_Amount], name: str) -> _Amount | None:
         msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
         raise GraphError(msg)
     return value
-
-
-def _maybe(usd: Decimal | None) -> str | None:
-    return None if usd is None else str(usd)
 
 
 def _whole(value: str, text: str) -> int:

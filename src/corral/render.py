@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from corral.spec import END, START, Edge, GraphSpec, Guard
@@ -272,7 +272,8 @@ def _draw(spec: GraphSpec, collapse: bool, prefix: str = "") -> _Drawing:
     def drawn(name: str, end: str) -> str:
         return f"{prefix}{name}/{end}" if name in expanded else prefix + name
 
-    for arrow in _arrows(spec):
+    # each arrow once: several guards falling back to one node draw one arrow
+    for arrow in dict.fromkeys(_arrow(spec, edge) for edge in spec.edges()):
         source, target = drawn(arrow.source, END), drawn(arrow.target, START)
         arrows.append(_Arrow(source, target, arrow.label, arrow.line))
     for node in spec.nodes:
@@ -322,11 +323,6 @@ def _node_label(spec: GraphSpec, name: str) -> str:
     if node.max_runs is not None:
         return f"{name} (max {node.max_runs} runs)"
     return name
-
-
-def _arrows(spec: GraphSpec) -> Iterator[_Arrow]:
-    """Yield each arrow once (several guards falling back to one node draw one arrow)."""
-    yield from dict.fromkeys(_arrow(spec, edge) for edge in spec.edges())
 
 
 def _arrow(spec: GraphSpec, edge: Edge) -> _Arrow:

@@ -122,7 +122,7 @@ def read_command_targets(
         return None
     if annotation is _MISSING:
         return None
-    commands = [m for m in _members(annotation) if _is_command(m)]
+    commands = [m for m in _members(annotation) if m is Command or typing.get_origin(m) is Command]
     if not commands:
         return None
     names: list[str] = []
@@ -189,10 +189,6 @@ def _read_routes(
 def _add(names: list[str], name: str) -> None:
     if name not in names:
         names.append(name)
-
-
-def _is_command(tp: Any) -> bool:
-    return tp is Command or typing.get_origin(tp) is Command
 
 
 def _unalias(tp: Any) -> Any:
