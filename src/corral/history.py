@@ -29,7 +29,7 @@ from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.loader import UsageError
-from corral.render import Taken
+from corral.render import Taken, expanded_children, route_ends
 from corral.spec import END, START, GraphSpec
 
 __all__ = [
@@ -183,20 +183,14 @@ def _count(
 ) -> None:
     """Add the routes and guard counts of ``thread`` (running ``spec``, drawn under
     ``prefix``) and of its subgraph entries' child threads to ``routes`` and ``guards``."""
-    expanded = {
-        n.name: n.subgraph.graph for n in spec.nodes if n.subgraph is not None and not collapse
-    }
-
-    def drawn(name: str, end: str) -> str:
-        return f"{prefix}{name}/{end}" if name in expanded else prefix + name
-
+    expanded = expanded_children(spec, collapse)
     checkpoints = ordered(saver, thread)
     for (source, target, via), count in _routes(checkpoints, spec).items():
-        key = (drawn(source, END), drawn(target, START), via)
+        key = (*route_ends(source, target, prefix, expanded), via)
         routes[key] = routes.get(key, 0) + count
     last = checkpoints[-1].meta
     for source, target, count in last.get("guards", []):
-        route = (drawn(str(source), END), drawn(str(target), START))
+        route = route_ends(str(source), str(target), prefix, expanded)
         guards[route] = max(guards.get(route, 0), int(count))
     for child in children.get(thread, ()):
         node = child[len(thread) + 1 :].partition("@")[0]

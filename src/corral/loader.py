@@ -25,10 +25,9 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from corral.errors import GraphError
 from corral.found import Target, find_targets
@@ -266,22 +265,13 @@ def _import_dotted(
         _, module, error = _execute(name, name, spec)
         yield name, module, error
     if module is not None and spec.submodule_search_locations:
-        for info in _walk_package(module, name):
-            origin = info.origin
-            if origin is None:
-                continue
-            if only_marked and not mentions_corral(origin):
-                continue
-            yield _import_file(origin)
+        import pkgutil
 
-
-def _walk_package(module: types.ModuleType, name: str) -> Iterable[Any]:
-    import pkgutil
-
-    for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
-        found = importlib.util.find_spec(info.name)
-        if found is not None and found.origin and found.origin.endswith(".py"):
-            yield found
+        for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
+            found = importlib.util.find_spec(info.name)
+            origin = found.origin if found is not None else None
+            if origin and origin.endswith(".py") and (not only_marked or mentions_corral(origin)):
+                yield _import_file(origin)
 
 
 def _execute(
