@@ -122,35 +122,27 @@ __all__ = [
     "__version__",
 ]
 
-_DEFINED_IN = {
-    "END": "corral.spec",
-    "START": "corral.spec",
-    "End": "corral.spec",
-    "Graph": "corral.dsl",
-    "Guard": "corral.spec",
-    "Retry": "corral.retry",
-    "Budget": "corral.cost",
-    "Cost": "corral.cost",
-    "Command": "corral.control",
-    "Overwrite": "corral.reducers",
-    "Send": "corral.control",
-    "reducers": "corral",
-    "CompiledGraph": "corral.runtime.app",
-    "Context": "corral.runtime.context",
-    "Resume": "corral.control",
-    "Run": "corral.runtime.app",
-    "interrupt": "corral.runtime.interrupts",
-    "Checkpointer": "corral.checkpoint.base",
-    "MemorySaver": "corral.checkpoint.memory",
-    "PostgresSaver": "corral.checkpoint.postgres",
-    "SqliteSaver": "corral.checkpoint.sqlite",
-    "Bound": "corral.analysis.bound",
-    "Cycle": "corral.spec",
-    "Diagnostic": "corral.analysis.diagnostic",
-    **{name: "corral.errors" for name in __all__ if name.endswith("Error")},
+_MODULE_OF = {
+    "corral.spec": ("END", "START", "End", "Guard", "Cycle"),
+    "corral.dsl": ("Graph",),
+    "corral.retry": ("Retry",),
+    "corral.cost": ("Budget", "Cost"),
+    "corral.control": ("Command", "Resume", "Send"),
+    "corral.reducers": ("Overwrite",),
+    "corral": ("reducers",),
+    "corral.runtime.app": ("CompiledGraph", "Run"),
+    "corral.runtime.context": ("Context",),
+    "corral.runtime.interrupts": ("interrupt",),
+    "corral.checkpoint.base": ("Checkpointer",),
+    "corral.checkpoint.memory": ("MemorySaver",),
+    "corral.checkpoint.postgres": ("PostgresSaver",),
+    "corral.checkpoint.sqlite": ("SqliteSaver",),
+    "corral.analysis.bound": ("Bound",),
+    "corral.analysis.diagnostic": ("Diagnostic",),
+    "corral.errors": tuple(name for name in __all__ if name.endswith("Error")),
 }
-"""Each public name and the module that defines it (``corral`` itself for a submodule; every
-error is defined in ``corral.errors``)."""
+"""The public names each module defines, as imported above (``corral``'s are submodules)."""
+_DEFINED_IN = {name: module for module, names in _MODULE_OF.items() for name in names}
 
 
 def __getattr__(name: str) -> object:

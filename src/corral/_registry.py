@@ -42,22 +42,28 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class NodeEntry:
-    """What ``@g.node(...)`` recorded about one function."""
+@dataclass(frozen=True, kw_only=True)
+class _Entry:
+    """What a decorator recorded about one function, for nodes and routers alike."""
 
     func: Callable[..., Any]
-    name: str
     localns: Mapping[str, Any] | None
     """The locals of the frame that called the decorator, for resolving annotations."""
     location: Location
+    guards: tuple[Guard, ...]
+    ignore: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeEntry(_Entry):
+    """What ``@g.node(...)`` recorded about one function."""
+
+    name: str
     start: bool
     then: tuple[str, ...] | None
     max_runs: int | None
-    guards: tuple[Guard, ...]
     wait_for: tuple[str, ...]
     writes: tuple[str, ...] | None
-    ignore: tuple[str, ...]
     input: Any = None
     retry: Retry | None = None
     timeout_s: float | None = None
@@ -65,16 +71,11 @@ class NodeEntry:
     cost: Cost | None = None
 
 
-@dataclass(frozen=True)
-class RouterEntry:
+@dataclass(frozen=True, kw_only=True)
+class RouterEntry(_Entry):
     """What ``@g.router(...)`` recorded about one function."""
 
-    func: Callable[..., Any]
     source: str
-    localns: Mapping[str, Any] | None
-    location: Location
-    guards: tuple[Guard, ...]
-    ignore: tuple[str, ...]
     max_sends: int | None = None
 
 

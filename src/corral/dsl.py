@@ -244,12 +244,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
         node_name = name
         names = self._names
-        if isinstance(then, str):
-            then_routes: tuple[str, ...] | None = (names.name(then),)
-        elif then is None:
-            then_routes = None
-        else:
-            then_routes = names.names(tuple(then))
+        routes = (then,) if isinstance(then, str) else then
+        then_routes = names.names(tuple(routes)) if routes is not None else None
         if max_runs is not None:
             _subgraph.check_count(max_runs, "max_runs", "runs", least=1)
         node_retry = _subgraph.check_retry(retry, "node")

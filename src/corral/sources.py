@@ -175,24 +175,22 @@ def read_source(file: str) -> bytes:
     """
     try:
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            _check_stat(file, os.fstat(fd))
+            chunks = []
+            size = 0
+            while size <= MAX_FILE_BYTES:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            _check_size(file, size)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise UnreadableFile(file, f"cannot be read: {exc.strerror}") from exc
-    try:
-        _check_stat(file, os.fstat(fd))
-        chunks = []
-        size = 0
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        _check_size(file, size)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UnreadableFile(file, f"cannot be read: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
 
 
 def check_regular(file: str) -> None:
