@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -99,28 +98,23 @@ def check_child(parent: SpecSource, child: object, name: str, graph: type[SpecSo
 
 
 _reading = threading.local()
+"""``chain``: the graphs whose specs this thread is reading, outermost first."""
 
 
-@contextmanager
-def _reading_spec(graph: SpecSource, name: str) -> Iterator[None]:
+def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]) -> SubgraphSpec:
+    """Read the child's spec now and return the node's :class:`SubgraphSpec`."""
     chain: list[SpecSource] = getattr(_reading, "chain", [])
-    if any(g is graph for g in chain):
+    if any(g is entry.child for g in chain):
         msg = (
             f"subgraph {name!r} contains a graph that contains it; "
             "a graph cannot contain itself, directly or through its subgraphs"
         )
         raise GraphError(msg)
-    _reading.chain = [*chain, graph]
+    _reading.chain = [*chain, entry.child]
     try:
-        yield
+        child = entry.child.spec()
     finally:
         _reading.chain = chain
-
-
-def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]) -> SubgraphSpec:
-    """Read the child's spec now and return the node's :class:`SubgraphSpec`."""
-    with _reading_spec(entry.child, name):
-        child = entry.child.spec()
     child_keys = {k.name for k in child.keys}
     shared = tuple(k.name for k in parent_keys if k.name in child_keys)
     return SubgraphSpec(child, shared, entry.input, entry.output)

@@ -220,22 +220,15 @@ def _walk(folder: str, patterns: Sequence[str]) -> Iterator[str]:
         dirs[:] = sorted(
             d
             for d in dirs
-            if not _skipped_dir(os.path.join(root, d))
+            if not d.startswith(".")
+            and d not in SKIPPED_DIRS
+            and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg"))  # a virtual environment
             and not is_excluded(os.path.join(root, d), patterns)
         )
         for name in sorted(files):
             file = os.path.join(root, name)
             if name.endswith(".py") and not is_excluded(file, patterns):
                 yield file
-
-
-def _skipped_dir(path: str) -> bool:
-    name = os.path.basename(path)
-    return (
-        name.startswith(".")
-        or name in SKIPPED_DIRS
-        or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-    )
 
 
 def mentions_corral(file: str) -> bool:
