@@ -167,36 +167,25 @@ def taken_routes(
             children.setdefault(parent, []).append(other)
     routes: Routes = {}
     guards: Guards = {}
-    _count(saver, thread, spec, "", collapse, children, routes, guards)
+
+    def count(thread: str, spec: GraphSpec, prefix: str) -> None:
+        """Add the routes and guard counts of ``thread`` (running ``spec``, drawn under
+        ``prefix``) and of its subgraph entries' child threads."""
+        expanded = expanded_children(spec, collapse)
+        checkpoints = ordered(saver, thread)
+        for (source, target, via), times in _routes(checkpoints, spec).items():
+            key = (*route_ends(source, target, prefix, expanded), via)
+            routes[key] = routes.get(key, 0) + times
+        for source, target, times in checkpoints[-1].meta.get("guards", []):
+            route = route_ends(str(source), str(target), prefix, expanded)
+            guards[route] = max(guards.get(route, 0), int(times))
+        for child in children.get(thread, ()):
+            node = child[len(thread) + 1 :].partition("@")[0]
+            if node in expanded:
+                count(child, expanded[node], f"{prefix}{node}/")
+
+    count(thread, spec, "")
     return Taken(routes, guards)
-
-
-def _count(
-    saver: Checkpointer,
-    thread: str,
-    spec: GraphSpec,
-    prefix: str,
-    collapse: bool,
-    children: dict[str, list[str]],
-    routes: Routes,
-    guards: Guards,
-) -> None:
-    """Add the routes and guard counts of ``thread`` (running ``spec``, drawn under
-    ``prefix``) and of its subgraph entries' child threads to ``routes`` and ``guards``."""
-    expanded = expanded_children(spec, collapse)
-    checkpoints = ordered(saver, thread)
-    for (source, target, via), count in _routes(checkpoints, spec).items():
-        key = (*route_ends(source, target, prefix, expanded), via)
-        routes[key] = routes.get(key, 0) + count
-    last = checkpoints[-1].meta
-    for source, target, count in last.get("guards", []):
-        route = route_ends(str(source), str(target), prefix, expanded)
-        guards[route] = max(guards.get(route, 0), int(count))
-    for child in children.get(thread, ()):
-        node = child[len(thread) + 1 :].partition("@")[0]
-        if node in expanded:
-            inner = f"{prefix}{node}/"
-            _count(saver, child, expanded[node], inner, collapse, children, routes, guards)
 
 
 def _routes(checkpoints: list[Checkpoint], spec: GraphSpec) -> Routes:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from corral.errors import GraphError
+
 if TYPE_CHECKING:
     from corral.cost import Budget, Cost
     from corral.retry import Retry
@@ -71,8 +73,6 @@ class Guard(Generic[_TargetT]):
 
     def __post_init__(self) -> None:
         if isinstance(self.max, bool) or not isinstance(self.max, int) or self.max < 0:
-            from corral.errors import GraphError
-
             msg = (
                 f"Guard({self.target!r}) has max={self.max!r}; "
                 "give a whole number of times the route may be taken (0 or more)"
