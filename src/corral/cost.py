@@ -73,14 +73,10 @@ class Cost:
     def over(self, limit: Cost | Budget | None) -> list[str]:
         """Return the fields in which this amount is more than ``limit`` (a field of a
         budget left as ``None`` limits nothing; no limit at all is a limit of nothing)."""
-        if limit is None:
-            limit = Cost()
-        found = []
-        for name in FIELDS:
-            most = getattr(limit, name)
-            if most is not None and getattr(self, name) > most:
-                found.append(name)
-        return found
+        most = {name: getattr(limit, name, 0) for name in FIELDS}
+        return [
+            name for name in FIELDS if most[name] is not None and getattr(self, name) > most[name]
+        ]
 
     def to_json(self) -> dict[str, Any]:
         """Return the cost as JSON values (dollars as a string, so they stay exact)."""

@@ -96,24 +96,18 @@ def ran_nodes(checkpoint: Checkpoint, parent: Checkpoint | None) -> tuple[str, .
 
 def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
     """Return one row per checkpoint, oldest first."""
-    rows = []
     by_id = {c.checkpoint_id: c for c in checkpoints}
-    for checkpoint in checkpoints:
-        parent = by_id.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
-        nodes = ran_nodes(checkpoint, parent)
-        keys = tuple(dict.fromkeys(k for _, update in checkpoint.writes for k in update))
-        meta = checkpoint.meta
-        rows.append(
-            HistoryRow(
-                checkpoint.checkpoint_id,
-                int(meta.get("steps", 0)),
-                nodes,
-                keys,
-                str(meta.get("status", "running")),
-                written_at(meta),
-            )
+    return [
+        HistoryRow(
+            c.checkpoint_id,
+            int(c.meta.get("steps", 0)),
+            ran_nodes(c, by_id.get(c.parent_id) if c.parent_id is not None else None),
+            tuple(dict.fromkeys(k for _, update in c.writes for k in update)),
+            str(c.meta.get("status", "running")),
+            written_at(c.meta),
         )
-    return rows
+        for c in checkpoints
+    ]
 
 
 def written_at(meta: dict[str, Any]) -> str | None:
