@@ -87,23 +87,11 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         budget: Budget | None = None,
     ) -> None: ...
     @overload
-    def __init__(
+    def __init__(  # nodes= given: the first overload takes an omitted one
         self,
         state_schema: type[StateT],
         update_schema: type[UpdateT] | None = None,
-        *,
-        nodes: TypeForm[NodesT],
-        name: str | None = None,
-        max_steps: int = 50,
-        retry: Retry | None = None,
-        budget: Budget | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self,
-        state_schema: type[StateT],
-        update_schema: type[UpdateT] | None,
-        nodes: TypeForm[NodesT],
+        nodes: TypeForm[NodesT] = ...,
         *,
         name: str | None = None,
         max_steps: int = 50,

@@ -228,28 +228,18 @@ def _returned_keys(value: ast.expr) -> set[str]:
     if isinstance(value, ast.IfExp):
         return _returned_keys(value.body) | _returned_keys(value.orelse)
     if isinstance(value, ast.Call) and _call_name(value) == "Command":
-        if value.args:
-            raise _Unknown
-        keys: set[str] = set()
-        for keyword in value.keywords:
-            if keyword.arg is None:
-                raise _Unknown
-            if keyword.arg == "update":
-                keys |= _returned_keys(keyword.value)
-        return keys
-    return _dict_keys(value)
-
-
-def _dict_keys(value: ast.expr) -> set[str]:
-    if isinstance(value, ast.Dict):
-        keys: set[str] = set()
-        for key in value.keys:
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                raise _Unknown
-            keys.add(key.value)
-        return keys
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
         if value.args or any(k.arg is None for k in value.keywords):
             raise _Unknown
-        return {k.arg for k in value.keywords if k.arg is not None}
+        return set().union(*(_returned_keys(k.value) for k in value.keywords if k.arg == "update"))
+    if isinstance(value, ast.Dict):
+        keys = [
+            k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        if len(keys) == len(value.keys):  # every key a string constant
+            return set(keys)
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id == "dict" and not value.args:
+            keywords = [k.arg for k in value.keywords if k.arg is not None]
+            if len(keywords) == len(value.keywords):  # no dict(**other)
+                return set(keywords)
     raise _Unknown
