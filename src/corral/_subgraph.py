@@ -146,9 +146,7 @@ def find_node(spec: GraphSpec, path: str) -> NodeSpec | None:
 
 def is_async(spec: GraphSpec) -> bool:
     """Return whether any node or router of ``spec`` or of its subgraphs is async."""
-    if any(r.is_async for r in spec.routers):
-        return True
-    return any(
+    return any(r.is_async for r in spec.routers) or any(
         n.is_async or (n.subgraph is not None and is_async(n.subgraph.graph)) for n in spec.nodes
     )
 

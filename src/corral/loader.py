@@ -96,6 +96,11 @@ class Loaded:
     """Files ``lint --static`` read that import LangGraph, whose graphs it cannot read."""
 
 
+_Imported = tuple[str, types.ModuleType | None, LoadError | None]
+"""One module imported: its source as shown, the module (also when its import failed after
+defining something) and the error, if any."""
+
+
 def split_selector(argument: str) -> tuple[str, str | None]:
     """Split ``PATH:name`` into the path and the graph name (``None`` when absent).
 
@@ -168,9 +173,7 @@ def _current_folder_on_path() -> None:
         sys.path.insert(0, cwd)
 
 
-def import_modules(
-    path: str, *, dotted: bool, only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+def import_modules(path: str, *, dotted: bool, only_marked: bool) -> Iterator[_Imported]:
     """Import one ``.py`` file, or a dotted module and its submodules, as :func:`load` does.
 
     Yields ``(source, module, error)`` per module; a module that failed has ``error`` set
@@ -182,9 +185,7 @@ def import_modules(
         yield _import_file(path)
 
 
-def _modules(
-    path: str, patterns: Sequence[str], only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+def _modules(path: str, patterns: Sequence[str], only_marked: bool) -> Iterator[_Imported]:
     if is_module_name(path):
         yield from _import_dotted(path, only_marked)
         return
@@ -220,7 +221,7 @@ def _module_name(file: Path) -> tuple[str, Path]:
     return ".".join(parts), folder
 
 
-def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | None]:
+def _import_file(file: str) -> _Imported:
     _current_folder_on_path()
     source = display_path(file)
     absolute = Path(file).resolve()
@@ -245,9 +246,7 @@ def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | N
     return _execute(source, name, spec)
 
 
-def _import_dotted(
-    name: str, only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+def _import_dotted(name: str, only_marked: bool) -> Iterator[_Imported]:
     _current_folder_on_path()
     try:
         spec = importlib.util.find_spec(name)
@@ -274,9 +273,7 @@ def _import_dotted(
                 yield _import_file(origin)
 
 
-def _execute(
-    source: str, name: str, spec: importlib.machinery.ModuleSpec
-) -> tuple[str, types.ModuleType | None, LoadError | None]:
+def _execute(source: str, name: str, spec: importlib.machinery.ModuleSpec) -> _Imported:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:

@@ -315,10 +315,7 @@ class GraphSpec:
 
     def key(self, name: str) -> KeySpec | None:
         """Return the state key called ``name``, or ``None``."""
-        for key in self.keys:
-            if key.name == name:
-                return key
-        return None
+        return next((key for key in self.keys if key.name == name), None)
 
     def routers_of(self, source: str) -> tuple[RouterSpec, ...]:
         """Return every router registered for ``source``, in registration order."""
