@@ -120,11 +120,9 @@ def _read_key(fn: _Function, expr: ast.expr) -> str | None:
         return fn.reads.get(expr.id)
     if isinstance(expr, ast.Subscript):
         index = expr.slice
-        if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
-            return None
-        if _is_param(fn, expr.value):
-            return index.value
-        return _read_key(fn, expr.value)
+        if isinstance(index, ast.Constant) and isinstance(index.value, str):
+            return index.value if _is_param(fn, expr.value) else _read_key(fn, expr.value)
+        return None
     if isinstance(expr, ast.Attribute):
         return expr.attr if _is_param(fn, expr.value) else _read_key(fn, expr.value)
     if (
@@ -135,9 +133,8 @@ def _read_key(fn: _Function, expr: ast.expr) -> str | None:
         and isinstance(expr.args[0], ast.Constant)
         and isinstance(expr.args[0].value, str)
     ):
-        if _is_param(fn, expr.func.value):
-            return expr.args[0].value
-        return _read_key(fn, expr.func.value)
+        key = expr.args[0].value
+        return key if _is_param(fn, expr.func.value) else _read_key(fn, expr.func.value)
     if isinstance(expr, (ast.BoolOp, ast.IfExp)):  # state.get("n") or 0, x if x else 0
         values = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
         keys = {_read_key(fn, value) for value in values} - {None}
