@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import dataclass_transform
+
 if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
 
@@ -44,21 +46,26 @@ __all__ = [
 ]
 
 
+@dataclass_transform(kw_only_default=True, eq_default=False)
 @dataclass(eq=False, repr=False)
 class CorralError(Exception):
     """The root of every error corral raises.
 
-    A subclass is a keyword-only dataclass: its annotated facts are its keyword arguments
-    and attributes. ``eq=False`` and ``repr=False`` keep an exception's identity and repr.
+    Every subclass is made a keyword-only dataclass: its annotated facts are its keyword
+    arguments and attributes. ``eq=False`` and ``repr=False`` keep an exception's identity
+    and repr.
     """
 
     message: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(eq=False, repr=False, kw_only=True)(cls)
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class GraphError(CorralError):
     """A graph that cannot be compiled or run as declared.
 
@@ -73,7 +80,6 @@ class InterruptWithoutCheckpointerError(GraphError):
     """``interrupt()`` was called where no checkpointer can keep the paused run."""
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class _RunLimitError(CorralError, RuntimeError):
     """A run stopped by one of its bounds; ``state`` is the state it had reached."""
 
@@ -84,7 +90,6 @@ class _RunLimitError(CorralError, RuntimeError):
         self.state = dict(self.state)  # a copy: the run goes on changing its own
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class StepLimitError(_RunLimitError):
     """The run reached ``max_steps`` node runs and was about to run ``node``."""
 
@@ -93,7 +98,6 @@ class StepLimitError(_RunLimitError):
     node: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class NodeCapError(_RunLimitError):
     """A node was about to run more often than its ``max_runs``."""
 
@@ -101,7 +105,6 @@ class NodeCapError(_RunLimitError):
     max_runs: int
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class GuardExhaustedError(_RunLimitError):
     """A guarded route was used up and its guard has no ``otherwise`` target."""
 
@@ -110,7 +113,6 @@ class GuardExhaustedError(_RunLimitError):
     max: int
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class BudgetError(_RunLimitError):
     """The run stopped before ``node``: its declared ``cost`` on top of what the run has
     ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one.
@@ -125,7 +127,6 @@ class BudgetError(_RunLimitError):
     budget: Any
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class CostExceededError(_RunLimitError):
     """A node run spent more than it declared: ``declared`` (its cost times its attempts;
     ``None``: it declares none) and ``spent`` are :class:`~corral.Cost` values."""
@@ -135,7 +136,6 @@ class CostExceededError(_RunLimitError):
     spent: Any
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class RouteError(CorralError, ValueError):
     """A router (or ``Command``) chose a target outside its annotation."""
 
@@ -170,7 +170,6 @@ class StuckJoinError(RouteError):
         self.state: dict[str, Any] = dict(state or {})
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class InvalidUpdateError(CorralError, ValueError):
     """A node returned an update the state cannot take.
 
@@ -187,7 +186,6 @@ class InvalidUpdateError(CorralError, ValueError):
         self.nodes = tuple(self.nodes) or (self.node,)
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class NodeError(CorralError):
     """An exception raised inside a node or router; the original is ``__cause__``.
 
@@ -199,7 +197,6 @@ class NodeError(CorralError):
     attempts: int = 1
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class NodeTimeoutError(CorralError, TimeoutError):
     """An async node that ran longer than its ``timeout=`` seconds and was cancelled."""
 
@@ -207,14 +204,12 @@ class NodeTimeoutError(CorralError, TimeoutError):
     timeout_s: float
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class CheckpointError(CorralError):
     """A checkpoint store that cannot be read or written safely (corrupt, foreign, stale)."""
 
     path: str | None = None
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class SerializationError(CheckpointError, TypeError):
     """A value a checkpoint cannot store: not JSON-friendly and no serializer took it.
 
@@ -225,7 +220,6 @@ class SerializationError(CheckpointError, TypeError):
     value_type: type[Any]
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class ConcurrentRunError(CheckpointError):
     """A checkpoint refused because its parent is no longer the thread's newest checkpoint.
 
@@ -238,7 +232,6 @@ class ConcurrentRunError(CheckpointError):
     newest: str | None
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class LeaseLostError(CheckpointError):
     """A worker's write refused because the run's lease is no longer the worker's.
 
@@ -255,7 +248,6 @@ class LeaseLostError(CheckpointError):
     attempt: int
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class ToolError(CorralError, TypeError):
     """A function that cannot be a tool of a ``Toolbox`` (``corral.agents``).
 
@@ -266,7 +258,6 @@ class ToolError(CorralError, TypeError):
     tool: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class ModelUnavailableError(CorralError, ConnectionError):
     """A model provider could not answer now: unreachable, timed out, rate limited or 5xx.
 
@@ -279,7 +270,6 @@ class ModelUnavailableError(CorralError, ConnectionError):
     retry_after_s: float | None = None
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class RunFailedError(CorralError):
     """A queued run that a worker ended with an error (``app.wait`` raises it).
 
@@ -291,7 +281,6 @@ class RunFailedError(CorralError):
     error: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class WaitTimeoutError(CorralError, TimeoutError):
     """``app.wait(thread_id, timeout=...)`` ran out of time before the thread's run ended."""
 
@@ -300,21 +289,18 @@ class WaitTimeoutError(CorralError, TimeoutError):
     status: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class ThreadStateError(CorralError, ValueError):
     """A call asks a thread for what its state cannot give (continue, answer, resume)."""
 
     thread_id: str | None = None
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class StreamModeError(CorralError, ValueError):
     """``stream``/``astream`` got a ``mode`` that is not one of the stream modes."""
 
     mode: object
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class LangGraphArgumentError(CorralError, TypeError):
     """A run was called with LangGraph's spelling of an argument (``stream_mode=``, ``config``)."""
 
@@ -322,21 +308,18 @@ class LangGraphArgumentError(CorralError, TypeError):
     instead: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class RunningLoopError(CorralError, RuntimeError):
     """A graph with async nodes was run synchronously inside a running event loop."""
 
     method: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class BusyThreadError(CorralError):
     """``corral serve`` refused a run (``multitask_strategy="reject"``): the thread is busy."""
 
     thread_id: str
 
 
-@dataclass(eq=False, repr=False, kw_only=True)
 class RunCancelledError(CorralError):
     """A served run stopped before its next node because a cancel was asked."""
 
