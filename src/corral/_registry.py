@@ -24,7 +24,7 @@ from corral._names import NameTable
 from corral.control import Send
 from corral.cost import Cost
 from corral.counters import read_counters
-from corral.errors import GraphError, RouteError
+from corral.errors import RouteError
 from corral.retry import Retry
 from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
 from corral.writes import called_names, infer_command_fanout, infer_writes
@@ -36,7 +36,6 @@ __all__ = [
     "caller_location",
     "def_location",
     "limit_sends",
-    "literal_names",
     "node_spec",
     "router_spec",
 ]
@@ -187,14 +186,6 @@ def limit_sends(func: Callable[..., Any], limit: int) -> Callable[..., Any]:
         return check(func(*args, **kwargs))
 
     return functools.wraps(func)(limited)
-
-
-def literal_names(form: Any) -> tuple[str, ...]:
-    names = targets.read_literal_form(form)
-    if names is None:
-        msg = f"nodes={form!r} is not a Literal of node names; pass Literal['a', 'b', ...]"
-        raise GraphError(msg)
-    return names
 
 
 def takes_ctx(func: Callable[..., Any]) -> bool:

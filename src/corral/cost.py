@@ -205,11 +205,9 @@ class Purse:
         """Return the error of starting ``node`` now, or ``None`` when the budget allows
         what the run has spent, ``planned`` (its siblings in this superstep) and ``cost``."""
         budget = self.budget
-        may = planned if cost is None else planned + cost
-        over = (self.spent + may).over(budget) if budget is not None else None
-        if not over:
+        over = (self.spent + planned + (cost or NOTHING)).over(budget) if budget else None
+        if not over or budget is None:
             return None
-        assert budget is not None
         msg = (
             f"stopped before {node!r}: the run has spent {self.spent} and {node!r} may "
             f"spend {cost or 'nothing'}, which would pass the budget {budget} "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, overload
 
 from typing_extensions import TypeForm
 
-from corral import _deps, _subgraph
+from corral import _deps, _subgraph, targets
 from corral._names import NameTable
 from corral._registry import (
     NodeEntry,
@@ -22,7 +22,6 @@ from corral._registry import (
     caller_locals,
     caller_location,
     def_location,
-    literal_names,
     node_spec,
     router_spec,
 )
@@ -362,11 +361,16 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     def spec(self) -> GraphSpec:
         """Return the graph as a :class:`GraphSpec`, reading every route annotation now."""
         names = self._names
-        node_names = (
-            names.names(literal_names(self.nodes_literal))
-            if self.nodes_literal is not None
-            else None
-        )
+        node_names = None
+        if self.nodes_literal is not None:
+            found = targets.read_literal_form(self.nodes_literal)
+            if found is None:
+                msg = (
+                    f"nodes={self.nodes_literal!r} is not a Literal of node names; "
+                    "pass Literal['a', 'b', ...]"
+                )
+                raise GraphError(msg)
+            node_names = names.names(found)
         update_keys = (
             read_schema(self.update_schema, role="update_schema", localns=self._localns)
             if self.update_schema is not None

@@ -291,7 +291,6 @@ class GraphSpec:
     _by_name: dict[str, NodeSpec] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-
     _routers_by_source: dict[str, tuple[RouterSpec, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
