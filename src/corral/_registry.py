@@ -138,13 +138,11 @@ def router_spec(entry: RouterEntry, names: NameTable | None = None) -> RouterSpe
 
     The names it routes to are mapped to the graph's node names (``names``), when given.
     """
-    func = entry.func
-    if entry.max_sends is not None:
-        func = limit_sends(func, entry.max_sends)
+    limit = entry.max_sends
     return RouterSpec(
         source=entry.source,
         name=entry.func.__name__,
-        func=func,
+        func=entry.func if limit is None else limit_sends(entry.func, limit),
         location=entry.location,
         targets=targets.read_router_targets(entry.func, entry.localns, table=names),
         guards=entry.guards,

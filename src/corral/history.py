@@ -58,8 +58,7 @@ def thread_ids(saver: Checkpointer) -> list[str]:
     if listing is None:  # pragma: no cover - every corral saver lists its threads
         msg = f"{type(saver).__name__} cannot list its threads"
         raise UsageError(msg)
-    ids: list[str] = listing()
-    return ids
+    return list(listing())
 
 
 @dataclass(frozen=True)
