@@ -325,11 +325,7 @@ class GraphSpec:
 
         Routes to names that are not nodes are yielded too (the analyser reports them).
         """
-        seen_first: set[str] = set()
-        for node in self.nodes:
-            if node.name in seen_first:
-                continue
-            seen_first.add(node.name)
+        for node in self._by_name.values():  # the first node registered as each name
             if node.start:
                 yield Edge(START, node.name, "start", location=node.location, owner=node.name)
             fixed = node.then or ()
