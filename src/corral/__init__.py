@@ -58,80 +58,6 @@ if TYPE_CHECKING:
     from corral.runtime.interrupts import interrupt
     from corral.spec import END, START, Cycle, End, Guard
 
-_ERRORS = "corral.errors"
-_DEFINED_IN = {
-    "END": "corral.spec",
-    "START": "corral.spec",
-    "End": "corral.spec",
-    "Graph": "corral.dsl",
-    "Guard": "corral.spec",
-    "Retry": "corral.retry",
-    "Budget": "corral.cost",
-    "Cost": "corral.cost",
-    "Command": "corral.control",
-    "Overwrite": "corral.reducers",
-    "Send": "corral.control",
-    "reducers": "corral",
-    "CompiledGraph": "corral.runtime.app",
-    "Context": "corral.runtime.context",
-    "Resume": "corral.control",
-    "Run": "corral.runtime.app",
-    "interrupt": "corral.runtime.interrupts",
-    "Checkpointer": "corral.checkpoint.base",
-    "MemorySaver": "corral.checkpoint.memory",
-    "PostgresSaver": "corral.checkpoint.postgres",
-    "SqliteSaver": "corral.checkpoint.sqlite",
-    "Bound": "corral.analysis.bound",
-    "Cycle": "corral.spec",
-    "Diagnostic": "corral.analysis.diagnostic",
-    "BudgetError": _ERRORS,
-    "BusyThreadError": _ERRORS,
-    "CheckpointError": _ERRORS,
-    "ConcurrentRunError": _ERRORS,
-    "CorralError": _ERRORS,
-    "CostExceededError": _ERRORS,
-    "GraphError": _ERRORS,
-    "GuardExhaustedError": _ERRORS,
-    "InterruptWithoutCheckpointerError": _ERRORS,
-    "InvalidUpdateError": _ERRORS,
-    "LangGraphArgumentError": _ERRORS,
-    "LeaseLostError": _ERRORS,
-    "ModelUnavailableError": _ERRORS,
-    "NodeCapError": _ERRORS,
-    "NodeError": _ERRORS,
-    "NodeTimeoutError": _ERRORS,
-    "RouteError": _ERRORS,
-    "RunCancelledError": _ERRORS,
-    "RunFailedError": _ERRORS,
-    "RunningLoopError": _ERRORS,
-    "SerializationError": _ERRORS,
-    "StepLimitError": _ERRORS,
-    "StreamModeError": _ERRORS,
-    "StuckJoinError": _ERRORS,
-    "ThreadStateError": _ERRORS,
-    "ToolError": _ERRORS,
-    "WaitTimeoutError": _ERRORS,
-}
-"""Each public name and the module that defines it (``corral`` itself for a submodule)."""
-
-
-def __getattr__(name: str) -> object:
-    """Import the public name ``name`` from its module the first time it is asked for."""
-    module = _DEFINED_IN.get(name)
-    if module is None:
-        msg = f"module 'corral' has no attribute {name!r}"
-        raise AttributeError(msg)
-    if module == __name__:
-        value: object = import_module(f"{__name__}.{name}")
-    else:
-        value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_DEFINED_IN})
-
 
 __version__ = "0.1.0"
 
@@ -195,3 +121,43 @@ __all__ = [
     "WaitTimeoutError",
     "__version__",
 ]
+
+_MODULE_OF = {
+    "corral.spec": ("END", "START", "End", "Guard", "Cycle"),
+    "corral.dsl": ("Graph",),
+    "corral.retry": ("Retry",),
+    "corral.cost": ("Budget", "Cost"),
+    "corral.control": ("Command", "Resume", "Send"),
+    "corral.reducers": ("Overwrite",),
+    "corral": ("reducers",),
+    "corral.runtime.app": ("CompiledGraph", "Run"),
+    "corral.runtime.context": ("Context",),
+    "corral.runtime.interrupts": ("interrupt",),
+    "corral.checkpoint.base": ("Checkpointer",),
+    "corral.checkpoint.memory": ("MemorySaver",),
+    "corral.checkpoint.postgres": ("PostgresSaver",),
+    "corral.checkpoint.sqlite": ("SqliteSaver",),
+    "corral.analysis.bound": ("Bound",),
+    "corral.analysis.diagnostic": ("Diagnostic",),
+    "corral.errors": tuple(name for name in __all__ if name.endswith("Error")),
+}
+"""The public names each module defines, as imported above (``corral``'s are submodules)."""
+_DEFINED_IN = {name: module for module, names in _MODULE_OF.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Import the public name ``name`` from its module the first time it is asked for."""
+    module = _DEFINED_IN.get(name)
+    if module is None:
+        msg = f"module 'corral' has no attribute {name!r}"
+        raise AttributeError(msg)
+    if module == __name__:
+        value: object = import_module(f"{__name__}.{name}")
+    else:
+        value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFINED_IN})

@@ -62,11 +62,8 @@ class NameTable:
                     "write each one as Guard(target, max=N, otherwise=...)"
                 )
                 raise GraphError(msg)
-            checked.append(self._guard(guard))
+            target, otherwise = self.name(guard.target), self.name(guard.otherwise)
+            if target is not guard.target or otherwise is not guard.otherwise:
+                guard = dataclasses.replace(guard, target=target, otherwise=otherwise)
+            checked.append(guard)
         return tuple(checked)
-
-    def _guard(self, guard: Guard) -> Guard:
-        target, otherwise = self.name(guard.target), self.name(guard.otherwise)
-        if target is guard.target and otherwise is guard.otherwise:
-            return guard
-        return dataclasses.replace(guard, target=target, otherwise=otherwise)

@@ -24,7 +24,7 @@ from corral._names import NameTable
 from corral.control import Send
 from corral.cost import Cost
 from corral.counters import read_counters
-from corral.errors import GraphError, RouteError
+from corral.errors import RouteError
 from corral.retry import Retry
 from corral.spec import Guard, KeySpec, Location, NodeSpec, RouterSpec
 from corral.writes import called_names, infer_command_fanout, infer_writes
@@ -36,28 +36,33 @@ __all__ = [
     "caller_location",
     "def_location",
     "limit_sends",
-    "literal_names",
     "node_spec",
     "router_spec",
 ]
 
 
-@dataclass(frozen=True)
-class NodeEntry:
-    """What ``@g.node(...)`` recorded about one function."""
+@dataclass(frozen=True, kw_only=True)
+class _Entry:
+    """What a decorator recorded about one function, for nodes and routers alike."""
 
     func: Callable[..., Any]
-    name: str
     localns: Mapping[str, Any] | None
     """The locals of the frame that called the decorator, for resolving annotations."""
     location: Location
+    guards: tuple[Guard, ...]
+    ignore: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeEntry(_Entry):
+    """What ``@g.node(...)`` recorded about one function."""
+
+    name: str
     start: bool
     then: tuple[str, ...] | None
     max_runs: int | None
-    guards: tuple[Guard, ...]
     wait_for: tuple[str, ...]
     writes: tuple[str, ...] | None
-    ignore: tuple[str, ...]
     input: Any = None
     retry: Retry | None = None
     timeout_s: float | None = None
@@ -65,16 +70,11 @@ class NodeEntry:
     cost: Cost | None = None
 
 
-@dataclass(frozen=True)
-class RouterEntry:
+@dataclass(frozen=True, kw_only=True)
+class RouterEntry(_Entry):
     """What ``@g.router(...)`` recorded about one function."""
 
-    func: Callable[..., Any]
     source: str
-    localns: Mapping[str, Any] | None
-    location: Location
-    guards: tuple[Guard, ...]
-    ignore: tuple[str, ...]
     max_sends: int | None = None
 
 
@@ -138,13 +138,11 @@ def router_spec(entry: RouterEntry, names: NameTable | None = None) -> RouterSpe
 
     The names it routes to are mapped to the graph's node names (``names``), when given.
     """
-    func = entry.func
-    if entry.max_sends is not None:
-        func = limit_sends(func, entry.max_sends)
+    limit = entry.max_sends
     return RouterSpec(
         source=entry.source,
         name=entry.func.__name__,
-        func=func,
+        func=entry.func if limit is None else limit_sends(entry.func, limit),
         location=entry.location,
         targets=targets.read_router_targets(entry.func, entry.localns, table=names),
         guards=entry.guards,
@@ -186,14 +184,6 @@ def limit_sends(func: Callable[..., Any], limit: int) -> Callable[..., Any]:
         return check(func(*args, **kwargs))
 
     return functools.wraps(func)(limited)
-
-
-def literal_names(form: Any) -> tuple[str, ...]:
-    names = targets.read_literal_form(form)
-    if names is None:
-        msg = f"nodes={form!r} is not a Literal of node names; pass Literal['a', 'b', ...]"
-        raise GraphError(msg)
-    return names
 
 
 def takes_ctx(func: Callable[..., Any]) -> bool:

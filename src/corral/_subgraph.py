@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,6 +27,7 @@ __all__ = [
     "SpecSource",
     "SubgraphEntry",
     "check_child",
+    "check_count",
     "check_retry",
     "check_timeout",
     "default_name",
@@ -61,6 +61,14 @@ def check_retry(retry: object, where: str) -> Retry | None:
     raise GraphError(msg)
 
 
+def check_count(value: object, name: str, unit: str, *, least: int) -> None:
+    """Raise ``GraphError`` unless ``value`` is a whole number (``int``, not ``bool``) of at
+    least ``least``; ``name=`` took it, counting ``unit``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        msg = f"{name}={value!r} must be a whole number of {unit}, {least} or more"
+        raise GraphError(msg)
+
+
 def check_timeout(timeout: object) -> float | None:
     """Return ``timeout`` as seconds, or raise ``GraphError`` for anything but a positive number."""
     if timeout is None:
@@ -90,28 +98,23 @@ def check_child(parent: SpecSource, child: object, name: str, graph: type[SpecSo
 
 
 _reading = threading.local()
+"""``chain``: the graphs whose specs this thread is reading, outermost first."""
 
 
-@contextmanager
-def _reading_spec(graph: SpecSource, name: str) -> Iterator[None]:
+def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]) -> SubgraphSpec:
+    """Read the child's spec now and return the node's :class:`SubgraphSpec`."""
     chain: list[SpecSource] = getattr(_reading, "chain", [])
-    if any(g is graph for g in chain):
+    if any(g is entry.child for g in chain):
         msg = (
             f"subgraph {name!r} contains a graph that contains it; "
             "a graph cannot contain itself, directly or through its subgraphs"
         )
         raise GraphError(msg)
-    _reading.chain = [*chain, graph]
+    _reading.chain = [*chain, entry.child]
     try:
-        yield
+        child = entry.child.spec()
     finally:
         _reading.chain = chain
-
-
-def read_child(entry: SubgraphEntry, name: str, parent_keys: tuple[KeySpec, ...]) -> SubgraphSpec:
-    """Read the child's spec now and return the node's :class:`SubgraphSpec`."""
-    with _reading_spec(entry.child, name):
-        child = entry.child.spec()
     child_keys = {k.name for k in child.keys}
     shared = tuple(k.name for k in parent_keys if k.name in child_keys)
     return SubgraphSpec(child, shared, entry.input, entry.output)
@@ -143,9 +146,7 @@ def find_node(spec: GraphSpec, path: str) -> NodeSpec | None:
 
 def is_async(spec: GraphSpec) -> bool:
     """Return whether any node or router of ``spec`` or of its subgraphs is async."""
-    if any(r.is_async for r in spec.routers):
-        return True
-    return any(
+    return any(r.is_async for r in spec.routers) or any(
         n.is_async or (n.subgraph is not None and is_async(n.subgraph.graph)) for n in spec.nodes
     )
 

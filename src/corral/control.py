@@ -59,7 +59,7 @@ class Send(Generic[TargetT]):
         object.__setattr__(self, "arg", arg)
 
 
-@dataclass(frozen=True, eq=True)
+@dataclass(frozen=True, kw_only=True)
 class Command(Generic[TargetT]):
     """A node result that updates the state and chooses the next node(s) in one step.
 
@@ -70,17 +70,6 @@ class Command(Generic[TargetT]):
     update: Mapping[str, Any] | None = None
     goto: TargetT | Sequence[TargetT | Send[TargetT]] | Send[TargetT] | None = None
     resume: Any = None
-
-    def __init__(
-        self,
-        *,
-        update: Mapping[str, Any] | None = None,
-        goto: TargetT | Sequence[TargetT | Send[TargetT]] | Send[TargetT] | None = None,
-        resume: Any = None,
-    ) -> None:
-        object.__setattr__(self, "update", update)
-        object.__setattr__(self, "goto", goto)
-        object.__setattr__(self, "resume", resume)
 
 
 @dataclass(frozen=True)

@@ -73,14 +73,10 @@ class Cost:
     def over(self, limit: Cost | Budget | None) -> list[str]:
         """Return the fields in which this amount is more than ``limit`` (a field of a
         budget left as ``None`` limits nothing; no limit at all is a limit of nothing)."""
-        if limit is None:
-            limit = Cost()
-        found = []
-        for name in FIELDS:
-            most = getattr(limit, name)
-            if most is not None and getattr(self, name) > most:
-                found.append(name)
-        return found
+        most = {name: getattr(limit, name, 0) for name in FIELDS}
+        return [
+            name for name in FIELDS if most[name] is not None and getattr(self, name) > most[name]
+        ]
 
     def to_json(self) -> dict[str, Any]:
         """Return the cost as JSON values (dollars as a string, so they stay exact)."""
@@ -134,7 +130,8 @@ class Budget:
 
     def to_json(self) -> dict[str, Any]:
         """Return the budget as JSON values (``None``: not limited; dollars as a string)."""
-        return {"calls": self.calls, "tokens": self.tokens, "usd": _maybe(self.usd)}
+        usd = None if self.usd is None else str(self.usd)
+        return {"calls": self.calls, "tokens": self.tokens, "usd": usd}
 
     def __str__(self) -> str:
         return _text(self) or "no limit"
@@ -150,10 +147,6 @@ def require(value: object, kind: type[_Amount], name: str) -> _Amount | None:
         msg = f"{name}={value!r} is not a {kind.__name__}; pass {kind.__name__}(usd=0.5, ...)"
         raise GraphError(msg)
     return value
-
-
-def _maybe(usd: Decimal | None) -> str | None:
-    return None if usd is None else str(usd)
 
 
 def _whole(value: str, text: str) -> int:
@@ -212,11 +205,9 @@ class Purse:
         """Return the error of starting ``node`` now, or ``None`` when the budget allows
         what the run has spent, ``planned`` (its siblings in this superstep) and ``cost``."""
         budget = self.budget
-        may = planned if cost is None else planned + cost
-        over = (self.spent + may).over(budget) if budget is not None else None
-        if not over:
+        over = (self.spent + planned + (cost or NOTHING)).over(budget) if budget else None
+        if not over or budget is None:
             return None
-        assert budget is not None
         msg = (
             f"stopped before {node!r}: the run has spent {self.spent} and {node!r} may "
             f"spend {cost or 'nothing'}, which would pass the budget {budget} "

@@ -33,26 +33,21 @@ puts them together per cycle (CR204) without parsing anything itself.
 ...     return {"tries": state.get("tries", 0) + 1}
 >>> def route(state):
 ...     return "__end__" if state["tries"] >= 3 else "bump"
->>> sorted(incremented_keys(bump)), sorted(compared_keys(route))
+>>> sorted(read_counters(bump).increments), sorted(read_counters(route).compares)
 (['tries'], ['tries'])
 """
 
 from __future__ import annotations
 
 import ast
-import types
-import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from corral.spec import CounterFacts
-from corral.writes import function_node
+from corral.writes import function_node, own_nodes, per_code
 
-__all__ = ["bumped_keys", "compared_keys", "incremented_keys", "read_counters"]
-
-_cache: weakref.WeakKeyDictionary[types.CodeType, CounterFacts] = weakref.WeakKeyDictionary()
-"""read_counters's results, per code object."""
+__all__ = ["read_counters"]
 
 _COMPARISONS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "popleft", "remove", "update"})
@@ -89,18 +84,8 @@ def _parse(func: Callable[..., Any]) -> _Function | None:
     return parsed
 
 
-def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Yield the AST nodes of ``body`` without entering nested functions or classes."""
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
 def _collect_locals(fn: _Function) -> None:
-    for node in _own_nodes(fn.body):
+    for node in own_nodes(fn.body):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target, value = node.targets[0], node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
@@ -135,11 +120,9 @@ def _read_key(fn: _Function, expr: ast.expr) -> str | None:
         return fn.reads.get(expr.id)
     if isinstance(expr, ast.Subscript):
         index = expr.slice
-        if not (isinstance(index, ast.Constant) and isinstance(index.value, str)):
-            return None
-        if _is_param(fn, expr.value):
-            return index.value
-        return _read_key(fn, expr.value)
+        if isinstance(index, ast.Constant) and isinstance(index.value, str):
+            return index.value if _is_param(fn, expr.value) else _read_key(fn, expr.value)
+        return None
     if isinstance(expr, ast.Attribute):
         return expr.attr if _is_param(fn, expr.value) else _read_key(fn, expr.value)
     if (
@@ -150,9 +133,8 @@ def _read_key(fn: _Function, expr: ast.expr) -> str | None:
         and isinstance(expr.args[0], ast.Constant)
         and isinstance(expr.args[0].value, str)
     ):
-        if _is_param(fn, expr.func.value):
-            return expr.args[0].value
-        return _read_key(fn, expr.func.value)
+        key = expr.args[0].value
+        return key if _is_param(fn, expr.func.value) else _read_key(fn, expr.func.value)
     if isinstance(expr, (ast.BoolOp, ast.IfExp)):  # state.get("n") or 0, x if x else 0
         values = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
         keys = {_read_key(fn, value) for value in values} - {None}
@@ -195,7 +177,7 @@ def _changed(fn: _Function) -> tuple[set[str], set[str]]:
     """Return the keys the body increments in place, and the keys it mutates otherwise."""
     bumped: set[str] = set()
     mutated: set[str] = set()
-    for node in _own_nodes(fn.body):
+    for node in own_nodes(fn.body):
         if isinstance(node, ast.AugAssign):
             key = _read_key(fn, node.target) if not isinstance(node.target, ast.Name) else None
             if key is not None:
@@ -224,7 +206,7 @@ def _changed(fn: _Function) -> tuple[set[str], set[str]]:
 
 def _returned_updates(fn: _Function) -> Iterator[ast.expr]:
     """Yield each returned update: a dict, ``Command(update=...)``'s update, or the state."""
-    for node in _own_nodes(fn.body):
+    for node in own_nodes(fn.body):
         if not isinstance(node, ast.Return) or node.value is None:
             continue
         yield from _updates(fn, node.value, 0)
@@ -250,11 +232,6 @@ def _updates(fn: _Function, value: ast.expr, depth: int) -> Iterator[ast.expr]:
         yield value
 
 
-def incremented_keys(func: Callable[..., Any]) -> frozenset[str]:
-    """Return the state keys ``func`` returns incremented (empty when its source is unreadable)."""
-    return read_counters(func).increments
-
-
 def _progress(fn: _Function) -> tuple[frozenset[str], frozenset[str]]:
     """Return the keys the function returns incremented, and those it returns advanced."""
     bumped, mutated = _changed(fn)
@@ -272,30 +249,12 @@ def _progress(fn: _Function) -> tuple[frozenset[str], frozenset[str]]:
                 continue
             key = key_node.value
             inner = list(_inner(fn, value))
-            if any(_increment_of(fn, e) == key for e in inner):
+            reads = any(_read_key(fn, e) == key for e in inner)
+            if any(_increment_of(fn, e) == key for e in inner) or (key in bumped and reads):
                 increments.add(key)
-            elif key in bumped and any(_read_key(fn, e) == key for e in inner):
-                increments.add(key)
-            elif _advances(fn, key, value, inner, mutated):
-                advances.add(key)
+            elif reads and (key in mutated or _read_key(fn, value) != key):
+                advances.add(key)  # built from its old value, not {"k": state["k"]} as it was
     return frozenset(increments), frozenset(advances - increments)
-
-
-def _advances(
-    fn: _Function, key: str, value: ast.expr, inner: list[ast.expr], mutated: set[str]
-) -> bool:
-    """Return whether ``value`` is built from ``key``'s old value (not just that value)."""
-    reads = [e for e in inner if _read_key(fn, e) == key]
-    if not reads:
-        return False
-    if key in mutated:
-        return True
-    return _read_key(fn, value) != key  # {"k": state["k"]} hands it back unchanged
-
-
-def compared_keys(func: Callable[..., Any]) -> frozenset[str]:
-    """Return the state keys ``func`` compares with something (a bound)."""
-    return read_counters(func).compares
 
 
 def _measured(fn: _Function, side: ast.expr) -> str | None:
@@ -316,7 +275,7 @@ def _tests(fn: _Function) -> tuple[frozenset[str], frozenset[str], frozenset[str
     compares: set[str] = set()
     inspects: set[str] = set()
     iterates: set[str] = set()
-    for node in _own_nodes(fn.body):
+    for node in own_nodes(fn.body):
         if isinstance(node, ast.Compare) and all(isinstance(op, _COMPARISONS) for op in node.ops):
             for side in (node.left, *node.comparators):
                 key = _measured(fn, side)
@@ -347,31 +306,16 @@ def _tests(fn: _Function) -> tuple[frozenset[str], frozenset[str], frozenset[str
 
 def _searches(body: list[ast.stmt]) -> bool:
     """Return whether a ``for`` body stops early (``break`` or ``return``): a search."""
-    return any(isinstance(n, (ast.Break, ast.Return)) for n in _own_nodes(body))
+    return any(isinstance(n, (ast.Break, ast.Return)) for n in own_nodes(body))
 
 
-def bumped_keys(func: Callable[..., Any]) -> frozenset[str]:
-    """Return the state keys ``func`` increments in place (``state["k"] += 1``)."""
-    return read_counters(func).bumps
-
-
+@per_code
 def read_counters(func: Callable[..., Any]) -> CounterFacts:
-    """Return what ``func``'s source says about loop bounds (empty when it is unreadable).
-
-    The source is parsed once per code object, so a function registered as many nodes (or
-    the closures of one factory) is read once.
-    """
-    code = getattr(func, "__code__", None)
-    if isinstance(code, types.CodeType) and code in _cache:
-        return _cache[code]
+    """Return what ``func``'s source says about loop bounds (empty when it is unreadable)."""
     fn = _parse(func)
     if fn is None:
-        facts = CounterFacts()
-    else:
-        increments, advances = _progress(fn)
-        compares, inspects, iterates = _tests(fn)
-        bumps = frozenset(_changed(fn)[0])
-        facts = CounterFacts(increments, compares, bumps, advances, inspects | iterates, iterates)
-    if isinstance(code, types.CodeType):
-        _cache[code] = facts
-    return facts
+        return CounterFacts()
+    increments, advances = _progress(fn)
+    compares, inspects, iterates = _tests(fn)
+    bumps = frozenset(_changed(fn)[0])
+    return CounterFacts(increments, compares, bumps, advances, inspects | iterates, iterates)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, overload
 
 from typing_extensions import TypeForm
 
-from corral import _deps, _subgraph
+from corral import _deps, _subgraph, targets
 from corral._names import NameTable
 from corral._registry import (
     NodeEntry,
@@ -22,7 +22,6 @@ from corral._registry import (
     caller_locals,
     caller_location,
     def_location,
-    literal_names,
     node_spec,
     router_spec,
 )
@@ -78,7 +77,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     def __init__(
         self,
         state_schema: type[StateT],
-        update_schema: None = None,
+        update_schema: type[UpdateT] | None = None,
         nodes: None = None,
         *,
         name: str | None = None,
@@ -87,35 +86,11 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         budget: Budget | None = None,
     ) -> None: ...
     @overload
-    def __init__(
-        self,
-        state_schema: type[StateT],
-        update_schema: type[UpdateT],
-        nodes: None = None,
-        *,
-        name: str | None = None,
-        max_steps: int = 50,
-        retry: Retry | None = None,
-        budget: Budget | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
+    def __init__(  # nodes= given: the first overload takes an omitted one
         self,
         state_schema: type[StateT],
         update_schema: type[UpdateT] | None = None,
-        *,
-        nodes: TypeForm[NodesT],
-        name: str | None = None,
-        max_steps: int = 50,
-        retry: Retry | None = None,
-        budget: Budget | None = None,
-    ) -> None: ...
-    @overload
-    def __init__(
-        self,
-        state_schema: type[StateT],
-        update_schema: type[UpdateT] | None,
-        nodes: TypeForm[NodesT],
+        nodes: TypeForm[NodesT] = ...,
         *,
         name: str | None = None,
         max_steps: int = 50,
@@ -133,9 +108,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         retry: Retry | None = None,
         budget: Budget | None = None,
     ) -> None:
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
-            raise GraphError(msg)
+        _subgraph.check_count(max_steps, "max_steps", "node runs", least=1)
         self.state_schema = state_schema
         self.update_schema = update_schema
         self.nodes_literal = nodes
@@ -258,17 +231,10 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             raise GraphError(msg)
         node_name = name
         names = self._names
-        if isinstance(then, str):
-            then_routes: tuple[str, ...] | None = (names.name(then),)
-        elif then is None:
-            then_routes = None
-        else:
-            then_routes = names.names(tuple(then))
-        if max_runs is not None and (
-            isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 1
-        ):
-            msg = f"max_runs={max_runs!r} must be a whole number of runs, 1 or more"
-            raise GraphError(msg)
+        routes = (then,) if isinstance(then, str) else then
+        then_routes = names.names(tuple(routes)) if routes is not None else None
+        if max_runs is not None:
+            _subgraph.check_count(max_runs, "max_runs", "runs", least=1)
         node_retry = _subgraph.check_retry(retry, "node")
         timeout_s = _subgraph.check_timeout(timeout)
         require(cost, Cost, "cost")
@@ -370,11 +336,8 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
         :class:`~corral.signatures.RouterFunction`.
         """
         localns = caller_locals(1)
-        if max_sends is not None and (
-            isinstance(max_sends, bool) or not isinstance(max_sends, int) or max_sends < 0
-        ):
-            msg = f"max_sends={max_sends!r} must be a whole number of Send values, 0 or more"
-            raise GraphError(msg)
+        if max_sends is not None:
+            _subgraph.check_count(max_sends, "max_sends", "Send values", least=0)
 
         def register(
             router_func: RouterFunction[StateT, ParamsT, ReturnT], /
@@ -398,11 +361,16 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
     def spec(self) -> GraphSpec:
         """Return the graph as a :class:`GraphSpec`, reading every route annotation now."""
         names = self._names
-        node_names = (
-            names.names(literal_names(self.nodes_literal))
-            if self.nodes_literal is not None
-            else None
-        )
+        node_names = None
+        if self.nodes_literal is not None:
+            found = targets.read_literal_form(self.nodes_literal)
+            if found is None:
+                msg = (
+                    f"nodes={self.nodes_literal!r} is not a Literal of node names; "
+                    "pass Literal['a', 'b', ...]"
+                )
+                raise GraphError(msg)
+            node_names = names.names(found)
         update_keys = (
             read_schema(self.update_schema, role="update_schema", localns=self._localns)
             if self.update_schema is not None
@@ -478,7 +446,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             label = f"graph {self.name!r}" if self.name else "the graph"
             lines = "\n".join(f"  {d.file}:{d.line}:{d.col}: {d.code} {d.message}" for d in errors)
             msg = f"{label} has {len(errors)} error(s); fix them to compile:\n{lines}"
-            raise GraphError(msg, diagnostics=found)
+            raise GraphError(msg, diagnostics=tuple(found))
         if (interrupt_before or interrupt_after) and checkpointer is None:
             msg = (
                 "interrupt_before/interrupt_after need a checkpointer to pause and resume; "

@@ -7,7 +7,10 @@ tests never parse the message. Messages name the offending things and say how to
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from typing_extensions import dataclass_transform
 
 if TYPE_CHECKING:
     from corral.analysis.diagnostic import Diagnostic
@@ -16,6 +19,7 @@ __all__ = [
     "BudgetError",
     "BusyThreadError",
     "CheckpointError",
+    "ConcurrentRunError",
     "CorralError",
     "CostExceededError",
     "GraphError",
@@ -27,6 +31,7 @@ __all__ = [
     "ModelUnavailableError",
     "NodeCapError",
     "NodeError",
+    "NodeTimeoutError",
     "RouteError",
     "RunCancelledError",
     "RunFailedError",
@@ -41,8 +46,24 @@ __all__ = [
 ]
 
 
+@dataclass_transform(kw_only_default=True, eq_default=False)
+@dataclass(eq=False, repr=False)
 class CorralError(Exception):
-    """The root of every error corral raises."""
+    """The root of every error corral raises.
+
+    Every subclass is made a keyword-only dataclass: its annotated facts are its keyword
+    arguments and attributes. ``eq=False`` and ``repr=False`` keep an exception's identity
+    and repr.
+    """
+
+    message: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(eq=False, repr=False, kw_only=True)(cls)
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
 
 
 class GraphError(CorralError):
@@ -52,9 +73,7 @@ class GraphError(CorralError):
     it is empty for other misuse (an interrupt without a checkpointer, for example).
     """
 
-    def __init__(self, message: str, *, diagnostics: Sequence[Diagnostic] = ()) -> None:
-        super().__init__(message)
-        self.diagnostics: tuple[Diagnostic, ...] = tuple(diagnostics)
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 class InterruptWithoutCheckpointerError(GraphError):
@@ -64,61 +83,34 @@ class InterruptWithoutCheckpointerError(GraphError):
 class _RunLimitError(CorralError, RuntimeError):
     """A run stopped by one of its bounds; ``state`` is the state it had reached."""
 
-    def __init__(self, message: str, *, state: Mapping[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.state: dict[str, Any] = dict(state or {})
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.state = dict(self.state)  # a copy: the run goes on changing its own
 
 
 class StepLimitError(_RunLimitError):
     """The run reached ``max_steps`` node runs and was about to run ``node``."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        steps: int,
-        max_steps: int,
-        node: str,
-        state: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, state=state)
-        self.steps = steps
-        self.max_steps = max_steps
-        self.node = node
+    steps: int
+    max_steps: int
+    node: str
 
 
 class NodeCapError(_RunLimitError):
     """A node was about to run more often than its ``max_runs``."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        node: str,
-        max_runs: int,
-        state: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, state=state)
-        self.node = node
-        self.max_runs = max_runs
+    node: str
+    max_runs: int
 
 
 class GuardExhaustedError(_RunLimitError):
     """A guarded route was used up and its guard has no ``otherwise`` target."""
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        source: str,
-        target: str,
-        max: int,
-        state: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, state=state)
-        self.source = source
-        self.target = target
-        self.max = max
+    source: str
+    target: str
+    max: int
 
 
 class BudgetError(_RunLimitError):
@@ -129,46 +121,39 @@ class BudgetError(_RunLimitError):
     :class:`~corral.Budget` (typed ``Any`` here: :mod:`corral.cost` raises these errors).
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        node: str,
-        spent: Any,
-        cost: Any,
-        budget: Any,
-        state: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, state=state)
-        self.node = node
-        self.spent = spent
-        self.cost = cost
-        self.budget = budget
+    node: str
+    spent: Any
+    cost: Any
+    budget: Any
 
 
 class CostExceededError(_RunLimitError):
     """A node run spent more than it declared: ``declared`` (its cost times its attempts;
     ``None``: it declares none) and ``spent`` are :class:`~corral.Cost` values."""
 
-    def __init__(self, message: str, *, node: str, declared: Any, spent: Any) -> None:
-        super().__init__(message)
-        self.node = node
-        self.declared = declared
-        self.spent = spent
+    node: str
+    declared: Any
+    spent: Any
 
 
 class RouteError(CorralError, ValueError):
     """A router (or ``Command``) chose a target outside its annotation."""
 
-    def __init__(self, message: str, *, router: str, value: object, allowed: Sequence[str]) -> None:
-        super().__init__(message)
-        self.router = router
-        self.value = value
-        self.allowed: tuple[str, ...] = tuple(allowed)
+    router: str
+    value: object
+    allowed: Sequence[str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.allowed = tuple(self.allowed)
 
 
 class StuckJoinError(RouteError):
-    """A run would end while a ``wait_for`` join still waits for some of its nodes (CR304)."""
+    """A run would end while a ``wait_for`` join still waits for some of its nodes (CR304).
+
+    ``waiting_for`` holds the nodes of its ``wait_for`` that have not run since the join's
+    last run; ``router`` is the join and ``allowed`` its whole ``wait_for``.
+    """
 
     def __init__(
         self,
@@ -181,8 +166,7 @@ class StuckJoinError(RouteError):
     ) -> None:
         super().__init__(message, router=join, value=None, allowed=wait_for)
         self.join = join
-        self.waiting_for: tuple[str, ...] = tuple(waiting_for)
-        """The nodes of its ``wait_for`` that have not run since the join's last run."""
+        self.waiting_for = tuple(waiting_for)
         self.state: dict[str, Any] = dict(state or {})
 
 
@@ -193,13 +177,13 @@ class InvalidUpdateError(CorralError, ValueError):
     ``key`` is the offending state key, or ``None`` when the update is not a dict at all.
     """
 
-    def __init__(
-        self, message: str, *, node: str, key: str | None = None, nodes: Sequence[str] = ()
-    ) -> None:
-        super().__init__(message)
-        self.node = node
-        self.key = key
-        self.nodes: tuple[str, ...] = tuple(nodes) or (node,)
+    node: str
+    key: str | None = None
+    nodes: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.nodes = tuple(self.nodes) or (self.node,)
 
 
 class NodeError(CorralError):
@@ -208,28 +192,22 @@ class NodeError(CorralError):
     ``attempts`` is how many times the node was tried (more than 1 under a ``Retry``).
     """
 
-    def __init__(self, message: str, *, node: str, step: int, attempts: int = 1) -> None:
-        super().__init__(message)
-        self.node = node
-        self.step = step
-        self.attempts = attempts
+    node: str
+    step: int
+    attempts: int = 1
 
 
 class NodeTimeoutError(CorralError, TimeoutError):
     """An async node that ran longer than its ``timeout=`` seconds and was cancelled."""
 
-    def __init__(self, message: str, *, node: str, timeout_s: float) -> None:
-        super().__init__(message)
-        self.node = node
-        self.timeout_s = timeout_s
+    node: str
+    timeout_s: float
 
 
 class CheckpointError(CorralError):
     """A checkpoint store that cannot be read or written safely (corrupt, foreign, stale)."""
 
-    def __init__(self, message: str, *, path: str | None = None) -> None:
-        super().__init__(message)
-        self.path = path
+    path: str | None = None
 
 
 class SerializationError(CheckpointError, TypeError):
@@ -238,10 +216,8 @@ class SerializationError(CheckpointError, TypeError):
     ``location`` says where it sits (``state['drafts'][2]``); ``value_type`` is its type.
     """
 
-    def __init__(self, message: str, *, location: str, value_type: type[Any]) -> None:
-        super().__init__(message)
-        self.location = location
-        self.value_type = value_type
+    location: str
+    value_type: type[Any]
 
 
 class ConcurrentRunError(CheckpointError):
@@ -251,19 +227,9 @@ class ConcurrentRunError(CheckpointError):
     ``expected`` is the parent this run wrote against, ``newest`` the thread's newest.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        thread_id: str,
-        expected: str | None,
-        newest: str | None,
-        path: str | None = None,
-    ) -> None:
-        super().__init__(message, path=path)
-        self.thread_id = thread_id
-        self.expected = expected
-        self.newest = newest
+    thread_id: str
+    expected: str | None
+    newest: str | None
 
 
 class LeaseLostError(CheckpointError):
@@ -276,21 +242,10 @@ class LeaseLostError(CheckpointError):
     lease.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        run_id: int,
-        thread_id: str,
-        owner: str,
-        attempt: int,
-        path: str | None = None,
-    ) -> None:
-        super().__init__(message, path=path)
-        self.run_id = run_id
-        self.thread_id = thread_id
-        self.owner = owner
-        self.attempt = attempt
+    run_id: int
+    thread_id: str
+    owner: str
+    attempt: int
 
 
 class ToolError(CorralError, TypeError):
@@ -300,9 +255,7 @@ class ToolError(CorralError, TypeError):
     tool message marked ``is_error`` instead. ``tool`` names the function.
     """
 
-    def __init__(self, message: str, *, tool: str) -> None:
-        super().__init__(message)
-        self.tool = tool
+    tool: str
 
 
 class ModelUnavailableError(CorralError, ConnectionError):
@@ -312,18 +265,9 @@ class ModelUnavailableError(CorralError, ConnectionError):
     provider's ``Retry-After``) is the least wait before the next attempt.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        endpoint: str,
-        status: int | None = None,
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.endpoint = endpoint
-        self.status = status
-        self.retry_after_s = retry_after_s
+    endpoint: str
+    status: int | None = None
+    retry_after_s: float | None = None
 
 
 class RunFailedError(CorralError):
@@ -332,67 +276,51 @@ class RunFailedError(CorralError):
     ``error`` is the worker's one-line account (``NodeError: node 'fetch' raised ...``).
     """
 
-    def __init__(self, message: str, *, thread_id: str, run_id: int, error: str) -> None:
-        super().__init__(message)
-        self.thread_id = thread_id
-        self.run_id = run_id
-        self.error = error
+    thread_id: str
+    run_id: int
+    error: str
 
 
 class WaitTimeoutError(CorralError, TimeoutError):
     """``app.wait(thread_id, timeout=...)`` ran out of time before the thread's run ended."""
 
-    def __init__(self, message: str, *, thread_id: str, timeout_s: float, status: str) -> None:
-        super().__init__(message)
-        self.thread_id = thread_id
-        self.timeout_s = timeout_s
-        self.status = status
+    thread_id: str
+    timeout_s: float
+    status: str
 
 
 class ThreadStateError(CorralError, ValueError):
     """A call asks a thread for what its state cannot give (continue, answer, resume)."""
 
-    def __init__(self, message: str, *, thread_id: str | None = None) -> None:
-        super().__init__(message)
-        self.thread_id = thread_id
+    thread_id: str | None = None
 
 
 class StreamModeError(CorralError, ValueError):
     """``stream``/``astream`` got a ``mode`` that is not one of the stream modes."""
 
-    def __init__(self, message: str, *, mode: object) -> None:
-        super().__init__(message)
-        self.mode = mode
+    mode: object
 
 
 class LangGraphArgumentError(CorralError, TypeError):
     """A run was called with LangGraph's spelling of an argument (``stream_mode=``, ``config``)."""
 
-    def __init__(self, message: str, *, argument: str, instead: str) -> None:
-        super().__init__(message)
-        self.argument = argument
-        self.instead = instead
+    argument: str
+    instead: str
 
 
 class RunningLoopError(CorralError, RuntimeError):
     """A graph with async nodes was run synchronously inside a running event loop."""
 
-    def __init__(self, message: str, *, method: str) -> None:
-        super().__init__(message)
-        self.method = method
+    method: str
 
 
 class BusyThreadError(CorralError):
     """``corral serve`` refused a run (``multitask_strategy="reject"``): the thread is busy."""
 
-    def __init__(self, message: str, *, thread_id: str) -> None:
-        super().__init__(message)
-        self.thread_id = thread_id
+    thread_id: str
 
 
 class RunCancelledError(CorralError):
     """A served run stopped before its next node because a cancel was asked."""
 
-    def __init__(self, message: str, *, run_id: str) -> None:
-        super().__init__(message)
-        self.run_id = run_id
+    run_id: str

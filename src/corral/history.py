@@ -29,7 +29,7 @@ from typing import Any
 
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.loader import UsageError
-from corral.render import Taken
+from corral.render import Taken, expanded_children, route_ends
 from corral.spec import END, START, GraphSpec
 
 __all__ = [
@@ -58,8 +58,7 @@ def thread_ids(saver: Checkpointer) -> list[str]:
     if listing is None:  # pragma: no cover - every corral saver lists its threads
         msg = f"{type(saver).__name__} cannot list its threads"
         raise UsageError(msg)
-    ids: list[str] = listing()
-    return ids
+    return list(listing())
 
 
 @dataclass(frozen=True)
@@ -96,24 +95,18 @@ def ran_nodes(checkpoint: Checkpoint, parent: Checkpoint | None) -> tuple[str, .
 
 def history_rows(checkpoints: list[Checkpoint]) -> list[HistoryRow]:
     """Return one row per checkpoint, oldest first."""
-    rows = []
     by_id = {c.checkpoint_id: c for c in checkpoints}
-    for checkpoint in checkpoints:
-        parent = by_id.get(checkpoint.parent_id) if checkpoint.parent_id is not None else None
-        nodes = ran_nodes(checkpoint, parent)
-        keys = tuple(dict.fromkeys(k for _, update in checkpoint.writes for k in update))
-        meta = checkpoint.meta
-        rows.append(
-            HistoryRow(
-                checkpoint.checkpoint_id,
-                int(meta.get("steps", 0)),
-                nodes,
-                keys,
-                str(meta.get("status", "running")),
-                written_at(meta),
-            )
+    return [
+        HistoryRow(
+            c.checkpoint_id,
+            int(c.meta.get("steps", 0)),
+            ran_nodes(c, by_id.get(c.parent_id) if c.parent_id is not None else None),
+            tuple(dict.fromkeys(k for _, update in c.writes for k in update)),
+            str(c.meta.get("status", "running")),
+            written_at(c.meta),
         )
-    return rows
+        for c in checkpoints
+    ]
 
 
 def written_at(meta: dict[str, Any]) -> str | None:
@@ -167,42 +160,25 @@ def taken_routes(
             children.setdefault(parent, []).append(other)
     routes: Routes = {}
     guards: Guards = {}
-    _count(saver, thread, spec, "", collapse, children, routes, guards)
+
+    def count(thread: str, spec: GraphSpec, prefix: str) -> None:
+        """Add the routes and guard counts of ``thread`` (running ``spec``, drawn under
+        ``prefix``) and of its subgraph entries' child threads."""
+        expanded = expanded_children(spec, collapse)
+        checkpoints = ordered(saver, thread)
+        for (source, target, via), times in _routes(checkpoints, spec).items():
+            key = (*route_ends(source, target, prefix, expanded), via)
+            routes[key] = routes.get(key, 0) + times
+        for source, target, times in checkpoints[-1].meta.get("guards", []):
+            route = route_ends(str(source), str(target), prefix, expanded)
+            guards[route] = max(guards.get(route, 0), int(times))
+        for child in children.get(thread, ()):
+            node = child[len(thread) + 1 :].partition("@")[0]
+            if node in expanded:
+                count(child, expanded[node], f"{prefix}{node}/")
+
+    count(thread, spec, "")
     return Taken(routes, guards)
-
-
-def _count(
-    saver: Checkpointer,
-    thread: str,
-    spec: GraphSpec,
-    prefix: str,
-    collapse: bool,
-    children: dict[str, list[str]],
-    routes: Routes,
-    guards: Guards,
-) -> None:
-    """Add the routes and guard counts of ``thread`` (running ``spec``, drawn under
-    ``prefix``) and of its subgraph entries' child threads to ``routes`` and ``guards``."""
-    expanded = {
-        n.name: n.subgraph.graph for n in spec.nodes if n.subgraph is not None and not collapse
-    }
-
-    def drawn(name: str, end: str) -> str:
-        return f"{prefix}{name}/{end}" if name in expanded else prefix + name
-
-    checkpoints = ordered(saver, thread)
-    for (source, target, via), count in _routes(checkpoints, spec).items():
-        key = (drawn(source, END), drawn(target, START), via)
-        routes[key] = routes.get(key, 0) + count
-    last = checkpoints[-1].meta
-    for source, target, count in last.get("guards", []):
-        route = (drawn(str(source), END), drawn(str(target), START))
-        guards[route] = max(guards.get(route, 0), int(count))
-    for child in children.get(thread, ()):
-        node = child[len(thread) + 1 :].partition("@")[0]
-        if node in expanded:
-            inner = f"{prefix}{node}/"
-            _count(saver, child, expanded[node], inner, collapse, children, routes, guards)
 
 
 def _routes(checkpoints: list[Checkpoint], spec: GraphSpec) -> Routes:

@@ -25,35 +25,25 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from corral.errors import GraphError
 from corral.found import Target, find_targets
 from corral.sources import (
-    MAX_FILE_BYTES,
-    SourceFile,
     UnreadableFile,
     UsageError,
     check_regular,
     display_path,
     exclude_patterns,
-    is_excluded,
     mentions_corral,
     python_files,
-    read_source,
 )
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = [
-    "MAX_FILE_BYTES",
     "LoadError",
     "Loaded",
-    "SourceFile",
     "Target",
     "UnreadableFile",
     "UsageError",
@@ -61,13 +51,11 @@ __all__ = [
     "dotted_name",
     "exclude_patterns",
     "find_targets",
-    "is_excluded",
-    "mentions_corral",
+    "import_module",
     "import_modules",
     "is_module_name",
     "load",
     "python_files",
-    "read_source",
     "split_selector",
 ]
 
@@ -108,6 +96,11 @@ class Loaded:
     """Files ``lint --static`` read that import LangGraph, whose graphs it cannot read."""
 
 
+_Imported = tuple[str, types.ModuleType | None, LoadError | None]
+"""One module imported: its source as shown, the module (also when its import failed after
+defining something) and the error, if any."""
+
+
 def split_selector(argument: str) -> tuple[str, str | None]:
     """Split ``PATH:name`` into the path and the graph name (``None`` when absent).
 
@@ -145,7 +138,6 @@ def load(
     loaded = Loaded()
     seen: dict[int, Target] = {}
     patterns = exclude_patterns(exclude)
-    _current_folder_on_path()
     for argument in paths:
         path, wanted = split_selector(argument)
         found: list[Target] = []
@@ -181,30 +173,20 @@ def _current_folder_on_path() -> None:
         sys.path.insert(0, cwd)
 
 
-def is_module_name(path: str) -> bool:
-    """Return whether ``path`` names a module (dotted) rather than an existing file or folder."""
-    return _is_dotted(path)
-
-
-def import_modules(
-    path: str, *, dotted: bool, only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+def import_modules(path: str, *, dotted: bool, only_marked: bool) -> Iterator[_Imported]:
     """Import one ``.py`` file, or a dotted module and its submodules, as :func:`load` does.
 
     Yields ``(source, module, error)`` per module; a module that failed has ``error`` set
     (and ``module`` too when it defined something before failing).
     """
-    _current_folder_on_path()
     if dotted:
         yield from _import_dotted(path, only_marked)
     else:
         yield _import_file(path)
 
 
-def _modules(
-    path: str, patterns: Sequence[str], only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
-    if _is_dotted(path):
+def _modules(path: str, patterns: Sequence[str], only_marked: bool) -> Iterator[_Imported]:
+    if is_module_name(path):
         yield from _import_dotted(path, only_marked)
         return
     for file in python_files(path, patterns, only_marked=only_marked):
@@ -215,7 +197,8 @@ def _modules(
             yield _import_file(file.path)
 
 
-def _is_dotted(path: str) -> bool:
+def is_module_name(path: str) -> bool:
+    """Return whether ``path`` names a module (dotted) rather than an existing file or folder."""
     return (
         not os.path.lexists(path)
         and _DOTTED.fullmatch(path) is not None
@@ -238,7 +221,8 @@ def _module_name(file: Path) -> tuple[str, Path]:
     return ".".join(parts), folder
 
 
-def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | None]:
+def _import_file(file: str) -> _Imported:
+    _current_folder_on_path()
     source = display_path(file)
     absolute = Path(file).resolve()
     name, root = _module_name(absolute)
@@ -262,9 +246,7 @@ def _import_file(file: str) -> tuple[str, types.ModuleType | None, LoadError | N
     return _execute(source, name, spec)
 
 
-def _import_dotted(
-    name: str, only_marked: bool
-) -> Iterator[tuple[str, types.ModuleType | None, LoadError | None]]:
+def _import_dotted(name: str, only_marked: bool) -> Iterator[_Imported]:
     _current_folder_on_path()
     try:
         spec = importlib.util.find_spec(name)
@@ -282,27 +264,16 @@ def _import_dotted(
         _, module, error = _execute(name, name, spec)
         yield name, module, error
     if module is not None and spec.submodule_search_locations:
-        for info in _walk_package(module, name):
-            origin = info.origin
-            if origin is None:
-                continue
-            if only_marked and not mentions_corral(origin):
-                continue
-            yield _import_file(origin)
+        import pkgutil
+
+        for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
+            found = importlib.util.find_spec(info.name)
+            origin = found.origin if found is not None else None
+            if origin and origin.endswith(".py") and (not only_marked or mentions_corral(origin)):
+                yield _import_file(origin)
 
 
-def _walk_package(module: types.ModuleType, name: str) -> Iterable[Any]:
-    import pkgutil
-
-    for info in pkgutil.iter_modules(getattr(module, "__path__", []), name + "."):
-        found = importlib.util.find_spec(info.name)
-        if found is not None and found.origin and found.origin.endswith(".py"):
-            yield found
-
-
-def _execute(
-    source: str, name: str, spec: importlib.machinery.ModuleSpec
-) -> tuple[str, types.ModuleType | None, LoadError | None]:
+def _execute(source: str, name: str, spec: importlib.machinery.ModuleSpec) -> _Imported:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -345,7 +316,7 @@ def import_module(name_or_path: str) -> types.ModuleType:
         except UnreadableFile as exc:
             raise UsageError(str(exc)) from exc
         _, module, error = _import_file(name_or_path)
-    elif _is_dotted(name_or_path):
+    elif is_module_name(name_or_path):
         _, module, error = next(_import_dotted(name_or_path, only_marked=False))
     else:
         msg = f"{name_or_path!r} is neither a .py file nor an importable module name"

@@ -36,12 +36,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from corral.spec import END, START, Edge, GraphSpec, Guard
 
-__all__ = ["Taken", "render_dot", "render_mermaid"]
+__all__ = ["Taken", "expanded_children", "render_dot", "render_mermaid", "route_ends"]
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MERMAID_KEYWORDS = frozenset(
@@ -246,11 +246,7 @@ def _dot_items(items: tuple[_Box | _Cluster, ...], pad: str) -> list[str]:
 
 def _draw(spec: GraphSpec, collapse: bool, prefix: str = "") -> _Drawing:
     """Lay ``spec`` out, its children expanded unless ``collapse``; names get ``prefix``."""
-    expanded: dict[str, GraphSpec] = {}
-    if not collapse:
-        for node in spec.nodes:
-            if node.subgraph is not None and spec.node(node.name) is node:
-                expanded[node.name] = node.subgraph.graph
+    expanded = expanded_children(spec, collapse)
     items: list[_Box | _Cluster] = []
     arrows: list[_Arrow] = []
     inner_arrows: list[_Arrow] = []
@@ -269,16 +265,36 @@ def _draw(spec: GraphSpec, collapse: bool, prefix: str = "") -> _Drawing:
             shape = "subgraph"
         items.append(_Box(prefix + name, label, shape))
 
-    def drawn(name: str, end: str) -> str:
-        return f"{prefix}{name}/{end}" if name in expanded else prefix + name
-
-    for arrow in _arrows(spec):
-        source, target = drawn(arrow.source, END), drawn(arrow.target, START)
+    # each arrow once: several guards falling back to one node draw one arrow
+    for arrow in dict.fromkeys(_arrow(spec, edge) for edge in spec.edges()):
+        source, target = route_ends(arrow.source, arrow.target, prefix, expanded)
         arrows.append(_Arrow(source, target, arrow.label, arrow.line))
     for node in spec.nodes:
         if node.wait_for:
             notes.append((prefix + node.name, tuple(prefix + w for w in node.wait_for)))
     return _Drawing(tuple(items), (*arrows, *inner_arrows), tuple(notes))
+
+
+def expanded_children(spec: GraphSpec, collapse: bool) -> dict[str, GraphSpec]:
+    """Return the child graph of each subgraph node drawn expanded (none with ``collapse``)."""
+    if collapse:
+        return {}
+    return {
+        node.name: node.subgraph.graph
+        for node in spec.nodes
+        if node.subgraph is not None and spec.node(node.name) is node
+    }
+
+
+def route_ends(
+    source: str, target: str, prefix: str, expanded: Mapping[str, GraphSpec]
+) -> tuple[str, str]:
+    """Return the drawn names of a route's ends under ``prefix``: a route out of (into) an
+    expanded subgraph leaves its ``END`` (enters its ``START``)."""
+    return (
+        f"{prefix}{source}/{END}" if source in expanded else prefix + source,
+        f"{prefix}{target}/{START}" if target in expanded else prefix + target,
+    )
 
 
 def _title(spec: GraphSpec, bound: str | None) -> str:
@@ -322,11 +338,6 @@ def _node_label(spec: GraphSpec, name: str) -> str:
     if node.max_runs is not None:
         return f"{name} (max {node.max_runs} runs)"
     return name
-
-
-def _arrows(spec: GraphSpec) -> Iterator[_Arrow]:
-    """Yield each arrow once (several guards falling back to one node draw one arrow)."""
-    yield from dict.fromkeys(_arrow(spec, edge) for edge in spec.edges())
 
 
 def _arrow(spec: GraphSpec, edge: Edge) -> _Arrow:

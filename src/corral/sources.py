@@ -175,24 +175,22 @@ def read_source(file: str) -> bytes:
     """
     try:
         fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            _check_stat(file, os.fstat(fd))
+            chunks = []
+            size = 0
+            while size <= MAX_FILE_BYTES:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            _check_size(file, size)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise UnreadableFile(file, f"cannot be read: {exc.strerror}") from exc
-    try:
-        _check_stat(file, os.fstat(fd))
-        chunks = []
-        size = 0
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        _check_size(file, size)
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UnreadableFile(file, f"cannot be read: {exc.strerror}") from exc
-    finally:
-        os.close(fd)
 
 
 def check_regular(file: str) -> None:
@@ -222,22 +220,15 @@ def _walk(folder: str, patterns: Sequence[str]) -> Iterator[str]:
         dirs[:] = sorted(
             d
             for d in dirs
-            if not _skipped_dir(os.path.join(root, d))
+            if not d.startswith(".")
+            and d not in SKIPPED_DIRS
+            and not os.path.isfile(os.path.join(root, d, "pyvenv.cfg"))  # a virtual environment
             and not is_excluded(os.path.join(root, d), patterns)
         )
         for name in sorted(files):
             file = os.path.join(root, name)
             if name.endswith(".py") and not is_excluded(file, patterns):
                 yield file
-
-
-def _skipped_dir(path: str) -> bool:
-    name = os.path.basename(path)
-    return (
-        name.startswith(".")
-        or name in SKIPPED_DIRS
-        or os.path.isfile(os.path.join(path, "pyvenv.cfg"))
-    )
 
 
 def mentions_corral(file: str) -> bool:

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from corral.errors import GraphError
+
 if TYPE_CHECKING:
     from corral.cost import Budget, Cost
     from corral.retry import Retry
@@ -71,8 +73,6 @@ class Guard(Generic[_TargetT]):
 
     def __post_init__(self) -> None:
         if isinstance(self.max, bool) or not isinstance(self.max, int) or self.max < 0:
-            from corral.errors import GraphError
-
             msg = (
                 f"Guard({self.target!r}) has max={self.max!r}; "
                 "give a whole number of times the route may be taken (0 or more)"
@@ -291,7 +291,6 @@ class GraphSpec:
     _by_name: dict[str, NodeSpec] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
-
     _routers_by_source: dict[str, tuple[RouterSpec, ...]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -315,10 +314,7 @@ class GraphSpec:
 
     def key(self, name: str) -> KeySpec | None:
         """Return the state key called ``name``, or ``None``."""
-        for key in self.keys:
-            if key.name == name:
-                return key
-        return None
+        return next((key for key in self.keys if key.name == name), None)
 
     def routers_of(self, source: str) -> tuple[RouterSpec, ...]:
         """Return every router registered for ``source``, in registration order."""
@@ -329,51 +325,26 @@ class GraphSpec:
 
         Routes to names that are not nodes are yielded too (the analyser reports them).
         """
-        seen_first: set[str] = set()
-        for node in self.nodes:
-            if node.name in seen_first:
-                continue
-            seen_first.add(node.name)
+        for node in self._by_name.values():  # the first node registered as each name
             if node.start:
                 yield Edge(START, node.name, "start", location=node.location, owner=node.name)
+            fixed = node.then or ()
+            owned: list[tuple[str, EdgeKind, bool]] = [(t, "then", len(fixed) > 1) for t in fixed]
+            if node.command is not None:
+                owned += [(t, "command", False) for t in node.command.names or ()]
             guards = {g.target: g for g in node.guards}
-            if node.then is not None:
-                many = len(node.then) > 1
-                for target in node.then:
-                    yield Edge(
-                        node.name,
-                        target,
-                        "then",
-                        guards.get(target),
-                        many,
-                        node.location,
-                        node.name,
-                    )
-            if node.command is not None and node.command.names is not None:
-                for target in node.command.names:
-                    yield Edge(
-                        node.name,
-                        target,
-                        "command",
-                        guards.get(target),
-                        False,
-                        node.location,
-                        node.name,
-                    )
+            for target, kind, many in owned:
+                guard = guards.get(target)
+                yield Edge(node.name, target, kind, guard, many, node.location, node.name)
             yield from _otherwise_edges(node.name, node.guards, node.location, node.name)
         for router in self.routers:
             guards = {g.target: g for g in router.guards}
-            names = router.targets.names or ()
-            for target in names:
-                kind: EdgeKind = "send" if target in router.targets.sends else "router"
+            read = router.targets
+            for target in read.names or ():
+                via: EdgeKind = "send" if target in read.sends else "router"
+                guard = guards.get(target)
                 yield Edge(
-                    router.source,
-                    target,
-                    kind,
-                    guards.get(target),
-                    router.targets.many,
-                    router.location,
-                    router.name,
+                    router.source, target, via, guard, read.many, router.location, router.name
                 )
             yield from _otherwise_edges(router.source, router.guards, router.location, router.name)
 

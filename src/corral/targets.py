@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import typing_extensions
@@ -122,7 +122,7 @@ def read_command_targets(
         return None
     if annotation is _MISSING:
         return None
-    commands = [m for m in _members(annotation) if _is_command(m)]
+    commands = [m for m in _members(annotation) if m is Command or typing.get_origin(m) is Command]
     if not commands:
         return None
     names: list[str] = []
@@ -133,14 +133,7 @@ def read_command_targets(
             if not args:
                 msg = "its return annotation is a bare Command; write Command[Literal[...]]"
                 raise _Unreadable(msg)
-            for member in _members(args[0]):
-                if _origin(member) is Send:
-                    for name in _send_names(member, func, localns):
-                        _add(names, name)
-                        _add(sends, name)
-                else:
-                    for name in _literal_names(member, func, localns):
-                        _add(names, name)
+            _read_routes(args[0], func, localns, names, sends)
     except _Unreadable as exc:
         return TargetSet(None, problem=str(exc))
     return TargetSet(_named(names, table), many=False, sends=_named(sends, table))
@@ -156,28 +149,15 @@ def _read_top(
     sends: list[str] = []
     many = False
     for member in _members(annotation):
-        origin = _origin(member)
-        if origin in (list, tuple, typing.Sequence, _abc_sequence()):
+        if typing.get_origin(member) in (list, tuple, Sequence):
             many = True
             args = typing.get_args(member)
             if not args:
                 msg = f"its return annotation {_show(member)} names no Literal targets"
                 raise _Unreadable(msg)
-            for inner in _members(args[0]):
-                if _origin(inner) is Send:
-                    for name in _send_names(inner, func, localns):
-                        _add(names, name)
-                        _add(sends, name)
-                else:
-                    for name in _literal_names(inner, func, localns):
-                        _add(names, name)
-        elif origin is Send:
-            for name in _send_names(member, func, localns):
-                _add(names, name)
-                _add(sends, name)
+            _read_routes(args[0], func, localns, names, sends)
         else:
-            for name in _literal_names(member, func, localns):
-                _add(names, name)
+            _read_routes(member, func, localns, names, sends)
     if not names:
         msg = f"its return annotation {_show(annotation)} names no Literal targets"
         raise _Unreadable(msg)
@@ -188,10 +168,22 @@ def _named(names: list[str], table: NameTable | None) -> tuple[str, ...]:
     return tuple(names) if table is None else table.names(names)
 
 
-def _abc_sequence() -> Any:
-    import collections.abc
-
-    return collections.abc.Sequence
+def _read_routes(
+    tp: Any,
+    func: Callable[..., Any],
+    localns: Mapping[str, Any] | None,
+    names: list[str],
+    sends: list[str],
+) -> None:
+    """Add the targets of ``tp`` (a union of ``Literal`` and ``Send[...]`` members) to
+    ``names``, and those reached through ``Send`` to ``sends`` too."""
+    for member in _members(tp):
+        via_send = typing.get_origin(member) is Send
+        routes = _send_names if via_send else _literal_names
+        for name in routes(member, func, localns):
+            _add(names, name)
+            if via_send:
+                _add(sends, name)
 
 
 def _add(names: list[str], name: str) -> None:
@@ -199,36 +191,24 @@ def _add(names: list[str], name: str) -> None:
         names.append(name)
 
 
-def _origin(tp: Any) -> Any:
-    return typing.get_origin(tp)
-
-
-def _is_command(tp: Any) -> bool:
-    return tp is Command or _origin(tp) is Command
-
-
 def _unalias(tp: Any) -> Any:
     """Strip ``Annotated`` and ``TypeAliasType`` layers."""
     while True:
-        if isinstance(tp, typing_extensions.TypeAliasType) or type(tp).__name__ == "TypeAliasType":
+        origin = typing.get_origin(tp)
+        if type(tp).__name__ == "TypeAliasType":  # typing's or typing_extensions' class
             tp = tp.__value__
-            continue
-        origin = _origin(tp)
-        if origin is typing.Annotated or origin is typing_extensions.Annotated:
+        elif origin is typing.Annotated or origin is typing_extensions.Annotated:
             tp = typing.get_args(tp)[0]
-            continue
-        if isinstance(tp, typing_extensions.TypeAliasType) or (
-            origin is not None and type(origin).__name__ == "TypeAliasType"
-        ):
+        elif type(origin).__name__ == "TypeAliasType":  # a generic alias, subscripted
             tp = origin.__value__
-            continue
-        return tp
+        else:
+            return tp
 
 
 def _members(tp: Any) -> list[Any]:
     """Flatten unions (and aliases of unions) into their members."""
     tp = _unalias(tp)
-    origin = _origin(tp)
+    origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
         out: list[Any] = []
         for arg in typing.get_args(tp):
@@ -247,7 +227,7 @@ def _literal_names(
             for m in _members(_evaluate(tp, func, localns))
             for n in _literal_names(m, func, localns)
         ]
-    origin = _origin(tp)
+    origin = typing.get_origin(tp)
     if origin is Literal or origin is typing_extensions.Literal:
         names: list[str] = []
         for value in typing.get_args(tp):
@@ -287,7 +267,7 @@ def read_literal_form(form: Any) -> tuple[str, ...] | None:
     """
     names: list[str] = []
     for member in _members(form):
-        if _origin(member) not in (Literal, typing_extensions.Literal):
+        if typing.get_origin(member) not in (Literal, typing_extensions.Literal):
             return None
         for value in typing.get_args(member):
             if not isinstance(value, str):

@@ -18,13 +18,14 @@ declares the keys when inference cannot see them.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import textwrap
 import types
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "called_names",
@@ -32,25 +33,38 @@ __all__ = [
     "function_node",
     "infer_command_fanout",
     "infer_writes",
+    "own_nodes",
+    "per_code",
 ]
 
-_cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str] | None] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-_fanout_cache: weakref.WeakKeyDictionary[types.CodeType, bool] = weakref.WeakKeyDictionary()
+_T = TypeVar("_T")
 
 
 class _Unknown(Exception):
     """A return value whose keys cannot be read from the source."""
 
 
+def per_code(read: Callable[[Callable[..., Any]], _T]) -> Callable[[Callable[..., Any]], _T]:
+    """Return ``read`` answering once per code object: a function registered as many nodes
+    (or the closures of one factory) is parsed once. A callable without code is read each
+    time."""
+    cache: weakref.WeakKeyDictionary[types.CodeType, _T] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(read)
+    def cached(func: Callable[..., Any]) -> _T:
+        code = getattr(func, "__code__", None)
+        if not isinstance(code, types.CodeType):
+            return read(func)
+        if code not in cache:
+            cache[code] = read(func)
+        return cache[code]
+
+    return cached
+
+
+@per_code
 def infer_writes(func: Callable[..., Any]) -> frozenset[str] | None:
     """Return the keys ``func`` may write, or ``None`` when they cannot be known.
-
-    The result is cached per code object, so one function registered as many nodes is
-    parsed once.
 
     >>> def bump(state):
     ...     if state["n"] > 3:
@@ -64,16 +78,22 @@ def infer_writes(func: Callable[..., Any]) -> frozenset[str] | None:
     >>> infer_writes(opaque) is None
     True
     """
-    code = getattr(func, "__code__", None)
-    if not isinstance(code, types.CodeType):
+    body = function_body(func)
+    if body is None:
         return None
-    if code in _cache:
-        return _cache[code]
-    found = _infer(func)
-    _cache[code] = found
-    return found
+    keys: set[str] = set()
+    try:
+        for node in own_nodes(body):
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(node, ast.Return) and node.value is not None:
+                keys.update(_returned_keys(node.value))
+    except _Unknown:
+        return None
+    return frozenset(keys)
 
 
+@per_code
 def infer_command_fanout(func: Callable[..., Any]) -> bool:
     """Return whether ``func`` may return a ``Command`` whose ``goto`` names several nodes.
 
@@ -91,44 +111,10 @@ def infer_command_fanout(func: Callable[..., Any]) -> bool:
     >>> infer_command_fanout(spread)
     True
     """
-    code = getattr(func, "__code__", None)
-    if not isinstance(code, types.CodeType):
-        return True
-    if code not in _fanout_cache:
-        _fanout_cache[code] = _command_fanout(func)
-    return _fanout_cache[code]
-
-
-_called_cache: weakref.WeakKeyDictionary[types.CodeType, frozenset[str]] = (
-    weakref.WeakKeyDictionary()
-)
-"""What each function's body calls, by its code: one function may serve many nodes."""
-
-
-def called_names(func: Callable[..., Any]) -> frozenset[str]:
-    """Return the names ``func``'s own body calls (``ctx.spend(...)`` is ``spend``).
-
-    >>> def plan(state, ctx):
-    ...     ctx.spend(tokens=10)
-    >>> sorted(called_names(plan))
-    ['spend']
-    """
-    code = getattr(func, "__code__", None)
-    if isinstance(code, types.CodeType) and code in _called_cache:
-        return _called_cache[code]
-    body = function_body(func)
-    found = (_call_name(n) for n in _walk_own(body or []) if isinstance(n, ast.Call))
-    names = frozenset(name for name in found if name is not None)
-    if isinstance(code, types.CodeType):
-        _called_cache[code] = names
-    return names
-
-
-def _command_fanout(func: Callable[..., Any]) -> bool:
     body = function_body(func)
     if body is None:
         return True
-    for node in _walk_own(body):
+    for node in own_nodes(body):
         if isinstance(node, ast.Call) and _call_name(node) == "Command":
             for keyword in node.keywords:
                 if keyword.arg is None:
@@ -140,20 +126,17 @@ def _command_fanout(func: Callable[..., Any]) -> bool:
     return False
 
 
-def _infer(func: Callable[..., Any]) -> frozenset[str] | None:
-    body = function_body(func)
-    if body is None:
-        return None
-    keys: set[str] = set()
-    try:
-        for node in _walk_own(body):
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return None
-            if isinstance(node, ast.Return) and node.value is not None:
-                keys.update(_returned_keys(node.value))
-    except _Unknown:
-        return None
-    return frozenset(keys)
+@per_code
+def called_names(func: Callable[..., Any]) -> frozenset[str]:
+    """Return the names ``func``'s own body calls (``ctx.spend(...)`` is ``spend``).
+
+    >>> def plan(state, ctx):
+    ...     ctx.spend(tokens=10)
+    >>> sorted(called_names(plan))
+    ['spend']
+    """
+    found = (_call_name(n) for n in own_nodes(function_body(func) or []) if isinstance(n, ast.Call))
+    return frozenset(name for name in found if name is not None)
 
 
 def function_body(func: Callable[..., Any]) -> list[ast.stmt] | None:
@@ -219,7 +202,7 @@ def _lambda_node(func: Callable[..., Any]) -> ast.Lambda | None:
     return min(inside, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), default=None)
 
 
-def _walk_own(body: list[ast.stmt]) -> Iterator[ast.AST]:
+def own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """Yield every AST node of ``body`` without entering nested functions or classes."""
     stack: list[ast.AST] = list(reversed(body))
     while stack:
@@ -245,28 +228,18 @@ def _returned_keys(value: ast.expr) -> set[str]:
     if isinstance(value, ast.IfExp):
         return _returned_keys(value.body) | _returned_keys(value.orelse)
     if isinstance(value, ast.Call) and _call_name(value) == "Command":
-        if value.args:
-            raise _Unknown
-        keys: set[str] = set()
-        for keyword in value.keywords:
-            if keyword.arg is None:
-                raise _Unknown
-            if keyword.arg == "update":
-                keys |= _returned_keys(keyword.value)
-        return keys
-    return _dict_keys(value)
-
-
-def _dict_keys(value: ast.expr) -> set[str]:
-    if isinstance(value, ast.Dict):
-        keys: set[str] = set()
-        for key in value.keys:
-            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-                raise _Unknown
-            keys.add(key.value)
-        return keys
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
         if value.args or any(k.arg is None for k in value.keywords):
             raise _Unknown
-        return {k.arg for k in value.keywords if k.arg is not None}
+        return set().union(*(_returned_keys(k.value) for k in value.keywords if k.arg == "update"))
+    if isinstance(value, ast.Dict):
+        keys = [
+            k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        if len(keys) == len(value.keys):  # every key a string constant
+            return set(keys)
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id == "dict" and not value.args:
+            keywords = [k.arg for k in value.keywords if k.arg is not None]
+            if len(keywords) == len(value.keywords):  # no dict(**other)
+                return set(keywords)
     raise _Unknown
