@@ -44,8 +44,7 @@ from corral.runtime.child_steps import Relay, pool_for
 from corral.runtime.events import Interrupt, StateSnapshot
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import Call, RunState
-from corral.runtime.state import is_flat
+from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildOutcome, ChildPause
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
@@ -101,18 +100,17 @@ class ChildGraph:
     def enter(
         self,
         rs: RunState,
-        call: Call,
-        values: dict[str, Any],
+        call: TaskRun,
         answers: list[Any] | None,
         *,
         concurrent: bool,
     ) -> Entry:
         """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
-        superstep reads ``values``; ``concurrent``: the async driver runs it."""
+        superstep reads ``rs.values``; ``concurrent``: the async driver runs it."""
         pool = pool_for(rs, call, concurrent=concurrent)
         relay = Relay(self.name, self.settings.max_steps, self.is_entry, pool, rs.emit, call.step,
                       concurrent=concurrent, purse=rs.purse)  # fmt: skip
-        state = values if call.arg is NO_ARG else call.arg
+        state = rs.values if call.arg is NO_ARG else call.arg
         thread = self._thread(rs, call.position)
         return Entry(self, state, thread, list(answers or ()), rs.deps, relay)
 
@@ -163,7 +161,7 @@ class ChildGraph:
                 if key in self.shared:
                     values[key] = copy.copy(value) if key in self.reduced else value
             rs = threads.new_run(self.settings, None, None, deps)
-            rs.values, rs.flat, rs.tasks = values, is_flat(values), self.starts
+            rs.values, rs.tasks = values, self.starts
         rs.log = []
         return rs
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from corral.cost import Purse
 from corral.errors import CorralError, NodeError, StepLimitError
 from corral.runtime.events import Custom, Event, NodeEnd, NodeRetry, NodeStart, RouteTaken
-from corral.runtime.run_state import Call, RunState
+from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import Trace
 
 __all__ = ["Relay", "StepPool", "pool_for"]
@@ -56,7 +56,7 @@ class StepPool:
                 member.rs.max_steps = min(member.own, member.started + left)
 
 
-def pool_for(rs: RunState, call: Call, *, concurrent: bool) -> StepPool:
+def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
     """Return the step pool of subgraph task ``call`` of the current superstep of ``rs``.
 
     The sync driver runs one entry at a time and counts each finished task before the next

@@ -16,7 +16,7 @@ from typing import Any
 
 from corral.control import Command, Send
 from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError
-from corral.runtime.run_state import Pause, RunState, Targets, Task
+from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.tables import Node, Router
 
 __all__ = [
@@ -30,8 +30,9 @@ __all__ = [
 ]
 
 
-def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
-    """Return the update and ``Command`` targets of a node's return value, or raise."""
+def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
+    """Give ``call`` the update and ``Command`` targets its node returned (``out``), or raise."""
+    node = call.node
     goto: Targets | None = None
     if out is None or type(out) is dict:
         update = out
@@ -55,7 +56,7 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    return update, goto
+    call.update, call.goto = update, goto
 
 
 def _command_update(node: Node, update: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from corral.runtime.events import Interrupt
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.run_state import Call, Pause, RunState, TaskResult
+from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.tables import Node
 
 __all__ = [
@@ -94,7 +94,7 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def number_entries(calls: list[Call], steps: int) -> None:
+def number_entries(calls: list[TaskRun], steps: int) -> None:
     """Give the subgraph entries among a superstep's ``calls`` their numbers.
 
     The plain tasks of a superstep take the first step numbers, in task order (the plan
@@ -103,22 +103,22 @@ def number_entries(calls: list[Call], steps: int) -> None:
     nominal: ``steps`` (the last plain task's number) plus its place among the entries.
     """
     place = 0
-    for index, call in enumerate(calls):
+    for call in calls:
         if call.node.child is not None:
             place += 1
-            calls[index] = call._replace(step=steps + place)
+            call.step = steps + place
 
 
-def accept_child(rs: RunState, call: Call, out: ChildOutcome) -> TaskResult:
+def accept_child(rs: RunState, call: TaskRun, out: ChildOutcome) -> None:
     """Count a subgraph entry: its child's node runs are steps; the entry is one run of it."""
     name = call.node.name
     rs.steps += out.steps
     rs.runs[name] = rs.runs.get(name, 0) + 1
     rs.trace.extend(out.trace)
-    return TaskResult(call.position, call.node, ChildWrites(out.writes, out.steps), None)
+    call.update = ChildWrites(out.writes, out.steps)
 
 
-def expand(results: list[TaskResult]) -> list[tuple[str, dict[str, Any]]]:
+def expand(results: list[TaskRun]) -> list[tuple[str, dict[str, Any]]]:
     """Return the writes of a superstep's results, a subgraph entry's writes in its place."""
     writes: list[tuple[str, dict[str, Any]]] = []
     for result in results:
@@ -139,4 +139,4 @@ def read_back(rs: RunState, done: list[Any]) -> None:
             task = int(item["task"])
             node = rs.tables.nodes[item["node"]]
             writes = node.child.finished_writes(rs, task)
-            rs.done[task] = TaskResult(task, node, ChildWrites(writes, int(item["steps"])), None)
+            rs.done[task] = TaskRun(task, node, ChildWrites(writes, int(item["steps"])), None)
