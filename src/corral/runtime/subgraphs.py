@@ -3,8 +3,8 @@
 A subgraph node is a node whose run is delegated: the drivers run its child
 (:mod:`corral.runtime.child_graph`) to its end or next pause and hand the core a
 :class:`ChildOutcome`. The core accepts it with :func:`accept_child` (the child's node runs
-are the parent's steps; the entry is one run of the subgraph node) and merges the writes
-:func:`expand` gives in the task's place. A finished entry of a superstep cut short stays
+are the parent's steps; the entry is one run of the subgraph node) and merges its writes
+(:class:`ChildWrites`) in the task's place. A finished entry of a superstep cut short stays
 counted; it is saved with its count, not its writes, which a resumed run reads back from
 its child's thread (:func:`read_back`). A child's pending pauses, all of them, surface as
 pauses of the subgraph task (:class:`ChildPause`), named by path; the answer to each goes
@@ -29,7 +29,6 @@ __all__ = [
     "Trace",
     "accept_child",
     "answer_for",
-    "expand",
     "number_entries",
     "read_back",
 ]
@@ -116,18 +115,6 @@ def accept_child(rs: RunState, call: TaskRun, out: ChildOutcome) -> None:
     rs.runs[name] = rs.runs.get(name, 0) + 1
     rs.trace.extend(out.trace)
     call.update = ChildWrites(out.writes, out.steps)
-
-
-def expand(results: list[TaskRun]) -> list[tuple[str, dict[str, Any]]]:
-    """Return the writes of a superstep's results, a subgraph entry's writes in its place."""
-    writes: list[tuple[str, dict[str, Any]]] = []
-    for result in results:
-        update = result.update
-        if type(update) is ChildWrites:
-            writes.extend(update.pairs)
-        elif update:
-            writes.append((result.node.name, update))
-    return writes
 
 
 def read_back(rs: RunState, done: list[Any]) -> None:

@@ -47,7 +47,7 @@ from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.routing import (
-    count_guard,
+    guard_exhausted,
     outcome,
     pauses_before,
     router_targets,
@@ -57,8 +57,8 @@ from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import (
     ChildOutcome,
     ChildPause,
+    ChildWrites,
     accept_child,
-    expand,
     number_entries,
 )
 from corral.runtime.tables import NO_ARG, Node
@@ -303,7 +303,13 @@ class Superstep:
             return None
         # Merge the updates in task order, then note who ran at the joins.
         tables = rs.tables
-        self.writes = writes = expand(results)
+        self.writes = writes = []
+        for result in results:  # a subgraph entry's writes in its place
+            update = result.update
+            if type(update) is ChildWrites:
+                writes.extend(update.pairs)
+            elif update:
+                writes.append((result.node.name, update))
         if rs.log is not None:
             rs.log.extend(writes)
         if writes:
@@ -347,10 +353,16 @@ class Superstep:
             else:
                 name, arg, kind = item, NO_ARG, via
             counted = None
-            if guards and name in guards:
-                name, counted, used_up = count_guard(rs, node, name)
-                if used_up:
-                    arg, kind = NO_ARG, "otherwise"
+            if guards and name in guards:  # counted when taken; used up: its otherwise
+                key, guard = guards[name]
+                count = rs.guards.get(key, 0)
+                if count < guard.max:
+                    rs.guards[key] = count = count + 1
+                elif guard.otherwise is not None:
+                    name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
+                else:
+                    raise guard_exhausted(rs, node, name, guard)
+                counted = (count, guard.max)
             if rs.emit is not None:
                 rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
             if name == END:
