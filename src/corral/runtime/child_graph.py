@@ -3,7 +3,7 @@
 A subgraph node is not a node run. When a driver reaches one, it asks the node's
 :class:`ChildGraph` (compiled with the parent app) for an :class:`Entry`, drives the child
 run the entry starts (or resumes) with the same driver as the parent's, and hands the core
-the entry's :class:`~corral.runtime.subgraphs.ChildOutcome`: the **writes** to hand back to
+the entry's :class:`~corral.runtime.subgraphs.ChildWrites`: the **writes** to hand back to
 the parent, in the order the child merged them, and how many node runs the child took. The
 core merges those writes through the parent's reducers, in order, like the updates of that
 many nodes, so a list the child appended to gets each appended item once (the child started
@@ -55,7 +55,7 @@ from corral.runtime.events import (
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState, TaskRun
-from corral.runtime.subgraphs import ChildOutcome, ChildPause, Trace
+from corral.runtime.subgraphs import ChildPause, ChildWrites, Trace
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
@@ -285,7 +285,7 @@ class Entry:
         self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
         return rs
 
-    def outcome(self) -> ChildOutcome:
+    def outcome(self) -> ChildWrites:
         """Return the parent's view of the finished child run, or raise ``ChildPause``.
 
         When the child had finished before this call, or was resumed in it, its writes are
@@ -298,20 +298,19 @@ class Entry:
                 Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
                 for i in rs.interrupts
             )
-            paused = ChildOutcome([], rs.steps - self.counted, pauses, self.trace(rs))
-            raise ChildPause(paused, len(self.answers))
+            raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
         if self.fresh:
             assert rs is not None and rs.log is not None
-            return ChildOutcome(child.writes(rs.log, rs.values), rs.steps, (), self.trace(rs))
+            return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
         assert self.thread is not None
         saver = self._saver()
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
-            return ChildOutcome(writes, rs.steps - self.counted, (), self.trace(rs))
+            return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
         chain = saver.chain(self.thread)
         steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
-        return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
+        return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
 
     def attach(self, rs: RunState, counted: int = 0) -> None:
         """Cap ``rs`` (the child's run of this call) and listen to it when needed.

@@ -30,7 +30,7 @@ from corral.runtime.attempts import Attempts, call_async, call_sync
 from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
-from corral.runtime.subgraphs import ChildOutcome
+from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
@@ -113,7 +113,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> tuple[Any, float]:
     return out, (perf_counter() - start if rs.timed else 0.0)
 
 
-def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildOutcome:
+def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
     """Run the child of subgraph task ``call`` to its end or next pause, with this driver
     (see :mod:`corral.runtime.child_graph`); raise ``ChildPause`` when it paused."""
     entry = call.node.child.enter(rs, call, answers, concurrent=False)
@@ -121,11 +121,11 @@ def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> Child
         if entry.rs is not None:
             for _ in run_sync(entry.rs):
                 pass
-    outcome: ChildOutcome = entry.outcome()
+    outcome: ChildWrites = entry.outcome()
     return outcome
 
 
-async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildOutcome:
+async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
     """Run the child of subgraph task ``call`` like :func:`_child_sync`, on the running
     loop, concurrently with the other tasks of the superstep."""
     entry = call.node.child.enter(rs, call, answers, concurrent=True)
@@ -133,7 +133,7 @@ async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -
         if entry.rs is not None:
             async for _ in run_async(entry.rs):
                 pass
-    outcome: ChildOutcome = entry.outcome()
+    outcome: ChildWrites = entry.outcome()
     return outcome
 
 

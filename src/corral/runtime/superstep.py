@@ -55,7 +55,6 @@ from corral.runtime.routing import (
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import (
-    ChildOutcome,
     ChildPause,
     ChildWrites,
     accept_child,
@@ -215,7 +214,7 @@ class Superstep:
         """Check what ``call`` returned, count the run and trace it; return ``False`` if it
         was invalid (:meth:`close` raises the error)."""
         rs = self.rs
-        if type(out) is ChildOutcome:
+        if type(out) is ChildWrites:
             accept_child(rs, call, out)
             self.results.append(call)
             return True
