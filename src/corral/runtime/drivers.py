@@ -59,8 +59,8 @@ def flush(rs: RunState) -> list[Event]:
 # --------------------------------------------------------------------------- call sites
 
 
-def call_node_sync(rs: RunState, call: TaskRun) -> tuple[Any, float]:
-    """Run one node; return what it returned and the seconds it took (0.0 when not timed).
+def call_node_sync(rs: RunState, call: TaskRun) -> Any:
+    """Run one node; return what it returned (the seconds it took go to ``call.seconds``).
 
     Raises what the node raised (``UnansweredInterrupt`` for an unanswered
     ``interrupt()``). With a checkpointer, ``interrupt()`` inside the node returns the
@@ -69,7 +69,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> tuple[Any, float]:
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return _child_sync(rs, call, answers), 0.0
+        return _child_sync(rs, call, answers)
     state = rs.view() if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
@@ -85,15 +85,17 @@ def call_node_sync(rs: RunState, call: TaskRun) -> tuple[Any, float]:
     finally:
         if token is not None:
             answers_given.reset(token)
-    return out, (perf_counter() - start if rs.timed else 0.0)
+    if rs.timed:
+        call.seconds = perf_counter() - start
+    return out
 
 
-async def call_node_async(rs: RunState, call: TaskRun) -> tuple[Any, float]:
+async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await _child_async(rs, call, answers), 0.0
+        return await _child_async(rs, call, answers)
     state = rs.view() if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
@@ -110,7 +112,9 @@ async def call_node_async(rs: RunState, call: TaskRun) -> tuple[Any, float]:
             out = node.func(state)
         if node.is_async:
             out = await out
-    return out, (perf_counter() - start if rs.timed else 0.0)
+    if rs.timed:
+        call.seconds = perf_counter() - start
+    return out
 
 
 def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
@@ -185,7 +189,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
                     superstep.started(call)
                     yield from flush(rs)
                 try:
-                    out, seconds = call_node_sync(rs, call)
+                    out = call_node_sync(rs, call)
                 except UnansweredInterrupt as pause:
                     superstep.paused(call, pause)
                     continue
@@ -194,7 +198,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
                 except Exception as exc:
                     superstep.failed(call, exc)
                     break
-                if not superstep.finished(call, out, seconds):
+                if not superstep.finished(call, out):
                     break
                 if watched:
                     yield from flush(rs)
@@ -268,31 +272,32 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
         yield event
 
 
-async def _task_async(superstep: Superstep, call: TaskRun) -> tuple[str, Any, float]:
-    """Run one call; return ``("ok", out, seconds)``, ``("pause", p, 0)``, ``("error", e, 0)``.
+async def _task_async(superstep: Superstep, call: TaskRun) -> tuple[str, Any]:
+    """Run one call; return ``("ok", out)``, ``("pause", p)``, ``("error", e)`` or
+    ``("raise", e)`` (an error that stops the run at once).
 
     A task that finished well is recorded at once (when the superstep records its tasks), so
     a crash while its siblings still run does not run it again.
     """
     rs = superstep.rs
     try:
-        out, seconds = await call_node_async(rs, call)
+        out = await call_node_async(rs, call)
     except UnansweredInterrupt as pause:
-        return ("pause", pause, 0.0)
+        return ("pause", pause)
     except InterruptWithoutCheckpointerError as exc:
-        return ("raise", exc, 0.0)
+        return ("raise", exc)
     except Exception as exc:
-        return ("error", exc, 0.0)
+        return ("error", exc)
     try:
         superstep.record_early(call, out)
     except CorralError as exc:
-        return ("raise", exc, 0.0)
-    return ("ok", out, seconds)
+        return ("raise", exc)
+    return ("ok", out)
 
 
-def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any, float]]) -> None:
+def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any]]) -> None:
     """Hand the outcomes of the gathered calls to the core, in task order."""
-    for call, (kind, out, seconds) in zip(superstep.calls, outcomes, strict=True):
+    for call, (kind, out) in zip(superstep.calls, outcomes, strict=True):
         if kind == "raise":
             raise out
         if kind == "pause":
@@ -300,4 +305,4 @@ def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any, float]]) -> 
         elif kind == "error":
             superstep.failed(call, out)
         else:
-            superstep.finished(call, out, seconds, recorded=True)
+            superstep.finished(call, out, recorded=True)

@@ -54,6 +54,8 @@ class TaskRun:
     """Its ``Send`` argument (``NO_ARG``: it reads the state)."""
     step: int = 0
     """The run's step number its node run has (``ctx.step``)."""
+    seconds: float = 0.0
+    """How long its node run took (measured only when someone receives the run's events)."""
 
 
 @dataclass(slots=True)

@@ -150,13 +150,9 @@ class Superstep:
         """The first node failure or invalid return value of this superstep."""
         self.results: list[TaskRun] = []
         self.pauses: list[Pause] = []
-        self.writes: list[tuple[str, dict[str, Any]]] = []
-        """The writes merged at the barrier, in task order."""
         self.plain: list[Task] = []
         """The next superstep's tasks that read the state, each once."""
         self.sends: list[Task] = []
-        self.guards_before: dict[tuple[str, str], int] | None = None
-        """The guard counts before the routes were taken (restored when a route fails)."""
         writer = rs.checkpoints
         self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
         """Whether each finished task is recorded at once: with several tasks, a crash in the
@@ -210,7 +206,7 @@ class Superstep:
         assert self.rs.checkpoints is not None
         self.rs.checkpoints.save_task(self.rs, call)
 
-    def finished(self, call: TaskRun, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+    def finished(self, call: TaskRun, out: Any, *, recorded: bool = False) -> bool:
         """Check what ``call`` returned, count the run and trace it; return ``False`` if it
         was invalid (:meth:`close` raises the error)."""
         rs = self.rs
@@ -225,7 +221,7 @@ class Superstep:
             return False
         self.results.append(call)
         rs.steps += 1
-        name, step, update = call.node.name, call.step, call.update
+        name, step, update, seconds = call.node.name, call.step, call.update, call.seconds
         rs.runs[name] = rs.runs.get(name, 0) + 1
         attempt = rs.retried.pop(call.position, None) if rs.retried else None
         if attempt is not None:
@@ -302,7 +298,9 @@ class Superstep:
             return None
         # Merge the updates in task order, then note who ran at the joins.
         tables = rs.tables
-        self.writes = writes = []
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+        """The writes merged at the barrier, in task order."""
+        writes = self.writes
         for result in results:  # a subgraph entry's writes in its place
             update = result.update
             if type(update) is ChildWrites:
@@ -327,8 +325,8 @@ class Superstep:
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        if rs.checkpoints is not None:
-            self.guards_before = dict(rs.guards)
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        """The guard counts before the routes were taken (restored when a route fails)."""
         return self
 
     # ------------------------------------------------------------------ routes
@@ -361,7 +359,7 @@ class Superstep:
                     name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
                 else:
                     raise guard_exhausted(rs, node, name, guard)
-                counted = (count, guard.max)
+                counted = (count, guard.max) if rs.emit is not None else None
             if rs.emit is not None:
                 rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
             if name == END:
@@ -490,8 +488,8 @@ def rerouted(rs: RunState) -> Superstep | None:
         return None
     superstep = Superstep(rs, plan=False)
     superstep.results, rs.reroute = rs.reroute, None
-    if rs.checkpoints is not None:
-        superstep.guards_before = dict(rs.guards)
+    superstep.writes = []  # merged before the routers failed
+    superstep.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
     return superstep
 
 

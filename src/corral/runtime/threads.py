@@ -432,7 +432,7 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
         at, rs.tasks = len(tasks), [*tasks, node.task]
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     superstep = Superstep(rs, plan=False)
-    if not superstep.finished(TaskRun(at, node, step=rs.steps + 1), out, 0.0):
+    if not superstep.finished(TaskRun(at, node, step=rs.steps + 1), out):
         assert superstep.failure is not None
         raise superstep.failure
     routing = superstep.close()
