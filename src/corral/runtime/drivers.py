@@ -26,7 +26,7 @@ from time import perf_counter
 from typing import Any
 
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
-from corral.runtime.attempts import Attempts, call_async, call_sync
+from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
@@ -76,8 +76,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     try:
         if node.retry is not None:
             ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-            record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
-            out = call_sync(node.retry, _caller(node.func, state, ctx), record)
+            out = call_sync(rs, call, _caller(node.func, state, ctx))
         elif node.takes_ctx:
             out = node.func(state, rs.context(node.name, call.step))
         else:
@@ -102,9 +101,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     start = perf_counter() if rs.timed else 0.0
     if node.retry is not None or node.timeout_s is not None:
         ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-        record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
-        call_once = _caller(node.func, state, ctx)
-        out = await call_async(node.retry, call_once, record, timeout_s=node.timeout_s)
+        out = await call_async(rs, call, _caller(node.func, state, ctx))
     else:
         if node.takes_ctx:
             out = node.func(state, rs.context(node.name, call.step))
