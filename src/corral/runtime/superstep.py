@@ -123,20 +123,6 @@ class Superstep:
     reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
     """
 
-    __slots__ = (
-        "calls",
-        "cap_error",
-        "failure",
-        "guards_before",
-        "pauses",
-        "plain",
-        "record",
-        "results",
-        "rs",
-        "sends",
-        "writes",
-    )
-
     def __init__(self, rs: RunState, *, plan: bool = True) -> None:
         """``plan=False``: no calls are planned and no bound is checked; the caller hands
         back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
@@ -150,9 +136,9 @@ class Superstep:
         """The first node failure or invalid return value of this superstep."""
         self.results: list[TaskRun] = []
         self.pauses: list[Pause] = []
-        self.plain: list[Task] = []
-        """The next superstep's tasks that read the state, each once."""
-        self.sends: list[Task] = []
+        self.next: list[Task] = []
+        """The next superstep's tasks: each node's run on the state once (its ``task``),
+        each ``Send`` a run of its own."""
         writer = rs.checkpoints
         self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
         """Whether each finished task is recorded at once: with several tasks, a crash in the
@@ -168,9 +154,10 @@ class Superstep:
         calls = self.calls
         budgeted = rs.purse.budget is not None
         spends = NOTHING  # what the tasks planned so far may spend, against the budget
-        for index, (node, arg) in enumerate(rs.tasks):
+        for index, task in enumerate(rs.tasks):
             if index in done:
                 continue
+            node, arg = task.node, task.arg
             if steps >= max_steps or node.max_runs is not None or budgeted:
                 runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
                 error = cap_error(rs, node, steps, runs, spends)
@@ -366,20 +353,20 @@ class Superstep:
                 continue
             target = rs.tables.nodes[name]
             if arg is not NO_ARG:
-                self.sends.append(Task(target, arg))
+                self.next.append(Task(target, arg))
             elif target.wait_for:
                 if name not in rs.held:
                     rs.held.append(name)
-            elif target.task not in self.plain:
-                self.plain.append(target.task)
+            elif target.task not in self.next:
+                self.next.append(target.task)
 
     def defer(self, tasks: Sequence[Task]) -> None:
         """Add ``tasks``, which this superstep did not run, to the next superstep."""
         for task in tasks:
             if task.arg is not NO_ARG:
-                self.sends.append(task)
-            elif task not in self.plain:
-                self.plain.append(task)
+                self.next.append(task)
+            elif task.node.task not in self.next:
+                self.next.append(task.node.task)
 
     def routes_failed(self, error: Exception) -> None:
         """Save the merged superstep with its routes still to take (``error``: a router
@@ -396,10 +383,10 @@ class Superstep:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
         rs = self.rs
         if rs.held:
-            _release_joins(rs, self.plain)
-        tasks = self.plain + self.sends if self.sends else self.plain
+            _release_joins(rs, self.next)
+        tasks = self.next
         if len(tasks) > 1:
-            tasks.sort(key=_task_order)
+            tasks.sort(key=_merge_order)
         pauses: list[Pause] = []
         if rs.pause_after:
             pauses = [
@@ -426,8 +413,12 @@ class Superstep:
 
 
 _position = attrgetter("position")
-_task_order = attrgetter("node.order")
-"""The merge order of a task: its node's registration index."""
+
+
+def _merge_order(task: Task) -> tuple[int, bool]:
+    """Return the merge order of a task: its node's registration index; a node's run on the
+    state before its ``Send`` runs, which keep the order they were sent in."""
+    return task.node.order, task.arg is not NO_ARG
 
 
 # --------------------------------------------------------------------------- joins
@@ -446,15 +437,15 @@ def _note_runs_at_joins(rs: RunState, results: list[TaskRun]) -> None:
             arrived.setdefault(join, set()).add(result.node.name)
 
 
-def _release_joins(rs: RunState, plain: list[Task]) -> None:
-    """Add to ``plain`` the joins a route reached whose listed nodes have all run."""
+def _release_joins(rs: RunState, tasks: list[Task]) -> None:
+    """Add to ``tasks`` the joins a route reached whose listed nodes have all run."""
     nodes = rs.tables.nodes
     still: list[str] = []
     for name in rs.held:
         join = nodes[name]
         if join.wait_for <= rs.arrived.get(name, set()):
-            if join.task not in plain:
-                plain.append(join.task)
+            if join.task not in tasks:
+                tasks.append(join.task)
             if rs.emit is not None:
                 rs.emit(RouteTaken(name, name, "join"))
         else:

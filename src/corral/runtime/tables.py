@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
@@ -31,8 +31,12 @@ NO_ARG: Any = _NoArg()
 """The argument of a task that reads the state (not started by a ``Send``)."""
 
 
-class Task(NamedTuple):
-    """A node to run and its ``Send`` argument (``NO_ARG`` for a run that reads the state)."""
+@dataclass(frozen=True, slots=True, eq=False)
+class Task:
+    """A node to run and its ``Send`` argument (``NO_ARG`` for a run that reads the state).
+
+    Compared by identity: the run of a node on the state is always that node's ``task``,
+    and each ``Send`` is a task of its own (its argument is never compared)."""
 
     node: Node
     arg: Any
