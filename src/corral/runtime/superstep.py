@@ -46,20 +46,10 @@ from corral.errors import (
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.routing import (
-    guard_exhausted,
-    outcome,
-    pauses_before,
-    router_targets,
-)
+from corral.runtime.routing import guard_exhausted, outcome, pauses_before, router_targets
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
-from corral.runtime.subgraphs import (
-    ChildPause,
-    ChildWrites,
-    accept_child,
-    number_entries,
-)
+from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
 from corral.spec import END
 
