@@ -176,7 +176,7 @@ class Purse:
     __slots__ = ("budget", "checked", "runs", "spent")
 
     def __init__(self, budget: Budget | None = None, checked: frozenset[str] = frozenset()) -> None:
-        self.spent = Cost()
+        self.spent = NOTHING
         self.budget = budget
         self.checked = checked
         """The fields in which a node run's spending is held to its declared cost: those the

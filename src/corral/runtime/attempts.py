@@ -15,16 +15,16 @@ next ``await`` and ``NodeTimeoutError`` (retryable by default) is raised in its 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableSequence
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
 
 from corral import retry as retry_module
 from corral.errors import NodeTimeoutError
-from corral.retry import Retry
-from corral.runtime.events import Event, NodeRetry
+from corral.runtime.events import NodeRetry
+from corral.runtime.run_state import RunState, TaskRun
 
-__all__ = ["Attempts", "attempts_of", "call_async", "call_sync"]
+__all__ = ["attempts_of", "call_async", "call_sync"]
 
 _ATTEMPTS = "_corral_attempts"
 
@@ -35,91 +35,66 @@ def attempts_of(exc: BaseException) -> int:
     return count if isinstance(count, int) else 1
 
 
-def _mark(exc: BaseException, count: int) -> None:
-    try:
-        setattr(exc, _ATTEMPTS, count)
-    except (AttributeError, TypeError):  # an exception type with __slots__
-        pass
+def _retry_delay(
+    rs: RunState, call: TaskRun, attempt: int, exc: Exception, start: float
+) -> float | None:
+    """Return the seconds to wait before ``call``'s node is tried again after its failed
+    ``attempt``, recording it (a trace entry with the error and a ``NodeRetry`` event); or
+    ``None`` when it is not tried again (``exc`` then carries the attempts made)."""
+    policy = call.node.retry
+    if policy is None or attempt >= policy.attempts or not policy.retries(exc):
+        try:
+            setattr(exc, _ATTEMPTS, attempt)
+        except (AttributeError, TypeError):  # an exception type with __slots__
+            pass
+        return None
+    name, error = call.node.name, f"{type(exc).__name__}: {exc}"
+    seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
+    rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
+    if rs.emit is not None:
+        rs.emit(NodeRetry(call.step, name, attempt, error, delay))
+    return delay
 
 
-class Attempts:
-    """Where a node run's failed attempts are recorded: the run's trace and its events."""
-
-    __slots__ = ("emit", "node", "position", "retried", "step", "trace")
-
-    def __init__(
-        self,
-        node: str,
-        step: int,
-        trace: MutableSequence[Any],
-        emit: Callable[[Event], None] | None,
-        position: int = 0,
-        retried: dict[int, int] | None = None,
-    ) -> None:
-        self.node = node
-        self.step = step
-        self.trace = trace
-        self.emit = emit
-        self.position = position
-        self.retried = retried
-        """Where the attempt that succeeded is noted (by task position) for its trace record."""
-
-    def succeeded(self, attempt: int) -> None:
-        """Note that ``attempt`` (after failed ones) succeeded."""
-        if attempt > 1 and self.retried is not None:
-            self.retried[self.position] = attempt
-
-    def failed(self, attempt: int, exc: Exception, seconds: float, delay: float) -> None:
-        """Record that ``attempt`` failed with ``exc`` and the next one runs after ``delay``."""
-        error = f"{type(exc).__name__}: {exc}"
-        self.trace.append((self.step, self.node, None, seconds, attempt, error))
-        if self.emit is not None:
-            self.emit(NodeRetry(self.step, self.node, attempt, error, delay))
+def _succeeded(rs: RunState, call: TaskRun, attempt: int) -> None:
+    if attempt > 1:  # the trace record of the run says which attempt succeeded
+        rs.retried[call.position] = attempt
 
 
-def call_sync(policy: Retry | None, call: Callable[[], Any], record: Attempts) -> Any:
-    """Return ``call()``, calling it again on each error ``policy`` retries."""
-    if policy is None:
-        return call()
+def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
+    """Return ``once()`` (a call of ``call``'s node from its start), calling it again on
+    each error the node's ``Retry`` retries."""
     attempt = 1
     while True:
         start = perf_counter()
         try:
-            out = call()
+            out = once()
         except Exception as exc:
-            if attempt >= policy.attempts or not policy.retries(exc):
-                _mark(exc, attempt)
+            delay = _retry_delay(rs, call, attempt, exc, start)
+            if delay is None:
                 raise
-            delay = policy.delay(attempt, error=exc)
-            record.failed(attempt, exc, perf_counter() - start, delay)
         else:
-            record.succeeded(attempt)
+            _succeeded(rs, call, attempt)
             return out
         retry_module.sleep(delay)
         attempt += 1
 
 
-async def call_async(
-    policy: Retry | None,
-    call: Callable[[], Any],
-    record: Attempts,
-    *,
-    timeout_s: float | None,
-) -> Any:
-    """Return the (awaited) result of ``call()``, under ``timeout_s``, retried by ``policy``."""
+async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
+    """Return the (awaited) result of ``once()`` like :func:`call_sync`, each attempt under
+    the node's ``timeout=``."""
+    node = call.node
     attempt = 1
     while True:
         start = perf_counter()
         try:
-            out = await _one(call, record.node, timeout_s)
+            out = await _one(once, node.name, node.timeout_s)
         except Exception as exc:
-            if policy is None or attempt >= policy.attempts or not policy.retries(exc):
-                _mark(exc, attempt)
+            delay = _retry_delay(rs, call, attempt, exc, start)
+            if delay is None:
                 raise
-            delay = policy.delay(attempt, error=exc)
-            record.failed(attempt, exc, perf_counter() - start, delay)
         else:
-            record.succeeded(attempt)
+            _succeeded(rs, call, attempt)
             return out
         await retry_module.async_sleep(delay)
         attempt += 1

@@ -3,7 +3,7 @@
 A subgraph node is not a node run. When a driver reaches one, it asks the node's
 :class:`ChildGraph` (compiled with the parent app) for an :class:`Entry`, drives the child
 run the entry starts (or resumes) with the same driver as the parent's, and hands the core
-the entry's :class:`~corral.runtime.subgraphs.ChildOutcome`: the **writes** to hand back to
+the entry's :class:`~corral.runtime.subgraphs.ChildWrites`: the **writes** to hand back to
 the parent, in the order the child merged them, and how many node runs the child took. The
 core merges those writes through the parent's reducers, in order, like the updates of that
 many nodes, so a list the child appended to gets each appended item once (the child started
@@ -32,21 +32,30 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
+from corral.cost import Purse
 from corral.errors import CorralError
 from corral.runtime import restore, threads
-from corral.runtime.child_steps import Relay, pool_for
-from corral.runtime.events import Interrupt, StateSnapshot
+from corral.runtime.child_steps import StepPool, lift, pool_for
+from corral.runtime.events import (
+    Custom,
+    Event,
+    Interrupt,
+    NodeEnd,
+    NodeRetry,
+    NodeStart,
+    RouteTaken,
+    StateSnapshot,
+)
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import Call, RunState
-from corral.runtime.state import is_flat
-from corral.runtime.subgraphs import ChildOutcome, ChildPause
+from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.subgraphs import ChildPause, ChildWrites, Trace
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
@@ -101,20 +110,21 @@ class ChildGraph:
     def enter(
         self,
         rs: RunState,
-        call: Call,
-        values: dict[str, Any],
+        call: TaskRun,
         answers: list[Any] | None,
         *,
         concurrent: bool,
     ) -> Entry:
         """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
-        superstep reads ``values``; ``concurrent``: the async driver runs it."""
-        pool = pool_for(rs, call, concurrent=concurrent)
-        relay = Relay(self.name, self.settings.max_steps, self.is_entry, pool, rs.emit, call.step,
-                      concurrent=concurrent, purse=rs.purse)  # fmt: skip
-        state = values if call.arg is NO_ARG else call.arg
-        thread = self._thread(rs, call.position)
-        return Entry(self, state, thread, list(answers or ()), rs.deps, relay)
+        superstep reads ``rs.values``; ``concurrent``: the async driver runs it."""
+        entry = Entry(self, rs.values if call.arg is NO_ARG else call.arg, rs.deps)
+        entry.thread = self._thread(rs, call.position)
+        entry.answers = list(answers or ())
+        entry.pool = pool = pool_for(rs, call, concurrent=concurrent)
+        entry.offset = pool.taken
+        entry.emit, entry.step, entry.purse = rs.emit, call.step, rs.purse
+        entry.watch = concurrent or rs.emit is not None
+        return entry
 
     def _thread(self, rs: RunState, task: int) -> str | None:
         """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
@@ -163,7 +173,7 @@ class ChildGraph:
                 if key in self.shared:
                     values[key] = copy.copy(value) if key in self.reduced else value
             rs = threads.new_run(self.settings, None, None, deps)
-            rs.values, rs.flat, rs.tasks = values, is_flat(values), self.starts
+            rs.values, rs.tasks = values, self.starts
         rs.log = []
         return rs
 
@@ -175,42 +185,57 @@ class ChildGraph:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
         out = []
+        shared = self.shared
         for node, update in raw:
-            kept = {k: v for k, v in update.items() if k in self.shared}
+            kept = (
+                update if update.keys() <= shared else {k: update[k] for k in update if k in shared}
+            )
             if kept:
-                out.append((f"{self.name}/{node}", kept))
+                out.append((f"{self.name}/{node}", dict(kept)))
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
 
 class Entry:
-    """One call of a subgraph task: the child run it starts or resumes, and its outcome.
+    """One call of a subgraph task: the child run it starts or resumes, its caps, step
+    numbers and events (see :mod:`corral.runtime.child_steps`), and its outcome.
 
     A driver runs the child inside ``with entry:`` (which starts it as ``entry.rs``: ``None``
     when the child had finished before this call, and reports a child's error as the
     parent's), then hands ``entry.outcome()`` to the core.
     """
 
-    def __init__(
-        self,
-        child: ChildGraph,
-        state: Any,
-        thread: str | None,
-        answers: list[Any],
-        deps: Any,
-        relay: Relay,
-    ) -> None:
+    thread: str | None = None
+    """The child's thread (with a checkpointer)."""
+    answers: list[Any]
+    """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+    pool: StepPool
+    emit: Callable[[Event], None] | None
+    step: int
+    """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
+    purse: Purse
+    """The parent run's spending, which the child's run shares."""
+    watch = False
+    """Whether the entry listens to the child: to count its runs as they start (a shared
+    pool) or to hand its events on. Else its runs are consecutive parent steps."""
+    offset = 0
+    """Child step n is parent step offset+n, unless counted as it started."""
+    rs: RunState | None = None
+    fresh = False
+    """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
+    started = 0
+    counted = 0
+    """The child's runs already in the parent's steps (counted when it paused)."""
+
+    def __init__(self, child: ChildGraph, state: Any, deps: Any) -> None:
         self.child = child
+        self.name = child.name
+        self.own = child.settings.max_steps
+        """The child graph's own ``max_steps``."""
         self.state = state
         """The parent's state, or the ``Send`` argument."""
-        self.thread = thread
-        """The child's thread (with a checkpointer)."""
-        self.answers = answers
-        """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
         self.deps = deps
-        self.relay = relay
-        self.rs: RunState | None = None
-        self.fresh = False
-        """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
+        self.numbers: dict[int, int] = {}
+        """Child step -> parent step, for runs counted as they start."""
 
     def __enter__(self) -> Entry:
         child, thread = self.child, self.thread
@@ -230,15 +255,16 @@ class Entry:
             # Finished tasks are recorded against a checkpoint; a pause is saved in one.
             if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
                 threads.save_input(rs, writer, [])
-        self.relay.attach(rs)
+        self.attach(rs)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.relay.done()
+        if self in self.pool.members:
+            self.pool.members.remove(self)  # it no longer counts: it ended, paused or failed
         if isinstance(exc, CorralError):
-            raise self.relay.lift(exc) from exc.__cause__
+            raise self.lift(exc) from exc.__cause__
 
     def _saver(self) -> Checkpointer:
         saver = self.child.settings.checkpointer
@@ -256,36 +282,98 @@ class Entry:
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
         rs = threads.start(self.child.settings, start, thread_id=self.thread, deps=self.deps)
-        self.relay.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
+        self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
         return rs
 
-    def outcome(self) -> ChildOutcome:
+    def outcome(self) -> ChildWrites:
         """Return the parent's view of the finished child run, or raise ``ChildPause``.
 
         When the child had finished before this call, or was resumed in it, its writes are
         read back from its thread.
         """
-        rs, relay, child = self.rs, self.relay, self.child
+        rs, child = self.rs, self.child
         if rs is not None and rs.status == "interrupted" and rs.interrupts:
             name = child.name
             pauses = tuple(
                 Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
                 for i in rs.interrupts
             )
-            paused = ChildOutcome([], rs.steps - relay.counted, pauses, relay.trace(rs))
-            raise ChildPause(paused, len(self.answers))
+            raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
         if self.fresh:
             assert rs is not None and rs.log is not None
-            return ChildOutcome(child.writes(rs.log, rs.values), rs.steps, (), relay.trace(rs))
+            return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
         assert self.thread is not None
         saver = self._saver()
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
-            return ChildOutcome(writes, rs.steps - relay.counted, (), relay.trace(rs))
+            return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
         chain = saver.chain(self.thread)
         steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
-        return ChildOutcome(child.writes(raw, restore.rebuild(child.tables, chain)), steps, (), [])
+        return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
+
+    def attach(self, rs: RunState, counted: int = 0) -> None:
+        """Cap ``rs`` (the child's run of this call) and listen to it when needed.
+
+        ``counted`` of a resumed child's runs so far are in the parent's steps already (it
+        counted them when the child paused); the others (runs before a crash) are not.
+        """
+        self.rs = rs
+        rs.purse = self.purse
+        self.started = rs.steps
+        self.counted = counted
+        pool = self.pool
+        pool.taken += rs.steps - counted
+        self.offset = pool.taken - rs.steps
+        rs.max_steps = min(self.own, rs.steps + pool.left())
+        if self.watch:
+            pool.members.append(self)
+            rs.listen(self.event)
+
+    def number(self, step: int) -> int:
+        """Return the parent's step number of the child's step ``step``."""
+        return self.numbers.get(step, self.offset + step)
+
+    def trace(self, rs: RunState) -> Trace:
+        """Return the child's trace of this call, named by path, numbered as the parent's."""
+        numbers, offset, name = self.numbers, self.offset, self.name
+        return [
+            (numbers.get(item[0], offset + item[0]), f"{name}/{item[1]}", *item[2:])
+            for item in rs.trace
+        ]
+
+    def event(self, event: Event) -> None:
+        """Count a child's node run as it starts; hand a node event or route to the parent:
+        named by path, numbered as the parent's step, and with the entry it comes from
+        (``NodeStart.entry``). The child's checkpoints and supersteps are its own."""
+        is_entry = self.child.is_entry
+        if type(event) is NodeStart and not is_entry(event.node):
+            self.started = event.step
+            self.numbers[event.step] = self.pool.take()
+        emit, name = self.emit, self.name
+        if emit is None:
+            return
+        if isinstance(event, NodeStart):
+            inner = event.entry
+            if not inner and is_entry(event.node):  # it opens an entry of its own
+                inner = (event.step,)
+            node, step = f"{name}/{event.node}", self.number(event.step)
+            emit(dataclasses.replace(event, node=node, step=step, entry=(self.step, *inner)))
+        elif isinstance(event, NodeEnd | NodeRetry | Custom):
+            emit(
+                dataclasses.replace(
+                    event, node=f"{name}/{event.node}", step=self.number(event.step)
+                )
+            )
+        elif isinstance(event, RouteTaken):
+            source, target = f"{name}/{event.source}", f"{name}/{event.target}"
+            entry = (self.step, *event.entry)
+            emit(dataclasses.replace(event, source=source, target=target, entry=entry))
+
+    def lift(self, exc: CorralError) -> CorralError:
+        """Return a child's error as the parent reports it: node names become paths, step
+        numbers the parent's, and a cap the top-level run set is reported as the top level's."""
+        return lift(exc, self, self.number)
 
 
 def thread_state(

@@ -21,17 +21,16 @@ call, where an async timeout wraps the await, and where per-attempt events can b
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from time import perf_counter
 from typing import Any
 
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
-from corral.runtime.attempts import Attempts, call_async, call_sync
+from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
-from corral.runtime.run_state import Call, RunState
-from corral.runtime.state import view_of
-from corral.runtime.subgraphs import ChildOutcome
+from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
 from corral.runtime.tables import NO_ARG, Node, Router
 
@@ -60,8 +59,8 @@ def flush(rs: RunState) -> list[Event]:
 # --------------------------------------------------------------------------- call sites
 
 
-def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
-    """Run one node; return what it returned and the seconds it took (0.0 when not timed).
+def call_node_sync(rs: RunState, call: TaskRun) -> Any:
+    """Run one node; return what it returned (the seconds it took go to ``call.seconds``).
 
     Raises what the node raised (``UnansweredInterrupt`` for an unanswered
     ``interrupt()``). With a checkpointer, ``interrupt()`` inside the node returns the
@@ -70,15 +69,14 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return _child_sync(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+        return _child_sync(rs, call, answers)
+    state = rs.view() if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.timed else 0.0
     try:
         if node.retry is not None:
             ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-            record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
-            out = call_sync(node.retry, _caller(node.func, state, ctx), record)
+            out = call_sync(rs, call, _caller(node.func, state, ctx))
         elif node.takes_ctx:
             out = node.func(state, rs.context(node.name, call.step))
         else:
@@ -86,24 +84,24 @@ def call_node_sync(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[An
     finally:
         if token is not None:
             answers_given.reset(token)
-    return out, (perf_counter() - start if rs.timed else 0.0)
+    if rs.timed:
+        call.seconds = perf_counter() - start
+    return out
 
 
-async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> tuple[Any, float]:
+async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await _child_async(rs, call, values, answers), 0.0
-    state = view_of(values, rs.flat) if call.arg is NO_ARG else call.arg
+        return await _child_async(rs, call, answers)
+    state = rs.view() if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
     if node.retry is not None or node.timeout_s is not None:
         ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-        record = Attempts(node.name, call.step, rs.trace, rs.emit, call.position, rs.retried)
-        call_once = _caller(node.func, state, ctx)
-        out = await call_async(node.retry, call_once, record, timeout_s=node.timeout_s)
+        out = await call_async(rs, call, _caller(node.func, state, ctx))
     else:
         if node.takes_ctx:
             out = node.func(state, rs.context(node.name, call.step))
@@ -111,34 +109,32 @@ async def call_node_async(rs: RunState, call: Call, values: dict[str, Any]) -> t
             out = node.func(state)
         if node.is_async:
             out = await out
-    return out, (perf_counter() - start if rs.timed else 0.0)
+    if rs.timed:
+        call.seconds = perf_counter() - start
+    return out
 
 
-def _child_sync(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> ChildOutcome:
+def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
     """Run the child of subgraph task ``call`` to its end or next pause, with this driver
     (see :mod:`corral.runtime.child_graph`); raise ``ChildPause`` when it paused."""
-    entry = call.node.child.enter(rs, call, values, answers, concurrent=False)
+    entry = call.node.child.enter(rs, call, answers, concurrent=False)
     with entry:
         if entry.rs is not None:
             for _ in run_sync(entry.rs):
                 pass
-    outcome: ChildOutcome = entry.outcome()
+    outcome: ChildWrites = entry.outcome()
     return outcome
 
 
-async def _child_async(
-    rs: RunState, call: Call, values: dict[str, Any], answers: list[Any] | None
-) -> ChildOutcome:
+async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
     """Run the child of subgraph task ``call`` like :func:`_child_sync`, on the running
     loop, concurrently with the other tasks of the superstep."""
-    entry = call.node.child.enter(rs, call, values, answers, concurrent=True)
+    entry = call.node.child.enter(rs, call, answers, concurrent=True)
     with entry:
         if entry.rs is not None:
             async for _ in run_async(entry.rs):
                 pass
-    outcome: ChildOutcome = entry.outcome()
+    outcome: ChildWrites = entry.outcome()
     return outcome
 
 
@@ -151,7 +147,7 @@ def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]
 
 def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
     """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
-    view = view_of(rs.values, rs.flat)
+    view = rs.view()
     try:
         if router.takes_ctx:
             return router.func(view, rs.context(node.name, rs.steps))
@@ -164,7 +160,7 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
     """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
     if not router.is_async:
         return call_router_sync(rs, node, router)
-    view = view_of(rs.values, rs.flat)
+    view = rs.view()
     try:
         if router.takes_ctx:
             return await router.func(view, rs.context(node.name, rs.steps))
@@ -177,12 +173,33 @@ async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
 
 
 def run_sync(rs: RunState) -> Iterator[Event]:
-    """Run ``rs`` to its end or next pause, yielding buffered events as they happen."""
+    """Run ``rs`` to its end or next pause, yielding buffered events as they happen; the
+    calls of a superstep run one at a time."""
+    watched = rs.buffer is not None or rs.emit is not None
     yield from flush(rs)
     while running(rs):
         routing = rerouted(rs) if rs.reroute is not None else None
         if routing is None:
-            routing = yield from _superstep_sync(rs)
+            superstep = Superstep(rs)
+            for call in superstep.calls:
+                if watched:
+                    superstep.started(call)
+                    yield from flush(rs)
+                try:
+                    out = call_node_sync(rs, call)
+                except UnansweredInterrupt as pause:
+                    superstep.paused(call, pause)
+                    continue
+                except InterruptWithoutCheckpointerError:
+                    raise
+                except Exception as exc:
+                    superstep.failed(call, exc)
+                    break
+                if not superstep.finished(call, out):
+                    break
+                if watched:
+                    yield from flush(rs)
+            routing = superstep.close()
             if routing is None:
                 break
         route_sync(rs, routing)
@@ -196,7 +213,7 @@ def route_sync(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep (calling each result's router), then finish it."""
     try:
         for result in routing.results:
-            _, node, _, _ = result  # unpacked: a NamedTuple's fields read slower in 3.11
+            node = result.node
             raw = call_router_sync(rs, node, node.router) if node.router is not None else None
             routing.take(result, raw)
     except CorralError as error:
@@ -218,32 +235,6 @@ async def route_async(rs: RunState, routing: Superstep) -> None:
         routing.routes_failed(error)
         raise
     routing.finish()
-
-
-def _superstep_sync(rs: RunState) -> Generator[Event, None, Superstep | None]:
-    """Run one superstep's calls one at a time; return its routing (``None``: paused)."""
-    superstep = Superstep(rs)
-    values = superstep.values
-    watched = rs.buffer is not None or rs.emit is not None
-    for call in superstep.calls:
-        if watched:
-            superstep.started(call)
-            yield from flush(rs)
-        try:
-            out, seconds = call_node_sync(rs, call, values)
-        except UnansweredInterrupt as pause:
-            superstep.paused(call, pause)
-            continue
-        except InterruptWithoutCheckpointerError:
-            raise
-        except Exception as exc:
-            superstep.failed(call, exc)
-            break
-        if not superstep.finished(call, out, seconds):
-            break
-        if watched:
-            yield from flush(rs)
-    return superstep.close()
 
 
 # --------------------------------------------------------------------------- async
@@ -278,31 +269,32 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
         yield event
 
 
-async def _task_async(superstep: Superstep, call: Call) -> tuple[str, Any, float]:
-    """Run one call; return ``("ok", out, seconds)``, ``("pause", p, 0)``, ``("error", e, 0)``.
+async def _task_async(superstep: Superstep, call: TaskRun) -> tuple[str, Any]:
+    """Run one call; return ``("ok", out)``, ``("pause", p)``, ``("error", e)`` or
+    ``("raise", e)`` (an error that stops the run at once).
 
     A task that finished well is recorded at once (when the superstep records its tasks), so
     a crash while its siblings still run does not run it again.
     """
     rs = superstep.rs
     try:
-        out, seconds = await call_node_async(rs, call, superstep.values)
+        out = await call_node_async(rs, call)
     except UnansweredInterrupt as pause:
-        return ("pause", pause, 0.0)
+        return ("pause", pause)
     except InterruptWithoutCheckpointerError as exc:
-        return ("raise", exc, 0.0)
+        return ("raise", exc)
     except Exception as exc:
-        return ("error", exc, 0.0)
+        return ("error", exc)
     try:
         superstep.record_early(call, out)
     except CorralError as exc:
-        return ("raise", exc, 0.0)
-    return ("ok", out, seconds)
+        return ("raise", exc)
+    return ("ok", out)
 
 
-def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any, float]]) -> None:
+def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any]]) -> None:
     """Hand the outcomes of the gathered calls to the core, in task order."""
-    for call, (kind, out, seconds) in zip(superstep.calls, outcomes, strict=True):
+    for call, (kind, out) in zip(superstep.calls, outcomes, strict=True):
         if kind == "raise":
             raise out
         if kind == "pause":
@@ -310,4 +302,4 @@ def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any, float]]) -> 
         elif kind == "error":
             superstep.failed(call, out)
         else:
-            superstep.finished(call, out, seconds, recorded=True)
+            superstep.finished(call, out, recorded=True)

@@ -44,7 +44,7 @@ from corral.checkpoint.base import (
 )
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
-from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskResult
+from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskRun
 from corral.runtime.tables import NO_ARG, Tables
 
 __all__ = [
@@ -128,7 +128,7 @@ class ThreadWriter(CheckpointWriter):
         self.hold = starting_hold()
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
 
-    def save_task(self, rs: RunState, result: TaskResult) -> None:
+    def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
         assert self.writes is not None and self.parent_id is not None
         self.writes.put_writes(self.thread_id, self.parent_id, result.position, result_json(result))
@@ -150,11 +150,11 @@ class ThreadWriter(CheckpointWriter):
     def save_partial(
         self,
         rs: RunState,
-        results: list[TaskResult],
+        results: list[TaskRun],
         pauses: list[Pause],
         status: str,
         *,
-        reroute: list[TaskResult] | None = None,
+        reroute: list[TaskRun] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
         error: Exception | None = None,
     ) -> None:
@@ -284,7 +284,7 @@ def error_json(error: Exception | None) -> dict[str, Any]:
     return {"error": {"type": type(error).__name__, "message": str(error)}}
 
 
-def result_json(result: TaskResult) -> dict[str, Any]:
+def result_json(result: TaskRun) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
     update = result.update
     out: dict[str, Any] = {"task": result.position, "node": result.node.name}

@@ -13,8 +13,8 @@ from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
 from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
-from corral.runtime.run_state import Pause, RunState, TaskResult
-from corral.runtime.state import apply_writes, copy_value, is_flat
+from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.state import apply_writes, copy_value
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 __all__ = [
@@ -135,7 +135,6 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer |
     """
     tables, checkpoint = rs.tables, chain[-1]
     rs.values = rebuild(tables, chain)
-    rs.flat = is_flat(rs.values)
     check_graph(tables, checkpoint)
     meta = checkpoint.meta
     rs.tasks = [
@@ -199,9 +198,9 @@ def _take_pending(
     rs.runs[result.node.name] = rs.runs.get(result.node.name, 0) + 1
 
 
-def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> TaskResult:
+def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> TaskRun:
     goto = item.get("goto")
-    return TaskResult(
+    return TaskRun(
         int(item["task"]),
         _node(tables, item["node"], checkpoint),
         item.get("update"),

@@ -5,8 +5,8 @@ The core (:mod:`corral.runtime.superstep`) reads each finished task's return val
 checked against its ``Command[Literal[...]]`` annotation) and, after the barrier, the value
 its router returned (:func:`router_targets`, checked against the router's annotation). A
 ``Send`` may name its node by function; it is read as the node's name. A guarded route is
-counted when taken (:func:`count_guard`); once used up it goes to its guard's ``otherwise``
-target, or the run stops with ``GuardExhaustedError``.
+counted when the core takes it; once used up it goes to its guard's ``otherwise`` target, or
+the run stops with ``GuardExhaustedError`` (:func:`guard_exhausted`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 
 from corral.control import Command, Send
 from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError
-from corral.runtime.run_state import Pause, RunState, Targets, Task
+from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.tables import Node, Router
+from corral.spec import Guard
 
 __all__ = [
     "command_targets",
-    "count_guard",
+    "guard_exhausted",
     "named_sends",
     "outcome",
     "pauses_before",
@@ -30,8 +31,9 @@ __all__ = [
 ]
 
 
-def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, Targets | None]:
-    """Return the update and ``Command`` targets of a node's return value, or raise."""
+def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
+    """Give ``call`` the update and ``Command`` targets its node returned (``out``), or raise."""
+    node = call.node
     goto: Targets | None = None
     if out is None or type(out) is dict:
         update = out
@@ -55,7 +57,7 @@ def outcome(rs: RunState, node: Node, out: Any) -> tuple[dict[str, Any] | None, 
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    return update, goto
+    call.update, call.goto = update, goto
 
 
 def _command_update(node: Node, update: Any) -> dict[str, Any]:
@@ -171,22 +173,15 @@ def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, 
     raise RouteError(msg, router=router, value=value, allowed=known)
 
 
-def count_guard(rs: RunState, node: Node, name: str) -> tuple[str, tuple[int, int], bool]:
-    """Count the guarded route ``node`` → ``name``; return the target taken, ``(count,
-    max)`` and whether the guard was used up."""
-    key, guard = node.guards[name]
-    count = rs.guards.get(key, 0)
-    if count < guard.max:
-        rs.guards[key] = count + 1
-        return name, (count + 1, guard.max), False
-    if guard.otherwise is not None:
-        return guard.otherwise, (count, guard.max), True
+def guard_exhausted(rs: RunState, node: Node, name: str, guard: Guard) -> GuardExhaustedError:
+    """Return the error of taking the route ``node`` → ``name`` once more than its guard,
+    which has no ``otherwise`` target, allows."""
     msg = (
         f"route {node.name!r} → {name!r} was already taken {guard.max} times "
         f"(Guard max={guard.max}) and its guard has no otherwise target; raise "
         f"max or give it one: Guard({name!r}, max={guard.max}, otherwise=END)"
     )
-    raise GuardExhaustedError(msg, source=node.name, target=name, max=guard.max, state=rs.values)
+    return GuardExhaustedError(msg, source=node.name, target=name, max=guard.max, state=rs.values)
 
 
 def pauses_before(rs: RunState, tasks: Sequence[Task]) -> list[Pause]:

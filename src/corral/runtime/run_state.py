@@ -2,10 +2,10 @@
 
 A :class:`RunState` is everything a run carries from one superstep to the next and saves in a
 checkpoint. The superstep core (:mod:`corral.runtime.superstep`) changes it; the drivers
-(:mod:`corral.runtime.drivers`) only read the tasks to call. The small records here replace
-tuples read by index: a :class:`Task` to run, a :class:`Call` (a task of the current superstep
-with its index and step number), a :class:`TaskResult` (what a finished task hands to the
-barrier) and a :class:`Pause` (a run stopped for a person).
+(:mod:`corral.runtime.drivers`) only read the tasks to call. The small records here: a
+:class:`Task` to run, a :class:`TaskRun` (a task of the current superstep with its place and
+step number, and what it returned once it finished) and a :class:`Pause` (a run stopped for a
+person).
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from corral.cost import Purse
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.tables import Node, Tables, Task
+from corral.runtime.state import FlatView, StateView, is_flat
+from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 if TYPE_CHECKING:
     from corral.control import Send
 
 __all__ = [
     "TRACE_LIMIT",
-    "Call",
     "CheckpointWriter",
     "Pause",
     "RunState",
     "Task",
-    "TaskResult",
+    "TaskRun",
 ]
 
 TRACE_LIMIT = 100
@@ -40,25 +40,22 @@ Targets = tuple["str | Send[str]", ...]
 """Route targets: node names (or ``END``) and ``Send`` items."""
 
 
-class Call(NamedTuple):
-    """A task of the current superstep that may run now."""
+@dataclass(slots=True)
+class TaskRun:
+    """One task of the current superstep: planned to run at its step number, and once
+    finished, its update and (for a ``Command``) the targets it chose."""
 
     position: int
     """Its position in the superstep: the merge order and the key of its saved records."""
     node: Node
-    arg: Any
-    step: int
-    """The run's step number this node run will have (``ctx.step``)."""
-
-
-class TaskResult(NamedTuple):
-    """A finished task: its update and, for a ``Command``, the targets it chose."""
-
-    position: int
-    """Its position in its superstep (``Call.position``)."""
-    node: Node
-    update: dict[str, Any] | None
-    goto: Targets | None
+    update: dict[str, Any] | None = None
+    goto: Targets | None = None
+    arg: Any = NO_ARG
+    """Its ``Send`` argument (``NO_ARG``: it reads the state)."""
+    step: int = 0
+    """The run's step number its node run has (``ctx.step``)."""
+    seconds: float = 0.0
+    """How long its node run took (measured only when someone receives the run's events)."""
 
 
 @dataclass(slots=True)
@@ -93,7 +90,7 @@ class CheckpointWriter:
     records_tasks: bool = False
     """Whether :meth:`save_task` records finished tasks (the checkpointer has ``put_writes``)."""
 
-    def save_task(self, rs: RunState, result: TaskResult) -> None:
+    def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record durably that one task of a superstep with several tasks has finished."""
         raise NotImplementedError
 
@@ -110,11 +107,11 @@ class CheckpointWriter:
     def save_partial(
         self,
         rs: RunState,
-        results: list[TaskResult],
+        results: list[TaskRun],
         pauses: list[Pause],
         status: str,
         *,
-        reroute: list[TaskResult] | None = None,
+        reroute: list[TaskRun] | None = None,
         writes: list[tuple[str, dict[str, Any]]] | None = None,
         error: Exception | None = None,
     ) -> None:
@@ -135,7 +132,6 @@ class RunState:
         "deps",
         "done",
         "emit",
-        "flat",
         "guards",
         "held",
         "held_steps",
@@ -148,6 +144,7 @@ class RunState:
         "reroute",
         "retried",
         "runs",
+        "shared_view",
         "status",
         "step_pool",
         "steps",
@@ -158,6 +155,7 @@ class RunState:
         "timed",
         "trace",
         "values",
+        "viewed",
     )
 
     def __init__(self, tables: Tables, *, max_steps: int, deps: Any, thread_id: str | None) -> None:
@@ -166,15 +164,17 @@ class RunState:
         self.deps = deps
         self.thread_id = thread_id
         self.values: dict[str, Any] = {}
-        self.flat = False
-        """True when every value of ``values`` is immutable (nodes then get a FlatView)."""
+        self.viewed: dict[str, Any] | None = None
+        """The ``values`` that ``shared_view`` was made of."""
+        self.shared_view: FlatView | None = None
+        """The view all readers of ``viewed`` share, when its values are all immutable."""
         self.tasks: Sequence[Task] = []
         """The tasks of the next (or current) superstep, in merge order."""
-        self.done: dict[int, TaskResult] = {}
+        self.done: dict[int, TaskRun] = {}
         """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
         self.answers: dict[int, list[Any]] = {}
         """Answers to ``interrupt()`` calls, per task index of the current superstep."""
-        self.reroute: list[TaskResult] | None = None
+        self.reroute: list[TaskRun] | None = None
         """Tasks whose routes failed after their updates were merged: route them first."""
         self.steps = 0
         self.supersteps = 0
@@ -226,6 +226,20 @@ class RunState:
             purse=self.purse,
             limit=self.tables.nodes[node].cost,
         )
+
+    def view(self) -> FlatView:
+        """Return the read-only view of the state that a node or router reads.
+
+        While every value is immutable, the readers of one state share one ``FlatView``
+        (nothing in it can change); else each gets a ``StateView`` of its own, which copies
+        a mutable value on its first read.
+        """
+        values = self.values
+        if self.viewed is not values:
+            self.viewed = values
+            self.shared_view = FlatView(values) if is_flat(values) else None
+        shared = self.shared_view
+        return shared if shared is not None else StateView(values)
 
     def pause(self, pauses: list[Pause]) -> None:
         """Stop the run for a person: its status and interrupts say what it waits for."""

@@ -2,9 +2,9 @@
 
 A subgraph node is a node whose run is delegated: the drivers run its child
 (:mod:`corral.runtime.child_graph`) to its end or next pause and hand the core a
-:class:`ChildOutcome`. The core accepts it with :func:`accept_child` (the child's node runs
-are the parent's steps; the entry is one run of the subgraph node) and merges the writes
-:func:`expand` gives in the task's place. A finished entry of a superstep cut short stays
+:class:`ChildWrites`. The core accepts it with :func:`accept_child` (the child's node runs
+are the parent's steps; the entry is one run of the subgraph node) and merges its writes
+in the task's place. A finished entry of a superstep cut short stays
 counted; it is saved with its count, not its writes, which a resumed run reads back from
 its child's thread (:func:`read_back`). A child's pending pauses, all of them, surface as
 pauses of the subgraph task (:class:`ChildPause`), named by path; the answer to each goes
@@ -15,21 +15,19 @@ This module decides, like :mod:`corral.runtime.superstep`: it runs nothing.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from corral.runtime.events import Interrupt
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.run_state import Call, Pause, RunState, TaskResult
+from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.tables import Node
 
 __all__ = [
-    "ChildOutcome",
     "ChildPause",
     "ChildWrites",
     "Trace",
     "accept_child",
     "answer_for",
-    "expand",
     "number_entries",
     "read_back",
 ]
@@ -37,46 +35,39 @@ __all__ = [
 Trace = list[tuple[int, str, dict[str, Any] | None, float]]
 
 
-class ChildOutcome(NamedTuple):
-    """What one entry into a subgraph gave its parent."""
-
-    writes: list[tuple[str, dict[str, Any]]]
-    """``(path, update)`` pairs for the parent to merge, in order."""
-    steps: int
-    """Node runs the child took in this call (toward the top-level ``max_steps``)."""
-    interrupts: tuple[Interrupt, ...]
-    """The child's pending pauses, named by path, when it paused (else empty)."""
-    trace: Trace
-    """The child's node runs of this call, named by path, numbered as the parent's steps."""
-
-
 class ChildWrites(dict[str, Any]):
-    """A subgraph entry's result at the barrier: no update of its own, the child's writes."""
+    """What one entry into a subgraph gave its parent, as the subgraph task's update at the
+    barrier: no update of its own, the child's writes."""
 
-    __slots__ = ("pairs", "steps")
+    __slots__ = ("pairs", "steps", "trace")
 
-    def __init__(self, pairs: list[tuple[str, dict[str, Any]]], steps: int) -> None:
+    def __init__(self, pairs: list[tuple[str, dict[str, Any]]], steps: int, trace: Trace) -> None:
         super().__init__()
         self.pairs = pairs
         """The child's writes, ``(path, update)``, to merge in order."""
         self.steps = steps
-        """The child's node runs, counted in the parent's steps."""
+        """Node runs the child took in this call (toward the top-level ``max_steps``)."""
+        self.trace = trace
+        """The child's node runs of this call, named by path, numbered as the parent's."""
 
 
 class ChildPause(UnansweredInterrupt):
     """The pauses inside a subgraph's child, surfaced as pauses of the subgraph task."""
 
-    def __init__(self, outcome: ChildOutcome, index: int) -> None:
-        super().__init__(outcome.interrupts[0].value, index)
-        self.interrupts = outcome.interrupts
-        self.outcome = outcome
+    def __init__(self, interrupts: tuple[Interrupt, ...], index: int, steps: int, trace: Trace):
+        """``interrupts``: the child's pending pauses, named by path; ``steps`` and
+        ``trace``: its node runs of this call (see :class:`ChildWrites`)."""
+        super().__init__(interrupts[0].value, index)
+        self.interrupts = interrupts
+        self.steps = steps
+        self.trace = trace
 
     def count(self, rs: RunState) -> None:
         """Count the child's node runs of this call in the parent's steps and trace: a
         paused run's ``run.steps`` includes every node run so far, the child's too (on
         resume the child counts only its new runs)."""
-        rs.steps += self.outcome.steps
-        rs.trace.extend(self.outcome.trace)
+        rs.steps += self.steps
+        rs.trace.extend(self.trace)
 
     def pauses(self, task: int) -> list[Pause]:
         """Return one pause of task ``task`` per pending interrupt of the child, by path."""
@@ -94,7 +85,7 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def number_entries(calls: list[Call], steps: int) -> None:
+def number_entries(calls: list[TaskRun], steps: int) -> None:
     """Give the subgraph entries among a superstep's ``calls`` their numbers.
 
     The plain tasks of a superstep take the first step numbers, in task order (the plan
@@ -103,31 +94,19 @@ def number_entries(calls: list[Call], steps: int) -> None:
     nominal: ``steps`` (the last plain task's number) plus its place among the entries.
     """
     place = 0
-    for index, call in enumerate(calls):
+    for call in calls:
         if call.node.child is not None:
             place += 1
-            calls[index] = call._replace(step=steps + place)
+            call.step = steps + place
 
 
-def accept_child(rs: RunState, call: Call, out: ChildOutcome) -> TaskResult:
+def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:
     """Count a subgraph entry: its child's node runs are steps; the entry is one run of it."""
     name = call.node.name
     rs.steps += out.steps
     rs.runs[name] = rs.runs.get(name, 0) + 1
     rs.trace.extend(out.trace)
-    return TaskResult(call.position, call.node, ChildWrites(out.writes, out.steps), None)
-
-
-def expand(results: list[TaskResult]) -> list[tuple[str, dict[str, Any]]]:
-    """Return the writes of a superstep's results, a subgraph entry's writes in its place."""
-    writes: list[tuple[str, dict[str, Any]]] = []
-    for result in results:
-        update = result.update
-        if type(update) is ChildWrites:
-            writes.extend(update.pairs)
-        elif update:
-            writes.append((result.node.name, update))
-    return writes
+    call.update = out
 
 
 def read_back(rs: RunState, done: list[Any]) -> None:
@@ -139,4 +118,4 @@ def read_back(rs: RunState, done: list[Any]) -> None:
             task = int(item["task"])
             node = rs.tables.nodes[item["node"]]
             writes = node.child.finished_writes(rs, task)
-            rs.done[task] = TaskResult(task, node, ChildWrites(writes, int(item["steps"])), None)
+            rs.done[task] = TaskRun(task, node, ChildWrites(writes, int(item["steps"]), []))

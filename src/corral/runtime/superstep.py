@@ -46,21 +46,10 @@ from corral.errors import (
 from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.routing import (
-    count_guard,
-    outcome,
-    pauses_before,
-    router_targets,
-)
-from corral.runtime.run_state import Call, Pause, RunState, Targets, Task, TaskResult
-from corral.runtime.state import apply_writes, is_flat
-from corral.runtime.subgraphs import (
-    ChildOutcome,
-    ChildPause,
-    accept_child,
-    expand,
-    number_entries,
-)
+from corral.runtime.routing import guard_exhausted, outcome, pauses_before, router_targets
+from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
+from corral.runtime.state import apply_writes
+from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
 from corral.spec import END
 
@@ -124,33 +113,26 @@ class Superstep:
     reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
     """
 
-    cap_error: CorralError | None = None
-    """The bound a call after ``calls`` would hit."""
-    failure: CorralError | None = None
-    """The first node failure or invalid return value of this superstep."""
-    record = False
-    """Whether each finished task is recorded at once: with several tasks, a crash in the
-    superstep then re-runs only the tasks that had not finished."""
-    guards_before: dict[tuple[str, str], int] | None = None
-    """The guard counts before the routes were taken (restored when a route fails)."""
-
     def __init__(self, rs: RunState, *, plan: bool = True) -> None:
         """``plan=False``: no calls are planned and no bound is checked; the caller hands
         back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
         which no cap refuses)."""
         self.rs = rs
         rs.held_steps = 0
-        self.values = rs.values
-        """The state every task of this superstep reads."""
-        self.calls: list[Call] = []
-        self.results: list[TaskResult] = []
+        self.calls: list[TaskRun] = []
+        self.cap_error: CorralError | None = None
+        """The bound a call after ``calls`` would hit."""
+        self.failure: CorralError | None = None
+        """The first node failure or invalid return value of this superstep."""
+        self.results: list[TaskRun] = []
         self.pauses: list[Pause] = []
-        self.writes: list[tuple[str, dict[str, Any]]] = []
-        self.plain: list[Node] = []
-        self.sends: list[Task] = []
+        self.next: list[Task] = []
+        """The next superstep's tasks: each node's run on the state once (its ``task``),
+        each ``Send`` a run of its own."""
         writer = rs.checkpoints
-        if writer is not None and plan and writer.records_tasks and len(rs.tasks) > 1:
-            self.record = True
+        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        """Whether each finished task is recorded at once: with several tasks, a crash in the
+        superstep then re-runs only the tasks that had not finished."""
         if not plan:
             return
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
@@ -162,9 +144,10 @@ class Superstep:
         calls = self.calls
         budgeted = rs.purse.budget is not None
         spends = NOTHING  # what the tasks planned so far may spend, against the budget
-        for index, (node, arg) in enumerate(rs.tasks):
+        for index, task in enumerate(rs.tasks):
             if index in done:
                 continue
+            node, arg = task.node, task.arg
             if steps >= max_steps or node.max_runs is not None or budgeted:
                 runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
                 error = cap_error(rs, node, steps, runs, spends)
@@ -176,62 +159,61 @@ class Superstep:
                     spends += node.cost
             if node.child is None:
                 steps += 1
-            calls.append(Call(index, node, arg, steps))
+            calls.append(TaskRun(index, node, None, None, arg, steps))
         if rs.tables.has_subgraphs:
             number_entries(calls, steps)
 
     # ------------------------------------------------------------------ outcomes
 
-    def started(self, call: Call) -> None:
+    def started(self, call: TaskRun) -> None:
         """Note that ``call`` is about to run."""
         emit = self.rs.emit
         if emit is not None:
             superstep = self.rs.supersteps + 1
             emit(NodeStart(call.step, call.node.name, superstep, call.arg is not NO_ARG))
 
-    def record_early(self, call: Call, out: Any) -> None:
+    def record_early(self, call: TaskRun, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
         if not self.record or call.node.child is not None:
             return
         try:
-            update, goto = outcome(self.rs, call.node, out)
+            outcome(self.rs, call, out)
         except CorralError:
             return  # reported in task order by finished()
         assert self.rs.checkpoints is not None
-        self.rs.checkpoints.save_task(self.rs, TaskResult(call.position, call.node, update, goto))
+        self.rs.checkpoints.save_task(self.rs, call)
 
-    def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+    def finished(self, call: TaskRun, out: Any, *, recorded: bool = False) -> bool:
         """Check what ``call`` returned, count the run and trace it; return ``False`` if it
         was invalid (:meth:`close` raises the error)."""
         rs = self.rs
-        position, node, _, step = call
-        if type(out) is ChildOutcome:
-            self.results.append(accept_child(rs, call, out))
+        if type(out) is ChildWrites:
+            accept_child(rs, call, out)
+            self.results.append(call)
             return True
         try:
-            update, goto = outcome(rs, node, out)
+            outcome(rs, call, out)
         except CorralError as error:
             self.failure = self.failure or error  # the first failure is the superstep's
             return False
+        self.results.append(call)
         rs.steps += 1
-        name = node.name
+        name, step, update, seconds = call.node.name, call.step, call.update, call.seconds
         rs.runs[name] = rs.runs.get(name, 0) + 1
-        if rs.retried and position in rs.retried:
-            attempt = rs.retried.pop(position)
+        attempt = rs.retried.pop(call.position, None) if rs.retried else None
+        if attempt is not None:
             rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
         else:
             rs.trace.append((step, name, update, seconds))
-        spent = rs.purse.runs.pop((name, step), None)
+        spent = rs.purse.runs.pop((name, step), NOTHING) if rs.purse.runs else NOTHING
         if rs.emit is not None:
-            rs.emit(NodeEnd(step, name, update, seconds, spent or NOTHING))
-        result = TaskResult(position, node, update, goto)
-        self.results.append(result)
+            rs.emit(NodeEnd(step, name, update, seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
-            rs.checkpoints.save_task(rs, result)
+            rs.checkpoints.save_task(rs, call)
         return True
 
-    def paused(self, call: Call, pause: UnansweredInterrupt) -> None:
+    def paused(self, call: TaskRun, pause: UnansweredInterrupt) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
         if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
             pause.count(self.rs)
@@ -242,7 +224,7 @@ class Superstep:
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
         )
 
-    def failed(self, call: Call, exc: Exception) -> None:
+    def failed(self, call: TaskRun, exc: Exception) -> None:
         """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
         if self.failure is None:
             if isinstance(exc, CostExceededError) or (
@@ -266,7 +248,7 @@ class Superstep:
         except ConcurrentRunError:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
-    def _with_done(self) -> list[TaskResult]:
+    def _with_done(self) -> list[TaskRun]:
         done = self.rs.done
         if not done:
             return self.results
@@ -293,8 +275,15 @@ class Superstep:
             return None
         # Merge the updates in task order, then note who ran at the joins.
         tables = rs.tables
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+        """The writes merged at the barrier, in task order."""
         writes = self.writes
-        writes.extend(expand(results))
+        for result in results:  # a subgraph entry's writes in its place
+            update = result.update
+            if type(update) is ChildWrites:
+                writes.extend(update.pairs)
+            elif update:
+                writes.append((result.node.name, update))
         if rs.log is not None:
             rs.log.extend(writes)
         if writes:
@@ -309,20 +298,19 @@ class Superstep:
             except CorralError as failure:
                 self.keep_finished(failure)
                 raise
-            rs.flat = is_flat(rs.values)
         rs.supersteps += 1
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        if rs.checkpoints is not None:
-            self.guards_before = dict(rs.guards)
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        """The guard counts before the routes were taken (restored when a route fails)."""
         return self
 
     # ------------------------------------------------------------------ routes
 
-    def take(self, result: TaskResult, raw: Any = None) -> None:
+    def take(self, result: TaskRun, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
-        _, node, _, goto = result
+        node = result.node
         rs = self.rs
         targets: Targets
         if node.then is not None:
@@ -331,7 +319,7 @@ class Superstep:
             targets = router_targets(node, node.router, raw, rs.tables.node_names)
             via = "router"
         else:
-            targets, via = goto or (), "command"  # a Command node without goto ends here
+            targets, via = result.goto or (), "command"  # a Command node without goto ends here
         guards = node.guards
         for item in targets:
             if isinstance(item, Send):
@@ -339,30 +327,36 @@ class Superstep:
             else:
                 name, arg, kind = item, NO_ARG, via
             counted = None
-            if guards and name in guards:
-                name, counted, used_up = count_guard(rs, node, name)
-                if used_up:
-                    arg, kind = NO_ARG, "otherwise"
+            if guards and name in guards:  # counted when taken; used up: its otherwise
+                key, guard = guards[name]
+                count = rs.guards.get(key, 0)
+                if count < guard.max:
+                    rs.guards[key] = count = count + 1
+                elif guard.otherwise is not None:
+                    name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
+                else:
+                    raise guard_exhausted(rs, node, name, guard)
+                counted = (count, guard.max) if rs.emit is not None else None
             if rs.emit is not None:
                 rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
             if name == END:
                 continue
             target = rs.tables.nodes[name]
             if arg is not NO_ARG:
-                self.sends.append(Task(target, arg))
+                self.next.append(Task(target, arg))
             elif target.wait_for:
                 if name not in rs.held:
                     rs.held.append(name)
-            elif target not in self.plain:
-                self.plain.append(target)
+            elif target.task not in self.next:
+                self.next.append(target.task)
 
     def defer(self, tasks: Sequence[Task]) -> None:
         """Add ``tasks``, which this superstep did not run, to the next superstep."""
         for task in tasks:
             if task.arg is not NO_ARG:
-                self.sends.append(task)
-            elif task.node not in self.plain:
-                self.plain.append(task.node)
+                self.next.append(task)
+            elif task.node.task not in self.next:
+                self.next.append(task.node.task)
 
     def routes_failed(self, error: Exception) -> None:
         """Save the merged superstep with its routes still to take (``error``: a router
@@ -379,11 +373,10 @@ class Superstep:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
         rs = self.rs
         if rs.held:
-            _release_joins(rs, self.plain)
-        tasks = list(map(_task_of, self.plain))
-        tasks.extend(self.sends)
+            _release_joins(rs, self.next)
+        tasks = self.next
         if len(tasks) > 1:
-            tasks.sort(key=_task_order)
+            tasks.sort(key=_merge_order)
         pauses: list[Pause] = []
         if rs.pause_after:
             pauses = [
@@ -410,36 +403,39 @@ class Superstep:
 
 
 _position = attrgetter("position")
-_task_of = attrgetter("task")
-_task_order = attrgetter("node.order")
-"""The merge order of a task: its node's registration index."""
+
+
+def _merge_order(task: Task) -> tuple[int, bool]:
+    """Return the merge order of a task: its node's registration index; a node's run on the
+    state before its ``Send`` runs, which keep the order they were sent in."""
+    return task.node.order, task.arg is not NO_ARG
 
 
 # --------------------------------------------------------------------------- joins
 
 
-def _note_runs_at_joins(rs: RunState, results: list[TaskResult]) -> None:
+def _note_runs_at_joins(rs: RunState, results: list[TaskRun]) -> None:
     """Note the runs of a merged superstep at the joins: a join that ran starts counting
     again; every other listed node that ran counts toward its joins' next run, whether or
     not it routed there (a node beside its join counts toward the join's next run)."""
     arrived = rs.arrived
-    for _, node, _, _ in results:
-        if node.wait_for:
-            arrived[node.name] = set()
-    for _, node, _, _ in results:
-        for join in node.joins:
-            arrived.setdefault(join, set()).add(node.name)
+    for result in results:
+        if result.node.wait_for:
+            arrived[result.node.name] = set()
+    for result in results:
+        for join in result.node.joins:
+            arrived.setdefault(join, set()).add(result.node.name)
 
 
-def _release_joins(rs: RunState, plain: list[Node]) -> None:
-    """Add to ``plain`` the joins a route reached whose listed nodes have all run."""
+def _release_joins(rs: RunState, tasks: list[Task]) -> None:
+    """Add to ``tasks`` the joins a route reached whose listed nodes have all run."""
     nodes = rs.tables.nodes
     still: list[str] = []
     for name in rs.held:
         join = nodes[name]
         if join.wait_for <= rs.arrived.get(name, set()):
-            if join not in plain:
-                plain.append(join)
+            if join.task not in tasks:
+                tasks.append(join.task)
             if rs.emit is not None:
                 rs.emit(RouteTaken(name, name, "join"))
         else:
@@ -473,8 +469,8 @@ def rerouted(rs: RunState) -> Superstep | None:
         return None
     superstep = Superstep(rs, plan=False)
     superstep.results, rs.reroute = rs.reroute, None
-    if rs.checkpoints is not None:
-        superstep.guards_before = dict(rs.guards)
+    superstep.writes = []  # merged before the routers failed
+    superstep.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
     return superstep
 
 

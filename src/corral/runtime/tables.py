@@ -9,7 +9,8 @@ value of a reducer key comes from ``KeySpec.empty``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
@@ -30,85 +31,62 @@ NO_ARG: Any = _NoArg()
 """The argument of a task that reads the state (not started by a ``Send``)."""
 
 
-class Task(NamedTuple):
-    """A node to run and its ``Send`` argument (``NO_ARG`` for a run that reads the state)."""
+@dataclass(frozen=True, slots=True, eq=False)
+class Task:
+    """A node to run and its ``Send`` argument (``NO_ARG`` for a run that reads the state).
+
+    Compared by identity: the run of a node on the state is always that node's ``task``,
+    and each ``Send`` is a task of its own (its argument is never compared)."""
 
     node: Node
     arg: Any
 
 
+@dataclass(frozen=True, slots=True)
 class Router:
     """A router as the engine calls it."""
 
-    __slots__ = ("allowed", "func", "is_async", "many", "name", "takes_ctx")
-
-    def __init__(
-        self,
-        name: str,
-        func: Callable[..., Any],
-        allowed: tuple[str, ...],
-        many: bool,
-        takes_ctx: bool,
-        is_async: bool,
-    ) -> None:
-        self.name = name
-        self.func = func
-        self.allowed = allowed
-        self.many = many
-        self.takes_ctx = takes_ctx
-        self.is_async = is_async
+    name: str
+    func: Callable[..., Any]
+    allowed: tuple[str, ...]
+    many: bool
+    takes_ctx: bool
+    is_async: bool
 
 
+@dataclass(slots=True, eq=False)
 class Node:
-    """A node as the engine runs it."""
+    """A node as the engine runs it (one object per node: compared by identity)."""
 
-    __slots__ = (
-        "child",
-        "command",
-        "cost",
-        "func",
-        "guards",
-        "is_async",
-        "joins",
-        "max_runs",
-        "name",
-        "order",
-        "retry",
-        "router",
-        "takes_ctx",
-        "task",
-        "then",
-        "timeout_s",
-        "wait_for",
-    )
+    name: str
+    func: Callable[..., Any]
+    order: int
+    """Registration index: the merge order of a superstep."""
+    takes_ctx: bool = False
+    is_async: bool = False
+    max_runs: int | None = None
+    then: tuple[str, ...] | None = None
+    router: Router | None = None
+    command: tuple[str, ...] | None = None
+    """The ``Command[Literal[...]]`` targets, for a command node."""
+    guards: dict[str, tuple[tuple[str, str], Guard]] = field(default_factory=dict)
+    """Guards of this node's routes (``then``, router or command), keyed by target."""
+    wait_for: frozenset[str] = frozenset()
+    joins: tuple[str, ...] = ()
+    """The join nodes whose ``wait_for`` names this node."""
+    retry: Retry | None = None
+    timeout_s: float | None = None
+    """Seconds an async node may run (``timeout=``)."""
+    child: Any = None
+    """The :class:`~corral.runtime.child_graph.ChildGraph` a subgraph node runs (set by the
+    app, which knows the checkpointer)."""
+    cost: Cost | None = None
+    """The most one run of the node may spend: its declared cost times its attempts."""
+    task: Task = field(init=False, repr=False)
+    """The task that runs this node on the state (not from a ``Send``)."""
 
-    def __init__(self, name: str, func: Callable[..., Any], order: int) -> None:
-        self.name = name
-        self.func = func
-        self.order = order
-        """Registration index: the merge order of a superstep."""
-        self.takes_ctx = False
-        self.is_async = False
-        self.max_runs: int | None = None
-        self.then: tuple[str, ...] | None = None
-        self.router: Router | None = None
-        self.command: tuple[str, ...] | None = None
-        """The ``Command[Literal[...]]`` targets, for a command node."""
-        self.guards: dict[str, tuple[tuple[str, str], Guard]] = {}
-        """Guards of this node's routes (``then``, router or command), keyed by target."""
-        self.wait_for: frozenset[str] = frozenset()
-        self.joins: tuple[str, ...] = ()
-        """The join nodes whose ``wait_for`` names this node."""
+    def __post_init__(self) -> None:
         self.task = Task(self, NO_ARG)
-        """The task that runs this node on the state (not from a ``Send``)."""
-        self.retry: Retry | None = None
-        self.timeout_s: float | None = None
-        """Seconds an async node may run (``timeout=``)."""
-        self.child: Any = None
-        """The :class:`~corral.runtime.subgraphs.ChildGraph` a subgraph node runs (set by the
-        app, which knows the checkpointer)."""
-        self.cost: Cost | None = None
-        """The most one run of the node may spend: its declared cost times its attempts."""
 
 
 class Tables:
@@ -146,18 +124,21 @@ def build_tables(spec: GraphSpec) -> Tables:
     for order, ns in enumerate(spec.nodes):
         if ns.name in tables.nodes:
             continue
-        node = Node(ns.name, ns.func, order)
-        node.takes_ctx = ns.takes_ctx
-        node.is_async = ns.is_async
-        node.max_runs = ns.max_runs
-        node.retry = ns.retry
-        node.timeout_s = ns.timeout_s
-        if ns.cost is not None:
-            node.cost = ns.cost * (ns.retry.attempts if ns.retry is not None else 1)
-        node.then = ns.then
-        if ns.command is not None:
-            node.command = ns.command.names or ()
-        node.wait_for = frozenset(ns.wait_for)
+        attempts = ns.retry.attempts if ns.retry is not None else 1
+        node = Node(
+            ns.name,
+            ns.func,
+            order,
+            takes_ctx=ns.takes_ctx,
+            is_async=ns.is_async,
+            max_runs=ns.max_runs,
+            then=ns.then,
+            command=(ns.command.names or ()) if ns.command is not None else None,
+            wait_for=frozenset(ns.wait_for),
+            retry=ns.retry,
+            timeout_s=ns.timeout_s,
+            cost=ns.cost * attempts if ns.cost is not None else None,
+        )
         for guard in ns.guards:
             node.guards[guard.target] = ((ns.name, guard.target), guard)
         tables.nodes[ns.name] = node
@@ -167,14 +148,8 @@ def build_tables(spec: GraphSpec) -> Tables:
         source = tables.nodes.get(rs.source)
         if source is None or source.router is not None:
             continue
-        source.router = Router(
-            rs.name,
-            rs.func,
-            rs.targets.names or (),
-            rs.targets.many,
-            rs.takes_ctx,
-            rs.is_async,
-        )
+        names = rs.targets.names or ()
+        source.router = Router(rs.name, rs.func, names, rs.targets.many, rs.takes_ctx, rs.is_async)
         for guard in rs.guards:
             source.guards[guard.target] = ((rs.source, guard.target), guard)
     joins: dict[str, list[str]] = {}

@@ -23,8 +23,8 @@ from corral.runtime import persist, restore
 from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import Call, RunState
-from corral.runtime.state import apply_writes, is_flat
+from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
@@ -143,7 +143,6 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
         if key not in values:
             values[key] = copy.copy(empty)
     rs.values = apply_writes(values, [("__input__", update)], tables.reducers, tables.empties)
-    rs.flat = is_flat(rs.values)
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
 
@@ -408,7 +407,7 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
         at, rs.tasks = len(tasks), [*tasks, node.task]
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     superstep = Superstep(rs, plan=False)
-    if not superstep.finished(Call(at, node, NO_ARG, rs.steps + 1), out, 0.0):
+    if not superstep.finished(TaskRun(at, node, step=rs.steps + 1), out):
         assert superstep.failure is not None
         raise superstep.failure
     routing = superstep.close()
