@@ -77,7 +77,9 @@ def _csrf(request: Request) -> str:
     return str(found)
 
 
-def _page(request: Request, title: str, body: str, *, refresh: bool = False) -> Response:
+def _page(
+    request: Request, title: str, body: str, *, refresh: bool = False, status: int = 200
+) -> Response:
     token = _csrf(request)
     head = '<meta http-equiv="refresh" content="2">' if refresh else ""
     text = (
@@ -87,7 +89,7 @@ def _page(request: Request, title: str, body: str, *, refresh: bool = False) -> 
         f'<header><a href="/">corral inbox</a></header><main>'
         f"{body}</main></body></html>"
     )
-    response = HTMLResponse(text, headers=_HEADERS)
+    response = HTMLResponse(text, status, headers=_HEADERS)
     if request.cookies.get(_CSRF) != token:
         response.set_cookie(_CSRF, token, httponly=True, samesite="strict", path="/")
     return response
@@ -165,11 +167,10 @@ def _question(snapshot: StateSnapshot | None) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-async def inbox(request: Request) -> Response:
+def inbox(request: Request) -> Response:
     if not _signed_in(request):
         return _sign_in(request)
-    served: Served = request.app.state.served
-    rows = await run_in_threadpool(_rows, served)
+    rows = _rows(request.app.state.served)
     lines = []
     for thread, status, snapshot in rows:
         link = f"/inbox/{quote(thread.thread_id, safe='')}"
@@ -261,10 +262,15 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
     )
 
 
-def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, bool] | None:
+def thread_page(request: Request) -> Response:
+    if not _signed_in(request):
+        return _sign_in(request)
+    served: Served = request.app.state.served
+    thread_id = request.path_params["thread_id"]
     thread = served.saver.thread_info(thread_id)
     if thread is None:
-        return None
+        body = f"<h1>Not found</h1><p>No thread {_e(thread_id)}.</p>"
+        return _page(request, "not found", body, status=404)
     snapshot = snapshot_of(served, thread)
     status = thread_status(snapshot, last_run(served, thread_id))
     parts = [
@@ -278,29 +284,14 @@ def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, b
         failed = served.runs.of_thread(thread_id)[0]
         parts.append(f'<p class="error">{_e(failed.error or "")}</p>')
     if status == "interrupted" and snapshot is not None:
-        parts.append(_answer_form(thread_id, snapshot.interrupts, csrf))
+        parts.append(_answer_form(thread_id, snapshot.interrupts, _csrf(request)))
     if snapshot is not None and thread.graph:
         parts.append(f'<h2>Path taken</h2><div class="drawing">{_drawing(served, thread)}</div>')
     values = snapshot.values if snapshot is not None else {}
     parts.append(f"<h2>State</h2><pre>{_json(values)}</pre>")
     if snapshot is not None:
         parts.append(f"<h2>History</h2>{_history(served, thread)}")
-    return thread_id, "".join(parts), status == "busy"
-
-
-async def thread_page(request: Request) -> Response:
-    if not _signed_in(request):
-        return _sign_in(request)
-    served: Served = request.app.state.served
-    thread_id = request.path_params["thread_id"]
-    found = await run_in_threadpool(_thread_page, served, thread_id, _csrf(request))
-    if found is None:
-        body = f"<h1>Not found</h1><p>No thread {_e(request.path_params['thread_id'])}.</p>"
-        response = _page(request, "not found", body)
-        response.status_code = 404
-        return response
-    title, body, busy = found
-    return _page(request, title, body, refresh=busy)
+    return _page(request, thread_id, "".join(parts), refresh=status == "busy")
 
 
 def _typed(text: str, asked: Any) -> Any:
@@ -352,9 +343,7 @@ async def answer(request: Request) -> Response:
     if problem is not None:
         back = f"/inbox/{quote(thread_id, safe='')}"
         body = f'<p class="error">{_e(problem)}</p><p><a href="{_e(back)}">Back</a></p>'
-        response = _page(request, "not sent", body)
-        response.status_code = 409
-        return response
+        return _page(request, "not sent", body, status=409)
     return RedirectResponse(f"/inbox/{quote(thread_id, safe='')}", status_code=303)
 
 

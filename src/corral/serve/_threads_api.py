@@ -1,4 +1,8 @@
-"""The assistants and threads part of the API (the LangGraph server's paths and shapes)."""
+"""The assistants and threads part of the API (the LangGraph server's paths and shapes).
+
+A handler that reads no body is a plain function, which Starlette runs on its thread pool
+(the store's calls block); one that reads the body awaits it, then runs the rest there.
+"""
 
 from __future__ import annotations
 
@@ -113,13 +117,9 @@ async def create_thread(request: Request) -> Response:
     return JSONText(await run_in_threadpool(_thread_json, served, record))
 
 
-async def get_thread(request: Request) -> Response:
+def get_thread(request: Request) -> Response:
     served = served_of(request)
-
-    def answer() -> dict[str, Any]:
-        return _thread_json(served, thread_or_404(served, request.path_params["thread_id"]))
-
-    return JSONText(await run_in_threadpool(answer))
+    return JSONText(_thread_json(served, thread_or_404(served, request.path_params["thread_id"])))
 
 
 async def patch_thread(request: Request) -> Response:
@@ -138,15 +138,11 @@ async def patch_thread(request: Request) -> Response:
     return JSONText(await run_in_threadpool(answer))
 
 
-async def delete_thread(request: Request) -> Response:
+def delete_thread(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
-
-    def delete() -> None:
-        thread_or_404(served, thread_id)
-        served.delete_thread(thread_id)
-
-    await run_in_threadpool(delete)
+    thread_or_404(served, thread_id)
+    served.delete_thread(thread_id)
     return Response(status_code=204)
 
 
@@ -181,27 +177,24 @@ async def search_threads(request: Request) -> Response:
     return JSONText(await run_in_threadpool(answer))
 
 
-async def get_state(request: Request) -> Response:
+def get_state(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     checkpoint_id = request.path_params.get("checkpoint_id")
-
-    def answer() -> dict[str, Any]:
-        thread = thread_or_404(served, thread_id)
-        app = thread_app(served, thread)
-        if checkpoint_id is not None:
-            try:
-                return state_json(thread_id, app.get_state(thread_id, checkpoint_id))
-            except CorralError as exc:
-                raise fail(404, f"checkpoint {checkpoint_id!r} not found: {exc}") from None
-        snapshot = snapshot_of(served, thread)
-        if snapshot is None:
-            return {"values": {}, "next": [], "tasks": [], "metadata": {}, "created_at": None,
-                    "checkpoint": None, "parent_checkpoint": None, "interrupts": [],
-                    "checkpoint_id": None, "parent_checkpoint_id": None}  # fmt: skip
-        return state_json(thread_id, snapshot)
-
-    return JSONText(await run_in_threadpool(answer))
+    thread = thread_or_404(served, thread_id)
+    app = thread_app(served, thread)
+    if checkpoint_id is not None:
+        try:
+            return JSONText(state_json(thread_id, app.get_state(thread_id, checkpoint_id)))
+        except CorralError as exc:
+            raise fail(404, f"checkpoint {checkpoint_id!r} not found: {exc}") from None
+    snapshot = snapshot_of(served, thread)
+    if snapshot is None:
+        return JSONText({"values": {}, "next": [], "tasks": [], "metadata": {},
+                         "created_at": None, "checkpoint": None, "parent_checkpoint": None,
+                         "interrupts": [], "checkpoint_id": None,
+                         "parent_checkpoint_id": None})  # fmt: skip
+    return JSONText(state_json(thread_id, snapshot))
 
 
 async def update_state(request: Request) -> Response:
