@@ -21,7 +21,7 @@ import anthropic
 from anthropic import Anthropic, AsyncAnthropic
 
 from corral.agents._unavailable import provider_errors
-from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
+from corral.agents.messages import AssistantMessage, Message, ToolCall, assistant, new_id
 from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import ToolSchema
 from corral.cost import Money
@@ -236,9 +236,4 @@ def from_anthropic(message: Any) -> AssistantMessage:
         elif block.type == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {}
             calls.append({"id": block.id, "name": block.name, "arguments": dict(arguments)})
-    return {
-        "role": "assistant",
-        "content": "".join(text),
-        "tool_calls": calls,
-        "id": message.id or new_id(),
-    }
+    return assistant("".join(text), calls, id=message.id or new_id())

@@ -23,7 +23,7 @@ import openai
 from openai import AsyncOpenAI, OpenAI
 
 from corral.agents._unavailable import provider_errors
-from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
+from corral.agents.messages import AssistantMessage, Message, ToolCall, assistant, new_id
 from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import INVALID_JSON_KEY, ToolSchema
 from corral.cost import Money
@@ -203,12 +203,7 @@ def from_openai(completion: Any) -> AssistantMessage:
         if getattr(call, "type", "function") == "function"
     ]
     text = message.content or getattr(message, "refusal", None) or ""
-    return {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": calls,
-        "id": completion.id or new_id(),
-    }
+    return assistant(text, calls, id=completion.id or new_id())
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any]:
@@ -267,12 +262,8 @@ class _Streamed:
                 call.arguments += piece.function.arguments or ""
 
     def message(self) -> AssistantMessage:
-        return {
-            "role": "assistant",
-            "content": "".join(self.text),
-            "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": parse_arguments(c.arguments)}
-                for _, c in sorted(self.calls.items())
-            ],
-            "id": self.id or new_id(),
-        }
+        calls: list[ToolCall] = [
+            {"id": c.id, "name": c.name, "arguments": parse_arguments(c.arguments)}
+            for _, c in sorted(self.calls.items())
+        ]
+        return assistant("".join(self.text), calls, id=self.id or new_id())
