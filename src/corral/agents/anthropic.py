@@ -73,7 +73,6 @@ class AnthropicModel(ClientModel[Anthropic]):
 
     factory = "anthropic_model"
 
-    @provider_errors(anthropic)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -84,14 +83,15 @@ class AnthropicModel(ClientModel[Anthropic]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            reply = self.client.messages.create(**request)
-        else:
-            with self.client.messages.stream(**request) as stream:
-                for text in stream.text_stream:
-                    if emit is not None:
-                        emit({"type": "token", "text": text})
-                reply = stream.get_final_message()
+        with provider_errors(anthropic):
+            if not self.stream:
+                reply = self.client.messages.create(**request)
+            else:
+                with self.client.messages.stream(**request) as stream:
+                    for text in stream.text_stream:
+                        if emit is not None:
+                            emit({"type": "token", "text": text})
+                    reply = stream.get_final_message()
         self.report(spend, *_tokens(reply.usage))
         return from_anthropic(reply)
 
@@ -101,7 +101,6 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
 
     factory = "anthropic_model"
 
-    @provider_errors(anthropic)
     async def __call__(
         self,
         messages: Sequence[Message],
@@ -112,14 +111,15 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            reply = await self.client.messages.create(**request)
-        else:
-            async with self.client.messages.stream(**request) as stream:
-                async for text in stream.text_stream:
-                    if emit is not None:
-                        emit({"type": "token", "text": text})
-                reply = await stream.get_final_message()
+        with provider_errors(anthropic):
+            if not self.stream:
+                reply = await self.client.messages.create(**request)
+            else:
+                async with self.client.messages.stream(**request) as stream:
+                    async for text in stream.text_stream:
+                        if emit is not None:
+                            emit({"type": "token", "text": text})
+                    reply = await stream.get_final_message()
         self.report(spend, *_tokens(reply.usage))
         return from_anthropic(reply)
 

@@ -72,7 +72,6 @@ class OpenAIModel(ClientModel[OpenAI]):
 
     factory = "openai_model"
 
-    @provider_errors(openai)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -83,13 +82,14 @@ class OpenAIModel(ClientModel[OpenAI]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            completion = self.client.chat.completions.create(**request)
-            self.report(spend, *_tokens(completion.usage))
-            return from_openai(completion)
-        reply = _Streamed()
-        for chunk in self.client.chat.completions.create(**request, stream=True):
-            reply.add(chunk, emit)
+        with provider_errors(openai):
+            if not self.stream:
+                completion = self.client.chat.completions.create(**request)
+                self.report(spend, *_tokens(completion.usage))
+                return from_openai(completion)
+            reply = _Streamed()
+            for chunk in self.client.chat.completions.create(**request, stream=True):
+                reply.add(chunk, emit)
         self.report(spend, *_tokens(reply.usage))
         return reply.message()
 
@@ -99,7 +99,6 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
 
     factory = "openai_model"
 
-    @provider_errors(openai)
     async def __call__(
         self,
         messages: Sequence[Message],
@@ -110,13 +109,14 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            completion = await self.client.chat.completions.create(**request)
-            self.report(spend, *_tokens(completion.usage))
-            return from_openai(completion)
-        reply = _Streamed()
-        async for chunk in await self.client.chat.completions.create(**request, stream=True):
-            reply.add(chunk, emit)
+        with provider_errors(openai):
+            if not self.stream:
+                completion = await self.client.chat.completions.create(**request)
+                self.report(spend, *_tokens(completion.usage))
+                return from_openai(completion)
+            reply = _Streamed()
+            async for chunk in await self.client.chat.completions.create(**request, stream=True):
+                reply.add(chunk, emit)
         self.report(spend, *_tokens(reply.usage))
         return reply.message()
 
