@@ -39,7 +39,8 @@ def unavailable(exc: Exception, sdk: ModuleType) -> ModelUnavailableError | None
     """Return ``exc`` as a ``ModelUnavailableError`` when another attempt may succeed."""
     request = getattr(exc, "request", None)
     url = getattr(request, "url", None)
-    endpoint = f"{url.scheme}://{url.host}{_port(url)}{url.path}" if url is not None else "?"
+    port = f":{url.port}" if url is not None and url.port is not None else ""
+    endpoint = f"{url.scheme}://{url.host}{port}{url.path}" if url is not None else "?"
     kind = type(exc).__name__
     if isinstance(exc, sdk.APIConnectionError):
         what = "timed out" if isinstance(exc, sdk.APITimeoutError) else "could not be reached"
@@ -57,10 +58,6 @@ def unavailable(exc: Exception, sdk: ModuleType) -> ModelUnavailableError | None
 
 
 _ADVICE = "the default Retry retries it: give the node (or react_agent) retry=Retry(...)"
-
-
-def _port(url: Any) -> str:
-    return f":{url.port}" if url.port is not None else ""
 
 
 def retry_after_s(headers: Any) -> float | None:

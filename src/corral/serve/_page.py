@@ -63,10 +63,6 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json(value: Any) -> str:
-    return _e(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
 def _csrf(request: Request) -> str:
     """Return the page's form token: the browser's cookie, or a new one (set by ``_page``)."""
     found = request.scope.get("corral.csrf")
@@ -158,10 +154,8 @@ def _rows(served: Served) -> list[tuple[ThreadInfo, str, StateSnapshot | None]]:
     return rows
 
 
-def _question(snapshot: StateSnapshot | None) -> str:
-    if snapshot is None or not snapshot.interrupts:
-        return ""
-    value = snapshot.interrupts[0].value
+def _question(value: Any) -> str:
+    """Return what an interrupt asks: its value's ``question`` when it has one, as text."""
     if isinstance(value, dict) and "question" in value:
         value = value["question"]
     return value if isinstance(value, str) else json.dumps(value, default=str)
@@ -175,11 +169,13 @@ def inbox(request: Request) -> Response:
     for thread, status, snapshot in rows:
         link = f"/inbox/{quote(thread.thread_id, safe='')}"
         waiting = ' class="waiting"' if status == "interrupted" else ""
+        pending = snapshot.interrupts if snapshot is not None else ()
+        question = _question(pending[0].value) if pending else ""
         shown = "waiting for you" if status == "interrupted" else status
         lines.append(
             f'<tr{waiting}><td><a href="{_e(link)}">{_e(thread.thread_id)}</a></td>'
             f'<td>{_e(thread.graph or "")}</td><td class="status">{_e(shown)}</td>'
-            f"<td>{_e(_question(snapshot))}</td><td>{_e(iso(thread.updated_at)[:19])}</td></tr>"
+            f"<td>{_e(question)}</td><td>{_e(iso(thread.updated_at)[:19])}</td></tr>"
         )
     count = sum(1 for _, status, _ in rows if status == "interrupted")
     body = (
@@ -247,11 +243,8 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
                 f'<input type="hidden" name="answer-{_e(item.id)}" value=""></div>'
             )
             continue
-        value = item.value
-        question = value.get("question", value) if isinstance(value, dict) else value
-        shown = question if isinstance(question, str) else json.dumps(question, default=str)
         parts.append(
-            f'<div class="question"><p><b>{_e(item.node)}</b> asks: {_e(shown)}</p>'
+            f'<div class="question"><p><b>{_e(item.node)}</b> asks: {_e(_question(item.value))}</p>'
             f'<textarea name="answer-{_e(item.id)}" required></textarea></div>'
         )
     action = f"/inbox/{quote(thread_id, safe='')}/answer"
@@ -288,7 +281,8 @@ def thread_page(request: Request) -> Response:
     if snapshot is not None and thread.graph:
         parts.append(f'<h2>Path taken</h2><div class="drawing">{_drawing(served, thread)}</div>')
     values = snapshot.values if snapshot is not None else {}
-    parts.append(f"<h2>State</h2><pre>{_json(values)}</pre>")
+    shown = json.dumps(values, indent=2, ensure_ascii=False, default=str)
+    parts.append(f"<h2>State</h2><pre>{_e(shown)}</pre>")
     if snapshot is not None:
         parts.append(f"<h2>History</h2>{_history(served, thread)}")
     return _page(request, thread_id, "".join(parts), refresh=status == "busy")

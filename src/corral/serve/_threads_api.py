@@ -18,7 +18,7 @@ from corral.checkpoint import ThreadInfo
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import StateSnapshot
-from corral.serve._requests import JSONText, fail, read_json
+from corral.serve._requests import JSONText, checkpoint_of, fail, metadata_of, read_json
 from corral.serve._runs import Served
 from corral.serve._shapes import assistant_json, state_json, thread_json
 
@@ -51,10 +51,6 @@ def snapshot_of(served: Served, thread: ThreadInfo) -> StateSnapshot | None:
     if served.saver.newest_id(thread.thread_id) is None:
         return None
     return app.get_state(thread.thread_id)
-
-
-def busy(served: Served, thread_id: str) -> bool:
-    return any(run.open for run in served.runs.of_thread(thread_id))
 
 
 def last_run(served: Served, thread_id: str) -> str | None:
@@ -108,9 +104,7 @@ async def create_thread(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     thread_id = check_id(payload.get("thread_id") or str(uuid.uuid4()))
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
+    metadata = metadata_of(payload)
     record, new = await run_in_threadpool(served.saver.add_thread_info, thread_id, metadata)
     if not new and payload.get("if_exists", "raise") != "do_nothing":
         raise fail(409, f"thread {thread_id!r} already exists; send if_exists='do_nothing'")
@@ -126,9 +120,7 @@ async def patch_thread(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     thread_id = request.path_params["thread_id"]
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
+    metadata = metadata_of(payload)
 
     def answer() -> dict[str, Any]:
         thread_or_404(served, thread_id)
@@ -205,13 +197,11 @@ async def update_state(request: Request) -> Response:
     as_node = payload.get("as_node")
     if not isinstance(values, dict):
         raise fail(422, f"values must be a JSON object of state keys, not {values!r}")
-    checkpoint_id = payload.get("checkpoint_id") or (payload.get("checkpoint") or {}).get(
-        "checkpoint_id"
-    )
+    checkpoint_id = checkpoint_of(payload)
 
     def answer() -> dict[str, Any]:
         thread = thread_or_404(served, thread_id)
-        if busy(served, thread_id):
+        if last_run(served, thread_id) == "running":
             raise fail(409, f"thread {thread_id!r} has a run in flight; update it once it ends")
         app = thread_app(served, thread)
         try:
