@@ -227,10 +227,7 @@ async def get_history(request: Request) -> Response:
 
     def answer() -> list[dict[str, Any]]:
         thread = thread_or_404(served, thread_id)
-        app = thread_app(served, thread)
-        if served.saver.newest_id(thread_id) is None:
-            return []
-        states = app.history(thread_id)
+        states = thread_app(served, thread).history(thread_id)
         if before is not None:
             ids = [s.checkpoint_id for s in states]
             states = states[ids.index(before) + 1 :] if before in ids else []

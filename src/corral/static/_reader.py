@@ -200,21 +200,18 @@ class Reader:
         args = call_arguments(call, ("name",))
         writes_arg = args.get("writes")
         writes_value = constant(writes_arg) if writes_arg is not None else None
-        stub = _stub(decorated, path)
+        fields = _function_fields(decorated, path)
+        stub = fields["func"]
         writes = frozenset(writes_value) if writes_value is not None else infer_writes(stub)
         name = constant(args["name"]) if "name" in args else None
         command = command_targets(func)
         return NodeSpec(
             name=name if name is not None else func.name,
-            func=stub,
-            location=_def_location(func, path),
             command=command,
             command_fanout=command is not None and infer_command_fanout(stub),
             writes=writes,
             writes_declared=writes_value is not None,
-            takes_ctx=_takes_ctx(func),
-            is_async=func.is_coroutine,
-            counters=read_counters(stub),
+            **fields,
             **_node_options(args),
         )
 
@@ -226,18 +223,13 @@ class Reader:
         if "source" not in args:
             msg = f"@router on {func.name!r} names no source node"
             raise StaticError(msg)
-        stub = _stub(decorated, path)
         return RouterSpec(
             source=constant(args["source"]),
             name=func.name,
-            func=stub,
-            counters=read_counters(stub),
-            location=_def_location(func, path),
             targets=router_targets(func),
             guards=read_guards(args.get("guards")),
-            takes_ctx=_takes_ctx(func),
-            is_async=func.is_coroutine,
             ignore=tuple(constant(args["ignore"])) if "ignore" in args else (),
+            **_function_fields(decorated, path),
         )
 
 
@@ -258,15 +250,20 @@ def _node_options(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _takes_ctx(func: mypy_nodes.FuncDef) -> bool:
+def _function_fields(decorated: mypy_nodes.Decorator, path: str) -> dict[str, Any]:
+    """Return the fields a node and a router read alike from their decorated function."""
     from mypy import nodes
 
+    func = decorated.func
+    stub = _stub(decorated, path)
     positional = [k for k in func.arg_kinds if k in (nodes.ARG_POS, nodes.ARG_OPT, nodes.ARG_STAR)]
-    return len(positional) >= 2 or nodes.ARG_STAR in positional
-
-
-def _def_location(func: mypy_nodes.FuncDef, path: str) -> Location:
-    return Location(path, func.line, func.column + 1)
+    return {
+        "func": stub,
+        "location": Location(path, func.line, func.column + 1),
+        "takes_ctx": len(positional) >= 2 or nodes.ARG_STAR in positional,
+        "is_async": func.is_coroutine,
+        "counters": read_counters(stub),
+    }
 
 
 def _stub(decorated: mypy_nodes.Decorator, path: str) -> Callable[..., Any]:

@@ -115,6 +115,7 @@ class Worker:
         self.log = log
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.deps = deps
+        self.serializer = getattr(app.checkpointer, "serializer", None)
         named = {app.spec.name: app} if app.spec.name else {}
         self.graphs = dict(graphs) if graphs is not None else named
         self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
@@ -255,7 +256,7 @@ class Worker:
                         return
                     base = newest
                 fresh = self._newest(run.thread_id) == base
-                value = load_input(run, self._serializer()) if fresh else None
+                value = load_input(run, self.serializer) if fresh else None
                 with fenced(self.queue.fence(run, self.name), run=f"queued run {run.id}"):
                     status, steps = self.drive(run, value, run.fork if fresh else None)
             except LeaseLostError:
@@ -398,9 +399,6 @@ class Worker:
     def _newest(self, thread_id: str) -> str:
         chain = self.app.checkpointer.chain(thread_id) if self.app.checkpointer else []
         return chain[-1].checkpoint_id if chain else ""
-
-    def _serializer(self) -> Any:
-        return getattr(self.app.checkpointer, "serializer", None)
 
     def _still_held(self, run_id: int) -> bool:
         with self._lock:
