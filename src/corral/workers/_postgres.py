@@ -55,11 +55,7 @@ class PostgresQueue(RunQueue):
         with self.transaction("open the run queue in") as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             conn.execute(_TABLE)
-            present = conn.execute(
-                "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name = 'corral_runs'"
-            ).fetchall()
-            add_served_columns(conn, {str(name) for (name,) in present})
+            add_served_columns(conn)
 
     now = "now()"
     later = "now() + make_interval(secs => :lease)"

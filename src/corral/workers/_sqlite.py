@@ -55,8 +55,7 @@ class SqliteQueue(RunQueue):
             for statement in _TABLE.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            present = {row[1] for row in conn.execute("PRAGMA table_info(corral_runs)")}
-            add_served_columns(conn, present)
+            add_served_columns(conn)
 
     now = _NOW
     later = f"{_NOW} + :lease"

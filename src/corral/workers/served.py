@@ -165,10 +165,10 @@ class ServedRuns:
         saver.delete_thread(thread_id)
 
 
-def add_served_columns(db: Any, present: set[str]) -> None:
-    """Add the :data:`SERVED_COLUMNS` ``corral_runs`` lacks (``present``: the columns it
-    has) and the index on ``uuid``, in the caller's transaction (which holds the lock that
-    orders creating tables)."""
+def add_served_columns(db: Any) -> None:
+    """Add the :data:`SERVED_COLUMNS` ``corral_runs`` lacks and the index on ``uuid``, in
+    the caller's transaction (which holds the lock that orders creating tables)."""
+    present = {column[0] for column in db.execute("SELECT * FROM corral_runs LIMIT 0").description}
     missing = [c for c in SERVED_COLUMNS if c.split()[0] not in present]
     for column in missing:
         db.execute(f"ALTER TABLE corral_runs ADD COLUMN {column}")
