@@ -10,6 +10,7 @@ dropped once :data:`_KEPT_RUNS` newer ones exist.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -78,7 +79,6 @@ class Hub:
         self._wake(found)
 
     def _wake(self, found: Channel) -> None:
-        try:
+        # a closed loop: the server is stopping, nobody reads
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(found.changed.set)
-        except RuntimeError:  # the loop closed: the server is stopping, nobody reads
-            pass

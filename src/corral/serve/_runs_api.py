@@ -10,6 +10,7 @@ right after sees it finished.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -78,10 +79,8 @@ async def _ended(served: Served, run_id: str) -> ServedRun | None:
         channel = served.hub.channel(run_id)
         if channel is not None and not channel.ended:
             channel.changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(channel.changed.wait(), 1.0)
-            except TimeoutError:
-                pass
         else:
             await asyncio.sleep(_POLL_S)
 

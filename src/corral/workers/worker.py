@@ -35,6 +35,7 @@ Every event is one JSON line on ``log`` (stderr by default): ``{"ts": ..., "work
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -172,12 +173,10 @@ class Worker:
         record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "worker": self.name}
         record["event"] = event
         line = json.dumps({**record, **fields}, default=str, ensure_ascii=False)
-        with self._log_lock:
-            try:
-                self.log.write(line + "\n")
-                self.log.flush()
-            except (OSError, ValueError):
-                pass  # a closed stderr must not stop the work
+        # a closed stderr must not stop the work
+        with self._log_lock, contextlib.suppress(OSError, ValueError):
+            self.log.write(line + "\n")
+            self.log.flush()
 
     # -- the threads -------------------------------------------------------------------
 
