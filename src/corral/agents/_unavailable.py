@@ -12,54 +12,35 @@ the same way.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
-from typing import Any, TypeVar, cast
+from typing import Any
 
 from corral.errors import ModelUnavailableError
 
 __all__ = ["provider_errors"]
 
-CallT = TypeVar("CallT", bound=Callable[..., Any])
 _RETRYABLE_STATUS = frozenset({408, 429})
 
 
-def provider_errors(sdk: ModuleType) -> Callable[[CallT], CallT]:
-    """Return a decorator for an adapter's ``__call__`` raising ``sdk``'s transient errors
-    as ``ModelUnavailableError`` (the SDK's error is its ``__cause__``)."""
-
-    def decorate(call: CallT) -> CallT:
-        if inspect.iscoroutinefunction(call):
-
-            @functools.wraps(call)
-            async def acall(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return await call(*args, **kwargs)
-                except sdk.APIError as exc:
-                    raise unavailable(exc, sdk) or exc from exc
-
-            return cast("CallT", acall)
-
-        @functools.wraps(call)
-        def scall(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return call(*args, **kwargs)
-            except sdk.APIError as exc:
-                raise unavailable(exc, sdk) or exc from exc
-
-        return cast("CallT", scall)
-
-    return decorate
+@contextmanager
+def provider_errors(sdk: ModuleType) -> Iterator[None]:
+    """Raise ``sdk``'s transient errors inside the block as ``ModelUnavailableError`` (the
+    SDK's error is its ``__cause__``); any other error goes on as the SDK raised it."""
+    try:
+        yield
+    except sdk.APIError as exc:
+        raise unavailable(exc, sdk) or exc from exc
 
 
 def unavailable(exc: Exception, sdk: ModuleType) -> ModelUnavailableError | None:
     """Return ``exc`` as a ``ModelUnavailableError`` when another attempt may succeed."""
     request = getattr(exc, "request", None)
     url = getattr(request, "url", None)
-    endpoint = f"{url.scheme}://{url.host}{_port(url)}{url.path}" if url is not None else "?"
+    port = f":{url.port}" if url is not None and url.port is not None else ""
+    endpoint = f"{url.scheme}://{url.host}{port}{url.path}" if url is not None else "?"
     kind = type(exc).__name__
     if isinstance(exc, sdk.APIConnectionError):
         what = "timed out" if isinstance(exc, sdk.APITimeoutError) else "could not be reached"
@@ -77,10 +58,6 @@ def unavailable(exc: Exception, sdk: ModuleType) -> ModelUnavailableError | None
 
 
 _ADVICE = "the default Retry retries it: give the node (or react_agent) retry=Retry(...)"
-
-
-def _port(url: Any) -> str:
-    return f":{url.port}" if url.port is not None else ""
 
 
 def retry_after_s(headers: Any) -> float | None:

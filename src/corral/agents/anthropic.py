@@ -21,7 +21,7 @@ import anthropic
 from anthropic import Anthropic, AsyncAnthropic
 
 from corral.agents._unavailable import provider_errors
-from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
+from corral.agents.messages import AssistantMessage, Message, ToolCall, assistant, new_id
 from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import ToolSchema
 from corral.cost import Money
@@ -37,25 +37,9 @@ __all__ = [
 
 
 @overload
-def anthropic_model(
-    client: Anthropic,
-    model: str,
-    *,
-    max_tokens: int = 1024,
-    stream: bool = False,
-    prices: tuple[Money, Money] | None = None,
-    **params: Any,
-) -> AnthropicModel: ...
+def anthropic_model(client: Anthropic, model: str, **options: Any) -> AnthropicModel: ...
 @overload
-def anthropic_model(
-    client: AsyncAnthropic,
-    model: str,
-    *,
-    max_tokens: int = 1024,
-    stream: bool = False,
-    prices: tuple[Money, Money] | None = None,
-    **params: Any,
-) -> AsyncAnthropicModel: ...
+def anthropic_model(client: AsyncAnthropic, model: str, **options: Any) -> AsyncAnthropicModel: ...
 def anthropic_model(
     client: Anthropic | AsyncAnthropic,
     model: str,
@@ -89,7 +73,6 @@ class AnthropicModel(ClientModel[Anthropic]):
 
     factory = "anthropic_model"
 
-    @provider_errors(anthropic)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -100,14 +83,15 @@ class AnthropicModel(ClientModel[Anthropic]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            reply = self.client.messages.create(**request)
-        else:
-            with self.client.messages.stream(**request) as stream:
-                for text in stream.text_stream:
-                    if emit is not None:
-                        emit({"type": "token", "text": text})
-                reply = stream.get_final_message()
+        with provider_errors(anthropic):
+            if not self.stream:
+                reply = self.client.messages.create(**request)
+            else:
+                with self.client.messages.stream(**request) as stream:
+                    for text in stream.text_stream:
+                        if emit is not None:
+                            emit({"type": "token", "text": text})
+                    reply = stream.get_final_message()
         self.report(spend, *_tokens(reply.usage))
         return from_anthropic(reply)
 
@@ -117,7 +101,6 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
 
     factory = "anthropic_model"
 
-    @provider_errors(anthropic)
     async def __call__(
         self,
         messages: Sequence[Message],
@@ -128,14 +111,15 @@ class AsyncAnthropicModel(ClientModel[AsyncAnthropic]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            reply = await self.client.messages.create(**request)
-        else:
-            async with self.client.messages.stream(**request) as stream:
-                async for text in stream.text_stream:
-                    if emit is not None:
-                        emit({"type": "token", "text": text})
-                reply = await stream.get_final_message()
+        with provider_errors(anthropic):
+            if not self.stream:
+                reply = await self.client.messages.create(**request)
+            else:
+                async with self.client.messages.stream(**request) as stream:
+                    async for text in stream.text_stream:
+                        if emit is not None:
+                            emit({"type": "token", "text": text})
+                    reply = await stream.get_final_message()
         self.report(spend, *_tokens(reply.usage))
         return from_anthropic(reply)
 
@@ -252,9 +236,4 @@ def from_anthropic(message: Any) -> AssistantMessage:
         elif block.type == "tool_use":
             arguments = block.input if isinstance(block.input, dict) else {}
             calls.append({"id": block.id, "name": block.name, "arguments": dict(arguments)})
-    return {
-        "role": "assistant",
-        "content": "".join(text),
-        "tool_calls": calls,
-        "id": message.id or new_id(),
-    }
+    return assistant("".join(text), calls, id=message.id or new_id())

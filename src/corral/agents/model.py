@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeAlias, TypedDict, TypeVar
 
-from corral.agents.messages import AssistantMessage, Message, new_id
+from corral.agents.messages import AssistantMessage, Message, assistant, new_id
 from corral.agents.toolbox import ToolSchema
 from corral.cost import Cost, Money
 
@@ -138,13 +138,11 @@ def validate_reply(reply: object, model: object) -> AssistantMessage:
                 "{'id': str, 'name': str, 'arguments': dict}"
             )
             raise TypeError(msg)
-    message: AssistantMessage = {
-        "role": "assistant",
-        "content": str(reply.get("content") or ""),
-        "tool_calls": [
+    return assistant(
+        str(reply.get("content") or ""),
+        [
             {"id": str(c["id"]), "name": str(c["name"]), "arguments": dict(c["arguments"])}
             for c in calls
         ],
-        "id": str(reply.get("id") or new_id()),
-    }
-    return message
+        id=str(reply.get("id") or new_id()),
+    )

@@ -23,7 +23,7 @@ import openai
 from openai import AsyncOpenAI, OpenAI
 
 from corral.agents._unavailable import provider_errors
-from corral.agents.messages import AssistantMessage, Message, ToolCall, new_id
+from corral.agents.messages import AssistantMessage, Message, ToolCall, assistant, new_id
 from corral.agents.model import ClientModel, Emit, Spend
 from corral.agents.toolbox import INVALID_JSON_KEY, ToolSchema
 from corral.cost import Money
@@ -40,23 +40,9 @@ __all__ = [
 
 
 @overload
-def openai_model(
-    client: OpenAI,
-    model: str,
-    *,
-    stream: bool = False,
-    prices: tuple[Money, Money] | None = None,
-    **params: Any,
-) -> OpenAIModel: ...
+def openai_model(client: OpenAI, model: str, **options: Any) -> OpenAIModel: ...
 @overload
-def openai_model(
-    client: AsyncOpenAI,
-    model: str,
-    *,
-    stream: bool = False,
-    prices: tuple[Money, Money] | None = None,
-    **params: Any,
-) -> AsyncOpenAIModel: ...
+def openai_model(client: AsyncOpenAI, model: str, **options: Any) -> AsyncOpenAIModel: ...
 def openai_model(
     client: OpenAI | AsyncOpenAI,
     model: str,
@@ -86,7 +72,6 @@ class OpenAIModel(ClientModel[OpenAI]):
 
     factory = "openai_model"
 
-    @provider_errors(openai)
     def __call__(
         self,
         messages: Sequence[Message],
@@ -97,13 +82,14 @@ class OpenAIModel(ClientModel[OpenAI]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            completion = self.client.chat.completions.create(**request)
-            self.report(spend, *_tokens(completion.usage))
-            return from_openai(completion)
-        reply = _Streamed()
-        for chunk in self.client.chat.completions.create(**request, stream=True):
-            reply.add(chunk, emit)
+        with provider_errors(openai):
+            if not self.stream:
+                completion = self.client.chat.completions.create(**request)
+                self.report(spend, *_tokens(completion.usage))
+                return from_openai(completion)
+            reply = _Streamed()
+            for chunk in self.client.chat.completions.create(**request, stream=True):
+                reply.add(chunk, emit)
         self.report(spend, *_tokens(reply.usage))
         return reply.message()
 
@@ -113,7 +99,6 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
 
     factory = "openai_model"
 
-    @provider_errors(openai)
     async def __call__(
         self,
         messages: Sequence[Message],
@@ -124,13 +109,14 @@ class AsyncOpenAIModel(ClientModel[AsyncOpenAI]):
         spend: Spend | None = None,
     ) -> AssistantMessage:
         request = _request(self.model, messages, tools, self.params)
-        if not self.stream:
-            completion = await self.client.chat.completions.create(**request)
-            self.report(spend, *_tokens(completion.usage))
-            return from_openai(completion)
-        reply = _Streamed()
-        async for chunk in await self.client.chat.completions.create(**request, stream=True):
-            reply.add(chunk, emit)
+        with provider_errors(openai):
+            if not self.stream:
+                completion = await self.client.chat.completions.create(**request)
+                self.report(spend, *_tokens(completion.usage))
+                return from_openai(completion)
+            reply = _Streamed()
+            async for chunk in await self.client.chat.completions.create(**request, stream=True):
+                reply.add(chunk, emit)
         self.report(spend, *_tokens(reply.usage))
         return reply.message()
 
@@ -217,12 +203,7 @@ def from_openai(completion: Any) -> AssistantMessage:
         if getattr(call, "type", "function") == "function"
     ]
     text = message.content or getattr(message, "refusal", None) or ""
-    return {
-        "role": "assistant",
-        "content": text,
-        "tool_calls": calls,
-        "id": completion.id or new_id(),
-    }
+    return assistant(text, calls, id=completion.id or new_id())
 
 
 def parse_arguments(raw: str | None) -> dict[str, Any]:
@@ -281,12 +262,8 @@ class _Streamed:
                 call.arguments += piece.function.arguments or ""
 
     def message(self) -> AssistantMessage:
-        return {
-            "role": "assistant",
-            "content": "".join(self.text),
-            "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": parse_arguments(c.arguments)}
-                for _, c in sorted(self.calls.items())
-            ],
-            "id": self.id or new_id(),
-        }
+        calls: list[ToolCall] = [
+            {"id": c.id, "name": c.name, "arguments": parse_arguments(c.arguments)}
+            for _, c in sorted(self.calls.items())
+        ]
+        return assistant("".join(self.text), calls, id=self.id or new_id())

@@ -12,7 +12,7 @@ model run and ``give_up``), and the graph's ``max_steps`` is never below that.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypedDict, overload
+from typing import Any, Literal, TypedDict
 
 from typing_extensions import TypeVar
 
@@ -27,14 +27,7 @@ from corral.agents.messages import (
     new_id,
     tool_result,
 )
-from corral.agents.model import (
-    Emit,
-    Model,
-    TokenEvent,
-    is_async_model,
-    takes,
-    validate_reply,
-)
+from corral.agents.model import Model, is_async_model, takes, validate_reply
 from corral.agents.toolbox import Toolbox, ToolFunction
 from corral.cost import Cost
 from corral.dsl import Graph
@@ -45,7 +38,7 @@ from corral.spec import END, End, Guard
 
 __all__ = ["AgentUpdate", "needs_tools", "react_agent", "tool_node"]
 
-StateT = TypeVar("StateT")
+StateT = TypeVar("StateT", default=AgentState)
 
 
 class AgentUpdate(TypedDict, total=False):
@@ -114,7 +107,7 @@ def model_node(
 
     def arguments(state: AgentState, ctx: Context[Any]) -> tuple[list[Any], dict[str, Any]]:
         messages = [*prompt, *state["messages"]]
-        kwargs: dict[str, Any] = {"emit": _emitter(ctx)} if streams else {}
+        kwargs: dict[str, Any] = {"emit": ctx.emit} if streams else {}
         if spends:
             kwargs["spend"] = ctx.spend
         return [messages, schemas], kwargs
@@ -133,18 +126,6 @@ def model_node(
         return {"messages": [validate_reply(model(*args, **kwargs), model)]}
 
     return model_
-
-
-def _emitter(ctx: Context[Any]) -> Emit:
-    """Return ``ctx.emit`` (custom stream events), or a sink while the runtime has none."""
-    emit = getattr(ctx, "emit", None)
-    if callable(emit):
-        return emit  # type: ignore[no-any-return]
-
-    def discard(event: TokenEvent) -> None:
-        return None
-
-    return discard
 
 
 def give_up_node(max_turns: int) -> Callable[..., Any]:
@@ -174,7 +155,6 @@ def give_up_node(max_turns: int) -> Callable[..., Any]:
     return give_up
 
 
-@overload
 def react_agent(
     model: Model,
     toolbox: Toolbox | Sequence[ToolFunction],
@@ -187,36 +167,8 @@ def react_agent(
     retry: Retry | None = None,
     timeout: float | None = None,
     cost: Cost | None = None,
-) -> Graph[AgentState]: ...
-@overload
-def react_agent(
-    model: Model,
-    toolbox: Toolbox | Sequence[ToolFunction],
-    *,
-    max_turns: int = 8,
-    system: str | None = None,
-    then: str = END,
-    name: str = "react_agent",
-    max_steps: int | None = None,
-    retry: Retry | None = None,
-    timeout: float | None = None,
-    cost: Cost | None = None,
-    state_schema: type[StateT],
-) -> Graph[StateT]: ...
-def react_agent(
-    model: Model,
-    toolbox: Toolbox | Sequence[ToolFunction],
-    *,
-    max_turns: int = 8,
-    system: str | None = None,
-    then: str = END,
-    name: str = "react_agent",
-    max_steps: int | None = None,
-    retry: Retry | None = None,
-    timeout: float | None = None,
-    cost: Cost | None = None,
-    state_schema: type[Any] = AgentState,
-) -> Graph[Any]:
+    state_schema: type[StateT] = AgentState,  # type: ignore[assignment]  # StateT's default
+) -> Graph[StateT]:
     """Return a ReAct agent graph: ``model`` → ``needs_tools`` → ``tools`` → ``model``.
 
     >>> from corral.agents import assistant, user

@@ -132,10 +132,7 @@ class Toolbox:
 
     def schemas(self) -> list[ToolSchema]:
         """Return one ``{"name", "description", "parameters"}`` per tool, in order."""
-        return [
-            {"name": s["name"], "description": s["description"], "parameters": s["parameters"]}
-            for s in self._schemas
-        ]
+        return [schema.copy() for schema in self._schemas]
 
     def call(self, call: ToolCall, ctx: Context[Any] | None = None) -> ToolMessage:
         """Run one call and return its tool message; a failure gives ``is_error: True``.

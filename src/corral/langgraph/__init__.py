@@ -81,9 +81,7 @@ def _check(
     ]
     found += langgraph_findings(reading.spec)
     if label is not None:
-        found = [
-            dataclasses.replace(d, message=f"{_PREFIX.format(label)}{d.message}") for d in found
-        ]
+        found = [dataclasses.replace(d, message=f"in {label}: {d.message}") for d in found]
     contained = [(f"subgraph {name!r}", name, sub) for name, sub in reading.subgraphs]
     for node in reading.spec.nodes:
         by_hand = graphs_read(node.func)
@@ -94,10 +92,6 @@ def _check(
             at = reading.spec.node(node_name)
             found += _check(sub, inner, seen, at.location if at is not None else where)
     return found
-
-
-_PREFIX = "in {}: "
-"""How a finding of a contained graph says where it is."""
 
 
 def claim(diagnostic: Diagnostic) -> tuple[object, ...]:

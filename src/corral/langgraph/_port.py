@@ -80,19 +80,17 @@ def _router_lines(
         comment = f"  # CR201: {guard[1]}; choose the max"
     names = router.targets.names
     lines = [f"@g.router({', '.join(options)}){comment}"]
-    if names is None:
-        lines += [
-            f"def {router.name}(state: {state}) -> End:  # TODO: CR401, name its targets",
+    if names is None or router.targets.sends:
+        todo = (
+            "CR401, name its targets"
+            if names is None
+            else "returns Send; annotate list[Send[Literal[...]]] with corral's Send"
+        )
+        return [
+            *lines,
+            f"def {router.name}(state: {state}) -> End:  # TODO: {todo}",
             f"    return {original}(state)  # type: ignore[no-any-return]",
         ]
-        return lines
-    if router.targets.sends:
-        lines += [
-            f"def {router.name}(state: {state}) -> End:  # TODO: returns Send; annotate "
-            f"list[Send[Literal[...]]] with corral's Send",
-            f"    return {original}(state)  # type: ignore[no-any-return]",
-        ]
-        return lines
     lines.append(f"def {router.name}(state: {state}) -> {_target_text(names)}:")
     mapping = {str(k): v for k, v in dict(ends or {}).items()}
     if mapping and any(k != v for k, v in mapping.items()):

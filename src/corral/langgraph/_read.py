@@ -184,14 +184,6 @@ def _annotation(func: Callable[..., Any]) -> tuple[str, ...] | None:
     return read_literal_form(annotation) if annotation is not None else None
 
 
-def _router_values(func: Callable[..., Any]) -> Returns:
-    """Return what ``func`` can return: read from its body, else its ``Literal`` annotation."""
-    found = read_returns(func)
-    if found.values is not None:
-        return found
-    return Returns(_annotation(func), found.none)
-
-
 def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpec:
     func = user_function(getattr(branch, "path", None))
     name = getattr(func, "__name__", key) if func is not None else key
@@ -203,8 +195,9 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
     sent = sends.names if sends is not None else ()
     unmapped: tuple[str, ...] = ()
     annotated = False
-    returns = _router_values(func) if func is not None else Returns(None)
-    values = returns.values
+    returns = read_returns(func) if func is not None else Returns(None)
+    # what the body returns, else the Literal annotation
+    values = returns.values if returns.values is not None or func is None else _annotation(func)
     falls = returns.none and not (ends is not None and None in ends)
     if ends is not None:
         ends = dict(ends)

@@ -1,9 +1,10 @@
 """What a LangGraph node's or router's source says that LangGraph itself does not record.
 
-LangGraph keeps no list of a router's ``Send`` targets, of the strings a router without a
-``Literal`` annotation returns, or of the graphs a node runs by hand; this module reads
-them from the function's source with :mod:`ast` (or from its code object), never running
-it. Anything it cannot read is reported as unknown, never guessed.
+LangGraph keeps no list of a router's ``Send`` targets, of the ``Command`` a node builds,
+or of the graphs a node runs by hand; this module reads them from the function's source
+with :mod:`ast` (or from its code object), never running it. Anything it cannot read is
+reported as unknown, never guessed. (What a router returns is read by
+:mod:`corral.langgraph._routes`.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ __all__ = [
     "graphs_read",
     "is_compiled",
     "is_builder",
-    "returned_literals",
     "returns_command",
     "send_targets",
 ]
@@ -106,54 +106,6 @@ def send_targets(func: Callable[..., Any]) -> SendTargets:
         else:
             computed = True
     return SendTargets(tuple(names), computed)
-
-
-def _own_returns(body: list[ast.stmt]) -> Iterator[ast.Return]:
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def returned_literals(func: Callable[..., Any]) -> tuple[str, ...] | None:
-    """Return the strings ``func`` returns, or ``None`` when some return is not a literal.
-
-    A name (``END``) counts when ``func``'s globals bind it to a string.
-
-    >>> END = "__end__"
-    >>> def route(state):
-    ...     if state["done"]:
-    ...         return END
-    ...     return "tools" if state["calls"] else "answer"
-    >>> returned_literals(route)
-    ('__end__', 'tools', 'answer')
-    """
-    body = function_body(func)
-    if body is None:
-        return None
-    scope: dict[str, Any] = getattr(func, "__globals__", {})
-    found: list[str] = []
-    returns = sorted(_own_returns(body), key=lambda r: (r.lineno, r.col_offset))
-    for ret in returns:
-        values = [ret.value]
-        while values:
-            value = values.pop(0)
-            if isinstance(value, ast.IfExp):
-                values += [value.body, value.orelse]
-                continue
-            text: Any = None
-            if isinstance(value, ast.Constant):
-                text = value.value
-            elif isinstance(value, ast.Name):
-                text = scope.get(value.id)
-            if not isinstance(text, str):
-                return None
-            if text not in found:
-                found.append(text)
-    return tuple(found) if found else None
 
 
 def returns_command(func: Callable[..., Any]) -> bool:

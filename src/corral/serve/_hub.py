@@ -10,6 +10,7 @@ dropped once :data:`_KEPT_RUNS` newer ones exist.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -53,7 +54,11 @@ class Hub:
             if found is None:
                 found = self._channels[run_id] = Channel()
             found.ended = False
-            self._forget_old()
+            while len(self._channels) > _KEPT_RUNS:
+                oldest = next((k for k, c in self._channels.items() if c.ended), None)
+                if oldest is None:
+                    return
+                del self._channels[oldest]
 
     def publish(self, run_id: str, event: str, data: Any) -> None:
         """Add an event to the run's channel and wake its readers (any thread)."""
@@ -74,14 +79,6 @@ class Hub:
         self._wake(found)
 
     def _wake(self, found: Channel) -> None:
-        try:
+        # a closed loop: the server is stopping, nobody reads
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(found.changed.set)
-        except RuntimeError:  # the loop closed: the server is stopping, nobody reads
-            pass
-
-    def _forget_old(self) -> None:
-        while len(self._channels) > _KEPT_RUNS:
-            oldest = next((k for k, c in self._channels.items() if c.ended), None)
-            if oldest is None:
-                return
-            del self._channels[oldest]

@@ -63,10 +63,6 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json(value: Any) -> str:
-    return _e(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-
-
 def _csrf(request: Request) -> str:
     """Return the page's form token: the browser's cookie, or a new one (set by ``_page``)."""
     found = request.scope.get("corral.csrf")
@@ -77,7 +73,9 @@ def _csrf(request: Request) -> str:
     return str(found)
 
 
-def _page(request: Request, title: str, body: str, *, refresh: bool = False) -> Response:
+def _page(
+    request: Request, title: str, body: str, *, refresh: bool = False, status: int = 200
+) -> Response:
     token = _csrf(request)
     head = '<meta http-equiv="refresh" content="2">' if refresh else ""
     text = (
@@ -87,7 +85,7 @@ def _page(request: Request, title: str, body: str, *, refresh: bool = False) -> 
         f'<header><a href="/">corral inbox</a></header><main>'
         f"{body}</main></body></html>"
     )
-    response = HTMLResponse(text, headers=_HEADERS)
+    response = HTMLResponse(text, status, headers=_HEADERS)
     if request.cookies.get(_CSRF) != token:
         response.set_cookie(_CSRF, token, httponly=True, samesite="strict", path="/")
     return response
@@ -156,29 +154,28 @@ def _rows(served: Served) -> list[tuple[ThreadInfo, str, StateSnapshot | None]]:
     return rows
 
 
-def _question(snapshot: StateSnapshot | None) -> str:
-    if snapshot is None or not snapshot.interrupts:
-        return ""
-    value = snapshot.interrupts[0].value
+def _question(value: Any) -> str:
+    """Return what an interrupt asks: its value's ``question`` when it has one, as text."""
     if isinstance(value, dict) and "question" in value:
         value = value["question"]
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-async def inbox(request: Request) -> Response:
+def inbox(request: Request) -> Response:
     if not _signed_in(request):
         return _sign_in(request)
-    served: Served = request.app.state.served
-    rows = await run_in_threadpool(_rows, served)
+    rows = _rows(request.app.state.served)
     lines = []
     for thread, status, snapshot in rows:
         link = f"/inbox/{quote(thread.thread_id, safe='')}"
         waiting = ' class="waiting"' if status == "interrupted" else ""
+        pending = snapshot.interrupts if snapshot is not None else ()
+        question = _question(pending[0].value) if pending else ""
         shown = "waiting for you" if status == "interrupted" else status
         lines.append(
             f'<tr{waiting}><td><a href="{_e(link)}">{_e(thread.thread_id)}</a></td>'
             f'<td>{_e(thread.graph or "")}</td><td class="status">{_e(shown)}</td>'
-            f"<td>{_e(_question(snapshot))}</td><td>{_e(iso(thread.updated_at)[:19])}</td></tr>"
+            f"<td>{_e(question)}</td><td>{_e(iso(thread.updated_at)[:19])}</td></tr>"
         )
     count = sum(1 for _, status, _ in rows if status == "interrupted")
     body = (
@@ -246,11 +243,8 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
                 f'<input type="hidden" name="answer-{_e(item.id)}" value=""></div>'
             )
             continue
-        value = item.value
-        question = value.get("question", value) if isinstance(value, dict) else value
-        shown = question if isinstance(question, str) else json.dumps(question, default=str)
         parts.append(
-            f'<div class="question"><p><b>{_e(item.node)}</b> asks: {_e(shown)}</p>'
+            f'<div class="question"><p><b>{_e(item.node)}</b> asks: {_e(_question(item.value))}</p>'
             f'<textarea name="answer-{_e(item.id)}" required></textarea></div>'
         )
     action = f"/inbox/{quote(thread_id, safe='')}/answer"
@@ -261,10 +255,15 @@ def _answer_form(thread_id: str, interrupts: tuple[Interrupt, ...], csrf: str) -
     )
 
 
-def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, bool] | None:
+def thread_page(request: Request) -> Response:
+    if not _signed_in(request):
+        return _sign_in(request)
+    served: Served = request.app.state.served
+    thread_id = request.path_params["thread_id"]
     thread = served.saver.thread_info(thread_id)
     if thread is None:
-        return None
+        body = f"<h1>Not found</h1><p>No thread {_e(thread_id)}.</p>"
+        return _page(request, "not found", body, status=404)
     snapshot = snapshot_of(served, thread)
     status = thread_status(snapshot, last_run(served, thread_id))
     parts = [
@@ -278,29 +277,15 @@ def _thread_page(served: Served, thread_id: str, csrf: str) -> tuple[str, str, b
         failed = served.runs.of_thread(thread_id)[0]
         parts.append(f'<p class="error">{_e(failed.error or "")}</p>')
     if status == "interrupted" and snapshot is not None:
-        parts.append(_answer_form(thread_id, snapshot.interrupts, csrf))
+        parts.append(_answer_form(thread_id, snapshot.interrupts, _csrf(request)))
     if snapshot is not None and thread.graph:
         parts.append(f'<h2>Path taken</h2><div class="drawing">{_drawing(served, thread)}</div>')
     values = snapshot.values if snapshot is not None else {}
-    parts.append(f"<h2>State</h2><pre>{_json(values)}</pre>")
+    shown = json.dumps(values, indent=2, ensure_ascii=False, default=str)
+    parts.append(f"<h2>State</h2><pre>{_e(shown)}</pre>")
     if snapshot is not None:
         parts.append(f"<h2>History</h2>{_history(served, thread)}")
-    return thread_id, "".join(parts), status == "busy"
-
-
-async def thread_page(request: Request) -> Response:
-    if not _signed_in(request):
-        return _sign_in(request)
-    served: Served = request.app.state.served
-    thread_id = request.path_params["thread_id"]
-    found = await run_in_threadpool(_thread_page, served, thread_id, _csrf(request))
-    if found is None:
-        body = f"<h1>Not found</h1><p>No thread {_e(request.path_params['thread_id'])}.</p>"
-        response = _page(request, "not found", body)
-        response.status_code = 404
-        return response
-    title, body, busy = found
-    return _page(request, title, body, refresh=busy)
+    return _page(request, thread_id, "".join(parts), refresh=status == "busy")
 
 
 def _typed(text: str, asked: Any) -> Any:
@@ -352,9 +337,7 @@ async def answer(request: Request) -> Response:
     if problem is not None:
         back = f"/inbox/{quote(thread_id, safe='')}"
         body = f'<p class="error">{_e(problem)}</p><p><a href="{_e(back)}">Back</a></p>'
-        response = _page(request, "not sent", body)
-        response.status_code = 409
-        return response
+        return _page(request, "not sent", body, status=409)
     return RedirectResponse(f"/inbox/{quote(thread_id, safe='')}", status_code=303)
 
 

@@ -21,7 +21,9 @@ from corral.runtime.app import CompiledGraph
 __all__ = [
     "STREAM_MODES",
     "JSONText",
+    "checkpoint_of",
     "fail",
+    "metadata_of",
     "read_json",
     "run_fields",
 ]
@@ -93,8 +95,9 @@ def _input(value: Any, app: CompiledGraph[Any]) -> dict[str, Any] | None:
     return value
 
 
-def _checkpoint_id(payload: dict[str, Any]) -> str | None:
-    """Return the checkpoint a run starts from (``checkpoint_id`` or ``checkpoint``)."""
+def checkpoint_of(payload: dict[str, Any]) -> str | None:
+    """Return the checkpoint a run or an update starts from (``checkpoint_id`` or
+    ``checkpoint``)."""
     checkpoint = payload.get("checkpoint") or {}
     found = payload.get("checkpoint_id") or (
         checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
@@ -131,24 +134,29 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
             if app.spec.node(name) is None:
                 msg = f"{field} names {name!r}, which is not a node of the graph"
                 raise fail(422, msg)
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
     on_completion = payload.get("on_completion") or "delete"
     if on_completion not in ("delete", "keep"):
         raise fail(422, f"on_completion must be 'delete' or 'keep', not {on_completion!r}")
     return {
         "input": value,
         "command": command,
-        "checkpoint_id": _checkpoint_id(payload),
+        "checkpoint_id": checkpoint_of(payload),
         "stream_mode": list(modes),
         "interrupt_before": before,
         "interrupt_after": after,
-        "metadata": metadata,
+        "metadata": metadata_of(payload),
         "multitask_strategy": strategy,
         "on_completion": on_completion,
         "budget": _budget(payload.get("budget")),
     }
+
+
+def metadata_of(payload: dict[str, Any]) -> dict[str, Any]:
+    """Return the request's ``metadata`` (``{}`` when it has none; 422 when not an object)."""
+    metadata = payload.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
+    return metadata
 
 
 def _budget(value: Any) -> dict[str, Any] | None:

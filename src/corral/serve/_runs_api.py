@@ -10,6 +10,7 @@ right after sees it finished.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -78,10 +79,8 @@ async def _ended(served: Served, run_id: str) -> ServedRun | None:
         channel = served.hub.channel(run_id)
         if channel is not None and not channel.ended:
             channel.changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(channel.changed.wait(), 1.0)
-            except TimeoutError:
-                pass
         else:
             await asyncio.sleep(_POLL_S)
 
@@ -90,8 +89,7 @@ def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str)
     """Return what ``runs.wait``/``join`` answer: the final values (with ``__interrupt__``),
     or ``{"__error__": ...}`` for a run that failed."""
     if run is not None and run_status(run) == "error":
-        kind, _, message = (run.error or "Error: unknown").partition(": ")
-        return {"__error__": {"error": kind, "message": message}}
+        return {"__error__": _error_json(run)}
     channel = served.hub.channel(run_id)
     if run is None and channel is not None:  # a stateless run's thread went with it
         for event, data in reversed(channel.events):
@@ -134,6 +132,12 @@ def _event_stream(
     body = _follow(served, run, modes, cursor, first)
     headers = {**_paths(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+
+def _error_json(run: ServedRun) -> dict[str, str]:
+    """Return a failed run's error as the stream's ``error`` event carries it."""
+    kind, _, message = (run.error or "Error: unknown").partition(": ")
+    return {"error": kind, "message": message}
 
 
 def _sse(event: str, data: Any, event_id: int | None = None) -> bytes:
@@ -185,8 +189,7 @@ async def _follow(
             yield _sse("values", values)
         if found is None or not found.open:
             if found is not None and run_status(found) == "error":
-                kind, _, message = (found.error or "Error: unknown").partition(": ")
-                yield _sse("error", {"error": kind, "message": message})
+                yield _sse("error", _error_json(found))
             return
         await asyncio.sleep(_POLL_S * 2)
 
@@ -225,19 +228,15 @@ async def get_run(request: Request) -> Response:
     return JSONText(run_json(await _run_or_404(request)))
 
 
-async def list_runs(request: Request) -> Response:
+def list_runs(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     limit = int(request.query_params.get("limit") or 10)
     offset = int(request.query_params.get("offset") or 0)
     status = request.query_params.get("status")
-
-    def answer() -> list[dict[str, Any]]:
-        thread_or_404(served, thread_id)
-        runs = [r for r in served.runs.of_thread(thread_id) if status in (None, run_status(r))]
-        return [run_json(r) for r in runs[offset : offset + limit]]
-
-    return JSONText(await run_in_threadpool(answer))
+    thread_or_404(served, thread_id)
+    runs = [r for r in served.runs.of_thread(thread_id) if status in (None, run_status(r))]
+    return JSONText([run_json(r) for r in runs[offset : offset + limit]])
 
 
 async def join_run(request: Request) -> Response:

@@ -1,4 +1,8 @@
-"""The assistants and threads part of the API (the LangGraph server's paths and shapes)."""
+"""The assistants and threads part of the API (the LangGraph server's paths and shapes).
+
+A handler that reads no body is a plain function, which Starlette runs on its thread pool
+(the store's calls block); one that reads the body awaits it, then runs the rest there.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from corral.checkpoint import ThreadInfo
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import StateSnapshot
-from corral.serve._requests import JSONText, fail, read_json
+from corral.serve._requests import JSONText, checkpoint_of, fail, metadata_of, read_json
 from corral.serve._runs import Served
 from corral.serve._shapes import assistant_json, state_json, thread_json
 
@@ -47,10 +51,6 @@ def snapshot_of(served: Served, thread: ThreadInfo) -> StateSnapshot | None:
     if served.saver.newest_id(thread.thread_id) is None:
         return None
     return app.get_state(thread.thread_id)
-
-
-def busy(served: Served, thread_id: str) -> bool:
-    return any(run.open for run in served.runs.of_thread(thread_id))
 
 
 def last_run(served: Served, thread_id: str) -> str | None:
@@ -104,31 +104,23 @@ async def create_thread(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     thread_id = check_id(payload.get("thread_id") or str(uuid.uuid4()))
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
+    metadata = metadata_of(payload)
     record, new = await run_in_threadpool(served.saver.add_thread_info, thread_id, metadata)
     if not new and payload.get("if_exists", "raise") != "do_nothing":
         raise fail(409, f"thread {thread_id!r} already exists; send if_exists='do_nothing'")
     return JSONText(await run_in_threadpool(_thread_json, served, record))
 
 
-async def get_thread(request: Request) -> Response:
+def get_thread(request: Request) -> Response:
     served = served_of(request)
-
-    def answer() -> dict[str, Any]:
-        return _thread_json(served, thread_or_404(served, request.path_params["thread_id"]))
-
-    return JSONText(await run_in_threadpool(answer))
+    return JSONText(_thread_json(served, thread_or_404(served, request.path_params["thread_id"])))
 
 
 async def patch_thread(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
     thread_id = request.path_params["thread_id"]
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
+    metadata = metadata_of(payload)
 
     def answer() -> dict[str, Any]:
         thread_or_404(served, thread_id)
@@ -138,15 +130,11 @@ async def patch_thread(request: Request) -> Response:
     return JSONText(await run_in_threadpool(answer))
 
 
-async def delete_thread(request: Request) -> Response:
+def delete_thread(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
-
-    def delete() -> None:
-        thread_or_404(served, thread_id)
-        served.delete_thread(thread_id)
-
-    await run_in_threadpool(delete)
+    thread_or_404(served, thread_id)
+    served.delete_thread(thread_id)
     return Response(status_code=204)
 
 
@@ -181,27 +169,24 @@ async def search_threads(request: Request) -> Response:
     return JSONText(await run_in_threadpool(answer))
 
 
-async def get_state(request: Request) -> Response:
+def get_state(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     checkpoint_id = request.path_params.get("checkpoint_id")
-
-    def answer() -> dict[str, Any]:
-        thread = thread_or_404(served, thread_id)
-        app = thread_app(served, thread)
-        if checkpoint_id is not None:
-            try:
-                return state_json(thread_id, app.get_state(thread_id, checkpoint_id))
-            except CorralError as exc:
-                raise fail(404, f"checkpoint {checkpoint_id!r} not found: {exc}") from None
-        snapshot = snapshot_of(served, thread)
-        if snapshot is None:
-            return {"values": {}, "next": [], "tasks": [], "metadata": {}, "created_at": None,
-                    "checkpoint": None, "parent_checkpoint": None, "interrupts": [],
-                    "checkpoint_id": None, "parent_checkpoint_id": None}  # fmt: skip
-        return state_json(thread_id, snapshot)
-
-    return JSONText(await run_in_threadpool(answer))
+    thread = thread_or_404(served, thread_id)
+    app = thread_app(served, thread)
+    if checkpoint_id is not None:
+        try:
+            return JSONText(state_json(thread_id, app.get_state(thread_id, checkpoint_id)))
+        except CorralError as exc:
+            raise fail(404, f"checkpoint {checkpoint_id!r} not found: {exc}") from None
+    snapshot = snapshot_of(served, thread)
+    if snapshot is None:
+        return JSONText({"values": {}, "next": [], "tasks": [], "metadata": {},
+                         "created_at": None, "checkpoint": None, "parent_checkpoint": None,
+                         "interrupts": [], "checkpoint_id": None,
+                         "parent_checkpoint_id": None})  # fmt: skip
+    return JSONText(state_json(thread_id, snapshot))
 
 
 async def update_state(request: Request) -> Response:
@@ -212,13 +197,11 @@ async def update_state(request: Request) -> Response:
     as_node = payload.get("as_node")
     if not isinstance(values, dict):
         raise fail(422, f"values must be a JSON object of state keys, not {values!r}")
-    checkpoint_id = payload.get("checkpoint_id") or (payload.get("checkpoint") or {}).get(
-        "checkpoint_id"
-    )
+    checkpoint_id = checkpoint_of(payload)
 
     def answer() -> dict[str, Any]:
         thread = thread_or_404(served, thread_id)
-        if busy(served, thread_id):
+        if last_run(served, thread_id) == "running":
             raise fail(409, f"thread {thread_id!r} has a run in flight; update it once it ends")
         app = thread_app(served, thread)
         try:
@@ -244,10 +227,7 @@ async def get_history(request: Request) -> Response:
 
     def answer() -> list[dict[str, Any]]:
         thread = thread_or_404(served, thread_id)
-        app = thread_app(served, thread)
-        if served.saver.newest_id(thread_id) is None:
-            return []
-        states = app.history(thread_id)
+        states = thread_app(served, thread).history(thread_id)
         if before is not None:
             ids = [s.checkpoint_id for s in states]
             states = states[ids.index(before) + 1 :] if before in ids else []

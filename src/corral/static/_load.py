@@ -144,14 +144,13 @@ def _read_batch(sources: list[Any], loaded: Loaded, build: Any, compile_error: A
         loaded.errors.append(LoadError(names, exc, "\n".join(exc.messages)))
         return
     wanted = {s.module for s in sources}
-    trees = [result.graph[m].tree for m in sorted(wanted) if m in result.graph]
+    found = [result.graph[m].tree for m in sorted(wanted) if m in result.graph]
+    trees = [tree for tree in found if tree is not None]
     reader = Reader(result.types)
     for tree in trees:
-        if tree is not None:
-            reader.find_graphs(tree)
+        reader.find_graphs(tree)
     for tree in trees:
-        if tree is not None:
-            reader.find_functions(tree)
+        reader.find_functions(tree)
     shown = list(reader.graphs.values())
     # A child graph defined in a module that was only imported is read too, not reported.
     for module in reader.child_modules():

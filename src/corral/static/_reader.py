@@ -123,21 +123,11 @@ class Reader:
             name = constant(args["name"])
             child = args.get("child")
             child_name = child.fullname if isinstance(child, nodes.RefExpr) else ""
-            then = args.get("then")
-            then_routes: tuple[str, ...] | None = None
-            if then is not None and not is_none(then):
-                value = constant(then)
-                then_routes = (value,) if isinstance(value, str) else tuple(value)
             node = NodeSpec(
                 name=name,
                 func=_subgraph.stand_in(name),
                 location=Location(path, call.line, 1),
-                start=bool(constant(args["start"])) if "start" in args else False,
-                then=then_routes,
-                max_runs=constant(args["max_runs"]) if "max_runs" in args else None,
-                guards=read_guards(args.get("guards")),
-                wait_for=tuple(constant(args["wait_for"])) if "wait_for" in args else (),
-                ignore=tuple(constant(args["ignore"])) if "ignore" in args else (),
+                **_node_options(args),
             )
         except StaticError as exc:
             self.errors.append((path, call.line, exc))
@@ -208,34 +198,21 @@ class Reader:
     ) -> NodeSpec:
         func = decorated.func
         args = call_arguments(call, ("name",))
-        then = args.get("then")
-        then_routes: tuple[str, ...] | None = None
-        if then is not None and not is_none(then):
-            value = constant(then)
-            then_routes = (value,) if isinstance(value, str) else tuple(value)
         writes_arg = args.get("writes")
         writes_value = constant(writes_arg) if writes_arg is not None else None
-        stub = _stub(decorated, path)
+        fields = _function_fields(decorated, path)
+        stub = fields["func"]
         writes = frozenset(writes_value) if writes_value is not None else infer_writes(stub)
         name = constant(args["name"]) if "name" in args else None
         command = command_targets(func)
         return NodeSpec(
             name=name if name is not None else func.name,
-            func=stub,
-            location=_def_location(func, path),
-            start=bool(constant(args["start"])) if "start" in args else False,
-            then=then_routes,
             command=command,
             command_fanout=command is not None and infer_command_fanout(stub),
-            max_runs=constant(args["max_runs"]) if "max_runs" in args else None,
-            guards=read_guards(args.get("guards")),
-            wait_for=tuple(constant(args["wait_for"])) if "wait_for" in args else (),
             writes=writes,
             writes_declared=writes_value is not None,
-            takes_ctx=_takes_ctx(func),
-            is_async=func.is_coroutine,
-            ignore=tuple(constant(args["ignore"])) if "ignore" in args else (),
-            counters=read_counters(stub),
+            **fields,
+            **_node_options(args),
         )
 
     def _router(
@@ -246,30 +223,47 @@ class Reader:
         if "source" not in args:
             msg = f"@router on {func.name!r} names no source node"
             raise StaticError(msg)
-        stub = _stub(decorated, path)
         return RouterSpec(
             source=constant(args["source"]),
             name=func.name,
-            func=stub,
-            counters=read_counters(stub),
-            location=_def_location(func, path),
             targets=router_targets(func),
             guards=read_guards(args.get("guards")),
-            takes_ctx=_takes_ctx(func),
-            is_async=func.is_coroutine,
             ignore=tuple(constant(args["ignore"])) if "ignore" in args else (),
+            **_function_fields(decorated, path),
         )
 
 
-def _takes_ctx(func: mypy_nodes.FuncDef) -> bool:
+def _node_options(args: dict[str, Any]) -> dict[str, Any]:
+    """Return the fields of a node that ``@g.node(...)`` and ``g.subgraph(...)`` both take."""
+    then = args.get("then")
+    then_routes: tuple[str, ...] | None = None
+    if then is not None and not is_none(then):
+        value = constant(then)
+        then_routes = (value,) if isinstance(value, str) else tuple(value)
+    return {
+        "start": bool(constant(args["start"])) if "start" in args else False,
+        "then": then_routes,
+        "max_runs": constant(args["max_runs"]) if "max_runs" in args else None,
+        "guards": read_guards(args.get("guards")),
+        "wait_for": tuple(constant(args["wait_for"])) if "wait_for" in args else (),
+        "ignore": tuple(constant(args["ignore"])) if "ignore" in args else (),
+    }
+
+
+def _function_fields(decorated: mypy_nodes.Decorator, path: str) -> dict[str, Any]:
+    """Return the fields a node and a router read alike from their decorated function."""
     from mypy import nodes
 
+    func = decorated.func
+    stub = _stub(decorated, path)
     positional = [k for k in func.arg_kinds if k in (nodes.ARG_POS, nodes.ARG_OPT, nodes.ARG_STAR)]
-    return len(positional) >= 2 or nodes.ARG_STAR in positional
-
-
-def _def_location(func: mypy_nodes.FuncDef, path: str) -> Location:
-    return Location(path, func.line, func.column + 1)
+    return {
+        "func": stub,
+        "location": Location(path, func.line, func.column + 1),
+        "takes_ctx": len(positional) >= 2 or nodes.ARG_STAR in positional,
+        "is_async": func.is_coroutine,
+        "counters": read_counters(stub),
+    }
 
 
 def _stub(decorated: mypy_nodes.Decorator, path: str) -> Callable[..., Any]:

@@ -6,7 +6,6 @@ Route targets come from a function's return type as mypy resolved it, so aliases
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from corral.spec import KeySpec, TargetSet
@@ -53,7 +52,11 @@ def state_keys(expr: mypy_nodes.Expression, typ: mypy_types.Type) -> tuple[KeySp
                 ):
                     reducers.add(stmt.lvalues[0].name)
     return tuple(
-        KeySpec(name, _show(value), _STATIC_REDUCER if name in reducers else None)
+        KeySpec(
+            name,
+            str(value).replace("builtins.", ""),
+            _static_reducer if name in reducers else None,
+        )
         for name, value in proper.items.items()
     )
 
@@ -64,9 +67,6 @@ def _static_reducer(current: Any, update: Any) -> Any:
     raise TypeError(msg)
 
 
-_STATIC_REDUCER: Callable[[Any, Any], Any] = _static_reducer
-
-
 def _is_annotated(unanalyzed: mypy_types.Type | None) -> bool:
     from mypy.types import UnboundType
 
@@ -75,10 +75,6 @@ def _is_annotated(unanalyzed: mypy_types.Type | None) -> bool:
         and unanalyzed.name.rpartition(".")[2] == "Annotated"
         and len(unanalyzed.args) >= 2
     )
-
-
-def _show(typ: mypy_types.Type) -> str:
-    return str(typ).replace("builtins.", "")
 
 
 def _members(typ: mypy_types.Type) -> list[mypy_types.ProperType]:

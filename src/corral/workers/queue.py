@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
@@ -100,51 +101,164 @@ class Outcome:
     error: str | None
 
 
-class RunQueue(Protocol):
-    """The operations workers and ``app.submit`` / ``app.wait`` need from a queue store."""
+class RunQueue:
+    """The queue's operations, written once for both databases with ``:name`` parameters.
+
+    A subclass gives the connection, the placeholder style (:meth:`sql`) and the pieces
+    of SQL its dialect spells its own way: the clock, the list of graphs a worker takes,
+    and the row locks PostgreSQL needs where SQLite's write lock already orders writers.
+    """
 
     where: str
     """The database, for messages (no password)."""
+    now: str
+    """SQL for the time now, in the type of ``lease_until``."""
+    later: str
+    """SQL for ``:lease`` seconds from now."""
+    graphs: str
+    """SQL for the names in ``:graphs`` (a JSON list), after ``IN``."""
+    claim_lock: str = ""
+    """What a claim's pick adds to take a row another claim is not taking."""
+    fence_lock: str = ""
+    """What a fence's check adds to hold the run's row until the write commits."""
+    epoch: str
+    """SQL for ``submitted`` in seconds since 1970."""
+
+    @staticmethod
+    def sql(sql: str) -> str:
+        """Return ``sql`` with its ``:name`` parameters in the driver's style."""
+        return sql
+
+    def transaction(self, verb: str, write: bool = True) -> AbstractContextManager[Any]:
+        """Return a connection in a transaction (``write=False``: one that only reads)."""
+        raise NotImplementedError
+
+    def connection(self, verb: str) -> AbstractContextManager[Any]:
+        """Return a connection for one statement, which is its own transaction."""
+        return self.transaction(verb)
+
+    def lock_thread(self, db: Any, thread_id: str) -> None:
+        """Hold the thread's lock until the transaction ends (two servers, one thread)."""
+
+    def insert(self, db: Any, **values: Any) -> int:
+        """Queue a run with ``values`` for the columns of :data:`_INSERTED`; return its id."""
+        statement = _INSERT.format(now=self.now)
+        row = db.execute(self.sql(statement), dict.fromkeys(_INSERTED) | values).fetchone()
+        return int(row[0])
 
     def submit(
         self, thread_id: str, input: str | None, resume: bool, request: str | None = None
     ) -> int:
         """Queue a run of ``thread_id`` (``request``: its JSON, see :class:`QueuedRun`)."""
-        ...
+        with self.connection("queue a run in") as db:
+            return self.insert(db, thread=thread_id, input=input, resume=resume, request=request)
 
     def claim(self, owner: str, lease_s: float, graphs: Sequence[str]) -> QueuedRun | None:
         """Take the oldest run that is ready (queued, or its lease expired) and is of one of
         ``graphs`` or of none (``app.submit``), or ``None``."""
-        ...
+        statement = _CLAIM.format(
+            now=self.now, later=self.later, graphs=self.graphs, lock=self.claim_lock
+        )
+        params = {"owner": owner, "lease": lease_s, "graphs": json.dumps(list(graphs))}
+        with self.connection("take a run from") as db:
+            row = db.execute(self.sql(statement), params).fetchone()
+        if row is None:
+            return None
+        run_id, thread, input, resume, base, attempts, *rest = row
+        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts), *rest)
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         """Record ``base`` for a run started for the first time; ``False`` if not held."""
-        ...
+        return self._change("start a run in", "base = :base", run_id, owner, base=base)
 
     def renew(self, owner: str, run_ids: list[int], lease_s: float) -> set[int]:
         """Extend the leases of the runs ``owner`` still holds; return their ids."""
-        ...
+        later = f"lease_until = {self.later}"
+        return {
+            i for i in run_ids if self._change("renew leases in", later, i, owner, lease=lease_s)
+        }
 
     def finish(self, run_id: int, owner: str, status: str, error: str | None) -> bool:
         """Mark a held run finished; ``False`` when ``owner`` no longer holds it."""
-        ...
+        ended = f"status = :status, error = :error, finished = {self.now}, lease_until = NULL"
+        return self._change("finish a run in", ended, run_id, owner, status=status, error=error)
 
     def release(self, run_id: int, owner: str) -> bool:
         """Put a held run back in the queue (its worker is stopping)."""
-        ...
+        back = "status = 'queued', owner = NULL, lease_until = NULL"
+        return self._change("release a run in", back, run_id, owner)
+
+    def _change(self, verb: str, assign: str, run_id: int, owner: str, **params: Any) -> bool:
+        """Set ``assign`` on run ``run_id`` if ``owner`` holds it; return whether it did."""
+        statement = (
+            f"UPDATE corral_runs SET {assign} "
+            "WHERE id = :id AND owner = :owner AND status = 'running'"
+        )
+        with self.connection(verb) as db:
+            cur = db.execute(self.sql(statement), {"id": run_id, "owner": owner, **params})
+            return bool(cur.rowcount == 1)
 
     def outcome(self, thread_id: str) -> Outcome | None:
         """Return the status of the newest run submitted to the thread."""
-        ...
+        statement = (
+            "SELECT id, status, error FROM corral_runs WHERE thread = :thread "
+            "ORDER BY id DESC LIMIT 1"
+        )
+        with self.connection("read runs from") as db:
+            row = db.execute(self.sql(statement), {"thread": thread_id}).fetchone()
+        return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
 
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         """Return the check every write of ``run`` by ``owner`` must pass: the run is still
-        ``running`` under ``owner`` and claim ``run.attempts`` (else ``LeaseLostError``)."""
-        ...
+        ``running`` under ``owner`` and claim ``run.attempts`` (else ``LeaseLostError``).
+
+        The check runs in the write's own transaction: on SQLite that holds the write lock,
+        so no claim commits until the write does; on PostgreSQL the check locks the row
+        (``FOR KEY SHARE``, which does not hold up the heartbeat's renewal of other
+        columns), so a claim skips the run meanwhile, and a claim that locked it first
+        makes the check wait for it and then see the new owner.
+        """
+        statement = self.sql(
+            "SELECT 1 FROM corral_runs WHERE id = :id AND owner = :owner "
+            f"AND attempts = :attempts AND status = 'running' {self.fence_lock}"
+        )
+        params = {"id": run.id, "owner": owner, "attempts": run.attempts}
+        where = self.where
+
+        def held(conn: Any) -> None:
+            if conn.execute(statement, params).fetchone() is None:
+                raise lease_lost(run, owner, where)
+
+        return held
 
     def close(self) -> None:
         """Close what the queue opened."""
-        ...
+
+
+_INSERTED: Final = ("thread", "input", "resume", "uuid", "graph", "request", "command", "fork")
+"""The columns a new run is given (``uuid`` and on: those of a served run)."""
+
+_INSERT: Final = f"""
+INSERT INTO corral_runs ({", ".join(_INSERTED)}, submitted)
+VALUES ({", ".join(f":{c}" for c in _INSERTED)}, {{now}})
+RETURNING id
+"""
+
+_CLAIM: Final = """
+UPDATE corral_runs SET status = 'running', owner = :owner, attempts = attempts + 1,
+    lease_until = {later}
+WHERE id = (
+    SELECT r.id FROM corral_runs AS r
+    WHERE (r.status = 'queued' OR (r.status = 'running' AND r.lease_until < {now}))
+        AND (r.graph IS NULL OR r.graph IN ({graphs}))
+        AND NOT EXISTS (
+            SELECT 1 FROM corral_runs AS e
+            WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
+    ORDER BY r.id LIMIT 1 {lock})
+RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request
+"""
+"""One statement: the pick (the oldest ready run whose thread has no older run open) and
+the take, so two workers never take one run."""
 
 
 def lease_lost(run: QueuedRun, owner: str, where: str) -> LeaseLostError:

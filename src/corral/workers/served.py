@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from corral.errors import BusyThreadError
+from corral.workers.queue import RunQueue
 
 __all__ = ["SERVED_COLUMNS", "ServedRun", "ServedRuns", "add_served_columns"]
 
@@ -60,10 +61,9 @@ class ServedRun:
 
 
 class ServedRuns:
-    """The served runs of a queue (a :class:`~corral.workers._sqlite.SqliteQueue` or a
-    :class:`~corral.workers._postgres.PostgresQueue`)."""
+    """The served runs of a queue."""
 
-    def __init__(self, queue: Any) -> None:
+    def __init__(self, queue: RunQueue) -> None:
         self._queue = queue
         self._columns = _COLUMNS.format(epoch=queue.epoch)
 
@@ -108,11 +108,17 @@ class ServedRuns:
                     'wait for it, or send multitask_strategy="enqueue" to run after it'
                 )
                 raise BusyThreadError(msg, thread_id=thread)
-            params = {"thread": thread, "input": input[0], "resume": input[1], "fork": fork}
-            params.update(uuid=run.uuid, graph=run.graph, request=_dumps(run.request))
-            params["command"] = command
-            row = db.execute(self._queue.sql(self._queue.insert_served), params).fetchone()
-            return int(row[0])
+            return self._queue.insert(
+                db,
+                thread=thread,
+                input=input[0],
+                resume=input[1],
+                uuid=run.uuid,
+                graph=run.graph,
+                request=_dumps(run.request),
+                command=command,
+                fork=fork,
+            )
 
     def get(self, uuid: str) -> ServedRun | None:
         """Return the run with this id (``None``: none, or its thread was deleted)."""
@@ -159,10 +165,10 @@ class ServedRuns:
         saver.delete_thread(thread_id)
 
 
-def add_served_columns(db: Any, present: set[str]) -> None:
-    """Add the :data:`SERVED_COLUMNS` ``corral_runs`` lacks (``present``: the columns it
-    has) and the index on ``uuid``, in the caller's transaction (which holds the lock that
-    orders creating tables)."""
+def add_served_columns(db: Any) -> None:
+    """Add the :data:`SERVED_COLUMNS` ``corral_runs`` lacks and the index on ``uuid``, in
+    the caller's transaction (which holds the lock that orders creating tables)."""
+    present = {column[0] for column in db.execute("SELECT * FROM corral_runs LIMIT 0").description}
     missing = [c for c in SERVED_COLUMNS if c.split()[0] not in present]
     for column in missing:
         db.execute(f"ALTER TABLE corral_runs ADD COLUMN {column}")

@@ -35,6 +35,7 @@ Every event is one JSON line on ``log`` (stderr by default): ``{"ts": ..., "work
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -115,6 +116,7 @@ class Worker:
         self.log = log
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.deps = deps
+        self.serializer = getattr(app.checkpointer, "serializer", None)
         named = {app.spec.name: app} if app.spec.name else {}
         self.graphs = dict(graphs) if graphs is not None else named
         self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
@@ -171,12 +173,10 @@ class Worker:
         record = {"ts": datetime.now(UTC).isoformat(timespec="milliseconds"), "worker": self.name}
         record["event"] = event
         line = json.dumps({**record, **fields}, default=str, ensure_ascii=False)
-        with self._log_lock:
-            try:
-                self.log.write(line + "\n")
-                self.log.flush()
-            except (OSError, ValueError):
-                pass  # a closed stderr must not stop the work
+        # a closed stderr must not stop the work
+        with self._log_lock, contextlib.suppress(OSError, ValueError):
+            self.log.write(line + "\n")
+            self.log.flush()
 
     # -- the threads -------------------------------------------------------------------
 
@@ -255,7 +255,7 @@ class Worker:
                         return
                     base = newest
                 fresh = self._newest(run.thread_id) == base
-                value = load_input(run, self._serializer()) if fresh else None
+                value = load_input(run, self.serializer) if fresh else None
                 with fenced(self.queue.fence(run, self.name), run=f"queued run {run.id}"):
                     status, steps = self.drive(run, value, run.fork if fresh else None)
             except LeaseLostError:
@@ -398,9 +398,6 @@ class Worker:
     def _newest(self, thread_id: str) -> str:
         chain = self.app.checkpointer.chain(thread_id) if self.app.checkpointer else []
         return chain[-1].checkpoint_id if chain else ""
-
-    def _serializer(self) -> Any:
-        return getattr(self.app.checkpointer, "serializer", None)
 
     def _still_held(self, run_id: int) -> bool:
         with self._lock:

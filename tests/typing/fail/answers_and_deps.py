@@ -24,4 +24,4 @@ def not_a_model(prompt: str) -> str:
     return prompt
 
 
-react_agent(not_a_model, [])  # E: call-overload = No overload variant of "react_agent" matches argument types "Callable[[str], str]", "list[Never]"
+react_agent(not_a_model, [])  # E: arg-type = Argument 1 to "react_agent" has incompatible type "Callable[[str], str]"; expected "Model"
