@@ -111,10 +111,13 @@ UPDATE corral_threads SET newest = :id, holder = :holder, held_by = :held_by,
     held_until = :held_until
 WHERE name = :thread AND newest = :expected
     AND (holder IS NULL OR holder = :run OR holder = :lapsed)
+    AND NOT EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
 RETURNING id
 """
-"""The compare-and-set of every later checkpoint (no row back: the newest is another, or
-another run holds the thread; ``:lapsed`` names a holder found no longer live). In
+"""The compare-and-set of every later checkpoint (no row back: the newest is another,
+another run holds the thread, or the id is taken; ``:lapsed`` names a holder found no
+longer live). Once it changed the row, the put's inserts cannot conflict. In
 PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
 commit, then finds the new ``newest``."""
 
@@ -133,9 +136,7 @@ PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :dat
 PUT_CHECKPOINT: Final = """
 INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)
 VALUES (:thread, :id, :parent, :snapshot, :writes, :meta)
-ON CONFLICT (thread, checkpoint_id) DO NOTHING RETURNING seq
 """
-"""A checkpoint's row (no row back: the thread has that id already)."""
 
 DROP_PENDING: Final = (
     "DELETE FROM corral_pending WHERE thread = :thread AND checkpoint_id = :parent"
