@@ -36,7 +36,7 @@ gets them when opened.
 
 _TABLES: Final = """
 CREATE TABLE corral_threads (
-    id {id},
+    id {thread_id},
     name TEXT NOT NULL UNIQUE,
     newest TEXT NOT NULL,
     {info}
@@ -68,15 +68,21 @@ CREATE TABLE corral_pending (
 CREATE_SQLITE: Final = tuple(
     s.strip()
     for s in _TABLES.format(
-        id="INTEGER PRIMARY KEY", int="INTEGER", info=", ".join(THREAD_INFO)
+        id="INTEGER PRIMARY KEY",
+        thread_id="INTEGER PRIMARY KEY AUTOINCREMENT",
+        int="INTEGER",
+        info=", ".join(THREAD_INFO),
     ).split(";")
 )
-"""The tables of a new SQLite file (``corral_schema`` is the opener's)."""
+"""The tables of a new SQLite file (``corral_schema`` is the opener's). A thread's row id is
+never used again, as in PostgreSQL: a saver's memory of the items stored by a thread (by
+row id) must not apply to a thread made after it was deleted."""
 
 CREATE_POSTGRES: Final = tuple(
     s.strip()
     for s in _TABLES.format(
         id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        thread_id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
         int="bigint",
         info=", ".join(THREAD_INFO),
     )
