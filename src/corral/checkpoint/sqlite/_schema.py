@@ -186,6 +186,8 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     """Create the tables in a new file, or check the version of an existing one (and
     upgrade a file of layout 6, in the same transaction)."""
+    from corral import __version__
+
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -197,7 +199,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -214,7 +216,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, f"corral {__version__}"),
             )
         else:
             present = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
@@ -363,13 +365,3 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _corral_version() -> str:
-    """Return the installed corral's version, for the file's ``written_by``."""
-    from importlib import metadata  # slow to import; only a new or upgraded file needs it
-
-    try:
-        return metadata.version("corral")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"
