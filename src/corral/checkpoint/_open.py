@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 from corral._where import parse_db
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 
-__all__ = ["is_postgres_url", "open_saver", "shown_db"]
-
-_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(db: str) -> bool:
-    """Return whether ``db`` names a PostgreSQL database rather than a SQLite file.
-
-    >>> is_postgres_url("PostgreSQL://db.example/agents"), is_postgres_url("runs/c.sqlite")
-    (True, False)
-    """
-    return db.lower().startswith(_SCHEMES)
+__all__ = ["open_saver"]
 
 
 def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
@@ -37,27 +24,4 @@ def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
     where = parse_db(db)
     if where.kind == "postgres":
         return PostgresSaver(where.target, max_size=max_size)
-    folder = os.path.dirname(where.target)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
     return SqliteSaver(where.target)
-
-
-def shown_db(db: str) -> str:
-    """Return ``db`` as messages show it: a PostgreSQL URL that holds a password without it
-    (see :func:`~corral.checkpoint._pg_schema.redact`), anything else as given.
-
-    >>> shown_db("runs/c.sqlite"), shown_db("postgresql://db.example/agents")
-    ('runs/c.sqlite', 'postgresql://db.example/agents')
-    """
-    if not is_postgres_url(db):
-        return db
-    from psycopg.conninfo import conninfo_to_dict
-
-    from corral.checkpoint._pg_schema import redact
-
-    try:
-        secret = conninfo_to_dict(db).get("password")
-    except Exception:
-        return redact(db)
-    return redact(db) if secret else db
