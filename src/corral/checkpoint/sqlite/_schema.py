@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final
 
@@ -148,23 +148,14 @@ def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
     """Refuse a file that is not SQLite, or is SQLite written by something else."""
-    own = not conn.in_transaction  # one read transaction: another process may be
-    try:  # creating the schema right now, and both facts must come from one moment
-        if own:
-            conn.execute("BEGIN")
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = [
-            name
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        if own:
-            conn.execute("COMMIT")
+    # One read transaction: another process may be creating the schema right now, and
+    # both facts must come from one moment.
+    try:
+        with nullcontext() if conn.in_transaction else transaction(conn, read=True):
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            query = "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
+            tables = [name for (name,) in conn.execute(query)]
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        if own and conn.in_transaction:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.OperationalError) and busy(exc):
             raise
         msg = (
