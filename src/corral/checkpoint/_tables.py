@@ -204,6 +204,17 @@ SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id
 ORDER BY task
 """
 
+
+def written_by() -> str:
+    """Return the writer a new or upgraded store records beside its layout version."""
+    from importlib import metadata  # slow to import; only a new or upgraded store needs it
+
+    try:
+        return f"corral {metadata.version('corral')}"
+    except metadata.PackageNotFoundError:
+        return "corral (not installed)"
+
+
 _PARAM: Final = re.compile(r"(?<![:\w]):(\w+)")
 
 

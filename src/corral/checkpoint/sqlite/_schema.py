@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint._tables import CREATE_SQLITE, written_by
 from corral.checkpoint._thread_info import add_info_columns
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
@@ -177,8 +177,6 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
 def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     """Create the tables in a new file, or check the version of an existing one (and
     upgrade a file of layout 6, in the same transaction)."""
-    from corral import __version__
-
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -190,7 +188,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {__version__}"),
+                (SCHEMA_VERSION, written_by()),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -207,7 +205,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {__version__}"),
+                (SCHEMA_VERSION, written_by()),
             )
         else:
             present = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
