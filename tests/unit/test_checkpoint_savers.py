@@ -185,7 +185,9 @@ def test_duplicate_id_is_refused(make_saver: MakeSaver) -> None:
     linear(saver, 2)
     with pytest.raises(CheckpointError, match=r"'c1' already exists in thread 't'"):
         saver.put(Checkpoint("t", "c1", "c0", None, [], {}))
-    assert ids(saver.checkpoints("t")) == ["c0", "c1"]
+    with pytest.raises(CheckpointError, match=r"'c0' already exists in thread 't'"):
+        saver.put(Checkpoint("t", "c0", "c1", None, [], {}))  # written after the newest
+    assert ids(saver.checkpoints("t")) == ["c0", "c1"] and saver.newest_id("t") == "c1"  # type: ignore[attr-defined]
 
 
 def test_unknown_parent_is_refused(make_saver: MakeSaver) -> None:

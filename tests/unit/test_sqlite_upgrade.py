@@ -36,7 +36,10 @@ def dump(path: Path) -> list[str]:
 def tables(path: Path) -> list[str]:
     conn = sqlite3.connect(path)
     try:
-        query = "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') ORDER BY 1"
+        query = (
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY 1"  # SQLite's own (sqlite_sequence)
+        )
         return [name for (name,) in conn.execute(query)]
     finally:
         conn.close()

@@ -50,6 +50,25 @@ def test_delete_thread_removes_its_checkpoints_and_only_its(saver: Checkpointer)
     assert saver.chain("t")[0].snapshot == {"n": []}
 
 
+def test_a_thread_made_after_a_delete_reads_back_its_large_values(
+    saver: Checkpointer, tmp_path: Path
+) -> None:
+    """A deleted thread's stored values are gone: a new thread (which SQLite could give the
+    deleted one's row) holding an equal large value stores it again, in this process and
+    as another process sees it."""
+    big = {"role": "system", "content": "x" * 300}
+    saver.put(Checkpoint("a", "1", None, {"messages": [big]}))
+    saver.delete_thread("a")  # type: ignore[attr-defined]
+    saver.put(Checkpoint("b", "1", None, {"messages": [big, big]}))
+    assert saver.chain("b")[0].snapshot == {"messages": [big, big]}
+    if isinstance(saver, SqliteSaver) and saver.path != ":memory:":
+        saver.put(Checkpoint("c", "1", None, {"messages": [big]}))
+        with SqliteSaver(saver.path) as other:
+            other.delete_thread("c")
+        saver.put(Checkpoint("c", "1", None, {"messages": [big]}))
+        assert saver.chain("c")[0].snapshot == {"messages": [big]}
+
+
 def test_a_thread_recorded_before_its_first_checkpoint(database: Any) -> None:
     info, new = database.add_thread_info("t", {"ticket": 1})
     assert new and info.metadata == {"ticket": 1} and info.graph is None

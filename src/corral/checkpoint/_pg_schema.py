@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from corral.checkpoint._tables import CREATE_POSTGRES
+from corral.checkpoint._tables import CREATE_POSTGRES, written_by
 from corral.checkpoint._thread_info import add_info_columns
 from corral.errors import CheckpointError
 
@@ -30,8 +30,6 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
     Raises:
         CheckpointError: the database holds a newer layout, or a damaged one.
     """
-    from corral import __version__
-
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
@@ -43,7 +41,7 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (%s, %s)",
-                (SCHEMA_VERSION, f"corral {__version__}"),
+                (SCHEMA_VERSION, written_by()),
             )
             return
         row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()

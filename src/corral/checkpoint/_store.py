@@ -192,8 +192,7 @@ class Store(ThreadInfoStore):
             params["snapshot"] = dumps(packer.state(snapshot))
         params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
         params["meta"] = dumps(meta)
-        if db.execute(q(sql.PUT_CHECKPOINT), params).fetchone() is None:
-            raise taken(checkpoint, self.where)
+        db.execute(q(sql.PUT_CHECKPOINT), params)
         if checkpoint.parent_id is not None:
             db.execute(q(sql.DROP_PENDING), params)
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]

@@ -36,7 +36,7 @@ gets them when opened.
 
 _TABLES: Final = """
 CREATE TABLE corral_threads (
-    id {id},
+    id {thread_id},
     name TEXT NOT NULL UNIQUE,
     newest TEXT NOT NULL,
     {info}
@@ -68,15 +68,21 @@ CREATE TABLE corral_pending (
 CREATE_SQLITE: Final = tuple(
     s.strip()
     for s in _TABLES.format(
-        id="INTEGER PRIMARY KEY", int="INTEGER", info=", ".join(THREAD_INFO)
+        id="INTEGER PRIMARY KEY",
+        thread_id="INTEGER PRIMARY KEY AUTOINCREMENT",
+        int="INTEGER",
+        info=", ".join(THREAD_INFO),
     ).split(";")
 )
-"""The tables of a new SQLite file (``corral_schema`` is the opener's)."""
+"""The tables of a new SQLite file (``corral_schema`` is the opener's). A thread's row id is
+never used again, as in PostgreSQL: a saver's memory of the items stored by a thread (by
+row id) must not apply to a thread made after it was deleted."""
 
 CREATE_POSTGRES: Final = tuple(
     s.strip()
     for s in _TABLES.format(
         id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+        thread_id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
         int="bigint",
         info=", ".join(THREAD_INFO),
     )
@@ -111,10 +117,13 @@ UPDATE corral_threads SET newest = :id, holder = :holder, held_by = :held_by,
     held_until = :held_until
 WHERE name = :thread AND newest = :expected
     AND (holder IS NULL OR holder = :run OR holder = :lapsed)
+    AND NOT EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
 RETURNING id
 """
-"""The compare-and-set of every later checkpoint (no row back: the newest is another, or
-another run holds the thread; ``:lapsed`` names a holder found no longer live). In
+"""The compare-and-set of every later checkpoint (no row back: the newest is another,
+another run holds the thread, or the id is taken; ``:lapsed`` names a holder found no
+longer live). Once it changed the row, the put's inserts cannot conflict. In
 PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
 commit, then finds the new ``newest``."""
 
@@ -133,9 +142,7 @@ PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :dat
 PUT_CHECKPOINT: Final = """
 INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)
 VALUES (:thread, :id, :parent, :snapshot, :writes, :meta)
-ON CONFLICT (thread, checkpoint_id) DO NOTHING RETURNING seq
 """
-"""A checkpoint's row (no row back: the thread has that id already)."""
 
 DROP_PENDING: Final = (
     "DELETE FROM corral_pending WHERE thread = :thread AND checkpoint_id = :parent"
@@ -196,6 +203,17 @@ PENDING: Final = """
 SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id = :id
 ORDER BY task
 """
+
+
+def written_by() -> str:
+    """Return the writer a new or upgraded store records beside its layout version."""
+    from importlib import metadata  # slow to import; only a new or upgraded store needs it
+
+    try:
+        return f"corral {metadata.version('corral')}"
+    except metadata.PackageNotFoundError:
+        return "corral (not installed)"
+
 
 _PARAM: Final = re.compile(r"(?<![:\w]):(\w+)")
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from corral._where import command_db
 from corral.checkpoint import open_saver
-from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import command_lines, fit_line, say
@@ -90,7 +89,7 @@ def command(args: argparse.Namespace) -> int:
             return 1
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
-    where = shown_db(args.db)
+    where = command_db(args.db)
     say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
     progress = _Progress(cap, _subgraph_paths(app.spec))
     try:
@@ -208,7 +207,7 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
         snapshot = app.get_state(thread)
     except CheckpointError:
         if value is None or isinstance(value, Resume):
-            where = shown_db(args.db)
+            where = command_db(args.db)
             msg = f"thread {thread!r} has no checkpoint in {where}; start it with:\n{start}"
             raise BadInput(msg) from None
         return
@@ -343,7 +342,7 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
         more = _command(args, thread, "--budget", larger)
         print(f"the state reached is saved; continue with:\n{more}", file=sys.stderr)
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
-        say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")
+        say(f"the last checkpoint of thread {thread} is kept ({command_db(args.db)})")
     return 1
 
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from corral._where import command_db, parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
-from corral.checkpoint._open import shown_db
 from corral.cli._load import LoadFailed, compile_target, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
@@ -133,7 +132,7 @@ def threads(args: argparse.Namespace) -> int:
         print(json.dumps(found, indent=2))
         return 0
     if not found:
-        print(f"no threads in {shown_db(args.db)}")
+        print(f"no threads in {command_db(args.db)}")
         return 0
     rows: list[tuple[str, ...]] = [
         (

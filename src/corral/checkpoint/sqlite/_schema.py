@@ -13,11 +13,11 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint._tables import CREATE_SQLITE
+from corral.checkpoint._tables import CREATE_SQLITE, written_by
 from corral.checkpoint._thread_info import add_info_columns
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
@@ -148,23 +148,14 @@ def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
     """Refuse a file that is not SQLite, or is SQLite written by something else."""
-    own = not conn.in_transaction  # one read transaction: another process may be
-    try:  # creating the schema right now, and both facts must come from one moment
-        if own:
-            conn.execute("BEGIN")
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = [
-            name
-            for (name,) in conn.execute(
-                "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
-            )
-        ]
-        if own:
-            conn.execute("COMMIT")
+    # One read transaction: another process may be creating the schema right now, and
+    # both facts must come from one moment.
+    try:
+        with nullcontext() if conn.in_transaction else transaction(conn, read=True):
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            query = "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"
+            tables = [name for (name,) in conn.execute(query)]
     except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
-        if own and conn.in_transaction:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.OperationalError) and busy(exc):
             raise
         msg = (
@@ -197,7 +188,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
             conn.execute(
                 "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, written_by()),
             )
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
         elif _check_version(conn, path) == _UPGRADED:
@@ -214,7 +205,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
                 raise CheckpointError(msg, path=path) from exc
             conn.execute(
                 "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, f"corral {_corral_version()}"),
+                (SCHEMA_VERSION, written_by()),
             )
         else:
             present = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
@@ -363,13 +354,3 @@ def busy(exc: sqlite3.OperationalError) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
-
-
-def _corral_version() -> str:
-    """Return the installed corral's version, for the file's ``written_by``."""
-    from importlib import metadata  # slow to import; only a new or upgraded file needs it
-
-    try:
-        return metadata.version("corral")
-    except metadata.PackageNotFoundError:
-        return "(not installed)"

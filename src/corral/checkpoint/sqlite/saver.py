@@ -20,14 +20,6 @@ from corral.errors import CheckpointError
 __all__ = ["SqliteSaver"]
 
 
-def _same(statement: str) -> str:
-    return statement
-
-
-def _json_ids(ids: list[int]) -> str:
-    return json.dumps(ids)
-
-
 class SqliteSaver(Store):
     """A checkpointer backed by one SQLite file, safe for several processes at once.
 
@@ -50,8 +42,8 @@ class SqliteSaver(Store):
     """
 
     items_query = _tables.ITEMS_SQLITE
-    ids_param = staticmethod(_json_ids)
-    sql = staticmethod(_same)
+    ids_param = staticmethod(json.dumps)
+    sql = staticmethod(str)  # the statements are in SQLite's style
 
     def __init__(
         self,
