@@ -110,6 +110,13 @@ class SpecGraph:
             written.update(node.writes)
         return written
 
+    @cached_property
+    def sent(self) -> set[str]:
+        """Return the names some ``Send`` targets (a router's or a ``Command``'s)."""
+        sent = {t for r in self.spec.routers for t in r.targets.sends}
+        sent.update(t for n in self.spec.nodes if n.command is not None for t in n.command.sends)
+        return sent
+
     def sort(self, names: Iterable[str]) -> list[str]:
         """Return ``names`` in registration order (unknown names last, alphabetically)."""
         return sorted(set(names), key=lambda n: (self.rank.get(n, len(self.rank)), n))
@@ -336,25 +343,10 @@ class SpecGraph:
         The path starts at the node of the component closest to ``START`` (so it reads
         ``critique → revise → critique``) and is a shortest cycle through that node.
         """
-        sub = self.unguarded_succ
-        first = min(component, key=self._entry_key)
-        if first in sub[first]:
-            return [first]
         members = set(component)
-        parent: dict[str, str] = {}
-        queue = deque([first])
-        while queue:
-            node = queue.popleft()
-            for succ in sorted(sub[node], key=self.rank.__getitem__):
-                if succ == first:
-                    path = [node]
-                    while path[-1] != first:
-                        path.append(parent[path[-1]])
-                    return path[::-1]
-                if succ in members and succ not in parent:
-                    parent[succ] = node
-                    queue.append(succ)
-        return [first]  # unreachable: a strongly connected component has a cycle
+        sub = self.unguarded_succ
+        pairs = [(s, t) for s in self.sort(component) for t in sub[s] if t in members]
+        return list(shortest_cycle(min(component, key=self._entry_key), pairs))
 
     def cycles(self, limit: int) -> tuple[list[Cycle], bool]:
         """Return at most ``limit`` elementary cycles, unguarded ones first, and whether more exist.

@@ -120,8 +120,6 @@ def stuck_joins(
     fanouts = _fanout_sources(graph)
     if len(starts) > 1:
         fanouts[0].add(START)
-    sent = {t for r in graph.spec.routers for t in r.targets.sends}
-    sent.update(t for n in graph.nodes if n.command is not None for t in n.command.sends)
     dominators = _Dominators(starts, succ, pred)
     partners: list[dict[str, set[str]]] = []
 
@@ -136,7 +134,7 @@ def stuck_joins(
 
     for node, waits in joins:
         join = node.name
-        if join in sent:
+        if join in graph.sent:
             continue  # a Send runs the join at once, never held: not judged here
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
         preds = pred.get(join, [])

@@ -41,13 +41,11 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
             writes[node.name] = node.writes & plain
     # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
     # pair computation when there is none.
-    sent = {t for r in spec.routers for t in r.targets.sends}
-    sent |= {t for n in spec.nodes if n.command is not None for t in n.command.sends}
     writers: dict[str, int] = {}
     for keys in writes.values():
         for key in keys:
             writers[key] = writers.get(key, 0) + 1
-    if not any(n > 1 for n in writers.values()) and not sent & set(writes):
+    if not any(n > 1 for n in writers.values()) and not graph.sent & set(writes):
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
