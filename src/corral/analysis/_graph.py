@@ -26,7 +26,13 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from corral.analysis._cuts import Cut, cut_group, shortest_cycle, strongly_connected
+from corral.analysis._cuts import (
+    Cut,
+    component_index,
+    cut_group,
+    shortest_cycle,
+    strongly_connected,
+)
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
 
 if TYPE_CHECKING:
@@ -232,7 +238,7 @@ class SpecGraph:
 
     @cached_property
     def _components(self) -> dict[str, int]:
-        return _component_index(self.components)
+        return component_index(self.components)
 
     @cached_property
     def _component_sets(self) -> list[frozenset[str]]:
@@ -246,7 +252,7 @@ class SpecGraph:
     def _repaired_components(self) -> dict[str, int]:
         rank = self.rank
         succ = {n: [t for t in self._repaired[n] if t in rank] for n in self.names}
-        return _component_index(strongly_connected(self.names, succ))
+        return component_index(strongly_connected(self.names, succ))
 
     def on_cycle(self, source: str, target: str, *, repaired: bool = False) -> bool:
         """Return whether the route ``source → target`` lies on some cycle.
@@ -398,14 +404,17 @@ class SpecGraph:
         found: list[tuple[str, Guard]] = []
         for i, source in enumerate(nodes):
             target = nodes[(i + 1) % len(nodes)]
-            if not any(r.kind == "otherwise" for r in self.routes(source, target)):
-                continue
-            node = self.spec.node(source)
-            sites = [node.guards if node is not None else ()]
-            sites += [router.guards for router in self.routers_of(source)]
-            for guards in sites:
-                found.extend((source, g) for g in guards if g.otherwise == target)
+            if any(r.kind == "otherwise" for r in self.routes(source, target)):
+                found.extend((source, g) for g in self.falling_back(source, target))
         return found
+
+    def falling_back(self, source: str, target: str) -> list[Guard]:
+        """Return the guards of ``source`` (its node's and its routers') whose ``otherwise``
+        is ``target``."""
+        node = self.spec.node(source)
+        sites = [node.guards if node is not None else ()]
+        sites += [router.guards for router in self.routers_of(source)]
+        return [g for guards in sites for g in guards if g.otherwise == target]
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:
         """Return the strongly connected groups of ``nodes`` with no route to another group.
@@ -434,10 +443,6 @@ def _distances(succ: Mapping[str, Iterable[str]], source: str) -> dict[str, int]
                 found[child] = step
                 queue.append(child)
     return found
-
-
-def _component_index(components: Iterable[list[str]]) -> dict[str, int]:
-    return {node: i for i, component in enumerate(components) for node in component}
 
 
 def _digraph(names: Iterable[str], succ: Mapping[str, Iterable[str]]) -> nx.DiGraph[str]:
