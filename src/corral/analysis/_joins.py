@@ -2,7 +2,7 @@
 
 A join runs once every node it waits for has run since its own last run; a route into it
 holds it until then, and a run that ends with a join still held raises ``StuckJoinError``.
-The routes alone show three ways a join that some route enters is held:
+The routes alone show four ways a join that some route enters is held:
 
 - **A node it waits for runs only after it.** Before the join's first run every node it
   waits for must run, along routes that do not pass through the join. A listed node that no
@@ -21,6 +21,11 @@ The routes alone show three ways a join that some route enters is held:
   run counts toward the join's next run, and its route holds the join again, so every
   listed node must run again. One that can run neither beside the join nor after it
   never does. A join that is a start node runs first without waiting: only this applies.
+- **Its fork runs again too soon.** The node every path to the listed nodes passes (their
+  nearest common dominator) reaches them by routes of different lengths. If it may run
+  again within that difference (a node beside it reaches it then, or a short loop), the
+  sooner node's second run arrives before the join runs and the later node's after it:
+  the join is held again for a node that does not run again.
 
 Each test reads "may run" as any route may be taken (guards and routers ignored), an
 over-approximation, so a join reported here is held forever by every run that takes the
@@ -32,7 +37,8 @@ per check; a node runs before ``j``'s first run unless ``j`` dominates it), the 
 for two awaited nodes' common ancestors stop at :data:`ANCESTOR_LIMIT` nodes (past it the
 pair is not judged), and what runs beside a join is read from the pairs CR301 uses
 (computed once per check); only a join on a loop, or one a listed node may enter beside
-it, costs a walk of the graph.
+it, costs a walk of the graph, and a fork's timing is read at most :data:`LENGTH_LIMIT`
+routes deep.
 """
 
 from __future__ import annotations
