@@ -23,15 +23,7 @@ from hypothesis import strategies as st
 
 from corral import END, Guard
 
-KNOWN_DEFECTS: frozenset[str] = frozenset(
-    {
-        # NEW (found by the judge): check() is silent on a fork/join pair whose fork runs in
-        # two successive supersteps (two routes lead to it or to a node before it): the
-        # join runs once both branches arrived, the slower branch arrives again alone, and
-        # the run raises StuckJoinError. The judge's check() property skips such forks.
-        "join-fork-entered-twice",
-    }
-)
+KNOWN_DEFECTS: frozenset[str] = frozenset()
 """Known engine defects (issue 27) that the random machine steers around.
 
 Each has an explicit failing test in ``tests/unit/test_model_known_defects.py``; delete an

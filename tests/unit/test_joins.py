@@ -16,7 +16,13 @@ from corral.spec import START, GraphSpec
 
 NEW_KINDS = ("can only run after", "no run runs both", "waits for itself")
 """Words of the CR304 findings about joins no run releases (analysis/_joins.py)."""
-SOME_KINDS = ("loop that avoids", "superstep the join runs in", "it may take one", "re-enters it")
+SOME_KINDS = (
+    "loop that avoids",
+    "superstep the join runs in",
+    "it may take one",
+    "re-enters it",
+    "may run again",
+)
 """Words of the CR304 findings about joins some runs leave held: entered again by a node
 running beside them, or left by a list router that takes one branch."""
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from refmodel.behaviour import Triggers
 from refmodel.build import build
 from refmodel.interpreter import Frame, ModelError, new_frame, take
-from refmodel.shapes import KNOWN_DEFECTS, GraphShape, describe, graph_shapes, with_guard
+from refmodel.shapes import GraphShape, describe, graph_shapes, with_guard
 from refmodel.thread import ModelThread
 
 from corral import END, Guard
@@ -140,8 +140,6 @@ def test_the_witness_is_a_run(shape: GraphShape) -> None:
 @given(shape=graph_shapes())
 def test_a_graph_that_passes_check_fails_only_as_predicted(shape: GraphShape) -> None:
     assume(not shape.conflict)  # its parallel write is CR301 silenced on purpose
-    if "join-fork-entered-twice" in KNOWN_DEFECTS:
-        assume(not _fork_with_two_ways_in(shape))
     graph = build(shape, Triggers())
     found = graph.check()
     assume(not errors(found))
@@ -152,20 +150,6 @@ def test_a_graph_that_passes_check_fails_only_as_predicted(shape: GraphShape) ->
         assert kind not in ("StuckJoinError", "InvalidUpdateError"), f"{kind}\n{describe(shape)}"
         if kind == "StepLimitError" and not _stopped_by_max_runs_anyway(shape, thread):
             assert cap_warned, f"StepLimitError without CR203 ({bound})\n{describe(shape)}"
-
-
-def _fork_with_two_ways_in(shape: GraphShape) -> bool:
-    """Whether two routes lead to the fork of a fork/join block (``b3f`` of ``b3j``) or
-    to a node before it."""
-    ways = {n.name: [*n.targets, *(g.otherwise for g in n.guards)] for n in shape.nodes}
-    before = {n.name[:-1] + "f" for n in shape.nodes if n.wait_for}
-    while True:
-        more = {n for n, targets in ways.items() if before & set(targets)} - before
-        if not more:
-            break
-        before |= more
-    entries = [t for targets in ways.values() for t in targets]
-    return any(entries.count(name) > 1 for name in before)
 
 
 def _stopped_by_max_runs_anyway(shape: GraphShape, thread: ModelThread) -> bool:

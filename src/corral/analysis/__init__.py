@@ -86,21 +86,7 @@ def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> li
         for finding in rule.check(graph):
             if _suppressed(spec, rule.code, finding):
                 continue
-            location = finding.location
-            if location is None:
-                first = next((spec.node(n) for n in finding.nodes if spec.node(n)), None)
-                location = first.location if first is not None else spec.location
-            diagnostic = Diagnostic(
-                code=rule.code,
-                slug=rule.slug,
-                severity=finding.severity or rule.severity,
-                message=finding.message,
-                nodes=finding.nodes,
-                file=location.file,
-                line=location.line,
-                col=location.col,
-                facts=finding.facts,
-            )
+            diagnostic = rule.place(finding, spec)
             if diagnostic not in seen:  # one defect declared twice is reported once
                 seen.add(diagnostic)
                 found.append(diagnostic)

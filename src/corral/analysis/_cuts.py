@@ -31,7 +31,14 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, NamedTuple
 
-__all__ = ["EXACT_LIMIT", "Cut", "cut_group", "shortest_cycle", "strongly_connected"]
+__all__ = [
+    "EXACT_LIMIT",
+    "Cut",
+    "component_index",
+    "cut_group",
+    "shortest_cycle",
+    "strongly_connected",
+]
 
 EXACT_LIMIT = 12
 """The most candidate routes a group may have for the exact minimum search."""
@@ -98,6 +105,11 @@ def strongly_connected(nodes: Iterable[str], succ: Mapping[str, Iterable[str]]) 
                         break
                 found.append(component)
     return found
+
+
+def component_index(components: Iterable[list[str]]) -> dict[str, int]:
+    """Return the index of the group (of ``components``) that holds each node."""
+    return {node: i for i, group in enumerate(components) for node in group}
 
 
 def _acyclic(nodes: Sequence[str], pairs: Iterable[Pair], rep: Mapping[str, str]) -> bool:

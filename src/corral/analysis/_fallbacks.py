@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from corral.analysis._cuts import strongly_connected
+from corral.analysis._cuts import component_index, strongly_connected
 from corral.spec import Guard
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def untaken_fallbacks(
     strongly connected groups of nodes (sinks first, as :attr:`SpecGraph.components`) once
     the untaken pairs are dropped, ``None`` when none is.
     """
-    guards = _guards_by_fallback(graph, fallbacks)
-    group = _index(graph.components)
+    guards = {pair: graph.falling_back(*pair) for pair in fallbacks}
+    group = component_index(graph.components)
     untaken: set[Pair] = set()
     components: list[list[str]] | None = None
     succ: dict[str, list[str]] = dict(graph.node_succ)  # dropped pairs: lists replaced, not changed
@@ -66,7 +66,7 @@ def untaken_fallbacks(
         for source in {s for s, _t in found}:
             succ[source] = [t for t in succ[source] if (source, t) not in untaken]
         components = strongly_connected(graph.names, succ)
-        group = _index(components)
+        group = component_index(components)
     return untaken, components
 
 
@@ -88,24 +88,6 @@ def _never_fires(
         if group.get(target) == group[source]:
             return False
     return True
-
-
-def _guards_by_fallback(graph: SpecGraph, fallbacks: Collection[Pair]) -> dict[Pair, list[Guard]]:
-    """Return, for each pair of ``fallbacks``, the guards of its source falling back there."""
-    found: dict[Pair, list[Guard]] = {pair: [] for pair in fallbacks}
-    specs = {n.name: n for n in graph.nodes}
-    for source in {s for s, _t in fallbacks}:
-        sites = [specs[source].guards, *(r.guards for r in graph.routers_of(source))]
-        for guards in sites:
-            for guard in guards:
-                pair = (source, guard.otherwise)
-                if guard.otherwise is not None and pair in found:
-                    found[pair].append(guard)
-    return found
-
-
-def _index(components: list[list[str]]) -> dict[str, int]:
-    return {node: i for i, group in enumerate(components) for node in group}
 
 
 def fallback_note(graph: SpecGraph, cycle: Iterable[str], *, all_steps: bool = False) -> str:

@@ -26,7 +26,13 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from corral.analysis._cuts import Cut, cut_group, shortest_cycle, strongly_connected
+from corral.analysis._cuts import (
+    Cut,
+    component_index,
+    cut_group,
+    shortest_cycle,
+    strongly_connected,
+)
 from corral.spec import END, START, Cycle, Edge, GraphSpec, Guard, NodeSpec, RouterSpec
 
 if TYPE_CHECKING:
@@ -109,6 +115,13 @@ class SpecGraph:
                 return None
             written.update(node.writes)
         return written
+
+    @cached_property
+    def sent(self) -> set[str]:
+        """Return the names some ``Send`` targets (a router's or a ``Command``'s)."""
+        sent = {t for r in self.spec.routers for t in r.targets.sends}
+        sent.update(t for n in self.spec.nodes if n.command is not None for t in n.command.sends)
+        return sent
 
     def sort(self, names: Iterable[str]) -> list[str]:
         """Return ``names`` in registration order (unknown names last, alphabetically)."""
@@ -225,7 +238,7 @@ class SpecGraph:
 
     @cached_property
     def _components(self) -> dict[str, int]:
-        return _component_index(self.components)
+        return component_index(self.components)
 
     @cached_property
     def _component_sets(self) -> list[frozenset[str]]:
@@ -239,7 +252,7 @@ class SpecGraph:
     def _repaired_components(self) -> dict[str, int]:
         rank = self.rank
         succ = {n: [t for t in self._repaired[n] if t in rank] for n in self.names}
-        return _component_index(strongly_connected(self.names, succ))
+        return component_index(strongly_connected(self.names, succ))
 
     def on_cycle(self, source: str, target: str, *, repaired: bool = False) -> bool:
         """Return whether the route ``source → target`` lies on some cycle.
@@ -336,25 +349,10 @@ class SpecGraph:
         The path starts at the node of the component closest to ``START`` (so it reads
         ``critique → revise → critique``) and is a shortest cycle through that node.
         """
-        sub = self.unguarded_succ
-        first = min(component, key=self._entry_key)
-        if first in sub[first]:
-            return [first]
         members = set(component)
-        parent: dict[str, str] = {}
-        queue = deque([first])
-        while queue:
-            node = queue.popleft()
-            for succ in sorted(sub[node], key=self.rank.__getitem__):
-                if succ == first:
-                    path = [node]
-                    while path[-1] != first:
-                        path.append(parent[path[-1]])
-                    return path[::-1]
-                if succ in members and succ not in parent:
-                    parent[succ] = node
-                    queue.append(succ)
-        return [first]  # unreachable: a strongly connected component has a cycle
+        sub = self.unguarded_succ
+        pairs = [(s, t) for s in self.sort(component) for t in sub[s] if t in members]
+        return list(shortest_cycle(min(component, key=self._entry_key), pairs))
 
     def cycles(self, limit: int) -> tuple[list[Cycle], bool]:
         """Return at most ``limit`` elementary cycles, unguarded ones first, and whether more exist.
@@ -406,14 +404,17 @@ class SpecGraph:
         found: list[tuple[str, Guard]] = []
         for i, source in enumerate(nodes):
             target = nodes[(i + 1) % len(nodes)]
-            if not any(r.kind == "otherwise" for r in self.routes(source, target)):
-                continue
-            node = self.spec.node(source)
-            sites = [node.guards if node is not None else ()]
-            sites += [router.guards for router in self.routers_of(source)]
-            for guards in sites:
-                found.extend((source, g) for g in guards if g.otherwise == target)
+            if any(r.kind == "otherwise" for r in self.routes(source, target)):
+                found.extend((source, g) for g in self.falling_back(source, target))
         return found
+
+    def falling_back(self, source: str, target: str) -> list[Guard]:
+        """Return the guards of ``source`` (its node's and its routers') whose ``otherwise``
+        is ``target``."""
+        node = self.spec.node(source)
+        sites = [node.guards if node is not None else ()]
+        sites += [router.guards for router in self.routers_of(source)]
+        return [g for guards in sites for g in guards if g.otherwise == target]
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:
         """Return the strongly connected groups of ``nodes`` with no route to another group.
@@ -442,10 +443,6 @@ def _distances(succ: Mapping[str, Iterable[str]], source: str) -> dict[str, int]
                 found[child] = step
                 queue.append(child)
     return found
-
-
-def _component_index(components: Iterable[list[str]]) -> dict[str, int]:
-    return {node: i for i, component in enumerate(components) for node in component}
 
 
 def _digraph(names: Iterable[str], succ: Mapping[str, Iterable[str]]) -> nx.DiGraph[str]:

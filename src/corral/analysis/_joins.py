@@ -2,7 +2,7 @@
 
 A join runs once every node it waits for has run since its own last run; a route into it
 holds it until then, and a run that ends with a join still held raises ``StuckJoinError``.
-The routes alone show three ways a join that some route enters is held:
+The routes alone show four ways a join that some route enters is held:
 
 - **A node it waits for runs only after it.** Before the join's first run every node it
   waits for must run, along routes that do not pass through the join. A listed node that no
@@ -21,6 +21,11 @@ The routes alone show three ways a join that some route enters is held:
   run counts toward the join's next run, and its route holds the join again, so every
   listed node must run again. One that can run neither beside the join nor after it
   never does. A join that is a start node runs first without waiting: only this applies.
+- **Its fork runs again too soon.** The node every path to the listed nodes passes (their
+  nearest common dominator) reaches them by routes of different lengths. If it may run
+  again within that difference (a node beside it reaches it then, or a short loop), the
+  sooner node's second run arrives before the join runs and the later node's after it:
+  the join is held again for a node that does not run again.
 
 Each test reads "may run" as any route may be taken (guards and routers ignored), an
 over-approximation, so a join reported here is held forever by every run that takes the
@@ -32,7 +37,8 @@ per check; a node runs before ``j``'s first run unless ``j`` dominates it), the 
 for two awaited nodes' common ancestors stop at :data:`ANCESTOR_LIMIT` nodes (past it the
 pair is not judged), and what runs beside a join is read from the pairs CR301 uses
 (computed once per check); only a join on a loop, or one a listed node may enter beside
-it, costs a walk of the graph.
+it, costs a walk of the graph, and a fork's timing is read at most :data:`LENGTH_LIMIT`
+routes deep.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from corral.spec import START, NodeSpec
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
 
-__all__ = ["EnteredAgain", "Exclusive", "RunsAfter", "StuckJoin", "stuck_joins"]
+__all__ = ["EnteredAgain", "Exclusive", "ForkTwice", "RunsAfter", "StuckJoin", "stuck_joins"]
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,24 @@ class EnteredAgain:
     how: Literal["back", "loop", "beside"]
 
 
-StuckJoin = RunsAfter | Exclusive | EnteredAgain
+@dataclass(frozen=True)
+class ForkTwice:
+    """Every path to the listed nodes passes ``fork``, which reaches ``early`` ``spread``
+    supersteps sooner than ``late``, and may run again ``gap`` (at most ``spread``)
+    supersteps after it ran (``again`` runs beside it and reaches it then): the join runs
+    once, after ``late``'s first run, beside or before ``late``'s second run, while
+    ``early``'s second run was counted before it and ``early`` never runs again."""
+
+    join: str
+    fork: str
+    again: str
+    early: str
+    late: str
+    gap: int
+    spread: int
+
+
+StuckJoin = RunsAfter | Exclusive | EnteredAgain | ForkTwice
 
 
 def stuck_joins(
@@ -103,8 +126,6 @@ def stuck_joins(
     fanouts = _fanout_sources(graph)
     if len(starts) > 1:
         fanouts[0].add(START)
-    sent = {t for r in graph.spec.routers for t in r.targets.sends}
-    sent.update(t for n in graph.nodes if n.command is not None for t in n.command.sends)
     dominators = _Dominators(starts, succ, pred)
     partners: list[dict[str, set[str]]] = []
 
@@ -119,7 +140,7 @@ def stuck_joins(
 
     for node, waits in joins:
         join = node.name
-        if join in sent:
+        if join in graph.sent:
             continue  # a Send runs the join at once, never held: not judged here
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
         preds = pred.get(join, [])
@@ -138,7 +159,11 @@ def stuck_joins(
             if first:
                 yield from first
                 continue
-        yield from _entered_again(graph, join, waited, entries, preds, beside_once)
+        again: list[StuckJoin] = [*_entered_again(graph, join, waited, entries, preds, beside_once)]
+        if not again and join not in starts:
+            twice = _fork_twice(graph, join, waited, preds, pred, dominators, beside_once)
+            again = [twice] if twice is not None else []
+        yield from again
 
 
 class _Dominators:
@@ -371,3 +396,94 @@ def _loops_without(graph: SpecGraph, node: str, join: str) -> bool:
                 seen.add(child)
                 stack.append(child)
     return False
+
+
+LENGTH_LIMIT = 32
+"""The most routes followed from a join's fork towards the nodes it waits for; a listed
+node further away is not judged by :func:`_fork_twice` (its timing is too far to read)."""
+
+
+def _fork_twice(
+    graph: SpecGraph,
+    join: str,
+    waited: list[str],
+    preds: list[str],
+    pred: Mapping[str, list[str]],
+    dominators: _Dominators,
+    partners: Callable[[], Mapping[str, set[str]]],
+) -> ForkTwice | None:
+    """Return how the fork every path to ``waited`` passes may run again too soon.
+
+    The fork reaches each listed node some number of supersteps after it runs (the routes
+    from it, other joins left out, whose timing is not read). A second run of the fork
+    ``gap`` supersteps after the first, where ``gap`` is at most how much longer the way to
+    ``late`` is than the way to ``early``, makes ``early`` run again before the join runs
+    (one arrival, counted once) and ``late`` beside it or after it (an arrival toward the
+    join's next run, and a route that holds it): the join then waits for ``early``, which
+    does not run again.
+    """
+    if len(waited) < 2:
+        return None
+    fork: str | None = waited[0]
+    for name in waited[1:]:
+        fork = dominators.meet(fork, name) if fork is not None else None
+    if fork is None:
+        return None
+    succ = graph.node_succ
+    joins = {n.name for n in graph.nodes if n.wait_for}
+    lengths: dict[str, list[int]] = {w: [] for w in waited}
+    layer = {fork}
+    for step in range(LENGTH_LIMIT + 1):
+        for name in layer & lengths.keys():
+            lengths[name].append(step)
+        layer = {
+            child
+            for name in layer
+            for child in succ[name]
+            if child != fork and child not in joins and dominators.dominates(fork, child)
+        }
+        if not layer:
+            break
+    if not all(lengths.values()):
+        return None  # a listed node only reached through another join, or too far
+    after: set[str] | None = None
+    for late in waited:
+        if late not in preds:
+            continue  # its arrival does not hold the join again
+        top = max(lengths[late])
+        for early in waited:
+            low = min(lengths[early])
+            if low >= top or not all(any(low <= n <= top for n in lengths[w]) for w in waited):
+                continue
+            found = _runs_again_within(fork, top - low, pred, partners, joins)
+            if found is None:
+                continue
+            if after is None:
+                after = _reach(succ[join], succ, avoid="")
+            if early in after or early in _reach(succ[late], succ, avoid=join):
+                continue  # it may run again after the join: not judged
+            gap, again = found
+            return ForkTwice(join, fork, again, early, late, gap, top - low)
+    return None
+
+
+def _runs_again_within(
+    fork: str,
+    most: int,
+    pred: Mapping[str, list[str]],
+    partners: Callable[[], Mapping[str, set[str]]],
+    joins: Collection[str],
+) -> tuple[int, str] | None:
+    """Return the fewest supersteps (at most ``most``) after which ``fork`` may run again,
+    and the node that reaches it then: ``fork`` itself (a loop), or a node that may run
+    beside it and reaches it by that many routes (other joins left out)."""
+    beside = partners().get(fork, set())
+    layer = {fork}
+    for step in range(1, most + 1):
+        layer = {p for name in layer for p in pred.get(name, ()) if p not in joins}
+        hits = sorted(n for n in layer if n == fork or n in beside)
+        if hits:
+            return step, hits[0]
+        if not layer:
+            break
+    return None

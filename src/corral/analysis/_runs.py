@@ -127,9 +127,8 @@ def read_facts(graph: SpecGraph) -> Facts:
                 )
     # A Send runs its target at once, even a join: its runs are not bounded by those of
     # the nodes it waits for.
-    sent = {t for r in spec.routers for t in r.targets.sends}
     for node in nodes:
-        waits = () if node.name in sent else node.wait_for
+        waits = () if node.name in graph.sent else node.wait_for
         if node.max_runs is not None or waits:
             facts.limits[node.name] = (node.max_runs, waits, int(node.start))
         if node.command is not None and node.command.sends and facts.unbounded is None:

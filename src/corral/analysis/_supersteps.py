@@ -47,7 +47,7 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     take any of their routes", so the relation over-approximates.
     """
     groups = list(_fanouts(graph))
-    if not any(len(group) > 1 or sends for group, sends in groups):
+    if not any(together or sends for together, sends in groups):
         return set()  # no fan-out: nothing runs together, so no successor index is built
     succ = _successors(graph)
     waits = _waits(graph)
@@ -71,7 +71,7 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
 
 def _grown(
     graph: SpecGraph,
-    groups: list[tuple[list[str], list[str]]],
+    groups: list[tuple[list[tuple[str, str]], list[str]]],
     succ: dict[str, set[tuple[str, bool]]],
     releasing: dict[str, list[str]],
 ) -> set[tuple[str, str]]:
@@ -87,8 +87,8 @@ def _grown(
             pairs.add(pair)
             queue.append(pair)
 
-    for group, sends in groups:
-        for a, b in combinations(group, 2):
+    for together, sends in groups:
+        for a, b in together:
             add(a, b)
         for s in sends:
             add(s, s)
@@ -184,19 +184,27 @@ def _successors(graph: SpecGraph) -> dict[str, set[tuple[str, bool]]]:
     return succ
 
 
-def _fanouts(graph: SpecGraph) -> Iterator[tuple[list[str], list[str]]]:
-    """Yield ``(targets that may run together, Send targets that may run repeatedly)``."""
+def _fanouts(graph: SpecGraph) -> Iterator[tuple[list[tuple[str, str]], list[str]]]:
+    """Yield ``(pairs of targets that may run together, Send targets that may run
+    repeatedly)`` for each fan-out. A used-up guard swaps its target for its otherwise,
+    which then runs beside the other branches (never beside its own target)."""
     known = graph.rank
 
-    def group(names: Iterable[str], guards: tuple[Guard, ...]) -> list[str]:
-        # A used-up guard swaps its target for its otherwise, which then runs with the
-        # other branches of the fan-out.
-        chosen = list(dict.fromkeys(names))
-        chosen += [g.otherwise for g in guards if g.target in chosen and g.otherwise]
-        return [t for t in dict.fromkeys(chosen) if t in known]
+    def group(names: Iterable[str], guards: tuple[Guard, ...]) -> list[tuple[str, str]]:
+        branches = []
+        for name in dict.fromkeys(names):
+            ways = [name, *(g.otherwise for g in guards if g.target == name and g.otherwise)]
+            branches.append([w for w in dict.fromkeys(ways) if w in known])
+        return [
+            (a, b)
+            for first, second in combinations(branches, 2)
+            for a in first
+            for b in second
+            if a != b
+        ]
 
     starts = [n.name for n in graph.nodes if n.start]
-    yield starts, []
+    yield list(combinations(starts, 2)), []
     for node in graph.nodes:
         if node.then is not None:
             yield group(node.then, node.guards), []

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from corral.analysis.diagnostic import Severity
-from corral.spec import END, START, Edge, Guard, Location, NodeSpec, RouterSpec
+from corral.analysis.diagnostic import Diagnostic, Severity
+from corral.spec import END, START, Edge, GraphSpec, Guard, Location, NodeSpec, RouterSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -75,6 +75,25 @@ class Rule:
         """Return the rest of the rule function's docstring: why it matters, how to fix it."""
         lines = (self.check.__doc__ or "").strip().splitlines()[1:]
         return textwrap.dedent("\n".join(lines)).strip()
+
+    def place(self, finding: Finding, spec: GraphSpec) -> Diagnostic:
+        """Return ``finding`` as this rule's diagnostic, at its location, else at the first
+        registered node it names, else at the graph."""
+        location = finding.location
+        if location is None:
+            first = next((spec.node(n) for n in finding.nodes if spec.node(n)), None)
+            location = first.location if first is not None else spec.location
+        return Diagnostic(
+            code=self.code,
+            slug=self.slug,
+            severity=finding.severity or self.severity,
+            message=finding.message,
+            nodes=finding.nodes,
+            file=location.file,
+            line=location.line,
+            col=location.col,
+            facts=finding.facts,
+        )
 
 
 RULES: dict[str, Rule] = {}

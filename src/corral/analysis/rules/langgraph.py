@@ -20,7 +20,8 @@ from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
 from corral.analysis.rules._base import RULES, Finding, quote_names, rule
 from corral.analysis.rules._loops import CounterLoop, counter_loop
-from corral.spec import END, START, GraphSpec, Location
+from corral.analysis.rules.routes import unreadable_routes
+from corral.spec import END, START, GraphSpec, RouterSpec
 
 __all__ = [
     "APPLIES",
@@ -237,48 +238,19 @@ def _langgraph_stuck(graph: SpecGraph) -> Iterator[Finding]:
 
 
 def _langgraph_untyped(graph: SpecGraph) -> Iterator[Finding]:
-    spec = graph.spec
-    for router in spec.routers:
-        if router.targets.names is None:
-            yield Finding(
-                f"router {router.name!r} has no readable targets: {router.targets.problem}; "
-                f"pass a path_map to add_conditional_edges({_source_text(router.source)}, "
-                f"{router.name}, ...) or annotate its return like -> Literal['a', '__end__']",
-                (router.source,) if graph.is_node(router.source) else (),
-                router.location,
-            )
-    for node in spec.nodes:
-        if node.command is not None and node.command.names is None:
-            yield Finding(
-                f"node {node.name!r} has no readable Command targets: {node.command.problem}; "
-                "annotate its return like -> Command[Literal['a', '__end__']]",
-                (node.name,),
-                node.location,
-            )
+    def router_fix(router: RouterSpec) -> str:
+        return (
+            f"pass a path_map to add_conditional_edges({_source_text(router.source)}, "
+            f"{router.name}, ...) or annotate its return like -> Literal['a', '__end__']"
+        )
 
-
-def _place(code: str, finding: Finding, spec: GraphSpec) -> Diagnostic:
-    location: Location | None = finding.location
-    if location is None:
-        first = next((spec.node(n) for n in finding.nodes if spec.node(n)), None)
-        location = first.location if first is not None else spec.location
-    registered = RULES[code]
-    return Diagnostic(
-        code=code,
-        slug=registered.slug,
-        severity=registered.severity,
-        message=finding.message,
-        nodes=finding.nodes,
-        file=location.file,
-        line=location.line,
-        col=location.col,
-    )
+    return unreadable_routes(graph, router_fix, "-> Command[Literal['a', '__end__']]")
 
 
 def langgraph_findings(spec: GraphSpec) -> list[Diagnostic]:
     """Return the findings of the :data:`REWORDED` codes in LangGraph's terms."""
     graph = SpecGraph(spec)
-    found = [_place("CR105", f, spec) for f in _langgraph_stuck(graph)]
-    found += [_place("CR201", f, spec) for f in _langgraph_cycles(graph)]
-    found += [_place("CR401", f, spec) for f in _langgraph_untyped(graph)]
+    found = [RULES["CR105"].place(f, spec) for f in _langgraph_stuck(graph)]
+    found += [RULES["CR201"].place(f, spec) for f in _langgraph_cycles(graph)]
+    found += [RULES["CR401"].place(f, spec) for f in _langgraph_untyped(graph)]
     return found

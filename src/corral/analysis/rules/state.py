@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from corral.analysis._graph import SpecGraph
-from corral.analysis._joins import Exclusive, RunsAfter, StuckJoin
+from corral.analysis._joins import Exclusive, ForkTwice, RunsAfter, StuckJoin
 from corral.analysis._joins import stuck_joins as never_released
 from corral.analysis._supersteps import coactive_pairs
 from corral.analysis.rules._base import (
@@ -41,13 +41,11 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
             writes[node.name] = node.writes & plain
     # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
     # pair computation when there is none.
-    sent = {t for r in spec.routers for t in r.targets.sends}
-    sent |= {t for n in spec.nodes if n.command is not None for t in n.command.sends}
     writers: dict[str, int] = {}
     for keys in writes.values():
         for key in keys:
             writers[key] = writers.get(key, 0) + 1
-    if not any(n > 1 for n in writers.values()) and not sent & set(writes):
+    if not any(n > 1 for n in writers.values()) and not graph.sent & set(writes):
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
@@ -209,10 +207,10 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
     """Report ``wait_for`` joins where a run would wait forever and end silently.
 
     A join runs once every node in its `wait_for` has run since its own last run. A route
-    into it from a node outside that list wakes it with nothing to release it, and a join
-    that a route re-enters waits for nodes that may never run again after it: in both
-    cases the run ends quietly there (at run time a run that ends with a join still waiting
-    raises `RouteError`).
+    into it from a node outside that list reads as if that node fed the join, but its
+    arrival never counts (the join runs, or waits forever, on the listed nodes alone); a
+    join that a route re-enters waits for nodes that may never run again after it (at run
+    time a run that ends with a join still waiting raises `StuckJoinError`).
 
     Fix: list every node that routes to the join in its `wait_for` (or route those nodes
     to one of the listed ones), and make sure every listed node can run again after the
@@ -238,7 +236,8 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
             outsiders = True
             yield Finding(
                 f"node {source!r} routes to the join {node.name!r}, which waits for {listed}: "
-                f"a run that arrives from {source!r} waits there forever and ends silently; "
+                f"its arrival never counts toward the join, which runs once those have run "
+                f"whether {source!r} ran or not, or waits for them forever (StuckJoinError); "
                 f"add {source!r} to wait_for, or route it to one of the nodes the join waits "
                 "for",
                 (node.name, source),
@@ -289,6 +288,8 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
             f"ran, or run both with a fan-out, e.g. then=({first!r}, {second!r})",
             (join, first, second),
         )
+    if isinstance(stuck, ForkTwice):
+        return _fork_twice_words(stuck, held)
     entry, waited = stuck.entry, stuck.waited
     nodes = tuple(dict.fromkeys((join, entry, waited)))
     again = f"the join then waits for {waited!r} again, which cannot run after it: {held}"
@@ -313,4 +314,26 @@ def _stuck_words(stuck: StuckJoin) -> tuple[str, tuple[str, ...]]:
         f"the join again after the join ran; {again}; route to {entry!r} from one place "
         "only, or wait for a node that runs once after it",
         nodes,
+    )
+
+
+def _fork_twice_words(stuck: ForkTwice, held: str) -> tuple[str, tuple[str, ...]]:
+    join, fork, early, late = stuck.join, stuck.fork, stuck.early, stuck.late
+
+    def later(count: int) -> str:
+        return f"{count} superstep{'s' if count > 1 else ''} later"
+
+    how = (
+        f"it is on a loop of {stuck.gap} route{'s' if stuck.gap > 1 else ''}"
+        if stuck.again == fork
+        else f"{stuck.again!r} may run beside it and reaches it {later(stuck.gap)}"
+    )
+    return (
+        f"the join {join!r} waits for {early!r} and {late!r}, and {fork!r} reaches {late!r} "
+        f"{later(stuck.spread)} than {early!r}; {fork!r} may run again {later(stuck.gap)} "
+        f"({how}): the join runs once both first arrived, {early!r}'s second run arrives "
+        f"before it and {late!r}'s after it, holding it again for {early!r}, which does not "
+        f"run again, so {held}; route to {fork!r} from one place only, or make the ways "
+        f"from {fork!r} to {early!r} and {late!r} equally long",
+        tuple(dict.fromkeys((join, fork, early, late, stuck.again))),
     )
