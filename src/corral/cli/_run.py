@@ -25,7 +25,7 @@ from typing import Any
 from corral._where import command_db
 from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
-from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
+from corral.cli._load import compile_target, load_deps, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import command_lines, fit_line, say
 from corral.control import Resume
@@ -34,13 +34,12 @@ from corral.errors import (
     BudgetError,
     CheckpointError,
     CorralError,
-    GraphError,
     GuardExhaustedError,
     NodeCapError,
     NodeError,
     StepLimitError,
 )
-from corral.loader import Target, UsageError, display_path
+from corral.loader import UsageError
 from corral.runtime.app import CompiledGraph
 from corral.spec import END, GraphSpec
 
@@ -64,10 +63,7 @@ def command(args: argparse.Namespace) -> int:
     except BadInput as exc:
         say(f"error: {exc}")
         return 1
-    try:
-        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
-    except LoadFailed:
-        return 2
+    target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     try:
         saver = open_saver(args.db)
@@ -76,11 +72,7 @@ def command(args: argparse.Namespace) -> int:
             traceback.print_exc()
         say(f"error: {exc}")
         return 2
-    try:
-        app = compile_target(target, saver)
-    except GraphError as exc:
-        _not_compiled(target, exc)
-        return 2
+    app = compile_target(target, saver)
     thread = args.thread or uuid.uuid4().hex[:12]
     if args.thread is not None:
         try:
@@ -345,13 +337,3 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
         say(f"the last checkpoint of thread {thread} is kept ({shown_db(args.db)})")
     return 1
-
-
-def _not_compiled(target: Target, exc: GraphError) -> None:
-    errors = [d for d in exc.diagnostics if d.severity == "error"]
-    if not errors:
-        say(f"error: {target.label} does not compile: {exc}")
-        return
-    say(f"error: {target.label} does not compile ({len(errors)} errors):")
-    for d in errors:
-        print(f"  {display_path(d.file)}:{d.line}:{d.col}: {d.code} {d.message}", file=sys.stderr)

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from corral.analysis import Bound, bound, list_cycles
-from corral.cli._load import LoadFailed, load_one
+from corral.cli._load import load_one
 from corral.render import render_dot, render_mermaid
 from corral.spec import END, Cycle, Guard
 
@@ -15,11 +15,8 @@ __all__ = ["cycles", "draw", "format_cycles"]
 
 
 def draw(args: argparse.Namespace) -> int:
-    """Print the graph as Mermaid or DOT text; return 0, or 2 when it cannot be loaded."""
-    try:
-        target = load_one(args.path, verbose=args.verbose)
-    except LoadFailed:
-        return 2
+    """Print the graph as Mermaid or DOT text; return 0."""
+    target = load_one(args.path, verbose=args.verbose)
     spec = target.spec()
     render = render_dot if args.format == "dot" else render_mermaid
     taken = None
@@ -35,11 +32,8 @@ def draw(args: argparse.Namespace) -> int:
 
 
 def cycles(args: argparse.Namespace) -> int:
-    """List the elementary cycles of one graph with their guards; return 0 (2 on load error)."""
-    try:
-        target = load_one(args.path, verbose=args.verbose)
-    except LoadFailed:
-        return 2
+    """List the elementary cycles of one graph with their guards; return 0."""
+    target = load_one(args.path, verbose=args.verbose)
     limit: int = args.limit
     spec = target.spec()
     found = list_cycles(spec, limit=limit + 1)

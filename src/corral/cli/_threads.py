@@ -25,7 +25,7 @@ from typing import Any
 from corral._where import command_db, parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
-from corral.cli._load import LoadFailed, compile_target, load_one
+from corral.cli._load import compile_target, load_one
 from corral.cli._options import DEFAULT_DB
 from corral.cli._shell import WIDTH, command_lines, fit_line
 from corral.cost import Cost
@@ -209,7 +209,8 @@ def show(args: argparse.Namespace) -> int:
     state: dict[str, Any] | None = dict(last.snapshot) if last.snapshot is not None else None
     custom: dict[str, str] = {}
     if args.graph:
-        app = _app(args.graph, saver, verbose=args.verbose)
+        target = load_one(args.graph, verbose=args.verbose, allow_partial=False)
+        app = compile_target(target, saver)
         state = app.get_state(args.thread).values
         maxima = _guard_maxima(app)
     elif state is None:
@@ -276,15 +277,6 @@ def _error(meta: dict[str, Any]) -> str | None:
     if not isinstance(failed, dict):
         return None
     return f"{failed.get('type')}: {failed.get('message')}"
-
-
-def _app(path: str, saver: Checkpointer, *, verbose: bool) -> Any:
-    try:
-        target = load_one(path, verbose=verbose, allow_partial=False)
-    except LoadFailed as exc:
-        msg = f"--graph {path}: the module could not be loaded"
-        raise UsageError(msg) from exc
-    return compile_target(target, saver)
 
 
 def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:

@@ -6,15 +6,16 @@ import argparse
 import signal
 from typing import Any
 
-from corral.cli._options import DEFAULT_DB, positive, seconds
+from corral.cli._options import positive, seconds
 
 __all__ = ["add_parser", "command"]
 
 
-def add_parser(commands: Any, **options: Any) -> None:
+def add_parser(commands: Any) -> None:
     """Add the ``worker`` command to the ``corral`` parser's subcommands."""
     worker = commands.add_parser(
         "worker",
+        db=True,
         help="run queued runs of a graph (app.submit), many workers on one database",
         description=(
             "Take the runs queued with app.submit(...) for one graph and run them, each\n"
@@ -33,19 +34,12 @@ def add_parser(commands: Any, **options: Any) -> None:
             "  corral worker agent.py --db runs/checkpoints.sqlite   # workers on one machine\n"
             "  corral worker agent.py --db postgresql://app@db/agents --deps agent_tools:clients"
         ),
-        **options,
     )
     worker.add_argument(
         "path",
         metavar="PATH",
         help="FILE.py[:graph][=NAME] or module[:graph][=NAME]: takes the runs served as NAME "
         "(default: the graph's name, as corral serve names it)",
-    )
-    worker.add_argument(
-        "--db",
-        metavar="FILE|URL",
-        default=DEFAULT_DB,
-        help=f"postgresql:// URL, or a SQLite file for one machine (default: {DEFAULT_DB})",
     )
     worker.add_argument(
         "--concurrency", type=positive, default=1, metavar="N", help="runs at once (default: 1)"
@@ -88,21 +82,13 @@ def add_parser(commands: Any, **options: Any) -> None:
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
     from corral.checkpoint import open_saver
-    from corral.cli._load import LoadFailed, load_deps, load_named
-    from corral.cli._shell import say
-    from corral.errors import GraphError
+    from corral.cli._load import load_deps, load_named
     from corral.workers import Worker
 
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.concurrency + 2)
     try:
-        try:
-            graphs = load_named([args.path], saver, args.verbose)
-        except LoadFailed:
-            return 2
-        except GraphError as exc:
-            say(f"error: {args.path} does not compile: {exc}")
-            return 2
+        graphs = load_named([args.path], saver, args.verbose)
         worker = Worker(
             next(iter(graphs.values())),
             graphs=graphs,
