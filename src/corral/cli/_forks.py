@@ -240,11 +240,7 @@ def _child(request: dict[str, Any], write: int, devnull: int) -> None:
         before = set(sys.modules)
         path = str(request["path"])
         try:
-            found = import_modules(
-                path,
-                dotted=bool(request["dotted"]),
-                only_marked=bool(request["only_marked"]),
-            )
+            found = import_modules(path, dotted=bool(request["dotted"]), only_marked=True)
             reports = [check_module(s, module, error, {}) for s, module, error in found]
         except BaseException as exc:  # a UsageError for a dotted name that is no module
             reports = [_unexpected(path, exc)]

@@ -37,30 +37,17 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from corral.cli._forks import check_module, check_target
-from corral.cli._reports import (
-    Failure,
-    ModuleReport,
-    TargetReport,
-    UnreadableReport,
-    decode_reports,
-)
+from corral.cli._reports import Failure, ModuleReport, UnreadableReport, decode_reports
 
-__all__ = [
-    "Failure",
-    "ModuleReport",
-    "Request",
-    "TargetReport",
-    "Worker",
-    "check_module",
-    "check_target",
-]
+__all__ = ["Request", "Worker"]
 
 _STARTUP_S = 60.0
 """How long a new worker may take to start (import corral), before any module's clock."""
 _SLACK_S = 5.0
 """How much longer than the per-module timeout the worker may be silent before it is
 taken for stopped (a module can ``SIGSTOP`` it)."""
+_WINDOW = 32
+"""How many requests may wait at the worker."""
 
 
 @dataclass(frozen=True)
@@ -69,10 +56,10 @@ class Request:
 
     path: str
     dotted: bool = False
-    only_marked: bool = True
 
 
 def _jobs() -> int:
+    """Return how many children import modules at once."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -89,16 +76,12 @@ class Worker:
     """The parent's handle on the worker process: ask about modules, one answer each.
 
     >>> with Worker(timeout_s=10.0) as worker:
-    ...     [report.source for report in worker.ask(Request("corral.spec", dotted=True))]
-    ['corral.spec']
+    ...     [[r.source for r in reply] for reply in worker.run([Request("corral.spec", True)])]
+    [['corral.spec']]
     """
 
     timeout_s: float
     """How long one module may take to import and check before its child is killed."""
-    window: int = 32
-    """How many requests may wait at the worker."""
-    jobs: int = field(default_factory=_jobs)
-    """How many children import modules at once."""
     _process: _Process | None = field(default=None, repr=False)
 
     def __enter__(self) -> Worker:
@@ -113,14 +96,10 @@ class Worker:
         if process is not None:
             process.stop()
 
-    def ask(self, request: Request) -> list[ModuleReport]:
-        """Return the reports for one request."""
-        return next(iter(self.run([request])))
-
     def run(self, requests: Iterable[Request]) -> Iterator[list[ModuleReport]]:
         """Yield the reports for each request, in order.
 
-        Up to :attr:`window` requests wait at the worker, so it never waits for this
+        Up to :data:`_WINDOW` requests wait at the worker, so it never waits for this
         process between modules. When the worker ends with one module in flight, that module
         is named; with several, they are asked again one at a time.
         """
@@ -136,7 +115,7 @@ class Worker:
                 if not process.in_flight:
                     process.send(suspects.popleft(), asked)
             else:
-                while len(process.in_flight) < self.window:
+                while len(process.in_flight) < _WINDOW:
                     request = next(queue, None)
                     if request is None:
                         break
@@ -163,7 +142,7 @@ class Worker:
 
     def _start(self) -> _Process:
         if self._process is None:
-            self._process = _Process.start(self.timeout_s, self.jobs)
+            self._process = _Process.start(self.timeout_s, _jobs())
         return self._process
 
 
@@ -210,7 +189,6 @@ class _Process:
             "id": ident,
             "path": request.path,
             "dotted": request.dotted,
-            "only_marked": request.only_marked,
         }
         if sys.path != self.sys_path:
             # Entries this process has and the worker lacks (a test's syspath_prepend, a
