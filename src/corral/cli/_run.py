@@ -22,12 +22,10 @@ import traceback
 import uuid
 from typing import Any
 
-from corral._where import command_db
 from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli._load import compile_target, load_deps, load_one
-from corral.cli._options import DEFAULT_DB
-from corral.cli._shell import command_lines, fit_line, say
+from corral.cli._shell import command_lines, fit_line, resume_words, run_words, say
 from corral.control import Resume
 from corral.cost import FIELDS
 from corral.errors import (
@@ -41,6 +39,7 @@ from corral.errors import (
 )
 from corral.loader import UsageError
 from corral.runtime.app import CompiledGraph
+from corral.runtime.events import Interrupt
 from corral.spec import END, GraphSpec
 
 __all__ = ["command"]
@@ -108,7 +107,7 @@ def command(args: argparse.Namespace) -> int:
 def _input(args: argparse.Namespace) -> Any:
     """Return what ``invoke`` gets: ``Resume``, the input dict, or ``None`` to continue."""
     if args.resume is not None:
-        return Resume(_json_or_text(args.resume))
+        return Resume(_parse_json(args.resume, "--resume", or_text=True))
     if args.input is None:
         return None if args.thread is not None else {}
     text: str = args.input
@@ -150,10 +149,14 @@ def _read_input_file(where: str) -> str:
         raise BadInput(msg) from exc
 
 
-def _parse_json(text: str, where: str) -> Any:
+def _parse_json(text: str, where: str, *, or_text: bool = False) -> Any:
+    """Return ``text`` parsed as JSON; with ``or_text``, text that is not JSON as it is (so
+    ``--resume yes`` works)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        if or_text:
+            return text
         msg = (
             f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             """give an object such as '{"topic": "guards"}'"""
@@ -163,29 +166,13 @@ def _parse_json(text: str, where: str) -> Any:
         msg = f"{where} is nested too deeply to read (JSON arrays or objects inside each other)"
         raise BadInput(msg) from exc
     except ValueError as exc:  # an integer past Python's digit limit
-        raise BadInput(_too_many_digits(where, exc)) from exc
-
-
-def _json_or_text(text: str) -> Any:
-    """Return ``text`` parsed as JSON, or the text itself (so ``--resume yes`` works)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    except RecursionError as exc:
-        msg = "--resume is nested too deeply to read (JSON arrays or objects inside each other)"
+        found = re.search(r"has (\d+) digits", str(exc))
+        size = f" ({found[1]} digits)" if found else ""
+        msg = (
+            f"{where} holds an integer too long to read{size}: Python reads at most "
+            f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
+        )
         raise BadInput(msg) from exc
-    except ValueError as exc:
-        raise BadInput(_too_many_digits("--resume", exc)) from exc
-
-
-def _too_many_digits(where: str, exc: ValueError) -> str:
-    found = re.search(r"has (\d+) digits", str(exc))
-    size = f" ({found[1]} digits)" if found else ""
-    return (
-        f"{where} holds an integer too long to read{size}: Python reads at most "
-        f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
-    )
 
 
 def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any) -> None:
@@ -206,20 +193,18 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
         return
     if not isinstance(value, Resume):
         return
-    asking = [i for i in snapshot.interrupts if getattr(i, "when", "during") == "during"]
     if snapshot.status != "interrupted" or not snapshot.interrupts:
         msg = (
             f"thread {thread!r} is not waiting for an answer (status {snapshot.status!r});\n"
             f"leave out --resume to continue it, or start a new run with:\n{start}"
         )
         raise BadInput(msg)
-    ids = [str(i.id) for i in asking]
+    ids = [i.id for i in snapshot.interrupts if i.when == "during"]
     answer = value.value
     if len(ids) > 1 and not (isinstance(answer, dict) and answer and set(answer) <= set(ids)):
-        example = json.dumps(dict.fromkeys(ids, "VALUE"))
         msg = (
             f"thread {thread!r} has {len(ids)} pending interrupts; answer each by id:\n"
-            f"{_command(args, thread, '--resume', example)}"
+            f"{_command(args, thread, *resume_words(ids))}"
         )
         raise BadInput(msg)
 
@@ -283,36 +268,26 @@ def _subgraph_paths(spec: GraphSpec, prefix: str = "") -> frozenset[str]:
 def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
     """Return the ``corral run`` command that goes on with ``thread`` (with this run's
     ``--db`` and ``--deps``, then ``extra``), indented, on as many lines as 80 columns need."""
-    words = ["corral", "run", args.path, "--thread", thread]
-    if args.db != DEFAULT_DB:
-        words += ["--db", command_db(args.db)]
-    if args.deps:
-        words += ["--deps", args.deps]
-    return "\n".join(command_lines([*words, *extra]))
+    return "\n".join(command_lines([*run_words(args.path, thread, args.db, args.deps), *extra]))
 
 
-def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
+def _explain_interrupts(interrupts: list[Interrupt], args: argparse.Namespace, thread: str) -> None:
     say(f"waiting for a person on thread {thread}:")
+    asking = []
     for item in interrupts:
-        node = getattr(item, "node", "?")
-        when = getattr(item, "when", "during")
-        if when in ("before", "after"):
-            print(f"  paused {when} {node!r} (interrupt_{when})", file=sys.stderr)
+        if item.when != "during":
+            print(f"  paused {item.when} {item.node!r} (interrupt_{item.when})", file=sys.stderr)
             continue
-        payload = json.dumps(getattr(item, "value", item), ensure_ascii=False, default=repr)
-        print(f"  {node} asks (id {getattr(item, 'id', '?')}): {payload}", file=sys.stderr)
-    asking = [i for i in interrupts if getattr(i, "when", "during") not in ("before", "after")]
+        asking.append(item.id)
+        payload = json.dumps(item.value, ensure_ascii=False, default=repr)
+        print(f"  {item.node} asks (id {item.id}): {payload}", file=sys.stderr)
     if not asking:
         print("go on with:", file=sys.stderr)
-        print(_command(args, thread), file=sys.stderr)
     elif len(asking) > 1:
-        answers = {str(getattr(i, "id", "?")): "VALUE" for i in asking}
-        example = json.dumps(answers)
         print("answer each interrupt by id:", file=sys.stderr)
-        print(_command(args, thread, "--resume", example), file=sys.stderr)
     else:
         print("resume with (VALUE is parsed as JSON when it is JSON):", file=sys.stderr)
-        print(_command(args, thread, "--resume", "VALUE"), file=sys.stderr)
+    print(_command(args, thread, *resume_words(asking)), file=sys.stderr)
 
 
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:

@@ -22,12 +22,11 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from corral._where import command_db, parse_db
+from corral._where import parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli._load import compile_target, load_one
-from corral.cli._options import DEFAULT_DB
-from corral.cli._shell import WIDTH, command_lines, fit_line
+from corral.cli._shell import WIDTH, command_lines, fit_line, resume_words, run_words
 from corral.cost import Cost
 from corral.errors import CorralError
 from corral.history import (
@@ -298,16 +297,9 @@ def _resume(
     after a failed run, continues it)."""
     if not interrupts and not failed:
         return None
-    words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
-    if args.db != DEFAULT_DB:
-        words += ["--db", command_db(args.db)]
-    asking = [p for p in interrupts if p.get("when", "during") == "during"]
-    if not asking:
-        return shlex.join(words)
-    if len(asking) == 1:
-        return shlex.join([*words, "--resume", "VALUE"])
-    answers = json.dumps({str(p.get("id")): "VALUE" for p in asking})
-    return shlex.join([*words, "--resume", answers])
+    words = run_words(args.graph or "PATH", args.thread, args.db)
+    asking = [str(p.get("id")) for p in interrupts if p.get("when", "during") == "during"]
+    return shlex.join([*words, *resume_words(asking)])
 
 
 def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
