@@ -342,10 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except LoadFailed:  # the load errors were printed
         return 2
-    except UsageError as exc:
-        say(f"error: {exc}")
-        return 2
-    except CorralError as exc:  # e.g. a state schema that is not a TypedDict
+    except (UsageError, CorralError) as exc:  # e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()
         say(f"error: {exc}")
@@ -353,21 +350,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _reader_went_away()
     except OSError as exc:
         if not _is_output_error(exc):
             return _failed(args, exc)
-        return _output_failed(exc)
+        return _output_lost(exc)
     except Exception as exc:
         return _failed(args, exc)
     finally:
         try:
             sys.stdout.flush()
-        except BrokenPipeError:
-            code = _reader_went_away()
         except OSError as exc:
-            code = _output_failed(exc)
+            code = _output_lost(exc)
     return code
 
 
@@ -385,30 +378,29 @@ _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def _is_output_error(exc: OSError) -> bool:
-    """Return whether ``exc`` is a write to stdout that the device refused (``> /dev/full``)."""
-    return exc.errno in _OUTPUT_ERRNOS and exc.filename is None
+    """Return whether ``exc`` is a write to stdout that its reader ended (``| head``) or
+    that the device refused (``> /dev/full``)."""
+    refused = exc.errno in _OUTPUT_ERRNOS and exc.filename is None
+    return refused or isinstance(exc, BrokenPipeError)
 
 
-def _output_failed(exc: OSError) -> int:
-    """Say that the output could not be written (what was done is kept) and return 1."""
+def _output_lost(exc: OSError) -> int:
+    """Stop when stdout cannot take the output.
+
+    When its reader has gone (``corral draw x.py | head -5``), quietly, with 141: what a
+    shell reports for a process ended by SIGPIPE. Otherwise the error says so (what was
+    done is kept), with 1. Later writes (and the interpreter's flush at exit) go to
+    ``os.devnull``, so Python does not print a second error.
+    """
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit must not fail
+    os.dup2(devnull, sys.stdout.fileno())
+    if isinstance(exc, BrokenPipeError):
+        return 141
     say(
         f"error: cannot write the output to stdout: {exc.strerror}; free space where stdout "
         "goes, or send it elsewhere (checkpoints already written are kept)"
     )
     return 1
-
-
-def _reader_went_away() -> int:
-    """Stop quietly when the reader of stdout has gone (``corral draw x.py | head -5``).
-
-    Later writes (and the interpreter's flush at exit) go to ``os.devnull``, so Python does
-    not print a second error; 141 is what a shell reports for a process ended by SIGPIPE.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 141
 
 
 def _reopen_closed_streams() -> None:

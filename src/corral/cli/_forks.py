@@ -28,6 +28,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -299,20 +300,16 @@ def _drain(child: _Child) -> None:
 def _stop(child: _Child) -> None:
     """Kill the child and its process group, and reap it."""
     for kill in (os.killpg, os.kill):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
     if child.status is None:
         child.status = os.waitpid(child.pid, 0)[1]
 
 
 def _answer(child: _Child) -> None:
     """Send the parent the header line for ``child`` and its frame's bytes when complete."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)  # whatever the module left in its group
-    except (ProcessLookupError, PermissionError):
-        pass
     for fd in (child.pipe, child.ends):
         if fd is not None:
             os.close(fd)
@@ -320,21 +317,18 @@ def _answer(child: _Child) -> None:
     data = bytes(child.received)
     frames = _frames(data)
     status = child.status if child.status is not None else 0
+    body = b""
     if frames is not None:
         body, child.imported = frames
         header["size"] = len(body)
     elif child.timed_out:
         header["timeout"] = True
-        body = b""
     elif os.WIFSIGNALED(status) and not data:
         header["signal"] = os.WTERMSIG(status)
-        body = b""
     elif not data:
         header["exit"] = os.WEXITSTATUS(status)
-        body = b""
     else:
         header["garbled"] = True
-        body = b""
     _write(1, (json.dumps(header) + "\n").encode() + body)
 
 

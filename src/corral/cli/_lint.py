@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._forks import check_target
 from corral.cli._report import Summary, format_github, format_json, format_sarif, format_text
-from corral.cli._reports import Failure, ModuleReport
+from corral.cli._reports import Failure, ModuleReport, TargetReport
 from corral.cli._rules import all_rules, find_rule, long_docs
 from corral.cli._worker import Request, Worker
 from corral.loader import (
@@ -46,12 +46,15 @@ class Collected:
             self.graphs += 1
             self.findings.extend(report.graph_error)
         for target in report.targets:
-            if target.failed or (wanted is not None and wanted not in target.aliases):
-                continue
-            self.graphs += 1
-            self.findings.extend(target.diagnostics)
-            if target.failure is not None:
-                self.failures.append(target.failure)
+            if not target.failed and (wanted is None or wanted in target.aliases):
+                self.add_target(target)
+
+    def add_target(self, target: TargetReport) -> None:
+        """Add one graph's findings (or why it could not be checked)."""
+        self.graphs += 1
+        self.findings.extend(target.diagnostics)
+        if target.failure is not None:
+            self.failures.append(target.failure)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -63,7 +66,7 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     select = parse_codes(args.select, "--select")
     ignore = parse_codes(args.ignore, "--ignore")
-    if getattr(args, "static", False):
+    if args.static:
         collected = collect_static(args.paths, args.exclude)
     else:
         collected = collect(args.paths, args.exclude, timeout_s=args.import_timeout)
@@ -149,11 +152,7 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
         collected.graphs += 1
         collected.findings.extend(err.diagnostics)
     for target in loaded.targets:
-        report = check_target(target)
-        collected.graphs += 1
-        collected.findings.extend(report.diagnostics)
-        if report.failure is not None:
-            collected.failures.append(report.failure)
+        collected.add_target(check_target(target))
     return collected
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,24 +65,6 @@ def format_text(found: Sequence[Diagnostic], summary: Summary) -> str:
     return "\n".join(lines)
 
 
-def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
-    """Return the fields of a finding in contract order, ``nodes`` as a list, and its
-    ``facts`` when it has some (CR205)."""
-    found = {
-        "code": diagnostic.code,
-        "slug": diagnostic.slug,
-        "severity": diagnostic.severity,
-        "message": diagnostic.message,
-        "nodes": list(diagnostic.nodes),
-        "file": diagnostic.file,
-        "line": diagnostic.line,
-        "col": diagnostic.col,
-    }
-    if diagnostic.facts is not None:
-        found["facts"] = dict(diagnostic.facts)
-    return found
-
-
 def format_json(found: Sequence[Diagnostic]) -> str:
     """Return a JSON list of objects with the ``Diagnostic`` fields.
 
@@ -90,7 +72,9 @@ def format_json(found: Sequence[Diagnostic]) -> str:
     >>> json.loads(format_json([d]))[0]["code"]
     'CR102'
     """
-    return json.dumps([as_dict(d) for d in found], indent=2, ensure_ascii=False)
+    # the Diagnostic fields in their order; facts only on a finding that has some (CR205)
+    shown = [{k: v for k, v in asdict(d).items() if k != "facts" or v is not None} for d in found]
+    return json.dumps(shown, indent=2, ensure_ascii=False)
 
 
 def format_github(found: Sequence[Diagnostic], load_errors: Sequence[tuple[str, str]]) -> str:

@@ -20,7 +20,7 @@ def draw(args: argparse.Namespace) -> int:
     spec = target.spec()
     render = render_dot if args.format == "dot" else render_mermaid
     taken = None
-    if getattr(args, "thread", None) is not None:
+    if args.thread is not None:
         from corral.cli._threads import open_existing
         from corral.history import taken_routes
 
@@ -36,10 +36,10 @@ def cycles(args: argparse.Namespace) -> int:
     target = load_one(args.path, verbose=args.verbose)
     limit: int = args.limit
     spec = target.spec()
-    found = list_cycles(spec, limit=limit + 1)
-    cut = bool(getattr(found, "truncated", False)) or len(found) > limit
+    found = list_cycles(spec, limit=limit)
+    cut = found.truncated
     langgraph = target.langgraph is not None
-    shown = list(found)[:limit]
+    shown = list(found)
     # LangGraph has no guards: its cycles say why it has no bound
     found_bound = None if langgraph else bound(spec)
     if args.format == "json":
