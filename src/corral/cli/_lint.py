@@ -71,7 +71,8 @@ def command(args: argparse.Namespace) -> int:
     else:
         collected = collect(args.paths, args.exclude, timeout_s=args.import_timeout)
     kept = [d for d in _unique(collected.findings) if is_selected(d.code, select, ignore)]
-    shown = sorted((_displayed(d) for d in kept), key=lambda d: d.sort_key)
+    shown = [dataclasses.replace(d, file=display_path(d.file)) for d in kept]
+    shown.sort(key=lambda d: d.sort_key)
     failures = collected.failures
     for failure in failures:
         if args.verbose and failure.formatted:
@@ -145,7 +146,9 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
 
     loaded = load_static(paths, exclude=exclude)
     if loaded.langgraph_modules:
-        print(_langgraph_note(loaded.langgraph_modules), file=sys.stderr)
+        files = "".join(f"\n  {source}" for source in loaded.langgraph_modules)
+        note = "note: lint --static reads LangGraph wiring from source, but these files need an"
+        print(f"{note} import (lint them without --static):{files}", file=sys.stderr)
     collected = Collected(modules=loaded.modules)
     collected.failures.extend(Failure(e.source, e.message, e.formatted) for e in loaded.errors)
     for _, err in loaded.graph_errors:
@@ -154,15 +157,6 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
     for target in loaded.targets:
         collected.add_target(check_target(target))
     return collected
-
-
-def _langgraph_note(sources: Sequence[str]) -> str:
-    """Return the note naming the files whose LangGraph wiring --static could not read."""
-    lines = "".join(f"\n  {source}" for source in sources)
-    return (
-        "note: lint --static reads LangGraph wiring from source, but these files need an "
-        f"import (lint them without --static):{lines}"
-    )
 
 
 def explain(code: str) -> int:
@@ -224,7 +218,3 @@ def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
     for diagnostic in sorted(found, key=lambda d: claim(d)[-1] != d.message):
         kept.setdefault(claim(diagnostic), diagnostic)
     return list(kept.values())
-
-
-def _displayed(diagnostic: Diagnostic) -> Diagnostic:
-    return dataclasses.replace(diagnostic, file=display_path(diagnostic.file))

@@ -86,6 +86,10 @@ def decode_reports(data: bytes) -> list[ModuleReport]:
         raise UnreadableReport(str(exc)) from None
 
 
+_hints = functools.cache(get_type_hints)
+"""A dataclass's field types, read once per class."""
+
+
 def _read(kind: Any, raw: object) -> Any:
     """Return ``raw`` (parsed JSON) as a value of the type ``kind``, or raise ``TypeError``.
 
@@ -112,8 +116,3 @@ def _read(kind: Any, raw: object) -> Any:
     if kind in (str, bool, int) and type(raw) is kind:
         return raw
     raise TypeError(f"not a {kind}")
-
-
-@functools.cache
-def _hints(kind: type) -> dict[str, Any]:
-    return get_type_hints(kind)

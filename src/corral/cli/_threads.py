@@ -211,7 +211,9 @@ def show(args: argparse.Namespace) -> int:
         target = load_one(args.graph, verbose=args.verbose, allow_partial=False)
         app = compile_target(target, saver)
         state = app.get_state(args.thread).values
-        maxima = _guard_maxima(app)
+        spec = app.spec
+        maxima = {(n.name, g.target): g.max for n in spec.nodes for g in n.guards}
+        maxima |= {(r.source, g.target): g.max for r in spec.routers for g in r.guards}
     elif state is None:
         state, custom = _replayed(saver.chain(args.thread, None))
     interrupts = [dict(p) for p in meta.get("interrupts") or []]
@@ -276,18 +278,6 @@ def _error(meta: dict[str, Any]) -> str | None:
     if not isinstance(failed, dict):
         return None
     return f"{failed.get('type')}: {failed.get('message')}"
-
-
-def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:
-    spec = app.spec
-    found: dict[tuple[str, str], int] = {}
-    for node in spec.nodes:
-        for guard in node.guards:
-            found[(node.name, guard.target)] = guard.max
-    for router in spec.routers:
-        for guard in router.guards:
-            found[(router.source, guard.target)] = guard.max
-    return found
 
 
 def _resume(
