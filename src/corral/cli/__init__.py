@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral import __version__
-from corral.cli import _lint, _port, _server, _show, _worker_loop
+from corral.cli import _draw, _lint, _port, _serve, _worker
+from corral.cli._lint_formats import FORMATS
 from corral.cli._load import LoadFailed
 from corral.cli._options import DEFAULT_DB
 from corral.cli._options import budget as _budget
 from corral.cli._options import positive as _positive
 from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
-from corral.cli._report import FORMATS
 from corral.cli._shell import say
 from corral.errors import CorralError
 from corral.loader import UsageError
@@ -183,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="draw the routes this thread took (thick, ×N) and its guard counts (with --db)",
     )
-    draw.set_defaults(handler=_show.draw)
+    draw.set_defaults(handler=_draw.draw)
 
     cycles = commands.add_parser(
         "cycles",
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="text, or json with the cycles, the step bound and the cost ceiling",
     )
-    cycles.set_defaults(handler=_show.cycles)
+    cycles.set_defaults(handler=_draw.cycles)
 
     run = commands.add_parser(
         "run",
@@ -266,8 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run_command)
     _add_thread_commands(commands)
-    _worker_loop.add_parser(commands)
-    _server.add_parser(commands)
+    _worker.add_parser(commands)
+    _serve.add_parser(commands)
     _port.add_parser(commands)
     return parser
 

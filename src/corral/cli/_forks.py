@@ -1,11 +1,12 @@
 """The lint worker: a clean process that forks one child per module to import and check it.
 
-The worker (started by :class:`corral.cli._worker.Worker`) imports corral's DSL and analyser
-and never any user module. For each request it forks a child, which puts itself in its own
-process group, points its stdin at ``/dev/null`` and its stdout at stderr, closes every other
-descriptor it inherited except the write end of a pipe of its own (fd 3), imports the module,
-checks its graphs, writes one frame (a 4-byte length, then the JSON of
-:func:`corral.cli._reports.encode_reports`) to fd 3 and leaves with ``os._exit``.
+The worker (started by :class:`corral.cli._lint_worker.Worker`) imports corral's DSL and
+analyser and never any user module. For each request it forks a child, which puts itself in its
+own process group, points its stdin at ``/dev/null`` and its stdout at stderr, closes every
+other descriptor it inherited except the write end of a pipe of its own (fd 3), imports the
+module, checks its graphs, writes one frame (a 4-byte length, then the JSON of
+:func:`corral.cli._reports.encode_reports`) and a second frame (the top-level packages it
+imported, see :func:`_warm`) to fd 3, and leaves with ``os._exit``.
 
 Invariants:
 

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._forks import check_target
-from corral.cli._report import Summary, format_github, format_json, format_sarif, format_text
+from corral.cli._lint_formats import Summary, format_github, format_json, format_sarif, format_text
+from corral.cli._lint_worker import Request, Worker
 from corral.cli._reports import Failure, ModuleReport, TargetReport
 from corral.cli._rules import all_rules, find_rule, long_docs
-from corral.cli._worker import Request, Worker
 from corral.loader import (
     UsageError,
     display_path,
