@@ -153,7 +153,10 @@ class _Process:
     popen: subprocess.Popen[bytes]
     pid: int
     timeout_s: float
-    relay: _Relay
+    relay: threading.Thread
+    """Copies the worker's stderr (its children's too) to this process's fd 2."""
+    relayed: threading.Event
+    """Set when the relay should stop once nothing more is waiting."""
     in_flight: set[int] = field(default_factory=set)
     buffer: bytearray = field(default_factory=bytearray)
     sys_path: list[str] = field(default_factory=list)
@@ -170,10 +173,13 @@ class _Process:
             start_new_session=True,
         )
         assert popen.stderr is not None
-        relay = _Relay.start(os.dup(popen.stderr.fileno()))
+        relayed = threading.Event()
+        relay = threading.Thread(target=_copy, args=(os.dup(popen.stderr.fileno()), relayed))
+        relay.daemon = True
+        relay.start()
         popen.stderr.close()
         popen.wait()  # the first process forks the worker and ends at once
-        process = cls(popen, 0, timeout_s, relay)
+        process = cls(popen, 0, timeout_s, relay, relayed)
         try:
             line = process._line(time.monotonic() + _STARTUP_S)
             process.pid = int(json.loads(line)["ready"])
@@ -185,11 +191,7 @@ class _Process:
 
     def send(self, ident: int, asked: dict[int, Request]) -> None:
         request = asked[ident]
-        message: dict[str, object] = {
-            "id": ident,
-            "path": request.path,
-            "dotted": request.dotted,
-        }
+        message: dict[str, object] = {"id": ident, "path": request.path, "dotted": request.dotted}
         if sys.path != self.sys_path:
             # Entries this process has and the worker lacks (a test's syspath_prepend, a
             # tool's plugin folder) are added in front of the worker's.
@@ -258,28 +260,10 @@ class _Process:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 if os.getsid(self.pid) == self.pid:
                     os.killpg(self.pid, 9)
-        self.relay.stop()
-
-
-@dataclass
-class _Relay:
-    """A thread copying the worker's stderr (its children's too) to this process's fd 2."""
-
-    fd: int
-    thread: threading.Thread
-    done: threading.Event
-
-    @classmethod
-    def start(cls, fd: int) -> _Relay:
-        done = threading.Event()
-        thread = threading.Thread(target=_copy, args=(fd, done), daemon=True)
-        thread.start()
-        return cls(fd, thread, done)
-
-    def stop(self) -> None:
-        """Copy what is already written, then stop; a leftover writer does not hold it."""
-        self.done.set()
-        self.thread.join(timeout=5.0)
+        # copy what is already written, then stop: a process left behind holding the
+        # worker's stderr does not keep lint waiting
+        self.relayed.set()
+        self.relay.join(timeout=5.0)
 
 
 def _copy(fd: int, done: threading.Event) -> None:

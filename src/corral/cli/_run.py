@@ -22,6 +22,7 @@ import traceback
 import uuid
 from typing import Any
 
+from corral.analysis.bound import every_node
 from corral.checkpoint import open_saver
 from corral.checkpoint._open import shown_db
 from corral.cli._load import compile_target, load_deps, load_one
@@ -40,7 +41,7 @@ from corral.errors import (
 from corral.loader import UsageError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import Interrupt
-from corral.spec import END, GraphSpec
+from corral.spec import END
 
 __all__ = ["command"]
 
@@ -64,13 +65,7 @@ def command(args: argparse.Namespace) -> int:
         return 1
     target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
-    try:
-        saver = open_saver(args.db)
-    except CheckpointError as exc:  # cannot connect, not a corral database: nothing ran
-        if args.verbose:
-            traceback.print_exc()
-        say(f"error: {exc}")
-        return 2
+    saver = open_saver(args.db)  # a CheckpointError (cannot connect...) is main()'s: exit 2
     app = compile_target(target, saver)
     thread = args.thread or uuid.uuid4().hex[:12]
     if args.thread is not None:
@@ -83,7 +78,8 @@ def command(args: argparse.Namespace) -> int:
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
     where = shown_db(args.db)
     say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
-    progress = _Progress(cap, _subgraph_paths(app.spec))
+    subgraphs = {path + n.name for path, n in every_node(app.spec, "") if n.subgraph is not None}
+    progress = _Progress(cap, frozenset(subgraphs))
     try:
         run = app.invoke(
             value,
@@ -218,7 +214,7 @@ class _Progress:
     not a node run: it gets a line without a number, and its node runs follow by path.
     """
 
-    def __init__(self, cap: int, subgraphs: frozenset[str] = frozenset()) -> None:
+    def __init__(self, cap: int, subgraphs: frozenset[str]) -> None:
         self.cap = cap
         self.shown = 0
         self.subgraphs = subgraphs
@@ -253,16 +249,6 @@ class _Progress:
         elif isinstance(event, Paused):
             names = ", ".join(dict.fromkeys(i.node for i in event.interrupts))
             print(f"        paused at {names}", file=sys.stderr)
-
-
-def _subgraph_paths(spec: GraphSpec, prefix: str = "") -> frozenset[str]:
-    """Return the path of every subgraph node of ``spec``, nested ones too."""
-    found: set[str] = set()
-    for node in spec.nodes:
-        if node.subgraph is not None:
-            found.add(prefix + node.name)
-            found |= _subgraph_paths(node.subgraph.graph, f"{prefix}{node.name}/")
-    return frozenset(found)
 
 
 def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:

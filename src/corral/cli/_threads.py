@@ -229,15 +229,7 @@ def show(args: argparse.Namespace) -> int:
             {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
             for s, t, n in meta.get("guards", [])
         ],
-        "interrupts": [
-            {
-                "id": p.get("id"),
-                "node": p.get("node"),
-                "when": p.get("when"),
-                "value": p.get("value"),
-            }
-            for p in interrupts
-        ],
+        "interrupts": [{k: p.get(k) for k in ("id", "node", "when", "value")} for p in interrupts],
         "state": state,
         "state_needs_graph": custom,
         "resume": _resume(args, interrupts, failed=_error(meta) is not None),
