@@ -10,10 +10,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._forks import check_target
-from corral.cli._lint_formats import Summary, format_github, format_json, format_sarif, format_text
+from corral.cli._lint_formats import format_github, format_json, format_sarif, format_text
 from corral.cli._lint_worker import Request, Worker
 from corral.cli._reports import Failure, ModuleReport, TargetReport
-from corral.cli._rules import all_rules, find_rule, long_docs
+from corral.cli._rules import DOCS_PAGE, all_rules, find_rule, long_docs
 from corral.loader import (
     UsageError,
     display_path,
@@ -86,8 +86,8 @@ def command(args: argparse.Namespace) -> int:
     elif args.format == "github":
         output = format_github(shown, errors)
     else:
-        summary = Summary(graphs=collected.graphs, files=collected.modules, failed=len(failures))
-        output = format_text(shown, summary)
+        failed = len(failures)
+        output = format_text(shown, graphs=collected.graphs, files=collected.modules, failed=failed)
     if output:
         print(output)
     if failures:
@@ -169,7 +169,7 @@ def explain(code: str) -> int:
     print(f"{rule.code} {rule.slug} ({rule.severity})\n")
     print(rule.summary + "\n")
     print(long_docs(rule) + "\n")
-    print(f"More: {rule.help_uri}")
+    print(f"More: {DOCS_PAGE}#{rule.code.lower()}")
     return 0
 
 

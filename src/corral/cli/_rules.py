@@ -29,11 +29,6 @@ class Rule:
     docs: str
     """A few paragraphs: why it matters and how to fix it."""
 
-    @property
-    def help_uri(self) -> str:
-        """Return the link to the rule's section of the rules page."""
-        return f"{DOCS_PAGE}#{self.code.lower()}"
-
 
 def all_rules() -> tuple[Rule, ...]:
     """Return every rule of the analyser, sorted by code."""

@@ -116,17 +116,7 @@ def threads(args: argparse.Namespace) -> int:
         chain = ordered(saver, thread)
         last = chain[-1].meta
         found.append(
-            {
-                "thread": thread,
-                "status": str(last.get("status", "running")),
-                "steps": int(last.get("steps", 0)),
-                "updated": written_at(last),
-                "checkpoints": len(chain),
-                "next": [t.get("node") for t in last.get("next", [])],
-                "parent": parent,
-                "error": _error(last),
-                "spent": Cost.from_json(last.get("spent")).to_json(),
-            }
+            {"thread": thread, **_summary(last), "checkpoints": len(chain), "parent": parent}
         )
     if args.format == "json":
         print(json.dumps(found, indent=2))
@@ -217,14 +207,11 @@ def show(args: argparse.Namespace) -> int:
     elif state is None:
         state, custom = _replayed(saver.chain(args.thread, None))
     interrupts = [dict(p) for p in meta.get("interrupts") or []]
+    summary = _summary(meta)
     report = {
         "thread": args.thread,
         "checkpoint": last.checkpoint_id,
-        "status": str(meta.get("status", "running")),
-        "steps": int(meta.get("steps", 0)),
-        "spent": Cost.from_json(meta.get("spent")).to_json(),
-        "updated": written_at(meta),
-        "next": [t.get("node") for t in meta.get("next", [])],
+        **summary,
         "guards": [
             {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
             for s, t, n in meta.get("guards", [])
@@ -232,8 +219,7 @@ def show(args: argparse.Namespace) -> int:
         "interrupts": [{k: p.get(k) for k in ("id", "node", "when", "value")} for p in interrupts],
         "state": state,
         "state_needs_graph": custom,
-        "resume": _resume(args, interrupts, failed=_error(meta) is not None),
-        "error": _error(meta),
+        "resume": _resume(args, interrupts, failed=summary["error"] is not None),
     }
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
@@ -264,12 +250,19 @@ def _replayed(chain: list[Checkpoint]) -> tuple[dict[str, Any] | None, dict[str,
     return values, {}
 
 
-def _error(meta: dict[str, Any]) -> str | None:
-    """Return ``TYPE: message`` of the error a failed run recorded (``None``: none)."""
+def _summary(meta: dict[str, Any]) -> dict[str, Any]:
+    """Return what ``threads`` and ``show`` say of a thread's newest checkpoint; ``error``
+    is ``TYPE: message`` of the error a failed run recorded (``None``: none)."""
     failed = meta.get("error") if meta.get("status") == "error" else None
-    if not isinstance(failed, dict):
-        return None
-    return f"{failed.get('type')}: {failed.get('message')}"
+    error = f"{failed.get('type')}: {failed.get('message')}" if isinstance(failed, dict) else None
+    return {
+        "status": str(meta.get("status", "running")),
+        "steps": int(meta.get("steps", 0)),
+        "updated": written_at(meta),
+        "next": [t.get("node") for t in meta.get("next", [])],
+        "error": error,
+        "spent": Cost.from_json(meta.get("spent")).to_json(),
+    }
 
 
 def _resume(
