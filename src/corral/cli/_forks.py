@@ -344,17 +344,14 @@ def _frames(data: bytes) -> tuple[bytes, list[str]] | None:
             return None
         parts.append(data[FRAME.size : FRAME.size + size])
         data = data[FRAME.size + size :]
-    if data or not parts:
+    if data or len(parts) != 2:
         return None
-    names: list[str] = []
-    if len(parts) == 2:
-        try:
-            loaded = json.loads(parts[1])
-        except ValueError:
-            return None
-        if isinstance(loaded, list):
-            names = [n for n in loaded if isinstance(n, str) and n.isidentifier()]
-    return parts[0], names
+    try:
+        loaded = json.loads(parts[1])
+    except (ValueError, RecursionError):
+        return None
+    names = loaded if isinstance(loaded, list) else []
+    return parts[0], [n for n in names if isinstance(n, str) and n.isidentifier()]
 
 
 @functools.cache

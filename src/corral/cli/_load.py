@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from corral.checkpoint import Checkpointer
     from corral.runtime.app import CompiledGraph
 
-__all__ = ["LoadFailed", "compile_target", "load_deps", "load_one"]
+__all__ = ["LoadFailed", "compile_target", "load_deps", "load_named", "load_one"]
 
 
 class LoadFailed(Exception):

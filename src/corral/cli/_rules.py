@@ -42,11 +42,7 @@ def all_rules() -> tuple[Rule, ...]:
 
 def find_rule(code: str) -> Rule | None:
     """Return the rule called ``code`` (case-insensitive), or ``None``."""
-    wanted = code.strip().upper()
-    for rule in all_rules():
-        if rule.code == wanted:
-            return rule
-    return None
+    return next((rule for rule in all_rules() if rule.code == code.strip().upper()), None)
 
 
 def long_docs(rule: Rule) -> str:
