@@ -350,10 +350,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except OSError as exc:
-        if not _is_output_error(exc):
-            return _failed(args, exc)
-        return _output_lost(exc)
+    except OSError as exc:  # stdout's reader went away (| head), or its device is full
+        if isinstance(exc, BrokenPipeError) or (exc.errno in _DEVICE_FULL and exc.filename is None):
+            return _output_lost(exc)
+        return _failed(args, exc)
     except Exception as exc:
         return _failed(args, exc)
     finally:
@@ -374,14 +374,8 @@ def _failed(args: argparse.Namespace, exc: BaseException) -> int:
     return 2
 
 
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
-
-
-def _is_output_error(exc: OSError) -> bool:
-    """Return whether ``exc`` is a write to stdout that its reader ended (``| head``) or
-    that the device refused (``> /dev/full``)."""
-    refused = exc.errno in _OUTPUT_ERRNOS and exc.filename is None
-    return refused or isinstance(exc, BrokenPipeError)
+_DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""What a write to a device that refuses it raises (``> /dev/full``)."""
 
 
 def _output_lost(exc: OSError) -> int:

@@ -134,10 +134,8 @@ def _requests(path: str, patterns: Sequence[str], collected: Collected) -> Itera
             yield Request(file.path)
         else:
             source = display_path(file.path)
-            collected.modules += 1
-            collected.failures.append(
-                Failure(source, f"cannot read {source}: it {file.problem.problem}")
-            )
+            failure = Failure(source, f"cannot read {source}: it {file.problem.problem}")
+            collected.add(ModuleReport(source, failure=failure), None)
 
 
 def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:

@@ -8,6 +8,7 @@ from typing import Any
 
 from corral.cli._load import load_deps, load_named
 from corral.cli._options import seconds
+from corral.loader import UsageError
 
 __all__ = ["add_parser", "command"]
 
@@ -90,10 +91,8 @@ def command(args: argparse.Namespace) -> int:
 
         from corral.serve import create_app
     except ImportError as exc:
-        from corral.cli._shell import say
-
-        say(f"error: corral serve needs the serve extra: pip install 'corral[serve]' ({exc})")
-        return 2
+        msg = f"corral serve needs the serve extra: pip install 'corral[serve]' ({exc})"
+        raise UsageError(msg) from exc
     from corral.checkpoint import open_saver
 
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
