@@ -111,10 +111,5 @@ def format_cycles(name: str, found: CycleList, *, limit: int, langgraph: bool = 
 
 
 def _guard_text(guard: Guard) -> str:
-    if guard.otherwise is None:
-        then = "then error"
-    elif guard.otherwise == END:
-        then = "then END"
-    else:
-        then = f"then {guard.otherwise}"
-    return f"{guard.target} ≤{guard.max}, {then}"
+    then = {None: "error", END: "END"}.get(guard.otherwise, guard.otherwise)
+    return f"{guard.target} ≤{guard.max}, then {then}"

@@ -60,7 +60,7 @@ def command_lines(words: Sequence[str], *, indent: str = "  ", width: int = WIDT
                 layout.put(quoted)
             else:
                 layout.cut(word)
-    return layout.done()
+    return [*layout.lines, layout.line]
 
 
 def fit_line(line: str, *, width: int = WIDTH) -> list[str]:
@@ -146,10 +146,6 @@ class _Layout:
             rest = rest[size:]
         self.line += shlex.quote(rest)
         self.ended_cut = True
-
-    def done(self) -> list[str]:
-        """Return the lines."""
-        return [*self.lines, self.line]
 
 
 _MIN_PIECE = 16

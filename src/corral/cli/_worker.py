@@ -99,10 +99,8 @@ def command(args: argparse.Namespace) -> int:
             deps=deps,
         )
 
-        def stop(signum: int, frame: object) -> None:
-            worker.stop()
-
-        found = {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGINT)}
+        stopping = (signal.SIGTERM, signal.SIGINT)
+        found = {signum: signal.signal(signum, lambda *_: worker.stop()) for signum in stopping}
         try:
             worker.run(until_idle=args.until_idle)
         finally:  # main() may run in-process (a test, an app): give the signals back
