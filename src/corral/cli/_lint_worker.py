@@ -88,9 +88,6 @@ class Worker:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
         """Stop the worker."""
         process, self._process = self._process, None
         if process is not None:

@@ -110,9 +110,7 @@ def threads(args: argparse.Namespace) -> int:
     ids = thread_ids(saver)
     listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
-    shown: list[str] = []  # each thread as its row names it
-    for thread, parent, depth in listed:
-        shown.append("  " * depth + thread.removeprefix(f"{parent}/") if parent else thread)
+    for thread, parent, _ in listed:
         chain = ordered(saver, thread)
         last = chain[-1].meta
         found.append(
@@ -126,13 +124,13 @@ def threads(args: argparse.Namespace) -> int:
         return 0
     rows: list[tuple[str, ...]] = [
         (
-            name,
+            "  " * depth + thread.removeprefix(f"{parent}/") if parent else thread,
             t["status"],
             str(t["steps"]),
             (t["updated"] or "-").replace("T", " ").removesuffix("+00:00"),
             ", ".join(t["next"]),
         )
-        for name, t in zip(shown, found, strict=True)
+        for (thread, parent, depth), t in zip(listed, found, strict=True)
     ]
     header: tuple[str, ...] = ("THREAD", "STATUS", "STEPS", "UPDATED (UTC)", "NEXT")
     spent = [Cost.from_json(t["spent"]) for t in found]
