@@ -80,12 +80,10 @@ def check_target(target: Target) -> TargetReport:
         return TargetReport(target.name, target.aliases, failed=True)
     try:
         found = tuple(target.check())
-    except GraphError as exc:
-        if not exc.diagnostics:
+    except Exception as exc:  # a GraphError with findings reports them
+        if not (isinstance(exc, GraphError) and exc.diagnostics):
             return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
         found = tuple(exc.diagnostics)
-    except Exception as exc:
-        return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
     return TargetReport(target.name, target.aliases, False, found)
 
 
