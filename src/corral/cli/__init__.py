@@ -22,13 +22,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from corral import __version__
-from corral.cli import _lint, _port, _server, _show, _worker_loop
+from corral.cli import _draw, _lint, _port, _serve, _worker
+from corral.cli._lint_formats import FORMATS
+from corral.cli._load import LoadFailed
 from corral.cli._options import DEFAULT_DB
 from corral.cli._options import budget as _budget
 from corral.cli._options import positive as _positive
 from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
-from corral.cli._report import FORMATS
 from corral.cli._shell import say
 from corral.errors import CorralError
 from corral.loader import UsageError
@@ -43,6 +44,24 @@ _PATH_HELP = (
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """The parser of one command: its help laid out as written, ``--verbose``, and with
+    ``db=True`` the ``--db`` of the commands that read or write checkpoints."""
+
+    def __init__(self, *, db: bool = False, **options: Any) -> None:
+        super().__init__(formatter_class=_formatter, **options)
+        self.add_argument(
+            "-v", "--verbose", action="store_true", help="show tracebacks for load and run errors"
+        )
+        if db:
+            self.add_argument(
+                "--db",
+                metavar="FILE|URL",
+                default=DEFAULT_DB,
+                help=f"SQLite checkpoint file or postgresql:// URL (default: {DEFAULT_DB})",
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,15 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_formatter,
     )
     parser.add_argument("--version", action="version", version=f"corral {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "-v", "--verbose", action="store_true", help="show tracebacks for load and run errors"
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
 
     lint = commands.add_parser(
         "lint",
-        parents=[common],
         help="report unbounded cycles, dead nodes and the other rules",
         description=(
             "Import the modules under PATH (their module-level code runs, as under pytest,\n"
@@ -92,7 +106,6 @@ def build_parser() -> argparse.ArgumentParser:
             "  corral lint src --format sarif > corral.sarif\n"
             "  corral lint --explain CR201"
         ),
-        formatter_class=_formatter,
     )
     lint.add_argument("paths", nargs="*", metavar="PATH", help=_PATH_HELP)
     lint.add_argument(
@@ -141,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     draw = commands.add_parser(
         "draw",
-        parents=[common],
+        db=True,
         help="print the graph as Mermaid or Graphviz DOT text",
         description=(
             "Print one graph as a Mermaid flowchart (default) or Graphviz DOT text.\n"
@@ -156,7 +169,6 @@ def build_parser() -> argparse.ArgumentParser:
             "  corral draw examples/draft_loop.py\n"
             "  corral draw examples/draft_loop.py:g --format dot | dot -Tsvg > loop.svg"
         ),
-        formatter_class=_formatter,
     )
     draw.add_argument("path", metavar="PATH", help=_PATH_HELP)
     draw.add_argument(
@@ -171,17 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="draw the routes this thread took (thick, ×N) and its guard counts (with --db)",
     )
-    draw.add_argument(
-        "--db",
-        metavar="URL",
-        default=DEFAULT_DB,
-        help=f"where --thread's checkpoints are: SQLite file or postgresql:// URL ({DEFAULT_DB})",
-    )
-    draw.set_defaults(handler=_show.draw)
+    draw.set_defaults(handler=_draw.draw)
 
     cycles = commands.add_parser(
         "cycles",
-        parents=[common],
         help="list the elementary cycles and the guard that bounds each",
         description=(
             "List the elementary cycles of one graph, unguarded ones first, each with the\n"
@@ -193,7 +198,6 @@ def build_parser() -> argparse.ArgumentParser:
             "  corral cycles agents.support:graph --limit 20\n"
             "  corral cycles examples/research_team.py --format json"
         ),
-        formatter_class=_formatter,
     )
     cycles.add_argument("path", metavar="PATH", help=_PATH_HELP)
     cycles.add_argument(
@@ -205,11 +209,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="text, or json with the cycles, the step bound and the cost ceiling",
     )
-    cycles.set_defaults(handler=_show.cycles)
+    cycles.set_defaults(handler=_draw.cycles)
 
     run = commands.add_parser(
         "run",
-        parents=[common],
+        db=True,
         help="run a graph, checkpointing to SQLite",
         description=(
             "Run one graph, checkpointing every superstep to a SQLite file. Progress goes\n"
@@ -227,7 +231,6 @@ def build_parser() -> argparse.ArgumentParser:
             "  corral run agent.py --thread 7f3a --resume yes\n"
             "  corral run agent.py --thread 7f3a --max-steps 200     # continue after a cap"
         ),
-        formatter_class=_formatter,
     )
     run.add_argument("path", metavar="PATH", help=_PATH_HELP)
     run.add_argument(
@@ -240,12 +243,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=_thread_id,
         metavar="ID",
         help="thread to start or continue (default: a new one)",
-    )
-    run.add_argument(
-        "--db",
-        metavar="FILE|URL",
-        default=DEFAULT_DB,
-        help=f"SQLite checkpoint file or postgresql:// URL (default: {DEFAULT_DB})",
     )
     run.add_argument(
         "--resume",
@@ -268,34 +265,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="call FACTORY() from MODULE (a dotted name or a .py file) and pass it as deps",
     )
     run.set_defaults(handler=_run_command)
-    _add_thread_commands(commands, common)
-    _worker_loop.add_parser(commands, parents=[common], formatter_class=_formatter)
-    _server.add_parser(commands, parents=[common], formatter_class=_formatter)
-    _port.add_parser(commands, parents=[common], formatter_class=_formatter)
+    _add_thread_commands(commands)
+    _worker.add_parser(commands)
+    _serve.add_parser(commands)
+    _port.add_parser(commands)
     return parser
 
 
-def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_thread_commands(commands: Any) -> None:
     """Add ``threads``, ``history`` and ``show``: read a checkpoint database, never write."""
     from corral.cli import _threads
 
-    db = argparse.ArgumentParser(add_help=False)
-    db.add_argument(
-        "--db",
-        metavar="URL",
-        default=DEFAULT_DB,
-        help=f"SQLite file or postgresql:// URL (default: {DEFAULT_DB})",
-    )
-    db.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     listing = commands.add_parser(
         "threads",
-        parents=[common, db],
+        db=True,
         help="list the threads of a checkpoint database",
         description=(
             "List every thread: its status, steps, last update time (UTC) and next nodes.\n"
             "The threads a subgraph's child runs on are left out unless --all is given."
         ),
-        formatter_class=_formatter,
     )
     listing.add_argument(
         "--all", action="store_true", help="list subgraph child threads too (marked by parent)"
@@ -303,20 +291,19 @@ def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None
     listing.set_defaults(handler=_threads.threads)
     past = commands.add_parser(
         "history",
-        parents=[common, db],
+        db=True,
         help="list the checkpoints of one thread",
         description=(
             "One row per checkpoint of THREAD, oldest first: its id, the step count, the\n"
             "nodes that ran, the status and the keys they wrote."
         ),
         epilog="examples:\n  corral history t1 --db runs.sqlite --format json",
-        formatter_class=_formatter,
     )
     past.add_argument("thread", type=_thread_id, metavar="THREAD")
     past.set_defaults(handler=_threads.history)
     now = commands.add_parser(
         "show",
-        parents=[common, db],
+        db=True,
         help="show one thread: state, next nodes, guards, pending interrupts",
         description=(
             "Show THREAD at its newest checkpoint: status, next nodes, guard counts,\n"
@@ -325,11 +312,12 @@ def _add_thread_commands(commands: Any, common: argparse.ArgumentParser) -> None
             "graph's reducers when the checkpoint holds only what changed."
         ),
         epilog="examples:\n  corral show t1 --db runs.sqlite --graph agent.py",
-        formatter_class=_formatter,
     )
     now.add_argument("thread", type=_thread_id, metavar="THREAD")
     now.add_argument("--graph", metavar="PATH", help=_PATH_HELP)
     now.set_defaults(handler=_threads.show)
+    for command in (listing, past, now):
+        command.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -352,10 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.handler(args)
-    except UsageError as exc:
-        say(f"error: {exc}")
+    except LoadFailed:  # the load errors were printed
         return 2
-    except CorralError as exc:  # e.g. a state schema that is not a TypedDict
+    except (UsageError, CorralError) as exc:  # e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()
         say(f"error: {exc}")
@@ -363,21 +350,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _reader_went_away()
-    except OSError as exc:
-        if not _is_output_error(exc):
-            return _failed(args, exc)
-        return _output_failed(exc)
+    except OSError as exc:  # stdout's reader went away (| head), or its device is full
+        if isinstance(exc, BrokenPipeError) or (exc.errno in _DEVICE_FULL and exc.filename is None):
+            return _output_lost(exc)
+        return _failed(args, exc)
     except Exception as exc:
         return _failed(args, exc)
     finally:
         try:
             sys.stdout.flush()
-        except BrokenPipeError:
-            code = _reader_went_away()
         except OSError as exc:
-            code = _output_failed(exc)
+            code = _output_lost(exc)
     return code
 
 
@@ -391,34 +374,27 @@ def _failed(args: argparse.Namespace, exc: BaseException) -> int:
     return 2
 
 
-_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+_DEVICE_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+"""What a write to a device that refuses it raises (``> /dev/full``)."""
 
 
-def _is_output_error(exc: OSError) -> bool:
-    """Return whether ``exc`` is a write to stdout that the device refused (``> /dev/full``)."""
-    return exc.errno in _OUTPUT_ERRNOS and exc.filename is None
+def _output_lost(exc: OSError) -> int:
+    """Stop when stdout cannot take the output.
 
-
-def _output_failed(exc: OSError) -> int:
-    """Say that the output could not be written (what was done is kept) and return 1."""
+    When its reader has gone (``corral draw x.py | head -5``), quietly, with 141: what a
+    shell reports for a process ended by SIGPIPE. Otherwise the error says so (what was
+    done is kept), with 1. Later writes (and the interpreter's flush at exit) go to
+    ``os.devnull``, so Python does not print a second error.
+    """
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit must not fail
+    os.dup2(devnull, sys.stdout.fileno())
+    if isinstance(exc, BrokenPipeError):
+        return 141
     say(
         f"error: cannot write the output to stdout: {exc.strerror}; free space where stdout "
         "goes, or send it elsewhere (checkpoints already written are kept)"
     )
     return 1
-
-
-def _reader_went_away() -> int:
-    """Stop quietly when the reader of stdout has gone (``corral draw x.py | head -5``).
-
-    Later writes (and the interpreter's flush at exit) go to ``os.devnull``, so Python does
-    not print a second error; 141 is what a shell reports for a process ended by SIGPIPE.
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 141
 
 
 def _reopen_closed_streams() -> None:

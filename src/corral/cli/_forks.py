@@ -1,11 +1,12 @@
 """The lint worker: a clean process that forks one child per module to import and check it.
 
-The worker (started by :class:`corral.cli._worker.Worker`) imports corral's DSL and analyser
-and never any user module. For each request it forks a child, which puts itself in its own
-process group, points its stdin at ``/dev/null`` and its stdout at stderr, closes every other
-descriptor it inherited except the write end of a pipe of its own (fd 3), imports the module,
-checks its graphs, writes one frame (a 4-byte length, then the JSON of
-:func:`corral.cli._reports.encode_reports`) to fd 3 and leaves with ``os._exit``.
+The worker (started by :class:`corral.cli._lint_worker.Worker`) imports corral's DSL and
+analyser and never any user module. For each request it forks a child, which puts itself in its
+own process group, points its stdin at ``/dev/null`` and its stdout at stderr, closes every
+other descriptor it inherited except the write end of a pipe of its own (fd 3), imports the
+module, checks its graphs, writes one frame (a 4-byte length, then the JSON of
+:func:`corral.cli._reports.encode_reports`) and a second frame (the top-level packages it
+imported, see :func:`_warm`) to fd 3, and leaves with ``os._exit``.
 
 Invariants:
 
@@ -28,6 +29,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -78,12 +80,10 @@ def check_target(target: Target) -> TargetReport:
         return TargetReport(target.name, target.aliases, failed=True)
     try:
         found = tuple(target.check())
-    except GraphError as exc:
-        if not exc.diagnostics:
+    except Exception as exc:  # a GraphError with findings reports them
+        if not (isinstance(exc, GraphError) and exc.diagnostics):
             return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
         found = tuple(exc.diagnostics)
-    except Exception as exc:
-        return TargetReport(target.name, target.aliases, False, (), _failure(target, exc))
     return TargetReport(target.name, target.aliases, False, found)
 
 
@@ -240,11 +240,7 @@ def _child(request: dict[str, Any], write: int, devnull: int) -> None:
         before = set(sys.modules)
         path = str(request["path"])
         try:
-            found = import_modules(
-                path,
-                dotted=bool(request["dotted"]),
-                only_marked=bool(request["only_marked"]),
-            )
+            found = import_modules(path, dotted=bool(request["dotted"]), only_marked=True)
             reports = [check_module(s, module, error, {}) for s, module, error in found]
         except BaseException as exc:  # a UsageError for a dotted name that is no module
             reports = [_unexpected(path, exc)]
@@ -303,20 +299,16 @@ def _drain(child: _Child) -> None:
 def _stop(child: _Child) -> None:
     """Kill the child and its process group, and reap it."""
     for kill in (os.killpg, os.kill):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             kill(child.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
     if child.status is None:
         child.status = os.waitpid(child.pid, 0)[1]
 
 
 def _answer(child: _Child) -> None:
     """Send the parent the header line for ``child`` and its frame's bytes when complete."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)  # whatever the module left in its group
-    except (ProcessLookupError, PermissionError):
-        pass
     for fd in (child.pipe, child.ends):
         if fd is not None:
             os.close(fd)
@@ -324,21 +316,18 @@ def _answer(child: _Child) -> None:
     data = bytes(child.received)
     frames = _frames(data)
     status = child.status if child.status is not None else 0
+    body = b""
     if frames is not None:
         body, child.imported = frames
         header["size"] = len(body)
     elif child.timed_out:
         header["timeout"] = True
-        body = b""
     elif os.WIFSIGNALED(status) and not data:
         header["signal"] = os.WTERMSIG(status)
-        body = b""
     elif not data:
         header["exit"] = os.WEXITSTATUS(status)
-        body = b""
     else:
         header["garbled"] = True
-        body = b""
     _write(1, (json.dumps(header) + "\n").encode() + body)
 
 
@@ -353,17 +342,14 @@ def _frames(data: bytes) -> tuple[bytes, list[str]] | None:
             return None
         parts.append(data[FRAME.size : FRAME.size + size])
         data = data[FRAME.size + size :]
-    if data or not parts:
+    if data or len(parts) != 2:
         return None
-    names: list[str] = []
-    if len(parts) == 2:
-        try:
-            loaded = json.loads(parts[1])
-        except ValueError:
-            return None
-        if isinstance(loaded, list):
-            names = [n for n in loaded if isinstance(n, str) and n.isidentifier()]
-    return parts[0], names
+    try:
+        loaded = json.loads(parts[1])
+    except (ValueError, RecursionError):
+        return None
+    names = loaded if isinstance(loaded, list) else []
+    return parts[0], [n for n in names if isinstance(n, str) and n.isidentifier()]
 
 
 @functools.cache

@@ -9,9 +9,11 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 
 from corral.analysis.diagnostic import Diagnostic
-from corral.cli._report import Summary, format_github, format_json, format_sarif, format_text
-from corral.cli._rules import all_rules, find_rule, long_docs
-from corral.cli._worker import Failure, ModuleReport, Request, Worker, check_target
+from corral.cli._forks import check_target
+from corral.cli._lint_formats import format_github, format_json, format_sarif, format_text
+from corral.cli._lint_worker import Request, Worker
+from corral.cli._reports import Failure, ModuleReport, TargetReport
+from corral.cli._rules import DOCS_PAGE, all_rules, find_rule, long_docs
 from corral.loader import (
     UsageError,
     display_path,
@@ -44,12 +46,15 @@ class Collected:
             self.graphs += 1
             self.findings.extend(report.graph_error)
         for target in report.targets:
-            if target.failed or (wanted is not None and wanted not in target.aliases):
-                continue
-            self.graphs += 1
-            self.findings.extend(target.diagnostics)
-            if target.failure is not None:
-                self.failures.append(target.failure)
+            if not target.failed and (wanted is None or wanted in target.aliases):
+                self.add_target(target)
+
+    def add_target(self, target: TargetReport) -> None:
+        """Add one graph's findings (or why it could not be checked)."""
+        self.graphs += 1
+        self.findings.extend(target.diagnostics)
+        if target.failure is not None:
+            self.failures.append(target.failure)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -61,12 +66,13 @@ def command(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     select = parse_codes(args.select, "--select")
     ignore = parse_codes(args.ignore, "--ignore")
-    if getattr(args, "static", False):
+    if args.static:
         collected = collect_static(args.paths, args.exclude)
     else:
         collected = collect(args.paths, args.exclude, timeout_s=args.import_timeout)
     kept = [d for d in _unique(collected.findings) if is_selected(d.code, select, ignore)]
-    shown = sorted((_displayed(d) for d in kept), key=lambda d: d.sort_key)
+    shown = [dataclasses.replace(d, file=display_path(d.file)) for d in kept]
+    shown.sort(key=lambda d: d.sort_key)
     failures = collected.failures
     for failure in failures:
         if args.verbose and failure.formatted:
@@ -80,8 +86,8 @@ def command(args: argparse.Namespace) -> int:
     elif args.format == "github":
         output = format_github(shown, errors)
     else:
-        summary = Summary(graphs=collected.graphs, files=collected.modules, failed=len(failures))
-        output = format_text(shown, summary)
+        failed = len(failures)
+        output = format_text(shown, graphs=collected.graphs, files=collected.modules, failed=failed)
     if output:
         print(output)
     if failures:
@@ -128,10 +134,8 @@ def _requests(path: str, patterns: Sequence[str], collected: Collected) -> Itera
             yield Request(file.path)
         else:
             source = display_path(file.path)
-            collected.modules += 1
-            collected.failures.append(
-                Failure(source, f"cannot read {source}: it {file.problem.problem}")
-            )
+            failure = Failure(source, f"cannot read {source}: it {file.problem.problem}")
+            collected.add(ModuleReport(source, failure=failure), None)
 
 
 def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
@@ -140,28 +144,17 @@ def collect_static(paths: Sequence[str], exclude: Sequence[str]) -> Collected:
 
     loaded = load_static(paths, exclude=exclude)
     if loaded.langgraph_modules:
-        print(_langgraph_note(loaded.langgraph_modules), file=sys.stderr)
+        files = "".join(f"\n  {source}" for source in loaded.langgraph_modules)
+        note = "note: lint --static reads LangGraph wiring from source, but these files need an"
+        print(f"{note} import (lint them without --static):{files}", file=sys.stderr)
     collected = Collected(modules=loaded.modules)
     collected.failures.extend(Failure(e.source, e.message, e.formatted) for e in loaded.errors)
     for _, err in loaded.graph_errors:
         collected.graphs += 1
         collected.findings.extend(err.diagnostics)
     for target in loaded.targets:
-        report = check_target(target)
-        collected.graphs += 1
-        collected.findings.extend(report.diagnostics)
-        if report.failure is not None:
-            collected.failures.append(report.failure)
+        collected.add_target(check_target(target))
     return collected
-
-
-def _langgraph_note(sources: Sequence[str]) -> str:
-    """Return the note naming the files whose LangGraph wiring --static could not read."""
-    lines = "".join(f"\n  {source}" for source in sources)
-    return (
-        "note: lint --static reads LangGraph wiring from source, but these files need an "
-        f"import (lint them without --static):{lines}"
-    )
 
 
 def explain(code: str) -> int:
@@ -174,7 +167,7 @@ def explain(code: str) -> int:
     print(f"{rule.code} {rule.slug} ({rule.severity})\n")
     print(rule.summary + "\n")
     print(long_docs(rule) + "\n")
-    print(f"More: {rule.help_uri}")
+    print(f"More: {DOCS_PAGE}#{rule.code.lower()}")
     return 0
 
 
@@ -223,7 +216,3 @@ def _unique(found: Iterable[Diagnostic]) -> list[Diagnostic]:
     for diagnostic in sorted(found, key=lambda d: claim(d)[-1] != d.message):
         kept.setdefault(claim(diagnostic), diagnostic)
     return list(kept.values())
-
-
-def _displayed(diagnostic: Diagnostic) -> Diagnostic:
-    return dataclasses.replace(diagnostic, file=display_path(diagnostic.file))

@@ -7,13 +7,14 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from corral.cli._shell import say
-from corral.loader import Target, UsageError, import_module, load, split_selector
+from corral.errors import GraphError
+from corral.loader import Target, UsageError, display_path, import_module, load, split_selector
 
 if TYPE_CHECKING:
     from corral.checkpoint import Checkpointer
     from corral.runtime.app import CompiledGraph
 
-__all__ = ["LoadFailed", "compile_target", "load_deps", "load_one"]
+__all__ = ["LoadFailed", "compile_target", "load_deps", "load_named", "load_one"]
 
 
 class LoadFailed(Exception):
@@ -92,7 +93,11 @@ def load_deps(spec: str, *, verbose: bool) -> Any:
 
 
 def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
-    """Compile the target with the checkpointer of --db, keeping a compiled app's settings."""
+    """Compile the target with the checkpointer of --db, keeping a compiled app's settings.
+
+    Raises:
+        LoadFailed: the graph does not compile (its findings were printed).
+    """
     from corral.runtime.app import CompiledGraph  # the engine, only for a command that runs
 
     if target.langgraph is not None:
@@ -105,21 +110,32 @@ def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
     before = tuple(app.interrupt_before) if app is not None else ()
     after = tuple(app.interrupt_after) if app is not None else ()
     max_steps = app.max_steps if app is not None else None
-    if target.graph is not None:
-        return target.graph.compile(
+    try:
+        if target.graph is not None:
+            return target.graph.compile(
+                checkpointer=saver,
+                interrupt_before=before,
+                interrupt_after=after,
+                max_steps=max_steps,
+            )
+        assert app is not None
+        return CompiledGraph(
+            app.spec,
             checkpointer=saver,
             interrupt_before=before,
             interrupt_after=after,
             max_steps=max_steps,
         )
-    assert app is not None
-    return CompiledGraph(
-        app.spec,
-        checkpointer=saver,
-        interrupt_before=before,
-        interrupt_after=after,
-        max_steps=max_steps,
-    )
+    except GraphError as exc:
+        errors = [d for d in exc.diagnostics if d.severity == "error"]
+        if not errors:
+            say(f"error: {target.label} does not compile: {exc}")
+        else:
+            say(f"error: {target.label} does not compile ({len(errors)} errors):")
+        for d in errors:
+            where = f"{display_path(d.file)}:{d.line}:{d.col}"
+            print(f"  {where}: {d.code} {d.message}", file=sys.stderr)
+        raise LoadFailed from exc
 
 
 def load_named(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from corral.loader import UsageError, dotted_name, split_selector
 __all__ = ["add_parser", "command"]
 
 
-def add_parser(commands: Any, **options: Any) -> None:
+def add_parser(commands: Any) -> None:
     """Add the ``port`` command to the ``corral`` parser's subcommands."""
     port = commands.add_parser(
         "port",
@@ -27,21 +27,17 @@ def add_parser(commands: Any, **options: Any) -> None:
             "  corral port agent.py:graph > agent_corral.py\n"
             "  corral port myapp.agents.research"
         ),
-        **options,
     )
     port.add_argument("path", metavar="PATH", help="FILE.py[:graph] or module[:graph]")
     port.set_defaults(handler=command)
 
 
 def command(args: argparse.Namespace) -> int:
-    """Print the port of one LangGraph graph; return 0, or 2 when it cannot be loaded."""
+    """Print the port of one LangGraph graph; return 0."""
     from corral import langgraph
-    from corral.cli._load import LoadFailed, load_one
+    from corral.cli._load import load_one
 
-    try:
-        target = load_one(args.path, verbose=args.verbose)
-    except LoadFailed:
-        return 2
+    target = load_one(args.path, verbose=args.verbose)
     if target.langgraph is None:
         msg = f"{target.label} is a corral graph already; corral port reads LangGraph graphs"
         raise UsageError(msg)

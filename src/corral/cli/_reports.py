@@ -9,12 +9,14 @@ place of its report are at worst a report that cannot be read, never code in the
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, is_dataclass
+from types import UnionType
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from corral.analysis.diagnostic import Diagnostic
-from corral.cli._report import as_dict
 
 __all__ = [
     "Failure",
@@ -68,8 +70,8 @@ class UnreadableReport(ValueError):
 
 
 def encode_reports(reports: list[ModuleReport]) -> bytes:
-    """Return ``reports`` as UTF-8 JSON."""
-    return json.dumps([_module(r) for r in reports], separators=(",", ":")).encode()
+    """Return ``reports`` as UTF-8 JSON: each dataclass an object of all its fields."""
+    return json.dumps([asdict(r) for r in reports], separators=(",", ":")).encode()
 
 
 def decode_reports(data: bytes) -> list[ModuleReport]:
@@ -79,113 +81,38 @@ def decode_reports(data: bytes) -> list[ModuleReport]:
     [ModuleReport(source='a.py', targets=(), failure=None, graph_error=())]
     """
     try:
-        raw = json.loads(data)
-        return [_read_module(m) for m in _items(raw)]
+        return list(_read(tuple[ModuleReport, ...], json.loads(data)))
     except (ValueError, TypeError, KeyError, RecursionError) as exc:
         raise UnreadableReport(str(exc)) from None
 
 
-def _module(report: ModuleReport) -> dict[str, Any]:
-    return {
-        "source": report.source,
-        "targets": [_target(t) for t in report.targets],
-        "failure": _failure(report.failure),
-        "graph_error": [as_dict(d) for d in report.graph_error],
-    }
+_hints = functools.cache(get_type_hints)
+"""A dataclass's field types, read once per class."""
 
 
-def _target(target: TargetReport) -> dict[str, Any]:
-    return {
-        "name": target.name,
-        "aliases": list(target.aliases),
-        "failed": target.failed,
-        "diagnostics": [as_dict(d) for d in target.diagnostics],
-        "failure": _failure(target.failure),
-    }
+def _read(kind: Any, raw: object) -> Any:
+    """Return ``raw`` (parsed JSON) as a value of the type ``kind``, or raise ``TypeError``.
 
-
-def _failure(failure: Failure | None) -> dict[str, str] | None:
-    if failure is None:
+    The types are those of the report's fields: a dataclass is an object holding exactly
+    its fields, a tuple a list, ``X | None`` null or an X, a ``Literal`` one of its values,
+    a ``Mapping`` any object (a finding's facts are JSON values).
+    """
+    origin, args = get_origin(kind), get_args(kind)
+    if isinstance(kind, type) and is_dataclass(kind):
+        hints = _hints(kind)
+        if not isinstance(raw, dict) or set(raw) != set(hints):
+            raise TypeError(f"not a {kind.__name__}")
+        return kind(**{name: _read(hints[name], value) for name, value in raw.items()})
+    if origin is tuple and isinstance(raw, list):
+        return tuple(_read(args[0], item) for item in raw)
+    if origin is UnionType and raw is None and type(None) in args:
         return None
-    return {"source": failure.source, "message": failure.message, "formatted": failure.formatted}
-
-
-def _read_module(raw: object) -> ModuleReport:
-    fields = _fields(raw, ("source", "targets", "failure", "graph_error"))
-    return ModuleReport(
-        _str(fields["source"]),
-        tuple(_read_target(t) for t in _items(fields["targets"])),
-        _read_failure(fields["failure"]),
-        tuple(_read_diagnostic(d) for d in _items(fields["graph_error"])),
-    )
-
-
-def _read_target(raw: object) -> TargetReport:
-    fields = _fields(raw, ("name", "aliases", "failed", "diagnostics", "failure"))
-    failed = fields["failed"]
-    if not isinstance(failed, bool):
-        raise TypeError("failed")
-    return TargetReport(
-        _str(fields["name"]),
-        tuple(_str(a) for a in _items(fields["aliases"])),
-        failed,
-        tuple(_read_diagnostic(d) for d in _items(fields["diagnostics"])),
-        _read_failure(fields["failure"]),
-    )
-
-
-def _read_failure(raw: object) -> Failure | None:
-    if raw is None:
-        return None
-    fields = _fields(raw, ("source", "message", "formatted"))
-    return Failure(_str(fields["source"]), _str(fields["message"]), _str(fields["formatted"]))
-
-
-def _read_diagnostic(raw: object) -> Diagnostic:
-    names = ("code", "slug", "severity", "message", "nodes", "file", "line", "col")
-    facts = raw.get("facts") if isinstance(raw, dict) else None
-    fields = _fields(raw, (*names, "facts") if facts is not None else names)
-    if facts is not None and not isinstance(facts, dict):
-        raise TypeError("facts")
-    severity = fields["severity"]
-    if severity == "error":
-        checked: Any = "error"
-    elif severity == "warning":
-        checked = "warning"
-    else:
-        raise TypeError("severity")
-    return Diagnostic(
-        code=_str(fields["code"]),
-        slug=_str(fields["slug"]),
-        severity=checked,
-        message=_str(fields["message"]),
-        nodes=tuple(_str(n) for n in _items(fields["nodes"])),
-        file=_str(fields["file"]),
-        line=_int(fields["line"]),
-        col=_int(fields["col"]),
-        facts=facts,
-    )
-
-
-def _fields(raw: object, names: tuple[str, ...]) -> dict[str, object]:
-    if not isinstance(raw, dict) or set(raw) != set(names):
-        raise TypeError("fields")
-    return raw
-
-
-def _items(raw: object) -> list[object]:
-    if not isinstance(raw, list):
-        raise TypeError("list")
-    return raw
-
-
-def _str(raw: object) -> str:
-    if not isinstance(raw, str):
-        raise TypeError("str")
-    return raw
-
-
-def _int(raw: object) -> int:
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        raise TypeError("int")
-    return raw
+    if origin is UnionType:
+        return _read(next(a for a in args if a is not type(None)), raw)
+    if origin is Literal and raw in args:
+        return raw
+    if origin is Mapping and isinstance(raw, dict):
+        return raw
+    if kind in (str, bool, int) and type(raw) is kind:
+        return raw
+    raise TypeError(f"not a {kind}")

@@ -29,11 +29,6 @@ class Rule:
     docs: str
     """A few paragraphs: why it matters and how to fix it."""
 
-    @property
-    def help_uri(self) -> str:
-        """Return the link to the rule's section of the rules page."""
-        return f"{DOCS_PAGE}#{self.code.lower()}"
-
 
 def all_rules() -> tuple[Rule, ...]:
     """Return every rule of the analyser, sorted by code."""
@@ -47,11 +42,7 @@ def all_rules() -> tuple[Rule, ...]:
 
 def find_rule(code: str) -> Rule | None:
     """Return the rule called ``code`` (case-insensitive), or ``None``."""
-    wanted = code.strip().upper()
-    for rule in all_rules():
-        if rule.code == wanted:
-            return rule
-    return None
+    return next((rule for rule in all_rules() if rule.code == code.strip().upper()), None)
 
 
 def long_docs(rule: Rule) -> str:

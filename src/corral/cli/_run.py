@@ -23,25 +23,25 @@ import uuid
 from typing import Any
 
 from corral._where import command_db
+from corral.analysis.bound import every_node
 from corral.checkpoint import open_saver
-from corral.cli._load import LoadFailed, compile_target, load_deps, load_one
-from corral.cli._options import DEFAULT_DB
-from corral.cli._shell import command_lines, fit_line, say
+from corral.cli._load import compile_target, load_deps, load_one
+from corral.cli._shell import command_lines, fit_line, resume_words, run_words, say
 from corral.control import Resume
 from corral.cost import FIELDS
 from corral.errors import (
     BudgetError,
     CheckpointError,
     CorralError,
-    GraphError,
     GuardExhaustedError,
     NodeCapError,
     NodeError,
     StepLimitError,
 )
-from corral.loader import Target, UsageError, display_path
+from corral.loader import UsageError
 from corral.runtime.app import CompiledGraph
-from corral.spec import END, GraphSpec
+from corral.runtime.events import Interrupt
+from corral.spec import END
 
 __all__ = ["command"]
 
@@ -63,23 +63,10 @@ def command(args: argparse.Namespace) -> int:
     except BadInput as exc:
         say(f"error: {exc}")
         return 1
-    try:
-        target = load_one(args.path, verbose=args.verbose, allow_partial=False)
-    except LoadFailed:
-        return 2
+    target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
-    try:
-        saver = open_saver(args.db)
-    except CheckpointError as exc:  # cannot connect, not a corral database: nothing ran
-        if args.verbose:
-            traceback.print_exc()
-        say(f"error: {exc}")
-        return 2
-    try:
-        app = compile_target(target, saver)
-    except GraphError as exc:
-        _not_compiled(target, exc)
-        return 2
+    saver = open_saver(args.db)  # a CheckpointError (cannot connect...) is main()'s: exit 2
+    app = compile_target(target, saver)
     thread = args.thread or uuid.uuid4().hex[:12]
     if args.thread is not None:
         try:
@@ -91,7 +78,8 @@ def command(args: argparse.Namespace) -> int:
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
     where = command_db(args.db)
     say(f"{verb} {target.label} on thread {thread} (checkpoints: {where}, max_steps={cap})")
-    progress = _Progress(cap, _subgraph_paths(app.spec))
+    subgraphs = {path + n.name for path, n in every_node(app.spec, "") if n.subgraph is not None}
+    progress = _Progress(cap, frozenset(subgraphs))
     try:
         run = app.invoke(
             value,
@@ -115,7 +103,7 @@ def command(args: argparse.Namespace) -> int:
 def _input(args: argparse.Namespace) -> Any:
     """Return what ``invoke`` gets: ``Resume``, the input dict, or ``None`` to continue."""
     if args.resume is not None:
-        return Resume(_json_or_text(args.resume))
+        return Resume(_parse_json(args.resume, "--resume", or_text=True))
     if args.input is None:
         return None if args.thread is not None else {}
     text: str = args.input
@@ -157,10 +145,14 @@ def _read_input_file(where: str) -> str:
         raise BadInput(msg) from exc
 
 
-def _parse_json(text: str, where: str) -> Any:
+def _parse_json(text: str, where: str, *, or_text: bool = False) -> Any:
+    """Return ``text`` parsed as JSON; with ``or_text``, text that is not JSON as it is (so
+    ``--resume yes`` works)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        if or_text:
+            return text
         msg = (
             f"{where} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
             """give an object such as '{"topic": "guards"}'"""
@@ -170,29 +162,13 @@ def _parse_json(text: str, where: str) -> Any:
         msg = f"{where} is nested too deeply to read (JSON arrays or objects inside each other)"
         raise BadInput(msg) from exc
     except ValueError as exc:  # an integer past Python's digit limit
-        raise BadInput(_too_many_digits(where, exc)) from exc
-
-
-def _json_or_text(text: str) -> Any:
-    """Return ``text`` parsed as JSON, or the text itself (so ``--resume yes`` works)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    except RecursionError as exc:
-        msg = "--resume is nested too deeply to read (JSON arrays or objects inside each other)"
+        found = re.search(r"has (\d+) digits", str(exc))
+        size = f" ({found[1]} digits)" if found else ""
+        msg = (
+            f"{where} holds an integer too long to read{size}: Python reads at most "
+            f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
+        )
         raise BadInput(msg) from exc
-    except ValueError as exc:
-        raise BadInput(_too_many_digits("--resume", exc)) from exc
-
-
-def _too_many_digits(where: str, exc: ValueError) -> str:
-    found = re.search(r"has (\d+) digits", str(exc))
-    size = f" ({found[1]} digits)" if found else ""
-    return (
-        f"{where} holds an integer too long to read{size}: Python reads at most "
-        f"{sys.get_int_max_str_digits()} digits; send it as a JSON string"
-    )
 
 
 def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any) -> None:
@@ -213,20 +189,18 @@ def _check_thread(app: CompiledGraph[Any], args: argparse.Namespace, value: Any)
         return
     if not isinstance(value, Resume):
         return
-    asking = [i for i in snapshot.interrupts if getattr(i, "when", "during") == "during"]
     if snapshot.status != "interrupted" or not snapshot.interrupts:
         msg = (
             f"thread {thread!r} is not waiting for an answer (status {snapshot.status!r});\n"
             f"leave out --resume to continue it, or start a new run with:\n{start}"
         )
         raise BadInput(msg)
-    ids = [str(i.id) for i in asking]
+    ids = [i.id for i in snapshot.interrupts if i.when == "during"]
     answer = value.value
     if len(ids) > 1 and not (isinstance(answer, dict) and answer and set(answer) <= set(ids)):
-        example = json.dumps(dict.fromkeys(ids, "VALUE"))
         msg = (
             f"thread {thread!r} has {len(ids)} pending interrupts; answer each by id:\n"
-            f"{_command(args, thread, '--resume', example)}"
+            f"{_command(args, thread, *resume_words(ids))}"
         )
         raise BadInput(msg)
 
@@ -240,7 +214,7 @@ class _Progress:
     not a node run: it gets a line without a number, and its node runs follow by path.
     """
 
-    def __init__(self, cap: int, subgraphs: frozenset[str] = frozenset()) -> None:
+    def __init__(self, cap: int, subgraphs: frozenset[str]) -> None:
         self.cap = cap
         self.shown = 0
         self.subgraphs = subgraphs
@@ -277,49 +251,29 @@ class _Progress:
             print(f"        paused at {names}", file=sys.stderr)
 
 
-def _subgraph_paths(spec: GraphSpec, prefix: str = "") -> frozenset[str]:
-    """Return the path of every subgraph node of ``spec``, nested ones too."""
-    found: set[str] = set()
-    for node in spec.nodes:
-        if node.subgraph is not None:
-            found.add(prefix + node.name)
-            found |= _subgraph_paths(node.subgraph.graph, f"{prefix}{node.name}/")
-    return frozenset(found)
-
-
 def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
     """Return the ``corral run`` command that goes on with ``thread`` (with this run's
     ``--db`` and ``--deps``, then ``extra``), indented, on as many lines as 80 columns need."""
-    words = ["corral", "run", args.path, "--thread", thread]
-    if args.db != DEFAULT_DB:
-        words += ["--db", command_db(args.db)]
-    if args.deps:
-        words += ["--deps", args.deps]
-    return "\n".join(command_lines([*words, *extra]))
+    return "\n".join(command_lines([*run_words(args.path, thread, args.db, args.deps), *extra]))
 
 
-def _explain_interrupts(interrupts: list[Any], args: argparse.Namespace, thread: str) -> None:
+def _explain_interrupts(interrupts: list[Interrupt], args: argparse.Namespace, thread: str) -> None:
     say(f"waiting for a person on thread {thread}:")
+    asking = []
     for item in interrupts:
-        node = getattr(item, "node", "?")
-        when = getattr(item, "when", "during")
-        if when in ("before", "after"):
-            print(f"  paused {when} {node!r} (interrupt_{when})", file=sys.stderr)
+        if item.when != "during":
+            print(f"  paused {item.when} {item.node!r} (interrupt_{item.when})", file=sys.stderr)
             continue
-        payload = json.dumps(getattr(item, "value", item), ensure_ascii=False, default=repr)
-        print(f"  {node} asks (id {getattr(item, 'id', '?')}): {payload}", file=sys.stderr)
-    asking = [i for i in interrupts if getattr(i, "when", "during") not in ("before", "after")]
+        asking.append(item.id)
+        payload = json.dumps(item.value, ensure_ascii=False, default=repr)
+        print(f"  {item.node} asks (id {item.id}): {payload}", file=sys.stderr)
     if not asking:
         print("go on with:", file=sys.stderr)
-        print(_command(args, thread), file=sys.stderr)
     elif len(asking) > 1:
-        answers = {str(getattr(i, "id", "?")): "VALUE" for i in asking}
-        example = json.dumps(answers)
         print("answer each interrupt by id:", file=sys.stderr)
-        print(_command(args, thread, "--resume", example), file=sys.stderr)
     else:
         print("resume with (VALUE is parsed as JSON when it is JSON):", file=sys.stderr)
-        print(_command(args, thread, "--resume", "VALUE"), file=sys.stderr)
+    print(_command(args, thread, *resume_words(asking)), file=sys.stderr)
 
 
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:
@@ -344,13 +298,3 @@ def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -
     elif isinstance(exc, (NodeError, NodeCapError, GuardExhaustedError)):
         say(f"the last checkpoint of thread {thread} is kept ({command_db(args.db)})")
     return 1
-
-
-def _not_compiled(target: Target, exc: GraphError) -> None:
-    errors = [d for d in exc.diagnostics if d.severity == "error"]
-    if not errors:
-        say(f"error: {target.label} does not compile: {exc}")
-        return
-    say(f"error: {target.label} does not compile ({len(errors)} errors):")
-    for d in errors:
-        print(f"  {display_path(d.file)}:{d.line}:{d.col}: {d.code} {d.message}", file=sys.stderr)

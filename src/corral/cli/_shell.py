@@ -13,12 +13,16 @@ prints text to stderr that way.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["WIDTH", "command_lines", "fit_line", "say"]
+from corral._where import command_db
+from corral.cli._options import DEFAULT_DB
+
+__all__ = ["WIDTH", "command_lines", "fit_line", "resume_words", "run_words", "say"]
 
 WIDTH = 80
 """The columns of the terminal the CLI's text is laid out for."""
@@ -56,7 +60,7 @@ def command_lines(words: Sequence[str], *, indent: str = "  ", width: int = WIDT
                 layout.put(quoted)
             else:
                 layout.cut(word)
-    return layout.done()
+    return [*layout.lines, layout.line]
 
 
 def fit_line(line: str, *, width: int = WIDTH) -> list[str]:
@@ -80,6 +84,23 @@ def say(text: str) -> None:
     lines of a command made by :func:`command_lines` fit already and print as they are)."""
     for line in text.splitlines():
         print("\n".join(fit_line(line)), file=sys.stderr)
+
+
+def run_words(path: str, thread: str, db: str, deps: str | None = None) -> list[str]:
+    """Return the ``corral run`` that goes on with ``thread`` on ``db`` (its password left
+    out: the pasted command finds it as libpq does)."""
+    words = ["corral", "run", path, "--thread", thread]
+    if db != DEFAULT_DB:
+        words += ["--db", command_db(db)]
+    return [*words, "--deps", deps] if deps else words
+
+
+def resume_words(asking: Sequence[str]) -> list[str]:
+    """Return the options that answer the interrupts with the ids ``asking``: none (a pause
+    before or after a node asks nothing), ``--resume VALUE``, or one value per id."""
+    if not asking:
+        return []
+    return ["--resume", "VALUE" if len(asking) == 1 else json.dumps(dict.fromkeys(asking, "VALUE"))]
 
 
 class _Layout:
@@ -125,10 +146,6 @@ class _Layout:
             rest = rest[size:]
         self.line += shlex.quote(rest)
         self.ended_cut = True
-
-    def done(self) -> list[str]:
-        """Return the lines."""
-        return [*self.lines, self.line]
 
 
 _MIN_PIECE = 16

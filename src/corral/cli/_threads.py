@@ -24,9 +24,8 @@ from typing import Any
 
 from corral._where import command_db, parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
-from corral.cli._load import LoadFailed, compile_target, load_one
-from corral.cli._options import DEFAULT_DB
-from corral.cli._shell import WIDTH, command_lines, fit_line
+from corral.cli._load import compile_target, load_one
+from corral.cli._shell import WIDTH, command_lines, fit_line, resume_words, run_words
 from corral.cost import Cost
 from corral.errors import CorralError
 from corral.history import (
@@ -110,23 +109,11 @@ def threads(args: argparse.Namespace) -> int:
     ids = thread_ids(saver)
     listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
-    shown: list[str] = []  # each thread as its row names it
-    for thread, parent, depth in listed:
-        shown.append("  " * depth + thread.removeprefix(f"{parent}/") if parent else thread)
+    for thread, parent, _ in listed:
         chain = ordered(saver, thread)
         last = chain[-1].meta
         found.append(
-            {
-                "thread": thread,
-                "status": str(last.get("status", "running")),
-                "steps": int(last.get("steps", 0)),
-                "updated": written_at(last),
-                "checkpoints": len(chain),
-                "next": [t.get("node") for t in last.get("next", [])],
-                "parent": parent,
-                "error": _error(last),
-                "spent": Cost.from_json(last.get("spent")).to_json(),
-            }
+            {"thread": thread, **_summary(last), "checkpoints": len(chain), "parent": parent}
         )
     if args.format == "json":
         print(json.dumps(found, indent=2))
@@ -136,13 +123,13 @@ def threads(args: argparse.Namespace) -> int:
         return 0
     rows: list[tuple[str, ...]] = [
         (
-            name,
+            "  " * depth + thread.removeprefix(f"{parent}/") if parent else thread,
             t["status"],
             str(t["steps"]),
             (t["updated"] or "-").replace("T", " ").removesuffix("+00:00"),
             ", ".join(t["next"]),
         )
-        for name, t in zip(shown, found, strict=True)
+        for (thread, parent, depth), t in zip(listed, found, strict=True)
     ]
     header: tuple[str, ...] = ("THREAD", "STATUS", "STEPS", "UPDATED (UTC)", "NEXT")
     spent = [Cost.from_json(t["spent"]) for t in found]
@@ -208,37 +195,28 @@ def show(args: argparse.Namespace) -> int:
     state: dict[str, Any] | None = dict(last.snapshot) if last.snapshot is not None else None
     custom: dict[str, str] = {}
     if args.graph:
-        app = _app(args.graph, saver, verbose=args.verbose)
+        target = load_one(args.graph, verbose=args.verbose, allow_partial=False)
+        app = compile_target(target, saver)
         state = app.get_state(args.thread).values
-        maxima = _guard_maxima(app)
+        spec = app.spec
+        maxima = {(n.name, g.target): g.max for n in spec.nodes for g in n.guards}
+        maxima |= {(r.source, g.target): g.max for r in spec.routers for g in r.guards}
     elif state is None:
         state, custom = _replayed(saver.chain(args.thread, None))
     interrupts = [dict(p) for p in meta.get("interrupts") or []]
+    summary = _summary(meta)
     report = {
         "thread": args.thread,
         "checkpoint": last.checkpoint_id,
-        "status": str(meta.get("status", "running")),
-        "steps": int(meta.get("steps", 0)),
-        "spent": Cost.from_json(meta.get("spent")).to_json(),
-        "updated": written_at(meta),
-        "next": [t.get("node") for t in meta.get("next", [])],
+        **summary,
         "guards": [
             {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
             for s, t, n in meta.get("guards", [])
         ],
-        "interrupts": [
-            {
-                "id": p.get("id"),
-                "node": p.get("node"),
-                "when": p.get("when"),
-                "value": p.get("value"),
-            }
-            for p in interrupts
-        ],
+        "interrupts": [{k: p.get(k) for k in ("id", "node", "when", "value")} for p in interrupts],
         "state": state,
         "state_needs_graph": custom,
-        "resume": _resume(args, interrupts, failed=_error(meta) is not None),
-        "error": _error(meta),
+        "resume": _resume(args, interrupts, failed=summary["error"] is not None),
     }
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
@@ -269,33 +247,19 @@ def _replayed(chain: list[Checkpoint]) -> tuple[dict[str, Any] | None, dict[str,
     return values, {}
 
 
-def _error(meta: dict[str, Any]) -> str | None:
-    """Return ``TYPE: message`` of the error a failed run recorded (``None``: none)."""
+def _summary(meta: dict[str, Any]) -> dict[str, Any]:
+    """Return what ``threads`` and ``show`` say of a thread's newest checkpoint; ``error``
+    is ``TYPE: message`` of the error a failed run recorded (``None``: none)."""
     failed = meta.get("error") if meta.get("status") == "error" else None
-    if not isinstance(failed, dict):
-        return None
-    return f"{failed.get('type')}: {failed.get('message')}"
-
-
-def _app(path: str, saver: Checkpointer, *, verbose: bool) -> Any:
-    try:
-        target = load_one(path, verbose=verbose, allow_partial=False)
-    except LoadFailed as exc:
-        msg = f"--graph {path}: the module could not be loaded"
-        raise UsageError(msg) from exc
-    return compile_target(target, saver)
-
-
-def _guard_maxima(app: Any) -> dict[tuple[str, str], int]:
-    spec = app.spec
-    found: dict[tuple[str, str], int] = {}
-    for node in spec.nodes:
-        for guard in node.guards:
-            found[(node.name, guard.target)] = guard.max
-    for router in spec.routers:
-        for guard in router.guards:
-            found[(router.source, guard.target)] = guard.max
-    return found
+    error = f"{failed.get('type')}: {failed.get('message')}" if isinstance(failed, dict) else None
+    return {
+        "status": str(meta.get("status", "running")),
+        "steps": int(meta.get("steps", 0)),
+        "updated": written_at(meta),
+        "next": [t.get("node") for t in meta.get("next", [])],
+        "error": error,
+        "spent": Cost.from_json(meta.get("spent")).to_json(),
+    }
 
 
 def _resume(
@@ -305,16 +269,9 @@ def _resume(
     after a failed run, continues it)."""
     if not interrupts and not failed:
         return None
-    words = ["corral", "run", args.graph or "PATH", "--thread", args.thread]
-    if args.db != DEFAULT_DB:
-        words += ["--db", command_db(args.db)]
-    asking = [p for p in interrupts if p.get("when", "during") == "during"]
-    if not asking:
-        return shlex.join(words)
-    if len(asking) == 1:
-        return shlex.join([*words, "--resume", "VALUE"])
-    answers = json.dumps({str(p.get("id")): "VALUE" for p in asking})
-    return shlex.join([*words, "--resume", answers])
+    words = run_words(args.graph or "PATH", args.thread, args.db)
+    asking = [str(p.get("id")) for p in interrupts if p.get("when", "during") == "during"]
+    return shlex.join([*words, *resume_words(asking)])
 
 
 def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:

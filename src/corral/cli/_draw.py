@@ -6,24 +6,21 @@ import argparse
 import json
 from typing import Any
 
-from corral.analysis import Bound, bound, list_cycles
-from corral.cli._load import LoadFailed, load_one
+from corral.analysis import Bound, CycleList, bound, list_cycles
+from corral.cli._load import load_one
 from corral.render import render_dot, render_mermaid
-from corral.spec import END, Cycle, Guard
+from corral.spec import END, Guard
 
 __all__ = ["cycles", "draw", "format_cycles"]
 
 
 def draw(args: argparse.Namespace) -> int:
-    """Print the graph as Mermaid or DOT text; return 0, or 2 when it cannot be loaded."""
-    try:
-        target = load_one(args.path, verbose=args.verbose)
-    except LoadFailed:
-        return 2
+    """Print the graph as Mermaid or DOT text; return 0."""
+    target = load_one(args.path, verbose=args.verbose)
     spec = target.spec()
     render = render_dot if args.format == "dot" else render_mermaid
     taken = None
-    if getattr(args, "thread", None) is not None:
+    if args.thread is not None:
         from corral.cli._threads import open_existing
         from corral.history import taken_routes
 
@@ -35,23 +32,17 @@ def draw(args: argparse.Namespace) -> int:
 
 
 def cycles(args: argparse.Namespace) -> int:
-    """List the elementary cycles of one graph with their guards; return 0 (2 on load error)."""
-    try:
-        target = load_one(args.path, verbose=args.verbose)
-    except LoadFailed:
-        return 2
-    limit: int = args.limit
+    """List the elementary cycles of one graph with their guards; return 0."""
+    target = load_one(args.path, verbose=args.verbose)
     spec = target.spec()
-    found = list_cycles(spec, limit=limit + 1)
-    cut = bool(getattr(found, "truncated", False)) or len(found) > limit
+    found = list_cycles(spec, limit=args.limit)
     langgraph = target.langgraph is not None
-    shown = list(found)[:limit]
     # LangGraph has no guards: its cycles say why it has no bound
     found_bound = None if langgraph else bound(spec)
     if args.format == "json":
-        print(json.dumps(_cycles_json(target.label, shown, cut, found_bound), indent=2))
+        print(json.dumps(_cycles_json(target.label, found, found_bound), indent=2))
         return 0
-    print(format_cycles(target.label, shown, cut=cut, limit=limit, langgraph=langgraph))
+    print(format_cycles(target.label, found, limit=args.limit, langgraph=langgraph))
     if found_bound is not None:
         print(f"bound: {found_bound}")
         if found_bound.cost is None or found_bound.cost or spec.budget is not None:
@@ -59,7 +50,7 @@ def cycles(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cycles_json(name: str, found: list[Cycle], cut: bool, bound: Bound | None) -> dict[str, Any]:
+def _cycles_json(name: str, found: CycleList, bound: Bound | None) -> dict[str, Any]:
     """Return what ``corral cycles --format json`` prints."""
     out: dict[str, Any] = {
         "graph": name,
@@ -71,7 +62,7 @@ def _cycles_json(name: str, found: list[Cycle], cut: bool, bound: Bound | None) 
             }
             for c in found
         ],
-        "truncated": cut,
+        "truncated": found.truncated,
     }
     if bound is not None:
         cost = None if bound.cost is None else bound.cost.to_json()
@@ -80,24 +71,24 @@ def _cycles_json(name: str, found: list[Cycle], cut: bool, bound: Bound | None) 
     return out
 
 
-def format_cycles(
-    name: str, found: list[Cycle], *, cut: bool, limit: int, langgraph: bool = False
-) -> str:
+def format_cycles(name: str, found: CycleList, *, limit: int, langgraph: bool = False) -> str:
     """Return the cycle listing: one line per cycle, unguarded ones marked.
 
     A LangGraph graph has no guards: its cycles are marked as stopped only by
     ``recursion_limit`` (``corral lint`` tells a counter-bounded one apart, CR204).
 
     >>> from corral import Guard
-    >>> print(format_cycles("g", [Cycle(("a", "b"), (Guard("b", max=3, otherwise="c"),))],
-    ...                     cut=False, limit=100))
+    >>> from corral.spec import Cycle
+    >>> cycle = Cycle(("a", "b"), (Guard("b", max=3, otherwise="c"),))
+    >>> print(format_cycles("g", CycleList([cycle]), limit=100))
     g: 1 cycle
       a → b → a    guarded: b ≤3, then c
     """
     if not found:
         return f"{name}: no cycles"
     count = f"{len(found)} cycle" if len(found) == 1 else f"{len(found)} cycles"
-    lines = [f"{name}: {count}" + (f" (stopped at --limit {limit}; there are more)" if cut else "")]
+    more = f" (stopped at --limit {limit}; there are more)" if found.truncated else ""
+    lines = [f"{name}: {count}{more}"]
     width = max(len(str(c)) for c in found)
     for cycle in found:
         if cycle.unguarded and cycle.guards and cycle.fallbacks:  # looks guarded, is not
@@ -120,10 +111,5 @@ def format_cycles(
 
 
 def _guard_text(guard: Guard) -> str:
-    if guard.otherwise is None:
-        then = "then error"
-    elif guard.otherwise == END:
-        then = "then END"
-    else:
-        then = f"then {guard.otherwise}"
-    return f"{guard.target} ≤{guard.max}, {then}"
+    then = {None: "error", END: "END"}.get(guard.otherwise, guard.otherwise)
+    return f"{guard.target} ≤{guard.max}, then {then}"

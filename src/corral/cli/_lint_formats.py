@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -17,43 +17,34 @@ from corral import __version__
 from corral.analysis.diagnostic import Diagnostic
 from corral.cli._rules import Rule
 
-__all__ = ["FORMATS", "Summary", "format_github", "format_json", "format_sarif", "format_text"]
+__all__ = ["FORMATS", "format_github", "format_json", "format_sarif", "format_text"]
 
 FORMATS = ("text", "json", "sarif", "github")
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-@dataclass(frozen=True)
-class Summary:
-    """What one lint run looked at, for the text summary line."""
-
-    graphs: int
-    files: int
-    failed: int
-    """Modules (or graphs) that could not be loaded."""
-
-
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def format_text(found: Sequence[Diagnostic], summary: Summary) -> str:
-    """Return one ``path:line:col: CODE message`` line per finding, then a summary line.
+def format_text(found: Sequence[Diagnostic], *, graphs: int, files: int, failed: int) -> str:
+    """Return one ``path:line:col: CODE message`` line per finding, then a summary line of
+    what lint looked at (``failed``: the modules or graphs that could not be loaded).
 
     >>> d = Diagnostic("CR103", "dead-node", "error", "node 'x' is dead", ("x",), "a.py", 3, 1)
-    >>> print(format_text([d], Summary(graphs=1, files=1, failed=0)))
+    >>> print(format_text([d], graphs=1, files=1, failed=0))
     a.py:3:1: CR103 node 'x' is dead
     Found 1 error in 1 graph (1 file).
     """
     lines = [f"{d.file}:{d.line}:{d.col}: {d.code} {d.message}" for d in found]
     errors = sum(1 for d in found if d.severity == "error")
     warnings = len(found) - errors
-    where = _plural(summary.files, "file")
-    if summary.failed:
-        where += f"; {summary.failed} could not be loaded"
-    scope = f"in {_plural(summary.graphs, 'graph')} ({where})"
-    if not summary.graphs and not summary.failed:
+    where = _plural(files, "file")
+    if failed:
+        where += f"; {failed} could not be loaded"
+    scope = f"in {_plural(graphs, 'graph')} ({where})"
+    if not graphs and not failed:
         lines.append(f"No graphs found ({where}).")
     elif not found:
         lines.append(f"No problems found {scope}.")
@@ -65,24 +56,6 @@ def format_text(found: Sequence[Diagnostic], summary: Summary) -> str:
     return "\n".join(lines)
 
 
-def as_dict(diagnostic: Diagnostic) -> dict[str, Any]:
-    """Return the fields of a finding in contract order, ``nodes`` as a list, and its
-    ``facts`` when it has some (CR205)."""
-    found = {
-        "code": diagnostic.code,
-        "slug": diagnostic.slug,
-        "severity": diagnostic.severity,
-        "message": diagnostic.message,
-        "nodes": list(diagnostic.nodes),
-        "file": diagnostic.file,
-        "line": diagnostic.line,
-        "col": diagnostic.col,
-    }
-    if diagnostic.facts is not None:
-        found["facts"] = dict(diagnostic.facts)
-    return found
-
-
 def format_json(found: Sequence[Diagnostic]) -> str:
     """Return a JSON list of objects with the ``Diagnostic`` fields.
 
@@ -90,7 +63,9 @@ def format_json(found: Sequence[Diagnostic]) -> str:
     >>> json.loads(format_json([d]))[0]["code"]
     'CR102'
     """
-    return json.dumps([as_dict(d) for d in found], indent=2, ensure_ascii=False)
+    # the Diagnostic fields in their order; facts only on a finding that has some (CR205)
+    shown = [{k: v for k, v in asdict(d).items() if k != "facts" or v is not None} for d in found]
+    return json.dumps(shown, indent=2, ensure_ascii=False)
 
 
 def format_github(found: Sequence[Diagnostic], load_errors: Sequence[tuple[str, str]]) -> str:

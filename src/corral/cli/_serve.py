@@ -6,16 +6,18 @@ import argparse
 import os
 from typing import Any
 
-from corral.cli._load import LoadFailed, load_deps, load_named
-from corral.cli._options import DEFAULT_DB, seconds
+from corral.cli._load import load_deps, load_named
+from corral.cli._options import seconds
+from corral.loader import UsageError
 
 __all__ = ["add_parser", "command"]
 
 
-def add_parser(commands: Any, **options: Any) -> None:
+def add_parser(commands: Any) -> None:
     """Add the ``serve`` command to the ``corral`` parser's subcommands."""
     serve = commands.add_parser(
         "serve",
+        db=True,
         help="serve graphs over HTTP (LangGraph SDK compatible) with an inbox page",
         description=(
             "Serve the named graphs over HTTP: the Agent Protocol's threads, runs and\n"
@@ -33,12 +35,8 @@ def add_parser(commands: Any, **options: Any) -> None:
             "  CORRAL_SERVE_TOKEN=s3cret corral serve agents/ --db postgresql://app@db/agents \\\n"
             "      --host 0.0.0.0 --workers 8"
         ),
-        **options,
     )
     serve.add_argument("paths", nargs="+", metavar="PATH", help="FILE.py[:graph][=name] ...")
-    serve.add_argument(
-        "--db", metavar="FILE|URL", default=DEFAULT_DB, help=f"(default: {DEFAULT_DB})"
-    )
     serve.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=2024, help="(default: 2024)")
     serve.add_argument(
@@ -93,25 +91,14 @@ def command(args: argparse.Namespace) -> int:
 
         from corral.serve import create_app
     except ImportError as exc:
-        from corral.cli._shell import say
-
-        say(f"error: corral serve needs the serve extra: pip install 'corral[serve]' ({exc})")
-        return 2
+        msg = f"corral serve needs the serve extra: pip install 'corral[serve]' ({exc})"
+        raise UsageError(msg) from exc
     from corral.checkpoint import open_saver
-    from corral.errors import GraphError
 
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db, max_size=args.workers + 8)
     try:
-        try:
-            graphs = load_named(args.paths, saver, args.verbose)
-        except LoadFailed:
-            return 2
-        except GraphError as exc:
-            from corral.cli._shell import say
-
-            say(f"error: a graph does not compile: {exc}")
-            return 2
+        graphs = load_named(args.paths, saver, args.verbose)
         app = create_app(
             graphs,
             workers=args.workers,
