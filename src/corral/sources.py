@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from corral.errors import CorralError
+
 __all__ = [
     "MAX_FILE_BYTES",
     "SKIPPED_DIRS",
@@ -38,7 +40,7 @@ __all__ = [
 ]
 
 
-class UsageError(Exception):
+class UsageError(CorralError):
     """A command line that names something that does not exist; the CLI exits with 2."""
 
 

@@ -32,7 +32,6 @@ from corral.cli._options import seconds as _seconds
 from corral.cli._options import thread_id as _thread_id
 from corral.cli._shell import say
 from corral.errors import CorralError
-from corral.loader import UsageError
 
 __all__ = ["main"]
 
@@ -342,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except LoadFailed:  # the load errors were printed
         return 2
-    except (UsageError, CorralError) as exc:  # e.g. a state schema that is not a TypedDict
+    except CorralError as exc:  # a usage error, or e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()
         say(f"error: {exc}")
