@@ -19,7 +19,7 @@ from corral.checkpoint.base import Checkpointer, holding
 from corral.control import AnswerT, Command, Resume
 from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
-from corral.runtime import persist, streams, threads
+from corral.runtime import streams, threads
 from corral.runtime.child_graph import ChildGraph, thread_state
 from corral.runtime.context import DepsT
 from corral.runtime.drivers import run_async, run_sync
@@ -476,9 +476,7 @@ def _compiled(
             child = _compiled(sub.graph, checkpointer, sub.graph.max_steps, *inside)
             tables.nodes[node_spec.name].child = ChildGraph(node_spec.name, sub, child, tables)
     pauses = frozenset(before), frozenset(after)
-    return threads.Settings(
-        tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
-    )
+    return threads.Settings(tables, checkpointer, max_steps, *pauses)
 
 
 def _refuse_running_loop(what: str) -> None:

@@ -33,7 +33,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from corral.checkpoint.base import (
     Checkpoint,
@@ -44,15 +44,13 @@ from corral.checkpoint.base import (
 )
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
-from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskRun
+from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.tables import NO_ARG, Tables
 
 __all__ = [
     "SNAPSHOT_EVERY",
-    "SaverParts",
     "ThreadWriter",
     "pause_json",
-    "parts_of",
     "result_json",
 ]
 
@@ -63,23 +61,7 @@ not advise where (``SnapshotAdvice``)."""
 FORMAT = 1
 
 
-class SaverParts(NamedTuple):
-    """The optional parts of the protocol a checkpointer has, found once per compiled graph
-    (:func:`parts_of`): a protocol check costs more than the rest of a writer."""
-
-    writes: TaskWrites | None
-    advice: SnapshotAdvice | None
-
-
-def parts_of(checkpointer: Checkpointer | None) -> SaverParts:
-    """Return the optional parts of the protocol that ``checkpointer`` has."""
-    return SaverParts(
-        checkpointer if isinstance(checkpointer, TaskWrites) else None,
-        checkpointer if isinstance(checkpointer, SnapshotAdvice) else None,
-    )
-
-
-class ThreadWriter(CheckpointWriter):
+class ThreadWriter:
     """Writes the checkpoints of one run of one thread."""
 
     def __init__(
@@ -92,14 +74,12 @@ class ThreadWriter(CheckpointWriter):
         new_run: bool,
         forked: bool,
         newest_read: str | None,
-        parts: SaverParts,
     ) -> None:
         """Write the thread's checkpoints on from ``last`` (``None``: the thread has none).
 
         ``new_run``: they belong to a new run of the thread; ``forked``: the first carries a
         snapshot; ``newest_read``: a fork's first put names it for the compare-and-set (the
-        thread's newest checkpoint when the run read it); ``parts``: what :func:`parts_of`
-        returns for ``checkpointer``.
+        thread's newest checkpoint when the run read it).
         """
         meta = last.meta if last is not None else {}
         self.checkpointer = checkpointer
@@ -121,9 +101,9 @@ class ThreadWriter(CheckpointWriter):
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
-        self.writes = parts.writes
+        self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
         self.records_tasks = self.writes is not None
-        self.advice = parts.advice
+        self.advice = checkpointer if isinstance(checkpointer, SnapshotAdvice) else None
         """Places snapshots by bytes too, when the store knows them."""
         self.hold = starting_hold()
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""

@@ -49,8 +49,6 @@ class Settings(NamedTuple):
     max_steps: int
     pause_before: frozenset[str]
     pause_after: frozenset[str]
-    parts: persist.SaverParts
-    """The optional parts of ``checkpointer`` (:func:`persist.parts_of`)."""
 
 
 def check_cap(max_steps: Any) -> int:
@@ -166,7 +164,6 @@ def thread_writer(
         new_run=new_run,
         forked=forked,
         newest_read=newest_read,
-        parts=settings.parts,
     )
     return writer
 
