@@ -135,13 +135,16 @@ class ChildGraph:
         meta = {"run": writer.run, "supersteps": rs.supersteps, "fork": writer.fork}
         return child_thread(rs.thread_id, self.name, meta, task)
 
+    def saver(self) -> Checkpointer:
+        """Return the checkpointer the child's threads are in (one has a thread only with one)."""
+        assert self.settings.checkpointer is not None
+        return self.settings.checkpointer
+
     def thread_writes(self, thread: str) -> list[tuple[str, dict[str, Any]]]:
         """Return the child's node writes kept in ``thread`` (its input and updates left out)."""
-        saver = self.settings.checkpointer
-        assert saver is not None  # a child has a thread only with a checkpointer
         return [
             (node, update)
-            for checkpoint in saver.checkpoints(thread)
+            for checkpoint in self.saver().checkpoints(thread)
             for node, update in checkpoint.writes
             if not (node.startswith("__") and node.endswith("__"))
         ]
@@ -150,8 +153,8 @@ class ChildGraph:
         """Return the parent's writes of entry ``task`` of ``rs``'s superstep, whose child
         finished before the superstep was cut short, read back from the child's thread."""
         thread = self._thread(rs, task)
-        assert thread is not None and self.settings.checkpointer is not None
-        chain = self.settings.checkpointer.chain(thread)
+        assert thread is not None
+        chain = self.saver().chain(thread)
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
     def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
@@ -240,7 +243,7 @@ class Entry:
     def __enter__(self) -> Entry:
         child, thread = self.child, self.thread
         if thread is not None:
-            chain = self._saver().chain(thread)
+            chain = child.saver().chain(thread)
             if chain:
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
@@ -251,7 +254,6 @@ class Entry:
         if thread is not None:
             rs.thread_id = thread
             writer = threads.thread_writer(child.settings, rs, None, new_run=True, forked=True)
-            rs.checkpoints = writer
             # Finished tasks are recorded against a checkpoint; a pause is saved in one.
             if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
                 threads.save_input(rs, writer, [])
@@ -264,12 +266,7 @@ class Entry:
         if self in self.pool.members:
             self.pool.members.remove(self)  # it no longer counts: it ended, paused or failed
         if isinstance(exc, CorralError):
-            raise self.lift(exc) from exc.__cause__
-
-    def _saver(self) -> Checkpointer:
-        saver = self.child.settings.checkpointer
-        assert saver is not None  # an entry has a thread only with a checkpointer
-        return saver
+            raise lift(exc, self) from exc.__cause__
 
     def _again(self, chain: list[Checkpoint], status: str) -> RunState:
         """Return the run that continues the child's thread (resumed with its answers)."""
@@ -303,7 +300,7 @@ class Entry:
             assert rs is not None and rs.log is not None
             return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
         assert self.thread is not None
-        saver = self._saver()
+        saver = child.saver()
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
@@ -336,11 +333,7 @@ class Entry:
 
     def trace(self, rs: RunState) -> Trace:
         """Return the child's trace of this call, named by path, numbered as the parent's."""
-        numbers, offset, name = self.numbers, self.offset, self.name
-        return [
-            (numbers.get(item[0], offset + item[0]), f"{name}/{item[1]}", *item[2:])
-            for item in rs.trace
-        ]
+        return [(self.number(item[0]), f"{self.name}/{item[1]}", *item[2:]) for item in rs.trace]
 
     def event(self, event: Event) -> None:
         """Count a child's node run as it starts; hand a node event or route to the parent:
@@ -369,11 +362,6 @@ class Entry:
             source, target = f"{name}/{event.source}", f"{name}/{event.target}"
             entry = (self.step, *event.entry)
             emit(dataclasses.replace(event, source=source, target=target, entry=entry))
-
-    def lift(self, exc: CorralError) -> CorralError:
-        """Return a child's error as the parent reports it: node names become paths, step
-        numbers the parent's, and a cap the top-level run set is reported as the top level's."""
-        return lift(exc, self, self.number)
 
 
 def thread_state(

@@ -19,7 +19,6 @@ The entry also numbers the child's node runs as the parent's steps (``NodeStart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from corral.errors import CorralError, NodeError, StepLimitError
@@ -87,12 +86,11 @@ def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
     return pool
 
 
-def lift(exc: CorralError, entry: Any, number: Callable[[int], int]) -> CorralError:
+def lift(exc: CorralError, entry: Any) -> CorralError:
     """Return a child's error as the parent reports it: node names become paths, step
     numbers the parent's, and a cap the top-level run set is reported as the top level's.
 
-    ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in; ``number``
-    gives the parent's step number of a child's step."""
+    ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in."""
     name = entry.name
     if isinstance(exc, StepLimitError):
         path = f"{name}/{exc.node}"
@@ -113,7 +111,7 @@ def lift(exc: CorralError, entry: Any, number: Callable[[int], int]) -> CorralEr
         return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
                               state=exc.state)  # fmt: skip
     if isinstance(exc, NodeError):
-        path, step = f"{name}/{exc.node}", number(exc.step)
+        path, step = f"{name}/{exc.node}", entry.number(exc.step)
         text = str(exc).replace(f"(step {exc.step}", f"(step {step}", 1)  # the parent's
         msg = f"in subgraph {name!r}: {text}"
         return NodeError(msg, node=path, step=step, attempts=exc.attempts)
