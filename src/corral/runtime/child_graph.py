@@ -370,9 +370,10 @@ def thread_state(
     """Return ``get_state``'s snapshot: at the newest checkpoint its ``steps`` count what
     the cut-short superstep committed (:func:`committed_steps`); with ``subgraphs``, the
     children paused in it (:func:`paused_children`)."""
-    count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
-    snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
-    return paused_children(tables, saver, snapshot, thread_id) if subgraphs else snapshot
+    snapshot, last = threads.get_state(tables, saver, thread_id, checkpoint_id)
+    if checkpoint_id is None:
+        snapshot = dataclasses.replace(snapshot, steps=committed_steps(tables, saver, last))
+    return paused_children(tables, saver, snapshot, last) if subgraphs else snapshot
 
 
 def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
@@ -422,15 +423,15 @@ def _last_only(
 
 
 def paused_children(
-    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, thread_id: str
+    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, checkpoint: Checkpoint
 ) -> StateSnapshot:
-    """Return ``snapshot`` with ``subgraphs``: the snapshot of each child paused in it.
+    """Return ``snapshot`` (of ``checkpoint``) with ``subgraphs``: the snapshot of each child
+    paused in it.
 
     A child is keyed by its path; when several entries of one subgraph node are paused (a
     ``Send`` fan-out), by its path and its place among them: ``review[0]``, ``review[1]``.
     """
-    chain = saver.chain(thread_id, snapshot.checkpoint_id)
-    meta = chain[-1].meta if chain else {}
+    meta, thread_id = checkpoint.meta, checkpoint.thread_id
     entries: dict[str, list[int]] = {}
     for pause in meta.get("interrupts", []):
         name = str(pause.get("node", "")).partition("/")[0]
@@ -444,8 +445,8 @@ def paused_children(
         for place, task in enumerate(tasks):
             key = name if len(tasks) == 1 else f"{name}[{place}]"
             thread = child_thread(thread_id, name, meta, task)
-            inner = threads.get_state(child.tables, saver, thread, None)
-            inner = paused_children(child.tables, saver, inner, thread)
+            inner, last = threads.get_state(child.tables, saver, thread, None)
+            inner = paused_children(child.tables, saver, inner, last)
             found[key] = inner
             found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
     return dataclasses.replace(snapshot, subgraphs=found)

@@ -175,7 +175,7 @@ class ThreadWriter:
         else:
             snapshot = None
             since = self.since_snapshot + 1
-        meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
+        meta = self._meta(rs, status, source, pauses, seq, since)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
             reducers = self.tables.reducers.items()
@@ -207,54 +207,46 @@ class ThreadWriter:
         if rs.emit is not None:
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
-
-def _meta(
-    rs: RunState,
-    tables: Tables,
-    status: str,
-    source: str,
-    pauses: list[Pause],
-    seq: int,
-    since: int,
-    run: int,
-) -> dict[str, Any]:
-    meta = {
-        "format": FORMAT,
-        "seq": seq,
-        "run": run,
-        "status": status,
-        "source": source,
-        "fingerprint": tables.fingerprint,
-        "next": [
-            {"node": t.node.name} if t.arg is NO_ARG else {"node": t.node.name, "arg": t.arg}
-            for t in rs.tasks
-        ],
-        "steps": rs.steps,
-        "supersteps": rs.supersteps,
-        "runs": dict(rs.runs),
-        "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
-        "since_snapshot": since,
-        "time": int(time.time()),
-    }
-    # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
-    # default it), which keeps the stored meta and the work of storing it small.
-    if rs.arrived:
-        arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
-        if arrived:
-            meta["arrived"] = arrived
-    if rs.held:
-        meta["held"] = list(rs.held)
-    if rs.purse.spent:
-        meta["spent"] = rs.purse.spent.to_json()
-    if pauses:
-        meta["interrupts"] = [pause_json(p) for p in pauses]
-    if rs.answers:
-        answers = {str(task): list(values) for task, values in rs.answers.items() if values}
-        if answers:
-            meta["answers"] = answers
-    if rs.checkpoint_meta:
-        meta.update(rs.checkpoint_meta)
-    return meta
+    def _meta(
+        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int, since: int
+    ) -> dict[str, Any]:
+        meta = {
+            "format": FORMAT,
+            "seq": seq,
+            "run": self.run,
+            "status": status,
+            "source": source,
+            "fingerprint": self.tables.fingerprint,
+            "next": [
+                {"node": t.node.name} if t.arg is NO_ARG else {"node": t.node.name, "arg": t.arg}
+                for t in rs.tasks
+            ],
+            "steps": rs.steps,
+            "supersteps": rs.supersteps,
+            "runs": dict(rs.runs),
+            "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
+            "since_snapshot": since,
+            "time": int(time.time()),
+        }
+        # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
+        # default it), which keeps the stored meta and the work of storing it small.
+        if rs.arrived:
+            arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
+            if arrived:
+                meta["arrived"] = arrived
+        if rs.held:
+            meta["held"] = list(rs.held)
+        if rs.purse.spent:
+            meta["spent"] = rs.purse.spent.to_json()
+        if pauses:
+            meta["interrupts"] = [pause_json(p) for p in pauses]
+        if rs.answers:
+            answers = {str(task): list(values) for task, values in rs.answers.items() if values}
+            if answers:
+                meta["answers"] = answers
+        if rs.checkpoint_meta:
+            meta.update(rs.checkpoint_meta)
+        return meta
 
 
 def error_json(error: Exception | None) -> dict[str, Any]:

@@ -136,11 +136,10 @@ class RunTracer:
             return other
         if other is None:
             return self
-        listener = other
 
         def both(event: events.Event) -> None:
             self(event)
-            listener(event)
+            other(event)
 
         return both
 

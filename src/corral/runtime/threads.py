@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -307,20 +306,13 @@ def check_input(tables: Tables, input: Any, writer: str) -> dict[str, Any]:
 
 
 def get_state(
-    tables: Tables,
-    saver: Checkpointer,
-    thread_id: str,
-    checkpoint_id: str | None,
-    count: Callable[[Checkpoint], int] | None = None,
-) -> StateSnapshot:
-    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``);
-    ``count`` gives its ``steps`` from that checkpoint, when they are not only its own."""
+    tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None
+) -> tuple[StateSnapshot, Checkpoint]:
+    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``), and
+    that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    snapshot = restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
-    if count is None:
-        return snapshot
-    return dataclasses.replace(snapshot, steps=count(chain[-1]))
+    return restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver)), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
