@@ -32,16 +32,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.cost import Purse
 from corral.errors import CorralError
 from corral.runtime import restore, threads
-from corral.runtime.child_steps import StepPool, lift, pool_for
+from corral.runtime.child_steps import lift, pool_for
 from corral.runtime.events import (
     Custom,
     Event,
@@ -117,14 +116,7 @@ class ChildGraph:
     ) -> Entry:
         """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
         superstep reads ``rs.values``; ``concurrent``: the async driver runs it."""
-        entry = Entry(self, rs.values if call.arg is NO_ARG else call.arg, rs.deps)
-        entry.thread = self._thread(rs, call.position)
-        entry.answers = list(answers or ())
-        entry.pool = pool = pool_for(rs, call, concurrent=concurrent)
-        entry.offset = pool.taken
-        entry.emit, entry.step, entry.purse = rs.emit, call.step, rs.purse
-        entry.watch = concurrent or rs.emit is not None
-        return entry
+        return Entry(self, rs, call, answers, concurrent)
 
     def _thread(self, rs: RunState, task: int) -> str | None:
         """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
@@ -207,21 +199,6 @@ class Entry:
     parent's), then hands ``entry.outcome()`` to the core.
     """
 
-    thread: str | None = None
-    """The child's thread (with a checkpointer)."""
-    answers: list[Any]
-    """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-    pool: StepPool
-    emit: Callable[[Event], None] | None
-    step: int
-    """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
-    purse: Purse
-    """The parent run's spending, which the child's run shares."""
-    watch = False
-    """Whether the entry listens to the child: to count its runs as they start (a shared
-    pool) or to hand its events on. Else its runs are consecutive parent steps."""
-    offset = 0
-    """Child step n is parent step offset+n, unless counted as it started."""
     rs: RunState | None = None
     fresh = False
     """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
@@ -229,14 +206,31 @@ class Entry:
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
 
-    def __init__(self, child: ChildGraph, state: Any, deps: Any) -> None:
+    def __init__(
+        self, child: ChildGraph, rs: RunState, call: TaskRun, answers: Any, concurrent: bool
+    ) -> None:
         self.child = child
         self.name = child.name
         self.own = child.settings.max_steps
         """The child graph's own ``max_steps``."""
-        self.state = state
+        self.state = rs.values if call.arg is NO_ARG else call.arg
         """The parent's state, or the ``Send`` argument."""
-        self.deps = deps
+        self.deps = rs.deps
+        self.thread = child._thread(rs, call.position)
+        """The child's thread (with a checkpointer)."""
+        self.answers: list[Any] = list(answers or ())
+        """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+        self.pool = pool_for(rs, call, concurrent=concurrent)
+        self.offset = self.pool.taken
+        """Child step n is parent step offset+n, unless counted as it started."""
+        self.emit = rs.emit
+        self.step = call.step
+        """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
+        self.purse = rs.purse
+        """The parent run's spending, which the child's run shares."""
+        self.watch = concurrent or rs.emit is not None
+        """Whether the entry listens to the child: to count its runs as they start (a shared
+        pool) or to hand its events on. Else its runs are consecutive parent steps."""
         self.numbers: dict[int, int] = {}
         """Child step -> parent step, for runs counted as they start."""
 
@@ -253,7 +247,7 @@ class Entry:
         self.fresh = True
         if thread is not None:
             rs.thread_id = thread
-            writer = threads.thread_writer(child.settings, rs, None, new_run=True, forked=True)
+            writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
             # Finished tasks are recorded against a checkpoint; a pause is saved in one.
             if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
                 threads.save_input(rs, writer, [])

@@ -45,7 +45,7 @@ from corral.checkpoint.base import (
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import Pause, RunState, TaskRun
-from corral.runtime.tables import NO_ARG, Tables
+from corral.runtime.tables import NO_ARG
 
 __all__ = [
     "SNAPSHOT_EVERY",
@@ -67,24 +67,25 @@ class ThreadWriter:
     def __init__(
         self,
         checkpointer: Checkpointer,
-        tables: Tables,
-        thread_id: str,
+        rs: RunState,
         last: Checkpoint | None,
         *,
         new_run: bool,
         forked: bool,
-        newest_read: str | None,
+        newest_read: str | None = None,
     ) -> None:
-        """Write the thread's checkpoints on from ``last`` (``None``: the thread has none).
+        """Become the writer of run ``rs`` (``rs.checkpoints``), which writes the checkpoints
+        of ``rs.thread_id`` on from ``last`` (``None``: the thread has none).
 
         ``new_run``: they belong to a new run of the thread; ``forked``: the first carries a
         snapshot; ``newest_read``: a fork's first put names it for the compare-and-set (the
         thread's newest checkpoint when the run read it).
         """
+        assert rs.thread_id is not None
         meta = last.meta if last is not None else {}
         self.checkpointer = checkpointer
-        self.tables = tables
-        self.thread_id = thread_id
+        self.tables = rs.tables
+        self.thread_id = rs.thread_id
         self.parent_id = last.checkpoint_id if last is not None else None
         self.seq = int(meta.get("seq", 0))
         self.since_snapshot = int(meta.get("since_snapshot", 0))
@@ -107,6 +108,7 @@ class ThreadWriter:
         """Places snapshots by bytes too, when the store knows them."""
         self.hold = starting_hold()
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
+        rs.checkpoints = self
 
     def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
