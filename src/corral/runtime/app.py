@@ -303,7 +303,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         modes = streams.check_mode(mode)
         buffer = streams.LiveBuffer(modes)
         rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
-        buffer.attach(rs)
+        buffer.rs = rs
         return streams.live(self._async(rs, tracer), buffer)
 
     # ------------------------------------------------------------------ threads
