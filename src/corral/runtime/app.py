@@ -231,7 +231,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
         )
         if self._tables.has_async:
-            return streams.in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+            return streams.select(rs, streams.in_new_loop(self._async(rs, tracer)), modes)
         return streams.select(rs, self._sync(rs, tracer), modes)
 
     @overload

@@ -31,7 +31,6 @@ __all__ = [
     "in_new_loop",
     "live",
     "select",
-    "select_async",
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
@@ -81,18 +80,9 @@ def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> lis
 
 
 def select(rs: RunState, events: Iterator[Event], mode: str | tuple[str, ...]) -> Iterator[Any]:
-    """Yield the items of ``mode`` from a sync run's events."""
+    """Yield the items of ``mode`` from a run's events, as the driver yields them."""
     for event in events:
         yield from picks(rs, event, mode)
-
-
-async def select_async(
-    rs: RunState, events: AsyncIterator[Event], mode: str | tuple[str, ...]
-) -> AsyncIterator[Any]:
-    """Yield the items of ``mode`` from an async run's events, as the driver yields them."""
-    async for event in events:
-        for item in picks(rs, event, mode):
-            yield item
 
 
 _END: Any = object()
