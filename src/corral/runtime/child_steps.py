@@ -19,6 +19,7 @@ The entry also numbers the child's node runs as the parent's steps (``NodeStart.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import CorralError, NodeError, StepLimitError
@@ -27,19 +28,17 @@ from corral.runtime.run_state import RunState, TaskRun
 __all__ = ["StepPool", "lift", "pool_for"]
 
 
+@dataclass(slots=True, eq=False)
 class StepPool:
     """What is left of the top-level ``max_steps`` for the subgraph entries of a superstep."""
 
-    __slots__ = ("max_steps", "members", "superstep", "taken")
-
-    def __init__(self, superstep: int, max_steps: int, taken: int) -> None:
-        self.superstep = superstep
-        self.max_steps = max_steps
-        """The top-level run's cap."""
-        self.taken = taken
-        """Node runs counted or allowed so far, the children's started runs included."""
-        self.members: list[Any] = []
-        """The entries of the children running now."""
+    superstep: int
+    max_steps: int
+    """The top-level run's cap."""
+    taken: int
+    """Node runs counted or allowed so far, the children's started runs included."""
+    members: list[Any] = field(default_factory=list)
+    """The entries of the children running now."""
 
     def left(self) -> int:
         """Return how many more node runs the running children may start."""
