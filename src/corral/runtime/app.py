@@ -438,21 +438,13 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
 
     def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
         """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_sync(rs)
-        if tracer is not None:
-            from corral.runtime.telemetry import watch
-
-            driver = watch(driver, tracer)
+        driver = run_sync(rs) if tracer is None else tracer.watch(run_sync(rs))
         hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
         return driver if hold is None else hold.around(driver)
 
     def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
         """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_async(rs)
-        if tracer is not None:
-            from corral.runtime.telemetry import watch_async
-
-            driver = watch_async(driver, tracer)
+        driver = run_async(rs) if tracer is None else tracer.watch_async(run_async(rs))
         hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
         return driver if hold is None else hold.around_async(driver)
 
