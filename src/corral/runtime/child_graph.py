@@ -347,11 +347,8 @@ class Entry:
             node, step = f"{name}/{event.node}", self.number(event.step)
             emit(dataclasses.replace(event, node=node, step=step, entry=(self.step, *inner)))
         elif isinstance(event, NodeEnd | NodeRetry | Custom):
-            emit(
-                dataclasses.replace(
-                    event, node=f"{name}/{event.node}", step=self.number(event.step)
-                )
-            )
+            node, step = f"{name}/{event.node}", self.number(event.step)
+            emit(dataclasses.replace(event, node=node, step=step))
         elif isinstance(event, RouteTaken):
             source, target = f"{name}/{event.source}", f"{name}/{event.target}"
             entry = (self.step, *event.entry)
