@@ -19,7 +19,7 @@ from corral.checkpoint.base import Checkpointer, holding
 from corral.control import AnswerT, Command, Resume
 from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
-from corral.runtime import persist, streams, threads
+from corral.runtime import streams, threads
 from corral.runtime.child_graph import ChildGraph, thread_state
 from corral.runtime.context import DepsT
 from corral.runtime.drivers import run_async, run_sync
@@ -231,7 +231,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
         )
         if self._tables.has_async:
-            return streams.in_new_loop(streams.select_async(rs, self._async(rs, tracer), modes))
+            return streams.select(rs, streams.in_new_loop(self._async(rs, tracer)), modes)
         return streams.select(rs, self._sync(rs, tracer), modes)
 
     @overload
@@ -303,7 +303,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         modes = streams.check_mode(mode)
         buffer = streams.LiveBuffer(modes)
         rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
-        buffer.attach(rs)
+        buffer.rs = rs
         return streams.live(self._async(rs, tracer), buffer)
 
     # ------------------------------------------------------------------ threads
@@ -438,21 +438,13 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
 
     def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
         """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_sync(rs)
-        if tracer is not None:
-            from corral.runtime.telemetry import watch
-
-            driver = watch(driver, tracer)
+        driver = run_sync(rs) if tracer is None else tracer.watch(run_sync(rs))
         hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
         return driver if hold is None else hold.around(driver)
 
     def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
         """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_async(rs)
-        if tracer is not None:
-            from corral.runtime.telemetry import watch_async
-
-            driver = watch_async(driver, tracer)
+        driver = run_async(rs) if tracer is None else tracer.watch_async(run_async(rs))
         hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
         return driver if hold is None else hold.around_async(driver)
 
@@ -476,9 +468,7 @@ def _compiled(
             child = _compiled(sub.graph, checkpointer, sub.graph.max_steps, *inside)
             tables.nodes[node_spec.name].child = ChildGraph(node_spec.name, sub, child, tables)
     pauses = frozenset(before), frozenset(after)
-    return threads.Settings(
-        tables, checkpointer, max_steps, *pauses, persist.parts_of(checkpointer)
-    )
+    return threads.Settings(tables, checkpointer, max_steps, *pauses)
 
 
 def _refuse_running_loop(what: str) -> None:

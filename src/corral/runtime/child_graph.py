@@ -32,16 +32,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.cost import Purse
 from corral.errors import CorralError
 from corral.runtime import restore, threads
-from corral.runtime.child_steps import StepPool, lift, pool_for
+from corral.runtime.child_steps import lift, pool_for
 from corral.runtime.events import (
     Custom,
     Event,
@@ -117,14 +116,7 @@ class ChildGraph:
     ) -> Entry:
         """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
         superstep reads ``rs.values``; ``concurrent``: the async driver runs it."""
-        entry = Entry(self, rs.values if call.arg is NO_ARG else call.arg, rs.deps)
-        entry.thread = self._thread(rs, call.position)
-        entry.answers = list(answers or ())
-        entry.pool = pool = pool_for(rs, call, concurrent=concurrent)
-        entry.offset = pool.taken
-        entry.emit, entry.step, entry.purse = rs.emit, call.step, rs.purse
-        entry.watch = concurrent or rs.emit is not None
-        return entry
+        return Entry(self, rs, call, answers, concurrent)
 
     def _thread(self, rs: RunState, task: int) -> str | None:
         """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
@@ -135,13 +127,16 @@ class ChildGraph:
         meta = {"run": writer.run, "supersteps": rs.supersteps, "fork": writer.fork}
         return child_thread(rs.thread_id, self.name, meta, task)
 
+    def saver(self) -> Checkpointer:
+        """Return the checkpointer the child's threads are in (one has a thread only with one)."""
+        assert self.settings.checkpointer is not None
+        return self.settings.checkpointer
+
     def thread_writes(self, thread: str) -> list[tuple[str, dict[str, Any]]]:
         """Return the child's node writes kept in ``thread`` (its input and updates left out)."""
-        saver = self.settings.checkpointer
-        assert saver is not None  # a child has a thread only with a checkpointer
         return [
             (node, update)
-            for checkpoint in saver.checkpoints(thread)
+            for checkpoint in self.saver().checkpoints(thread)
             for node, update in checkpoint.writes
             if not (node.startswith("__") and node.endswith("__"))
         ]
@@ -150,8 +145,8 @@ class ChildGraph:
         """Return the parent's writes of entry ``task`` of ``rs``'s superstep, whose child
         finished before the superstep was cut short, read back from the child's thread."""
         thread = self._thread(rs, task)
-        assert thread is not None and self.settings.checkpointer is not None
-        chain = self.settings.checkpointer.chain(thread)
+        assert thread is not None
+        chain = self.saver().chain(thread)
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
     def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
@@ -204,21 +199,6 @@ class Entry:
     parent's), then hands ``entry.outcome()`` to the core.
     """
 
-    thread: str | None = None
-    """The child's thread (with a checkpointer)."""
-    answers: list[Any]
-    """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-    pool: StepPool
-    emit: Callable[[Event], None] | None
-    step: int
-    """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
-    purse: Purse
-    """The parent run's spending, which the child's run shares."""
-    watch = False
-    """Whether the entry listens to the child: to count its runs as they start (a shared
-    pool) or to hand its events on. Else its runs are consecutive parent steps."""
-    offset = 0
-    """Child step n is parent step offset+n, unless counted as it started."""
     rs: RunState | None = None
     fresh = False
     """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
@@ -226,21 +206,38 @@ class Entry:
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
 
-    def __init__(self, child: ChildGraph, state: Any, deps: Any) -> None:
+    def __init__(
+        self, child: ChildGraph, rs: RunState, call: TaskRun, answers: Any, concurrent: bool
+    ) -> None:
         self.child = child
         self.name = child.name
         self.own = child.settings.max_steps
         """The child graph's own ``max_steps``."""
-        self.state = state
+        self.state = rs.values if call.arg is NO_ARG else call.arg
         """The parent's state, or the ``Send`` argument."""
-        self.deps = deps
+        self.deps = rs.deps
+        self.thread = child._thread(rs, call.position)
+        """The child's thread (with a checkpointer)."""
+        self.answers: list[Any] = list(answers or ())
+        """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
+        self.pool = pool_for(rs, call, concurrent=concurrent)
+        self.offset = self.pool.taken
+        """Child step n is parent step offset+n, unless counted as it started."""
+        self.emit = rs.emit
+        self.step = call.step
+        """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
+        self.purse = rs.purse
+        """The parent run's spending, which the child's run shares."""
+        self.watch = concurrent or rs.emit is not None
+        """Whether the entry listens to the child: to count its runs as they start (a shared
+        pool) or to hand its events on. Else its runs are consecutive parent steps."""
         self.numbers: dict[int, int] = {}
         """Child step -> parent step, for runs counted as they start."""
 
     def __enter__(self) -> Entry:
         child, thread = self.child, self.thread
         if thread is not None:
-            chain = self._saver().chain(thread)
+            chain = child.saver().chain(thread)
             if chain:
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
@@ -250,8 +247,7 @@ class Entry:
         self.fresh = True
         if thread is not None:
             rs.thread_id = thread
-            writer = threads.thread_writer(child.settings, rs, None, new_run=True, forked=True)
-            rs.checkpoints = writer
+            writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
             # Finished tasks are recorded against a checkpoint; a pause is saved in one.
             if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
                 threads.save_input(rs, writer, [])
@@ -264,12 +260,7 @@ class Entry:
         if self in self.pool.members:
             self.pool.members.remove(self)  # it no longer counts: it ended, paused or failed
         if isinstance(exc, CorralError):
-            raise self.lift(exc) from exc.__cause__
-
-    def _saver(self) -> Checkpointer:
-        saver = self.child.settings.checkpointer
-        assert saver is not None  # an entry has a thread only with a checkpointer
-        return saver
+            raise lift(exc, self) from exc.__cause__
 
     def _again(self, chain: list[Checkpoint], status: str) -> RunState:
         """Return the run that continues the child's thread (resumed with its answers)."""
@@ -303,7 +294,7 @@ class Entry:
             assert rs is not None and rs.log is not None
             return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
         assert self.thread is not None
-        saver = self._saver()
+        saver = child.saver()
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
@@ -336,11 +327,7 @@ class Entry:
 
     def trace(self, rs: RunState) -> Trace:
         """Return the child's trace of this call, named by path, numbered as the parent's."""
-        numbers, offset, name = self.numbers, self.offset, self.name
-        return [
-            (numbers.get(item[0], offset + item[0]), f"{name}/{item[1]}", *item[2:])
-            for item in rs.trace
-        ]
+        return [(self.number(item[0]), f"{self.name}/{item[1]}", *item[2:]) for item in rs.trace]
 
     def event(self, event: Event) -> None:
         """Count a child's node run as it starts; hand a node event or route to the parent:
@@ -360,20 +347,12 @@ class Entry:
             node, step = f"{name}/{event.node}", self.number(event.step)
             emit(dataclasses.replace(event, node=node, step=step, entry=(self.step, *inner)))
         elif isinstance(event, NodeEnd | NodeRetry | Custom):
-            emit(
-                dataclasses.replace(
-                    event, node=f"{name}/{event.node}", step=self.number(event.step)
-                )
-            )
+            node, step = f"{name}/{event.node}", self.number(event.step)
+            emit(dataclasses.replace(event, node=node, step=step))
         elif isinstance(event, RouteTaken):
             source, target = f"{name}/{event.source}", f"{name}/{event.target}"
             entry = (self.step, *event.entry)
             emit(dataclasses.replace(event, source=source, target=target, entry=entry))
-
-    def lift(self, exc: CorralError) -> CorralError:
-        """Return a child's error as the parent reports it: node names become paths, step
-        numbers the parent's, and a cap the top-level run set is reported as the top level's."""
-        return lift(exc, self, self.number)
 
 
 def thread_state(
@@ -382,9 +361,10 @@ def thread_state(
     """Return ``get_state``'s snapshot: at the newest checkpoint its ``steps`` count what
     the cut-short superstep committed (:func:`committed_steps`); with ``subgraphs``, the
     children paused in it (:func:`paused_children`)."""
-    count = None if checkpoint_id else lambda c: committed_steps(tables, saver, c)
-    snapshot = threads.get_state(tables, saver, thread_id, checkpoint_id, count)
-    return paused_children(tables, saver, snapshot, thread_id) if subgraphs else snapshot
+    snapshot, last = threads.get_state(tables, saver, thread_id, checkpoint_id)
+    if checkpoint_id is None:
+        snapshot = dataclasses.replace(snapshot, steps=committed_steps(tables, saver, last))
+    return paused_children(tables, saver, snapshot, last) if subgraphs else snapshot
 
 
 def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
@@ -434,15 +414,15 @@ def _last_only(
 
 
 def paused_children(
-    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, thread_id: str
+    tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, checkpoint: Checkpoint
 ) -> StateSnapshot:
-    """Return ``snapshot`` with ``subgraphs``: the snapshot of each child paused in it.
+    """Return ``snapshot`` (of ``checkpoint``) with ``subgraphs``: the snapshot of each child
+    paused in it.
 
     A child is keyed by its path; when several entries of one subgraph node are paused (a
     ``Send`` fan-out), by its path and its place among them: ``review[0]``, ``review[1]``.
     """
-    chain = saver.chain(thread_id, snapshot.checkpoint_id)
-    meta = chain[-1].meta if chain else {}
+    meta, thread_id = checkpoint.meta, checkpoint.thread_id
     entries: dict[str, list[int]] = {}
     for pause in meta.get("interrupts", []):
         name = str(pause.get("node", "")).partition("/")[0]
@@ -456,8 +436,8 @@ def paused_children(
         for place, task in enumerate(tasks):
             key = name if len(tasks) == 1 else f"{name}[{place}]"
             thread = child_thread(thread_id, name, meta, task)
-            inner = threads.get_state(child.tables, saver, thread, None)
-            inner = paused_children(child.tables, saver, inner, thread)
+            inner, last = threads.get_state(child.tables, saver, thread, None)
+            inner = paused_children(child.tables, saver, inner, last)
             found[key] = inner
             found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
     return dataclasses.replace(snapshot, subgraphs=found)

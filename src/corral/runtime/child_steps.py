@@ -19,7 +19,7 @@ The entry also numbers the child's node runs as the parent's steps (``NodeStart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import CorralError, NodeError, StepLimitError
@@ -28,19 +28,17 @@ from corral.runtime.run_state import RunState, TaskRun
 __all__ = ["StepPool", "lift", "pool_for"]
 
 
+@dataclass(slots=True, eq=False)
 class StepPool:
     """What is left of the top-level ``max_steps`` for the subgraph entries of a superstep."""
 
-    __slots__ = ("max_steps", "members", "superstep", "taken")
-
-    def __init__(self, superstep: int, max_steps: int, taken: int) -> None:
-        self.superstep = superstep
-        self.max_steps = max_steps
-        """The top-level run's cap."""
-        self.taken = taken
-        """Node runs counted or allowed so far, the children's started runs included."""
-        self.members: list[Any] = []
-        """The entries of the children running now."""
+    superstep: int
+    max_steps: int
+    """The top-level run's cap."""
+    taken: int
+    """Node runs counted or allowed so far, the children's started runs included."""
+    members: list[Any] = field(default_factory=list)
+    """The entries of the children running now."""
 
     def left(self) -> int:
         """Return how many more node runs the running children may start."""
@@ -87,12 +85,11 @@ def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
     return pool
 
 
-def lift(exc: CorralError, entry: Any, number: Callable[[int], int]) -> CorralError:
+def lift(exc: CorralError, entry: Any) -> CorralError:
     """Return a child's error as the parent reports it: node names become paths, step
     numbers the parent's, and a cap the top-level run set is reported as the top level's.
 
-    ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in; ``number``
-    gives the parent's step number of a child's step."""
+    ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in."""
     name = entry.name
     if isinstance(exc, StepLimitError):
         path = f"{name}/{exc.node}"
@@ -113,7 +110,7 @@ def lift(exc: CorralError, entry: Any, number: Callable[[int], int]) -> CorralEr
         return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
                               state=exc.state)  # fmt: skip
     if isinstance(exc, NodeError):
-        path, step = f"{name}/{exc.node}", number(exc.step)
+        path, step = f"{name}/{exc.node}", entry.number(exc.step)
         text = str(exc).replace(f"(step {exc.step}", f"(step {step}", 1)  # the parent's
         msg = f"in subgraph {name!r}: {text}"
         return NodeError(msg, node=path, step=step, attempts=exc.attempts)

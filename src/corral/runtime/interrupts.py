@@ -11,6 +11,7 @@ resume the node runs again from its start, so code before ``interrupt()`` runs a
 from __future__ import annotations
 
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, overload
 
 from typing_extensions import TypeForm, TypeVar
@@ -20,14 +21,12 @@ from corral.errors import InterruptWithoutCheckpointerError
 __all__ = ["Answers", "UnansweredInterrupt", "answers_given", "interrupt"]
 
 
+@dataclass(slots=True)
 class Answers:
     """The answers given so far to the ``interrupt()`` calls of one node run."""
 
-    __slots__ = ("answers", "used")
-
-    def __init__(self, answers: list[Any]) -> None:
-        self.answers = answers
-        self.used = 0
+    answers: list[Any]
+    used: int = 0
 
 
 class UnansweredInterrupt(BaseException):

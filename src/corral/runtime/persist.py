@@ -33,7 +33,7 @@ import hashlib
 import secrets
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from corral.checkpoint.base import (
     Checkpoint,
@@ -44,15 +44,13 @@ from corral.checkpoint.base import (
 )
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
-from corral.runtime.run_state import CheckpointWriter, Pause, RunState, TaskRun
-from corral.runtime.tables import NO_ARG, Tables
+from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.tables import NO_ARG
 
 __all__ = [
     "SNAPSHOT_EVERY",
-    "SaverParts",
     "ThreadWriter",
     "pause_json",
-    "parts_of",
     "result_json",
 ]
 
@@ -63,48 +61,31 @@ not advise where (``SnapshotAdvice``)."""
 FORMAT = 1
 
 
-class SaverParts(NamedTuple):
-    """The optional parts of the protocol a checkpointer has, found once per compiled graph
-    (:func:`parts_of`): a protocol check costs more than the rest of a writer."""
-
-    writes: TaskWrites | None
-    advice: SnapshotAdvice | None
-
-
-def parts_of(checkpointer: Checkpointer | None) -> SaverParts:
-    """Return the optional parts of the protocol that ``checkpointer`` has."""
-    return SaverParts(
-        checkpointer if isinstance(checkpointer, TaskWrites) else None,
-        checkpointer if isinstance(checkpointer, SnapshotAdvice) else None,
-    )
-
-
-class ThreadWriter(CheckpointWriter):
+class ThreadWriter:
     """Writes the checkpoints of one run of one thread."""
 
     def __init__(
         self,
         checkpointer: Checkpointer,
-        tables: Tables,
-        thread_id: str,
+        rs: RunState,
         last: Checkpoint | None,
         *,
         new_run: bool,
         forked: bool,
-        newest_read: str | None,
-        parts: SaverParts,
+        newest_read: str | None = None,
     ) -> None:
-        """Write the thread's checkpoints on from ``last`` (``None``: the thread has none).
+        """Become the writer of run ``rs`` (``rs.checkpoints``), which writes the checkpoints
+        of ``rs.thread_id`` on from ``last`` (``None``: the thread has none).
 
         ``new_run``: they belong to a new run of the thread; ``forked``: the first carries a
         snapshot; ``newest_read``: a fork's first put names it for the compare-and-set (the
-        thread's newest checkpoint when the run read it); ``parts``: what :func:`parts_of`
-        returns for ``checkpointer``.
+        thread's newest checkpoint when the run read it).
         """
+        assert rs.thread_id is not None
         meta = last.meta if last is not None else {}
         self.checkpointer = checkpointer
-        self.tables = tables
-        self.thread_id = thread_id
+        self.tables = rs.tables
+        self.thread_id = rs.thread_id
         self.parent_id = last.checkpoint_id if last is not None else None
         self.seq = int(meta.get("seq", 0))
         self.since_snapshot = int(meta.get("since_snapshot", 0))
@@ -121,12 +102,13 @@ class ThreadWriter(CheckpointWriter):
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
-        self.writes = parts.writes
+        self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
         self.records_tasks = self.writes is not None
-        self.advice = parts.advice
+        self.advice = checkpointer if isinstance(checkpointer, SnapshotAdvice) else None
         """Places snapshots by bytes too, when the store knows them."""
         self.hold = starting_hold()
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
+        rs.checkpoints = self
 
     def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
@@ -195,7 +177,7 @@ class ThreadWriter(CheckpointWriter):
         else:
             snapshot = None
             since = self.since_snapshot + 1
-        meta = _meta(rs, self.tables, status, source, pauses, seq, since, self.run)
+        meta = self._meta(rs, status, source, pauses, seq, since)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
             reducers = self.tables.reducers.items()
@@ -227,54 +209,46 @@ class ThreadWriter(CheckpointWriter):
         if rs.emit is not None:
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
-
-def _meta(
-    rs: RunState,
-    tables: Tables,
-    status: str,
-    source: str,
-    pauses: list[Pause],
-    seq: int,
-    since: int,
-    run: int,
-) -> dict[str, Any]:
-    meta = {
-        "format": FORMAT,
-        "seq": seq,
-        "run": run,
-        "status": status,
-        "source": source,
-        "fingerprint": tables.fingerprint,
-        "next": [
-            {"node": t.node.name} if t.arg is NO_ARG else {"node": t.node.name, "arg": t.arg}
-            for t in rs.tasks
-        ],
-        "steps": rs.steps,
-        "supersteps": rs.supersteps,
-        "runs": dict(rs.runs),
-        "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
-        "since_snapshot": since,
-        "time": int(time.time()),
-    }
-    # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
-    # default it), which keeps the stored meta and the work of storing it small.
-    if rs.arrived:
-        arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
-        if arrived:
-            meta["arrived"] = arrived
-    if rs.held:
-        meta["held"] = list(rs.held)
-    if rs.purse.spent:
-        meta["spent"] = rs.purse.spent.to_json()
-    if pauses:
-        meta["interrupts"] = [pause_json(p) for p in pauses]
-    if rs.answers:
-        answers = {str(task): list(values) for task, values in rs.answers.items() if values}
-        if answers:
-            meta["answers"] = answers
-    if rs.checkpoint_meta:
-        meta.update(rs.checkpoint_meta)
-    return meta
+    def _meta(
+        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int, since: int
+    ) -> dict[str, Any]:
+        meta = {
+            "format": FORMAT,
+            "seq": seq,
+            "run": self.run,
+            "status": status,
+            "source": source,
+            "fingerprint": self.tables.fingerprint,
+            "next": [
+                {"node": t.node.name} if t.arg is NO_ARG else {"node": t.node.name, "arg": t.arg}
+                for t in rs.tasks
+            ],
+            "steps": rs.steps,
+            "supersteps": rs.supersteps,
+            "runs": dict(rs.runs),
+            "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
+            "since_snapshot": since,
+            "time": int(time.time()),
+        }
+        # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
+        # default it), which keeps the stored meta and the work of storing it small.
+        if rs.arrived:
+            arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
+            if arrived:
+                meta["arrived"] = arrived
+        if rs.held:
+            meta["held"] = list(rs.held)
+        if rs.purse.spent:
+            meta["spent"] = rs.purse.spent.to_json()
+        if pauses:
+            meta["interrupts"] = [pause_json(p) for p in pauses]
+        if rs.answers:
+            answers = {str(task): list(values) for task, values in rs.answers.items() if values}
+            if answers:
+                meta["answers"] = answers
+        if rs.checkpoint_meta:
+            meta.update(rs.checkpoint_meta)
+        return meta
 
 
 def error_json(error: Exception | None) -> dict[str, Any]:

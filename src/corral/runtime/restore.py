@@ -124,11 +124,11 @@ def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Node:
     return node
 
 
-def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer | None) -> None:
+def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) -> None:
     """Restore the state of ``rs`` at the last checkpoint of ``chain`` (:func:`rebuild`), and
     its counters, tasks and bookkeeping from that checkpoint's meta.
 
-    With ``checkpointer``, the tasks it recorded as finished after ``checkpoint`` (a run that
+    The tasks ``checkpointer`` recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
     again. A finished subgraph entry (counted, its writes in its child's thread) is left
     to :func:`corral.runtime.subgraphs.read_back`.
@@ -158,9 +158,8 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer |
     if "reroute" in meta:
         rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id
-    if checkpointer is not None:
-        for index, item in recorded_tasks(checkpointer, checkpoint).items():
-            _take_pending(rs, tables, checkpoint, index, item)
+    for index, item in recorded_tasks(checkpointer, checkpoint).items():
+        _take_pending(rs, tables, checkpoint, index, item)
 
 
 def recorded_tasks(checkpointer: Checkpointer, checkpoint: Checkpoint) -> dict[int, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.cost import Purse
 from corral.runtime.context import Context
@@ -78,21 +78,20 @@ class Pause:
         return Interrupt(self.id, self.node, self.value, self.when)
 
 
-class CheckpointWriter:
-    """Where the core saves a run's checkpoints (implemented in :mod:`corral.runtime.persist`).
+class CheckpointWriter(Protocol):
+    """Where the core saves a run's checkpoints (:class:`corral.runtime.persist.ThreadWriter`).
 
     The core calls these at the points a checkpoint is due; a run without a checkpointer has
     none (``RunState.checkpoints is None``).
     """
 
-    last_status: str = ""
+    last_status: str
     """The status of the last checkpoint written."""
-    records_tasks: bool = False
+    records_tasks: bool
     """Whether :meth:`save_task` records finished tasks (the checkpointer has ``put_writes``)."""
 
     def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record durably that one task of a superstep with several tasks has finished."""
-        raise NotImplementedError
 
     def save_superstep(
         self,
@@ -102,7 +101,6 @@ class CheckpointWriter:
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
-        raise NotImplementedError
 
     def save_partial(
         self,
@@ -116,7 +114,6 @@ class CheckpointWriter:
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        raise NotImplementedError
 
 
 class RunState:

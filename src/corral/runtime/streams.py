@@ -31,7 +31,6 @@ __all__ = [
     "in_new_loop",
     "live",
     "select",
-    "select_async",
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
@@ -57,7 +56,7 @@ def check_mode(mode: str | Sequence[str]) -> str | tuple[str, ...]:
     return mode if isinstance(mode, str) else modes
 
 
-def _pick(rs: RunState, event: Event, mode: str) -> Any:
+def _pick(rs: RunState | None, event: Event, mode: str) -> Any:
     if mode == "events":
         return event
     if mode == "updates":
@@ -67,11 +66,12 @@ def _pick(rs: RunState, event: Event, mode: str) -> Any:
     if mode == "custom":
         return (event.node, event.value) if isinstance(event, Custom) else _SKIP
     if isinstance(event, SuperstepEnd):
+        assert rs is not None  # a run's first superstep ends after it started
         return copy_value(rs.values)  # the caller's to keep: a deep copy
     return _SKIP
 
 
-def picks(rs: RunState, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
+def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
     """Return what ``event`` gives in ``mode`` (``(mode, item)`` pairs for a list of modes)."""
     if isinstance(mode, str):
         item = _pick(rs, event, mode)
@@ -80,18 +80,9 @@ def picks(rs: RunState, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
 
 
 def select(rs: RunState, events: Iterator[Event], mode: str | tuple[str, ...]) -> Iterator[Any]:
-    """Yield the items of ``mode`` from a sync run's events."""
+    """Yield the items of ``mode`` from a run's events, as the driver yields them."""
     for event in events:
         yield from picks(rs, event, mode)
-
-
-async def select_async(
-    rs: RunState, events: AsyncIterator[Event], mode: str | tuple[str, ...]
-) -> AsyncIterator[Any]:
-    """Yield the items of ``mode`` from an async run's events, as the driver yields them."""
-    async for event in events:
-        for item in picks(rs, event, mode):
-            yield item
 
 
 _END: Any = object()
@@ -100,8 +91,9 @@ _END: Any = object()
 class LiveBuffer(list[Event]):
     """A stream's event buffer that picks each event as it is emitted and queues the items.
 
-    It stays empty (so the driver has nothing to flush); events emitted before the run is
-    attached are picked when it is.
+    It stays empty (so the driver has nothing to flush). What the run emits while it is set
+    up (a checkpoint written, a pause) is picked before ``rs`` is set, which only the
+    ``"values"`` of a finished superstep need.
     """
 
     def __init__(self, mode: str | tuple[str, ...]) -> None:
@@ -109,22 +101,11 @@ class LiveBuffer(list[Event]):
         self.mode = mode
         self.queue: asyncio.Queue[Any] = asyncio.Queue()
         self.rs: RunState | None = None
-        self.early: list[Event] = []
 
     def append(self, event: Event) -> None:
         """Pick ``event`` now and queue its items for the consumer."""
-        if self.rs is None:
-            self.early.append(event)
-            return
         for item in picks(self.rs, event, self.mode):
             self.queue.put_nowait(item)
-
-    def attach(self, rs: RunState) -> None:
-        """Start picking for ``rs`` (and pick what it emitted while it was set up)."""
-        self.rs = rs
-        early, self.early = self.early, []
-        for event in early:
-            self.append(event)
 
 
 async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterator[Any]:

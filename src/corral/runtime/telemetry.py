@@ -32,7 +32,7 @@ from corral.cost import Cost
 from corral.runtime import events
 from corral.spec import GraphSpec
 
-__all__ = ["RunTracer", "continued", "subgraph_paths", "watch", "watch_async"]
+__all__ = ["RunTracer", "continued", "subgraph_paths"]
 
 T = TypeVar("T")
 
@@ -136,11 +136,10 @@ class RunTracer:
             return other
         if other is None:
             return self
-        listener = other
 
         def both(event: events.Event) -> None:
             self(event)
-            listener(event)
+            other(event)
 
         return both
 
@@ -288,6 +287,23 @@ class RunTracer:
             self.run.set_attribute("corral.status", "error")
             self._finish()
 
+    def watch(self, steps: Iterator[T]) -> Iterator[T]:
+        """Yield from a run's driver; an exception ends the spans with ERROR first."""
+        try:
+            yield from steps
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+
+    async def watch_async(self, steps: AsyncIterator[T]) -> AsyncIterator[T]:
+        """Like :meth:`watch`, for the async driver."""
+        try:
+            async for item in steps:
+                yield item
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+
     def _finish(self) -> None:
         """End the run span and whatever is still open under it (a run ends at a barrier)."""
         for node in self._open_nodes():
@@ -302,22 +318,3 @@ def _set_spent(span: Any, spent: Cost) -> None:
         span.set_attributes(
             {"corral.spent.tokens": spent.tokens, "corral.spent.usd": float(spent.usd)}
         )
-
-
-def watch(steps: Iterator[T], tracer: RunTracer) -> Iterator[T]:
-    """Yield from a run's driver; an exception ends the tracer's spans with ERROR first."""
-    try:
-        yield from steps
-    except BaseException as exc:
-        tracer.fail(exc)
-        raise
-
-
-async def watch_async(steps: AsyncIterator[T], tracer: RunTracer) -> AsyncIterator[T]:
-    """Like :func:`watch`, for the async driver."""
-    try:
-        async for item in steps:
-            yield item
-    except BaseException as exc:
-        tracer.fail(exc)
-        raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import dataclasses
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -19,9 +18,10 @@ from typing import Any, NamedTuple
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fresh
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
-from corral.runtime import persist, restore
+from corral.runtime import restore
 from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
+from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.state import apply_writes
@@ -36,7 +36,6 @@ __all__ = [
     "new_run",
     "save_input",
     "start",
-    "thread_writer",
     "update_state",
 ]
 
@@ -49,8 +48,6 @@ class Settings(NamedTuple):
     max_steps: int
     pause_before: frozenset[str]
     pause_after: frozenset[str]
-    parts: persist.SaverParts
-    """The optional parts of ``checkpointer`` (:func:`persist.parts_of`)."""
 
 
 def check_cap(max_steps: Any) -> int:
@@ -121,9 +118,9 @@ def start(
         return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
-        _continue(rs, settings, chain, newest_read, resume)
+        _continue(rs, saver, chain, newest_read, resume)
     else:
-        _start_on_thread(rs, settings, chain, input, newest_read)
+        _start_on_thread(rs, saver, chain, input, newest_read)
     return rs
 
 
@@ -146,33 +143,8 @@ def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
     rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
 
 
-def thread_writer(
-    settings: Settings,
-    rs: RunState,
-    last: Checkpoint | None,
-    *,
-    new_run: bool,
-    forked: bool,
-    newest_read: str | None = None,
-) -> persist.ThreadWriter:
-    """Give ``rs`` (and return) the checkpoint writer of a run of ``rs.thread_id`` that goes
-    on from ``last`` (see :class:`persist.ThreadWriter`)."""
-    assert rs.thread_id is not None and settings.checkpointer is not None
-    rs.checkpoints = writer = persist.ThreadWriter(
-        settings.checkpointer,
-        rs.tables,
-        rs.thread_id,
-        last,
-        new_run=new_run,
-        forked=forked,
-        newest_read=newest_read,
-        parts=settings.parts,
-    )
-    return writer
-
-
 def _start_on_thread(
-    rs: RunState, settings: Settings, chain: list[Checkpoint], input: Any, newest_read: str | None
+    rs: RunState, saver: Checkpointer, chain: list[Checkpoint], input: Any, newest_read: str | None
 ) -> None:
     base = restore.rebuild(rs.tables, chain) if chain else {}
     # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
@@ -185,12 +157,12 @@ def _start_on_thread(
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
     forked = newest_read is not None or filled  # (snapshot-wise, like a fork)
-    writer = thread_writer(settings, rs, last, new_run=True, forked=forked, newest_read=newest_read)
+    writer = ThreadWriter(saver, rs, last, new_run=True, forked=forked, newest_read=newest_read)
     save_input(rs, writer, [("__input__", dict(input))])
 
 
 def save_input(
-    rs: RunState, writer: persist.ThreadWriter, writes: list[tuple[str, dict[str, Any]]]
+    rs: RunState, writer: ThreadWriter, writes: list[tuple[str, dict[str, Any]]]
 ) -> None:
     """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
     ``interrupt_before`` names."""
@@ -202,15 +174,15 @@ def save_input(
 
 def _continue(
     rs: RunState,
-    settings: Settings,
+    saver: Checkpointer,
     chain: list[Checkpoint],
     newest_read: str | None,
     resume: Resume | None,
 ) -> None:
     last = chain[-1]
-    restore.load(rs, chain, settings.checkpointer)
+    restore.load(rs, chain, saver)
     forked = newest_read is not None
-    thread_writer(settings, rs, last, new_run=False, forked=forked, newest_read=newest_read)
+    ThreadWriter(saver, rs, last, new_run=False, forked=forked, newest_read=newest_read)
     read_back(rs, last.meta.get("done", []))
     status = last.meta.get("status")
     pending = restore.pauses_of(last)
@@ -310,20 +282,13 @@ def check_input(tables: Tables, input: Any, writer: str) -> dict[str, Any]:
 
 
 def get_state(
-    tables: Tables,
-    saver: Checkpointer,
-    thread_id: str,
-    checkpoint_id: str | None,
-    count: Callable[[Checkpoint], int] | None = None,
-) -> StateSnapshot:
-    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``);
-    ``count`` gives its ``steps`` from that checkpoint, when they are not only its own."""
+    tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None
+) -> tuple[StateSnapshot, Checkpoint]:
+    """Return the thread's snapshot at its last checkpoint (or at ``checkpoint_id``), and
+    that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    snapshot = restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver))
-    if count is None:
-        return snapshot
-    return dataclasses.replace(snapshot, steps=count(chain[-1]))
+    return restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver)), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
@@ -373,7 +338,7 @@ def update_state(
     rs = new_run(settings, None, thread_id, None)
     restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
-    writer = thread_writer(settings, rs, base, new_run=False, forked=True, newest_read=newest_read)
+    writer = ThreadWriter(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
     writer.source = "update"
     if node is not None:
         _run_as(rs, node, values)
