@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import operator
@@ -157,6 +158,28 @@ def test_a_graph_that_declares_no_cost_only_records_what_it_spends() -> None:
     assert str(caught.value).startswith(
         "node 'work' spent 1 call, $0.01 in one run, more than no declared cost (usd)"
     )
+
+
+def test_every_way_to_run_takes_a_budget() -> None:
+    """invoke, ainvoke, stream and astream all stop before the node that would pass it."""
+    app = looping().compile()
+    budget = Budget(usd="0.05")
+    start = {"n": 0, "log": []}
+
+    async def consume() -> None:
+        async for _ in app.astream(start, budget=budget):
+            pass
+
+    runs = [
+        lambda: app.invoke(start, budget=budget),
+        lambda: asyncio.run(app.ainvoke(start, budget=budget)),
+        lambda: list(app.stream(start, budget=budget)),
+        lambda: asyncio.run(consume()),
+    ]
+    for run in runs:
+        with pytest.raises(BudgetError) as caught:
+            run()
+        assert caught.value.spent == Cost(3, usd="0.05")
 
 
 def test_siblings_of_a_superstep_count_together_against_the_budget() -> None:

@@ -245,6 +245,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def astream(
@@ -257,6 +258,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncIterator[StateT]: ...
     @overload
     def astream(
@@ -269,6 +271,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncIterator[Event]: ...
     @overload
     def astream(
@@ -281,6 +284,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncIterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def astream(
@@ -293,6 +297,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         max_steps: int | None = None,
         deps: DepsT | None = None,
         on_event: Callable[[Event], None] | None = None,
+        budget: Budget | None = None,
     ) -> AsyncIterator[Any]:
         """Run like :meth:`ainvoke`, yielding like :meth:`stream`, live.
 
@@ -302,7 +307,9 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """
         modes = streams.check_mode(mode)
         buffer = streams.LiveBuffer(modes)
-        rs, tracer = self._start(input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer)
+        rs, tracer = self._start(
+            input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
+        )
         buffer.rs = rs
         return streams.live(self._async(rs, tracer), buffer)
 
