@@ -248,7 +248,10 @@ _DICT = frozenset({dict})
 
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    return _all_immutable(map(type, values.values()))
+    for value in values.values():
+        if type(value) not in IMMUTABLE:
+            return False
+    return True
 
 
 def apply_writes(
