@@ -332,7 +332,7 @@ class Superstep:
                     name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
                 else:
                     raise guard_exhausted(rs, node, name, guard)
-                counted = (count, guard.max) if rs.emit is not None else None
+                counted = (count, guard.max)
             if rs.emit is not None:
                 rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
             if name == END:
