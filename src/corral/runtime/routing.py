@@ -57,8 +57,7 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    call.update = update
-    call.goto = goto
+    call.update, call.goto = update, goto
 
 
 def _command_update(node: Node, update: Any) -> dict[str, Any]:
