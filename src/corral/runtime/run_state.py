@@ -231,12 +231,10 @@ class RunState:
         (nothing in it can change); else each gets a ``StateView`` of its own, which copies
         a mutable value on its first read.
         """
-        values = self.values
-        if self.viewed is not values:
-            self.viewed = values
-            self.shared_view = FlatView(values) if is_flat(values) else None
-        shared = self.shared_view
-        return shared if shared is not None else StateView(values)
+        if self.viewed is not self.values:
+            self.viewed = self.values
+            self.shared_view = FlatView(self.values) if is_flat(self.values) else None
+        return self.shared_view or StateView(self.values)
 
     def pause(self, pauses: list[Pause]) -> None:
         """Stop the run for a person: its status and interrupts say what it waits for."""

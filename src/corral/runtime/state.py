@@ -33,7 +33,6 @@ __all__ = [
     "apply_writes",
     "copy_value",
     "is_flat",
-    "view_of",
 ]
 
 Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
@@ -249,12 +248,10 @@ _DICT = frozenset({dict})
 
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    return _all_immutable(map(type, values.values()))
-
-
-def view_of(values: dict[str, Any], flat: bool) -> FlatView:
-    """Return the read-only view a node gets of ``values`` (``flat``: all immutable)."""
-    return FlatView(values) if flat else StateView(values)
+    for value in values.values():
+        if type(value) not in IMMUTABLE:
+            return False
+    return True
 
 
 def apply_writes(

@@ -138,17 +138,14 @@ class Superstep:
         # Plan the calls: the tasks not finished earlier, each with its step number, up to
         # the first bound hit.
         steps = rs.steps
-        max_steps = rs.max_steps
-        done = rs.done
         planned: dict[str, int] = {}
-        calls = self.calls
         budgeted = rs.purse.budget is not None
         spends = NOTHING  # what the tasks planned so far may spend, against the budget
         for index, task in enumerate(rs.tasks):
-            if index in done:
+            if index in rs.done:
                 continue
-            node, arg = task.node, task.arg
-            if steps >= max_steps or node.max_runs is not None or budgeted:
+            node = task.node
+            if steps >= rs.max_steps or node.max_runs is not None or budgeted:
                 runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
                 error = cap_error(rs, node, steps, runs, spends)
                 if error is not None:
@@ -159,9 +156,9 @@ class Superstep:
                     spends += node.cost
             if node.child is None:
                 steps += 1
-            calls.append(TaskRun(index, node, None, None, arg, steps))
+            self.calls.append(TaskRun(index, node, None, None, task.arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(calls, steps)
+            number_entries(self.calls, steps)
 
     # ------------------------------------------------------------------ outcomes
 
@@ -198,16 +195,15 @@ class Superstep:
             return False
         self.results.append(call)
         rs.steps += 1
-        name, step, update, seconds = call.node.name, call.step, call.update, call.seconds
+        name, step = call.node.name, call.step
         rs.runs[name] = rs.runs.get(name, 0) + 1
-        attempt = rs.retried.pop(call.position, None) if rs.retried else None
-        if attempt is not None:
-            rs.trace.append((step, name, update, seconds, attempt, None))  # type: ignore[arg-type]
+        if rs.retried and (attempt := rs.retried.pop(call.position, None)) is not None:
+            rs.trace.append((step, name, call.update, call.seconds, attempt, None))  # type: ignore[arg-type]
         else:
-            rs.trace.append((step, name, update, seconds))
+            rs.trace.append((step, name, call.update, call.seconds))
         spent = rs.purse.runs.pop((name, step), NOTHING) if rs.purse.runs else NOTHING
         if rs.emit is not None:
-            rs.emit(NodeEnd(step, name, update, seconds, spent))
+            rs.emit(NodeEnd(step, name, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, call)
@@ -336,7 +332,7 @@ class Superstep:
                     name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
                 else:
                     raise guard_exhausted(rs, node, name, guard)
-                counted = (count, guard.max) if rs.emit is not None else None
+                counted = (count, guard.max)
             if rs.emit is not None:
                 rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
             if name == END:
