@@ -19,6 +19,7 @@ from corral import (
     Command,
     ConcurrentRunError,
     Graph,
+    InvalidUpdateError,
     MemorySaver,
     NodeError,
     Resume,
@@ -287,3 +288,24 @@ def test_a_paused_sibling_holds_its_step_against_a_subgraph_entry() -> None:
         app.invoke({"log": []}, thread_id="t", max_steps=3)
     with pytest.raises(StepLimitError, match="'sub/y'"):
         asyncio.run(app.ainvoke({"log": []}, thread_id="a", max_steps=3))
+
+
+@pytest.mark.xfail(strict=True, reason="as-node-refused-doubles-next: open (issue 27)")
+def test_an_as_node_update_refused_by_a_conflict_lists_no_node_twice() -> None:
+    """b2s and b2l both write ``last`` (no reducer), so the superstep after the fork fails
+    (InvalidUpdateError) and so does ``update_state(as_node="b2s")``, which merges b2l's
+    finished write again. The failure is recorded like a run's, but its ``next`` lists b2s
+    twice, and a later ``as_node`` update de-duplicates it (API.md 7: targets are
+    de-duplicated). Found by the model machine at 300 examples."""
+    g = Graph(Log)
+    g.node("f", start=True, then=("s", "l"))(lambda state: {"log": ["f"]})
+    g.node("s", then="j", ignore=["CR301"])(lambda state: {"log": ["s"], "topic": "s"})
+    g.node("l", then="j", ignore=["CR301"])(lambda state: {"log": ["l"], "topic": "l"})
+    g.node("j", then=END, wait_for=("s", "l"))(lambda state: {"log": ["j"]})
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(InvalidUpdateError):
+        app.invoke({"log": []}, thread_id="t")
+    assert app.get_state("t").next == ("s", "l")
+    with pytest.raises(InvalidUpdateError):
+        app.update_state("t", {"log": ["by hand"]}, as_node="s")
+    assert sorted(app.get_state("t").next) == ["l", "s"]
