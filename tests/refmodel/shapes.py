@@ -23,15 +23,7 @@ from hypothesis import strategies as st
 
 from corral import END, Guard
 
-KNOWN_DEFECTS: frozenset[str] = frozenset(
-    {
-        # An update_state(as_node=...) refused by a no-reducer conflict (conflict=True) is
-        # recorded with a next that lists one node twice; a later as_node update
-        # de-duplicates it, where the model keeps both. The machine makes no as_node
-        # update on conflict shapes meanwhile.
-        "as-node-refused-doubles-next",
-    }
-)
+KNOWN_DEFECTS: frozenset[str] = frozenset()
 """Known engine defects (issue 27) that the random machine steers around.
 
 Each has an explicit failing test in ``tests/unit/test_model_known_defects.py``; delete an

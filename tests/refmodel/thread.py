@@ -259,10 +259,12 @@ class ModelThread:
         # a finished subgraph entry waits too: the next superstep runs its child afresh
         done = {} if rerouted else dict(frame.done)
         done = {i: d for i, d in done.items() if not self._is_entry(tasks[i])}
-        at = next((i for i, t in enumerate(tasks) if t.node == as_node and i not in done), None)
-        if at is None:
+        mine = [i for i, t in enumerate(tasks) if t.node == as_node]
+        at = next((i for i in mine if i not in done), mine[0] if mine else None)
+        if at is None:  # X has no task here: one of its own is added
             at = len(tasks)
             tasks.append(Task(as_node))
+        # X's finished task (if it had only that) is replaced: the update is what X returned
         waiting = tuple(t for i, t in enumerate(tasks) if i != at and i not in done)
         done[at] = Done([values])
         ran = sorted(done)

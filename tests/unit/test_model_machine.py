@@ -168,8 +168,6 @@ class ThreadMachine(RuleBasedStateMachine):
     @rule(data=st.data(), with_node=st.booleans())
     def update(self, data: st.DataObject, with_node: bool) -> None:
         """``update_state(T, values)``, or ``as_node=`` a node that may take it."""
-        if "as-node-refused-doubles-next" in KNOWN_DEFECTS:
-            assume(not (with_node and self.shape.conflict))
         self.inputs += 1
         values: dict[str, Any] = {"log": [f"u{self.inputs}"]}
         nodes = [n.name for n in self.shape.nodes if self._may_be_as_node(n.name)]

@@ -367,9 +367,13 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
     if rerouted:
         rs.tasks, rs.reroute = [], None
     tasks, done = list(rs.tasks), rs.done
-    at = next((i for i, t in enumerate(tasks) if t.node is node and i not in done), None)
+    # x's task that has not run, else the one that finished (the update replaces what it
+    # returned: a person correcting it), else a task of its own added to the superstep
+    mine = [i for i, t in enumerate(tasks) if t.node is node]
+    at = next((i for i in mine if i not in done), mine[0] if mine else None)
     if at is None:
         at, rs.tasks = len(tasks), [*tasks, node.task]
+    done.pop(at, None)
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     superstep = Superstep(rs, plan=False)
     if not superstep.finished(TaskRun(at, node, step=rs.steps + 1), out):
