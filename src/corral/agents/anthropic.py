@@ -37,9 +37,25 @@ __all__ = [
 
 
 @overload
-def anthropic_model(client: Anthropic, model: str, **options: Any) -> AnthropicModel: ...
+def anthropic_model(
+    client: Anthropic,
+    model: str,
+    *,
+    max_tokens: int = 1024,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
+) -> AnthropicModel: ...
 @overload
-def anthropic_model(client: AsyncAnthropic, model: str, **options: Any) -> AsyncAnthropicModel: ...
+def anthropic_model(
+    client: AsyncAnthropic,
+    model: str,
+    *,
+    max_tokens: int = 1024,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
+) -> AsyncAnthropicModel: ...
 def anthropic_model(
     client: Anthropic | AsyncAnthropic,
     model: str,

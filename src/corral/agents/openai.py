@@ -40,9 +40,23 @@ __all__ = [
 
 
 @overload
-def openai_model(client: OpenAI, model: str, **options: Any) -> OpenAIModel: ...
+def openai_model(
+    client: OpenAI,
+    model: str,
+    *,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
+) -> OpenAIModel: ...
 @overload
-def openai_model(client: AsyncOpenAI, model: str, **options: Any) -> AsyncOpenAIModel: ...
+def openai_model(
+    client: AsyncOpenAI,
+    model: str,
+    *,
+    stream: bool = False,
+    prices: tuple[Money, Money] | None = None,
+    **params: Any,
+) -> AsyncOpenAIModel: ...
 def openai_model(
     client: OpenAI | AsyncOpenAI,
     model: str,

@@ -1,4 +1,5 @@
-"""A typed graph's answers and deps: a wrong ``Resume`` or ``deps=`` is an error; a model must fit."""
+"""A typed graph's answers and deps: a wrong ``Resume`` or ``deps=`` is an error; a model must fit,
+and a provider adapter's options are checked."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from typing import Protocol
 
 from _graph import g
 
+from openai import OpenAI
+
 from corral import Resume
 from corral.agents import react_agent
+from corral.agents.openai import openai_model
 
 
 class Tools(Protocol):
@@ -25,3 +29,5 @@ def not_a_model(prompt: str) -> str:
 
 
 react_agent(not_a_model, [])  # E: arg-type = Argument 1 to "react_agent" has incompatible type "Callable[[str], str]"; expected "Model"
+
+openai_model(OpenAI(api_key="k"), "m", stream="yes")  # E: call-overload = No overload variant of "openai_model" matches argument types "OpenAI", "str", "str"
