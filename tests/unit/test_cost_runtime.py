@@ -8,7 +8,6 @@ import json
 import operator
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
@@ -34,7 +33,6 @@ from corral import (
     MemorySaver,
     Resume,
     Retry,
-    SqliteSaver,
     interrupt,
 )
 from corral.analysis.bound import bound_of
@@ -43,15 +41,6 @@ from corral.analysis.bound import bound_of
 class State(TypedDict):
     n: int
     log: Annotated[list[str], operator.add]
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
-    if request.param == "memory":
-        yield MemorySaver()
-    else:
-        with SqliteSaver(tmp_path / "t.sqlite") as sqlite:
-            yield sqlite
 
 
 WORK = Cost(calls=1, usd="0.02")

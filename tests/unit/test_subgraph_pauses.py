@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
@@ -16,7 +14,6 @@ from corral import (
     MemorySaver,
     Resume,
     Send,
-    SqliteSaver,
     interrupt,
 )
 from corral.checkpoint.base import Checkpoint
@@ -26,16 +23,6 @@ from corral.errors import ThreadStateError
 class State(TypedDict):
     topic: str
     notes: Annotated[list[str], operator.add]
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkpointer]:
-    """A MemorySaver or a SqliteSaver on a fresh file."""
-    if request.param == "memory":
-        yield MemorySaver()
-        return
-    with SqliteSaver(str(tmp_path / "threads.sqlite")) as sqlite:
-        yield sqlite
 
 
 def two_approvals(effects: list[str]) -> Graph[State]:
