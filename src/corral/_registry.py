@@ -16,7 +16,7 @@ import linecache
 import sys
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from corral import _subgraph, targets
@@ -87,43 +87,30 @@ def node_spec(
     ``retry`` the graph's default retry policy and ``names`` the graph's node names (the
     names its annotation routes to are mapped to them).
     """
-    if entry.subgraph is not None:
-        sub = _subgraph.read_child(entry.subgraph, entry.name, keys)
-        return NodeSpec(
-            name=entry.name,
-            func=entry.func,
-            location=entry.location,
-            start=entry.start,
-            then=entry.then,
-            max_runs=entry.max_runs,
-            guards=entry.guards,
-            wait_for=entry.wait_for,
-            writes=_subgraph.writes_of(sub),
-            is_async=_subgraph.is_async(sub.graph),
-            ignore=entry.ignore,
-            subgraph=sub,
-        )
-    if entry.writes is not None:
-        writes: frozenset[str] | None = frozenset(entry.writes)
-    else:
-        writes = infer_writes(entry.func)
-    command = targets.read_command_targets(entry.func, entry.localns, table=names)
-    return NodeSpec(
+    declared = NodeSpec(
         name=entry.name,
         func=entry.func,
         location=entry.location,
         start=entry.start,
         then=entry.then,
-        command=command,
-        command_fanout=command is not None and infer_command_fanout(entry.func),
         max_runs=entry.max_runs,
         guards=entry.guards,
         wait_for=entry.wait_for,
-        writes=writes,
+        ignore=entry.ignore,
+    )
+    if entry.subgraph is not None:
+        sub = _subgraph.read_child(entry.subgraph, entry.name, keys)
+        is_async = _subgraph.is_async(sub.graph)
+        return replace(declared, writes=_subgraph.writes_of(sub), is_async=is_async, subgraph=sub)
+    command = targets.read_command_targets(entry.func, entry.localns, table=names)
+    return replace(
+        declared,
+        command=command,
+        command_fanout=command is not None and infer_command_fanout(entry.func),
+        writes=infer_writes(entry.func) if entry.writes is None else frozenset(entry.writes),
         writes_declared=entry.writes is not None,
         takes_ctx=takes_ctx(entry.func),
         is_async=inspect.iscoroutinefunction(entry.func),
-        ignore=entry.ignore,
         input=entry.input,
         retry=entry.retry if entry.retry is not None else retry,
         timeout_s=entry.timeout_s,

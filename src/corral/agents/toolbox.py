@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
+from corral._registry import caller_locals
 from corral.agents.messages import ToolCall, ToolMessage, tool_result
 from corral.errors import GraphError, ToolError
 from corral.runtime.context import Context
@@ -108,7 +108,8 @@ class Toolbox:
             raise ToolError(msg, tool="")
         self.timeout_s = timeout_s
         self._tools: dict[str, _Tool] = {}
-        localns = _caller_locals(_depth)
+        # tools defined inside a function may name its locals in their annotations
+        localns = caller_locals(_depth)
         for func in tools:
             tool = _read_tool(func, localns)
             if tool.name in self._tools:
@@ -210,17 +211,6 @@ class Toolbox:
         except Exception as exc:
             return _failed(call, tool, exc)
         return _answer(call, result)
-
-
-def _caller_locals(depth: int) -> dict[str, Any] | None:
-    """Return the locals of the frame ``depth`` calls up, unless they are its globals.
-
-    Annotations of tools defined inside a function (``from __future__ import annotations``)
-    name that function's locals, which ``get_type_hints`` cannot see on its own; the
-    ``Graph`` decorators capture them the same way.
-    """
-    frame = sys._getframe(depth + 1)
-    return None if frame.f_locals is frame.f_globals else dict(frame.f_locals)
 
 
 def _read_tool(func: ToolFunction, localns: Mapping[str, Any] | None = None) -> _Tool:
