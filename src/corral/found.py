@@ -99,36 +99,45 @@ def find_targets(
     langgraphs: list[tuple[str, Any]] = []
     for attr, value in list(vars(module).items()):
         if isinstance(value, Graph):
-            known = seen.get(id(value))
-            if known is not None:
-                if known in found:
-                    known.aliases = (*known.aliases, attr)
-                continue
-            target = Target(attr, source, graph=value, aliases=(attr,), failed=failed)
-            target.module = module if failed else None
-            seen[id(value)] = target
-            found.append(target)
+            if not _known(value, attr, seen, found):
+                target = _new(Target(attr, source, graph=value), value, seen, found, failed)
+                target.module = module if failed else None
         elif compiled is not None and isinstance(value, compiled):
             apps.append((attr, value))
         elif _is_langgraph(value):
             langgraphs.append((attr, value))
     for attr, app in apps:
-        known = seen.get(id(app))
-        if known is not None:
-            if known in found:
-                known.aliases = (*known.aliases, attr)
+        if _known(app, attr, seen, found):
             continue
         owner = _graph_of(app, found)
         if owner is not None:
             owner.app = owner.app or app
             owner.aliases = (*owner.aliases, attr)
             seen[id(app)] = owner
-            continue
-        target = Target(attr, source, app=app, aliases=(attr,), failed=failed)
-        seen[id(app)] = target
-        found.append(target)
+        else:
+            _new(Target(attr, source, app=app), app, seen, found, failed)
     found += _langgraph_targets(langgraphs, source, seen, failed=failed)
     return found
+
+
+def _known(value: object, attr: str, seen: dict[int, Target], found: list[Target]) -> bool:
+    """Return whether ``value`` is a target already; ``attr`` is then one more of its
+    aliases when it was found in this module."""
+    known = seen.get(id(value))
+    if known is not None and known in found and attr not in known.aliases:
+        known.aliases = (*known.aliases, attr)
+    return known is not None
+
+
+def _new(
+    target: Target, value: object, seen: dict[int, Target], found: list[Target], failed: bool
+) -> Target:
+    """Record ``target``, found under its ``name``, as the target of ``value``."""
+    target.aliases = (target.name,)
+    target.failed = failed
+    seen[id(value)] = target
+    found.append(target)
+    return target
 
 
 def _is_langgraph(value: object) -> bool:
@@ -149,16 +158,11 @@ def _langgraph_targets(
     ordered = sorted(values, key=lambda item: hasattr(item[1], "builder"))  # builders first
     for attr, value in ordered:
         builder = getattr(value, "builder", value)
-        known = seen.get(id(value)) or by_builder.get(id(builder))
-        if known is not None:
-            if known in found and attr not in known.aliases:
-                known.aliases = (*known.aliases, attr)
-            seen[id(value)] = known
-            continue
-        target = Target(attr, source, aliases=(attr,), failed=failed, langgraph=value)
-        seen[id(value)] = target
-        by_builder[id(builder)] = target
-        found.append(target)
+        if id(builder) in by_builder:
+            seen.setdefault(id(value), by_builder[id(builder)])
+        if not _known(value, attr, seen, found):
+            target = Target(attr, source, langgraph=value)
+            by_builder[id(builder)] = _new(target, value, seen, found, failed)
     return found
 
 
