@@ -12,25 +12,29 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import typing_extensions
 
 from corral import targets
-from corral._registry import NodeEntry, RouterEntry
 from corral.errors import GraphError
 
-__all__ = ["check_deps"]
+__all__ = ["Reader", "check_deps"]
 
 
-def check_deps(nodes: list[NodeEntry], routers: list[RouterEntry], deps_type: object) -> None:
-    """Raise ``GraphError`` naming the first node or router whose ``Context[X]`` ``deps_type``
-    cannot be; ``nodes`` and ``routers`` are a graph's records, its subgraphs' included.
+Reader = tuple[str, Callable[..., Any], Mapping[str, Any] | None]
+"""A node or router that may read ``ctx``: its label in messages, its function, and the
+locals its decorator captured."""
+
+
+def check_deps(readers: Iterable[Reader], deps_type: object) -> None:
+    """Raise ``GraphError`` naming the first of a graph's ``readers`` (its subgraphs'
+    included) whose ``Context[X]`` ``deps_type`` cannot be.
     """
     if not isinstance(deps_type, type) or deps_type in (object, Any):
         return
-    for label, func, localns in _readers(nodes, routers, ""):
+    for label, func, localns in readers:
         wanted = _context_deps(func, localns)
         if not isinstance(wanted, type) or wanted in (object, Any):
             continue
@@ -43,21 +47,6 @@ def check_deps(nodes: list[NodeEntry], routers: list[RouterEntry], deps_type: ob
             f"annotate its ctx as Context[{deps_type.__qualname__}]"
         )
         raise GraphError(msg)
-
-
-def _readers(
-    nodes: list[NodeEntry], routers: list[RouterEntry], where: str
-) -> Iterator[tuple[str, Callable[..., Any], Mapping[str, Any] | None]]:
-    for node in nodes:
-        child = node.subgraph.child if node.subgraph is not None else None
-        if child is not None:  # a child runs with its parent's deps
-            inner = f"{where}{node.name}/"
-            yield from _readers(getattr(child, "_nodes", []), getattr(child, "_routers", []), inner)
-        else:
-            yield f"node {where + node.name!r}", node.func, node.localns
-    for router in routers:
-        label = f"router {router.func.__name__!r} of {where + router.source!r}"
-        yield label, router.func, router.localns
 
 
 def _context_deps(func: Callable[..., Any], localns: Mapping[str, Any] | None) -> object:

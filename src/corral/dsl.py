@@ -9,7 +9,7 @@ The protocols the decorators are typed with live in :mod:`corral.signatures`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Never, overload
 
 from typing_extensions import TypeForm
@@ -358,6 +358,19 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
 
         return register
 
+    def _readers(self, where: str = "") -> Iterator[_deps.Reader]:
+        """Yield the nodes and routers that may read ``ctx``, a subgraph's by its path (a
+        child runs with its parent's deps)."""
+        for node in self._nodes:
+            child = node.subgraph.child if node.subgraph is not None else None
+            if isinstance(child, Graph):
+                yield from child._readers(f"{where}{node.name}/")
+            else:
+                yield f"node {where + node.name!r}", node.func, node.localns
+        for router in self._routers:
+            label = f"router {router.func.__name__!r} of {where + router.source!r}"
+            yield label, router.func, router.localns
+
     def spec(self) -> GraphSpec:
         """Return the graph as a :class:`GraphSpec`, reading every route annotation now."""
         names = self._names
@@ -457,7 +470,7 @@ class Graph(Generic[StateT, UpdateT, NodesT]):
             if _subgraph.find_node(spec, node) is None:  # a child's node by path: "sub/node"
                 msg = f"interrupt on unknown node {node!r}; name one of {list(spec.names)}"
                 raise GraphError(msg)
-        _deps.check_deps(self._nodes, self._routers, deps_type)
+        _deps.check_deps(self._readers(), deps_type)
         return CompiledGraph(
             spec,
             checkpointer=checkpointer,
