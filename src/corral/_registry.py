@@ -108,7 +108,6 @@ def node_spec(
         command=command,
         command_fanout=command is not None and infer_command_fanout(entry.func),
         writes=infer_writes(entry.func) if entry.writes is None else frozenset(entry.writes),
-        writes_declared=entry.writes is not None,
         takes_ctx=takes_ctx(entry.func),
         is_async=inspect.iscoroutinefunction(entry.func),
         input=entry.input,

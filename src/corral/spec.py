@@ -164,8 +164,6 @@ class NodeSpec:
     wait_for: tuple[str, ...] = ()
     writes: frozenset[str] | None = None
     """The keys the node may write; ``None`` when they are unknown."""
-    writes_declared: bool = False
-    """True when ``writes`` came from ``writes=`` rather than inference."""
     takes_ctx: bool = False
     is_async: bool = False
     ignore: tuple[str, ...] = ()

@@ -66,8 +66,8 @@ def test_spec_records_routes_guards_and_location() -> None:
     root_spec, _, b_spec = spec.nodes
     assert root_spec.then == ("a", "b") and root_spec.guards == (guard,)
     assert root_spec.max_runs == 4 and root_spec.start
-    assert root_spec.writes == {"n"} and not root_spec.writes_declared
-    assert b_spec.wait_for == ("a",) and b_spec.writes_declared and b_spec.takes_ctx
+    assert root_spec.writes == {"n"}
+    assert b_spec.wait_for == ("a",) and b_spec.writes == {"n"} and b_spec.takes_ctx
     _lines, first = inspect.getsourcelines(root)
     assert root_spec.location.line == first + 1  # the def line, after the decorator
     assert root_spec.location.file == __file__

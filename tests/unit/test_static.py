@@ -69,7 +69,6 @@ def _node_shape(n: NodeSpec) -> object:
         n.guards,
         n.wait_for,
         n.writes,
-        n.writes_declared,
         n.takes_ctx,
         n.is_async,
     )

@@ -210,7 +210,6 @@ class Reader:
             command=command,
             command_fanout=command is not None and infer_command_fanout(stub),
             writes=writes,
-            writes_declared=writes_value is not None,
             **fields,
             **_node_options(args),
         )
