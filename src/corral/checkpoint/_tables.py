@@ -17,7 +17,10 @@ difference is how a list of ids is passed (:data:`ITEMS_SQLITE`, :data:`ITEMS_PO
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
+
+from corral.errors import CheckpointError
 
 THREAD_INFO: Final = (
     "holder TEXT",
@@ -203,6 +206,79 @@ PENDING: Final = """
 SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id = :id
 ORDER BY task
 """
+
+
+LAYOUT: Final = "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
+"""The opener's table: one row, the store's layout version and the corral that wrote it."""
+
+
+def ensure_layout(
+    db: Any,
+    where: str,
+    *,
+    postgres: bool,
+    new: bool,
+    version: int,
+    older: str,
+    upgrade: tuple[int, Callable[[Any], None]] | None = None,
+) -> int:
+    """Create the tables of a ``new`` store, or check an existing one, in the caller's
+    transaction; return the layout the store had (``version`` when it was new).
+
+    A store of ``version`` gets the :data:`THREAD_INFO` columns it lacks; one of the layout
+    ``upgrade`` names is rewritten by its function, once, and then records ``version``. Any
+    other layout is refused by name (``older``: the way out for one older than this corral
+    reads), and the store is left as it was.
+    """
+    q = for_psycopg if postgres else str
+    stored = {"version": version, "writer": written_by()}
+    if new:
+        for statement in (LAYOUT, *(CREATE_POSTGRES if postgres else CREATE_SQLITE)):
+            db.execute(statement)
+        db.execute(q("INSERT INTO corral_schema VALUES (:version, :writer)"), stored)
+        return version
+    found = check_layout(db, where, (version, *upgrade[:1]) if upgrade else (version,), older)
+    if upgrade is not None and found == upgrade[0]:
+        upgrade[1](db)
+        db.execute(q("UPDATE corral_schema SET version = :version, written_by = :writer"), stored)
+        return found
+    present = {
+        column[0] for column in db.execute("SELECT * FROM corral_threads LIMIT 0").description
+    }
+    for column in THREAD_INFO:
+        if column.split()[0] not in present:
+            kind = column.replace("REAL", "double precision") if postgres else column
+            db.execute(f"ALTER TABLE corral_threads ADD COLUMN {kind}")
+    return found
+
+
+def check_layout(db: Any, where: str, reads: tuple[int, ...], older: str) -> int:
+    """Return the store's layout version when it is one of ``reads``; else raise
+    ``CheckpointError`` naming the layout, its writer and the way out."""
+    try:
+        row = db.execute("SELECT version, written_by FROM corral_schema").fetchone()
+    except Exception as exc:  # the table is missing or unreadable: only damage does that
+        row, problem = None, f" ({exc})"
+    else:
+        problem = ""
+    if row is None:
+        msg = (
+            f"{where!r} is marked as corral's but has no readable layout version{problem}; it "
+            "is damaged or was not written by corral: move it away, or use another one"
+        )
+        raise CheckpointError(msg, path=where)
+    found, writer = row
+    if found in reads:
+        return int(found)
+    if type(found) is int and found < min(reads):
+        msg = f"{where!r} holds checkpoints in layout {found} (written by {writer}), {older}"
+    else:
+        msg = (
+            f"{where!r} holds checkpoints in layout version {found!r} (written by {writer}); "
+            f"this corral reads version {reads[0]}: use the corral version that wrote them, "
+            "or another path or database"
+        )
+    raise CheckpointError(msg, path=where)
 
 
 def written_by() -> str:

@@ -18,6 +18,7 @@ from typing import Any, Final
 from corral.checkpoint import _tables
 from corral.checkpoint._rows import Packer
 from corral.checkpoint.serde import TAG
+from corral.errors import CheckpointError
 
 _DUMPS: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -52,8 +53,23 @@ FROM pending_writes AS w JOIN checkpoints AS k ON k.seq = w.seq
 """
 
 
-def upgrade(conn: sqlite3.Connection) -> None:
-    """Rewrite a layout-6 file in the new tables, inside the caller's write transaction."""
+def upgrade(conn: sqlite3.Connection, path: str) -> None:
+    """Rewrite a layout-6 file in the new tables, inside the caller's write transaction; a
+    row that cannot be read raises ``CheckpointError`` (the rollback leaves the file as it
+    was)."""
+    try:
+        _rewrite(conn)
+    except sqlite3.OperationalError:
+        raise
+    except Exception as exc:
+        msg = (
+            f"cannot upgrade {path!r} from layout 6: a row cannot be read ({exc!r}); the file "
+            "is left as it was: finish its threads with corral 0.1, or move it away"
+        )
+        raise CheckpointError(msg, path=path) from exc
+
+
+def _rewrite(conn: sqlite3.Connection) -> None:
     for statement in _tables.CREATE_SQLITE:
         conn.execute(statement)
     resolve = _Values(conn).resolve
