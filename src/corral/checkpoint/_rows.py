@@ -70,6 +70,29 @@ Known = dict[tuple[int, bytes], tuple[int, int]]
 """``(thread row id, content hash) -> (item id, bytes)`` of committed items."""
 
 
+Seen = dict[int, tuple[Any, Any, "int | list[Any]"]]
+"""``id(item) -> (item, its encoded tree, its reference)``: the list items a saver packed
+for a thread since (and in) its last snapshot, held so that no other object takes their id."""
+Encode = Callable[[Any, str, int], Any]
+
+
+_LEAVES: Final = frozenset((str, int, float, bool, type(None)))
+
+
+def _unchanged(value: Any, tree: Any) -> bool:
+    """Return whether ``value``, a dict of plain values, is still exactly the tree it was
+    encoded to: equal, with the same keys in the same order and values of the same types
+    (``True`` equals ``1``). Anything else is encoded again each time."""
+    if type(value) is not dict or type(tree) is not dict or value != tree:
+        return False
+    kinds = list(map(type, value.values()))
+    return (
+        list(value) == list(tree)
+        and kinds == list(map(type, tree.values()))
+        and (_LEAVES.issuperset(kinds))
+    )
+
+
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
@@ -92,12 +115,43 @@ class Packer:
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
+        self.seen: Seen = {}
+        """The list items this put packed (see :meth:`values`)."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
         if type(tree) is not dict or TAG in tree:
             return tree
         return {key: self._value(value) for key, value in tree.items()}
+
+    def values(self, values: Any, where: str, encode: Encode, last: Seen) -> Any:
+        """Return :meth:`state` of a state or an update (``where``: ``"state"``,
+        ``"update"``), encoding its values here with ``encode(value, where, depth)``. A list
+        item this saver packed before (``last``) that is the same object, still equal to the
+        tree it was encoded to, keeps its reference without being encoded again;
+        :attr:`seen` are the list items packed here."""
+        if type(values) is not dict or TAG in values or not all(type(k) is str for k in values):
+            return self.state(encode(values, where, 0))
+        tree: dict[str, Any] = {}
+        for key, value in values.items():
+            at = f"{where}[{key!r}]"
+            if type(value) is not list:
+                tree[key] = self._value(encode(value, at, 1))
+                continue
+            refs = [self._seen(x, f"{at}[{n}]", encode, last) for n, x in enumerate(value)]
+            large = any(type(ref) is int for ref in refs)
+            tree[key] = (
+                {TAG: "items", "v": refs} if large else [r[0] for r in refs if isinstance(r, list)]
+            )
+        return tree
+
+    def _seen(self, value: Any, where: str, encode: Encode, last: Seen) -> int | list[Any]:
+        found = last.get(id(value))
+        if found is None or found[0] is not value or not _unchanged(value, found[1]):
+            tree = encode(value, where, 2)
+            found = (value, tree, self._item(tree))
+        self.seen[id(value)] = found
+        return found[2]
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:

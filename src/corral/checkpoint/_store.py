@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
+from corral.checkpoint._rows import Damaged, Known, Packer, Rows, Seen, damaged, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
@@ -46,7 +46,7 @@ from corral.checkpoint.base import (
     taken,
     unknown_parent,
 )
-from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
+from corral.checkpoint.serde import Serializer, decode, encode, encode_record
 from corral.errors import CheckpointError
 
 SNAPSHOT_MIN: Final = 20
@@ -108,6 +108,8 @@ class Store(ThreadInfoStore):
         self._tallies: dict[str, _Tally] = {}
         self._read_items: dict[int, dict[int, str]] = {}
         """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
+        self._seen: dict[int, Seen] = {}
+        """Per thread row id, the list items this saver packed since its last snapshot."""
 
     def __enter__(self: T) -> T:
         return self
@@ -140,21 +142,23 @@ class Store(ThreadInfoStore):
         ``ConcurrentRunError``); ``SerializationError`` for a value JSON cannot hold,
         ``CheckpointError`` for a taken id, an unknown parent or a failing database."""
         check_thread_id(checkpoint.thread_id)
-        trees = encode_checkpoint(checkpoint, self.serializer)
+        meta = encode(checkpoint.meta, serializer=self.serializer, where="meta")
         packer, tally = self._writing(
-            "write a checkpoint to", lambda db, dumps: self._put(db, checkpoint, trees, dumps)
+            "write a checkpoint to", lambda db, dumps: self._put(db, checkpoint, meta, dumps)
         )
         with self._lock:
             if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
                 self._hashes.clear()
             self._hashes.update(packer.new)
+            seen = {} if checkpoint.snapshot is not None else self._seen.pop(packer.thread, {})
+            seen.update(packer.seen)
+            _remember(self._seen, packer.thread, seen, _READS)
             _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
-    def _put(
-        self, db: Db, checkpoint: Checkpoint, trees: tuple[Any, Any, Any], dumps: Any
-    ) -> tuple[Packer, _Tally]:
-        """Write the rows of one checkpoint inside the caller's transaction."""
-        q, (snapshot, writes, meta) = self.sql, trees
+    def _put(self, db: Db, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
+        """Write the rows of one checkpoint inside the caller's transaction (its values
+        encoded as they are packed: a value JSON cannot hold rolls it back)."""
+        q, snapshot = self.sql, checkpoint.snapshot
         holds = checkpoint.holds
         params: dict[str, Any] = {
             "thread": checkpoint.thread_id,
@@ -186,11 +190,18 @@ class Store(ThreadInfoStore):
             return int(db.execute(insert, {"thread": thread, "data": text}).fetchone()[0])
 
         packer = Packer(thread, self._hashes, store_item, dumps)
+        with self._lock:
+            last = self._seen.get(thread, {})
         params["snapshot"] = None
         if snapshot is not None:
             self._hash_read_items(thread)
-            params["snapshot"] = dumps(packer.state(snapshot))
-        params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
+            params["snapshot"] = dumps(packer.values(snapshot, "state", self._encoder(""), last))
+        params["writes"] = dumps(
+            [
+                [node, packer.values(update, "update", self._encoder(node), last)]
+                for node, update in checkpoint.writes
+            ]
+        )
         params["meta"] = dumps(meta)
         db.execute(q(sql.PUT_CHECKPOINT), params)
         if checkpoint.parent_id is not None:
@@ -198,6 +209,13 @@ class Store(ThreadInfoStore):
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]
         stored = packer.written + sum(map(len, texts))
         return packer, self._tally(checkpoint, stored)
+
+    def _encoder(self, node: str) -> Callable[[Any, str, int], Any]:
+        """Return the encoding of the values of a state (or of ``node``'s update)."""
+        owner = f"written by {node!r}" if node else ""
+        return lambda value, where, depth: encode(
+            value, serializer=self.serializer, where=where, owner=owner, depth=depth
+        )
 
     def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
