@@ -192,10 +192,13 @@ class Rows:
         """The rows, their texts parsed."""
         self.sizes: list[int] = []
         """Bytes of each row's texts."""
+        self.ids: list[list[int]] = []
+        """The ids of the items each row refers to."""
         for checkpoint_id, parent_id, snapshot, writes, meta in rows:
             try:
                 trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
                 self.rows.append((checkpoint_id, parent_id, *trees, json.loads(meta)))
+                self.ids.append(_item_ids(*trees))
             except Exception as exc:
                 damaged(where, thread_id, checkpoint_id, exc)
             self.sizes.append(len(snapshot or "") + len(writes) + len(meta))
@@ -205,7 +208,7 @@ class Rows:
 
     def fetch(self, read: Callable[[list[int]], Iterable[tuple[int, str]]]) -> dict[int, str]:
         """Read the items the rows refer to with ``read(ids)``; return their texts by id."""
-        ids = sorted(set(item_ids(self.rows)))
+        ids = sorted({n for row in self.ids for n in row})
         self.items = dict(read(ids)) if ids else {}
         try:  # parsed together: one call for thousands of chat messages
             trees = json.loads("[" + ",".join(self.items.values()) + "]")
@@ -218,9 +221,9 @@ class Rows:
         """Return the rows as checkpoints (damage named with the row's checkpoint)."""
         return [self._checkpoint(*row) for row in self.rows]
 
-    def item_bytes(self, row: Row) -> int:
-        """Return the bytes of the items ``row`` (parsed) refers to."""
-        return sum(len(self.items.get(n, "")) for n in item_ids([row]))
+    def item_bytes(self, row: int) -> int:
+        """Return the bytes of the items the ``row``-th row refers to."""
+        return sum(len(self.items.get(n, "")) for n in self.ids[row])
 
     def _checkpoint(
         self, checkpoint_id: str, parent_id: str | None, snapshot: Any, writes: Any, meta: Any
@@ -228,16 +231,8 @@ class Rows:
         where = f"checkpoint {checkpoint_id!r} of thread {self.thread_id!r}"
         try:
             state = None if snapshot is None else self._state(snapshot, f"the state of {where}")
-            if type(writes) is not list or not all(
-                type(w) is list and len(w) == 2 and type(w[0]) is str for w in writes
-            ):
-                raise Damaged("its writes are not (node, update) pairs")
             pairs = [(node, self._state(u, f"the writes of {where}")) for node, u in writes]
-            if not all(type(update) is dict for _, update in pairs):
-                raise Damaged("its writes are not (node, update) pairs")
             info = decode(meta, serializer=self.serializer, where=f"the meta of {where}")
-            if type(info) is not dict:
-                raise Damaged("its meta is not an object")
             problem = meta_problem(info)
             if problem is not None:
                 raise Damaged(problem)
@@ -282,22 +277,26 @@ class Rows:
         return decode(tree, serializer=self.serializer, where=where)
 
 
-def item_ids(rows: Iterable[Row]) -> list[int]:
-    """Return the ids of the items parsed ``rows`` refer to."""
+def _is_dict(tree: Any) -> bool:
+    """Return whether ``tree`` decodes to a dict."""
+    return type(tree) is dict and tree.get(TAG, "dict") == "dict"
+
+
+def _item_ids(snapshot: Any, writes: Any) -> list[int]:
+    """Return the ids of the items a row's parsed texts refer to; ``Damaged`` for writes
+    that are not ``(node, update)`` pairs."""
+    if type(writes) is not list or not all(
+        type(w) is list and len(w) == 2 and type(w[0]) is str and _is_dict(w[1]) for w in writes
+    ):
+        raise Damaged("its writes are not (node, update) pairs")
     ids: list[int] = []
-    for _, _, snapshot, writes, _ in rows:
-        trees: list[Any] = [snapshot] if type(snapshot) is dict else []
-        if type(writes) is list:
-            trees.extend(pair[1] for pair in writes if type(pair) is list and len(pair) == 2)
-        for tree in trees:
-            if type(tree) is not dict or TAG in tree:
-                continue
-            for value in tree.values():
-                kind = value.get(TAG) if type(value) is dict else None
-                if kind == "items" and type(value.get("v")) is list:
-                    ids.extend([ref for ref in value["v"] if type(ref) is int])
-                elif kind == "item" and type(value.get("v")) is int:
-                    ids.append(value["v"])
+    for tree in [snapshot, *(update for _, update in writes)]:
+        for value in tree.values() if type(tree) is dict and TAG not in tree else ():
+            kind = value.get(TAG) if type(value) is dict else None
+            if kind == "items" and type(value.get("v")) is list:
+                ids.extend([ref for ref in value["v"] if type(ref) is int])
+            elif kind == "item" and type(value.get("v")) is int:
+                ids.append(value["v"])
     return ids
 
 
@@ -359,7 +358,7 @@ _SHAPES: Final[dict[str, tuple[Check, str]]] = {
 """Each key the engine reads from ``meta``: the check its value must pass, and its shape."""
 
 
-def meta_problem(meta: dict[str, Any]) -> str | None:
+def meta_problem(meta: Any) -> str | None:
     """Return what is wrong with an engine-written ``meta`` (its first wrong key), or ``None``.
 
     >>> meta_problem({"format": 1, "next": [{"node": "draft"}], "steps": 2})
@@ -367,6 +366,8 @@ def meta_problem(meta: dict[str, Any]) -> str | None:
     "its meta 'next' is 5, not a list of tasks ({'node': ...})"
     >>> meta_problem({"next": 5})  # not the engine's: any JSON is stored and read back
     """
+    if type(meta) is not dict:
+        return "its meta is not an object"
     if "format" not in meta:
         return None
     for key, (fits, shape) in _SHAPES.items():

@@ -438,6 +438,5 @@ def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
 
 def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
-    pairs = zip(read.sizes[1:], read.rows[1:], strict=True)
-    after = [size + read.item_bytes(row) for size, row in pairs]
+    after = [size + read.item_bytes(n) for n, size in enumerate(read.sizes[1:], 1)]
     return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], (after or [0])[-1])

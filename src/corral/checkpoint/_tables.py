@@ -68,32 +68,25 @@ CREATE TABLE corral_pending (
 )
 """
 
-CREATE_SQLITE: Final = tuple(
-    s.strip()
-    for s in _TABLES.format(
-        id="INTEGER PRIMARY KEY",
-        thread_id="INTEGER PRIMARY KEY AUTOINCREMENT",
-        int="INTEGER",
-        info=", ".join(THREAD_INFO),
-    ).split(";")
-)
-"""The tables of a new SQLite file (``corral_schema`` is the opener's). A thread's row id is
-never used again, as in PostgreSQL: a saver's memory of the items stored by a thread (by
-row id) must not apply to a thread made after it was deleted."""
 
-CREATE_POSTGRES: Final = tuple(
-    s.strip()
-    for s in _TABLES.format(
-        id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        thread_id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        int="bigint",
+def create_tables(postgres: bool) -> list[str]:
+    """Return the statements that make the tables of a new store (``corral_schema`` is the
+    opener's). A thread's row id is never used again, in SQLite as in PostgreSQL: a saver's
+    memory of the items stored by a thread (by row id) must not apply to a thread made after
+    it was deleted."""
+    key = "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    tables = _TABLES.format(
+        id=key if postgres else "INTEGER PRIMARY KEY",
+        thread_id=key if postgres else "INTEGER PRIMARY KEY AUTOINCREMENT",
+        int="bigint" if postgres else "INTEGER",
         info=", ".join(THREAD_INFO),
     )
-    .replace("TEXT", "text")
-    .replace("REAL", "double precision")
-    .split(";")
-)
-"""The tables of a new PostgreSQL database (``corral_schema`` is the opener's)."""
+    return [_typed(statement.strip(), postgres) for statement in tables.split(";")]
+
+
+def _typed(statement: str, postgres: bool) -> str:
+    return statement.replace("REAL", "double precision") if postgres else statement
+
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
 """The thread's row, once it has a checkpoint (``newest = ''``: recorded, none yet)."""
@@ -233,7 +226,7 @@ def ensure_layout(
     q = for_psycopg if postgres else str
     stored = {"version": version, "writer": written_by()}
     if new:
-        for statement in (LAYOUT, *(CREATE_POSTGRES if postgres else CREATE_SQLITE)):
+        for statement in (LAYOUT, *create_tables(postgres)):
             db.execute(statement)
         db.execute(q("INSERT INTO corral_schema VALUES (:version, :writer)"), stored)
         return version
@@ -247,8 +240,7 @@ def ensure_layout(
     }
     for column in THREAD_INFO:
         if column.split()[0] not in present:
-            kind = column.replace("REAL", "double precision") if postgres else column
-            db.execute(f"ALTER TABLE corral_threads ADD COLUMN {kind}")
+            db.execute(_typed(f"ALTER TABLE corral_threads ADD COLUMN {column}", postgres))
     return found
 
 

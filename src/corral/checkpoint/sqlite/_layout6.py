@@ -70,7 +70,7 @@ def upgrade(conn: sqlite3.Connection, path: str) -> None:
 
 
 def _rewrite(conn: sqlite3.Connection) -> None:
-    for statement in _tables.CREATE_SQLITE:
+    for statement in _tables.create_tables(postgres=False):
         conn.execute(statement)
     resolve = _Values(conn).resolve
     new_ids: dict[int, int] = {}
