@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
+from typing import Any, ClassVar, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Damaged, Known, Packer, Rows, Seen, damaged, digest
@@ -65,12 +65,6 @@ _DUMPS_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).enc
 T = TypeVar("T")
 
 
-class Db(Protocol):
-    """What the store needs of a connection (``sqlite3.Connection``, ``psycopg.Connection``)."""
-
-    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
-
-
 class _Tally(NamedTuple):
     """What a thread stored up to ``checkpoint_id``: checkpoints and bytes since its last
     snapshot, the bytes of that snapshot, and of the last checkpoint."""
@@ -95,9 +89,8 @@ class Store(ThreadInfoStore):
     where: str
     serializer: Serializer | None
     items_query: str
-    """How to fetch items by id (the one statement that differs between the databases)."""
-    ids_param: Callable[[list[int]], Any]
-    """The parameter :attr:`items_query` takes for a list of ids."""
+    """How to fetch items by the JSON array of their ids (the one statement that differs
+    between the databases)."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
 
@@ -120,10 +113,10 @@ class Store(ThreadInfoStore):
     def close(self) -> None:
         raise NotImplementedError
 
-    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Db]:
+    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def _writing(self, verb: str, work: Callable[[Db, Callable[[Any], str]], T]) -> T:
+    def _writing(self, verb: str, work: Callable[[Any, Callable[[Any], str]], T]) -> T:
         """Return ``work(db, dumps)`` run in a write transaction, after the context's fence
         (see :func:`~corral.checkpoint.base.fenced`); run it again with every non-ASCII
         character escaped when a text holds a lone surrogate (not UTF-8)."""
@@ -155,7 +148,7 @@ class Store(ThreadInfoStore):
             _remember(self._seen, packer.thread, seen, _READS)
             _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
-    def _put(self, db: Db, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
+    def _put(self, db: Any, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
         """Write the rows of one checkpoint inside the caller's transaction (its values
         encoded as they are packed: a value JSON cannot hold rolls it back)."""
         q, snapshot = self.sql, checkpoint.snapshot
@@ -228,7 +221,7 @@ class Store(ThreadInfoStore):
         since, stored_since = last.since + 1, last.stored_since + stored
         return _Tally(new, since, stored_since, last.snapshot_stored, stored)
 
-    def _refused(self, db: Db, checkpoint: Checkpoint) -> str:
+    def _refused(self, db: Any, checkpoint: Checkpoint) -> str:
         """Raise the error for a put whose compare-and-set changed nothing, or return the
         thread's holder when it alone stood in the way and is no longer live."""
         params = {
@@ -280,7 +273,7 @@ class Store(ThreadInfoStore):
         check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
 
-        def work(db: Db, dumps: Callable[[Any], str]) -> None:
+        def work(db: Any, dumps: Callable[[Any], str]) -> None:
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
                 raise no_checkpoint(thread_id, checkpoint_id, self.where)
@@ -365,17 +358,17 @@ class Store(ThreadInfoStore):
         with self._transaction("read threads from", read=True) as db:
             return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
 
-    def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:
+    def _thread_of(self, db: Any, thread_id: str, checkpoint_id: str) -> int | None:
         """Return the row id of the thread when it has ``checkpoint_id``, else ``None``."""
         params = {"thread": thread_id, "id": checkpoint_id}
         found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
         return None if found is None else int(found[0])
 
-    def _items_reader(self, db: Db) -> Callable[[list[int]], Any]:
+    def _items_reader(self, db: Any) -> Callable[[list[int]], Any]:
         query = self.items_query
-        return lambda ids: db.execute(query, {"ids": self.ids_param(ids)}).fetchall()
+        return lambda ids: db.execute(query, {"ids": json.dumps(ids)}).fetchall()
 
-    def _fetch(self, db: Db, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
+    def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
         """Return the rows of ``query``; when they cannot be fetched (text that is not UTF-8,
         a damaged page), name the first row of the thread that cannot."""
         params = {"thread": thread, "id": wanted}

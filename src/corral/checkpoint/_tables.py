@@ -11,7 +11,7 @@ thread (metadata, its last run's status) belong in ``corral_threads``. The worke
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here
 (``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); the one
-difference is how a list of ids is passed (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
+difference is how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
 """
 
 from __future__ import annotations
@@ -187,8 +187,10 @@ ITEMS_SQLITE: Final = (
     "SELECT id, data FROM corral_items WHERE id IN (SELECT value FROM json_each(:ids))"
 )
 """The stored items with the ids of ``:ids``, a JSON array."""
-ITEMS_POSTGRES: Final = "SELECT id, data FROM corral_items WHERE id = ANY(:ids)"
-"""The stored items with the ids of ``:ids``, a list."""
+ITEMS_POSTGRES: Final = """
+SELECT id, data FROM corral_items
+WHERE id IN (SELECT CAST(json_array_elements_text(CAST(:ids AS json)) AS bigint))
+"""
 
 PUT_PENDING: Final = """
 INSERT INTO corral_pending (thread, checkpoint_id, task, record)
