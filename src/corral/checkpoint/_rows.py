@@ -13,7 +13,8 @@ An id is an item; a one-element list holds a small item inline.
 A write that appends a message stores the message once and the snapshots after it refer
 to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
 per thread: the saver remembers the content hash of each item it wrote or read
-(:func:`digest`).
+(:func:`digest`), and a flat list item it packed itself, still exactly as it was, keeps its
+reference without being encoded and hashed again (:meth:`Packer.values`).
 
 Everything else (the meta, small values, values inside a value) is the JSON tree of
 :mod:`corral.checkpoint.serde`, as it is.
@@ -82,15 +83,12 @@ _LEAVES: Final = frozenset((str, int, float, bool, type(None)))
 def _unchanged(value: Any, tree: Any) -> bool:
     """Return whether ``value``, a dict of plain values, is still exactly the tree it was
     encoded to: equal, with the same keys in the same order and values of the same types
-    (``True`` equals ``1``). Anything else is encoded again each time."""
+    (``True == 1``, yet it is stored as ``true``). Anything else is encoded again each time."""
     if type(value) is not dict or type(tree) is not dict or value != tree:
         return False
     kinds = list(map(type, value.values()))
-    return (
-        list(value) == list(tree)
-        and kinds == list(map(type, tree.values()))
-        and (_LEAVES.issuperset(kinds))
-    )
+    same_kinds = kinds == list(map(type, tree.values()))
+    return same_kinds and _LEAVES.issuperset(kinds) and list(value) == list(tree)
 
 
 class Packer:
