@@ -94,21 +94,14 @@ def _unchanged(value: Any, tree: Any) -> bool:
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert(text)`` stores one item and returns its id; ``known`` are the items already
-    stored.
+    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``) and
+    returns its id; ``known`` are the items already stored.
     """
 
     def __init__(
-        self,
-        thread: int,
-        known: Known,
-        insert: Callable[[str], int],
-        dumps: Callable[[Any], str],
+        self, db: Any, insert: str, thread: int, known: Known, dumps: Callable[[Any], str]
     ) -> None:
-        self.thread = thread
-        self.known = known
-        self.insert = insert
-        self.dumps = dumps
+        self.db, self.insert, self.thread, self.known, self.dumps = db, insert, thread, known, dumps
         self.new: Known = {}
         """The items this put stored (to remember once it commits)."""
         self.written = 0
@@ -167,7 +160,8 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            found = self.new[key] = (self.insert(text), len(text))
+            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
+            found = self.new[key] = (int(row[0]), len(text))
             self.written += len(text)
         return found[0]
 

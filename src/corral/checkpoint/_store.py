@@ -173,16 +173,7 @@ class Store(ThreadInfoStore):
                 self._refused(db, checkpoint)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
-        if checkpoint.newest_read is not None and checkpoint.parent_id is not None:
-            parent = {"thread": thread, "id": checkpoint.parent_id}
-            if db.execute(q(sql.HAS_CHECKPOINT), parent).fetchone() is None:
-                raise unknown_parent(checkpoint, self.where)
-        insert = q(sql.PUT_ITEM)
-
-        def store_item(text: str) -> int:
-            return int(db.execute(insert, {"thread": thread, "data": text}).fetchone()[0])
-
-        packer = Packer(thread, self._hashes, store_item, dumps)
+        packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
         with self._lock:
             last = self._seen.get(thread, {})
         params["snapshot"] = None

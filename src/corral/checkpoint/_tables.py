@@ -115,23 +115,21 @@ WHERE name = :thread AND newest = :expected
     AND (holder IS NULL OR holder = :run OR holder = :lapsed)
     AND NOT EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
+    AND (CAST(:parent AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = corral_threads.id AND c.checkpoint_id = :parent))
 RETURNING id
 """
 """The compare-and-set of every later checkpoint (no row back: the newest is another,
-another run holds the thread, or the id is taken; ``:lapsed`` names a holder found no
-longer live). Once it changed the row, the put's inserts cannot conflict. In
-PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
-commit, then finds the new ``newest``."""
+another run holds the thread, the id is taken, or the parent is unknown: a fork's may be
+any; ``:lapsed`` names a holder found no longer live). Once it changed the row, the put's
+inserts cannot conflict. In PostgreSQL the ``UPDATE`` locks the thread's row: a second
+writer waits for the first to commit, then finds the new ``newest``."""
 
 HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
 RELEASE: Final = """
 UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
 WHERE name = :thread AND holder = :run
 """
-
-HAS_CHECKPOINT: Final = (
-    "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
-)
 
 PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data) RETURNING id"
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
 from typing import Any, Final
 
 from corral.checkpoint import _tables
@@ -91,7 +90,7 @@ def _rewrite(conn: sqlite3.Connection) -> None:
             for key in delta.get("del", ()):
                 meta_tree.pop(key, None)
         metas[thread, checkpoint_id] = meta_tree
-        packer = Packer(thread, {}, _inserter(conn, thread), _DUMPS)
+        packer = Packer(conn, _tables.PUT_ITEM, thread, {}, _DUMPS)
         state = None if snapshot is None else packer.state(resolve(json.loads(snapshot)))
         pairs = [[node, packer.state(update)] for node, update in resolve(json.loads(writes))]
         params = {"thread": thread, "id": checkpoint_id, "parent": parent_id}
@@ -103,14 +102,6 @@ def _rewrite(conn: sqlite3.Connection) -> None:
         conn.execute(_tables.PUT_PENDING, params | {"record": _DUMPS(resolve(json.loads(record)))})
     for statement in _OLD:
         conn.execute(statement)
-
-
-def _inserter(conn: sqlite3.Connection, thread: int) -> Callable[[str], int]:
-    def insert(text: str) -> int:
-        row = conn.execute(_tables.PUT_ITEM, {"thread": thread, "data": text}).fetchone()
-        return int(row[0])
-
-    return insert
 
 
 class _Values:
