@@ -198,10 +198,11 @@ class Rows:
         """The texts of the items the rows refer to, by id."""
         self._parsed: dict[int, Any] = {}
 
-    def fetch(self, read: Callable[[list[int]], Iterable[tuple[int, str]]]) -> dict[int, str]:
-        """Read the items the rows refer to with ``read(ids)``; return their texts by id."""
+    def fetch(self, db: Any, query: str) -> dict[int, str]:
+        """Read the items the rows refer to from ``db`` with ``query`` (taking the JSON array
+        of their ids); return their texts by id."""
         ids = sorted({n for row in self.ids for n in row})
-        self.items = dict(read(ids)) if ids else {}
+        self.items = dict(db.execute(query, {"ids": json.dumps(ids)}).fetchall()) if ids else {}
         try:  # parsed together: one call for thousands of chat messages
             trees = json.loads("[" + ",".join(self.items.values()) + "]")
         except Exception:  # a damaged item: each is parsed on its own, and named

@@ -312,7 +312,7 @@ class Store(ThreadInfoStore):
             read = Rows(
                 self.where, self.serializer, thread_id, self._ordered(thread_id, rows, wanted)
             )
-            items = read.fetch(self._items_reader(db))
+            items = read.fetch(db, self.items_query)
         chain = read.checkpoints()
         with self._lock:
             _remember(self._read_items, thread, items, _READS)
@@ -334,7 +334,7 @@ class Store(ThreadInfoStore):
                 if parent_id is not None and parent_id not in ids:
                     self._broken(thread_id, checkpoint_id, f"its parent {parent_id!r} is missing")
             read = Rows(self.where, self.serializer, thread_id, rows)
-            read.fetch(self._items_reader(db))
+            read.fetch(db, self.items_query)
         return read.checkpoints()
 
     def newest_id(self, thread_id: str) -> str | None:
@@ -354,10 +354,6 @@ class Store(ThreadInfoStore):
         params = {"thread": thread_id, "id": checkpoint_id}
         found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
         return None if found is None else int(found[0])
-
-    def _items_reader(self, db: Any) -> Callable[[list[int]], Any]:
-        query = self.items_query
-        return lambda ids: db.execute(query, {"ids": json.dumps(ids)}).fetchall()
 
     def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
         """Return the rows of ``query``; when they cannot be fetched (text that is not UTF-8,
