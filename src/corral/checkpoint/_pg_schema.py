@@ -29,7 +29,10 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
-        older = "finish its threads with the corral that wrote it, or use another database"
+        older = (
+            "an older layout this corral cannot read; finish its threads with the corral "
+            "that wrote it, or use another database or schema"
+        )
         new = not (exists and exists[0])
         ensure_layout(conn, where, postgres=True, new=new, version=SCHEMA_VERSION, older=older)
 
