@@ -427,6 +427,26 @@ def test_a_list_item_changed_in_place_is_stored_as_it_is_now(make_saver: MakeSav
     assert third["history"][1] == (1, 2)
 
 
+def test_an_item_changed_in_place_to_an_equal_value_of_another_type_keeps_its_type(
+    make_saver: MakeSaver,
+) -> None:
+    """An item changed in place to values equal to the old ones (``True`` for ``1``, keys
+    in another order) is stored as it is now, type for type and key for key."""
+    saver = make_saver()
+    item: dict[str, Any] = {"text": "x " * 100, "n": 1, "m": 2}
+    saver.put(Checkpoint("t", "a", None, {"log": [item]}, [], {}))
+    item["n"] = True
+    item["m"] = item.pop("m") * 1.0
+    saver.put(Checkpoint("t", "b", "a", {"log": [item]}, [], {}))
+    back = saver.chain("t")[-1].snapshot
+    assert back is not None
+    assert [(k, type(v)) for k, v in back["log"][0].items()] == [
+        ("text", str),
+        ("n", bool),
+        ("m", float),
+    ]
+
+
 def test_a_written_item_changed_before_the_snapshot_is_stored_as_it_is_then(
     make_saver: MakeSaver,
 ) -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from corral.checkpoint._tables import CREATE_POSTGRES, written_by
-from corral.checkpoint._thread_info import add_info_columns
+from corral.checkpoint._tables import ensure_layout
 from corral.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -25,47 +24,17 @@ SCHEMA_LOCK: Final = 0x4352524C
 
 
 def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
-    """Create corral's tables in a fresh database, or check (and migrate) an existing one.
-
-    Raises:
-        CheckpointError: the database holds a newer layout, or a damaged one.
-    """
+    """Create corral's tables in a fresh database, or check an existing one (see
+    :func:`~corral.checkpoint._tables.ensure_layout`)."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
-        if not (exists and exists[0]):
-            conn.execute(
-                "CREATE TABLE corral_schema (version integer NOT NULL, written_by text NOT NULL)"
-            )
-            for statement in CREATE_POSTGRES:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO corral_schema VALUES (%s, %s)",
-                (SCHEMA_VERSION, written_by()),
-            )
-            return
-        row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
-        if row is None:
-            msg = (
-                f"{where!r} has a corral_schema table without a version row; the database "
-                "is damaged or was not written by corral: use another database or schema"
-            )
-            raise CheckpointError(msg, path=where)
-        version, writer = int(row[0]), str(row[1])
-        if version != SCHEMA_VERSION:
-            newer = version > SCHEMA_VERSION
-            how = "upgrade corral" if newer else "finish its threads with the corral that wrote it"
-            msg = (
-                f"{where!r} holds checkpoints in layout version {version} (written by "
-                f"{writer}); this corral reads version {SCHEMA_VERSION}: {how}, or use "
-                "another database or schema"
-            )
-            raise CheckpointError(msg, path=where)
-        present = conn.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = 'corral_threads'"
-        ).fetchall()
-        add_info_columns(conn, {str(name) for (name,) in present}, postgres=True)
+        older = (
+            "an older layout this corral cannot read; finish its threads with the corral "
+            "that wrote it, or use another database or schema"
+        )
+        new = not (exists and exists[0])
+        ensure_layout(conn, where, postgres=True, new=new, version=SCHEMA_VERSION, older=older)
 
 
 def redact(conninfo: str) -> str:

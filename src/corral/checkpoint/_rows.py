@@ -13,7 +13,8 @@ An id is an item; a one-element list holds a small item inline.
 A write that appends a message stores the message once and the snapshots after it refer
 to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
 per thread: the saver remembers the content hash of each item it wrote or read
-(:func:`digest`).
+(:func:`digest`), and a flat list item it packed itself, still exactly as it was, keeps its
+reference without being encoded and hashed again (:meth:`Packer.values`).
 
 Everything else (the meta, small values, values inside a value) is the JSON tree of
 :mod:`corral.checkpoint.serde`, as it is.
@@ -70,34 +71,78 @@ Known = dict[tuple[int, bytes], tuple[int, int]]
 """``(thread row id, content hash) -> (item id, bytes)`` of committed items."""
 
 
+Seen = dict[int, tuple[Any, Any, "int | list[Any]"]]
+"""``id(item) -> (item, its encoded tree, its reference)``: the list items a saver packed
+for a thread since (and in) its last snapshot, held so that no other object takes their id."""
+Encode = Callable[[Any, str, int], Any]
+
+
+_LEAVES: Final = frozenset((str, int, float, bool, type(None)))
+
+
+def _unchanged(value: Any, tree: Any) -> bool:
+    """Return whether ``value``, a dict of plain values, is still exactly the tree it was
+    encoded to: equal, with the same keys in the same order and values of the same types
+    (``True == 1``, yet it is stored as ``true``). Anything else is encoded again each time."""
+    if type(value) is not dict or type(tree) is not dict or value != tree:
+        return False
+    kinds = list(map(type, value.values()))
+    same_kinds = kinds == list(map(type, tree.values()))
+    return same_kinds and _LEAVES.issuperset(kinds) and list(value) == list(tree)
+
+
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert(text)`` stores one item and returns its id; ``known`` are the items already
-    stored.
+    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``) and
+    returns its id; ``known`` are the items already stored.
     """
 
     def __init__(
-        self,
-        thread: int,
-        known: Known,
-        insert: Callable[[str], int],
-        dumps: Callable[[Any], str],
+        self, db: Any, insert: str, thread: int, known: Known, dumps: Callable[[Any], str]
     ) -> None:
-        self.thread = thread
-        self.known = known
-        self.insert = insert
-        self.dumps = dumps
+        self.db, self.insert, self.thread, self.known, self.dumps = db, insert, thread, known, dumps
         self.new: Known = {}
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
+        self.seen: Seen = {}
+        """The list items this put packed (see :meth:`values`)."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
         if type(tree) is not dict or TAG in tree:
             return tree
         return {key: self._value(value) for key, value in tree.items()}
+
+    def values(self, values: Any, where: str, encode: Encode, last: Seen) -> Any:
+        """Return :meth:`state` of a state or an update (``where``: ``"state"``,
+        ``"update"``), encoding its values here with ``encode(value, where, depth)``. A list
+        item this saver packed before (``last``) that is the same object, still equal to the
+        tree it was encoded to, keeps its reference without being encoded again;
+        :attr:`seen` are the list items packed here."""
+        if type(values) is not dict or TAG in values or not all(type(k) is str for k in values):
+            return self.state(encode(values, where, 0))
+        tree: dict[str, Any] = {}
+        for key, value in values.items():
+            at = f"{where}[{key!r}]"
+            if type(value) is not list:
+                tree[key] = self._value(encode(value, at, 1))
+                continue
+            refs = [self._seen(x, f"{at}[{n}]", encode, last) for n, x in enumerate(value)]
+            large = any(type(ref) is int for ref in refs)
+            tree[key] = (
+                {TAG: "items", "v": refs} if large else [r[0] for r in refs if isinstance(r, list)]
+            )
+        return tree
+
+    def _seen(self, value: Any, where: str, encode: Encode, last: Seen) -> int | list[Any]:
+        found = last.get(id(value))
+        if found is None or found[0] is not value or not _unchanged(value, found[1]):
+            tree = encode(value, where, 2)
+            found = (value, tree, self._item(tree))
+        self.seen[id(value)] = found
+        return found[2]
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:
@@ -115,7 +160,8 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            found = self.new[key] = (self.insert(text), len(text))
+            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
+            found = self.new[key] = (int(row[0]), len(text))
             self.written += len(text)
         return found[0]
 
@@ -138,10 +184,13 @@ class Rows:
         """The rows, their texts parsed."""
         self.sizes: list[int] = []
         """Bytes of each row's texts."""
+        self.ids: list[list[int]] = []
+        """The ids of the items each row refers to."""
         for checkpoint_id, parent_id, snapshot, writes, meta in rows:
             try:
                 trees = [None if snapshot is None else json.loads(snapshot), json.loads(writes)]
                 self.rows.append((checkpoint_id, parent_id, *trees, json.loads(meta)))
+                self.ids.append(_item_ids(*trees))
             except Exception as exc:
                 damaged(where, thread_id, checkpoint_id, exc)
             self.sizes.append(len(snapshot or "") + len(writes) + len(meta))
@@ -149,10 +198,11 @@ class Rows:
         """The texts of the items the rows refer to, by id."""
         self._parsed: dict[int, Any] = {}
 
-    def fetch(self, read: Callable[[list[int]], Iterable[tuple[int, str]]]) -> dict[int, str]:
-        """Read the items the rows refer to with ``read(ids)``; return their texts by id."""
-        ids = sorted(set(item_ids(self.rows)))
-        self.items = dict(read(ids)) if ids else {}
+    def fetch(self, db: Any, query: str) -> dict[int, str]:
+        """Read the items the rows refer to from ``db`` with ``query`` (taking the JSON array
+        of their ids); return their texts by id."""
+        ids = sorted({n for row in self.ids for n in row})
+        self.items = dict(db.execute(query, {"ids": json.dumps(ids)}).fetchall()) if ids else {}
         try:  # parsed together: one call for thousands of chat messages
             trees = json.loads("[" + ",".join(self.items.values()) + "]")
         except Exception:  # a damaged item: each is parsed on its own, and named
@@ -164,9 +214,9 @@ class Rows:
         """Return the rows as checkpoints (damage named with the row's checkpoint)."""
         return [self._checkpoint(*row) for row in self.rows]
 
-    def item_bytes(self, row: Row) -> int:
-        """Return the bytes of the items ``row`` (parsed) refers to."""
-        return sum(len(self.items.get(n, "")) for n in item_ids([row]))
+    def item_bytes(self, row: int) -> int:
+        """Return the bytes of the items the ``row``-th row refers to."""
+        return sum(len(self.items.get(n, "")) for n in self.ids[row])
 
     def _checkpoint(
         self, checkpoint_id: str, parent_id: str | None, snapshot: Any, writes: Any, meta: Any
@@ -174,16 +224,8 @@ class Rows:
         where = f"checkpoint {checkpoint_id!r} of thread {self.thread_id!r}"
         try:
             state = None if snapshot is None else self._state(snapshot, f"the state of {where}")
-            if type(writes) is not list or not all(
-                type(w) is list and len(w) == 2 and type(w[0]) is str for w in writes
-            ):
-                raise Damaged("its writes are not (node, update) pairs")
             pairs = [(node, self._state(u, f"the writes of {where}")) for node, u in writes]
-            if not all(type(update) is dict for _, update in pairs):
-                raise Damaged("its writes are not (node, update) pairs")
             info = decode(meta, serializer=self.serializer, where=f"the meta of {where}")
-            if type(info) is not dict:
-                raise Damaged("its meta is not an object")
             problem = meta_problem(info)
             if problem is not None:
                 raise Damaged(problem)
@@ -228,22 +270,26 @@ class Rows:
         return decode(tree, serializer=self.serializer, where=where)
 
 
-def item_ids(rows: Iterable[Row]) -> list[int]:
-    """Return the ids of the items parsed ``rows`` refer to."""
+def _is_dict(tree: Any) -> bool:
+    """Return whether ``tree`` decodes to a dict."""
+    return type(tree) is dict and tree.get(TAG, "dict") == "dict"
+
+
+def _item_ids(snapshot: Any, writes: Any) -> list[int]:
+    """Return the ids of the items a row's parsed texts refer to; ``Damaged`` for writes
+    that are not ``(node, update)`` pairs."""
+    if type(writes) is not list or not all(
+        type(w) is list and len(w) == 2 and type(w[0]) is str and _is_dict(w[1]) for w in writes
+    ):
+        raise Damaged("its writes are not (node, update) pairs")
     ids: list[int] = []
-    for _, _, snapshot, writes, _ in rows:
-        trees: list[Any] = [snapshot] if type(snapshot) is dict else []
-        if type(writes) is list:
-            trees.extend(pair[1] for pair in writes if type(pair) is list and len(pair) == 2)
-        for tree in trees:
-            if type(tree) is not dict or TAG in tree:
-                continue
-            for value in tree.values():
-                kind = value.get(TAG) if type(value) is dict else None
-                if kind == "items" and type(value.get("v")) is list:
-                    ids.extend([ref for ref in value["v"] if type(ref) is int])
-                elif kind == "item" and type(value.get("v")) is int:
-                    ids.append(value["v"])
+    for tree in [snapshot, *(update for _, update in writes)]:
+        for value in tree.values() if type(tree) is dict and TAG not in tree else ():
+            kind = value.get(TAG) if type(value) is dict else None
+            if kind == "items" and type(value.get("v")) is list:
+                ids.extend([ref for ref in value["v"] if type(ref) is int])
+            elif kind == "item" and type(value.get("v")) is int:
+                ids.append(value["v"])
     return ids
 
 
@@ -305,7 +351,7 @@ _SHAPES: Final[dict[str, tuple[Check, str]]] = {
 """Each key the engine reads from ``meta``: the check its value must pass, and its shape."""
 
 
-def meta_problem(meta: dict[str, Any]) -> str | None:
+def meta_problem(meta: Any) -> str | None:
     """Return what is wrong with an engine-written ``meta`` (its first wrong key), or ``None``.
 
     >>> meta_problem({"format": 1, "next": [{"node": "draft"}], "steps": 2})
@@ -313,6 +359,8 @@ def meta_problem(meta: dict[str, Any]) -> str | None:
     "its meta 'next' is 5, not a list of tasks ({'node': ...})"
     >>> meta_problem({"next": 5})  # not the engine's: any JSON is stored and read back
     """
+    if type(meta) is not dict:
+        return "its meta is not an object"
     if "format" not in meta:
         return None
     for key, (fits, shape) in _SHAPES.items():

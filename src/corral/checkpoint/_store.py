@@ -27,10 +27,10 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Final, NamedTuple, NoReturn, Protocol, TypeVar
+from typing import Any, ClassVar, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
+from corral.checkpoint._rows import Damaged, Known, Packer, Rows, Seen, damaged, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
@@ -46,7 +46,7 @@ from corral.checkpoint.base import (
     taken,
     unknown_parent,
 )
-from corral.checkpoint.serde import Serializer, decode, encode_checkpoint, encode_record
+from corral.checkpoint.serde import Serializer, decode, encode, encode_record
 from corral.errors import CheckpointError
 
 SNAPSHOT_MIN: Final = 20
@@ -63,12 +63,6 @@ _READS: Final = 16
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _DUMPS_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 T = TypeVar("T")
-
-
-class Db(Protocol):
-    """What the store needs of a connection (``sqlite3.Connection``, ``psycopg.Connection``)."""
-
-    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
 
 
 class _Tally(NamedTuple):
@@ -95,9 +89,8 @@ class Store(ThreadInfoStore):
     where: str
     serializer: Serializer | None
     items_query: str
-    """How to fetch items by id (the one statement that differs between the databases)."""
-    ids_param: Callable[[list[int]], Any]
-    """The parameter :attr:`items_query` takes for a list of ids."""
+    """How to fetch items by the JSON array of their ids (the one statement that differs
+    between the databases)."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
 
@@ -108,6 +101,8 @@ class Store(ThreadInfoStore):
         self._tallies: dict[str, _Tally] = {}
         self._read_items: dict[int, dict[int, str]] = {}
         """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
+        self._seen: dict[int, Seen] = {}
+        """Per thread row id, the list items this saver packed since its last snapshot."""
 
     def __enter__(self: T) -> T:
         return self
@@ -118,10 +113,10 @@ class Store(ThreadInfoStore):
     def close(self) -> None:
         raise NotImplementedError
 
-    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Db]:
+    def _transaction(self, verb: str, *, read: bool) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def _writing(self, verb: str, work: Callable[[Db, Callable[[Any], str]], T]) -> T:
+    def _writing(self, verb: str, work: Callable[[Any, Callable[[Any], str]], T]) -> T:
         """Return ``work(db, dumps)`` run in a write transaction, after the context's fence
         (see :func:`~corral.checkpoint.base.fenced`); run it again with every non-ASCII
         character escaped when a text holds a lone surrogate (not UTF-8)."""
@@ -140,21 +135,23 @@ class Store(ThreadInfoStore):
         ``ConcurrentRunError``); ``SerializationError`` for a value JSON cannot hold,
         ``CheckpointError`` for a taken id, an unknown parent or a failing database."""
         check_thread_id(checkpoint.thread_id)
-        trees = encode_checkpoint(checkpoint, self.serializer)
+        meta = encode(checkpoint.meta, serializer=self.serializer, where="meta")
         packer, tally = self._writing(
-            "write a checkpoint to", lambda db, dumps: self._put(db, checkpoint, trees, dumps)
+            "write a checkpoint to", lambda db, dumps: self._put(db, checkpoint, meta, dumps)
         )
         with self._lock:
             if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
                 self._hashes.clear()
             self._hashes.update(packer.new)
+            seen = {} if checkpoint.snapshot is not None else self._seen.pop(packer.thread, {})
+            seen.update(packer.seen)
+            _remember(self._seen, packer.thread, seen, _READS)
             _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
-    def _put(
-        self, db: Db, checkpoint: Checkpoint, trees: tuple[Any, Any, Any], dumps: Any
-    ) -> tuple[Packer, _Tally]:
-        """Write the rows of one checkpoint inside the caller's transaction."""
-        q, (snapshot, writes, meta) = self.sql, trees
+    def _put(self, db: Any, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
+        """Write the rows of one checkpoint inside the caller's transaction (its values
+        encoded as they are packed: a value JSON cannot hold rolls it back)."""
+        q, snapshot = self.sql, checkpoint.snapshot
         holds = checkpoint.holds
         params: dict[str, Any] = {
             "thread": checkpoint.thread_id,
@@ -176,21 +173,19 @@ class Store(ThreadInfoStore):
                 self._refused(db, checkpoint)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
-        if checkpoint.newest_read is not None and checkpoint.parent_id is not None:
-            parent = {"thread": thread, "id": checkpoint.parent_id}
-            if db.execute(q(sql.HAS_CHECKPOINT), parent).fetchone() is None:
-                raise unknown_parent(checkpoint, self.where)
-        insert = q(sql.PUT_ITEM)
-
-        def store_item(text: str) -> int:
-            return int(db.execute(insert, {"thread": thread, "data": text}).fetchone()[0])
-
-        packer = Packer(thread, self._hashes, store_item, dumps)
+        packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
+        with self._lock:
+            last = self._seen.get(thread, {})
         params["snapshot"] = None
         if snapshot is not None:
             self._hash_read_items(thread)
-            params["snapshot"] = dumps(packer.state(snapshot))
-        params["writes"] = dumps([[node, packer.state(update)] for node, update in writes])
+            params["snapshot"] = dumps(packer.values(snapshot, "state", self._encoder(""), last))
+        params["writes"] = dumps(
+            [
+                [node, packer.values(update, "update", self._encoder(node), last)]
+                for node, update in checkpoint.writes
+            ]
+        )
         params["meta"] = dumps(meta)
         db.execute(q(sql.PUT_CHECKPOINT), params)
         if checkpoint.parent_id is not None:
@@ -198,6 +193,13 @@ class Store(ThreadInfoStore):
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]
         stored = packer.written + sum(map(len, texts))
         return packer, self._tally(checkpoint, stored)
+
+    def _encoder(self, node: str) -> Callable[[Any, str, int], Any]:
+        """Return the encoding of the values of a state (or of ``node``'s update)."""
+        owner = f"written by {node!r}" if node else ""
+        return lambda value, where, depth: encode(
+            value, serializer=self.serializer, where=where, owner=owner, depth=depth
+        )
 
     def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
@@ -210,7 +212,7 @@ class Store(ThreadInfoStore):
         since, stored_since = last.since + 1, last.stored_since + stored
         return _Tally(new, since, stored_since, last.snapshot_stored, stored)
 
-    def _refused(self, db: Db, checkpoint: Checkpoint) -> str:
+    def _refused(self, db: Any, checkpoint: Checkpoint) -> str:
         """Raise the error for a put whose compare-and-set changed nothing, or return the
         thread's holder when it alone stood in the way and is no longer live."""
         params = {
@@ -262,7 +264,7 @@ class Store(ThreadInfoStore):
         check_thread_id(thread_id)
         tree = encode_record(record, self.serializer)
 
-        def work(db: Db, dumps: Callable[[Any], str]) -> None:
+        def work(db: Any, dumps: Callable[[Any], str]) -> None:
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
                 raise no_checkpoint(thread_id, checkpoint_id, self.where)
@@ -310,7 +312,7 @@ class Store(ThreadInfoStore):
             read = Rows(
                 self.where, self.serializer, thread_id, self._ordered(thread_id, rows, wanted)
             )
-            items = read.fetch(self._items_reader(db))
+            items = read.fetch(db, self.items_query)
         chain = read.checkpoints()
         with self._lock:
             _remember(self._read_items, thread, items, _READS)
@@ -332,7 +334,7 @@ class Store(ThreadInfoStore):
                 if parent_id is not None and parent_id not in ids:
                     self._broken(thread_id, checkpoint_id, f"its parent {parent_id!r} is missing")
             read = Rows(self.where, self.serializer, thread_id, rows)
-            read.fetch(self._items_reader(db))
+            read.fetch(db, self.items_query)
         return read.checkpoints()
 
     def newest_id(self, thread_id: str) -> str | None:
@@ -347,17 +349,13 @@ class Store(ThreadInfoStore):
         with self._transaction("read threads from", read=True) as db:
             return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
 
-    def _thread_of(self, db: Db, thread_id: str, checkpoint_id: str) -> int | None:
+    def _thread_of(self, db: Any, thread_id: str, checkpoint_id: str) -> int | None:
         """Return the row id of the thread when it has ``checkpoint_id``, else ``None``."""
         params = {"thread": thread_id, "id": checkpoint_id}
         found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
         return None if found is None else int(found[0])
 
-    def _items_reader(self, db: Db) -> Callable[[list[int]], Any]:
-        query = self.items_query
-        return lambda ids: db.execute(query, {"ids": self.ids_param(ids)}).fetchall()
-
-    def _fetch(self, db: Db, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
+    def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
         """Return the rows of ``query``; when they cannot be fetched (text that is not UTF-8,
         a damaged page), name the first row of the thread that cannot."""
         params = {"thread": thread, "id": wanted}
@@ -420,6 +418,5 @@ def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
 
 def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
-    pairs = zip(read.sizes[1:], read.rows[1:], strict=True)
-    after = [size + read.item_bytes(row) for size, row in pairs]
+    after = [size + read.item_bytes(n) for n, size in enumerate(read.sizes[1:], 1)]
     return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], (after or [0])[-1])

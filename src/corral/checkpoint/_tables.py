@@ -11,13 +11,16 @@ thread (metadata, its last run's status) belong in ``corral_threads``. The worke
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here
 (``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); the one
-difference is how a list of ids is passed (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
+difference is how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
+
+from corral.errors import CheckpointError
 
 THREAD_INFO: Final = (
     "holder TEXT",
@@ -65,32 +68,25 @@ CREATE TABLE corral_pending (
 )
 """
 
-CREATE_SQLITE: Final = tuple(
-    s.strip()
-    for s in _TABLES.format(
-        id="INTEGER PRIMARY KEY",
-        thread_id="INTEGER PRIMARY KEY AUTOINCREMENT",
-        int="INTEGER",
-        info=", ".join(THREAD_INFO),
-    ).split(";")
-)
-"""The tables of a new SQLite file (``corral_schema`` is the opener's). A thread's row id is
-never used again, as in PostgreSQL: a saver's memory of the items stored by a thread (by
-row id) must not apply to a thread made after it was deleted."""
 
-CREATE_POSTGRES: Final = tuple(
-    s.strip()
-    for s in _TABLES.format(
-        id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        thread_id="bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-        int="bigint",
+def create_tables(postgres: bool) -> list[str]:
+    """Return the statements that make the tables of a new store (``corral_schema`` is the
+    opener's). A thread's row id is never used again, in SQLite as in PostgreSQL: a saver's
+    memory of the items stored by a thread (by row id) must not apply to a thread made after
+    it was deleted."""
+    key = "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    tables = _TABLES.format(
+        id=key if postgres else "INTEGER PRIMARY KEY",
+        thread_id=key if postgres else "INTEGER PRIMARY KEY AUTOINCREMENT",
+        int="bigint" if postgres else "INTEGER",
         info=", ".join(THREAD_INFO),
     )
-    .replace("TEXT", "text")
-    .replace("REAL", "double precision")
-    .split(";")
-)
-"""The tables of a new PostgreSQL database (``corral_schema`` is the opener's)."""
+    return [_typed(statement.strip(), postgres) for statement in tables.split(";")]
+
+
+def _typed(statement: str, postgres: bool) -> str:
+    return statement.replace("REAL", "double precision") if postgres else statement
+
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
 """The thread's row, once it has a checkpoint (``newest = ''``: recorded, none yet)."""
@@ -119,23 +115,21 @@ WHERE name = :thread AND newest = :expected
     AND (holder IS NULL OR holder = :run OR holder = :lapsed)
     AND NOT EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
+    AND (CAST(:parent AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = corral_threads.id AND c.checkpoint_id = :parent))
 RETURNING id
 """
 """The compare-and-set of every later checkpoint (no row back: the newest is another,
-another run holds the thread, or the id is taken; ``:lapsed`` names a holder found no
-longer live). Once it changed the row, the put's inserts cannot conflict. In
-PostgreSQL the ``UPDATE`` locks the thread's row: a second writer waits for the first to
-commit, then finds the new ``newest``."""
+another run holds the thread, the id is taken, or the parent is unknown: a fork's may be
+any; ``:lapsed`` names a holder found no longer live). Once it changed the row, the put's
+inserts cannot conflict. In PostgreSQL the ``UPDATE`` locks the thread's row: a second
+writer waits for the first to commit, then finds the new ``newest``."""
 
 HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
 RELEASE: Final = """
 UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
 WHERE name = :thread AND holder = :run
 """
-
-HAS_CHECKPOINT: Final = (
-    "SELECT 1 FROM corral_checkpoints WHERE thread = :thread AND checkpoint_id = :id"
-)
 
 PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data) RETURNING id"
 
@@ -191,8 +185,10 @@ ITEMS_SQLITE: Final = (
     "SELECT id, data FROM corral_items WHERE id IN (SELECT value FROM json_each(:ids))"
 )
 """The stored items with the ids of ``:ids``, a JSON array."""
-ITEMS_POSTGRES: Final = "SELECT id, data FROM corral_items WHERE id = ANY(:ids)"
-"""The stored items with the ids of ``:ids``, a list."""
+ITEMS_POSTGRES: Final = """
+SELECT id, data FROM corral_items
+WHERE id IN (SELECT CAST(json_array_elements_text(CAST(:ids AS json)) AS bigint))
+"""
 
 PUT_PENDING: Final = """
 INSERT INTO corral_pending (thread, checkpoint_id, task, record)
@@ -203,6 +199,78 @@ PENDING: Final = """
 SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id = :id
 ORDER BY task
 """
+
+
+LAYOUT: Final = "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
+"""The opener's table: one row, the store's layout version and the corral that wrote it."""
+
+
+def ensure_layout(
+    db: Any,
+    where: str,
+    *,
+    postgres: bool,
+    new: bool,
+    version: int,
+    older: str,
+    upgrade: tuple[int, Callable[[Any], None]] | None = None,
+) -> int:
+    """Create the tables of a ``new`` store, or check an existing one, in the caller's
+    transaction; return the layout the store had (``version`` when it was new).
+
+    A store of ``version`` gets the :data:`THREAD_INFO` columns it lacks; one of the layout
+    ``upgrade`` names is rewritten by its function, once, and then records ``version``. Any
+    other layout is refused by name (``older``: the way out for one older than this corral
+    reads), and the store is left as it was.
+    """
+    q = for_psycopg if postgres else str
+    stored = {"version": version, "writer": written_by()}
+    if new:
+        for statement in (LAYOUT, *create_tables(postgres)):
+            db.execute(statement)
+        db.execute(q("INSERT INTO corral_schema VALUES (:version, :writer)"), stored)
+        return version
+    found = check_layout(db, where, (version, *upgrade[:1]) if upgrade else (version,), older)
+    if upgrade is not None and found == upgrade[0]:
+        upgrade[1](db)
+        db.execute(q("UPDATE corral_schema SET version = :version, written_by = :writer"), stored)
+        return found
+    present = {
+        column[0] for column in db.execute("SELECT * FROM corral_threads LIMIT 0").description
+    }
+    for column in THREAD_INFO:
+        if column.split()[0] not in present:
+            db.execute(_typed(f"ALTER TABLE corral_threads ADD COLUMN {column}", postgres))
+    return found
+
+
+def check_layout(db: Any, where: str, reads: tuple[int, ...], older: str) -> int:
+    """Return the store's layout version when it is one of ``reads``; else raise
+    ``CheckpointError`` naming the layout, its writer and the way out."""
+    try:
+        row = db.execute("SELECT version, written_by FROM corral_schema").fetchone()
+    except Exception as exc:  # the table is missing or unreadable: only damage does that
+        row, problem = None, f" ({exc})"
+    else:
+        problem = ""
+    if row is None:
+        msg = (
+            f"{where!r} is marked as corral's but has no readable layout version{problem}; it "
+            "is damaged or was not written by corral: move it away, or use another one"
+        )
+        raise CheckpointError(msg, path=where)
+    found, writer = row
+    if found in reads:
+        return int(found)
+    if type(found) is int and found < min(reads):
+        msg = f"{where!r} holds checkpoints in layout {found} (written by {writer}), {older}"
+    else:
+        msg = (
+            f"{where!r} holds checkpoints in layout version {found!r} (written by {writer}); "
+            f"this corral reads version {reads[0]}: use the corral version that wrote them, "
+            "or another path or database"
+        )
+    raise CheckpointError(msg, path=where)
 
 
 def written_by() -> str:

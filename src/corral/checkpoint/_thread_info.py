@@ -15,10 +15,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple
 
-from corral.checkpoint import _tables
 from corral.checkpoint.base import check_thread_id
 
-__all__ = ["ThreadInfo", "ThreadInfoStore", "add_info_columns"]
+__all__ = ["ThreadInfo", "ThreadInfoStore"]
 
 _COLUMNS = "name, graph, metadata, created_at, updated_at"
 _ADD = f"""
@@ -119,15 +118,6 @@ class ThreadInfoStore:
             if row is not None:
                 for statement in _DELETE:
                     db.execute(self.sql(statement), {"id": int(row[0])})
-
-
-def add_info_columns(db: Any, present: set[str], postgres: bool) -> None:
-    """Add the :data:`~corral.checkpoint._tables.THREAD_INFO` columns ``corral_threads``
-    lacks (``present``: the columns it has), in the caller's transaction."""
-    for column in _tables.THREAD_INFO:
-        if column.split()[0] not in present:
-            kind = column.replace("REAL", "double precision") if postgres else column
-            db.execute(f"ALTER TABLE corral_threads ADD COLUMN {kind}")
 
 
 def _dumps(metadata: dict[str, Any]) -> str:

@@ -40,10 +40,6 @@ def _close_open_pools() -> None:
 atexit.register(_close_open_pools)
 
 
-def _ids_param(ids: list[int]) -> list[int]:
-    return ids
-
-
 class PostgresSaver(Store):
     """A checkpointer backed by PostgreSQL, safe for many processes on many machines.
 
@@ -60,7 +56,6 @@ class PostgresSaver(Store):
     """
 
     items_query = for_psycopg(ITEMS_POSTGRES)
-    ids_param = staticmethod(_ids_param)
     sql = staticmethod(functools.cache(for_psycopg))
 
     def __init__(

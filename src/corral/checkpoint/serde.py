@@ -25,7 +25,6 @@ import base64
 import reprlib
 from typing import Any, Final, Protocol, runtime_checkable
 
-from corral.checkpoint.base import Checkpoint
 from corral.control import Send
 from corral.errors import CheckpointError, SerializationError
 from corral.reducers import Overwrite
@@ -37,7 +36,6 @@ __all__ = [
     "Serializer",
     "decode",
     "encode",
-    "encode_checkpoint",
     "encode_record",
 ]
 
@@ -202,16 +200,12 @@ class _Encoder:
     def __init__(self, serializer: Serializer | None) -> None:
         self.serializer = serializer
 
-    def encode(
-        self, value: Any, where: str, depth: int = 0, owner: str = "", node: str | None = None
-    ) -> Any:
+    def encode(self, value: Any, where: str, depth: int = 0, owner: str = "") -> Any:
         """Return :meth:`tree` of ``value``, or raise ``SerializationError`` naming where the
-        value that failed sits, and ``owner`` (or ``written by <node>``) after it."""
+        value that failed sits, and ``owner`` after it."""
         try:
             return self.tree(value, depth)
         except _Unstorable as err:
-            if node is not None:
-                owner = f"written by {node!r}"
             location = where + "".join(reversed(err.path))
             shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"
             kind = type(err.value).__name__
@@ -364,24 +358,6 @@ class _Decoder:
         except Exception as exc:
             msg = f"the serializer failed to decode tag {tag!r} in {where}: {exc}"
             raise CheckpointError(msg) from exc
-
-
-def encode_checkpoint(
-    checkpoint: Checkpoint, serializer: Serializer | None = None
-) -> tuple[Any, list[Any], Any]:
-    """Return the encoded ``(snapshot, writes, meta)`` of a checkpoint (``None`` snapshot kept).
-
-    Raises:
-        SerializationError: naming the state key, or the node whose update holds the value.
-    """
-    encoder = _Encoder(serializer)
-    state = None
-    if checkpoint.snapshot is not None:
-        state = encoder.encode(checkpoint.snapshot, "state")
-    writes = [
-        [node, encoder.encode(update, "update", node=node)] for node, update in checkpoint.writes
-    ]
-    return state, writes, encoder.encode(checkpoint.meta, "meta")
 
 
 def encode_record(record: Any, serializer: Serializer | None = None) -> Any:

@@ -10,14 +10,15 @@ transaction: a crash leaves the file as it was.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Callable
 from typing import Any, Final
 
 from corral.checkpoint import _tables
 from corral.checkpoint._rows import Packer
 from corral.checkpoint.serde import TAG
+from corral.errors import CheckpointError
 
 _DUMPS: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -52,11 +53,27 @@ FROM pending_writes AS w JOIN checkpoints AS k ON k.seq = w.seq
 """
 
 
-def upgrade(conn: sqlite3.Connection) -> None:
-    """Rewrite a layout-6 file in the new tables, inside the caller's write transaction."""
-    for statement in _tables.CREATE_SQLITE:
+def upgrade(conn: sqlite3.Connection, path: str) -> None:
+    """Rewrite a layout-6 file in the new tables, inside the caller's write transaction; a
+    row that cannot be read raises ``CheckpointError`` (the rollback leaves the file as it
+    was)."""
+    try:
+        _rewrite(conn)
+    except sqlite3.OperationalError:
+        raise
+    except Exception as exc:
+        msg = (
+            f"cannot upgrade {path!r} from layout 6: a row cannot be read ({exc!r}); the file "
+            "is left as it was: finish its threads with corral 0.1, or move it away"
+        )
+        raise CheckpointError(msg, path=path) from exc
+
+
+def _rewrite(conn: sqlite3.Connection) -> None:
+    for statement in _tables.create_tables(postgres=False):
         conn.execute(statement)
-    resolve = _Values(conn).resolve
+    texts: dict[int, str] = {}
+    resolve = functools.partial(_resolve, conn, texts)
     new_ids: dict[int, int] = {}
     for old, name, newest in conn.execute(_NEWEST).fetchall():
         if newest is not None:
@@ -75,7 +92,7 @@ def upgrade(conn: sqlite3.Connection) -> None:
             for key in delta.get("del", ()):
                 meta_tree.pop(key, None)
         metas[thread, checkpoint_id] = meta_tree
-        packer = Packer(thread, {}, _inserter(conn, thread), _DUMPS)
+        packer = Packer(conn, _tables.PUT_ITEM, thread, {}, _DUMPS)
         state = None if snapshot is None else packer.state(resolve(json.loads(snapshot)))
         pairs = [[node, packer.state(update)] for node, update in resolve(json.loads(writes))]
         params = {"thread": thread, "id": checkpoint_id, "parent": parent_id}
@@ -89,43 +106,23 @@ def upgrade(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _inserter(conn: sqlite3.Connection, thread: int) -> Callable[[str], int]:
-    def insert(text: str) -> int:
-        row = conn.execute(_tables.PUT_ITEM, {"thread": thread, "data": text}).fetchone()
-        return int(row[0])
-
-    return insert
-
-
-class _Values:
-    """The values of a layout-6 file (its view ``blobs``), read once, by id."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.texts: dict[int, str] | None = None
-
-    def resolve(self, tree: Any) -> Any:
-        """Return ``tree`` with every reference replaced by the value it stands for."""
-        if type(tree) is list:
-            return [self.resolve(x) for x in tree]
-        if type(tree) is not dict:
-            return tree
-        tag = tree.get(TAG)
-        if type(tag) is int:
-            return self.value(tag)
-        if tag == "refs":
-            ids = (
-                range(first, first + count * step, step)
-                for first, count, step in ((*run, 1)[:3] for run in tree["v"])
-            )
-            return [self.value(n) for run in ids for n in run]
-        return {key: self.resolve(value) for key, value in tree.items()}
-
-    def value(self, n: int) -> Any:
-        if self.texts is None:
-            self.texts = dict(self.conn.execute("SELECT id, data FROM blobs").fetchall())
-        text = self.texts.get(n)
-        if text is None:
+def _resolve(conn: sqlite3.Connection, texts: dict[int, str], tree: Any) -> Any:
+    """Return ``tree`` with every reference replaced by the value it stands for (``texts``:
+    the file's values, read from its view ``blobs`` on the first reference)."""
+    if type(tree) is list:
+        return [_resolve(conn, texts, x) for x in tree]
+    if type(tree) is not dict:
+        return tree
+    tag = tree.get(TAG)
+    if type(tag) is not int and tag != "refs":
+        return {key: _resolve(conn, texts, value) for key, value in tree.items()}
+    if not texts:
+        texts.update(conn.execute("SELECT id, data FROM blobs").fetchall())
+    runs = [(tag, 1, 1)] if type(tag) is int else [(*run, 1)[:3] for run in tree["v"]]
+    values = []
+    for n in (n for first, count, step in runs for n in range(first, first + count * step, step)):
+        if n not in texts:
             msg = f"value {n} is missing"
             raise ValueError(msg)
-        return self.resolve(json.loads(text))
+        values.append(_resolve(conn, texts, json.loads(texts[n])))
+    return values[0] if type(tag) is int else values

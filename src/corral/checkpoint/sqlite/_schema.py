@@ -17,8 +17,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final
 
-from corral.checkpoint._tables import CREATE_SQLITE, written_by
-from corral.checkpoint._thread_info import add_info_columns
+from corral.checkpoint._tables import check_layout, ensure_layout
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
@@ -26,6 +25,11 @@ SCHEMA_VERSION: Final = 7
 """The layout this corral writes: the tables of :mod:`corral.checkpoint._tables`."""
 _UPGRADED: Final = 6
 """The one older layout this corral upgrades (the one corral 0.1 wrote)."""
+_OLDER: Final = (
+    "a pre-release layout this corral cannot read; finish its threads with the corral that "
+    f"wrote it, or open it once with corral 0.1 (which upgrades it to layout {_UPGRADED}, "
+    "which this corral upgrades), or start a new file"
+)
 _APPLICATION_ID: Final = 0x4352524C
 """``PRAGMA application_id`` of a corral file ("CRRL")."""
 WAIT_SLICE_S: Final = 0.025
@@ -137,7 +141,7 @@ def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
     if conn.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
         msg = f"{path!r} is read-only for this process and holds no corral checkpoints yet"
         raise CheckpointError(msg, path=path)
-    if _check_version(conn, path) != SCHEMA_VERSION:
+    if check_layout(conn, path, (SCHEMA_VERSION, _UPGRADED), _OLDER) != SCHEMA_VERSION:
         msg = (
             f"{path!r} is read-only for this process and holds checkpoints in layout "
             f"{_UPGRADED}, which is upgraded when the file is first opened for writing; open "
@@ -179,37 +183,18 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
     upgrade a file of layout 6, in the same transaction)."""
     with transaction(conn):  # two processes opening a new file: one creates
         _check_header(conn, path)  # another process may have written it meanwhile
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        if app_id == 0:
-            conn.execute(
-                "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_by TEXT NOT NULL)"
-            )
-            for statement in CREATE_SQLITE:
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO corral_schema VALUES (?, ?)",
-                (SCHEMA_VERSION, written_by()),
-            )
+        new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        if new:
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        elif _check_version(conn, path) == _UPGRADED:
-            try:
-                upgrade_layout6(conn)
-            except sqlite3.OperationalError:
-                raise
-            except Exception as exc:
-                msg = (
-                    f"cannot upgrade {path!r} from layout 6: a row cannot be read ({exc!r}); "
-                    "the file is left as it was: finish its threads with corral 0.1, or "
-                    "move it away"
-                )
-                raise CheckpointError(msg, path=path) from exc
-            conn.execute(
-                "UPDATE corral_schema SET version = ?, written_by = ?",
-                (SCHEMA_VERSION, written_by()),
-            )
-        else:
-            present = {row[1] for row in conn.execute("PRAGMA table_info(corral_threads)")}
-            add_info_columns(conn, present, postgres=False)
+        ensure_layout(
+            conn,
+            path,
+            postgres=False,
+            new=new,
+            version=SCHEMA_VERSION,
+            older=_OLDER,
+            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
+        )
 
 
 @contextmanager
@@ -266,35 +251,6 @@ def execute_patiently(
         except sqlite3.OperationalError as exc:
             if not busy(exc) or time.monotonic() >= deadline:
                 raise
-
-
-def _check_version(conn: sqlite3.Connection, path: str) -> int:
-    """Return the file's layout version when this corral reads or upgrades it, else raise."""
-    try:
-        row = conn.execute("SELECT version, written_by FROM corral_schema").fetchone()
-    except sqlite3.DatabaseError as exc:
-        msg = (
-            f"{path!r} is marked as a corral database but has no readable schema "
-            f"version ({exc}); the file is damaged, move it away and start a new one"
-        )
-        raise CheckpointError(msg, path=path) from exc
-    if row is not None and row[0] in (_UPGRADED, SCHEMA_VERSION):
-        return int(row[0])
-    version, writer = row if row is not None else (None, "an unknown writer")
-    if type(version) is int and version < _UPGRADED:
-        msg = (
-            f"{path!r} holds checkpoints in layout {version} (written by {writer}), a "
-            f"pre-release layout this corral cannot read; finish its threads with the corral "
-            f"that wrote it, or open it once with corral 0.1 (which upgrades it to layout "
-            f"{_UPGRADED}, which this corral upgrades), or start a new file"
-        )
-    else:
-        msg = (
-            f"{path!r} holds checkpoints in layout version {version!r} "
-            f"(written by {writer}); this corral reads version {SCHEMA_VERSION}: "
-            "use the corral version that wrote them, or a new path"
-        )
-    raise CheckpointError(msg, path=path)
 
 
 def error_for(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -42,7 +41,6 @@ class SqliteSaver(Store):
     """
 
     items_query = _tables.ITEMS_SQLITE
-    ids_param = staticmethod(json.dumps)
     sql = staticmethod(str)  # the statements are in SQLite's style
 
     def __init__(
