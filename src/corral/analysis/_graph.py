@@ -30,6 +30,7 @@ from corral.analysis._cuts import (
     Cut,
     component_index,
     cut_group,
+    reach,
     shortest_cycle,
     strongly_connected,
 )
@@ -204,19 +205,8 @@ class SpecGraph:
         (unknown route, no way out, unreadable annotation), so the nodes that lead only to it
         are not reported again.
         """
-        seen: set[str] = {END, *excused}
-        rank = self.rank
-        no_node = [START, *(n for n in seen if n not in rank)]  # all seen may hold but nodes
-        queue = deque(seen)
-        pred = self._pred
-        while queue:
-            node = queue.popleft()
-            for source in pred.get(node, ()):
-                if source not in seen:
-                    seen.add(source)
-                    queue.append(source)
-        seen.difference_update(no_node)
-        return seen
+        reached = reach([END, *excused], self._pred)
+        return {n for n in reached if n in self.rank}
 
     @cached_property
     def _pred(self) -> dict[str, list[str]]:

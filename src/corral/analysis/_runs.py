@@ -23,6 +23,7 @@ from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from corral.analysis._cuts import reach
 from corral.analysis._fallbacks import untaken_fallbacks
 from corral.spec import END, START, Edge, GraphSpec, NodeSpec
 
@@ -205,16 +206,7 @@ def _can_end(spec: GraphSpec) -> bool:
             continue  # raises (or goes to its otherwise, a route of its own)
         if edge.source not in failing:
             succ.setdefault(edge.source, []).append(edge.target)
-    seen = {START}
-    stack = [START]
-    while stack:
-        for target in succ.get(stack.pop(), ()):
-            if target == END:
-                return True
-            if target not in seen:
-                seen.add(target)
-                stack.append(target)
-    return False
+    return END in reach([START], succ)
 
 
 def _closed_but_otherwise(routes: tuple[Edge, ...]) -> bool:
