@@ -84,9 +84,6 @@ class SpecGraph:
         self._guarded = guarded
         self.succ = succ
         """Each node's successors (``START`` and ``END`` included), in declaration order."""
-        self._routers: dict[str, list[RouterSpec]] = {}
-        for router in spec.routers:
-            self._routers.setdefault(router.source, []).append(router)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -94,13 +91,9 @@ class SpecGraph:
         """Return whether ``name`` is a registered node."""
         return name in self.rank
 
-    def routers_of(self, source: str) -> list[RouterSpec]:
-        """Return the routers registered for ``source`` (an indexed ``GraphSpec.routers_of``)."""
-        return self._routers.get(source, [])
-
     def routers_among(self, sources: Iterable[str]) -> list[RouterSpec]:
         """Return the routers registered for any of ``sources``, in registration order."""
-        found = [r for source in set(sources) for r in self._routers.get(source, ())]
+        found = [r for source in set(sources) for r in self.spec.routers_of(source)]
         return sorted(found, key=lambda router: self._router_rank[id(router)])
 
     @cached_property
@@ -403,7 +396,7 @@ class SpecGraph:
         is ``target``."""
         node = self.spec.node(source)
         sites = [node.guards if node is not None else ()]
-        sites += [router.guards for router in self.routers_of(source)]
+        sites += [router.guards for router in self.spec.routers_of(source)]
         return [g for guards in sites for g in guards if g.otherwise == target]
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:

@@ -146,20 +146,13 @@ def read_facts(graph: SpecGraph) -> Facts:
         source, target = pair
         if source not in names or target not in names:
             continue  # from START or to END
-        if len(routes) == 1:  # most pairs: read the one route without a generator per fact
-            (route,) = routes
-            single = single and not route.many
-            width = widths.get(source, 1) if route.kind == "send" else 1
-            cap = None if route.guard is None else route.guard.max
-            otherwise = route.kind == "otherwise"
-        else:
-            single = single and not any(r.many for r in routes)
-            width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
-            guarded = all(r.guard is not None for r in routes)
-            cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
-            otherwise = all(r.kind == "otherwise" for r in routes)
-            if not otherwise and cap is None and _closed_but_otherwise(routes):
-                mixed.append(pair)
+        single = single and not any(r.many for r in routes)
+        width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
+        guarded = all(r.guard is not None for r in routes)
+        cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
+        otherwise = all(r.kind == "otherwise" for r in routes)
+        if not otherwise and cap is None and _closed_but_otherwise(routes):
+            mixed.append(pair)
         incoming[target].append((source, cap, width))
         if otherwise and pair in held:
             facts.held[pair] = held[pair]

@@ -155,7 +155,7 @@ def show_type(tp: Any) -> str:
 def declaration_of(edge: Edge, graph: SpecGraph) -> NodeSpec | RouterSpec | None:
     """Return the router or node whose declaration holds ``edge``."""
     if edge.kind in ("router", "send", "otherwise"):
-        for router in graph.routers_of(edge.source):
+        for router in graph.spec.routers_of(edge.source):
             if router.name == edge.owner and router.location == edge.location:
                 return router
         if edge.kind != "otherwise":
@@ -178,13 +178,13 @@ def site_ignore(edge: Edge, graph: SpecGraph) -> tuple[str, ...]:
 
 
 def has_no_way_out(graph: SpecGraph, node: NodeSpec) -> bool:
-    return not node.then and node.command is None and not graph.routers_of(node.name)
+    return not node.then and node.command is None and not graph.spec.routers_of(node.name)
 
 
 def has_unreadable_route(graph: SpecGraph, node: NodeSpec) -> bool:
     if node.command is not None and node.command.names is None:
         return True
-    return any(r.targets.names is None for r in graph.routers_of(node.name))
+    return any(r.targets.names is None for r in graph.spec.routers_of(node.name))
 
 
 def routes_unresolved(graph: SpecGraph) -> bool:

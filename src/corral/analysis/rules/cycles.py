@@ -181,7 +181,7 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
         if guard.target not in declared:
             if not graph.is_node(guard.target) and guard.target != END:
                 continue  # CR101
-            routers = graph.routers_of(source) if site.is_node else []
+            routers = graph.spec.routers_of(source) if site.is_node else ()
             if routers and not declared:
                 yield Finding(
                     f"Guard({guard.target!r}) on {who} never counts: a node's guards apply to "
