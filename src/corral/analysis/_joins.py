@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from corral.analysis._cuts import reach
@@ -110,12 +111,12 @@ StuckJoin = RunsAfter | Exclusive | EnteredAgain | ForkTwice
 def stuck_joins(
     graph: SpecGraph,
     joins: Iterable[tuple[NodeSpec, list[str]]],
-    coactive: Callable[[], Collection[tuple[str, str]]],
+    partners: Callable[[], Mapping[str, set[str]]],
 ) -> Iterator[StuckJoin]:
     """Yield how each join of ``joins`` (with the nodes it waits for) is held forever.
 
-    ``coactive`` returns the pairs of nodes that may run in the same superstep; it is
-    called at most once, for a join a looping node routes to.
+    ``partners`` returns, for each node, the nodes that may run in the same superstep; it
+    is called at most once, for a join a looping node routes to.
     """
     succ = graph.node_succ
     pred: dict[str, list[str]] = {}
@@ -127,16 +128,7 @@ def stuck_joins(
     if len(starts) > 1:
         fanouts[0].add(START)
     dominators = _Dominators(starts, succ, pred)
-    partners: list[dict[str, set[str]]] = []
-
-    def beside_once() -> dict[str, set[str]]:
-        if not partners:
-            partners.append({})
-            for a, b in coactive():
-                if a != b:
-                    partners[0].setdefault(a, set()).add(b)
-                    partners[0].setdefault(b, set()).add(a)
-        return partners[0]
+    beside_once = cache(partners)
 
     for node, waits in joins:
         join = node.name

@@ -10,7 +10,7 @@ from typing import Any
 from corral.analysis._graph import SpecGraph
 from corral.analysis._joins import Exclusive, ForkTwice, RunsAfter, StuckJoin
 from corral.analysis._joins import stuck_joins as never_released
-from corral.analysis._supersteps import coactive_pairs
+from corral.analysis._supersteps import coactive_pairs, partners
 from corral.analysis.rules._base import (
     Finding,
     close_match,
@@ -246,7 +246,7 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
             )
         if not outsiders:  # else reported above
             checked.append((node, waits))
-    for stuck in never_released(graph, checked, lambda: coactive_pairs(graph)):
+    for stuck in never_released(graph, checked, lambda: partners(coactive_pairs(graph))):
         node = spec_nodes[stuck.join]
         message, nodes = _stuck_words(stuck)
         yield Finding(message, nodes, node.location, node.ignore)
