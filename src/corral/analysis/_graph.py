@@ -165,23 +165,29 @@ class SpecGraph:
         ``END``); a router registered for a name that is no node is read as the router of the
         closest node. ``None`` when some name is close to none.
         """
-        names = [*self.names, END]
         found: list[Pair] = []
         for edge in self.unknown_targets:
-            match = difflib.get_close_matches(edge.target, names, n=1, cutoff=0.6)
-            if not match:
+            target = self.closest(edge.target)
+            if target is None:
                 return None
-            found.append((edge.source, match[0]))
+            found.append((edge.source, target))
         for router in self.spec.routers:
             if router.source in self.rank:
                 continue
-            match = difflib.get_close_matches(router.source, self.names, n=1, cutoff=0.6)
-            if not match:
+            source = self.closest(router.source, end=False)
+            if source is None:
                 return None
             for target in router.targets.names or ():
                 if target in self.rank or target == END:
-                    found.append((match[0], target))
+                    found.append((source, target))
         return found
+
+    def closest(self, name: str, *, end: bool = True) -> str | None:
+        """Return the node name (or, with ``end``, ``END``) a misspelt ``name`` is closest
+        to; ``None`` when it is close to none."""
+        names = [*self.names, END] if end else self.names
+        match = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        return match[0] if match else None
 
     @cached_property
     def _repaired(self) -> dict[str, list[str]]:
