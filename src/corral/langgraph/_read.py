@@ -64,6 +64,10 @@ class Reading:
     spec: GraphSpec
     subgraphs: list[tuple[str, Any]] = field(default_factory=list)
     """``(node name, compiled graph)`` for each node that is itself a compiled graph."""
+    funcs: dict[str, Callable[..., Any] | None] = field(default_factory=dict)
+    """Each node's function; ``None`` for a subgraph node, or a runnable that wraps none."""
+    branches: list[tuple[str, Any]] = field(default_factory=list)
+    """``(key, path_map)`` of each router's conditional edge, in the order of ``spec.routers``."""
 
 
 def builder_of(graph: Any) -> Any:
@@ -321,13 +325,13 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             funcs[node_name] = user_function(runnable)
             locations[node_name] = _location(funcs[node_name], graph_location)
     routers: list[RouterSpec] = []
-    maps: list[Any] = []
+    branch_keys: list[tuple[str, Any]] = []
     for source, branches in dict(getattr(builder, "branches", None) or {}).items():
         fallback = locations.get(source, graph_location)
         for key, branch in dict(branches).items():
             router = _router(source, key, branch, fallback)
             routers.append(router)
-            maps.append(getattr(branch, "ends", None))
+            branch_keys.append((key, getattr(branch, "ends", None)))
             after: str | None = getattr(branch, "then", None)  # 0.2: then= of the branch
             for target in router.targets.names or () if after else ():
                 if after and target != END and after not in then.setdefault(target, []):
@@ -336,7 +340,7 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
                 # A fan-out from START starts its targets together; a router from START
                 # starts one of them (its route from START says which may).
                 starts.update(router.targets.names or ())
-    routers = _per_source(routers, maps)
+    routers = _per_source(routers, [ends for _, ends in branch_keys])
     routed = {r.source for r in routers}
     nodes = [
         _node(n, s, funcs[n], locations[n], then, wait_for, starts, routed)
@@ -353,6 +357,8 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             framework="langgraph",
         ),
         subgraphs,
+        funcs,
+        branch_keys,
     )
 
 
