@@ -190,9 +190,8 @@ def _annotation(func: Callable[..., Any]) -> tuple[str, ...] | None:
 
 def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpec:
     func = user_function(getattr(branch, "path", None))
-    name = getattr(func, "__name__", key) if func is not None else key
-    if name == "<lambda>":
-        name = key
+    name = getattr(func, "__name__", "<lambda>")
+    name = key if name == "<lambda>" else name
     location = _location(func, fallback)
     ends = getattr(branch, "ends", None)
     sends = send_targets(func) if func is not None else None

@@ -120,7 +120,7 @@ def edge_and_router(graph: SpecGraph) -> Iterator[Finding]:
         return
     for node in spec.nodes:
         fixed = tuple(t for t in node.then or () if t != END)
-        routers = [r for r in spec.routers if r.source == node.name]
+        routers = spec.routers_of(node.name)
         if not fixed or not routers:
             continue
         router = routers[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import typing
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -41,11 +42,8 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
             writes[node.name] = node.writes & plain
     # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
     # pair computation when there is none.
-    writers: dict[str, int] = {}
-    for keys in writes.values():
-        for key in keys:
-            writers[key] = writers.get(key, 0) + 1
-    if not any(n > 1 for n in writers.values()) and not graph.sent & set(writes):
+    writers = Counter(key for keys in writes.values() for key in keys)
+    if max(writers.values(), default=0) < 2 and not graph.sent & set(writes):
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
