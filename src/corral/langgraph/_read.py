@@ -34,6 +34,7 @@ from typing import Any
 from corral.counters import read_counters
 from corral.langgraph._routes import Returns, command_gotos, read_returns
 from corral.langgraph._source import (
+    SendTargets,
     def_location,
     is_builder,
     is_compiled,
@@ -194,14 +195,15 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
     name = key if name == "<lambda>" else name
     location = _location(func, fallback)
     ends = getattr(branch, "ends", None)
-    sends = send_targets(func) if func is not None else None
-    sent = sends.names if sends is not None else ()
+    sends = send_targets(func) if func is not None else SendTargets()
+    sent = sends.names
     unmapped: tuple[str, ...] = ()
     annotated = False
     returns = read_returns(func) if func is not None else Returns(None)
     # what the body returns, else the Literal annotation
     values = returns.values if returns.values is not None or func is None else _annotation(func)
     falls = returns.none and not (ends is not None and None in ends)
+    known: tuple[str, ...] | None = None
     if ends is not None:
         ends = dict(ends)
         literal = _annotation(func) if func is not None else None
@@ -210,19 +212,17 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
             unmapped = tuple(v for v in values if v not in ends)
             # An entry no return produces is not a route (LangGraph never takes it).
             ends = {k: v for k, v in ends.items() if k in values} or ends
-        names = tuple(dict.fromkeys((*_names(ends.values()), *sent)))
-        targets = TargetSet(names, many=bool(sent), sends=sent)
-    elif values is not None and not (sends is not None and sends.computed):
-        names = tuple(dict.fromkeys((*values, *sent)))
-        targets = TargetSet(names, many=bool(sent), sends=sent)
-    elif sent and sends is not None and not sends.computed:
-        targets = TargetSet(sent, many=True, sends=sent)
+        known = _names(ends.values())
+    elif not sends.computed and (values is not None or sent):
+        known = values or ()
+    if known is not None:
+        targets = TargetSet(tuple(dict.fromkeys((*known, *sent))), many=bool(sent), sends=sent)
+    elif sends.computed:
+        problem = "it sends to a node named at run time (Send(<expression>, ...))"
+        targets = TargetSet(None, problem=problem)
     else:
         problem = "it has no path_map, no Literal return annotation, and returns a value read "
-        problem += "at run time"
-        if sends is not None and sends.computed:
-            problem = "it sends to a node named at run time (Send(<expression>, ...))"
-        targets = TargetSet(None, problem=problem)
+        targets = TargetSet(None, problem=problem + "at run time")
     return RouterSpec(
         source,
         name,
