@@ -120,10 +120,9 @@ def _is_langgraph_code(func: Callable[..., Any]) -> bool:
     return top in _LIBRARIES or top.startswith("langchain_")
 
 
-def _location(func: Any, fallback: Location) -> Location:
-    if func is None or _is_langgraph_code(func):
-        return fallback
-    return def_location(func) or fallback
+def _location(func: Any) -> Location | None:
+    """Return where ``func``'s ``def`` is in the user's code; ``None`` in LangGraph's own."""
+    return None if func is None or _is_langgraph_code(func) else def_location(func)
 
 
 def _schema_location(schema: Any) -> Location:
@@ -193,7 +192,7 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
     func = user_function(getattr(branch, "path", None))
     name = getattr(func, "__name__", "<lambda>")
     name = key if name == "<lambda>" else name
-    location = _location(func, fallback)
+    location = _location(func) or fallback
     ends = getattr(branch, "ends", None)
     sends = send_targets(func) if func is not None else SendTargets()
     sent = sends.names
@@ -322,7 +321,7 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             locations[node_name] = _first_location(runnable, graph_location)
         else:
             funcs[node_name] = user_function(runnable)
-            locations[node_name] = _location(funcs[node_name], graph_location)
+            locations[node_name] = _location(funcs[node_name]) or graph_location
     routers: list[RouterSpec] = []
     branch_keys: list[tuple[str, Any]] = []
     for source, branches in dict(getattr(builder, "branches", None) or {}).items():
@@ -392,13 +391,9 @@ def _node(
 
 def _first_location(compiled: Any, fallback: Location) -> Location:
     """Return where a subgraph's first node function is (a subgraph node has no function)."""
-    for node_spec in dict(getattr(compiled.builder, "nodes", None) or {}).values():
-        func = user_function(getattr(node_spec, "runnable", None))
-        if func is not None and not _is_langgraph_code(func):
-            found = def_location(func)
-            if found is not None:
-                return found
-    return fallback
+    nodes = dict(getattr(compiled.builder, "nodes", None) or {}).values()
+    found = (_location(user_function(getattr(n, "runnable", None))) for n in nodes)
+    return next((place for place in found if place is not None), fallback)
 
 
 def input_schema(node_spec: Any) -> Any:

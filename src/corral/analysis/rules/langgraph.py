@@ -258,8 +258,8 @@ _REWORDED = {
 
 
 def langgraph_rules() -> dict[str, Rule]:
-    """Return the :data:`APPLIES` rules, those whose findings LangGraph's semantics word
-    differently checked in LangGraph's terms."""
+    """Return the rules that hold under LangGraph's semantics (:data:`APPLIES`), with CR103,
+    CR105, CR201 and CR401 checked and worded in LangGraph's terms."""
     return {
         code: replace(RULES[code], check=_REWORDED.get(code, RULES[code].check)) for code in APPLIES
     }
