@@ -20,7 +20,6 @@ from corral.analysis.diagnostic import Diagnostic
 from corral.spec import Cycle, GraphSpec
 
 if TYPE_CHECKING:
-    from corral.analysis._graph import SpecGraph
     from corral.analysis.rules import RULES, Finding, Rule
 
 __all__ = [
@@ -51,8 +50,9 @@ class CycleList(list[Cycle]):
     truncated: bool = False
 
 
-def analyse(spec: GraphSpec) -> list[Diagnostic]:
-    """Return every finding for ``spec``, sorted by place, then code.
+def analyse(spec: GraphSpec, rules: Mapping[str, Rule] | None = None) -> list[Diagnostic]:
+    """Return every finding for ``spec`` of ``rules`` (every rule by default), sorted by place,
+    then code.
 
     A finding is dropped when a node's (or router's) ``ignore=`` holds a prefix of its
     code: a finding placed at a router or node route (CR101, CR201, CR202, CR401) is
@@ -72,25 +72,21 @@ def analyse(spec: GraphSpec) -> list[Diagnostic]:
     """
     from corral.analysis._graph import SpecGraph
     from corral.analysis.rules import RULES
-
-    with collector_paused():
-        return _analyse(spec, SpecGraph(spec), RULES)
-
-
-def _analyse(spec: GraphSpec, graph: SpecGraph, rules: Mapping[str, Rule]) -> list[Diagnostic]:
     from corral.analysis.subgraphs import child_diagnostics
 
     found: list[Diagnostic] = []
     seen: set[Diagnostic] = set()
-    for rule in rules.values():
-        for finding in rule.check(graph):
-            if _suppressed(spec, rule.code, finding):
-                continue
-            diagnostic = rule.place(finding, spec)
-            if diagnostic not in seen:  # one defect declared twice is reported once
-                seen.add(diagnostic)
-                found.append(diagnostic)
-    found.extend(d for d in child_diagnostics(spec, analyse) if d not in seen)
+    with collector_paused():
+        graph = SpecGraph(spec)
+        for rule in (RULES if rules is None else rules).values():
+            for finding in rule.check(graph):
+                if _suppressed(spec, rule.code, finding):
+                    continue
+                diagnostic = rule.place(finding, spec)
+                if diagnostic not in seen:  # one defect declared twice is reported once
+                    seen.add(diagnostic)
+                    found.append(diagnostic)
+        found.extend(d for d in child_diagnostics(graph, analyse) if d not in seen)
     return sorted(found, key=lambda d: d.sort_key)
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "Cut",
     "component_index",
     "cut_group",
+    "reach",
     "shortest_cycle",
     "strongly_connected",
 ]
@@ -105,6 +106,30 @@ def strongly_connected(nodes: Iterable[str], succ: Mapping[str, Iterable[str]]) 
                         break
                 found.append(component)
     return found
+
+
+def reach(
+    starts: Iterable[str],
+    succ: Mapping[str, Iterable[str]],
+    keep: Callable[[str], bool] | None = None,
+    limit: int | None = None,
+) -> set[str]:
+    """Return the nodes reached from ``starts`` (included) by ``succ``, entering only nodes
+    ``keep`` accepts; the search stops once more than ``limit`` are found.
+
+    >>> sorted(reach("a", {"a": "bc", "c": "d"}, keep=lambda n: n != "c"))
+    ['a', 'b']
+    """
+    seen = {s for s in starts if keep is None or keep(s)}
+    stack = list(seen)
+    while stack:
+        for child in succ.get(stack.pop(), ()):
+            if child not in seen and (keep is None or keep(child)):
+                if limit is not None and len(seen) >= limit:
+                    return seen | {child}
+                seen.add(child)
+                stack.append(child)
+    return seen
 
 
 def component_index(components: Iterable[list[str]]) -> dict[str, int]:

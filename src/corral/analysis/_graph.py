@@ -30,6 +30,7 @@ from corral.analysis._cuts import (
     Cut,
     component_index,
     cut_group,
+    reach,
     shortest_cycle,
     strongly_connected,
 )
@@ -83,9 +84,6 @@ class SpecGraph:
         self._guarded = guarded
         self.succ = succ
         """Each node's successors (``START`` and ``END`` included), in declaration order."""
-        self._routers: dict[str, list[RouterSpec]] = {}
-        for router in spec.routers:
-            self._routers.setdefault(router.source, []).append(router)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -93,13 +91,9 @@ class SpecGraph:
         """Return whether ``name`` is a registered node."""
         return name in self.rank
 
-    def routers_of(self, source: str) -> list[RouterSpec]:
-        """Return the routers registered for ``source`` (an indexed ``GraphSpec.routers_of``)."""
-        return self._routers.get(source, [])
-
     def routers_among(self, sources: Iterable[str]) -> list[RouterSpec]:
         """Return the routers registered for any of ``sources``, in registration order."""
-        found = [r for source in set(sources) for r in self._routers.get(source, ())]
+        found = [r for source in set(sources) for r in self.spec.routers_of(source)]
         return sorted(found, key=lambda router: self._router_rank[id(router)])
 
     @cached_property
@@ -171,23 +165,29 @@ class SpecGraph:
         ``END``); a router registered for a name that is no node is read as the router of the
         closest node. ``None`` when some name is close to none.
         """
-        names = [*self.names, END]
         found: list[Pair] = []
         for edge in self.unknown_targets:
-            match = difflib.get_close_matches(edge.target, names, n=1, cutoff=0.6)
-            if not match:
+            target = self.closest(edge.target)
+            if target is None:
                 return None
-            found.append((edge.source, match[0]))
+            found.append((edge.source, target))
         for router in self.spec.routers:
             if router.source in self.rank:
                 continue
-            match = difflib.get_close_matches(router.source, self.names, n=1, cutoff=0.6)
-            if not match:
+            source = self.closest(router.source, end=False)
+            if source is None:
                 return None
             for target in router.targets.names or ():
                 if target in self.rank or target == END:
-                    found.append((match[0], target))
+                    found.append((source, target))
         return found
+
+    def closest(self, name: str, *, end: bool = True) -> str | None:
+        """Return the node name (or, with ``end``, ``END``) a misspelt ``name`` is closest
+        to; ``None`` when it is close to none."""
+        names = [*self.names, END] if end else self.names
+        match = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        return match[0] if match else None
 
     @cached_property
     def _repaired(self) -> dict[str, list[str]]:
@@ -204,19 +204,8 @@ class SpecGraph:
         (unknown route, no way out, unreadable annotation), so the nodes that lead only to it
         are not reported again.
         """
-        seen: set[str] = {END, *excused}
-        rank = self.rank
-        no_node = [START, *(n for n in seen if n not in rank)]  # all seen may hold but nodes
-        queue = deque(seen)
-        pred = self._pred
-        while queue:
-            node = queue.popleft()
-            for source in pred.get(node, ()):
-                if source not in seen:
-                    seen.add(source)
-                    queue.append(source)
-        seen.difference_update(no_node)
-        return seen
+        reached = reach([END, *excused], self._pred)
+        return {n for n in reached if n in self.rank}
 
     @cached_property
     def _pred(self) -> dict[str, list[str]]:
@@ -413,7 +402,7 @@ class SpecGraph:
         is ``target``."""
         node = self.spec.node(source)
         sites = [node.guards if node is not None else ()]
-        sites += [router.guards for router in self.routers_of(source)]
+        sites += [router.guards for router in self.spec.routers_of(source)]
         return [g for guards in sites for g in guards if g.otherwise == target]
 
     def sink_components(self, nodes: Iterable[str]) -> list[list[str]]:

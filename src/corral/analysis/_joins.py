@@ -43,11 +43,12 @@ routes deep.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, Literal
 
+from corral.analysis._cuts import reach
 from corral.spec import START, NodeSpec
 
 if TYPE_CHECKING:
@@ -110,12 +111,12 @@ StuckJoin = RunsAfter | Exclusive | EnteredAgain | ForkTwice
 def stuck_joins(
     graph: SpecGraph,
     joins: Iterable[tuple[NodeSpec, list[str]]],
-    coactive: Callable[[], Collection[tuple[str, str]]],
+    partners: Callable[[], Mapping[str, set[str]]],
 ) -> Iterator[StuckJoin]:
     """Yield how each join of ``joins`` (with the nodes it waits for) is held forever.
 
-    ``coactive`` returns the pairs of nodes that may run in the same superstep; it is
-    called at most once, for a join a looping node routes to.
+    ``partners`` returns, for each node, the nodes that may run in the same superstep; it
+    is called at most once, for a join a looping node routes to.
     """
     succ = graph.node_succ
     pred: dict[str, list[str]] = {}
@@ -127,16 +128,7 @@ def stuck_joins(
     if len(starts) > 1:
         fanouts[0].add(START)
     dominators = _Dominators(starts, succ, pred)
-    partners: list[dict[str, set[str]]] = []
-
-    def beside_once() -> dict[str, set[str]]:
-        if not partners:
-            partners.append({})
-            for a, b in coactive():
-                if a != b:
-                    partners[0].setdefault(a, set()).add(b)
-                    partners[0].setdefault(b, set()).add(a)
-        return partners[0]
+    beside_once = cache(partners)
 
     for node, waits in joins:
         join = node.name
@@ -270,18 +262,6 @@ def _fanout_sources(graph: SpecGraph) -> tuple[set[str], set[str]]:
     return fixed - choosing, choosing
 
 
-def _reach(starts: Iterable[str], succ: Mapping[str, Iterable[str]], avoid: str) -> set[str]:
-    """Return the nodes reached from ``starts`` (included) without entering ``avoid``."""
-    seen = {s for s in starts if s != avoid}
-    queue = deque(seen)
-    while queue:
-        for child in succ.get(queue.popleft(), ()):
-            if child != avoid and child not in seen:
-                seen.add(child)
-                queue.append(child)
-    return seen
-
-
 ANCESTOR_LIMIT = 256
 """The most ancestors searched for each node a join waits for; past it the pair is not
 judged (the search would grow with the graph for every join)."""
@@ -327,16 +307,8 @@ def _ancestors(
 ) -> set[str] | None:
     """Return the nodes (``node`` included) that reach ``node`` before ``join``'s first run,
     or ``None`` past :data:`ANCESTOR_LIMIT` of them."""
-    seen = {node}
-    queue = deque(seen)
-    while queue:
-        for parent in pred.get(queue.popleft(), ()):
-            if parent not in seen and dominators.before(parent, join):
-                if len(seen) >= ANCESTOR_LIMIT:
-                    return None
-                seen.add(parent)
-                queue.append(parent)
-    return seen
+    found = reach([node], pred, lambda n: n == node or dominators.before(n, join), ANCESTOR_LIMIT)
+    return found if len(found) <= ANCESTOR_LIMIT else None
 
 
 def _entered_again(
@@ -351,16 +323,16 @@ def _entered_again(
     route back to it, or by a listed entry that ran beside it."""
     succ = graph.node_succ
     on_loop = join in succ[join] or len(graph.group_of(join)) > 1
-    after = _reach(succ[join], succ, avoid="") if on_loop else None
+    after = reach(succ[join], succ) if on_loop else None
     back = [x for x in preds if x in after] if after is not None and join in after else []
     beside = partners().get(join, set())
     again_entries = back + [x for x in entries if x in beside and x in waited]
     if not again_entries:
         return  # most joins: nothing else is computed for them
     if after is None:
-        after = _reach(succ[join], succ, avoid="")
+        after = reach(succ[join], succ)
     # what runs in the join's superstep (the join too) counts toward its next run
-    again = {join} | after | _reach(beside, succ, avoid=join)
+    again = {join} | after | reach(beside, succ, join.__ne__)
     for x in again_entries:
         missing = [w for w in waited if w not in again]
         how: Literal["back", "loop", "beside"] = (
@@ -382,20 +354,9 @@ def _loops_without(graph: SpecGraph, node: str, join: str) -> bool:
     if node in succ[node]:
         return True
     group = graph.group_of(node)
-    if len(group) == 1:
-        return False
-    if join not in group:
-        return True
-    seen = {t for t in succ[node] if t in group and t != join}
-    stack = list(seen)
-    while stack:
-        for child in succ[stack.pop()]:
-            if child == node:
-                return True
-            if child in group and child != join and child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return False
+    if len(group) == 1 or join not in group:
+        return len(group) > 1
+    return node in reach(succ[node], succ, lambda n: n in group and n != join)
 
 
 LENGTH_LIMIT = 32
@@ -459,8 +420,8 @@ def _fork_twice(
             if found is None:
                 continue
             if after is None:
-                after = _reach(succ[join], succ, avoid="")
-            if early in after or early in _reach(succ[late], succ, avoid=join):
+                after = reach(succ[join], succ)
+            if early in after or early in reach(succ[late], succ, join.__ne__):
                 continue  # it may run again after the join: not judged
             gap, again = found
             return ForkTwice(join, fork, again, early, late, gap, top - low)

@@ -19,10 +19,11 @@ bound at all.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from corral.analysis._cuts import reach
 from corral.analysis._fallbacks import untaken_fallbacks
 from corral.spec import END, START, Edge, GraphSpec, NodeSpec
 
@@ -71,9 +72,7 @@ class Unit:
 class Facts:
     """The spec's routes as the bound reads them."""
 
-    spec: GraphSpec
     nodes: list[NodeSpec]
-    names: Container[str]
     specs: dict[str, NodeSpec] = field(default_factory=dict)
     """Each node's spec by name."""
     limits: dict[str, tuple[int | None, tuple[str, ...], int]] = field(default_factory=dict)
@@ -114,7 +113,7 @@ def read_facts(graph: SpecGraph) -> Facts:
     spec = graph.spec
     nodes = graph.nodes
     names = graph.rank
-    facts = Facts(spec, nodes, names, {n.name: n for n in nodes})
+    facts = Facts(nodes, {n.name: n for n in nodes})
     facts.starts = [n.name for n in nodes if n.start]
     facts.single = len(facts.starts) <= 1
     for router in spec.routers:
@@ -145,20 +144,13 @@ def read_facts(graph: SpecGraph) -> Facts:
         source, target = pair
         if source not in names or target not in names:
             continue  # from START or to END
-        if len(routes) == 1:  # most pairs: read the one route without a generator per fact
-            (route,) = routes
-            single = single and not route.many
-            width = widths.get(source, 1) if route.kind == "send" else 1
-            cap = None if route.guard is None else route.guard.max
-            otherwise = route.kind == "otherwise"
-        else:
-            single = single and not any(r.many for r in routes)
-            width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
-            guarded = all(r.guard is not None for r in routes)
-            cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
-            otherwise = all(r.kind == "otherwise" for r in routes)
-            if not otherwise and cap is None and _closed_but_otherwise(routes):
-                mixed.append(pair)
+        single = single and not any(r.many for r in routes)
+        width = max(widths.get(source, 1) if r.kind == "send" else 1 for r in routes)
+        guarded = all(r.guard is not None for r in routes)
+        cap = sum(r.guard.max for r in routes if r.guard is not None) if guarded else None
+        otherwise = all(r.kind == "otherwise" for r in routes)
+        if not otherwise and cap is None and _closed_but_otherwise(routes):
+            mixed.append(pair)
         incoming[target].append((source, cap, width))
         if otherwise and pair in held:
             facts.held[pair] = held[pair]
@@ -176,45 +168,28 @@ def drop_routes_from(facts: Facts, source: str) -> None:
             facts.held.pop((source, target), None)
 
 
-def always_failing(graph: SpecGraph) -> list[str]:
-    """Return the subgraph nodes of ``graph`` whose child no run of can end normally.
+def always_failing(nodes: Iterable[NodeSpec]) -> list[str]:
+    """Return the subgraph nodes of ``nodes`` whose child no run of can end normally.
 
     A child's run ends normally only by reaching ``END``; a route guarded with ``max=0``
     and no ``otherwise`` raises ``GuardExhaustedError`` whenever it is taken, so a child
     whose every path to ``END`` takes one (or enters a child of its own that cannot end)
     fails on every entry.
     """
-    return [
-        node.name
-        for node in graph.nodes
-        if node.subgraph is not None and not _can_end(node.subgraph.graph)
-    ]
+    return [n.name for n in nodes if n.subgraph is not None and not _can_end(n.subgraph.graph)]
 
 
 def _can_end(spec: GraphSpec) -> bool:
     """Return whether some path of routes no run must fail on leads from ``START`` to
     ``END`` in ``spec``."""
-    failing = {
-        node.name
-        for node in spec.nodes
-        if node.subgraph is not None and not _can_end(node.subgraph.graph)
-    }
+    failing = always_failing(spec.nodes)
     succ: dict[str, list[str]] = {}
     for edge in spec.edges():
         if edge.guard is not None and edge.guard.max == 0:
             continue  # raises (or goes to its otherwise, a route of its own)
         if edge.source not in failing:
             succ.setdefault(edge.source, []).append(edge.target)
-    seen = {START}
-    stack = [START]
-    while stack:
-        for target in succ.get(stack.pop(), ()):
-            if target == END:
-                return True
-            if target not in seen:
-                seen.add(target)
-                stack.append(target)
-    return False
+    return END in reach([START], succ)
 
 
 def _closed_but_otherwise(routes: tuple[Edge, ...]) -> bool:

@@ -12,12 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from corral.analysis._cuts import reach
 from corral.spec import Guard
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
 
-__all__ = ["coactive_pairs"]
+__all__ = ["coactive_pairs", "partners"]
 
 _ROUTE_KINDS = ("then", "router", "command", "send", "otherwise")
 
@@ -117,17 +118,25 @@ def _completing(
     """Return ``(t, join)`` where a run of ``t`` may complete ``join``: every node it waits
     for may have run by ``t``'s superstep (``t`` is that node, or a node beside it, or
     what one of those leads to)."""
-    beside: dict[str, set[str]] = {}
-    for a, b in pairs:
-        beside.setdefault(a, set()).add(b)
-        beside.setdefault(b, set()).add(a)
+    beside = partners(pairs)
+    names = {n: [t for t, _send in out] for n, out in succ.items()}
     found: set[tuple[str, str]] = set()
     for source, out in succ.items():
         for join, _send in out:
             if join in waits and all(
-                _leads_to({w, *beside.get(w, ())}, source, succ) for w in waits[join]
+                _leads_to({w, *beside.get(w, ())}, source, names) for w in waits[join]
             ):
                 found.add((source, join))
+    return found
+
+
+def partners(pairs: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """Return, for each node of ``pairs``, the other nodes it may run beside."""
+    found: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if a != b:
+            found.setdefault(a, set()).add(b)
+            found.setdefault(b, set()).add(a)
     return found
 
 
@@ -136,18 +145,10 @@ SEARCH_LIMIT = 256
 an over-approximation, and a join costs no walk of a large graph)."""
 
 
-def _leads_to(starts: set[str], target: str, succ: dict[str, set[tuple[str, bool]]]) -> bool:
+def _leads_to(starts: set[str], target: str, succ: dict[str, list[str]]) -> bool:
     """Return whether ``target`` is one of ``starts`` or may follow one by routes."""
-    seen = set(starts)
-    stack = list(seen)
-    while stack and target not in seen:
-        for child, _send in succ[stack.pop()]:
-            if child not in seen:
-                if len(seen) >= SEARCH_LIMIT:
-                    return True
-                seen.add(child)
-                stack.append(child)
-    return target in seen
+    found = reach(starts, succ, limit=SEARCH_LIMIT)
+    return target in found or len(found) > SEARCH_LIMIT
 
 
 def _released_beside(

@@ -120,16 +120,15 @@ def _walk_group(
     position: Mapping[str, int],
 ) -> dict[str, _Step]:
     if len(group) == 1 and all(s != group[0] for s, _c, _w in facts.incoming[group[0]]):
-        (node,) = group  # on no cycle: most groups, so no set or list is made for it
+        (node,) = group  # on no cycle
         length, before, exact = entries[node]
-        unit = facts.units.get(node)
-        if unit is None:  # one node run (what Facts.unit would make, not made)
-            step = _Step(saturated(length + 1), before, (), 0, (node,), node, exact)
-        else:
-            exact = exact and unit.nodes is not None
-            length = saturated(length + unit.runs)
-            step = _Step(length, before, (), 0, unit.nodes or (), unit.text, exact)
-        return {node: step}
+        unit = facts.unit(node)
+        exact = exact and unit.nodes is not None
+        return {
+            node: _Step(
+                saturated(length + unit.runs), before, (), 0, unit.nodes or (), unit.text, exact
+            )
+        }
     members = set(group)
     cycle = _simple_guarded_cycle(facts, group, members)
     if cycle is not None and len(entries) * len(group) <= EXACT_CYCLE_WORK:

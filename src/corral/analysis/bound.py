@@ -243,7 +243,7 @@ def _bound(
         facts.units.update(
             (n.name, Unit(weight(n), (n.name,), n.name)) for n in facts.nodes if not n.subgraph
         )
-    for name in always_failing(graph):
+    for name in always_failing(graph.nodes):
         drop_routes_from(facts, name)  # its entry raises, so its routes are never taken
     runs = per_node_runs(facts, order, members=graph.rank)  # order holds every node
     per_node: dict[str, int | None] = {n: known(count) for n, count in runs.items()}

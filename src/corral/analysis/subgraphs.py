@@ -21,13 +21,9 @@ from typing import Any
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
 from corral.analysis.rules import Finding, rule
-from corral.spec import GraphSpec, NodeSpec
+from corral.spec import GraphSpec
 
 __all__ = ["child_diagnostics", "compiled_graph_nodes", "sync_timeouts"]
-
-
-def _first_nodes(spec: GraphSpec) -> Iterator[NodeSpec]:
-    return (n for n in spec.nodes if spec.node(n.name) is n)
 
 
 def _graph_kind(func: Callable[..., Any]) -> str | None:
@@ -78,16 +74,16 @@ def sync_timeouts(graph: SpecGraph) -> Iterator[Finding]:
 
 
 def child_diagnostics(
-    spec: GraphSpec, analyse: Callable[[GraphSpec], list[Diagnostic]]
+    graph: SpecGraph, analyse: Callable[[GraphSpec], list[Diagnostic]]
 ) -> list[Diagnostic]:
-    """Return the findings of every subgraph of ``spec``, named by path.
+    """Return the findings of every subgraph of ``graph``, named by path.
 
     ``analyse`` checks one graph (the analyser's own entry point, which calls back here for
     deeper children). Findings a subgraph node's ``ignore=`` covers are dropped.
     """
     found: list[Diagnostic] = []
     seen: list[GraphSpec] = []
-    for node in _first_nodes(spec):
+    for node in graph.nodes:
         if node.subgraph is None:
             continue
         child = node.subgraph.graph

@@ -65,21 +65,12 @@ def _check(
 ) -> list[Diagnostic]:
     # The analyser imports this package (to register CR109 and CR204), so it is read late.
     from corral.analysis import analyse
-    from corral.analysis.rules.langgraph import APPLIES, REWORDED, langgraph_findings
+    from corral.analysis.rules.langgraph import langgraph_rules
 
     builder = builder_of(graph)
     seen.add(id(builder))
     reading = read(graph, where=where)
-    # A node reached only through a value the router's map lacks is that CR109, not a CR103.
-    stranded = {v for r in reading.spec.routers for v in r.unmapped}
-    found = [
-        d
-        for d in analyse(reading.spec)
-        if d.code in APPLIES
-        and d.code not in REWORDED
-        and not (d.code == "CR103" and set(d.nodes) <= stranded)
-    ]
-    found += langgraph_findings(reading.spec)
+    found = analyse(reading.spec, langgraph_rules())
     if label is not None:
         found = [dataclasses.replace(d, message=f"in {label}: {d.message}") for d in found]
     contained = [(f"subgraph {name!r}", name, sub) for name, sub in reading.subgraphs]

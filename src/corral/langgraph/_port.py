@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from corral.langgraph._read import builder_of, read, user_function
+from corral.langgraph._read import builder_of, read
 from corral.spec import END, START, GraphSpec, Guard, Location, RouterSpec
 
 __all__ = ["port"]
@@ -156,35 +156,26 @@ def port(graph: Any, *, module: str, name: str) -> str:
         name: the attribute it was found under (for the header).
     """
     builder = builder_of(graph)
-    spec = read(graph).spec
+    reading = read(graph)
+    spec = reading.spec
     guards = _guards(spec)
     schema = getattr(builder, "state_schema", None) or getattr(builder, "schema", None)
     state = getattr(schema, "__name__", "dict")
     imports: dict[str, list[str]] = {}
     if schema is not None:
         imports.setdefault(_home(schema, module), []).append(state)
-    funcs: dict[str, Callable[..., Any] | None] = {}
-    for node_name, node_spec in dict(builder.nodes).items():
-        func = user_function(getattr(node_spec, "runnable", None))
-        funcs[node_name] = func
-        if func is not None and func.__name__.isidentifier():
-            imports.setdefault(_home(func, module), []).append(func.__name__)
     body: list[str] = []
     lambdas: list[str] = []
-    for node_name, func in funcs.items():
+    for node_name, func in reading.funcs.items():
+        if func is not None and func.__name__.isidentifier():
+            imports.setdefault(_home(func, module), []).append(func.__name__)
         guard = guards.get(("node", node_name))
         body += _node_line(node_name, func, spec, guard, state, lambdas)
-    branches = dict(getattr(builder, "branches", None) or {})
-    for router in spec.routers:
+    for router, (key, ends) in zip(spec.routers, reading.branches, strict=True):
         if router.source == START:
             body += ["", f"# TODO: {router.name!r} chooses the start node; mark them start=True"]
             continue
         original = router.func
-        key, branch = next(
-            ((k, b) for k, b in dict(branches.get(router.source, {})).items()
-             if user_function(getattr(b, "path", None)) is original),
-            (router.name, None),
-        )  # fmt: skip
         if original.__name__.isidentifier():
             home = _home(original, module)
             imports.setdefault(home, []).append(f"{original.__name__} as _lg_{router.name}")
@@ -193,7 +184,7 @@ def port(graph: Any, *, module: str, name: str) -> str:
                 f"_lg_{router.name} = _lg_builder.branches[{router.source!r}][{key!r}].path.func"
             )
         guard = guards.get((f"router:{router.name}", router.source))
-        body += ["", "", *_router_lines(router, getattr(branch, "ends", None), state, guard)]
+        body += ["", "", *_router_lines(router, ends, state, guard)]
     header = [
         f'"""corral port of {module}:{name}, written by `corral port`; review it before use.',
         "",

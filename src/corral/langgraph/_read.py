@@ -34,6 +34,7 @@ from typing import Any
 from corral.counters import read_counters
 from corral.langgraph._routes import Returns, command_gotos, read_returns
 from corral.langgraph._source import (
+    SendTargets,
     def_location,
     is_builder,
     is_compiled,
@@ -64,6 +65,10 @@ class Reading:
     spec: GraphSpec
     subgraphs: list[tuple[str, Any]] = field(default_factory=list)
     """``(node name, compiled graph)`` for each node that is itself a compiled graph."""
+    funcs: dict[str, Callable[..., Any] | None] = field(default_factory=dict)
+    """Each node's function; ``None`` for a subgraph node, or a runnable that wraps none."""
+    branches: list[tuple[str, Any]] = field(default_factory=list)
+    """``(key, path_map)`` of each router's conditional edge, in the order of ``spec.routers``."""
 
 
 def builder_of(graph: Any) -> Any:
@@ -115,10 +120,9 @@ def _is_langgraph_code(func: Callable[..., Any]) -> bool:
     return top in _LIBRARIES or top.startswith("langchain_")
 
 
-def _location(func: Any, fallback: Location) -> Location:
-    if func is None or _is_langgraph_code(func):
-        return fallback
-    return def_location(func) or fallback
+def _location(func: Any) -> Location | None:
+    """Return where ``func``'s ``def`` is in the user's code; ``None`` in LangGraph's own."""
+    return None if func is None or _is_langgraph_code(func) else def_location(func)
 
 
 def _schema_location(schema: Any) -> Location:
@@ -186,19 +190,19 @@ def _annotation(func: Callable[..., Any]) -> tuple[str, ...] | None:
 
 def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpec:
     func = user_function(getattr(branch, "path", None))
-    name = getattr(func, "__name__", key) if func is not None else key
-    if name == "<lambda>":
-        name = key
-    location = _location(func, fallback)
+    name = getattr(func, "__name__", "<lambda>")
+    name = key if name == "<lambda>" else name
+    location = _location(func) or fallback
     ends = getattr(branch, "ends", None)
-    sends = send_targets(func) if func is not None else None
-    sent = sends.names if sends is not None else ()
+    sends = send_targets(func) if func is not None else SendTargets()
+    sent = sends.names
     unmapped: tuple[str, ...] = ()
     annotated = False
     returns = read_returns(func) if func is not None else Returns(None)
     # what the body returns, else the Literal annotation
     values = returns.values if returns.values is not None or func is None else _annotation(func)
     falls = returns.none and not (ends is not None and None in ends)
+    known: tuple[str, ...] | None = None
     if ends is not None:
         ends = dict(ends)
         literal = _annotation(func) if func is not None else None
@@ -207,19 +211,17 @@ def _router(source: str, key: str, branch: Any, fallback: Location) -> RouterSpe
             unmapped = tuple(v for v in values if v not in ends)
             # An entry no return produces is not a route (LangGraph never takes it).
             ends = {k: v for k, v in ends.items() if k in values} or ends
-        names = tuple(dict.fromkeys((*_names(ends.values()), *sent)))
-        targets = TargetSet(names, many=bool(sent), sends=sent)
-    elif values is not None and not (sends is not None and sends.computed):
-        names = tuple(dict.fromkeys((*values, *sent)))
-        targets = TargetSet(names, many=bool(sent), sends=sent)
-    elif sent and sends is not None and not sends.computed:
-        targets = TargetSet(sent, many=True, sends=sent)
+        known = _names(ends.values())
+    elif not sends.computed and (values is not None or sent):
+        known = values or ()
+    if known is not None:
+        targets = TargetSet(tuple(dict.fromkeys((*known, *sent))), many=bool(sent), sends=sent)
+    elif sends.computed:
+        problem = "it sends to a node named at run time (Send(<expression>, ...))"
+        targets = TargetSet(None, problem=problem)
     else:
         problem = "it has no path_map, no Literal return annotation, and returns a value read "
-        problem += "at run time"
-        if sends is not None and sends.computed:
-            problem = "it sends to a node named at run time (Send(<expression>, ...))"
-        targets = TargetSet(None, problem=problem)
+        targets = TargetSet(None, problem=problem + "at run time")
     return RouterSpec(
         source,
         name,
@@ -319,15 +321,15 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             locations[node_name] = _first_location(runnable, graph_location)
         else:
             funcs[node_name] = user_function(runnable)
-            locations[node_name] = _location(funcs[node_name], graph_location)
+            locations[node_name] = _location(funcs[node_name]) or graph_location
     routers: list[RouterSpec] = []
-    maps: list[Any] = []
+    branch_keys: list[tuple[str, Any]] = []
     for source, branches in dict(getattr(builder, "branches", None) or {}).items():
         fallback = locations.get(source, graph_location)
         for key, branch in dict(branches).items():
             router = _router(source, key, branch, fallback)
             routers.append(router)
-            maps.append(getattr(branch, "ends", None))
+            branch_keys.append((key, getattr(branch, "ends", None)))
             after: str | None = getattr(branch, "then", None)  # 0.2: then= of the branch
             for target in router.targets.names or () if after else ():
                 if after and target != END and after not in then.setdefault(target, []):
@@ -336,7 +338,7 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
                 # A fan-out from START starts its targets together; a router from START
                 # starts one of them (its route from START says which may).
                 starts.update(router.targets.names or ())
-    routers = _per_source(routers, maps)
+    routers = _per_source(routers, [ends for _, ends in branch_keys])
     routed = {r.source for r in routers}
     nodes = [
         _node(n, s, funcs[n], locations[n], then, wait_for, starts, routed)
@@ -353,6 +355,8 @@ def read(graph: Any, name: str | None = None, where: Location | None = None) -> 
             framework="langgraph",
         ),
         subgraphs,
+        funcs,
+        branch_keys,
     )
 
 
@@ -387,13 +391,9 @@ def _node(
 
 def _first_location(compiled: Any, fallback: Location) -> Location:
     """Return where a subgraph's first node function is (a subgraph node has no function)."""
-    for node_spec in dict(getattr(compiled.builder, "nodes", None) or {}).values():
-        func = user_function(getattr(node_spec, "runnable", None))
-        if func is not None and not _is_langgraph_code(func):
-            found = def_location(func)
-            if found is not None:
-                return found
-    return fallback
+    nodes = dict(getattr(compiled.builder, "nodes", None) or {}).values()
+    found = (_location(user_function(getattr(n, "runnable", None))) for n in nodes)
+    return next((place for place in found if place is not None), fallback)
 
 
 def input_schema(node_spec: Any) -> Any:

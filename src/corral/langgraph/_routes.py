@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.targets import read_literal_form
-from corral.writes import function_node
+from corral.writes import function_node, own_nodes
 
-__all__ = ["Returns", "command_gotos", "falls_off", "read_returns"]
+__all__ = ["Returns", "command_gotos", "falls_off", "name_of", "read_returns"]
 
 _EXITS = frozenset({"exit", "_exit", "quit", "abort"})
 
@@ -72,7 +72,7 @@ def _scope(func: Callable[..., Any]) -> _Scope | None:
     typed: dict[str, Any] = {}
     scope = _Scope(func, node, args[0] if args else None, assigned, typed)
     body = node.body if isinstance(node.body, list) else []
-    for stmt in _own(body):
+    for stmt in own_nodes(body):
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
@@ -97,18 +97,9 @@ def _bound_names(stmt: ast.AST) -> Iterator[str]:
         yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
 
 
-def _own(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    stack: list[ast.AST] = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
 def _literal_of(annotation: Any, scope: _Scope) -> tuple[str, ...] | None:
     """Return the strings of a ``Literal`` annotation (an AST node or a type), else ``None``."""
-    if isinstance(annotation, ast.Subscript) and _name(annotation.value) == "Literal":
+    if isinstance(annotation, ast.Subscript) and name_of(annotation.value) == "Literal":
         elements = annotation.slice
         items = elements.elts if isinstance(elements, ast.Tuple) else [elements]
         try:
@@ -228,7 +219,7 @@ def _returns(scope: _Scope) -> Iterator[ast.expr | None]:
     if isinstance(node, ast.Lambda):
         yield node.body
         return
-    for stmt in _own(node.body):
+    for stmt in own_nodes(node.body):
         if isinstance(stmt, ast.Return):
             yield stmt.value
 
@@ -269,8 +260,8 @@ def command_gotos(func: Callable[..., Any]) -> tuple[str, ...] | None:
     if scope is None or isinstance(scope.node, ast.Lambda):
         return None
     found: list[str] = []
-    for node in _own(scope.node.body):
-        if not (isinstance(node, ast.Call) and _name(node.func) == "Command"):
+    for node in own_nodes(scope.node.body):
+        if not (isinstance(node, ast.Call) and name_of(node.func) == "Command"):
             continue
         for keyword in node.keywords:
             if keyword.arg is None:
@@ -285,7 +276,8 @@ def command_gotos(func: Callable[..., Any]) -> tuple[str, ...] | None:
     return tuple(found) or None
 
 
-def _name(node: ast.expr) -> str | None:
+def name_of(node: ast.expr) -> str | None:
+    """Return the name an expression ends in: ``f`` for ``f``, ``Send`` for ``types.Send``."""
     if isinstance(node, ast.Name):
         return node.id
     return node.attr if isinstance(node, ast.Attribute) else None
@@ -327,7 +319,7 @@ def _passes(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Assert):
         return not (isinstance(stmt.test, ast.Constant) and not stmt.test.value)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        return _name(stmt.value.func) not in _EXITS
+        return name_of(stmt.value.func) not in _EXITS
     return True
 
 

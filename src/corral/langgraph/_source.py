@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral import _registry
+from corral.langgraph._routes import name_of
 from corral.spec import Location
 from corral.writes import function_body, function_node
 
@@ -60,16 +61,6 @@ def def_location(func: Callable[..., Any]) -> Location | None:
     return _registry.def_location(func)
 
 
-def _call_name(node: ast.AST) -> str | None:
-    if not isinstance(node, ast.Call):
-        return None
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return None
-
-
 @dataclass(frozen=True)
 class SendTargets:
     """The node names of the ``Send(...)`` calls in a function."""
@@ -93,9 +84,8 @@ def send_targets(func: Callable[..., Any]) -> SendTargets:
     names: list[str] = []
     computed = False
     for node in (n for stmt in body for n in ast.walk(stmt)):
-        if _call_name(node) != "Send":
+        if not (isinstance(node, ast.Call) and name_of(node.func) == "Send"):
             continue
-        assert isinstance(node, ast.Call)
         target = node.args[0] if node.args else None
         for keyword in node.keywords:
             if keyword.arg == "node":
@@ -116,7 +106,8 @@ def returns_command(func: Callable[..., Any]) -> bool:
     body = function_body(func)
     if body is None:
         return False
-    return any(_call_name(n) == "Command" for stmt in body for n in ast.walk(stmt))
+    calls = (n for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Call))
+    return any(name_of(n.func) == "Command" for n in calls)
 
 
 def _code_names(code: types.CodeType) -> Iterator[str]:

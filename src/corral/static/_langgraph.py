@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.found import Target
+from corral.langgraph._routes import name_of
 
 __all__ = ["read_langgraph"]
 
@@ -123,7 +124,7 @@ def _builders(module: _Module, body: list[ast.stmt]) -> list[tuple[str, Any]]:
             raise _NeedsImport(f"line {stmt.lineno} wires the graph in a loop")
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
             call, target = stmt.value, stmt.targets[0]
-            if _name(call.func) == "StateGraph" and isinstance(target, ast.Name) and call.args:
+            if name_of(call.func) == "StateGraph" and isinstance(target, ast.Name) and call.args:
                 found[target.id] = StateGraph(_schema(module, call.args[0]))
         wired = stmt.value if isinstance(stmt, ast.Expr) else None
         if not (isinstance(wired, ast.Call) and isinstance(wired.func, ast.Attribute)):
@@ -134,19 +135,13 @@ def _builders(module: _Module, body: list[ast.stmt]) -> list[tuple[str, Any]]:
     return list(found.items())
 
 
-def _name(expr: ast.expr) -> str | None:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    return expr.attr if isinstance(expr, ast.Attribute) else None
-
-
 def _replay(module: _Module, builder: Any, call: ast.Call) -> None:
     method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
     args = list(call.args)
     keywords = {k.arg: k.value for k in call.keywords if k.arg}
     if method == "add_node":
         if len(args) == 1:
-            builder.add_node(_text(module, ast.Constant(_name(args[0]))), _stub(module, args[0]))
+            builder.add_node(_text(module, ast.Constant(name_of(args[0]))), _stub(module, args[0]))
         else:
             builder.add_node(_text(module, args[0]), _stub(module, args[1]))
     elif method == "add_edge":
@@ -185,11 +180,11 @@ def _stub(module: _Module, expr: ast.expr) -> Any:
     if isinstance(expr, ast.Lambda):
         code = compile(ast.Expression(expr), module.file, "eval")
         return eval(code, dict(module.namespace))  # builds the lambda; runs none of its body
-    name = _name(expr) if isinstance(expr, ast.Name) else None
+    name = name_of(expr) if isinstance(expr, ast.Name) else None
     node = module.functions.get(name or "")
     if node is None and callable(module.namespace.get(name or "")):
         return module.namespace[name or ""]  # LangGraph's own, e.g. tools_condition
-    if isinstance(expr, ast.Call) and _name(expr.func) == "ToolNode":
+    if isinstance(expr, ast.Call) and name_of(expr.func) == "ToolNode":
         from langgraph.prebuilt import ToolNode
 
         return ToolNode([])  # the tools do not change the wiring
@@ -229,9 +224,9 @@ def _schema(module: _Module, expr: ast.expr) -> Any:
     """Return a ``TypedDict`` with the state class's fields and reducers."""
     from langgraph.graph.message import add_messages
 
-    node = module.classes.get(_name(expr) or "")
+    node = module.classes.get(name_of(expr) or "")
     if node is None or not any(isinstance(s, ast.AnnAssign) for s in node.body):
-        if _name(expr) == "MessagesState":
+        if name_of(expr) == "MessagesState":
             from langgraph.graph import MessagesState
 
             return MessagesState

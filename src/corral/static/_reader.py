@@ -86,16 +86,11 @@ class Reader:
             if not isinstance(stmt, nodes.Decorator):
                 continue
             for decorator in stmt.original_decorators:
-                if not (
-                    isinstance(decorator, nodes.CallExpr)
-                    and isinstance(decorator.callee, nodes.MemberExpr)
-                    and isinstance(decorator.callee.expr, nodes.RefExpr)
-                    and decorator.callee.name in ("node", "router")
-                ):
-                    continue
-                graph = self.graphs.get(decorator.callee.expr.fullname or "")
+                graph = self._graph_of(decorator, ("node", "router"))
                 if graph is None:
                     continue
+                assert isinstance(decorator, nodes.CallExpr)
+                assert isinstance(decorator.callee, nodes.MemberExpr)
                 try:
                     if decorator.callee.name == "node":
                         graph.nodes.append(self._node(stmt, decorator, tree.path))
@@ -104,18 +99,25 @@ class Reader:
                 except StaticError as exc:
                     self.errors.append((tree.path, decorator.line, exc))
 
+    def _graph_of(self, expr: mypy_nodes.Expression, methods: tuple[str, ...]) -> _Graph | None:
+        """Return the graph whose method ``expr`` calls (``g.node(...)``), if it is one of
+        ``methods`` and ``g`` a graph read."""
+        from mypy import nodes
+
+        if not (
+            isinstance(expr, nodes.CallExpr)
+            and isinstance(expr.callee, nodes.MemberExpr)
+            and isinstance(expr.callee.expr, nodes.RefExpr)
+            and expr.callee.name in methods
+        ):
+            return None
+        return self.graphs.get(expr.callee.expr.fullname or "")
+
     def _subgraph_call(self, call: mypy_nodes.CallExpr, path: str) -> None:
         """Record ``g.subgraph("name", child, ...)`` as a node of ``g`` that runs ``child``."""
         from mypy import nodes
 
-        callee = call.callee
-        if not (
-            isinstance(callee, nodes.MemberExpr)
-            and callee.name == "subgraph"
-            and isinstance(callee.expr, nodes.RefExpr)
-        ):
-            return
-        graph = self.graphs.get(callee.expr.fullname or "")
+        graph = self._graph_of(call, ("subgraph",))
         if graph is None:
             return
         try:

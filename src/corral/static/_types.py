@@ -110,22 +110,23 @@ def return_type(func: mypy_nodes.FuncDef) -> mypy_types.Type | None:
     return ret
 
 
-def _read_targets(typ: mypy_types.Type, names: list[str], sends: list[str], top: bool) -> bool:
+def _read_targets(
+    typ: mypy_types.Type, names: dict[str, None], sends: dict[str, None], top: bool
+) -> bool:
     """Add the targets of ``typ`` to ``names``; return whether it was a sequence (fan-out)."""
     from mypy.types import Instance, LiteralType, NoneType
 
     many = False
     for member in _members(typ):
         if isinstance(member, LiteralType) and isinstance(member.value, str):
-            _add(names, member.value)
+            names[member.value] = None
         elif isinstance(member, Instance) and member.type.fullname == _SEND and member.args:
             inner = literal_names(member.args[0])
             if inner is None:
                 msg = "its return annotation has a Send whose target is not a Literal"
                 raise StaticError(msg)
-            for name in inner:
-                _add(names, name)
-                _add(sends, name)
+            names.update(dict.fromkeys(inner))
+            sends.update(dict.fromkeys(inner))
         elif (
             top
             and isinstance(member, Instance)
@@ -143,19 +144,25 @@ def _read_targets(typ: mypy_types.Type, names: list[str], sends: list[str], top:
     return many
 
 
+def _targets(types: list[mypy_types.Type], top: bool) -> TargetSet:
+    """Return the targets of the route types ``types`` (a router's return type, or the
+    ``Command`` type arguments of a node's)."""
+    names: dict[str, None] = {}
+    sends: dict[str, None] = {}
+    try:
+        many = any([_read_targets(typ, names, sends, top) for typ in types])
+    except StaticError as exc:
+        return TargetSet(None, problem=str(exc))
+    if top and not names:
+        return TargetSet(None, problem=f"its return annotation {types[0]} names no Literal targets")
+    return TargetSet(tuple(names), many=many, sends=tuple(sends))
+
+
 def router_targets(func: mypy_nodes.FuncDef) -> TargetSet:
     ret = return_type(func)
     if ret is None:
         return TargetSet(None, problem="it has no return annotation")
-    names: list[str] = []
-    sends: list[str] = []
-    try:
-        many = _read_targets(ret, names, sends, top=True)
-    except StaticError as exc:
-        return TargetSet(None, problem=str(exc))
-    if not names:
-        return TargetSet(None, problem=f"its return annotation {ret} names no Literal targets")
-    return TargetSet(tuple(names), many=many, sends=tuple(sends))
+    return _targets([ret], top=True)
 
 
 def command_targets(func: mypy_nodes.FuncDef) -> TargetSet | None:
@@ -165,18 +172,4 @@ def command_targets(func: mypy_nodes.FuncDef) -> TargetSet | None:
     if ret is None:
         return None
     commands = [m for m in _members(ret) if isinstance(m, Instance) and m.type.fullname == _COMMAND]
-    if not commands:
-        return None
-    names: list[str] = []
-    sends: list[str] = []
-    try:
-        for command in commands:
-            _read_targets(command.args[0], names, sends, top=False)
-    except StaticError as exc:
-        return TargetSet(None, problem=str(exc))
-    return TargetSet(tuple(names), many=False, sends=tuple(sends))
-
-
-def _add(names: list[str], name: str) -> None:
-    if name not in names:
-        names.append(name)
+    return _targets([c.args[0] for c in commands], top=False) if commands else None

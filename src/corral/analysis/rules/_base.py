@@ -155,7 +155,7 @@ def show_type(tp: Any) -> str:
 def declaration_of(edge: Edge, graph: SpecGraph) -> NodeSpec | RouterSpec | None:
     """Return the router or node whose declaration holds ``edge``."""
     if edge.kind in ("router", "send", "otherwise"):
-        for router in graph.routers_of(edge.source):
+        for router in graph.spec.routers_of(edge.source):
             if router.name == edge.owner and router.location == edge.location:
                 return router
         if edge.kind != "otherwise":
@@ -178,13 +178,13 @@ def site_ignore(edge: Edge, graph: SpecGraph) -> tuple[str, ...]:
 
 
 def has_no_way_out(graph: SpecGraph, node: NodeSpec) -> bool:
-    return not node.then and node.command is None and not graph.routers_of(node.name)
+    return not node.then and node.command is None and not graph.spec.routers_of(node.name)
 
 
 def has_unreadable_route(graph: SpecGraph, node: NodeSpec) -> bool:
     if node.command is not None and node.command.names is None:
         return True
-    return any(r.targets.names is None for r in graph.routers_of(node.name))
+    return any(r.targets.names is None for r in graph.spec.routers_of(node.name))
 
 
 def routes_unresolved(graph: SpecGraph) -> bool:
@@ -209,16 +209,8 @@ def meant_names(graph: SpecGraph, names: Iterable[str]) -> list[str] | None:
     ``None`` when a name is close to none: it may be meant for any node, so what it would
     change is not judged until CR101's finding is fixed (one mistake, one finding).
     """
-    meant: list[str] = []
-    for name in names:
-        if graph.is_node(name) or name == END:
-            meant.append(name)
-            continue
-        match = close_match(name, [*graph.spec.names, END])
-        if match is None:
-            return None
-        meant.append(match)
-    return meant
+    meant = [n if graph.is_node(n) or n == END else graph.closest(n) for n in names]
+    return [n for n in meant if n is not None] if None not in meant else None
 
 
 def stray_router_owners(graph: SpecGraph) -> set[str] | None:
@@ -226,15 +218,9 @@ def stray_router_owners(graph: SpecGraph) -> set[str] | None:
 
     ``None`` when such a source is close to no node name (it may be meant for any node).
     """
-    owners: set[str] = set()
-    for router in graph.spec.routers:
-        if graph.is_node(router.source) or router.source == START:
-            continue
-        match = close_match(router.source, graph.spec.names)
-        if match is None:
-            return None
-        owners.add(match)
-    return owners
+    stray = [r.source for r in graph.spec.routers if not graph.is_node(r.source)]
+    owners = {graph.closest(source, end=False) for source in stray if source != START}
+    return {n for n in owners if n is not None} if None not in owners else None
 
 
 def excused_nodes(graph: SpecGraph) -> set[str]:

@@ -10,7 +10,6 @@ from corral.analysis.bound import bound_of, every_node
 from corral.analysis.rules._base import (
     Finding,
     GuardSite,
-    close_match,
     guard_sites,
     meant_names,
     quote_names,
@@ -72,7 +71,7 @@ def _misspelt_guard_routes(graph: SpecGraph) -> set[tuple[str, str]]:
         for guard in site.guards:
             if graph.is_node(guard.target) or guard.target in (END, *(site.declared or ())):
                 continue
-            match = close_match(guard.target, [*graph.spec.names, END])
+            match = graph.closest(guard.target)
             targets = own if match is None else [t for t in own if t == match]
             meant.update((site.source, t) for t in targets)
     return meant
@@ -181,7 +180,7 @@ def _useless_guards_of(graph: SpecGraph, site: GuardSite, unresolved: bool) -> I
         if guard.target not in declared:
             if not graph.is_node(guard.target) and guard.target != END:
                 continue  # CR101
-            routers = graph.routers_of(source) if site.is_node else []
+            routers = graph.spec.routers_of(source) if site.is_node else ()
             if routers and not declared:
                 yield Finding(
                     f"Guard({guard.target!r}) on {who} never counts: a node's guards apply to "

@@ -15,21 +15,20 @@ counter loops stay CR201, where a ``Guard`` is the fix.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from corral.analysis._graph import SpecGraph
-from corral.analysis.diagnostic import Diagnostic
-from corral.analysis.rules._base import RULES, Finding, quote_names, rule
+from corral.analysis.rules._base import RULES, Finding, Rule, quote_names, rule
 from corral.analysis.rules._loops import CounterLoop, counter_loop
 from corral.analysis.rules.routes import unreadable_routes
-from corral.spec import END, START, GraphSpec, RouterSpec
+from corral.spec import END, START, RouterSpec
 
 __all__ = [
     "APPLIES",
-    "REWORDED",
     "CounterLoop",
     "counter_loop",
     "counter_loops",
-    "langgraph_findings",
+    "langgraph_rules",
     "unmapped_routes",
 ]
 
@@ -47,9 +46,6 @@ APPLIES = (
 )
 """The codes that hold under LangGraph's semantics (not CR104: LangGraph ends a run at a node
 with no edges; not CR107: a node's fixed edges, conditional edges and ``Command`` all fire)."""
-
-REWORDED = ("CR105", "CR201", "CR401")
-"""The codes whose LangGraph findings :func:`langgraph_findings` words in LangGraph's terms."""
 
 _PORT = "or port the loop to corral with a Guard"
 
@@ -124,7 +120,7 @@ def edge_and_router(graph: SpecGraph) -> Iterator[Finding]:
         return
     for node in spec.nodes:
         fixed = tuple(t for t in node.then or () if t != END)
-        routers = [r for r in spec.routers if r.source == node.name]
+        routers = spec.routers_of(node.name)
         if not fixed or not routers:
             continue
         router = routers[0]
@@ -218,6 +214,12 @@ def _langgraph_cycles(graph: SpecGraph) -> Iterator[Finding]:
             yield Finding(_cycle_message(finding.nodes, loop), finding.nodes, finding.location)
 
 
+def _langgraph_dead(graph: SpecGraph) -> Iterator[Finding]:
+    # A node reached only through a value the router's map lacks is that CR109, not a CR103.
+    stranded = {v for r in graph.spec.routers for v in r.unmapped}
+    return (f for f in RULES["CR103"].check(graph) if not set(f.nodes) <= stranded)
+
+
 def _langgraph_stuck(graph: SpecGraph) -> Iterator[Finding]:
     # A router whose path_map lacks END is CR109; the nodes it strands are that same defect.
     blamed = {r.source for r in graph.spec.routers if END in r.unmapped}
@@ -247,10 +249,17 @@ def _langgraph_untyped(graph: SpecGraph) -> Iterator[Finding]:
     return unreadable_routes(graph, router_fix, "-> Command[Literal['a', '__end__']]")
 
 
-def langgraph_findings(spec: GraphSpec) -> list[Diagnostic]:
-    """Return the findings of the :data:`REWORDED` codes in LangGraph's terms."""
-    graph = SpecGraph(spec)
-    found = [RULES["CR105"].place(f, spec) for f in _langgraph_stuck(graph)]
-    found += [RULES["CR201"].place(f, spec) for f in _langgraph_cycles(graph)]
-    found += [RULES["CR401"].place(f, spec) for f in _langgraph_untyped(graph)]
-    return found
+_REWORDED = {
+    "CR103": _langgraph_dead,
+    "CR105": _langgraph_stuck,
+    "CR201": _langgraph_cycles,
+    "CR401": _langgraph_untyped,
+}
+
+
+def langgraph_rules() -> dict[str, Rule]:
+    """Return the rules that hold under LangGraph's semantics (:data:`APPLIES`), with CR103,
+    CR105, CR201 and CR401 checked and worded in LangGraph's terms."""
+    return {
+        code: replace(RULES[code], check=_REWORDED.get(code, RULES[code].check)) for code in APPLIES
+    }

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import typing
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis._joins import Exclusive, ForkTwice, RunsAfter, StuckJoin
 from corral.analysis._joins import stuck_joins as never_released
-from corral.analysis._supersteps import coactive_pairs
+from corral.analysis._supersteps import coactive_pairs, partners
 from corral.analysis.rules._base import (
     Finding,
     close_match,
@@ -41,11 +42,8 @@ def parallel_writes(graph: SpecGraph) -> Iterator[Finding]:
             writes[node.name] = node.writes & plain
     # Only a key two nodes write, or a key a Send target writes, can conflict; skip the
     # pair computation when there is none.
-    writers: dict[str, int] = {}
-    for keys in writes.values():
-        for key in keys:
-            writers[key] = writers.get(key, 0) + 1
-    if not any(n > 1 for n in writers.values()) and not graph.sent & set(writes):
+    writers = Counter(key for keys in writes.values() for key in keys)
+    if max(writers.values(), default=0) < 2 and not graph.sent & set(writes):
         return
     involved: dict[str, set[str]] = {}
     repeated: dict[str, set[str]] = {}
@@ -246,7 +244,7 @@ def stuck_joins(graph: SpecGraph) -> Iterator[Finding]:
             )
         if not outsiders:  # else reported above
             checked.append((node, waits))
-    for stuck in never_released(graph, checked, lambda: coactive_pairs(graph)):
+    for stuck in never_released(graph, checked, lambda: partners(coactive_pairs(graph))):
         node = spec_nodes[stuck.join]
         message, nodes = _stuck_words(stuck)
         yield Finding(message, nodes, node.location, node.ignore)

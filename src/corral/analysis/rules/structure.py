@@ -232,7 +232,7 @@ def mixed_routing(graph: SpecGraph) -> Iterator[Finding]:
         ways: list[str] = []
         if node.then:
             ways.append("then=")
-        ways.extend(f"router {r.name!r}" for r in graph.routers_of(node.name))
+        ways.extend(f"router {r.name!r}" for r in graph.spec.routers_of(node.name))
         if node.command is not None:
             ways.append("a Command return annotation")
         if len(ways) > 1:
