@@ -415,11 +415,9 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
         tracer = None
         if self.telemetry:
-            from corral.runtime.telemetry import RunTracer, continued
+            from corral.runtime.telemetry import RunTracer
 
-            continues = continued(self.checkpointer, thread_id, checkpoint_id)
-            tracer = RunTracer(self.spec, continues)
-            on_event = tracer.chain(on_event)
+            tracer = RunTracer(self.spec)
         try:
             with holding(self.checkpointer, thread_id):  # one live run holds a thread
                 rs = threads.start(
@@ -431,7 +429,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
                     deps=deps,
                     emit=on_event,
                     buffer=buffer,
-                    checkpoint_meta=tracer.checkpoint_meta if tracer is not None else None,
+                    tracer=tracer,
                 )
         except BaseException as exc:
             if tracer is not None:
@@ -439,8 +437,6 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             raise
         if budget is not None:
             rs.purse.budget = budget
-        if tracer is not None:
-            tracer.started(rs.thread_id)
         return rs, tracer
 
     def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:

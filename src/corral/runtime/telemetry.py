@@ -23,37 +23,21 @@ without an SDK installed and configured, the API's no-op tracer makes every call
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from corral.checkpoint.base import Checkpointer
+from corral.checkpoint.base import Checkpoint
 from corral.cost import Cost
 from corral.runtime import events
 from corral.spec import GraphSpec
 
-__all__ = ["RunTracer", "continued", "subgraph_paths"]
+__all__ = ["RunTracer", "subgraph_paths"]
 
 T = TypeVar("T")
 
 TRACEPARENT = "traceparent"
 """The checkpoint meta key that holds the W3C trace context of the run that wrote it."""
-
-
-def continued(
-    saver: Checkpointer | None, thread_id: str | None, checkpoint_id: str | None
-) -> tuple[str, str] | None:
-    """Return ``(traceparent, checkpoint id)`` of the checkpoint a run on the thread starts from.
-
-    ``None`` when there is no such checkpoint or the run that wrote it was not traced.
-    """
-    if saver is None or thread_id is None:
-        return None
-    chain = saver.chain(thread_id, checkpoint_id)
-    if not chain:
-        return None
-    parent = chain[-1].meta.get(TRACEPARENT)
-    return (parent, chain[-1].checkpoint_id) if isinstance(parent, str) else None
 
 
 def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
@@ -84,9 +68,7 @@ class _Open:
 class RunTracer:
     """The spans of one run: listens to its events and ends every span it opens."""
 
-    def __init__(self, spec: GraphSpec, continues: tuple[str, str] | None = None) -> None:
-        """``continues``: the traceparent and id of the checkpoint the run starts from
-        (:func:`continued`)."""
+    def __init__(self, spec: GraphSpec) -> None:
         try:
             from opentelemetry import trace
             from opentelemetry.trace.propagation import tracecontext
@@ -95,53 +77,37 @@ class RunTracer:
             raise ImportError(msg) from exc
         self._trace = trace
         self._tracer = trace.get_tracer("corral")
-        w3c = tracecontext.TraceContextTextMapPropagator()
-        links = []
-        if continues is not None:
-            context = w3c.extract({TRACEPARENT: continues[0]})
-            previous = trace.get_current_span(context).get_span_context()
-            if previous.is_valid:
-                attributes = {"corral.link": "continues", "corral.checkpoint_id": continues[1]}
-                links.append(trace.Link(previous, attributes))
-        self.run = self._tracer.start_span(
-            "corral.run", attributes={"corral.graph": spec.name or ""}, links=links
-        )
-        self._context = trace.set_span_in_context(self.run)
+        self._w3c = tracecontext.TraceContextTextMapPropagator()
+        self._graph = spec.name or ""
+        self.run: Any = None
+        """The run's span, from :meth:`begin` on."""
         self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
         self._nodes: dict[tuple[int, str], list[_Open]] = {}
         """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
         subgraph node report their child's node runs with one step and path."""
         self._entries: dict[tuple[int, ...], _Open] = {}
         """Open subgraph entry spans by entry (``NodeStart.entry``)."""
-        carrier: dict[str, Any] = {}
-        w3c.inject(carrier, self._context)  # nothing for the API's no-op tracer's span
-        self.checkpoint_meta = carrier or None
-        """What the run stores in each checkpoint's meta (its span's trace context)."""
 
-    def started(self, thread_id: str | None) -> None:
-        """Record the run's thread (known once the run has started)."""
+    def begin(self, thread_id: str | None, last: Checkpoint | None) -> dict[str, Any] | None:
+        """Start the run span, linked to the run that wrote ``last`` (the checkpoint the run
+        starts from) when that run was traced; return what the run stores in each
+        checkpoint's meta: its span's trace context (``None`` for the API's no-op span)."""
+        trace, links = self._trace, []
+        parent = last.meta.get(TRACEPARENT) if last is not None else None
+        if last is not None and isinstance(parent, str):
+            context = self._w3c.extract({TRACEPARENT: parent})
+            previous = trace.get_current_span(context).get_span_context()
+            if previous.is_valid:
+                link = {"corral.link": "continues", "corral.checkpoint_id": last.checkpoint_id}
+                links.append(trace.Link(previous, link))
+        attributes = {"corral.graph": self._graph}
         if thread_id is not None:
-            self.run.set_attribute("corral.thread_id", thread_id)
-
-    def chain(
-        self, other: Callable[[events.Event], None] | None
-    ) -> Callable[[events.Event], None] | None:
-        """Return a listener that feeds this tracer and then ``other``.
-
-        A run span that is not recorded (no SDK configured, or the trace sampled out) gets
-        no node spans either, so the tracer does not listen at all: ``other`` is returned
-        as it is, and a run nobody else listens to keeps the engine's unwatched path.
-        """
-        if not self.run.is_recording():
-            return other
-        if other is None:
-            return self
-
-        def both(event: events.Event) -> None:
-            self(event)
-            other(event)
-
-        return both
+            attributes["corral.thread_id"] = thread_id
+        self.run = self._tracer.start_span("corral.run", attributes=attributes, links=links)
+        self._context = trace.set_span_in_context(self.run)
+        carrier: dict[str, Any] = {}
+        self._w3c.inject(carrier, self._context)
+        return carrier or None
 
     def __call__(self, event: events.Event) -> None:
         """Turn one event into span work (the other kinds of event need none)."""
@@ -271,6 +237,8 @@ class RunTracer:
 
     def fail(self, exc: BaseException) -> None:
         """End every open span with status ERROR and ``exc`` recorded."""
+        if self.run is None:  # the run was refused before it started: its span says why
+            self.begin(None, None)
         error = self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
         for node in self._open_nodes():
             node.span.set_attribute("corral.attempts", node.attempts)
