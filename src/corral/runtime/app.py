@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from corral._habits import langgraph_hints
 from corral.checkpoint.base import Checkpointer, holding
@@ -38,6 +38,18 @@ __all__ = ["CompiledGraph", "Run"]
 StateT = TypeVar("StateT")
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
+
+
+class RunOptions(TypedDict, Generic[DepsT], total=False):
+    """The keywords every way of running a graph takes, as :meth:`CompiledGraph.invoke`
+    describes them (what the type checker sees of ``stream``'s and ``astream``'s)."""
+
+    thread_id: str | None
+    checkpoint_id: str | None
+    max_steps: int | None
+    deps: DepsT | None
+    on_event: Callable[[Event], None] | None
+    budget: Budget | None
 
 
 class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
@@ -157,12 +169,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def stream(
@@ -170,12 +177,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["values"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[StateT]: ...
     @overload
     def stream(
@@ -183,12 +185,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["events"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[Event]: ...
     @overload
     def stream(
@@ -196,12 +193,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def stream(
@@ -240,12 +232,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def astream(
@@ -253,12 +240,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["values"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[StateT]: ...
     @overload
     def astream(
@@ -266,12 +248,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["events"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[Event]: ...
     @overload
     def astream(
@@ -279,12 +256,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def astream(
