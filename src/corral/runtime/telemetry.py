@@ -23,7 +23,7 @@ without an SDK installed and configured, the API's no-op tracer makes every call
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -111,25 +111,15 @@ class RunTracer:
 
     def __call__(self, event: events.Event) -> None:
         """Turn one event into span work (the other kinds of event need none)."""
-        if isinstance(event, events.NodeStart):
-            self._start(event)
-        elif isinstance(event, events.NodeEnd):
-            self._end(event)
-        elif isinstance(event, events.RouteTaken):
-            self._route(event)
-        elif isinstance(event, events.SuperstepEnd):
-            self._barrier()
-        elif isinstance(event, events.NodeRetry):
-            self._retry(event)
-        elif isinstance(event, events.Paused):
-            self._paused(event)
-        elif isinstance(event, events.RunEnd):
-            self._ended(event)
+        handle = _HANDLERS.get(type(event))
+        if handle is not None:
+            handle(self, event)
 
     def _ended(self, event: events.RunEnd) -> None:
         self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
         _set_spent(self.run, event.spent)
-        self._finish()
+        self._close({})  # a run ends at a barrier: nothing should be open by now
+        self.run.end()
 
     def _start(self, event: events.NodeStart) -> None:
         path = event.node
@@ -156,12 +146,6 @@ class RunTracer:
         attributes["corral.step"] = event.step
         span = self._tracer.start_span("corral.node", context, attributes=attributes)
         self._nodes.setdefault((event.step, path), []).append(_Open(span, path, entry))
-
-    def _open_nodes(self) -> list[_Open]:
-        """Return every open node span, in the order the node runs started (and forget them)."""
-        out = [node for same in self._nodes.values() for node in same]
-        self._nodes.clear()
-        return out
 
     def _end(self, event: events.NodeEnd) -> None:
         same = self._nodes.get((event.step, event.node))
@@ -196,11 +180,28 @@ class RunTracer:
             },
         )
 
-    def _barrier(self) -> None:
+    def _barrier(self, error: Any = None) -> None:
         """End the subgraph entries: every task of the superstep has finished by now."""
         for entry in self._entries.values():
+            if error is not None:
+                entry.span.set_status(error)
             entry.span.end(end_time=entry.last or None)  # None: now
         self._entries.clear()
+
+    def _close(self, asking: dict[str, list[str]], exc: BaseException | None = None) -> None:
+        """End every open span under the run, in the order the node runs started: with the
+        interrupt id each paused node run is ``asking`` for, or with ``exc`` as an error."""
+        error = None if exc is None else self._error(exc)
+        for node in [node for same in self._nodes.values() for node in same]:
+            if asking.get(node.path):
+                node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
+            node.span.set_attribute("corral.attempts", node.attempts)
+            if exc is not None:
+                node.span.record_exception(exc)
+                node.span.set_status(error)
+            node.span.end()
+        self._nodes.clear()
+        self._barrier(error)
 
     def _paused(self, event: events.Paused) -> None:
         """End the spans of the node runs that stopped at ``interrupt()`` (or before or after)."""
@@ -209,12 +210,7 @@ class RunTracer:
         asking: dict[str, list[str]] = {}
         for pending in event.interrupts:  # in task order, as the node runs started
             asking.setdefault(pending.node, []).append(str(pending.id))
-        for node in self._open_nodes():
-            if asking.get(node.path):
-                node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
-            node.span.set_attribute("corral.attempts", node.attempts)
-            node.span.end()
-        self._barrier()
+        self._close(asking)
 
     def _route(self, event: events.RouteTaken) -> None:
         """Add the route to the span of the run, or of the subgraph entry it was taken in."""
@@ -239,21 +235,15 @@ class RunTracer:
         """End every open span with status ERROR and ``exc`` recorded."""
         if self.run is None:  # the run was refused before it started: its span says why
             self.begin(None, None)
-        error = self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-        for node in self._open_nodes():
-            node.span.set_attribute("corral.attempts", node.attempts)
-            node.span.record_exception(exc)
-            node.span.set_status(error)
-            node.span.end()
-        for entry in self._entries.values():
-            entry.span.set_status(error)
-            entry.span.end()
-        self._entries.clear()
+        self._close({}, exc)
         if self.run.is_recording():
             self.run.record_exception(exc)
-            self.run.set_status(error)
+            self.run.set_status(self._error(exc))
             self.run.set_attribute("corral.status", "error")
-            self._finish()
+            self.run.end()
+
+    def _error(self, exc: BaseException) -> Any:
+        return self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
 
     def watch(self, steps: Iterator[T]) -> Iterator[T]:
         """Yield from a run's driver; an exception ends the spans with ERROR first."""
@@ -272,12 +262,17 @@ class RunTracer:
             self.fail(exc)
             raise
 
-    def _finish(self) -> None:
-        """End the run span and whatever is still open under it (a run ends at a barrier)."""
-        for node in self._open_nodes():
-            node.span.end()
-        self._barrier()
-        self.run.end()
+
+_HANDLERS: dict[type, Callable[[RunTracer, Any], None]] = {
+    events.NodeStart: RunTracer._start,
+    events.NodeEnd: RunTracer._end,
+    events.RouteTaken: RunTracer._route,
+    events.SuperstepEnd: lambda tracer, _: tracer._barrier(),
+    events.NodeRetry: RunTracer._retry,
+    events.Paused: RunTracer._paused,
+    events.RunEnd: RunTracer._ended,
+}
+"""What each kind of event does to the spans (the other kinds need nothing)."""
 
 
 def _set_spent(span: Any, spent: Cost) -> None:
