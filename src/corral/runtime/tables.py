@@ -160,8 +160,7 @@ def build_tables(spec: GraphSpec) -> Tables:
         if name in tables.nodes:
             tables.nodes[name].joins = tuple(waiting)
     tables.has_joins = bool(joins)
-    for node in tables.nodes.values():
-        tables.has_subgraphs = tables.has_subgraphs or _is_subgraph(spec, node.name)
+    tables.has_subgraphs = any(ns.subgraph is not None for ns in spec.nodes)
     tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
     tables.guard_keys = tuple(
         key for node in tables.nodes.values() for key, _ in node.guards.values()
@@ -183,8 +182,3 @@ def _declared_fields(spec: GraphSpec) -> frozenset[str]:
         if node.subgraph is not None:
             found.update(_declared_fields(node.subgraph.graph))
     return frozenset(found)
-
-
-def _is_subgraph(spec: GraphSpec, name: str) -> bool:
-    found = spec.node(name)
-    return found is not None and found.subgraph is not None
