@@ -127,7 +127,7 @@ class ThreadWriter:
             status = "interrupted"
         else:
             status = "error" if error is not None else "running" if rs.tasks else "done"
-        self.put(rs, writes, status, self.source, pauses, error_json(error))
+        self.put(rs, writes, status, self.source, pauses, error=error)
 
     def save_partial(
         self,
@@ -141,12 +141,10 @@ class ThreadWriter:
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        extra = error_json(error)
-        if results:
-            extra["done"] = [result_json(r) for r in results]
+        extra: dict[str, Any] = {"done": [result_json(r) for r in results]} if results else {}
         if reroute is not None:
             extra["reroute"] = [result_json(r) for r in reroute]
-        self.put(rs, writes or [], status, "loop", pauses, extra)
+        self.put(rs, writes or [], status, "loop", pauses, extra, error)
 
     def put(
         self,
@@ -156,8 +154,10 @@ class ThreadWriter:
         source: str,
         pauses: list[Pause],
         extra: dict[str, Any] | None = None,
+        error: Exception | None = None,
     ) -> None:
-        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id."""
+        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id
+        (``error``: the one the run ends with, recorded in the meta)."""
         for pause in pauses:
             if pause.id is None:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
@@ -186,6 +186,8 @@ class ThreadWriter:
             meta["fork"] = self.fork
         if extra:
             meta.update(extra)
+        if error is not None:
+            meta["error"] = {"type": type(error).__name__, "message": str(error)}
         checkpoint = Checkpoint(
             thread_id=self.thread_id,
             checkpoint_id=checkpoint_id,
@@ -249,13 +251,6 @@ class ThreadWriter:
         if rs.checkpoint_meta:
             meta.update(rs.checkpoint_meta)
         return meta
-
-
-def error_json(error: Exception | None) -> dict[str, Any]:
-    """Return the meta entry that records the error a run failed with (none: empty)."""
-    if error is None:
-        return {}
-    return {"error": {"type": type(error).__name__, "message": str(error)}}
 
 
 def result_json(result: TaskRun) -> dict[str, Any]:

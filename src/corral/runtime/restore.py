@@ -219,10 +219,8 @@ def snapshot_of(
     checkpoint).
     """
     meta = checkpoint.meta
-    if "reroute" in meta:
-        nxt: tuple[str, ...] = ()
-    else:
-        nxt = tuple(t["node"] for t in meta.get("next", []))
+    # a superstep whose routing failed has no next nodes yet: its routes are still due
+    nxt = () if "reroute" in meta else tuple(t["node"] for t in meta.get("next", []))
     status = str(meta.get("status", "running"))
     failed = meta.get("error") if status == "error" else None
     return StateSnapshot(
