@@ -223,8 +223,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
         )
         if self._tables.has_async:
-            return streams.select(rs, streams.in_new_loop(self._async(rs, tracer)), modes)
-        return streams.select(rs, self._sync(rs, tracer), modes)
+            events = streams.in_new_loop(self._async(rs, tracer))
+        else:
+            events = self._sync(rs, tracer)
+        return (item for event in events for item in streams.picks(rs, event, modes))
 
     @overload
     def astream(

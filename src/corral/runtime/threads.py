@@ -103,10 +103,9 @@ def start(
             msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
             raise ThreadStateError(msg)
         thread_id = uuid.uuid4().hex
-    elif continuing or checkpoint_id is not None:
-        chain = _chain_of(saver, thread_id, checkpoint_id)
-    else:
-        chain = saver.chain(thread_id)
+    else:  # a thread to continue must have a checkpoint, a new input's may have none
+        continues = continuing or checkpoint_id is not None
+        chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
     rs = new_run(settings, max_steps, thread_id, deps)
     if buffer is not None:
         rs.buffer = buffer
