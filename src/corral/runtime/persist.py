@@ -163,20 +163,14 @@ class ThreadWriter:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
-        if (
-            self.parent_id is None
-            or self.force_snapshot
-            or (
-                self.since_snapshot + 1 >= SNAPSHOT_EVERY
-                if self.advice is None
-                else self.advice.wants_snapshot(self.thread_id, self.parent_id)
-            )
-        ):
-            snapshot: dict[str, Any] | None = dict(rs.values)
+        since = self.since_snapshot + 1  # checkpoints since the last snapshot, this one too
+        if self.parent_id is None or self.force_snapshot:
             since = 0
-        else:
-            snapshot = None
-            since = self.since_snapshot + 1
+        elif self.advice is not None:  # the store knows the bytes: it says where
+            since = 0 if self.advice.wants_snapshot(self.thread_id, self.parent_id) else since
+        elif since >= SNAPSHOT_EVERY:
+            since = 0
+        snapshot = dict(rs.values) if since == 0 else None
         meta = self._meta(rs, status, source, pauses, seq, since)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
@@ -232,22 +226,16 @@ class ThreadWriter:
             "since_snapshot": since,
             "time": int(time.time()),
         }
-        # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
+        # This bookkeeping is empty in most checkpoints; an empty one is left out (readers
         # default it), which keeps the stored meta and the work of storing it small.
-        if rs.arrived:
-            arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
-            if arrived:
-                meta["arrived"] = arrived
-        if rs.held:
-            meta["held"] = list(rs.held)
-        if rs.purse.spent:
-            meta["spent"] = rs.purse.spent.to_json()
-        if pauses:
-            meta["interrupts"] = [pause_json(p) for p in pauses]
-        if rs.answers:
-            answers = {str(task): list(values) for task, values in rs.answers.items() if values}
-            if answers:
-                meta["answers"] = answers
+        optional = {
+            "arrived": {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes},
+            "held": list(rs.held),
+            "spent": rs.purse.spent.to_json() if rs.purse.spent else None,
+            "interrupts": [pause_json(p) for p in pauses],
+            "answers": {str(task): list(values) for task, values in rs.answers.items() if values},
+        }
+        meta.update((key, value) for key, value in optional.items() if value)
         if rs.checkpoint_meta:
             meta.update(rs.checkpoint_meta)
         return meta
