@@ -12,9 +12,9 @@ the invariant is that every span it opens is ended, by the event that closes it,
 superstep's barrier (a subgraph entry, a paused node), or by :meth:`RunTracer.fail`. When
 telemetry is off nothing here is imported or called, so a run pays nothing for it.
 
-A run that continues a thread links to the run that wrote the thread's newest checkpoint:
-each traced run stores its span's W3C ``traceparent`` in the meta of the checkpoints it
-writes, so the link works across processes and through every saver (the meta is JSON).
+A run that continues a thread links to the run that wrote the checkpoint it starts from (as
+the run loads it): each traced run stores its span's W3C ``traceparent`` in the meta of the
+checkpoints it writes, so the link works across processes and through every saver.
 
 ``opentelemetry-api`` is imported only when a traced app runs (extra ``corral[otel]``);
 without an SDK installed and configured, the API's no-op tracer makes every call free.
