@@ -27,7 +27,7 @@ from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
-from corral.runtime.tables import build_tables
+from corral.runtime.tables import Tables
 from corral.spec import GraphSpec
 
 if TYPE_CHECKING:
@@ -435,7 +435,7 @@ def _compiled(
 ) -> threads.Settings:
     """Return what a graph fixes for its runs: its tables, each subgraph node with its
     child compiled (the paths of ``before`` and ``after`` inside it become the child's)."""
-    tables = build_tables(spec)
+    tables = Tables(spec)
     for node_spec in spec.nodes:
         sub = node_spec.subgraph
         if sub is not None:
