@@ -165,6 +165,33 @@ def test_a_resumed_run_is_linked_to_the_run_it_continues(spans: InMemorySpanExpo
     assert [_parent_of(s) for s in finishes] == [r.context.span_id for r in roots]
 
 
+class CountingSaver(MemorySaver):
+    """A MemorySaver that counts how often a thread's chain is read."""
+
+    reads = 0
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Any]:
+        self.reads += 1
+        return super().chain(thread_id, checkpoint_id)
+
+
+def test_a_traced_resume_reads_the_thread_once_as_an_untraced_one_does(
+    spans: InMemorySpanExporter,
+) -> None:
+    """The link to the previous run comes from the checkpoint the run loads anyway."""
+    reads = []
+    for telemetry in (False, True):
+        saver = CountingSaver()
+        app = build(ask=True).compile(telemetry=telemetry, checkpointer=saver)
+        app.invoke({"n": 0}, thread_id="t")
+        saver.reads = 0
+        app.invoke(Resume("yes"), thread_id="t")
+        reads.append(saver.reads)
+    assert reads[0] == reads[1]
+    [_, resumed] = [s for s in spans.get_finished_spans() if s.name == "corral.run"]
+    assert len(resumed.links) == 1
+
+
 def test_telemetry_off_makes_no_spans(spans: InMemorySpanExporter) -> None:
     """Without telemetry=True nothing is exported."""
     build().compile().invoke({"n": 0})

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from corral._habits import langgraph_hints
 from corral.checkpoint.base import Checkpointer, holding
@@ -27,7 +27,7 @@ from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import StreamMode
-from corral.runtime.tables import build_tables
+from corral.runtime.tables import Tables
 from corral.spec import GraphSpec
 
 if TYPE_CHECKING:
@@ -38,6 +38,18 @@ __all__ = ["CompiledGraph", "Run"]
 StateT = TypeVar("StateT")
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
+
+
+class RunOptions(TypedDict, Generic[DepsT], total=False):
+    """The keywords every way of running a graph takes, as :meth:`CompiledGraph.invoke`
+    describes them (what the type checker sees of ``stream``'s and ``astream``'s)."""
+
+    thread_id: str | None
+    checkpoint_id: str | None
+    max_steps: int | None
+    deps: DepsT | None
+    on_event: Callable[[Event], None] | None
+    budget: Budget | None
 
 
 class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
@@ -157,12 +169,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def stream(
@@ -170,12 +177,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["values"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[StateT]: ...
     @overload
     def stream(
@@ -183,12 +185,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["events"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[Event]: ...
     @overload
     def stream(
@@ -196,12 +193,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def stream(
@@ -231,8 +223,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
         )
         if self._tables.has_async:
-            return streams.select(rs, streams.in_new_loop(self._async(rs, tracer)), modes)
-        return streams.select(rs, self._sync(rs, tracer), modes)
+            events = streams.in_new_loop(self._async(rs, tracer))
+        else:
+            events = self._sync(rs, tracer)
+        return (item for event in events for item in streams.picks(rs, event, modes))
 
     @overload
     def astream(
@@ -240,12 +234,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["updates"] = ...,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]: ...
     @overload
     def astream(
@@ -253,12 +242,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["values"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[StateT]: ...
     @overload
     def astream(
@@ -266,12 +250,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["events"],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[Event]: ...
     @overload
     def astream(
@@ -279,12 +258,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: Literal["custom"] | list[StreamMode] | tuple[StreamMode, ...],
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[tuple[str, Any]]: ...
     @langgraph_hints(2)
     def astream(
@@ -415,11 +389,9 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
         tracer = None
         if self.telemetry:
-            from corral.runtime.telemetry import RunTracer, continued
+            from corral.runtime.telemetry import RunTracer
 
-            continues = continued(self.checkpointer, thread_id, checkpoint_id)
-            tracer = RunTracer(self.spec, continues)
-            on_event = tracer.chain(on_event)
+            tracer = RunTracer(self.spec)
         try:
             with holding(self.checkpointer, thread_id):  # one live run holds a thread
                 rs = threads.start(
@@ -431,7 +403,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
                     deps=deps,
                     emit=on_event,
                     buffer=buffer,
-                    checkpoint_meta=tracer.checkpoint_meta if tracer is not None else None,
+                    tracer=tracer,
                 )
         except BaseException as exc:
             if tracer is not None:
@@ -439,8 +411,6 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             raise
         if budget is not None:
             rs.purse.budget = budget
-        if tracer is not None:
-            tracer.started(rs.thread_id)
         return rs, tracer
 
     def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
@@ -465,7 +435,7 @@ def _compiled(
 ) -> threads.Settings:
     """Return what a graph fixes for its runs: its tables, each subgraph node with its
     child compiled (the paths of ``before`` and ``after`` inside it become the child's)."""
-    tables = build_tables(spec)
+    tables = Tables(spec)
     for node_spec in spec.nodes:
         sub = node_spec.subgraph
         if sub is not None:

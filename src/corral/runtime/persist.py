@@ -127,7 +127,7 @@ class ThreadWriter:
             status = "interrupted"
         else:
             status = "error" if error is not None else "running" if rs.tasks else "done"
-        self.put(rs, writes, status, self.source, pauses, error_json(error))
+        self.put(rs, writes, status, self.source, pauses, error=error)
 
     def save_partial(
         self,
@@ -141,12 +141,10 @@ class ThreadWriter:
         error: Exception | None = None,
     ) -> None:
         """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        extra = error_json(error)
-        if results:
-            extra["done"] = [result_json(r) for r in results]
+        extra: dict[str, Any] = {"done": [result_json(r) for r in results]} if results else {}
         if reroute is not None:
             extra["reroute"] = [result_json(r) for r in reroute]
-        self.put(rs, writes or [], status, "loop", pauses, extra)
+        self.put(rs, writes or [], status, "loop", pauses, extra, error)
 
     def put(
         self,
@@ -156,27 +154,23 @@ class ThreadWriter:
         source: str,
         pauses: list[Pause],
         extra: dict[str, Any] | None = None,
+        error: Exception | None = None,
     ) -> None:
-        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id."""
+        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id
+        (``error``: the one the run ends with, recorded in the meta)."""
         for pause in pauses:
             if pause.id is None:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
-        if (
-            self.parent_id is None
-            or self.force_snapshot
-            or (
-                self.since_snapshot + 1 >= SNAPSHOT_EVERY
-                if self.advice is None
-                else self.advice.wants_snapshot(self.thread_id, self.parent_id)
-            )
-        ):
-            snapshot: dict[str, Any] | None = dict(rs.values)
+        since = self.since_snapshot + 1  # checkpoints since the last snapshot, this one too
+        if self.parent_id is None or self.force_snapshot:
             since = 0
-        else:
-            snapshot = None
-            since = self.since_snapshot + 1
+        elif self.advice is not None:  # the store knows the bytes: it says where
+            since = 0 if self.advice.wants_snapshot(self.thread_id, self.parent_id) else since
+        elif since >= SNAPSHOT_EVERY:
+            since = 0
+        snapshot = dict(rs.values) if since == 0 else None
         meta = self._meta(rs, status, source, pauses, seq, since)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
@@ -186,6 +180,8 @@ class ThreadWriter:
             meta["fork"] = self.fork
         if extra:
             meta.update(extra)
+        if error is not None:
+            meta["error"] = {"type": type(error).__name__, "message": str(error)}
         checkpoint = Checkpoint(
             thread_id=self.thread_id,
             checkpoint_id=checkpoint_id,
@@ -230,32 +226,19 @@ class ThreadWriter:
             "since_snapshot": since,
             "time": int(time.time()),
         }
-        # The bookkeeping below is empty in most checkpoints; an empty one is left out (readers
+        # This bookkeeping is empty in most checkpoints; an empty one is left out (readers
         # default it), which keeps the stored meta and the work of storing it small.
-        if rs.arrived:
-            arrived = {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes}
-            if arrived:
-                meta["arrived"] = arrived
-        if rs.held:
-            meta["held"] = list(rs.held)
-        if rs.purse.spent:
-            meta["spent"] = rs.purse.spent.to_json()
-        if pauses:
-            meta["interrupts"] = [pause_json(p) for p in pauses]
-        if rs.answers:
-            answers = {str(task): list(values) for task, values in rs.answers.items() if values}
-            if answers:
-                meta["answers"] = answers
+        optional = {
+            "arrived": {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes},
+            "held": list(rs.held),
+            "spent": rs.purse.spent.to_json() if rs.purse.spent else None,
+            "interrupts": [pause_json(p) for p in pauses],
+            "answers": {str(task): list(values) for task, values in rs.answers.items() if values},
+        }
+        meta.update((key, value) for key, value in optional.items() if value)
         if rs.checkpoint_meta:
             meta.update(rs.checkpoint_meta)
         return meta
-
-
-def error_json(error: Exception | None) -> dict[str, Any]:
-    """Return the meta entry that records the error a run failed with (none: empty)."""
-    if error is None:
-        return {}
-    return {"error": {"type": type(error).__name__, "message": str(error)}}
 
 
 def result_json(result: TaskRun) -> dict[str, Any]:

@@ -134,19 +134,17 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     to :func:`corral.runtime.subgraphs.read_back`.
     """
     tables, checkpoint = rs.tables, chain[-1]
-    rs.values = rebuild(tables, chain)
+    values = rebuild(tables, chain)
     check_graph(tables, checkpoint)
+    saved = snapshot_of(values, checkpoint, owned=True)
     meta = checkpoint.meta
     rs.tasks = [
         Task(_node(tables, t["node"], checkpoint), t["arg"] if "arg" in t else NO_ARG)
         for t in meta.get("next", [])
     ]
-    rs.steps = int(meta.get("steps", 0))
-    rs.supersteps = int(meta.get("supersteps", 0))
-    rs.runs = {str(k): int(v) for k, v in meta.get("runs", {}).items()}
-    rs.purse.spent = Cost.from_json(meta.get("spent"))
-    for source, target, count in meta.get("guards", []):
-        rs.guards[(source, target)] = int(count)
+    rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
+    rs.runs, rs.purse.spent = saved.runs, saved.spent
+    rs.guards.update(saved.guards)
     rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
     rs.held = list(meta.get("held", []))
     rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
@@ -221,10 +219,8 @@ def snapshot_of(
     checkpoint).
     """
     meta = checkpoint.meta
-    if "reroute" in meta:
-        nxt: tuple[str, ...] = ()
-    else:
-        nxt = tuple(t["node"] for t in meta.get("next", []))
+    # a superstep whose routing failed has no next nodes yet: its routes are still due
+    nxt = () if "reroute" in meta else tuple(t["node"] for t in meta.get("next", []))
     status = str(meta.get("status", "running"))
     failed = meta.get("error") if status == "error" else None
     return StateSnapshot(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
@@ -16,6 +17,7 @@ __all__ = ["Run", "run_of"]
 RunStateT = TypeVar("RunStateT", default=Any)
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class Run(Generic[RunStateT]):
     """The outcome of ``invoke``: the state reached and how the run got there.
 
@@ -24,52 +26,26 @@ class Run(Generic[RunStateT]):
     (and that has no reducer) is absent, whatever the schema says.
     """
 
-    __slots__ = (
-        "_raw_trace",
-        "_trace",
-        "checkpoint_id",
-        "guards",
-        "interrupts",
-        "spent",
-        "state",
-        "status",
-        "steps",
-        "supersteps",
-        "thread_id",
-    )
-
-    def __init__(
-        self,
-        state: RunStateT,
-        *,
-        steps: int = 0,
-        supersteps: int = 0,
-        status: str = "done",
-        interrupts: Sequence[Interrupt] = (),
-        guards: Mapping[tuple[str, str], int] | None = None,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        trace: Sequence[tuple[int, str, Mapping[str, Any] | None, float]] = (),
-        spent: Cost | None = None,
-    ) -> None:
-        self.state = state
-        """The state at the end of the run (or at the pause)."""
-        self.steps = steps
-        """Node runs in this run, across resumes."""
-        self.supersteps = supersteps
-        self.status = status
-        """``"done"`` or ``"interrupted"``."""
-        self.interrupts: list[Interrupt] = list(interrupts)
-        """The pauses waiting for an answer (``id``, ``node``, ``value``)."""
-        self.guards: dict[tuple[str, str], int] = dict(guards or {})
-        """How often each guarded route was taken, keyed ``(source, target)``."""
-        self.thread_id = thread_id
-        self.checkpoint_id = checkpoint_id
-        """The last checkpoint written, when the graph has a checkpointer."""
-        self.spent = spent or Cost()
-        """What the run's nodes reported spending (``ctx.spend``), across resumes."""
-        self._raw_trace = trace
-        self._trace: list[TraceRecord] | None = None
+    state: RunStateT
+    """The state at the end of the run (or at the pause)."""
+    _: KW_ONLY
+    steps: int = 0
+    """Node runs in this run, across resumes."""
+    supersteps: int = 0
+    status: str = "done"
+    """``"done"`` or ``"interrupted"``."""
+    interrupts: list[Interrupt] = field(default_factory=list)
+    """The pauses waiting for an answer (``id``, ``node``, ``value``)."""
+    guards: dict[tuple[str, str], int] = field(default_factory=dict)
+    """How often each guarded route was taken, keyed ``(source, target)``."""
+    thread_id: str | None = None
+    checkpoint_id: str | None = None
+    """The last checkpoint written, when the graph has a checkpointer."""
+    spent: Cost = field(default_factory=Cost)
+    """What the run's nodes reported spending (``ctx.spend``), across resumes."""
+    raw_trace: Sequence[tuple[int, str, Mapping[str, Any] | None, float]] = ()
+    """The items of :attr:`trace`, made into records when first read."""
+    _trace: list[TraceRecord] | None = field(default=None, init=False)
 
     @property
     def trace(self) -> list[TraceRecord]:
@@ -78,7 +54,7 @@ class Run(Generic[RunStateT]):
         ``seconds`` is measured only when someone receives the run's events; else ``0.0``.
         """
         if self._trace is None:
-            self._trace = [TraceRecord(*item) for item in self._raw_trace]
+            self._trace = [TraceRecord(*item) for item in self.raw_trace]
         return self._trace
 
     def __repr__(self) -> str:
@@ -95,10 +71,10 @@ def run_of(rs: RunState) -> Run[Any]:
         steps=rs.steps,
         supersteps=rs.supersteps,
         status=rs.status,
-        interrupts=rs.interrupts,
-        guards=rs.guards,
+        interrupts=list(rs.interrupts),
+        guards=dict(rs.guards),
         thread_id=rs.thread_id,
         checkpoint_id=rs.checkpoint_id,
-        trace=rs.trace,
         spent=rs.purse.spent,
+        raw_trace=rs.trace,
     )

@@ -30,7 +30,7 @@ __all__ = [
     "drain",
     "in_new_loop",
     "live",
-    "select",
+    "picks",
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
@@ -77,12 +77,6 @@ def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> lis
         item = _pick(rs, event, mode)
         return [] if item is _SKIP else [item]
     return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _SKIP]
-
-
-def select(rs: RunState, events: Iterator[Event], mode: str | tuple[str, ...]) -> Iterator[Any]:
-    """Yield the items of ``mode`` from a run's events, as the driver yields them."""
-    for event in events:
-        yield from picks(rs, event, mode)
 
 
 _END: Any = object()

@@ -15,9 +15,9 @@ from typing import Any
 from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
 from corral.retry import Retry
-from corral.spec import GraphSpec, Guard
+from corral.spec import GraphSpec, Guard, NodeSpec
 
-__all__ = ["NO_ARG", "Node", "Router", "Tables", "Task", "build_tables"]
+__all__ = ["NO_ARG", "Node", "Router", "Tables", "Task"]
 
 
 class _NoArg:
@@ -90,11 +90,36 @@ class Node:
 
 
 class Tables:
-    """Everything the engine reads while running one graph."""
+    """Everything the engine reads while running one graph: its dispatch tables, built once
+    at compile time from a checked graph."""
 
     def __init__(self, spec: GraphSpec) -> None:
         self.spec = spec
         self.nodes: dict[str, Node] = {}
+        self.node_names: dict[int, tuple[str, ...]] = {}
+        """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
+        for order, ns in enumerate(spec.nodes):
+            if ns.name not in self.nodes:
+                self.nodes[ns.name] = _node(ns, order)
+                key = id(ns.func)
+                self.node_names[key] = (*self.node_names.get(key, ()), ns.name)
+        for rs in spec.routers:
+            source = self.nodes.get(rs.source)
+            if source is None or source.router is not None:
+                continue
+            names = rs.targets.names or ()
+            source.router = Router(
+                rs.name, rs.func, names, rs.targets.many, rs.takes_ctx, rs.is_async
+            )
+            for guard in rs.guards:
+                source.guards[guard.target] = ((rs.source, guard.target), guard)
+        self.has_joins = _note_joins(self.nodes)
+        self.has_subgraphs = any(ns.subgraph is not None for ns in spec.nodes)
+        self.has_async = any(
+            n.is_async or (n.router is not None and n.router.is_async) for n in self.nodes.values()
+        )
+        self.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in self.nodes)
+        self.guard_keys = tuple(key for n in self.nodes.values() for key, _ in n.guards.values())
         self.reducers: dict[str, Callable[[Any, Any], Any] | None] = {
             key.name: key.reducer for key in spec.keys
         }
@@ -106,71 +131,43 @@ class Tables:
             key.name for key in spec.keys if key.reducer is None
         )
         """The keys without a reducer: a write replaces their value."""
-        self.starts: tuple[str, ...] = ()
-        self.guard_keys: tuple[tuple[str, str], ...] = ()
-        self.has_async = False
-        self.has_joins = False
-        self.has_subgraphs = False
-        self.fingerprint = ""
-        self.node_names: dict[int, tuple[str, ...]] = {}
-        """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
+        self.fingerprint = fingerprint(spec)
         self.costs_checked = _declared_fields(spec)
         """The fields of spending held to the nodes' declared costs (``Purse.checked``)."""
 
 
-def build_tables(spec: GraphSpec) -> Tables:
-    """Return the dispatch tables of a checked graph."""
-    tables = Tables(spec)
-    for order, ns in enumerate(spec.nodes):
-        if ns.name in tables.nodes:
-            continue
-        attempts = ns.retry.attempts if ns.retry is not None else 1
-        node = Node(
-            ns.name,
-            ns.func,
-            order,
-            takes_ctx=ns.takes_ctx,
-            is_async=ns.is_async,
-            max_runs=ns.max_runs,
-            then=ns.then,
-            command=(ns.command.names or ()) if ns.command is not None else None,
-            wait_for=frozenset(ns.wait_for),
-            retry=ns.retry,
-            timeout_s=ns.timeout_s,
-            cost=ns.cost * attempts if ns.cost is not None else None,
-        )
-        for guard in ns.guards:
-            node.guards[guard.target] = ((ns.name, guard.target), guard)
-        tables.nodes[ns.name] = node
-        key = id(ns.func)
-        tables.node_names[key] = (*tables.node_names.get(key, ()), ns.name)
-    for rs in spec.routers:
-        source = tables.nodes.get(rs.source)
-        if source is None or source.router is not None:
-            continue
-        names = rs.targets.names or ()
-        source.router = Router(rs.name, rs.func, names, rs.targets.many, rs.takes_ctx, rs.is_async)
-        for guard in rs.guards:
-            source.guards[guard.target] = ((rs.source, guard.target), guard)
+def _node(ns: NodeSpec, order: int) -> Node:
+    """Return the engine's node of ``ns``, the ``order``-th node registered."""
+    attempts = ns.retry.attempts if ns.retry is not None else 1
+    node = Node(
+        ns.name,
+        ns.func,
+        order,
+        takes_ctx=ns.takes_ctx,
+        is_async=ns.is_async,
+        max_runs=ns.max_runs,
+        then=ns.then,
+        command=(ns.command.names or ()) if ns.command is not None else None,
+        wait_for=frozenset(ns.wait_for),
+        retry=ns.retry,
+        timeout_s=ns.timeout_s,
+        cost=ns.cost * attempts if ns.cost is not None else None,
+    )
+    for guard in ns.guards:
+        node.guards[guard.target] = ((ns.name, guard.target), guard)
+    return node
+
+
+def _note_joins(nodes: dict[str, Node]) -> bool:
+    """Give each node the joins that wait for it; return whether the graph has any."""
     joins: dict[str, list[str]] = {}
-    for node in tables.nodes.values():
+    for node in nodes.values():
         for waited in sorted(node.wait_for):
             joins.setdefault(waited, []).append(node.name)
     for name, waiting in joins.items():
-        if name in tables.nodes:
-            tables.nodes[name].joins = tuple(waiting)
-    tables.has_joins = bool(joins)
-    for node in tables.nodes.values():
-        tables.has_subgraphs = tables.has_subgraphs or _is_subgraph(spec, node.name)
-    tables.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in tables.nodes)
-    tables.guard_keys = tuple(
-        key for node in tables.nodes.values() for key, _ in node.guards.values()
-    )
-    tables.has_async = any(
-        n.is_async or (n.router is not None and n.router.is_async) for n in tables.nodes.values()
-    )
-    tables.fingerprint = fingerprint(spec)
-    return tables
+        if name in nodes:
+            nodes[name].joins = tuple(waiting)
+    return bool(joins)
 
 
 def _declared_fields(spec: GraphSpec) -> frozenset[str]:
@@ -183,8 +180,3 @@ def _declared_fields(spec: GraphSpec) -> frozenset[str]:
         if node.subgraph is not None:
             found.update(_declared_fields(node.subgraph.graph))
     return frozenset(found)
-
-
-def _is_subgraph(spec: GraphSpec, name: str) -> bool:
-    found = spec.node(name)
-    return found is not None and found.subgraph is not None

@@ -12,9 +12,9 @@ the invariant is that every span it opens is ended, by the event that closes it,
 superstep's barrier (a subgraph entry, a paused node), or by :meth:`RunTracer.fail`. When
 telemetry is off nothing here is imported or called, so a run pays nothing for it.
 
-A run that continues a thread links to the run that wrote the thread's newest checkpoint:
-each traced run stores its span's W3C ``traceparent`` in the meta of the checkpoints it
-writes, so the link works across processes and through every saver (the meta is JSON).
+A run that continues a thread links to the run that wrote the checkpoint it starts from (as
+the run loads it): each traced run stores its span's W3C ``traceparent`` in the meta of the
+checkpoints it writes, so the link works across processes and through every saver.
 
 ``opentelemetry-api`` is imported only when a traced app runs (extra ``corral[otel]``);
 without an SDK installed and configured, the API's no-op tracer makes every call free.
@@ -27,33 +27,17 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from corral.checkpoint.base import Checkpointer
+from corral.checkpoint.base import Checkpoint
 from corral.cost import Cost
 from corral.runtime import events
 from corral.spec import GraphSpec
 
-__all__ = ["RunTracer", "continued", "subgraph_paths"]
+__all__ = ["RunTracer", "subgraph_paths"]
 
 T = TypeVar("T")
 
 TRACEPARENT = "traceparent"
 """The checkpoint meta key that holds the W3C trace context of the run that wrote it."""
-
-
-def continued(
-    saver: Checkpointer | None, thread_id: str | None, checkpoint_id: str | None
-) -> tuple[str, str] | None:
-    """Return ``(traceparent, checkpoint id)`` of the checkpoint a run on the thread starts from.
-
-    ``None`` when there is no such checkpoint or the run that wrote it was not traced.
-    """
-    if saver is None or thread_id is None:
-        return None
-    chain = saver.chain(thread_id, checkpoint_id)
-    if not chain:
-        return None
-    parent = chain[-1].meta.get(TRACEPARENT)
-    return (parent, chain[-1].checkpoint_id) if isinstance(parent, str) else None
 
 
 def subgraph_paths(spec: GraphSpec, prefix: str = "") -> dict[str, str]:
@@ -84,9 +68,7 @@ class _Open:
 class RunTracer:
     """The spans of one run: listens to its events and ends every span it opens."""
 
-    def __init__(self, spec: GraphSpec, continues: tuple[str, str] | None = None) -> None:
-        """``continues``: the traceparent and id of the checkpoint the run starts from
-        (:func:`continued`)."""
+    def __init__(self, spec: GraphSpec) -> None:
         try:
             from opentelemetry import trace
             from opentelemetry.trace.propagation import tracecontext
@@ -95,75 +77,49 @@ class RunTracer:
             raise ImportError(msg) from exc
         self._trace = trace
         self._tracer = trace.get_tracer("corral")
-        w3c = tracecontext.TraceContextTextMapPropagator()
-        links = []
-        if continues is not None:
-            context = w3c.extract({TRACEPARENT: continues[0]})
-            previous = trace.get_current_span(context).get_span_context()
-            if previous.is_valid:
-                attributes = {"corral.link": "continues", "corral.checkpoint_id": continues[1]}
-                links.append(trace.Link(previous, attributes))
-        self.run = self._tracer.start_span(
-            "corral.run", attributes={"corral.graph": spec.name or ""}, links=links
-        )
-        self._context = trace.set_span_in_context(self.run)
+        self._w3c = tracecontext.TraceContextTextMapPropagator()
+        self._graph = spec.name or ""
+        self.run: Any = None
+        """The run's span, from :meth:`begin` on."""
         self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
         self._nodes: dict[tuple[int, str], list[_Open]] = {}
         """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
         subgraph node report their child's node runs with one step and path."""
         self._entries: dict[tuple[int, ...], _Open] = {}
         """Open subgraph entry spans by entry (``NodeStart.entry``)."""
-        carrier: dict[str, Any] = {}
-        w3c.inject(carrier, self._context)  # nothing for the API's no-op tracer's span
-        self.checkpoint_meta = carrier or None
-        """What the run stores in each checkpoint's meta (its span's trace context)."""
 
-    def started(self, thread_id: str | None) -> None:
-        """Record the run's thread (known once the run has started)."""
+    def begin(self, thread_id: str | None, last: Checkpoint | None) -> dict[str, Any] | None:
+        """Start the run span, linked to the run that wrote ``last`` (the checkpoint the run
+        starts from) when that run was traced; return what the run stores in each
+        checkpoint's meta: its span's trace context (``None`` for the API's no-op span)."""
+        trace, links = self._trace, []
+        parent = last.meta.get(TRACEPARENT) if last is not None else None
+        if last is not None and isinstance(parent, str):
+            context = self._w3c.extract({TRACEPARENT: parent})
+            previous = trace.get_current_span(context).get_span_context()
+            if previous.is_valid:
+                link = {"corral.link": "continues", "corral.checkpoint_id": last.checkpoint_id}
+                links.append(trace.Link(previous, link))
+        attributes = {"corral.graph": self._graph}
         if thread_id is not None:
-            self.run.set_attribute("corral.thread_id", thread_id)
-
-    def chain(
-        self, other: Callable[[events.Event], None] | None
-    ) -> Callable[[events.Event], None] | None:
-        """Return a listener that feeds this tracer and then ``other``.
-
-        A run span that is not recorded (no SDK configured, or the trace sampled out) gets
-        no node spans either, so the tracer does not listen at all: ``other`` is returned
-        as it is, and a run nobody else listens to keeps the engine's unwatched path.
-        """
-        if not self.run.is_recording():
-            return other
-        if other is None:
-            return self
-
-        def both(event: events.Event) -> None:
-            self(event)
-            other(event)
-
-        return both
+            attributes["corral.thread_id"] = thread_id
+        self.run = self._tracer.start_span("corral.run", attributes=attributes, links=links)
+        self._context = trace.set_span_in_context(self.run)
+        carrier: dict[str, Any] = {}
+        self._w3c.inject(carrier, self._context)
+        return carrier or None
 
     def __call__(self, event: events.Event) -> None:
         """Turn one event into span work (the other kinds of event need none)."""
-        if isinstance(event, events.NodeStart):
-            self._start(event)
-        elif isinstance(event, events.NodeEnd):
-            self._end(event)
-        elif isinstance(event, events.RouteTaken):
-            self._route(event)
-        elif isinstance(event, events.SuperstepEnd):
-            self._barrier()
-        elif isinstance(event, events.NodeRetry):
-            self._retry(event)
-        elif isinstance(event, events.Paused):
-            self._paused(event)
-        elif isinstance(event, events.RunEnd):
-            self._ended(event)
+        handle = _HANDLERS.get(type(event))
+        if handle is not None:
+            handle(self, event)
 
     def _ended(self, event: events.RunEnd) -> None:
         self.run.set_attributes({"corral.steps": event.steps, "corral.status": event.status})
         _set_spent(self.run, event.spent)
-        self._finish()
+        self._close({})  # a run ends at a barrier: nothing should be open by now
+        self.run.end()
 
     def _start(self, event: events.NodeStart) -> None:
         path = event.node
@@ -190,12 +146,6 @@ class RunTracer:
         attributes["corral.step"] = event.step
         span = self._tracer.start_span("corral.node", context, attributes=attributes)
         self._nodes.setdefault((event.step, path), []).append(_Open(span, path, entry))
-
-    def _open_nodes(self) -> list[_Open]:
-        """Return every open node span, in the order the node runs started (and forget them)."""
-        out = [node for same in self._nodes.values() for node in same]
-        self._nodes.clear()
-        return out
 
     def _end(self, event: events.NodeEnd) -> None:
         same = self._nodes.get((event.step, event.node))
@@ -230,11 +180,28 @@ class RunTracer:
             },
         )
 
-    def _barrier(self) -> None:
+    def _barrier(self, error: Any = None) -> None:
         """End the subgraph entries: every task of the superstep has finished by now."""
         for entry in self._entries.values():
+            if error is not None:
+                entry.span.set_status(error)
             entry.span.end(end_time=entry.last or None)  # None: now
         self._entries.clear()
+
+    def _close(self, asking: dict[str, list[str]], exc: BaseException | None = None) -> None:
+        """End every open span under the run, in the order the node runs started: with the
+        interrupt id each paused node run is ``asking`` for, or with ``exc`` as an error."""
+        error = None if exc is None else self._error(exc)
+        for node in [node for same in self._nodes.values() for node in same]:
+            if asking.get(node.path):
+                node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
+            node.span.set_attribute("corral.attempts", node.attempts)
+            if exc is not None:
+                node.span.record_exception(exc)
+                node.span.set_status(error)
+            node.span.end()
+        self._nodes.clear()
+        self._barrier(error)
 
     def _paused(self, event: events.Paused) -> None:
         """End the spans of the node runs that stopped at ``interrupt()`` (or before or after)."""
@@ -243,12 +210,7 @@ class RunTracer:
         asking: dict[str, list[str]] = {}
         for pending in event.interrupts:  # in task order, as the node runs started
             asking.setdefault(pending.node, []).append(str(pending.id))
-        for node in self._open_nodes():
-            if asking.get(node.path):
-                node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
-            node.span.set_attribute("corral.attempts", node.attempts)
-            node.span.end()
-        self._barrier()
+        self._close(asking)
 
     def _route(self, event: events.RouteTaken) -> None:
         """Add the route to the span of the run, or of the subgraph entry it was taken in."""
@@ -271,21 +233,17 @@ class RunTracer:
 
     def fail(self, exc: BaseException) -> None:
         """End every open span with status ERROR and ``exc`` recorded."""
-        error = self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-        for node in self._open_nodes():
-            node.span.set_attribute("corral.attempts", node.attempts)
-            node.span.record_exception(exc)
-            node.span.set_status(error)
-            node.span.end()
-        for entry in self._entries.values():
-            entry.span.set_status(error)
-            entry.span.end()
-        self._entries.clear()
+        if self.run is None:  # the run was refused before it started: its span says why
+            self.begin(None, None)
+        self._close({}, exc)
         if self.run.is_recording():
             self.run.record_exception(exc)
-            self.run.set_status(error)
+            self.run.set_status(self._error(exc))
             self.run.set_attribute("corral.status", "error")
-            self._finish()
+            self.run.end()
+
+    def _error(self, exc: BaseException) -> Any:
+        return self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
 
     def watch(self, steps: Iterator[T]) -> Iterator[T]:
         """Yield from a run's driver; an exception ends the spans with ERROR first."""
@@ -304,12 +262,17 @@ class RunTracer:
             self.fail(exc)
             raise
 
-    def _finish(self) -> None:
-        """End the run span and whatever is still open under it (a run ends at a barrier)."""
-        for node in self._open_nodes():
-            node.span.end()
-        self._barrier()
-        self.run.end()
+
+_HANDLERS: dict[type, Callable[[RunTracer, Any], None]] = {
+    events.NodeStart: RunTracer._start,
+    events.NodeEnd: RunTracer._end,
+    events.RouteTaken: RunTracer._route,
+    events.SuperstepEnd: lambda tracer, _: tracer._barrier(),
+    events.NodeRetry: RunTracer._retry,
+    events.Paused: RunTracer._paused,
+    events.RunEnd: RunTracer._ended,
+}
+"""What each kind of event does to the spans (the other kinds need nothing)."""
 
 
 def _set_spent(span: Any, spent: Cost) -> None:

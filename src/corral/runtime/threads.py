@@ -13,7 +13,7 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fresh
 from corral.control import Command, Resume
@@ -28,6 +28,9 @@ from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
+
+if TYPE_CHECKING:
+    from corral.runtime.telemetry import RunTracer
 
 __all__ = [
     "Settings",
@@ -79,12 +82,10 @@ def start(
     max_steps: int | None = None,
     emit: Callable[[Event], None] | None = None,
     buffer: list[Event] | None = None,
-    checkpoint_meta: dict[str, Any] | None = None,
+    tracer: RunTracer | None = None,
 ) -> RunState:
-    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver.
-
-    ``checkpoint_meta`` is added to the meta of every checkpoint the run writes.
-    """
+    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver (and traced
+    by ``tracer``, which starts the run's span here)."""
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
@@ -102,15 +103,17 @@ def start(
             msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
             raise ThreadStateError(msg)
         thread_id = uuid.uuid4().hex
-    elif continuing or checkpoint_id is not None:
-        chain = _chain_of(saver, thread_id, checkpoint_id)
-    else:
-        chain = saver.chain(thread_id)
+    else:  # a thread to continue must have a checkpoint, a new input's may have none
+        continues = continuing or checkpoint_id is not None
+        chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
     rs = new_run(settings, max_steps, thread_id, deps)
-    rs.checkpoint_meta = checkpoint_meta
     if buffer is not None:
         rs.buffer = buffer
         rs.listen(buffer.append)
+    if tracer is not None:
+        rs.checkpoint_meta = tracer.begin(thread_id, chain[-1] if chain else None)
+        if tracer.run.is_recording():  # else it makes no node spans: the run stays unwatched
+            rs.listen(tracer)
     if emit is not None:
         rs.listen(emit)
     if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
