@@ -72,7 +72,7 @@ def analyse(spec: GraphSpec, rules: Mapping[str, Rule] | None = None) -> list[Di
     """
     from corral.analysis._graph import SpecGraph
     from corral.analysis.rules import RULES
-    from corral.analysis.subgraphs import child_diagnostics
+    from corral.analysis.rules.subgraphs import child_diagnostics
 
     found: list[Diagnostic] = []
     seen: set[Diagnostic] = set()

@@ -10,16 +10,19 @@ from __future__ import annotations
 import json
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.checkpoint.base import check_thread_id
 from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
 from corral.cost import Budget, require
 from corral.errors import CheckpointError, CorralError, RunFailedError, WaitTimeoutError
-from corral.runtime.app import CompiledGraph, Run
+from corral.runtime.run import Run
 from corral.workers.queue import FINISHED, RunQueue, dump_input
 from corral.workers.worker import Worker
+
+if TYPE_CHECKING:
+    from corral.runtime.app import CompiledGraph
 
 __all__ = ["Worker", "queue_for", "submit", "wait"]
 

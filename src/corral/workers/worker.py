@@ -45,7 +45,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.checkpoint.base import fenced
 from corral.control import Command, Resume
@@ -57,10 +57,12 @@ from corral.errors import (
     RunCancelledError,
     SerializationError,
 )
-from corral.runtime.app import CompiledGraph
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
 from corral.workers.served import ServedRun, ServedRuns
+
+if TYPE_CHECKING:
+    from corral.runtime.app import CompiledGraph
 
 __all__ = ["Worker", "apply_command"]
 
@@ -328,7 +330,8 @@ class Worker:
         with self._lock:
             key = (record.graph, before, after)
             if key not in self._variants:
-                self._variants[key] = CompiledGraph(
+                # app's own class: the runtime imports this package, not the other way
+                self._variants[key] = type(app)(
                     app.spec,
                     checkpointer=app.checkpointer,
                     interrupt_before=(*app.interrupt_before, *before),

@@ -31,7 +31,7 @@ __all__ = [
     "subgraphs",
 ]
 
-# Rules kept beside the code they are about (CR111, CR112 in ``analysis/subgraphs.py``)
-# register when their module is imported; importing it here keeps RULES whole.
-from corral.analysis import subgraphs
-from corral.analysis.rules import langgraph  # CR109, CR110, CR204: LangGraph graphs
+from corral.analysis.rules import (
+    langgraph,  # CR109, CR110, CR204: LangGraph graphs
+    subgraphs,  # CR111, CR112: subgraph nodes
+)

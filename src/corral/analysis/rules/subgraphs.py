@@ -20,7 +20,7 @@ from typing import Any
 
 from corral.analysis._graph import SpecGraph
 from corral.analysis.diagnostic import Diagnostic
-from corral.analysis.rules import Finding, rule
+from corral.analysis.rules._base import Finding, rule
 from corral.spec import GraphSpec
 
 __all__ = ["child_diagnostics", "compiled_graph_nodes", "sync_timeouts"]
