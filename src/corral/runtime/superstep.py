@@ -113,19 +113,6 @@ class Superstep:
     reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
     """
 
-    __slots__ = (
-        "calls",
-        "cap_error",
-        "failure",
-        "guards_before",
-        "next",
-        "pauses",
-        "record",
-        "results",
-        "rs",
-        "writes",
-    )
-
     def __init__(self, rs: RunState, *, plan: bool = True) -> None:
         """``plan=False``: no calls are planned and no bound is checked; the caller hands
         back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
@@ -252,12 +239,11 @@ class Superstep:
     def keep_finished(self, error: CorralError) -> None:
         """Record that the superstep failed with ``error``, keeping its finished siblings;
         the caller raises the error. A resumed run runs the tasks that did not finish."""
-        results = self._with_done()
         writer = self.rs.checkpoints
         if writer is None:
             return
         try:
-            writer.save_partial(self.rs, results, self.pauses, "error", error=error)
+            writer.save_partial(self.rs, self._with_done(), self.pauses, "error", error=error)
         except ConcurrentRunError:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
