@@ -14,8 +14,9 @@ Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop ar
 
 Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
 point where a caller may look. **Every node run goes through one call site per driver**:
-:func:`call_node_sync` and :func:`call_node_async`. That is where a retry loop wraps the
-call, where an async timeout wraps the await, and where per-attempt events can be emitted.
+:func:`call_node_sync` and :func:`call_node_async` (routers: :func:`route_sync` and
+:func:`route_async`). That is where a retry loop wraps the call, where an async timeout wraps
+the await, and where per-attempt events can be emitted.
 """
 
 from __future__ import annotations
