@@ -9,13 +9,14 @@ Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop ar
             superstep.finished(call, out)   # or .paused(...) / .failed(...)
         routing = superstep.close()         # merge at the barrier (None: paused)
         for result in routing.results:
-            routing.take(result, call the result's router)
+            routing.take(result, the answer of the result's router)
         routing.finish()                    # next tasks, checkpoint, pauses
 
 Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
 point where a caller may look. **Every node run goes through one call site per driver**:
-:func:`call_node_sync` and :func:`call_node_async`. That is where a retry loop wraps the
-call, where an async timeout wraps the await, and where per-attempt events can be emitted.
+:func:`call_node_sync` and :func:`call_node_async` (routers: :func:`route_sync` and
+:func:`route_async`). That is where a retry loop wraps the call, where an async timeout wraps
+the await, and where per-attempt events can be emitted.
 """
 
 from __future__ import annotations
@@ -32,13 +33,11 @@ from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_give
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
-from corral.runtime.tables import NO_ARG, Node, Router
+from corral.runtime.tables import NO_ARG
 
 __all__ = [
     "call_node_async",
     "call_node_sync",
-    "call_router_async",
-    "call_router_sync",
     "route_async",
     "route_sync",
     "run_async",
@@ -145,30 +144,6 @@ def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]
     return lambda: func(state, ctx)
 
 
-def call_router_sync(rs: RunState, node: Node, router: Router) -> Any:
-    """Call the router of ``node`` on the merged state; raise its failure as ``NodeError``."""
-    view = rs.view()
-    try:
-        if router.takes_ctx:
-            return router.func(view, rs.context(node.name, rs.steps))
-        return router.func(view)
-    except Exception as exc:
-        raise router_error(router.name, node.name, rs.steps, exc) from exc
-
-
-async def call_router_async(rs: RunState, node: Node, router: Router) -> Any:
-    """Call (and await) the router of ``node`` like :func:`call_router_sync`."""
-    if not router.is_async:
-        return call_router_sync(rs, node, router)
-    view = rs.view()
-    try:
-        if router.takes_ctx:
-            return await router.func(view, rs.context(node.name, rs.steps))
-        return await router.func(view)
-    except Exception as exc:
-        raise router_error(router.name, node.name, rs.steps, exc) from exc
-
-
 # --------------------------------------------------------------------------- sync
 
 
@@ -210,11 +185,21 @@ def run_sync(rs: RunState) -> Iterator[Event]:
 
 
 def route_sync(rs: RunState, routing: Superstep) -> None:
-    """Take the routes of a closed superstep (calling each result's router), then finish it."""
+    """Take the routes of a closed superstep, then finish it: the call site of the routers
+    (each on the merged state; a router's failure is raised as ``NodeError``)."""
     try:
         for result in routing.results:
-            node = result.node
-            raw = call_router_sync(rs, node, node.router) if node.router is not None else None
+            node, router = result.node, result.node.router
+            raw = None
+            if router is not None:
+                view = rs.view()
+                try:
+                    if router.takes_ctx:
+                        raw = router.func(view, rs.context(node.name, rs.steps))
+                    else:
+                        raw = router.func(view)
+                except Exception as exc:
+                    raise router_error(router.name, node.name, rs.steps, exc) from exc
             routing.take(result, raw)
     except CorralError as error:
         routing.routes_failed(error)
@@ -226,10 +211,19 @@ async def route_async(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in routing.results:
-            router = result.node.router
+            node, router = result.node, result.node.router
             raw = None
             if router is not None:
-                raw = await call_router_async(rs, result.node, router)
+                view = rs.view()
+                try:
+                    if router.takes_ctx:
+                        raw = router.func(view, rs.context(node.name, rs.steps))
+                    else:
+                        raw = router.func(view)
+                    if router.is_async:
+                        raw = await raw
+                except Exception as exc:
+                    raise router_error(router.name, node.name, rs.steps, exc) from exc
             routing.take(result, raw)
     except CorralError as error:
         routing.routes_failed(error)

@@ -27,7 +27,6 @@ __all__ = [
     "outcome",
     "pauses_before",
     "router_targets",
-    "sends_a_function",
 ]
 
 
@@ -96,8 +95,8 @@ def router_targets(
             for item in raw
         ):
             return tuple(raw)
-    if sends_a_function(raw):
-        named = named_sends(raw, node_names, f"router {router.name!r}", router.name)
+    named = named_sends(raw, node_names, f"router {router.name!r}", router.name)
+    if named is not raw:
         return router_targets(node, router, named, node_names)
     if isinstance(raw, (list, tuple)) and not router.many:
         why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
@@ -118,8 +117,8 @@ def command_targets(node: Node, goto: Any, node_names: dict[int, tuple[str, ...]
         target = item.node if isinstance(item, Send) else item
         if isinstance(target, str) and target in allowed:
             continue
-        if sends_a_function(goto):
-            named = named_sends(goto, node_names, f"node {node.name!r}", node.name)
+        named = named_sends(goto, node_names, f"node {node.name!r}", node.name)
+        if named is not goto:
             return command_targets(node, named, node_names)
         if node.command is None:
             msg = (
@@ -137,14 +136,9 @@ def command_targets(node: Node, goto: Any, node_names: dict[int, tuple[str, ...]
     return items
 
 
-def sends_a_function(value: Any) -> bool:
-    """Return whether ``value`` is (or lists) a ``Send`` naming its node by function."""
-    items = value if isinstance(value, (list, tuple)) else (value,)
-    return any(isinstance(item, Send) and callable(item.node) for item in items)
-
-
 def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, router: str) -> Any:
-    """Return ``value`` with every ``Send(function, arg)`` in it read as ``Send(name, arg)``.
+    """Return ``value`` with every ``Send(function, arg)`` in it read as ``Send(name, arg)``
+    (``value`` itself when it names no function).
 
     ``owner`` says who returned it (for the message), ``router`` names it on the error.
 
@@ -153,7 +147,8 @@ def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, 
             registered as several nodes.
     """
     if isinstance(value, (list, tuple)):
-        return [named_sends(item, node_names, owner, router) for item in value]
+        named = [named_sends(item, node_names, owner, router) for item in value]
+        return value if all(a is b for a, b in zip(named, value, strict=True)) else named
     if not isinstance(value, Send) or not callable(value.node):
         return value
     func = value.node

@@ -231,10 +231,11 @@ class RunState:
         (nothing in it can change); else each gets a ``StateView`` of its own, which copies
         a mutable value on its first read.
         """
-        if self.viewed is not self.values:
-            self.viewed = self.values
-            self.shared_view = FlatView(self.values) if is_flat(self.values) else None
-        return self.shared_view or StateView(self.values)
+        values = self.values
+        if self.viewed is not values:
+            self.viewed = values
+            self.shared_view = FlatView(values) if is_flat(values) else None
+        return self.shared_view or StateView(values)
 
     def pause(self, pauses: list[Pause]) -> None:
         """Stop the run for a person: its status and interrupts say what it waits for."""

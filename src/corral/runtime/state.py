@@ -255,11 +255,10 @@ def is_flat(values: Mapping[str, Any]) -> bool:
 
 
 def apply_writes(
-    values: Mapping[str, Any],
+    values: dict[str, Any],
     writes: Sequence[tuple[str, Mapping[str, Any]]],
     reducers: Reducers,
     empties: Mapping[str, Any],
-    *,
     superstep: int | None = None,
 ) -> dict[str, Any]:
     """Return a new state: ``values`` with ``writes`` merged in order.
@@ -274,7 +273,7 @@ def apply_writes(
     Raises:
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
     """
-    new = dict(values)
+    new = values.copy()
     owners: dict[str, str] | None = {} if superstep is not None and len(writes) > 1 else None
     for node, update in writes:
         for key, value in update.items():

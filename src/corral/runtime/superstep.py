@@ -129,6 +129,10 @@ class Superstep:
         self.next: list[Task] = []
         """The next superstep's tasks: each node's run on the state once (its ``task``),
         each ``Send`` a run of its own."""
+        self.writes: list[tuple[str, dict[str, Any]]] = []
+        """The writes merged at the barrier, in task order."""
+        self.guards_before: dict[tuple[str, str], int] | None = None
+        """The guard counts before the routes were taken (restored when a route fails)."""
         writer = rs.checkpoints
         self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
         """Whether each finished task is recorded at once: with several tasks, a crash in the
@@ -235,12 +239,11 @@ class Superstep:
     def keep_finished(self, error: CorralError) -> None:
         """Record that the superstep failed with ``error``, keeping its finished siblings;
         the caller raises the error. A resumed run runs the tasks that did not finish."""
-        results = self._with_done()
         writer = self.rs.checkpoints
         if writer is None:
             return
         try:
-            writer.save_partial(self.rs, results, self.pauses, "error", error=error)
+            writer.save_partial(self.rs, self._with_done(), self.pauses, "error", error=error)
         except ConcurrentRunError:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
@@ -270,9 +273,6 @@ class Superstep:
             rs.pause(self.pauses)
             return None
         # Merge the updates in task order, then note who ran at the joins.
-        tables = rs.tables
-        self.writes: list[tuple[str, dict[str, Any]]] = []
-        """The writes merged at the barrier, in task order."""
         writes = self.writes
         for result in results:  # a subgraph entry's writes in its place
             update = result.update
@@ -282,15 +282,11 @@ class Superstep:
                 writes.append((result.node.name, update))
         if rs.log is not None:
             rs.log.extend(writes)
+        tables = rs.tables
         if writes:
+            number = rs.supersteps + 1  # the superstep being merged, named in a write conflict
             try:
-                rs.values = apply_writes(
-                    rs.values,
-                    writes,
-                    tables.reducers,
-                    tables.empties,
-                    superstep=rs.supersteps + 1,
-                )
+                rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties, number)
             except CorralError as failure:
                 self.keep_finished(failure)
                 raise
@@ -298,8 +294,8 @@ class Superstep:
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-        """The guard counts before the routes were taken (restored when a route fails)."""
+        if rs.checkpoints is not None:
+            self.guards_before = dict(rs.guards)
         return self
 
     # ------------------------------------------------------------------ routes
@@ -323,7 +319,7 @@ class Superstep:
             else:
                 name, arg, kind = item, NO_ARG, via
             counted = None
-            if guards and name in guards:  # counted when taken; used up: its otherwise
+            if name in guards:  # counted when taken; used up: its otherwise
                 key, guard = guards[name]
                 count = rs.guards.get(key, 0)
                 if count < guard.max:
@@ -465,7 +461,6 @@ def rerouted(rs: RunState) -> Superstep | None:
         return None
     superstep = Superstep(rs, plan=False)
     superstep.results, rs.reroute = rs.reroute, None
-    superstep.writes = []  # merged before the routers failed
     superstep.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
     return superstep
 
