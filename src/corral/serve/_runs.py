@@ -100,31 +100,30 @@ class ServeWorker(Worker):
         value: Any,
         fork: str | None,
         app: CompiledGraph[Any],
-        record: ServedRun | None,
         on_event: Callable[[Event], None] | None = None,
     ) -> tuple[str, int]:
         """Run the queued run (see :meth:`Worker.stream`), publishing a served run's events."""
-        if record is None:  # queued with app.submit by hand: nobody listens
-            return super().stream(run, value, fork, app, record)
+        if run.uuid is None:  # queued with app.submit by hand: nobody listens
+            return super().stream(run, value, fork, app)
         hub = self.served.hub
-        publish = _Publisher(hub, record.uuid, app, record.thread_id)
-        hub.open(record.uuid)
+        publish = _Publisher(hub, run.uuid, app, run.thread_id)
+        hub.open(run.uuid)
         try:
             self.stop_if_cancelled(run)
             if not isinstance(value, dict) and self.served.saver.newest_id(run.thread_id):
-                publish.values(app.get_state(record.thread_id).values)
-            return super().stream(run, value, fork, app, record, publish)
+                publish.values(app.get_state(run.thread_id).values)
+            return super().stream(run, value, fork, app, publish)
         except (CheckpointError, RunCancelledError):
             raise  # a store error is tried again from the last checkpoint
         except Exception as exc:
-            hub.publish(record.uuid, "error", {"error": type(exc).__name__, "message": str(exc)})
+            hub.publish(run.uuid, "error", {"error": type(exc).__name__, "message": str(exc)})
             raise
 
-    def ended(self, record: ServedRun | None) -> None:
+    def ended(self, run: QueuedRun) -> None:
         """Close the run's channel; a stateless run's thread ends with it."""
-        if record is not None:
-            self.served.hub.end(record.uuid)
-        super().ended(record)
+        if run.uuid is not None:
+            self.served.hub.end(run.uuid)
+        super().ended(run)
 
 
 class _Publisher:
