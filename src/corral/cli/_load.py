@@ -109,25 +109,18 @@ def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
         )
         raise UsageError(msg)
     app = target.app
-    before = tuple(app.interrupt_before) if app is not None else ()
-    after = tuple(app.interrupt_after) if app is not None else ()
-    max_steps = app.max_steps if app is not None else None
+    kept: dict[str, Any] = {"checkpointer": saver}
+    if app is not None:
+        kept.update(
+            interrupt_before=app.interrupt_before,
+            interrupt_after=app.interrupt_after,
+            max_steps=app.max_steps,
+        )
     try:
         if target.graph is not None:
-            return target.graph.compile(
-                checkpointer=saver,
-                interrupt_before=before,
-                interrupt_after=after,
-                max_steps=max_steps,
-            )
+            return target.graph.compile(**kept)
         assert app is not None
-        return CompiledGraph(
-            app.spec,
-            checkpointer=saver,
-            interrupt_before=before,
-            interrupt_after=after,
-            max_steps=max_steps,
-        )
+        return CompiledGraph(app.spec, **kept)
     except GraphError as exc:
         errors = [d for d in exc.diagnostics if d.severity == "error"]
         if not errors:

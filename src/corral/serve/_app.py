@@ -60,7 +60,6 @@ def create_app(
     max_body: int = 1 << 20,
     cors_origins: tuple[str, ...] = (),
     secrets: tuple[str, ...] = (),
-    worker_log: TextIO | None = sys.stderr,
     lease_s: float = 30.0,
 ) -> Starlette:
     """Return the ASGI app serving ``graphs`` (by assistant name; one shared checkpointer).
@@ -91,7 +90,7 @@ def create_app(
         worker = None
         thread = None
         if workers > 0:
-            out = cast(TextIO, _ScrubbedLog(scrub, worker_log)) if worker_log else None
+            out = cast(TextIO, _ScrubbedLog(scrub, sys.stderr))
             worker = ServeWorker(served, concurrency=workers, poll_s=0.05, lease_s=lease_s, log=out)
             served.worker_name = worker.name
             thread = threading.Thread(target=worker.run, name="corral-serve-worker", daemon=True)

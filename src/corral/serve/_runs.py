@@ -80,11 +80,6 @@ class Served:
         self.saver.update_thread_info(thread_id, graph, graph=name)
         return dataclasses.replace(run, id=queue_id)
 
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread: its checkpoints, its record and its runs (a running one is
-        asked to stop)."""
-        self.runs.delete_thread(thread_id, self.saver)
-
 
 class ServeWorker(Worker):
     """The server's worker: runs the queued runs of every served graph, each with its own

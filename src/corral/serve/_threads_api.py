@@ -134,7 +134,7 @@ def delete_thread(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     thread_or_404(served, thread_id)
-    served.delete_thread(thread_id)
+    served.runs.delete_thread(thread_id, served.saver)  # a running run is asked to stop
     return Response(status_code=204)
 
 

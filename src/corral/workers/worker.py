@@ -119,8 +119,6 @@ class Worker:
         self.serializer = getattr(app.checkpointer, "serializer", None)
         named = {app.spec.name: app} if app.spec.name else {}
         self.graphs = dict(graphs) if graphs is not None else named
-        self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
-        self._variants = {}
         self.finished = 0
         """Runs this worker marked done, interrupted or failed."""
         self._stop = threading.Event()
@@ -320,17 +318,13 @@ class Worker:
         before, after = (_nodes(app, kwargs.get(f"interrupt_{w}")) for w in ("before", "after"))
         if not before and not after:
             return app
-        with self._lock:
-            key = (run.graph, before, after)
-            if key not in self._variants:
-                self._variants[key] = CompiledGraph(
-                    app.spec,
-                    checkpointer=app.checkpointer,
-                    interrupt_before=(*app.interrupt_before, *before),
-                    interrupt_after=(*app.interrupt_after, *after),
-                    max_steps=app.max_steps,
-                )
-            return self._variants[key]
+        return CompiledGraph(
+            app.spec,
+            checkpointer=app.checkpointer,
+            interrupt_before=(*app.interrupt_before, *before),
+            interrupt_after=(*app.interrupt_after, *after),
+            max_steps=app.max_steps,
+        )
 
     def stream(
         self,
