@@ -24,7 +24,7 @@ from typing import Any
 from corral import __version__
 from corral.cli import _draw, _lint, _port, _serve, _worker
 from corral.cli._lint_formats import FORMATS
-from corral.cli._load import LoadFailed
+from corral.cli._load import BadInput, LoadFailed
 from corral.cli._options import DEFAULT_DB
 from corral.cli._options import budget as _budget
 from corral.cli._options import positive as _positive
@@ -341,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except LoadFailed:  # the load errors were printed
         return 2
+    except BadInput as exc:  # what the run was given cannot be used: it is a failed run
+        say(f"error: {exc}")
+        return 1
     except CorralError as exc:  # a usage error, or e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()

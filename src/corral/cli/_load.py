@@ -16,11 +16,15 @@ if TYPE_CHECKING:
     from corral.checkpoint import Checkpointer
     from corral.runtime.app import CompiledGraph
 
-__all__ = ["LoadFailed", "compile_target", "load_deps", "open_named", "load_one"]
+__all__ = ["BadInput", "LoadFailed", "compile_target", "load_deps", "open_named", "load_one"]
 
 
 class LoadFailed(Exception):
     """The one graph a command needs could not be loaded; the errors were printed."""
+
+
+class BadInput(Exception):
+    """An ``--input`` or ``--resume`` value that cannot be used: the command exits with 1."""
 
 
 def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Target:

@@ -71,14 +71,19 @@ async def read_json(request: Request) -> dict[str, Any]:
     return value
 
 
-def _names(value: Any, field: str) -> list[str] | str | None:
+def _nodes(payload: dict[str, Any], field: str, app: CompiledGraph[Any]) -> list[str] | str | None:
+    """Return the run field ``interrupt_before`` or ``interrupt_after``: nodes of the graph,
+    ``"*"`` (every node) or ``None``."""
+    value = payload.get(field)
     if value is None or value == "*":
-        return value  # type: ignore[no-any-return]
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
-    raise fail(422, f"{field} must be a list of node names or '*', not {value!r}")
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+        raise fail(422, f"{field} must be a list of node names or '*', not {value!r}")
+    for name in names:
+        if app.spec.node(name) is None:
+            raise fail(422, f"{field} names {name!r}, which is not a node of the graph")
+    return names
 
 
 def _input(value: Any, app: CompiledGraph[Any]) -> dict[str, Any] | None:
@@ -127,13 +132,6 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
     if strategy not in STRATEGIES:
         msg = f"multitask_strategy {strategy!r} is not supported; use 'enqueue' or 'reject'"
         raise fail(422, msg)
-    before = _names(payload.get("interrupt_before"), "interrupt_before")
-    after = _names(payload.get("interrupt_after"), "interrupt_after")
-    for field, names in (("interrupt_before", before), ("interrupt_after", after)):
-        for name in names if isinstance(names, list) else ():
-            if app.spec.node(name) is None:
-                msg = f"{field} names {name!r}, which is not a node of the graph"
-                raise fail(422, msg)
     on_completion = payload.get("on_completion") or "delete"
     if on_completion not in ("delete", "keep"):
         raise fail(422, f"on_completion must be 'delete' or 'keep', not {on_completion!r}")
@@ -142,8 +140,8 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
         "command": command,
         "checkpoint_id": checkpoint_of(payload),
         "stream_mode": list(modes),
-        "interrupt_before": before,
-        "interrupt_after": after,
+        "interrupt_before": _nodes(payload, "interrupt_before", app),
+        "interrupt_after": _nodes(payload, "interrupt_after", app),
         "metadata": metadata_of(payload),
         "multitask_strategy": strategy,
         "on_completion": on_completion,

@@ -14,10 +14,8 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint.postgres import PostgresSaver
-from corral.checkpoint.sqlite import SqliteSaver
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, CorralError, RunCancelledError
 from corral.runtime.app import CompiledGraph
@@ -27,6 +25,10 @@ from corral.serve._shapes import event_json, interrupts_json
 from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_command, dump_input
 from corral.workers.served import ServedRun, ServedRuns
+
+if TYPE_CHECKING:
+    from corral.checkpoint.postgres import PostgresSaver
+    from corral.checkpoint.sqlite import SqliteSaver
 
 __all__ = ["ServeWorker", "Served", "database_of", "run_input"]
 
@@ -164,29 +166,19 @@ def run_input(kwargs: dict[str, Any]) -> Any:
 
 
 def database_of(app: CompiledGraph[Any]) -> SqliteSaver | PostgresSaver:
-    """Return the checkpointer of ``app`` when it keeps a database the server can share.
+    """Return the checkpointer of ``app``: the database the server keeps its runs in.
 
     Raises:
         CorralError: it keeps none (memory), or the database has the tables of a
             pre-release ``corral serve``.
     """
-    saver = app.checkpointer
-    if isinstance(saver, PostgresSaver) or (
-        isinstance(saver, SqliteSaver) and saver.path != ":memory:"
-    ):
-        _refuse_old_tables(app)
-        return saver
-    msg = f"corral serve keeps its runs in the checkpointer's database, and {saver!r} has none"
-    raise CorralError(msg)
-
-
-def _refuse_old_tables(app: CompiledGraph[Any]) -> None:
-    queue: Any = queue_for(app)
+    queue: Any = queue_for(app)  # refuses a checkpointer that keeps no database
     try:
         with queue.transaction("read") as db:
             db.execute("SELECT 1 FROM corral_serve_runs WHERE 1 = 0")
-    except CheckpointError:
-        return  # no such table: the database is of this corral
+    except CheckpointError:  # no such table: the database is of this corral
+        saver: SqliteSaver | PostgresSaver = app.checkpointer  # type: ignore[assignment]
+        return saver
     msg = (
         f"{queue.where!r} holds the tables corral_serve_threads and corral_serve_runs of a "
         "pre-release corral serve, which kept threads and runs apart from the checkpoints; "

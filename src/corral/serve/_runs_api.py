@@ -40,9 +40,11 @@ def _paths(run: ServedRun) -> dict[str, str]:
     return {"Location": f"{base}/stream", "Content-Location": base}
 
 
-async def _create(request: Request, stateless: bool) -> ServedRun:
-    """Record and queue the run the request asks for; return its record."""
+async def _create(request: Request) -> ServedRun:
+    """Record and queue the run the request asks for (on a new thread with no thread in
+    its path: stateless); return its record."""
     served = served_of(request)
+    stateless = "thread_id" not in request.path_params
     payload = await read_json(request)
     name = payload.get("assistant_id")
     if name not in served.graphs:
@@ -88,32 +90,32 @@ async def _ended(served: Served, run_id: str) -> ServedRun | None:
 def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str) -> dict[str, Any]:
     """Return what ``runs.wait``/``join`` answer: the final values (with ``__interrupt__``),
     or ``{"__error__": ...}`` for a run that failed."""
-    if run is not None and run_status(run) == "error":
-        return {"__error__": _error_json(run)}
-    channel = served.hub.channel(run_id)
-    if run is None and channel is not None:  # a stateless run's thread went with it
-        for event, data in reversed(channel.events):
+    if run is None:  # a stateless run's thread went with it (or is going): its events say
+        channel = served.hub.channel(run_id)
+        for event, data in reversed(channel.events if channel is not None else []):
             if event == "error":
                 return {"__error__": data}
             if event == "values":
                 return dict(data)
-    app = served.graphs.get(run.graph if run else "", served.any_app)
+        return {}
+    if run_status(run) == "error":
+        return {"__error__": _error_json(run)}
     if served.saver.newest_id(thread_id) is None:
         return {}
-    snap = app.get_state(thread_id)
+    snap = served.graphs.get(run.graph, served.any_app).get_state(thread_id)
     if snap.interrupts:
         return {**snap.values, "__interrupt__": interrupts_json(snap.interrupts)}
     return snap.values
 
 
 async def create_run(request: Request) -> Response:
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     return JSONText(run_json(run), headers={"Content-Location": _paths(run)["Content-Location"]})
 
 
 async def wait_run(request: Request) -> Response:
     served = served_of(request)
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     ended = await _ended(served, run.uuid)
     body = await run_in_threadpool(_outcome, served, run.uuid, ended, run.thread_id)
     return JSONText(body, headers=_paths(run))
@@ -121,7 +123,7 @@ async def wait_run(request: Request) -> Response:
 
 async def stream_run(request: Request) -> Response:
     served = served_of(request)
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     modes = run.request["kwargs"]["stream_mode"]
     return _event_stream(served, run, modes, 0, first={"run_id": run.uuid, "attempt": 1})
 
@@ -183,12 +185,14 @@ async def _follow(
         if found is not None and found.open and found.owner in ("", served.worker_name):
             await asyncio.sleep(_POLL_S)  # not taken yet, or this process's worker opens
             continue  # its channel in a moment
+        if found is None:  # deleted: a stateless run's thread goes with it
+            return
         # run by a worker elsewhere: values as its checkpoints land
         values, seen = await run_in_threadpool(_new_values, served, run, seen)
         if values is not None and "values" in modes:
             yield _sse("values", values)
-        if found is None or not found.open:
-            if found is not None and run_status(found) == "error":
+        if not found.open:
+            if run_status(found) == "error":
                 yield _sse("error", _error_json(found))
             return
         await asyncio.sleep(_POLL_S * 2)

@@ -212,11 +212,10 @@ class Worker:
             except CheckpointError as exc:
                 self.emit("heartbeat_error", error=str(exc))
                 continue
-            for run_id in set(held) - kept:
-                with self._lock:
-                    still = run_id in self._held
-                if still:
-                    self.emit("lease_lost", run=run_id)
+            with self._lock:
+                lost = sorted((set(held) - kept) & self._held)  # not those ended meanwhile
+            for run_id in lost:
+                self.emit("lease_lost", run=run_id)
 
     def _release_all(self) -> None:
         with self._lock:
