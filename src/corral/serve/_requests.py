@@ -8,7 +8,8 @@ a field corral uses with a value it cannot honour is a 422 naming the field and 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -22,7 +23,9 @@ __all__ = [
     "STREAM_MODES",
     "JSONText",
     "checkpoint_of",
+    "count_of",
     "fail",
+    "field_of",
     "metadata_of",
     "read_json",
     "run_fields",
@@ -32,6 +35,9 @@ STREAM_MODES = ("values", "updates", "custom", "events", "debug")
 """The stream modes corral serves (LangChain's ``messages`` modes are not served)."""
 
 STRATEGIES = ("enqueue", "reject")
+
+T = TypeVar("T")
+_KINDS: dict[type, str] = {str: "a string", dict: "a JSON object", list: "a list"}
 
 
 class JSONText(Response):
@@ -51,6 +57,29 @@ def dumps(value: Any) -> str:
 def fail(status: int, message: str) -> HTTPException:
     """Return the error to raise for a ``{"detail": message}`` answer."""
     return HTTPException(status_code=status, detail=message)
+
+
+def field_of(payload: Mapping[str, Any], field: str, kind: type[T]) -> T | None:
+    """Return the request field ``field``: ``None`` when not sent, else a ``kind`` (422
+    naming the field and its value when it is something else)."""
+    value = payload.get(field)
+    if value is None or isinstance(value, kind):
+        return value
+    raise fail(422, f"{field} must be {_KINDS[kind]}, not {value!r}")
+
+
+def count_of(payload: Mapping[str, Any], field: str, default: int) -> int:
+    """Return the request field ``field`` (a ``limit`` or ``offset``) as a whole number of
+    0 or more: a JSON integer in a body, digits in a query string; ``default`` when not
+    sent (422 naming the field and its value when it is anything else)."""
+    value = payload.get(field)
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise fail(422, f"{field} must be a whole number of 0 or more, not {value!r}")
 
 
 async def read_json(request: Request) -> dict[str, Any]:
@@ -124,6 +153,8 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
             raise fail(422, "send input or command, not both")
     modes = payload.get("stream_mode") or ["values"]
     modes = [modes] if isinstance(modes, str) else modes
+    if not isinstance(modes, list):
+        raise fail(422, f"stream_mode must be a mode or a list of modes, not {modes!r}")
     for mode in modes:
         if mode not in STREAM_MODES:
             msg = f"stream_mode {mode!r} is not served; use any of {list(STREAM_MODES)}"
@@ -151,10 +182,7 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
 
 def metadata_of(payload: dict[str, Any]) -> dict[str, Any]:
     """Return the request's ``metadata`` (``{}`` when it has none; 422 when not an object)."""
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
-    return metadata
+    return field_of(payload, "metadata", dict) or {}
 
 
 def _budget(value: Any) -> dict[str, Any] | None:

@@ -22,7 +22,15 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from corral.errors import BusyThreadError
-from corral.serve._requests import JSONText, dumps, fail, read_json, run_fields
+from corral.serve._requests import (
+    JSONText,
+    count_of,
+    dumps,
+    fail,
+    field_of,
+    read_json,
+    run_fields,
+)
 from corral.serve._runs import Served
 from corral.serve._shapes import interrupts_json, run_json, run_status
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
@@ -46,7 +54,7 @@ async def _create(request: Request) -> ServedRun:
     served = served_of(request)
     stateless = "thread_id" not in request.path_params
     payload = await read_json(request)
-    name = payload.get("assistant_id")
+    name = field_of(payload, "assistant_id", str)
     if name not in served.graphs:
         raise fail(404, f"assistant {name!r} not found; served graphs: {sorted(served.graphs)}")
     app = served.graphs[name]
@@ -235,8 +243,8 @@ async def get_run(request: Request) -> Response:
 def list_runs(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
-    limit = int(request.query_params.get("limit") or 10)
-    offset = int(request.query_params.get("offset") or 0)
+    limit = count_of(request.query_params, "limit", 10)
+    offset = count_of(request.query_params, "offset", 0)
     status = request.query_params.get("status")
     thread_or_404(served, thread_id)
     runs = [r for r in served.runs.of_thread(thread_id) if status in (None, run_status(r))]
