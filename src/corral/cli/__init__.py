@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=10.0,
         metavar="SECONDS",
-        help="stop importing a module after this long; it is a load error (default: 10)",
+        help="CPU seconds one module may use to import and check (waiting does not count; "
+        "3x this in wall-clock time at most); past it, a load error (default: 10)",
     )
     lint.add_argument("--explain", metavar="CODE", help="print the docs of one rule and exit")
     lint.add_argument(
