@@ -10,6 +10,7 @@ import json
 import re
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -362,7 +363,7 @@ def test_cycles_says_when_the_list_was_cut(
     """With more cycles than ``--limit``, the listing says it stopped."""
     source = textwrap.dedent(
         """\
-        from typing import Literal, TypedDict
+        from typing import Any, Literal, TypedDict
 
         from corral import END, End, Graph, Guard
 
@@ -439,7 +440,14 @@ def test_a_graph_whose_schema_is_wrong_is_reported_not_crashed(
 
 def test_explain_falls_back_to_the_short_docs() -> None:
     """A rule with no section in docs/rules.md (or no docs folder) shows its short docs."""
-    from corral.cli._rules import Rule, long_docs
+    from corral.analysis.rules import Rule
+    from corral.cli._rules import long_docs
 
-    rule = Rule("CR999", "made-up", "warning", "A rule for this test.", "Short docs.")
-    assert long_docs(rule) == "Short docs."
+    def made_up(graph: Any) -> list[Any]:
+        """A rule for this test.
+
+        Short docs.
+        """
+        return []
+
+    assert long_docs(Rule("CR999", "made-up", "warning", made_up)) == "Short docs."

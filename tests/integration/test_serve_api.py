@@ -109,6 +109,9 @@ def test_history_and_update_state_as_a_node(client: Any) -> None:
     assert history[0]["checkpoint_id"] == client.threads.get_state(tid)["checkpoint_id"]
     assert history[1]["checkpoint_id"] == history[0]["parent_checkpoint_id"]
     assert len(client.threads.get_history(tid, limit=2)) == 2
+    for before in (history[0]["checkpoint_id"], history[0]["checkpoint"]):
+        older = client.threads.get_history(tid, before=before)
+        assert older[0]["checkpoint_id"] == history[1]["checkpoint_id"]
     written = client.threads.update_state(tid, {"answer": "edited"}, as_node="ask")
     assert set(written["checkpoint"]) == {"checkpoint_id", "thread_id", "checkpoint_ns"}
     state = client.threads.get_state(tid)
@@ -169,6 +172,40 @@ def test_errors_are_json_details_with_the_right_codes(server: Server, client: An
     answer = httpx.post(f"{server.url}/threads", content=b"{not json")
     assert answer.status_code == 422 and set(answer.json()) == {"detail"}
     assert client.runs.list(tid) == []
+
+
+BAD_REQUESTS = [
+    ("POST", "/assistants/search", {"limit": "abc"}, "limit"),
+    ("POST", "/assistants/search", {"offset": 1.5}, "offset"),
+    ("POST", "/threads/search", {"limit": [1]}, "limit"),
+    ("POST", "/threads/search", {"offset": -1}, "offset"),
+    ("POST", "/threads/search", {"ids": 7}, "ids"),
+    ("POST", "/threads/search", {"metadata": ["a"]}, "metadata"),
+    ("POST", "/threads/search", {"values": "x"}, "values"),
+    ("POST", "/threads/{tid}/history", {"limit": {"n": 1}}, "limit"),
+    ("POST", "/threads/{tid}/history", {"before": 3}, "before"),
+    ("GET", "/threads/{tid}/history?limit=abc", None, "limit"),
+    ("GET", "/threads/{tid}/runs?offset=1.5", None, "offset"),
+    ("GET", "/threads/{tid}/runs?limit=-2", None, "limit"),
+    ("POST", "/threads/{tid}/runs", {"assistant_id": ["review"]}, "assistant_id"),
+    ("POST", "/runs/wait", {"assistant_id": {"a": 1}}, "assistant_id"),
+    ("POST", "/threads/{tid}/runs", {"assistant_id": "review", "stream_mode": 5}, "stream_mode"),
+    ("POST", "/threads/{tid}/state", {"values": {}, "as_node": ["ask"]}, "as_node"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), BAD_REQUESTS)
+def test_a_field_of_the_wrong_type_is_a_422_naming_it(
+    server: Server, client: Any, method: str, path: str, body: Any, field: str
+) -> None:
+    """A field sent with a value of the wrong kind (limit "abc", assistant_id a list...) is
+    a 422 whose detail names the field and the value, never a 500."""
+    tid = client.threads.create()["thread_id"]
+    answer = httpx.request(method, server.url + path.format(tid=tid), json=body)
+    assert answer.status_code == 422, answer.text
+    detail = answer.json()["detail"]
+    sent = body[field] if body is not None else path.rpartition("=")[2]
+    assert field in detail and repr(sent) in detail, detail
 
 
 def test_fields_corral_does_not_use_are_accepted(client: Any) -> None:

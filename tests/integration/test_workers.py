@@ -414,12 +414,11 @@ def test_a_worker_takes_only_the_runs_of_its_graphs(app: CompiledGraph[Any]) -> 
     queued = {}
     for graph in ("other", "work"):
         run = ServedRun(0, str(uuid.uuid4()), f"t-{graph}", graph, {}, 0.0, "queued")
-        queued[graph] = runs.add(
-            run, dump_input(start(), getattr(app.checkpointer, "serializer", None))
-        )
+        runs.add(run, dump_input(start(), getattr(app.checkpointer, "serializer", None)))
+        queued[graph] = run.uuid
     app.submit(start(), thread_id="t-submit")
     assert drain(app) == 2
-    statuses = {graph: runs.by_queue_id(run_id) for graph, run_id in queued.items()}
+    statuses = {graph: runs.get(run_uuid) for graph, run_uuid in queued.items()}
     assert {graph: run and run.status for graph, run in statuses.items()} == {
         "other": "queued",
         "work": "done",

@@ -24,7 +24,7 @@ from typing import Any
 from corral import __version__
 from corral.cli import _draw, _lint, _port, _serve, _worker
 from corral.cli._lint_formats import FORMATS
-from corral.cli._load import LoadFailed
+from corral.cli._load import BadInput, LoadFailed
 from corral.cli._options import DEFAULT_DB
 from corral.cli._options import budget as _budget
 from corral.cli._options import positive as _positive
@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_seconds,
         default=10.0,
         metavar="SECONDS",
-        help="stop importing a module after this long; it is a load error (default: 10)",
+        help="CPU seconds one module may use to import and check (waiting does not count; "
+        "3x this in wall-clock time at most); past it, a load error (default: 10)",
     )
     lint.add_argument("--explain", metavar="CODE", help="print the docs of one rule and exit")
     lint.add_argument(
@@ -341,6 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except LoadFailed:  # the load errors were printed
         return 2
+    except BadInput as exc:  # what the run was given cannot be used: it is a failed run
+        say(f"error: {exc}")
+        return 1
     except CorralError as exc:  # a usage error, or e.g. a state schema that is not a TypedDict
         if args.verbose:
             traceback.print_exc()

@@ -33,6 +33,7 @@ import contextlib
 import functools
 import gc
 import json
+import math
 import os
 import select
 import signal
@@ -123,8 +124,9 @@ class _Child:
     """Top-level packages the child reported importing (a hint, see :func:`_warm`)."""
 
 
-def serve(timeout_s: float, jobs: int) -> None:
-    """Answer the requests on stdin until it closes (the worker's main loop)."""
+def serve(cpu_s: float, wall_s: float, jobs: int) -> None:
+    """Answer the requests on stdin until it closes (the worker's main loop): each child may
+    use ``cpu_s`` seconds of CPU time and live ``wall_s`` seconds."""
     if os.fork():
         os._exit(0)  # the worker's parent becomes init (or a subreaper), never lint
     os.setsid()
@@ -134,7 +136,7 @@ def serve(timeout_s: float, jobs: int) -> None:
     _write(1, (json.dumps({"ready": os.getpid()}) + "\n").encode())
     children: dict[int, _Child] = {}
     try:
-        _loop(children, devnull, timeout_s, jobs)
+        _loop(children, devnull, cpu_s, wall_s, jobs)
     except BrokenPipeError:
         pass  # lint has gone: nobody is left to answer
     finally:
@@ -143,7 +145,9 @@ def serve(timeout_s: float, jobs: int) -> None:
     os._exit(0)  # nothing to tear down: lint has every answer it wanted
 
 
-def _loop(children: dict[int, _Child], devnull: int, timeout_s: float, jobs: int) -> None:
+def _loop(
+    children: dict[int, _Child], devnull: int, cpu_s: float, wall_s: float, jobs: int
+) -> None:
     startup_path = list(sys.path)
     tried: set[str] = set()
     waiting: list[tuple[int, dict[str, Any]]] = []
@@ -151,7 +155,7 @@ def _loop(children: dict[int, _Child], devnull: int, timeout_s: float, jobs: int
     while True:
         while waiting and len(children) < jobs:
             ident, request = waiting.pop(0)
-            child = _fork(ident, request, devnull, timeout_s)
+            child = _fork(ident, request, devnull, cpu_s, wall_s)
             children[child.pipe] = child
         readable = _wait(children)
         if 0 in readable:
@@ -214,23 +218,33 @@ def _request(line: bytes) -> tuple[int, dict[str, Any]]:
     return int(request["id"]), request
 
 
-def _fork(ident: int, request: dict[str, Any], devnull: int, timeout_s: float) -> _Child:
+def _fork(ident: int, request: dict[str, Any], devnull: int, cpu_s: float, wall_s: float) -> _Child:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        _child(request, write, devnull)  # never returns
+        _child(request, write, devnull, cpu_s)  # never returns
     os.close(write)
     os.set_blocking(read, False)
     try:
         ends: int | None = os.pidfd_open(pid)
     except (AttributeError, OSError):
         ends = None
-    return _Child(ident, pid, read, ends, time.monotonic() + timeout_s)
+    return _Child(ident, pid, read, ends, time.monotonic() + wall_s)
 
 
-def _child(request: dict[str, Any], write: int, devnull: int) -> None:
-    """Import and check one module, send the frame, end (runs in the forked child)."""
+def _child(request: dict[str, Any], write: int, devnull: int, cpu_s: float) -> None:
+    """Import and check one module, send the frame, end (runs in the forked child).
+
+    The CPU limit counts the child's own work only, never the time it waits for a core on
+    a busy machine: the kernel sends SIGXCPU past ``cpu_s`` (SIGKILL a second later, for
+    a module that catches it), and no core file is written.
+    """
     try:
+        import resource
+
+        limit = math.ceil(cpu_s)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.setpgid(0, 0)
         os.dup2(devnull, 0)
         os.dup2(2, 1)  # a module's print() goes to stderr, never into a report

@@ -13,7 +13,7 @@ from corral.cli._forks import check_target
 from corral.cli._lint_formats import format_github, format_json, format_sarif, format_text
 from corral.cli._lint_worker import Request, Worker
 from corral.cli._reports import Failure, ModuleReport, TargetReport
-from corral.cli._rules import DOCS_PAGE, all_rules, find_rule, long_docs
+from corral.cli._rules import DOCS_PAGE, all_rules, find_rule, long_docs, plain
 from corral.loader import (
     UsageError,
     display_path,
@@ -165,7 +165,7 @@ def explain(code: str) -> int:
         print(f"error: {code!r} is not a rule code; the codes are {codes}", file=sys.stderr)
         return 2
     print(f"{rule.code} {rule.slug} ({rule.severity})\n")
-    print(rule.summary + "\n")
+    print(plain(rule.summary) + "\n")
     print(long_docs(rule) + "\n")
     print(f"More: {DOCS_PAGE}#{rule.code.lower()}")
     return 0

@@ -11,11 +11,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral import __version__
 from corral.analysis.diagnostic import Diagnostic
-from corral.cli._rules import Rule
+from corral.cli._rules import plain, short_docs
+
+if TYPE_CHECKING:
+    from corral.analysis.rules import Rule
 
 __all__ = ["FORMATS", "format_github", "format_json", "format_sarif", "format_text"]
 
@@ -159,9 +162,9 @@ def _sarif_rule(rule: Rule, docs_url: str | None) -> dict[str, Any]:
     described: dict[str, Any] = {
         "id": rule.code,
         "name": rule.slug,
-        "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.docs},
-        "help": {"text": rule.docs},
+        "shortDescription": {"text": plain(rule.summary)},
+        "fullDescription": {"text": short_docs(rule)},
+        "help": {"text": short_docs(rule)},
         "defaultConfiguration": {"level": "error" if rule.severity == "error" else "warning"},
         "properties": {"tags": [rule.slug]},
     }

@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -43,6 +44,9 @@ __all__ = ["Request", "Worker"]
 
 _STARTUP_S = 60.0
 """How long a new worker may take to start (import corral), before any module's clock."""
+WALL_FACTOR = 3
+"""A module may take this many times ``--import-timeout`` in wall-clock time (sleeping,
+waiting on the network or for a core) before it is stopped."""
 _SLACK_S = 5.0
 """How much longer than the per-module timeout the worker may be silent before it is
 taken for stopped (a module can ``SIGSTOP`` it)."""
@@ -81,7 +85,8 @@ class Worker:
     """
 
     timeout_s: float
-    """How long one module may take to import and check before its child is killed."""
+    """How many seconds of CPU time one module may use to import and check before its
+    child is killed (and :data:`WALL_FACTOR` times that in wall-clock time)."""
     _process: _Process | None = field(default=None, repr=False)
 
     def __enter__(self) -> Worker:
@@ -160,7 +165,8 @@ class _Process:
 
     @classmethod
     def start(cls, timeout_s: float, jobs: int) -> _Process:
-        code = f"from corral.cli._forks import serve; serve({timeout_s!r}, {jobs!r})"
+        wall_s = timeout_s * WALL_FACTOR
+        code = f"from corral.cli._forks import serve; serve({timeout_s!r}, {wall_s!r}, {jobs!r})"
         popen = subprocess.Popen(
             [sys.executable, "-P", "-c", code],  # -P: the current folder is not on its path
             stdin=subprocess.PIPE,
@@ -200,7 +206,7 @@ class _Process:
 
     def receive(self, asked: dict[int, Request]) -> tuple[int, list[ModuleReport]]:
         """Return the next answer: the request's id and its reports."""
-        deadline = time.monotonic() + self.timeout_s + _SLACK_S
+        deadline = time.monotonic() + self.timeout_s * WALL_FACTOR + _SLACK_S
         try:
             header = json.loads(self._line(deadline))
             ident = header["id"]
@@ -292,11 +298,12 @@ def _reports(request: Request, body: bytes) -> list[ModuleReport]:
 
 def _how(header: dict[str, object], timeout_s: float) -> str:
     if header.get("timeout"):
-        return f"it did not finish within {timeout_s:g} s (--import-timeout); it was stopped"
+        wall = f"{timeout_s * WALL_FACTOR:g} s ({WALL_FACTOR} x --import-timeout)"
+        return f"it did not finish within {wall}; it was stopped"
     signum = header.get("signal")
+    if signum == signal.SIGXCPU:
+        return f"it used {timeout_s:g} s of CPU time (--import-timeout); it was stopped"
     if isinstance(signum, int):
-        import signal
-
         try:
             name = signal.Signals(signum).name
         except ValueError:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from corral.cli._shell import say
@@ -14,11 +16,15 @@ if TYPE_CHECKING:
     from corral.checkpoint import Checkpointer
     from corral.runtime.app import CompiledGraph
 
-__all__ = ["LoadFailed", "compile_target", "load_deps", "load_named", "load_one"]
+__all__ = ["BadInput", "LoadFailed", "compile_target", "load_deps", "open_named", "load_one"]
 
 
 class LoadFailed(Exception):
     """The one graph a command needs could not be loaded; the errors were printed."""
+
+
+class BadInput(Exception):
+    """An ``--input`` or ``--resume`` value that cannot be used: the command exits with 1."""
 
 
 def load_one(argument: str, *, verbose: bool, allow_partial: bool = True) -> Target:
@@ -107,25 +113,18 @@ def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
         )
         raise UsageError(msg)
     app = target.app
-    before = tuple(app.interrupt_before) if app is not None else ()
-    after = tuple(app.interrupt_after) if app is not None else ()
-    max_steps = app.max_steps if app is not None else None
+    kept: dict[str, Any] = {"checkpointer": saver}
+    if app is not None:
+        kept.update(
+            interrupt_before=app.interrupt_before,
+            interrupt_after=app.interrupt_after,
+            max_steps=app.max_steps,
+        )
     try:
         if target.graph is not None:
-            return target.graph.compile(
-                checkpointer=saver,
-                interrupt_before=before,
-                interrupt_after=after,
-                max_steps=max_steps,
-            )
+            return target.graph.compile(**kept)
         assert app is not None
-        return CompiledGraph(
-            app.spec,
-            checkpointer=saver,
-            interrupt_before=before,
-            interrupt_after=after,
-            max_steps=max_steps,
-        )
+        return CompiledGraph(app.spec, **kept)
     except GraphError as exc:
         errors = [d for d in exc.diagnostics if d.severity == "error"]
         if not errors:
@@ -138,22 +137,32 @@ def compile_target(target: Target, saver: Checkpointer) -> CompiledGraph[Any]:
         raise LoadFailed from exc
 
 
-def load_named(paths: list[str], saver: Any, verbose: bool) -> dict[str, Any]:
-    """Load and compile every ``PATH[:graph][=name]`` under the name its runs are queued
-    with (``name``, else the graph's own name, else its variable's); refuse two graphs with
-    one name. ``corral serve`` and ``corral worker`` name graphs alike, so a worker started
-    with the server's PATH takes exactly that graph's runs."""
-    graphs: dict[str, Any] = {}
-    for argument in paths:
-        path, _, alias = argument.partition("=")
-        target = load_one(path, verbose=verbose, allow_partial=False)
-        app = compile_target(target, saver)
-        name = alias or app.spec.name or target.name
-        if name in graphs:
-            msg = (
-                f"two graphs are named {name!r} ({argument!r} and another); "
-                f"serve one under another name with PATH:graph=NAME"
-            )
-            raise UsageError(msg)
-        graphs[name] = app
-    return graphs
+@contextmanager
+def open_named(args: Any, paths: list[str], pool: int) -> Iterator[tuple[dict[str, Any], Any]]:
+    """Yield ``corral serve``'s and ``corral worker``'s graphs and ``--deps``: every
+    ``PATH[:graph][=name]`` compiled with one saver of ``--db`` (``pool`` connections,
+    closed at the end), under the name its runs are queued with (``name``, else the graph's
+    own name, else its variable's). Both commands name graphs alike, so a worker started
+    with the server's PATH takes exactly that graph's runs; two graphs with one name are
+    refused."""
+    from corral.checkpoint import open_saver
+
+    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
+    saver = open_saver(args.db, max_size=pool)
+    try:
+        graphs: dict[str, Any] = {}
+        for argument in paths:
+            path, _, alias = argument.partition("=")
+            target = load_one(path, verbose=args.verbose, allow_partial=False)
+            app = compile_target(target, saver)
+            name = alias or app.spec.name or target.name
+            if name in graphs:
+                msg = (
+                    f"two graphs are named {name!r} ({argument!r} and another); "
+                    f"serve one under another name with PATH:graph=NAME"
+                )
+                raise UsageError(msg)
+            graphs[name] = app
+        yield graphs, deps
+    finally:
+        saver.close()

@@ -25,7 +25,7 @@ from typing import Any
 from corral._where import command_db
 from corral.analysis.bound import every_node
 from corral.checkpoint import open_saver
-from corral.cli._load import compile_target, load_deps, load_one
+from corral.cli._load import BadInput, compile_target, load_deps, load_one
 from corral.cli._shell import command_lines, fit_line, resume_words, run_words, say
 from corral.control import Resume
 from corral.cost import FIELDS
@@ -46,10 +46,6 @@ from corral.spec import END
 __all__ = ["command"]
 
 
-class BadInput(Exception):
-    """An ``--input`` or ``--resume`` value that cannot be used; the run exits with 1."""
-
-
 def command(args: argparse.Namespace) -> int:
     """Run ``corral run``; return 0 (done), 3 (interrupted), 1 (failed) or 2 (usage/load)."""
     if args.resume is not None and args.thread is None:
@@ -58,22 +54,14 @@ def command(args: argparse.Namespace) -> int:
     if args.resume is not None and args.input is not None:
         msg = "give --input (start a run) or --resume (answer an interrupt), not both"
         raise UsageError(msg)
-    try:
-        value = _input(args)
-    except BadInput as exc:
-        say(f"error: {exc}")
-        return 1
+    value = _input(args)  # before loading: a bad --input is told at once
     target = load_one(args.path, verbose=args.verbose, allow_partial=False)
     deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
     saver = open_saver(args.db)  # a CheckpointError (cannot connect...) is main()'s: exit 2
     app = compile_target(target, saver)
     thread = args.thread or uuid.uuid4().hex[:12]
     if args.thread is not None:
-        try:
-            _check_thread(app, args, value)
-        except BadInput as exc:
-            say(f"error: {exc}")
-            return 1
+        _check_thread(app, args, value)
     cap = args.max_steps if args.max_steps is not None else app.max_steps
     verb = "resuming" if args.resume is not None else "continuing" if value is None else "running"
     where = command_db(args.db)

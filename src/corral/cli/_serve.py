@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from corral.cli._load import load_deps, load_named
+from corral.cli._load import open_named
 from corral.cli._options import seconds
 from corral.loader import UsageError
 
@@ -93,12 +93,7 @@ def command(args: argparse.Namespace) -> int:
     except ImportError as exc:
         msg = f"corral serve needs the serve extra: pip install 'corral[serve]' ({exc})"
         raise UsageError(msg) from exc
-    from corral.checkpoint import open_saver
-
-    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
-    saver = open_saver(args.db, max_size=args.workers + 8)
-    try:
-        graphs = load_named(args.paths, saver, args.verbose)
+    with open_named(args, args.paths, pool=args.workers + 8) as (graphs, deps):
         app = create_app(
             graphs,
             workers=args.workers,
@@ -110,6 +105,4 @@ def command(args: argparse.Namespace) -> int:
             lease_s=args.lease,
         )
         uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
-        return 0
-    finally:
-        saver.close()
+    return 0

@@ -50,8 +50,7 @@ def open_existing(db: str) -> Checkpointer:
     if where.kind == "sqlite" and not os.path.isfile(where.target):
         msg = f"no checkpoint database at {db!r}; give the file `corral run --db` wrote to"
         raise UsageError(msg)
-    saver: Checkpointer = open_saver(db)
-    return saver
+    return open_saver(db)
 
 
 def _cut(text: str, width: int) -> str:

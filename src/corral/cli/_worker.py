@@ -81,14 +81,10 @@ def add_parser(commands: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Run ``corral worker`` until SIGTERM/Ctrl-C (or an empty queue with --until-idle)."""
-    from corral.checkpoint import open_saver
-    from corral.cli._load import load_deps, load_named
+    from corral.cli._load import open_named
     from corral.workers import Worker
 
-    deps = load_deps(args.deps, verbose=args.verbose) if args.deps else None
-    saver = open_saver(args.db, max_size=args.concurrency + 2)
-    try:
-        graphs = load_named([args.path], saver, args.verbose)
+    with open_named(args, [args.path], pool=args.concurrency + 2) as (graphs, deps):
         worker = Worker(
             next(iter(graphs.values())),
             graphs=graphs,
@@ -98,7 +94,6 @@ def command(args: argparse.Namespace) -> int:
             grace_s=args.grace,
             deps=deps,
         )
-
         stopping = (signal.SIGTERM, signal.SIGINT)
         found = {signum: signal.signal(signum, lambda *_: worker.stop()) for signum in stopping}
         try:
@@ -107,6 +102,4 @@ def command(args: argparse.Namespace) -> int:
             for signum, handler in found.items():
                 if handler is not None:  # None: set outside Python, cannot be put back
                     signal.signal(signum, handler)
-        return 0
-    finally:
-        saver.close()
+    return 0

@@ -60,7 +60,6 @@ def create_app(
     max_body: int = 1 << 20,
     cors_origins: tuple[str, ...] = (),
     secrets: tuple[str, ...] = (),
-    worker_log: TextIO | None = sys.stderr,
     lease_s: float = 30.0,
 ) -> Starlette:
     """Return the ASGI app serving ``graphs`` (by assistant name; one shared checkpointer).
@@ -88,20 +87,19 @@ def create_app(
         served = Served(graphs, hub, deps=deps)
         app.state.served = served
         app.state.token = token
-        worker = None
-        thread = None
-        if workers > 0:
-            out = cast(TextIO, _ScrubbedLog(scrub, worker_log)) if worker_log else None
-            worker = ServeWorker(served, concurrency=workers, poll_s=0.05, lease_s=lease_s, log=out)
-            served.worker_name = worker.name
-            thread = threading.Thread(target=worker.run, name="corral-serve-worker", daemon=True)
-            thread.start()
+        if workers == 0:  # the runs are left to `corral worker` processes
+            yield
+            return
+        out = cast(TextIO, _ScrubbedLog(scrub, sys.stderr))
+        worker = ServeWorker(served, concurrency=workers, poll_s=0.05, lease_s=lease_s, log=out)
+        served.worker_name = worker.name
+        thread = threading.Thread(target=worker.run, name="corral-serve-worker", daemon=True)
+        thread.start()
         try:
             yield
         finally:
-            if worker is not None and thread is not None:
-                worker.stop()
-                await asyncio.to_thread(thread.join, worker.grace_s + 5)
+            worker.stop()
+            await asyncio.to_thread(thread.join, worker.grace_s + 5)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

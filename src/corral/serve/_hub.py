@@ -62,23 +62,21 @@ class Hub:
 
     def publish(self, run_id: str, event: str, data: Any) -> None:
         """Add an event to the run's channel and wake its readers (any thread)."""
-        with self._lock:
-            found = self._channels.get(run_id)
-            if found is None:
-                return
-            found.events.append((event, data))
-        self._wake(found)
+        self._add(run_id, (event, data))
 
     def end(self, run_id: str) -> None:
         """Mark the run's channel ended."""
+        self._add(run_id, None)
+
+    def _add(self, run_id: str, event: tuple[str, Any] | None) -> None:
         with self._lock:
             found = self._channels.get(run_id)
             if found is None:
                 return
-            found.ended = True
-        self._wake(found)
-
-    def _wake(self, found: Channel) -> None:
+            if event is None:
+                found.ended = True
+            else:
+                found.events.append(event)
         # a closed loop: the server is stopping, nobody reads
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(found.changed.set)

@@ -65,12 +65,8 @@ def _e(value: Any) -> str:
 
 def _csrf(request: Request) -> str:
     """Return the page's form token: the browser's cookie, or a new one (set by ``_page``)."""
-    found = request.scope.get("corral.csrf")
-    if found is None:
-        found = request.scope["corral.csrf"] = request.cookies.get(_CSRF) or secrets.token_urlsafe(
-            32
-        )
-    return str(found)
+    token = request.cookies.get(_CSRF) or secrets.token_urlsafe(32)
+    return str(request.scope.setdefault("corral.csrf", token))
 
 
 def _page(

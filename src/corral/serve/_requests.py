@@ -8,7 +8,8 @@ a field corral uses with a value it cannot honour is a 422 naming the field and 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -22,7 +23,9 @@ __all__ = [
     "STREAM_MODES",
     "JSONText",
     "checkpoint_of",
+    "count_of",
     "fail",
+    "field_of",
     "metadata_of",
     "read_json",
     "run_fields",
@@ -32,6 +35,9 @@ STREAM_MODES = ("values", "updates", "custom", "events", "debug")
 """The stream modes corral serves (LangChain's ``messages`` modes are not served)."""
 
 STRATEGIES = ("enqueue", "reject")
+
+T = TypeVar("T")
+_KINDS: dict[type, str] = {str: "a string", dict: "a JSON object", list: "a list"}
 
 
 class JSONText(Response):
@@ -53,6 +59,29 @@ def fail(status: int, message: str) -> HTTPException:
     return HTTPException(status_code=status, detail=message)
 
 
+def field_of(payload: Mapping[str, Any], field: str, kind: type[T]) -> T | None:
+    """Return the request field ``field``: ``None`` when not sent, else a ``kind`` (422
+    naming the field and its value when it is something else)."""
+    value = payload.get(field)
+    if value is None or isinstance(value, kind):
+        return value
+    raise fail(422, f"{field} must be {_KINDS[kind]}, not {value!r}")
+
+
+def count_of(payload: Mapping[str, Any], field: str, default: int) -> int:
+    """Return the request field ``field`` (a ``limit`` or ``offset``) as a whole number of
+    0 or more: a JSON integer in a body, digits in a query string; ``default`` when not
+    sent (422 naming the field and its value when it is anything else)."""
+    value = payload.get(field)
+    if value is None or value == "":
+        return default
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise fail(422, f"{field} must be a whole number of 0 or more, not {value!r}")
+
+
 async def read_json(request: Request) -> dict[str, Any]:
     """Return the request's JSON object (``{}`` for an empty body).
 
@@ -71,14 +100,19 @@ async def read_json(request: Request) -> dict[str, Any]:
     return value
 
 
-def _names(value: Any, field: str) -> list[str] | str | None:
+def _nodes(payload: dict[str, Any], field: str, app: CompiledGraph[Any]) -> list[str] | str | None:
+    """Return the run field ``interrupt_before`` or ``interrupt_after``: nodes of the graph,
+    ``"*"`` (every node) or ``None``."""
+    value = payload.get(field)
     if value is None or value == "*":
-        return value  # type: ignore[no-any-return]
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
-    raise fail(422, f"{field} must be a list of node names or '*', not {value!r}")
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(v, str) for v in names):
+        raise fail(422, f"{field} must be a list of node names or '*', not {value!r}")
+    for name in names:
+        if app.spec.node(name) is None:
+            raise fail(422, f"{field} names {name!r}, which is not a node of the graph")
+    return names
 
 
 def _input(value: Any, app: CompiledGraph[Any]) -> dict[str, Any] | None:
@@ -119,6 +153,8 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
             raise fail(422, "send input or command, not both")
     modes = payload.get("stream_mode") or ["values"]
     modes = [modes] if isinstance(modes, str) else modes
+    if not isinstance(modes, list):
+        raise fail(422, f"stream_mode must be a mode or a list of modes, not {modes!r}")
     for mode in modes:
         if mode not in STREAM_MODES:
             msg = f"stream_mode {mode!r} is not served; use any of {list(STREAM_MODES)}"
@@ -127,13 +163,6 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
     if strategy not in STRATEGIES:
         msg = f"multitask_strategy {strategy!r} is not supported; use 'enqueue' or 'reject'"
         raise fail(422, msg)
-    before = _names(payload.get("interrupt_before"), "interrupt_before")
-    after = _names(payload.get("interrupt_after"), "interrupt_after")
-    for field, names in (("interrupt_before", before), ("interrupt_after", after)):
-        for name in names if isinstance(names, list) else ():
-            if app.spec.node(name) is None:
-                msg = f"{field} names {name!r}, which is not a node of the graph"
-                raise fail(422, msg)
     on_completion = payload.get("on_completion") or "delete"
     if on_completion not in ("delete", "keep"):
         raise fail(422, f"on_completion must be 'delete' or 'keep', not {on_completion!r}")
@@ -142,8 +171,8 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
         "command": command,
         "checkpoint_id": checkpoint_of(payload),
         "stream_mode": list(modes),
-        "interrupt_before": before,
-        "interrupt_after": after,
+        "interrupt_before": _nodes(payload, "interrupt_before", app),
+        "interrupt_after": _nodes(payload, "interrupt_after", app),
         "metadata": metadata_of(payload),
         "multitask_strategy": strategy,
         "on_completion": on_completion,
@@ -153,10 +182,7 @@ def run_fields(payload: dict[str, Any], app: CompiledGraph[Any]) -> dict[str, An
 
 def metadata_of(payload: dict[str, Any]) -> dict[str, Any]:
     """Return the request's ``metadata`` (``{}`` when it has none; 422 when not an object)."""
-    metadata = payload.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise fail(422, f"metadata must be a JSON object, not {metadata!r}")
-    return metadata
+    return field_of(payload, "metadata", dict) or {}
 
 
 def _budget(value: Any) -> dict[str, Any] | None:

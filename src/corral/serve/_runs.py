@@ -14,10 +14,8 @@ import dataclasses
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint.postgres import PostgresSaver
-from corral.checkpoint.sqlite import SqliteSaver
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, CorralError, RunCancelledError
 from corral.runtime.app import CompiledGraph
@@ -27,6 +25,10 @@ from corral.serve._shapes import event_json, interrupts_json
 from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_command, dump_input
 from corral.workers.served import ServedRun, ServedRuns
+
+if TYPE_CHECKING:
+    from corral.checkpoint.postgres import PostgresSaver
+    from corral.checkpoint.sqlite import SqliteSaver
 
 __all__ = ["ServeWorker", "Served", "database_of", "run_input"]
 
@@ -80,11 +82,6 @@ class Served:
         self.saver.update_thread_info(thread_id, graph, graph=name)
         return dataclasses.replace(run, id=queue_id)
 
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread: its checkpoints, its record and its runs (a running one is
-        asked to stop)."""
-        self.runs.delete_thread(thread_id, self.saver)
-
 
 class ServeWorker(Worker):
     """The server's worker: runs the queued runs of every served graph, each with its own
@@ -100,31 +97,30 @@ class ServeWorker(Worker):
         value: Any,
         fork: str | None,
         app: CompiledGraph[Any],
-        record: ServedRun | None,
         on_event: Callable[[Event], None] | None = None,
     ) -> tuple[str, int]:
         """Run the queued run (see :meth:`Worker.stream`), publishing a served run's events."""
-        if record is None:  # queued with app.submit by hand: nobody listens
-            return super().stream(run, value, fork, app, record)
+        if run.uuid is None:  # queued with app.submit by hand: nobody listens
+            return super().stream(run, value, fork, app)
         hub = self.served.hub
-        publish = _Publisher(hub, record.uuid, app, record.thread_id)
-        hub.open(record.uuid)
+        publish = _Publisher(hub, run.uuid, app, run.thread_id)
+        hub.open(run.uuid)
         try:
             self.stop_if_cancelled(run)
             if not isinstance(value, dict) and self.served.saver.newest_id(run.thread_id):
-                publish.values(app.get_state(record.thread_id).values)
-            return super().stream(run, value, fork, app, record, publish)
+                publish.values(app.get_state(run.thread_id).values)
+            return super().stream(run, value, fork, app, publish)
         except (CheckpointError, RunCancelledError):
             raise  # a store error is tried again from the last checkpoint
         except Exception as exc:
-            hub.publish(record.uuid, "error", {"error": type(exc).__name__, "message": str(exc)})
+            hub.publish(run.uuid, "error", {"error": type(exc).__name__, "message": str(exc)})
             raise
 
-    def ended(self, record: ServedRun | None) -> None:
+    def ended(self, run: QueuedRun) -> None:
         """Close the run's channel; a stateless run's thread ends with it."""
-        if record is not None:
-            self.served.hub.end(record.uuid)
-        super().ended(record)
+        if run.uuid is not None:
+            self.served.hub.end(run.uuid)
+        super().ended(run)
 
 
 class _Publisher:
@@ -170,29 +166,19 @@ def run_input(kwargs: dict[str, Any]) -> Any:
 
 
 def database_of(app: CompiledGraph[Any]) -> SqliteSaver | PostgresSaver:
-    """Return the checkpointer of ``app`` when it keeps a database the server can share.
+    """Return the checkpointer of ``app``: the database the server keeps its runs in.
 
     Raises:
         CorralError: it keeps none (memory), or the database has the tables of a
             pre-release ``corral serve``.
     """
-    saver = app.checkpointer
-    if isinstance(saver, PostgresSaver) or (
-        isinstance(saver, SqliteSaver) and saver.path != ":memory:"
-    ):
-        _refuse_old_tables(app)
-        return saver
-    msg = f"corral serve keeps its runs in the checkpointer's database, and {saver!r} has none"
-    raise CorralError(msg)
-
-
-def _refuse_old_tables(app: CompiledGraph[Any]) -> None:
-    queue: Any = queue_for(app)
+    queue: Any = queue_for(app)  # refuses a checkpointer that keeps no database
     try:
         with queue.transaction("read") as db:
             db.execute("SELECT 1 FROM corral_serve_runs WHERE 1 = 0")
-    except CheckpointError:
-        return  # no such table: the database is of this corral
+    except CheckpointError:  # no such table: the database is of this corral
+        saver: SqliteSaver | PostgresSaver = app.checkpointer  # type: ignore[assignment]
+        return saver
     msg = (
         f"{queue.where!r} holds the tables corral_serve_threads and corral_serve_runs of a "
         "pre-release corral serve, which kept threads and runs apart from the checkpoints; "

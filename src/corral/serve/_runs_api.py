@@ -22,7 +22,15 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from corral.errors import BusyThreadError
-from corral.serve._requests import JSONText, dumps, fail, read_json, run_fields
+from corral.serve._requests import (
+    JSONText,
+    count_of,
+    dumps,
+    fail,
+    field_of,
+    read_json,
+    run_fields,
+)
 from corral.serve._runs import Served
 from corral.serve._shapes import interrupts_json, run_json, run_status
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
@@ -40,11 +48,13 @@ def _paths(run: ServedRun) -> dict[str, str]:
     return {"Location": f"{base}/stream", "Content-Location": base}
 
 
-async def _create(request: Request, stateless: bool) -> ServedRun:
-    """Record and queue the run the request asks for; return its record."""
+async def _create(request: Request) -> ServedRun:
+    """Record and queue the run the request asks for (on a new thread with no thread in
+    its path: stateless); return its record."""
     served = served_of(request)
+    stateless = "thread_id" not in request.path_params
     payload = await read_json(request)
-    name = payload.get("assistant_id")
+    name = field_of(payload, "assistant_id", str)
     if name not in served.graphs:
         raise fail(404, f"assistant {name!r} not found; served graphs: {sorted(served.graphs)}")
     app = served.graphs[name]
@@ -88,32 +98,32 @@ async def _ended(served: Served, run_id: str) -> ServedRun | None:
 def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str) -> dict[str, Any]:
     """Return what ``runs.wait``/``join`` answer: the final values (with ``__interrupt__``),
     or ``{"__error__": ...}`` for a run that failed."""
-    if run is not None and run_status(run) == "error":
-        return {"__error__": _error_json(run)}
-    channel = served.hub.channel(run_id)
-    if run is None and channel is not None:  # a stateless run's thread went with it
-        for event, data in reversed(channel.events):
+    if run is None:  # a stateless run's thread went with it (or is going): its events say
+        channel = served.hub.channel(run_id)
+        for event, data in reversed(channel.events if channel is not None else []):
             if event == "error":
                 return {"__error__": data}
             if event == "values":
                 return dict(data)
-    app = served.graphs.get(run.graph if run else "", served.any_app)
+        return {}
+    if run_status(run) == "error":
+        return {"__error__": _error_json(run)}
     if served.saver.newest_id(thread_id) is None:
         return {}
-    snap = app.get_state(thread_id)
+    snap = served.graphs.get(run.graph, served.any_app).get_state(thread_id)
     if snap.interrupts:
         return {**snap.values, "__interrupt__": interrupts_json(snap.interrupts)}
     return snap.values
 
 
 async def create_run(request: Request) -> Response:
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     return JSONText(run_json(run), headers={"Content-Location": _paths(run)["Content-Location"]})
 
 
 async def wait_run(request: Request) -> Response:
     served = served_of(request)
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     ended = await _ended(served, run.uuid)
     body = await run_in_threadpool(_outcome, served, run.uuid, ended, run.thread_id)
     return JSONText(body, headers=_paths(run))
@@ -121,7 +131,7 @@ async def wait_run(request: Request) -> Response:
 
 async def stream_run(request: Request) -> Response:
     served = served_of(request)
-    run = await _create(request, stateless="thread_id" not in request.path_params)
+    run = await _create(request)
     modes = run.request["kwargs"]["stream_mode"]
     return _event_stream(served, run, modes, 0, first={"run_id": run.uuid, "attempt": 1})
 
@@ -183,12 +193,14 @@ async def _follow(
         if found is not None and found.open and found.owner in ("", served.worker_name):
             await asyncio.sleep(_POLL_S)  # not taken yet, or this process's worker opens
             continue  # its channel in a moment
+        if found is None:  # deleted: a stateless run's thread goes with it
+            return
         # run by a worker elsewhere: values as its checkpoints land
         values, seen = await run_in_threadpool(_new_values, served, run, seen)
         if values is not None and "values" in modes:
             yield _sse("values", values)
-        if found is None or not found.open:
-            if found is not None and run_status(found) == "error":
+        if not found.open:
+            if run_status(found) == "error":
                 yield _sse("error", _error_json(found))
             return
         await asyncio.sleep(_POLL_S * 2)
@@ -231,8 +243,8 @@ async def get_run(request: Request) -> Response:
 def list_runs(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
-    limit = int(request.query_params.get("limit") or 10)
-    offset = int(request.query_params.get("offset") or 0)
+    limit = count_of(request.query_params, "limit", 10)
+    offset = count_of(request.query_params, "offset", 0)
     status = request.query_params.get("status")
     thread_or_404(served, thread_id)
     runs = [r for r in served.runs.of_thread(thread_id) if status in (None, run_status(r))]

@@ -85,11 +85,8 @@ def thread_json(
     record: ThreadInfo, snapshot: StateSnapshot | None, last_run: str | None
 ) -> dict[str, Any]:
     """Return a thread with its status, last values and pending interrupts by task."""
-    pending: dict[str, list[dict[str, Any]]] = {}
-    if snapshot is not None:
-        for task in _tasks(snapshot):
-            if task["interrupts"]:
-                pending[task["id"]] = task["interrupts"]
+    tasks = _tasks(snapshot) if snapshot is not None else []
+    pending = {task["id"]: task["interrupts"] for task in tasks if task["interrupts"]}
     error = getattr(snapshot, "error", None)
     shown = {
         "thread_id": record.thread_id,
@@ -114,10 +111,7 @@ def _checkpoint(thread_id: str, checkpoint_id: str | None) -> dict[str, Any] | N
 
 
 def _tasks(snapshot: StateSnapshot) -> list[dict[str, Any]]:
-    names = list(snapshot.next)
-    for item in snapshot.interrupts:
-        if item.node not in names:
-            names.append(item.node)
+    names = dict.fromkeys([*snapshot.next, *(item.node for item in snapshot.interrupts)])
     return [
         {
             "id": f"{snapshot.checkpoint_id}:{name}",

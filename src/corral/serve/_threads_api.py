@@ -18,7 +18,15 @@ from corral.checkpoint import ThreadInfo
 from corral.errors import CorralError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import StateSnapshot
-from corral.serve._requests import JSONText, checkpoint_of, fail, metadata_of, read_json
+from corral.serve._requests import (
+    JSONText,
+    checkpoint_of,
+    count_of,
+    fail,
+    field_of,
+    metadata_of,
+    read_json,
+)
 from corral.serve._runs import Served
 from corral.serve._shapes import assistant_json, state_json, thread_json
 
@@ -73,8 +81,8 @@ async def search_assistants(request: Request) -> Response:
     payload = await read_json(request)
     graph_id = payload.get("graph_id")
     found = [assistant_json(name) for name in served.graphs if graph_id in (None, name)]
-    offset = int(payload.get("offset") or 0)
-    return JSONText(found[offset : offset + int(payload.get("limit") or 10)])
+    offset = count_of(payload, "offset", 0)
+    return JSONText(found[offset : offset + count_of(payload, "limit", 10)])
 
 
 async def get_assistant(request: Request) -> Response:
@@ -134,7 +142,7 @@ def delete_thread(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     thread_or_404(served, thread_id)
-    served.delete_thread(thread_id)
+    served.runs.delete_thread(thread_id, served.saver)  # a running run is asked to stop
     return Response(status_code=204)
 
 
@@ -145,21 +153,23 @@ def _matches(value: Any, wanted: dict[str, Any]) -> bool:
 async def search_threads(request: Request) -> Response:
     served = served_of(request)
     payload = await read_json(request)
-    limit = int(payload.get("limit") or 10)
-    offset = int(payload.get("offset") or 0)
-    ids = payload.get("ids")
+    limit = count_of(payload, "limit", 10)
+    offset = count_of(payload, "offset", 0)
+    ids = field_of(payload, "ids", list)
+    metadata = metadata_of(payload)
+    values = field_of(payload, "values", dict) or {}
 
     def answer() -> list[dict[str, Any]]:
         found = []
         for thread in served.saver.thread_infos():
             if ids is not None and thread.thread_id not in ids:
                 continue
-            if not _matches(thread.metadata, payload.get("metadata") or {}):
+            if not _matches(thread.metadata, metadata):
                 continue
             shown = _thread_json(served, thread)
             if payload.get("status") not in (None, shown["status"]):
                 continue
-            if not _matches(shown["values"] or {}, payload.get("values") or {}):
+            if not _matches(shown["values"] or {}, values):
                 continue
             found.append(shown)
             if len(found) >= offset + limit:
@@ -194,7 +204,7 @@ async def update_state(request: Request) -> Response:
     thread_id = request.path_params["thread_id"]
     payload = await read_json(request)
     values = payload.get("values")
-    as_node = payload.get("as_node")
+    as_node = field_of(payload, "as_node", str)
     if not isinstance(values, dict):
         raise fail(422, f"values must be a JSON object of state keys, not {values!r}")
     checkpoint_id = checkpoint_of(payload)
@@ -222,8 +232,11 @@ async def get_history(request: Request) -> Response:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     payload = await read_json(request) if request.method == "POST" else {}
-    limit = int(payload.get("limit") or request.query_params.get("limit") or 10)
-    before = (payload.get("before") or {}).get("checkpoint_id")
+    limit = count_of({**request.query_params, **payload}, "limit", 10)
+    before = payload.get("before")  # a checkpoint id, or the checkpoint as an object
+    before = checkpoint_of(before) if isinstance(before, dict) else before
+    if before is not None and not isinstance(before, str):
+        raise fail(422, f"before must be a checkpoint id or a checkpoint, not {before!r}")
 
     def answer() -> list[dict[str, Any]]:
         thread = thread_or_404(served, thread_id)

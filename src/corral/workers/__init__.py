@@ -53,8 +53,8 @@ def queue_for(app: CompiledGraph[Any]) -> RunQueue:
         queue = SqliteQueue(saver.path, saver.timeout_s)
     else:
         msg = (
-            f"submit() and wait() queue runs in the checkpointer's database, and {saver!r} "
-            "has none; compile with checkpointer=PostgresSaver(url) or SqliteSaver(path)"
+            f"submit(), wait() and corral serve queue runs in the checkpointer's database, and "
+            f"{saver!r} has none; compile with checkpointer=PostgresSaver(url) or SqliteSaver(path)"
         )
         raise CorralError(msg)
     _QUEUES[saver] = queue

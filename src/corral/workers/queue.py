@@ -84,11 +84,19 @@ class QueuedRun:
     """The checkpoint a fresh start continues from instead of the newest (time travel)."""
     request: str | None = None
     """The JSON of the run's request: a served run's fields, and the budget of any run."""
+    uuid: str | None = None
+    """A served run's id in the API (``None``: a run of ``app.submit``)."""
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The run's request (``{}``: none)."""
+        found: dict[str, Any] = json.loads(self.request or "{}")
+        return found
 
     @property
     def budget(self) -> Budget | None:
         """The run's budget (``submit(..., budget=)``, serve's run field ``budget``)."""
-        found = json.loads(self.request or "{}").get("budget")
+        found = self.fields.get("budget")
         return None if found is None else Budget(**found)
 
 
@@ -255,7 +263,7 @@ WHERE id = (
             SELECT 1 FROM corral_runs AS e
             WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
     ORDER BY r.id LIMIT 1 {lock})
-RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request
+RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request, uuid
 """
 """One statement: the pick (the oldest ready run whose thread has no older run open) and
 the take, so two workers never take one run."""

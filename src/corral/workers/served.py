@@ -125,11 +125,6 @@ class ServedRuns:
         found = self._find(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
         return found[0] if found else None
 
-    def by_queue_id(self, run_id: int) -> ServedRun | None:
-        """Return the served run queued as ``run_id`` (``None``: a run of ``app.submit``)."""
-        found = self._find("id = :id AND uuid IS NOT NULL", id=run_id)
-        return found[0] if found else None
-
     def of_thread(self, thread_id: str) -> list[ServedRun]:
         """Return the thread's served runs, newest first."""
         return self._find(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)

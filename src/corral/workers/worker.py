@@ -59,7 +59,7 @@ from corral.errors import (
 )
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
-from corral.workers.served import ServedRun, ServedRuns
+from corral.workers.served import ServedRuns
 
 if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
@@ -121,13 +121,10 @@ class Worker:
         self.serializer = getattr(app.checkpointer, "serializer", None)
         named = {app.spec.name: app} if app.spec.name else {}
         self.graphs = dict(graphs) if graphs is not None else named
-        self._variants: dict[tuple[str, tuple[str, ...], tuple[str, ...]], CompiledGraph[Any]]
-        self._variants = {}
         self.finished = 0
         """Runs this worker marked done, interrupted or failed."""
         self._stop = threading.Event()
         self._held: set[int] = set()
-        self._lost: set[int] = set()
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
 
@@ -200,7 +197,6 @@ class Worker:
                 continue
             with self._lock:
                 self._held.add(run.id)
-                self._lost.discard(run.id)
             try:
                 self._execute(run)
             finally:
@@ -218,13 +214,10 @@ class Worker:
             except CheckpointError as exc:
                 self.emit("heartbeat_error", error=str(exc))
                 continue
-            for run_id in set(held) - kept:
-                with self._lock:
-                    still = run_id in self._held
-                    if still:
-                        self._lost.add(run_id)
-                if still:
-                    self.emit("lease_lost", run=run_id)
+            with self._lock:
+                lost = sorted((set(held) - kept) & self._held)  # not those ended meanwhile
+            for run_id in lost:
+                self.emit("lease_lost", run=run_id)
 
     def _release_all(self) -> None:
         with self._lock:
@@ -247,16 +240,16 @@ class Worker:
         pause = 0.05
         while True:
             try:
+                newest = self._newest(run.thread_id)
                 if base is None:
                     # The base counts only once it is stored: a takeover reads it to tell
                     # a fresh start from a continuation, so a start the store did not take
                     # (an error) is asked again, never run on an unrecorded base.
-                    newest = self._newest(run.thread_id)
                     if not self.queue.start(run.id, self.name, newest):
                         self.emit("lost", run=run.id, thread=run.thread_id)
                         return
                     base = newest
-                fresh = self._newest(run.thread_id) == base
+                fresh = newest == base
                 value = load_input(run, self.serializer) if fresh else None
                 with fenced(self.queue.fence(run, self.name), run=f"queued run {run.id}"):
                     status, steps = self.drive(run, value, run.fork if fresh else None)
@@ -265,7 +258,7 @@ class Worker:
                 return
             except ConcurrentRunError as exc:
                 self.emit("conflict", run=run.id, thread=run.thread_id, newest=exc.newest)
-                if not self._still_held(run.id):
+                if not self._renewed(run.id):
                     self.emit("lost", run=run.id, thread=run.thread_id)
                     return
                 self._stop.wait(self.poll_s)  # a run outside the queue may hold the thread
@@ -304,41 +297,36 @@ class Worker:
         Raises:
             RunCancelledError: a cancel was asked (the thread keeps its last checkpoint).
         """
-        record = ServedRuns(self.queue).by_queue_id(run.id) if run.graph else None
         try:
-            outcome = self.stream(run, value, fork, self.graph_of(run, record), record)
+            outcome = self.stream(run, value, fork, self.graph_of(run))
         except Exception as exc:
             if not isinstance(exc, CheckpointError) or isinstance(exc, SerializationError):
-                self.ended(record)
+                self.ended(run)
             raise
-        self.ended(record)
+        self.ended(run)
         return outcome
 
-    def graph_of(self, run: QueuedRun, record: ServedRun | None) -> CompiledGraph[Any]:
+    def graph_of(self, run: QueuedRun) -> CompiledGraph[Any]:
         """Return the graph ``run`` was queued for, compiled with the served run's own
         ``interrupt_before``/``interrupt_after`` (``"*"``: every node); for a run of
         ``app.submit``, its thread's graph, else the worker's."""
-        if record is None:
+        if run.graph is None:
             saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
             info = saver.thread_info(run.thread_id)
             return self.graphs.get(info.graph if info and info.graph else "", self.app)
-        app = self.graphs[record.graph]  # claim takes only runs of these graphs
-        kwargs = record.request.get("kwargs", {})
+        app = self.graphs[run.graph]  # claim takes only runs of these graphs
+        kwargs = run.fields.get("kwargs", {})
         before, after = (_nodes(app, kwargs.get(f"interrupt_{w}")) for w in ("before", "after"))
         if not before and not after:
             return app
-        with self._lock:
-            key = (record.graph, before, after)
-            if key not in self._variants:
-                # app's own class: the runtime imports this package, not the other way
-                self._variants[key] = type(app)(
-                    app.spec,
-                    checkpointer=app.checkpointer,
-                    interrupt_before=(*app.interrupt_before, *before),
-                    interrupt_after=(*app.interrupt_after, *after),
-                    max_steps=app.max_steps,
-                )
-            return self._variants[key]
+        # app's own class: the runtime imports this package, not the other way
+        return type(app)(
+            app.spec,
+            checkpointer=app.checkpointer,
+            interrupt_before=(*app.interrupt_before, *before),
+            interrupt_after=(*app.interrupt_after, *after),
+            max_steps=app.max_steps,
+        )
 
     def stream(
         self,
@@ -346,7 +334,6 @@ class Worker:
         value: Any,
         fork: str | None,
         app: CompiledGraph[Any],
-        record: ServedRun | None,
         on_event: Callable[[Event], None] | None = None,
     ) -> tuple[str, int]:
         """Drive ``app`` through ``run`` (see :meth:`drive`), each event to ``on_event``."""
@@ -370,10 +357,10 @@ class Worker:
                     self.stop_if_cancelled(run)
         return status, steps
 
-    def ended(self, record: ServedRun | None) -> None:
+    def ended(self, run: QueuedRun) -> None:
         """A served run ended: a stateless one's thread (checkpoints, record, runs) goes."""
-        if record is not None and record.request.get("temporary"):
-            ServedRuns(self.queue).delete_thread(record.thread_id, self.app.checkpointer)
+        if run.fields.get("temporary"):
+            ServedRuns(self.queue).delete_thread(run.thread_id, self.app.checkpointer)
 
     def stop_if_cancelled(self, run: QueuedRun) -> None:
         """Raise ``RunCancelledError`` when a cancel of ``run`` was asked (in its queue row)."""
@@ -399,14 +386,8 @@ class Worker:
         self.emit(status, run=run.id, thread=run.thread_id, recorded=marked, **fields, **extra)
 
     def _newest(self, thread_id: str) -> str:
-        chain = self.app.checkpointer.chain(thread_id) if self.app.checkpointer else []
-        return chain[-1].checkpoint_id if chain else ""
-
-    def _still_held(self, run_id: int) -> bool:
-        with self._lock:
-            if run_id in self._lost:
-                return False
-        return self._renewed(run_id)
+        saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
+        return saver.newest_id(thread_id) or ""
 
     def _renewed(self, run_id: int) -> bool:
         try:
