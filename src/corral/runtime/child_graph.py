@@ -78,7 +78,8 @@ def child_thread(thread_id: str, path: str, meta: Mapping[str, Any], task: int) 
 
 
 class ChildGraph:
-    """The child of one subgraph node, compiled with the parent app."""
+    """The child of one subgraph node, compiled with the parent app: what every entry of
+    the pair (parent, child) shares is decided here once."""
 
     def __init__(
         self, name: str, sub: SubgraphSpec, settings: threads.Settings, parent: Tables
@@ -89,6 +90,24 @@ class ChildGraph:
         self.settings = settings
         self.tables = tables = settings.tables
         self.shared = frozenset(sub.shared)
+        self.whole = tables.keyset <= self.shared
+        """Whether every child key is shared: a child write reaches the parent whole."""
+        self.paths = {node: f"{name}/{node}" for node in tables.nodes}
+        """The path in the parent of each child node and of each node inside the child's
+        subgraphs (``research/search``, ``research/review/check``)."""
+        for node in tables.nodes.values():
+            if node.child is not None:
+                self.paths.update(
+                    (f"{node.name}/{k}", f"{name}/{v}") for k, v in node.child.paths.items()
+                )
+        self.entries = frozenset(
+            path
+            for node in tables.nodes.values()
+            if node.child is not None
+            for path in (node.name, *(f"{node.name}/{p}" for p in node.child.entries))
+        )
+        """The child's subgraph nodes, and those inside them by path: a ``NodeStart`` of one
+        opens an entry, not a node run."""
         self.starts = tuple(tables.nodes[node].task for node in tables.starts)
         self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
         """The shared keys a child reducer merges into: the child starts from a copy of the
@@ -96,15 +115,6 @@ class ChildGraph:
         self.own_empties = {k: v for k, v in tables.empties.items() if k not in self.shared}
         self.last_write = parent.last_write
         """The parent's keys without a reducer."""
-
-    def is_entry(self, node: str) -> bool:
-        """Return whether ``node`` (a child's node, or a path inside a grandchild) is a
-        subgraph node of the child: its ``NodeStart`` opens an entry, not a node run."""
-        name, _, inside = node.partition("/")
-        found = self.tables.nodes.get(name)
-        if found is None or found.child is None:
-            return False
-        return not inside or bool(found.child.is_entry(inside))
 
     def enter(
         self,
@@ -163,30 +173,29 @@ class ChildGraph:
             settings = self.settings._replace(checkpointer=None)
             rs = threads.start(settings, dict(mapped), thread_id=None, deps=deps)
         else:
+            shared, reduced = self.shared, self.reduced
             values = {k: copy.copy(v) for k, v in self.own_empties.items()}
             for key, value in state.items():
-                if key in self.shared:
-                    values[key] = copy.copy(value) if key in self.reduced else value
+                if key in shared:
+                    values[key] = copy.copy(value) if key in reduced else value
             rs = threads.new_run(self.settings, None, None, deps)
             rs.values, rs.tasks = values, self.starts
         rs.log = []
         return rs
 
     def writes(
-        self, raw: Sequence[tuple[str, Mapping[str, Any]]], final: Mapping[str, Any]
+        self, raw: Sequence[tuple[str, dict[str, Any]]], final: Mapping[str, Any]
     ) -> list[tuple[str, dict[str, Any]]]:
         """Return the parent's writes of one entry: ``raw`` child writes, or ``output``'s."""
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        out = []
-        shared = self.shared
-        for node, update in raw:
-            kept = (
-                update if update.keys() <= shared else {k: update[k] for k in update if k in shared}
-            )
-            if kept:
-                out.append((f"{self.name}/{node}", dict(kept)))
+        paths, shared = self.paths, self.shared
+        if self.whole:
+            out = [(paths[node], update) for node, update in raw if update]
+        else:
+            kept = ((node, {k: v for k, v in u.items() if k in shared}) for node, u in raw)
+            out = [(paths[node], update) for node, update in kept if update]
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
 
@@ -200,51 +209,45 @@ class Entry:
     """
 
     rs: RunState | None = None
-    fresh = False
-    """Whether the child started afresh in this call (its writes are all in ``rs.log``)."""
+    resumed = False
+    """Whether the call continues the child's thread (its writes are read back from it)."""
     started = 0
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
 
     def __init__(
-        self, child: ChildGraph, rs: RunState, call: TaskRun, answers: Any, concurrent: bool
+        self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any, concurrent: bool
     ) -> None:
         self.child = child
-        self.name = child.name
-        self.own = child.settings.max_steps
-        """The child graph's own ``max_steps``."""
-        self.state = rs.values if call.arg is NO_ARG else call.arg
-        """The parent's state, or the ``Send`` argument."""
-        self.deps = rs.deps
-        self.thread = child._thread(rs, call.position)
-        """The child's thread (with a checkpointer)."""
-        self.answers: list[Any] = list(answers or ())
+        self.parent = parent
+        self.call = call
+        """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
+        self.answers: list[Any] = answers or []
         """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        self.pool = pool_for(rs, call, concurrent=concurrent)
+        self.pool = pool_for(parent, call, concurrent=concurrent)
         self.offset = self.pool.taken
         """Child step n is parent step offset+n, unless counted as it started."""
-        self.emit = rs.emit
-        self.step = call.step
-        """The step of the subgraph node's ``NodeStart`` in the parent (``NodeStart.entry``)."""
-        self.purse = rs.purse
-        """The parent run's spending, which the child's run shares."""
-        self.watch = concurrent or rs.emit is not None
+        self.watch = concurrent or parent.emit is not None
         """Whether the entry listens to the child: to count its runs as they start (a shared
         pool) or to hand its events on. Else its runs are consecutive parent steps."""
         self.numbers: dict[int, int] = {}
         """Child step -> parent step, for runs counted as they start."""
+        self.thread = child._thread(parent, call.position)
+        """The child's thread (with a checkpointer)."""
 
     def __enter__(self) -> Entry:
         child, thread = self.child, self.thread
         if thread is not None:
             chain = child.saver().chain(thread)
             if chain:
+                self.resumed = True
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
                     self.rs = self._again(chain, status)
                 return self
-        self.rs = rs = child.fresh(self.state, self.deps)
-        self.fresh = True
+        call = self.call
+        state = self.parent.values if call.arg is NO_ARG else call.arg
+        self.rs = rs = child.fresh(state, self.parent.deps)
         if thread is not None:
             rs.thread_id = thread
             writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
@@ -272,7 +275,8 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        rs = threads.start(self.child.settings, start, thread_id=self.thread, deps=self.deps)
+        settings, deps = self.child.settings, self.parent.deps
+        rs = threads.start(settings, start, thread_id=self.thread, deps=deps)
         self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
         return rs
 
@@ -290,7 +294,7 @@ class Entry:
                 for i in rs.interrupts
             )
             raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
-        if self.fresh:
+        if not self.resumed:
             assert rs is not None and rs.log is not None
             return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
         assert self.thread is not None
@@ -310,13 +314,13 @@ class Entry:
         counted them when the child paused); the others (runs before a crash) are not.
         """
         self.rs = rs
-        rs.purse = self.purse
+        rs.purse = self.parent.purse
         self.started = rs.steps
         self.counted = counted
         pool = self.pool
         pool.taken += rs.steps - counted
         self.offset = pool.taken - rs.steps
-        rs.max_steps = min(self.own, rs.steps + pool.left())
+        rs.max_steps = min(rs.max_steps, rs.steps + pool.left())
         if self.watch:
             pool.members.append(self)
             rs.listen(self.event)
@@ -327,31 +331,32 @@ class Entry:
 
     def trace(self, rs: RunState) -> Trace:
         """Return the child's trace of this call, named by path, numbered as the parent's."""
-        return [(self.number(item[0]), f"{self.name}/{item[1]}", *item[2:]) for item in rs.trace]
+        paths, numbers, offset = self.child.paths, self.numbers, self.offset
+        return [(numbers.get(i[0], offset + i[0]), paths[i[1]], *i[2:]) for i in rs.trace]
 
     def event(self, event: Event) -> None:
         """Count a child's node run as it starts; hand a node event or route to the parent:
         named by path, numbered as the parent's step, and with the entry it comes from
         (``NodeStart.entry``). The child's checkpoints and supersteps are its own."""
-        is_entry = self.child.is_entry
-        if type(event) is NodeStart and not is_entry(event.node):
+        entries = self.child.entries
+        if type(event) is NodeStart and event.node not in entries:
             self.started = event.step
             self.numbers[event.step] = self.pool.take()
-        emit, name = self.emit, self.name
+        emit, name, step = self.parent.emit, self.child.name, self.call.step
         if emit is None:
             return
         if isinstance(event, NodeStart):
             inner = event.entry
-            if not inner and is_entry(event.node):  # it opens an entry of its own
+            if not inner and event.node in entries:  # it opens an entry of its own
                 inner = (event.step,)
-            node, step = f"{name}/{event.node}", self.number(event.step)
-            emit(dataclasses.replace(event, node=node, step=step, entry=(self.step, *inner)))
+            node, number = f"{name}/{event.node}", self.number(event.step)
+            emit(dataclasses.replace(event, node=node, step=number, entry=(step, *inner)))
         elif isinstance(event, NodeEnd | NodeRetry | Custom):
-            node, step = f"{name}/{event.node}", self.number(event.step)
-            emit(dataclasses.replace(event, node=node, step=step))
+            node, number = f"{name}/{event.node}", self.number(event.step)
+            emit(dataclasses.replace(event, node=node, step=number))
         elif isinstance(event, RouteTaken):
             source, target = f"{name}/{event.source}", f"{name}/{event.target}"
-            entry = (self.step, *event.entry)
+            entry = (step, *event.entry)
             emit(dataclasses.replace(event, source=source, target=target, entry=entry))
 
 

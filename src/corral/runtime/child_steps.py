@@ -55,7 +55,7 @@ class StepPool:
         left = self.left()
         for member in self.members:
             if member.rs is not None:
-                member.rs.max_steps = min(member.own, member.started + left)
+                member.rs.max_steps = min(member.child.settings.max_steps, member.started + left)
 
 
 def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
@@ -70,15 +70,11 @@ def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
     number = rs.supersteps + 1
     pool = rs.step_pool if concurrent else None
     if pool is None or pool.superstep != number:
-        after = -1 if concurrent else call.position
-        done = rs.done
-        plain = sum(
-            1
-            for index, task in enumerate(rs.tasks)
-            if index > after and task.node.child is None and index not in done
-        )
-        held = 0 if concurrent else rs.held_steps  # paused plain tasks before ``call``
-        pool = StepPool(number, rs.max_steps, rs.steps + plain + held)
+        taken = rs.steps if concurrent else rs.steps + rs.held_steps  # paused ones hold theirs
+        for index in range(0 if concurrent else call.position + 1, len(rs.tasks)):
+            if rs.tasks[index].node.child is None and index not in rs.done:
+                taken += 1  # a plain task the plan allowed
+        pool = StepPool(number, rs.max_steps, taken)
         if concurrent:
             rs.step_pool = pool
     assert isinstance(pool, StepPool)
@@ -90,10 +86,12 @@ def lift(exc: CorralError, entry: Any) -> CorralError:
     numbers the parent's, and a cap the top-level run set is reported as the top level's.
 
     ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in."""
-    name = entry.name
+    name = entry.child.name
     if isinstance(exc, StepLimitError):
         path = f"{name}/{exc.node}"
-        if exc.max_steps < entry.own:  # capped by what the top-level run had left
+        if (
+            exc.max_steps < entry.child.settings.max_steps
+        ):  # capped by what the top-level run had left
             steps = entry.pool.taken - entry.started + exc.steps  # runs not counted yet too
             top_max = entry.pool.max_steps
             msg = (

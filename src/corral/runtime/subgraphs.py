@@ -42,7 +42,6 @@ class ChildWrites(dict[str, Any]):
     __slots__ = ("pairs", "steps", "trace")
 
     def __init__(self, pairs: list[tuple[str, dict[str, Any]]], steps: int, trace: Trace) -> None:
-        super().__init__()
         self.pairs = pairs
         """The child's writes, ``(path, update)``, to merge in order."""
         self.steps = steps
