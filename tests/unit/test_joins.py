@@ -240,8 +240,11 @@ def _judged(shape: Shape) -> None:
         if finding.code != "CR304":
             continue
         if any(kind in finding.message for kind in SOME_KINDS):
-            entry = ways[finding.nodes[-2]] if len(finding.nodes) > 2 else None
-            if entry is not None and any(g.target == join for g in entry.guards):
+            if len(finding.nodes) > 2:
+                entries = [ways[finding.nodes[-2]]]
+            else:  # a route back into the join: its nodes are the join and the awaited node
+                entries = list(ways.values()) if "re-enters it" in finding.message else []
+            if any(g.target == join for entry in entries for g in entry.guards):
                 continue  # a guard may stop the route back into the join: guards are not read
             assert stuck or not ran, "CR304 says some run leaves a join held, none does"
         elif any(kind in finding.message for kind in NEW_KINDS):
@@ -387,3 +390,18 @@ def test_a_join_a_send_targets_and_a_route_enters_is_held_when_it_waits_for_itse
             "wait_for",
         )
     ]
+
+
+def test_a_start_join_a_send_targets_is_not_held_by_the_start() -> None:
+    """A start join that waits for itself and that only a Send enters again runs first
+    without waiting and then only by Send: no run is held, and CR304 is silent."""
+    shape = Shape(
+        (
+            ("n0", Way("send", ("n1",), start=True)),
+            ("n1", Way("then", ("n2",), wait_for=("n0", "n1"), start=True)),
+            ("n2", Way("then", (END,), start=True)),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and not [o for o in outcomes if o.error is not None]
+    assert cr304(shape) == []

@@ -166,9 +166,10 @@ def stuck_joins(
 
 def _routed_into(graph: SpecGraph, join: str, reached: Collection[str]) -> bool:
     """Return whether a route other than a ``Send`` leads into ``join`` from a node the
-    start reaches."""
+    start reaches (the start is not a route into a start join: its first run waits for
+    nothing)."""
     return any(
-        source in reached and any(route.kind != "send" for route in routes)
+        source != START and source in reached and any(r.kind != "send" for r in routes)
         for (source, target), routes in graph.pairs.items()
         if target == join
     )
