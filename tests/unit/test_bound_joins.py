@@ -118,3 +118,29 @@ def test_a_join_a_send_targets_is_not_bounded_by_what_it_waits_for() -> None:
     assert bound.steps is not None and bound.steps >= 4
     assert bound.per_node["join"] == 2
     assert [d.code for d in g.check()] == ["CR203"]
+
+
+def test_a_send_guard_falls_back_in_the_run_that_uses_it_up() -> None:
+    """n0 sends itself twice past Guard('n0', max=1, otherwise='n1'): the first Send uses
+    the guard up and the second goes to n1 in the same superstep, so n1 runs after each
+    run of n0 and besides at the start: 5 node runs (the bound said 4)."""
+    shape = Shape(
+        (
+            (
+                "n0",
+                Way(
+                    "send",
+                    ("n0",),
+                    guards=(Guard("n0", max=1, otherwise="n1"),),
+                    start=True,
+                    writes_x=True,
+                ),
+            ),
+            ("n1", Way("then", (END,), start=True)),
+        )
+    )
+    g = build(shape)
+    outcomes, complete = every_run(g)
+    assert complete and max(len(o.ran) for o in outcomes) == 5
+    bound = g.bound()
+    assert bound.steps == 5 and bound.per_node == {"n0": 2, "n1": 3}

@@ -240,12 +240,19 @@ def _judged(shape: Shape) -> None:
         if finding.code != "CR304":
             continue
         if any(kind in finding.message for kind in SOME_KINDS):
-            entry = ways[finding.nodes[-2]] if len(finding.nodes) > 2 else None
-            if entry is not None and any(g.target == join for g in entry.guards):
+            if len(finding.nodes) > 2:
+                entries = [ways[finding.nodes[-2]]]
+            else:  # a route back into the join: its nodes are the join and the awaited node
+                entries = list(ways.values()) if "re-enters it" in finding.message else []
+            if any(g.target == join for entry in entries for g in entry.guards):
                 continue  # a guard may stop the route back into the join: guards are not read
             assert stuck or not ran, "CR304 says some run leaves a join held, none does"
         elif any(kind in finding.message for kind in NEW_KINDS):
-            assert not ran, "CR304 says no run releases a join, and a run ran it"
+            if any(join in w.targets for w in ways.values() if w.kind == "send"):
+                # a Send runs the join without holding it: the finding is on its routes
+                assert stuck or not ran, "CR304 says a route into a join holds it, none does"
+            else:
+                assert not ran, "CR304 says no run releases a join, and a run ran it"
 
 
 JUDGED = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
@@ -359,3 +366,42 @@ def test_what_runs_before_a_join_is_what_a_walk_avoiding_it_reaches(spec: GraphS
                     seen.add(child)
                     stack.append(child)
         assert {n for n in graph.names if dominators.before(n, join)} == seen
+
+
+def test_a_join_a_send_targets_and_a_route_enters_is_held_when_it_waits_for_itself() -> None:
+    """n0 may send to n2, which waits for itself: a Send runs it at once, but n1's route
+    into it holds it until n2 runs since its own last run, which never happens, so every
+    run raises StuckJoinError (CR304 left joins a Send targets alone and was silent)."""
+    shape = Shape(
+        (
+            ("n0", Way("send", ("n1", "n2"), start=True)),
+            ("n1", Way("then", ("n2",), start=True)),
+            ("n2", Way("then", (END,), wait_for=("n0", "n1", "n2"))),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and all(isinstance(o.error, StuckJoinError) for o in outcomes)
+    assert any("n2" in o.ran for o in outcomes)  # the Send ran it
+    assert cr304(shape) == [
+        (
+            ("n2",),
+            "the join 'n2' waits for itself, which cannot run before it does: a run that "
+            "routes to 'n2' waits there forever (StuckJoinError); drop 'n2' from its own "
+            "wait_for",
+        )
+    ]
+
+
+def test_a_start_join_a_send_targets_is_not_held_by_the_start() -> None:
+    """A start join that waits for itself and that only a Send enters again runs first
+    without waiting and then only by Send: no run is held, and CR304 is silent."""
+    shape = Shape(
+        (
+            ("n0", Way("send", ("n1",), start=True)),
+            ("n1", Way("then", ("n2",), wait_for=("n0", "n1"), start=True)),
+            ("n2", Way("then", (END,), start=True)),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and not [o for o in outcomes if o.error is not None]
+    assert cr304(shape) == []

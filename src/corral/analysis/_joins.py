@@ -30,7 +30,8 @@ The routes alone show four ways a join that some route enters is held:
 Each test reads "may run" as any route may be taken (guards and routers ignored), an
 over-approximation, so a join reported here is held forever by every run that takes the
 reported routes (and, for a choosing fan-out, the reported choice). A join some ``Send``
-targets is left alone: a ``Send`` runs it at once, without holding it.
+targets is judged only for waiting for itself: a ``Send`` runs it at once, without
+holding it, but a route into it holds it.
 
 Cost: what can run before a join is read from the dominator tree of the routes (built once
 per check; a node runs before ``j``'s first run unless ``j`` dominates it), the searches
@@ -132,9 +133,14 @@ def stuck_joins(
 
     for node, waits in joins:
         join = node.name
-        if join in graph.sent:
-            continue  # a Send runs the join at once, never held: not judged here
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
+        if join in graph.sent:
+            # A Send runs the join at once, never held, and resets what it waits for, so
+            # only this is judged: a route into it waits for its own run since its last
+            # run, which never comes.
+            if join in waited and _routed_into(graph, join, dominators.enter):
+                yield RunsAfter(join, join)
+            continue
         preds = pred.get(join, [])
         if join in starts:  # its first run waits for nothing: only later runs are held
             entries = [s for s in preds if s in dominators.enter]
@@ -156,6 +162,17 @@ def stuck_joins(
             twice = _fork_twice(graph, join, waited, preds, pred, dominators, beside_once)
             again = [twice] if twice is not None else []
         yield from again
+
+
+def _routed_into(graph: SpecGraph, join: str, reached: Collection[str]) -> bool:
+    """Return whether a route other than a ``Send`` leads into ``join`` from a node the
+    start reaches (the start is not a route into a start join: its first run waits for
+    nothing)."""
+    return any(
+        source != START and source in reached and any(r.kind != "send" for r in routes)
+        for (source, target), routes in graph.pairs.items()
+        if target == join
+    )
 
 
 class _Dominators:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from corral.analysis._cuts import reach
 from corral.analysis._fallbacks import untaken_fallbacks
-from corral.spec import END, START, Edge, GraphSpec, NodeSpec
+from corral.spec import END, START, Edge, GraphSpec, Guard, NodeSpec
 
 if TYPE_CHECKING:
     from corral.analysis._graph import SpecGraph
@@ -81,9 +81,10 @@ class Facts:
     incoming: dict[str, list[tuple[str, int | None, int]]] = field(default_factory=dict)
     """For each node: ``(source, guard max or None, runs per source run)`` per route pair."""
     held: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Route pairs made only of guards' ``otherwise`` routes, with the least ``max`` of those
-    guards: a guard's ``otherwise`` is taken only once its target has been taken ``max``
-    times, each on a run of the source, so the pair is taken at most ``runs(s) - max``."""
+    """Route pairs made only of guards' ``otherwise`` routes, with the source runs that
+    cannot take them: a guard's ``otherwise`` is taken only once its target has been taken
+    ``max`` times, so the pair is taken at most ``runs(s) - max // w`` (``w`` the most
+    ``Send`` values of the guarded route per source run, 1 for any other route)."""
     starts: list[str] = field(default_factory=list)
     single: bool = True
     """True when one node runs at a time (no fan-out of any kind)."""
@@ -223,15 +224,25 @@ def _drop_untaken(graph: SpecGraph, facts: Facts, fallbacks: list[tuple[str, str
 
 
 def _otherwise_held(graph: SpecGraph) -> dict[tuple[str, str], int]:
-    """Return, per ``(source, otherwise)``, the least ``max`` of the guards falling back there."""
+    """Return, per ``(source, otherwise)``, the least count of source runs that take a
+    guard falling back there without taking its ``otherwise``.
+
+    A route taken at most ``w`` times a run of its source (``w`` is ``max_sends`` for a
+    ``Send`` route, else 1) is used up after ``max`` takings; the source run that uses it
+    up may take the ``otherwise`` too when one of its ``Send`` values is left over. So at
+    least ``max // w`` source runs take the guarded route and not its ``otherwise``.
+    """
     held: dict[tuple[str, str], int] = {}
-    sites = [(n.name, n.guards) for n in graph.nodes]
-    sites += [(r.source, r.guards) for r in graph.spec.routers]
-    for source, guards in sites:
+    sites: list[tuple[str, tuple[Guard, ...], tuple[str, ...]]]
+    sites = [(n.name, n.guards, ()) for n in graph.nodes]
+    sites += [(r.source, r.guards, r.targets.sends) for r in graph.spec.routers]
+    widths = {r.source: r.max_sends or 1 for r in graph.spec.routers}
+    for source, guards, sends in sites:
         for guard in guards:
             if guard.otherwise is not None:
                 pair = (source, guard.otherwise)
-                held[pair] = min(held.get(pair, guard.max), guard.max)
+                kept = guard.max // (widths[source] if guard.target in sends else 1)
+                held[pair] = min(held.get(pair, kept), kept)
     return held
 
 
