@@ -513,6 +513,20 @@ def test_a_cap_before_the_guard_is_used_up_keeps_the_run_off_its_otherwise() -> 
     assert bound.steps == longest_run(g.spec())
 
 
+def test_a_fallback_whose_guard_its_source_cannot_use_up_is_never_taken() -> None:
+    """n0 → n0 (max=1) is used up only by a second run of n0, which max_runs=1 refuses
+    (NodeCapError), so its otherwise to n2 is never taken; n0 → n2 itself is guarded with
+    max=0: every run fails after n0, and the bound is 1."""
+    g = Graph(State, max_steps=50)
+    g.node("n0", start=True, max_runs=1)(_node)
+    guards = [Guard("n0", max=1, otherwise="n2"), Guard("n2", max=0)]
+    g.router("n0", guards=guards)(_router("n0", "n2"))
+    g.node("n2", then=END)(_node)
+    bound = g.bound()
+    assert longest_run(g.spec()) == bound.steps == 1
+    assert (bound.witness, bound.per_node["n2"]) == (("n0",), 0)
+
+
 def test_a_child_that_always_fails_ends_the_witness() -> None:
     """Every run of the child takes a route guarded with max=0 and no otherwise, so every
     entry raises GuardExhaustedError and the parent's next node never runs: the bound is

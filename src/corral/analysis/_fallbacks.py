@@ -5,10 +5,12 @@ once ``s → t`` has been taken ``m`` times, each on an earlier run of ``s``. Wi
 that needs a run of ``s`` after one that took ``s → t``. Without fan-out a run is one path:
 after ``s → t`` the next node is ``t`` (or the run ends, at ``END``), so ``s`` runs again
 only along routes leading from ``t`` back to ``s``. Since ``s → t`` is a route, they exist
-exactly when ``s`` and ``t`` are in one strongly connected group. When they are not, the
-``otherwise`` route never fires: :func:`untaken_fallbacks` finds the pairs of nodes whose
-``otherwise`` routes (every guard of ``s`` falling back there) are all such routes, and
-whose other routes, if any, are guarded with ``max=0``: no run takes them.
+exactly when ``s`` and ``t`` are in one strongly connected group. When they are not, or
+when ``s`` declares ``max_runs`` of ``m`` or fewer (its ``m + 1``-th run, the first that
+could fall back, raises ``NodeCapError`` instead), the ``otherwise`` route never fires:
+:func:`untaken_fallbacks` finds the pairs of nodes whose ``otherwise`` routes (every guard
+of ``s`` falling back there) are all such routes, and whose other routes, if any, are
+guarded with ``max=0``: no run takes them.
 
 Dropping such pairs can split a group, so that more guards' targets no longer lead back to
 their sources: the rule is applied again on the groups left, at most :data:`PASSES` times.
@@ -76,16 +78,19 @@ def _never_fires(
     """Return whether every guard of ``source`` in ``guards`` never falls back.
 
     A guard never falls back when its ``max`` is 1 or more and its route leads to a node
-    (or ``END``) from which no route leads back to ``source``. ``False`` with no guard
-    (an ``otherwise`` route whose guard is not found is kept).
+    (or ``END``) from which no route leads back to ``source``, or ``source`` may not run
+    more than ``max`` times. ``False`` with no guard (an ``otherwise`` route whose guard is
+    not found is kept).
     """
     if not guards:
         return False
+    spec = graph.spec.node(source)
+    cap = None if spec is None else spec.max_runs
     for guard in guards:
         target = guard.target
         if guard.max < 1 or (source, target) not in graph.pairs:
             return False  # max=0 falls back at once; an undeclared route: not counted here
-        if group.get(target) == group[source]:
+        if group.get(target) == group[source] and (cap is None or cap > guard.max):
             return False
     return True
 
