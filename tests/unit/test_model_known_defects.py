@@ -27,6 +27,7 @@ from corral import (
     StuckJoinError,
     interrupt,
 )
+from corral.checkpoint.base import Checkpointer
 from corral.runtime.app import CompiledGraph
 
 
@@ -309,3 +310,26 @@ def test_as_node_of_a_task_that_finished_replaces_what_it_returned() -> None:
     state = app.get_state("t")
     assert (state.next, state.values["topic"]) == (("j",), "l")
     assert app.invoke(None, thread_id="t").state["log"] == ["f", "s, by hand", "l", "j"]
+
+
+def test_update_state_asks_again_a_finished_node_that_used_an_answer(
+    saver: Checkpointer,
+) -> None:
+    """s asks, then writes ``topic``; l writes it too (no reducer). Answered, s finishes and
+    the superstep fails (InvalidUpdateError). update_state without as_node makes the
+    finished nodes run again on the new state (docs/persistence.md), s included: its
+    answer was to a question about the old state, so it asks again and the run pauses
+    instead of reusing the answer and failing the same way."""
+    g = Graph(Log)
+    g.node("f", start=True, then=("s", "l"))(lambda state: {"log": ["f"]})
+    g.node("s", then="j", ignore=["CR301"])(lambda state: {"topic": interrupt("topic?")})
+    g.node("l", then="j", ignore=["CR301"])(lambda state: {"log": ["l"], "topic": "l"})
+    g.node("j", then=END, wait_for=("s", "l"))(lambda state: {"log": ["j"]})
+    app = g.compile(checkpointer=saver)
+    assert app.invoke({"log": []}, thread_id="t").status == "interrupted"
+    with pytest.raises(InvalidUpdateError):
+        app.invoke(Resume("volcanoes"), thread_id="t")
+    app.update_state("t", {"log": ["by hand"]})
+    run = app.invoke(None, thread_id="t")
+    assert run.status == "interrupted"
+    assert [(i.node, i.value) for i in app.get_state("t").interrupts] == [("s", "topic?")]

@@ -349,7 +349,9 @@ def update_state(
         writes = [("__update__", values)]
         rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties)
         # the finished nodes run again on the new state; a subgraph entry's child keeps its
-        # own thread (one that finished is read back when the run continues)
+        # own thread (one that finished is read back when the run continues); a finished
+        # node that had an answer asks again: the answer was to a question about the old state
+        rs.answers = {task: got for task, got in rs.answers.items() if task not in rs.done}
         entries = [item for item in base.meta.get("done", []) if "steps" in item]
         extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
