@@ -1,9 +1,9 @@
-"""Defects the reference model found or met (issue 27), each as a small failing example.
+"""Defects the reference model found or met (issues 27 and 28), each as a small example.
 
-Each test asserts what API.md says and is marked ``xfail(strict=True)``: when a fix lands
-the test passes, the strict mark turns that into a failure, and whoever fixed it deletes
-the mark here and the matching entry of ``refmodel.shapes.KNOWN_DEFECTS`` (which keeps the
-random machine of ``test_model_machine.py`` away from the combination meanwhile).
+Each test asserts what API.md and docs/ say, and failed on the engine before its fix. While
+a defect is open its test is marked ``xfail(strict=True)`` and has an entry in
+``refmodel.shapes.KNOWN_DEFECTS`` (which keeps the random machine of
+``test_model_machine.py`` away from the combination); whoever fixes it deletes both.
 """
 
 from __future__ import annotations
