@@ -33,7 +33,7 @@ from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_give
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
-from corral.runtime.tables import NO_ARG
+from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
     "call_node_async",
@@ -184,23 +184,26 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     yield from flush(rs)
 
 
+def _call_router(rs: RunState, node: Node) -> Any:
+    """Return what ``node``'s router answers on the merged state (an awaitable for an async
+    router; ``None`` with no router); a failure is raised as ``NodeError``."""
+    router = node.router
+    if router is None:
+        return None
+    try:
+        if router.takes_ctx:
+            return router.func(rs.view(), rs.context(node.name, rs.steps))
+        return router.func(rs.view())
+    except Exception as exc:
+        raise router_error(router.name, node.name, rs.steps, exc) from exc
+
+
 def route_sync(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep, then finish it: the call site of the routers
     (each on the merged state; a router's failure is raised as ``NodeError``)."""
     try:
         for result in routing.results:
-            node, router = result.node, result.node.router
-            raw = None
-            if router is not None:
-                view = rs.view()
-                try:
-                    if router.takes_ctx:
-                        raw = router.func(view, rs.context(node.name, rs.steps))
-                    else:
-                        raw = router.func(view)
-                except Exception as exc:
-                    raise router_error(router.name, node.name, rs.steps, exc) from exc
-            routing.take(result, raw)
+            routing.take(result, _call_router(rs, result.node))
     except CorralError as error:
         routing.routes_failed(error)
         raise
@@ -211,19 +214,12 @@ async def route_async(rs: RunState, routing: Superstep) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in routing.results:
-            node, router = result.node, result.node.router
-            raw = None
-            if router is not None:
-                view = rs.view()
+            node, raw = result.node, _call_router(rs, result.node)
+            if node.router is not None and node.router.is_async:
                 try:
-                    if router.takes_ctx:
-                        raw = router.func(view, rs.context(node.name, rs.steps))
-                    else:
-                        raw = router.func(view)
-                    if router.is_async:
-                        raw = await raw
+                    raw = await raw
                 except Exception as exc:
-                    raise router_error(router.name, node.name, rs.steps, exc) from exc
+                    raise router_error(node.router.name, node.name, rs.steps, exc) from exc
             routing.take(result, raw)
     except CorralError as error:
         routing.routes_failed(error)
