@@ -72,6 +72,11 @@ def test_a_layout_6_file_is_upgraded_once_and_reads_as_written(name: str, tmp_pa
         ]
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT version FROM corral_schema").fetchone() == (SCHEMA_VERSION,)
+    # a value kept by many snapshots of a thread is stored once, as a put stores it
+    items, distinct = conn.execute(
+        "SELECT COUNT(*), COUNT(DISTINCT thread || ':' || data) FROM corral_items"
+    ).fetchone()
+    assert items == distinct
     conn.close()
 
 

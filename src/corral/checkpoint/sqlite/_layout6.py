@@ -16,7 +16,7 @@ import sqlite3
 from typing import Any, Final
 
 from corral.checkpoint import _tables
-from corral.checkpoint._rows import Packer
+from corral.checkpoint._rows import Known, Packer
 from corral.checkpoint.serde import TAG
 from corral.errors import CheckpointError
 
@@ -81,6 +81,7 @@ def _rewrite(conn: sqlite3.Connection) -> None:
             found = conn.execute(_tables.PUT_FIRST, {"thread": name, "id": newest, **free})
             new_ids[old] = int(found.fetchone()[0])
     metas: dict[tuple[int, str], Any] = {}
+    known: Known = {}  # the items stored so far: a value in many snapshots is stored once
     for old, checkpoint_id, parent_id, snapshot, writes, meta, meta_is_delta in conn.execute(
         _ROWS
     ).fetchall():
@@ -92,13 +93,14 @@ def _rewrite(conn: sqlite3.Connection) -> None:
             for key in delta.get("del", ()):
                 meta_tree.pop(key, None)
         metas[thread, checkpoint_id] = meta_tree
-        packer = Packer(conn, _tables.PUT_ITEM, thread, {}, _DUMPS)
+        packer = Packer(conn, _tables.PUT_ITEM, thread, known, _DUMPS)
         state = None if snapshot is None else packer.state(resolve(json.loads(snapshot)))
         pairs = [[node, packer.state(update)] for node, update in resolve(json.loads(writes))]
         params = {"thread": thread, "id": checkpoint_id, "parent": parent_id}
         params |= {"snapshot": None if state is None else _DUMPS(state)}
         params |= {"writes": _DUMPS(pairs), "meta": _DUMPS(meta_tree)}
         conn.execute(_tables.PUT_CHECKPOINT, params)
+        known.update(packer.new)
     for old, checkpoint_id, task, record in conn.execute(_PENDING).fetchall():
         params = {"thread": new_ids[old], "id": checkpoint_id, "task": task}
         conn.execute(_tables.PUT_PENDING, params | {"record": _DUMPS(resolve(json.loads(record)))})
