@@ -91,6 +91,14 @@ def _unchanged(value: Any, tree: Any) -> bool:
     return same_kinds and _LEAVES.issuperset(kinds) and list(value) == list(tree)
 
 
+def _listed(refs: list[int | list[Any]]) -> Any:
+    """Return the row tree of a list whose items are ``refs`` (an item's id, or ``[tree]``
+    for a small one kept inline): the list itself when every item is small."""
+    if any(type(ref) is int for ref in refs):
+        return {TAG: "items", "v": refs}
+    return [ref[0] for ref in refs if type(ref) is list]
+
+
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
@@ -129,10 +137,8 @@ class Packer:
             if type(value) is not list:
                 tree[key] = self._value(encode(value, at, 1))
                 continue
-            refs = [self._seen(x, f"{at}[{n}]", encode, last) for n, x in enumerate(value)]
-            large = any(type(ref) is int for ref in refs)
-            tree[key] = (
-                {TAG: "items", "v": refs} if large else [r[0] for r in refs if isinstance(r, list)]
+            tree[key] = _listed(
+                [self._seen(x, f"{at}[{n}]", encode, last) for n, x in enumerate(value)]
             )
         return tree
 
@@ -146,8 +152,7 @@ class Packer:
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:
-            refs = [self._item(x) for x in tree]
-            return {TAG: "items", "v": refs} if any(type(r) is int for r in refs) else tree
+            return _listed([self._item(x) for x in tree])
         text = self.dumps(tree)
         return {TAG: "item", "v": self._stored(text)} if len(text) >= MIN_ITEM else tree
 
