@@ -126,6 +126,7 @@ def test_unstorable_value_names_the_key_and_index() -> None:
         ({"k": Overwrite([lambda: 1])}, "state['k'].value[0]"),
         ({"k": Send("work", {"when": datetime.time()})}, "state['k'].arg['when']"),
         ({"k": {3: [object()]}}, "state['k'][3][0]"),
+        ({"k": {(1, 1j): "a"}}, "state['k']<key (1, 1j)>[1]"),
     ],
 )
 def test_location_follows_every_container(value: Any, location: str) -> None:
@@ -133,6 +134,15 @@ def test_location_follows_every_container(value: Any, location: str) -> None:
     with pytest.raises(SerializationError) as info:
         encode(value, where="state")
     assert info.value.location == location
+
+
+def test_location_follows_a_serializers_data() -> None:
+    """A value inside the data a serializer returned is named through the value it stands
+    for, at its place in the container."""
+    bad = {"notes": [Note("hi", datetime.datetime(2026, 1, 1), ("a", 1j))]}
+    with pytest.raises(SerializationError) as info:
+        encode(bad, serializer=Notes(), where="state")
+    assert info.value.location == "state['notes'][0]['tags'][1]"
 
 
 def test_owner_appears_in_the_message() -> None:

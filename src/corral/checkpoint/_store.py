@@ -85,7 +85,7 @@ class Store(ThreadInfoStore):
     """
 
     fresh_reads: ClassVar[bool] = True
-    """Every read decodes afresh: what it returns is the caller's (see ``reads_fresh``)."""
+    """Every read decodes afresh: what it returns is the caller's (see ``get_state``)."""
     where: str
     serializer: Serializer | None
     items_query: str

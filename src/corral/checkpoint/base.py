@@ -44,12 +44,10 @@ from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 from corral.errors import CheckpointError, ConcurrentRunError
 
 __all__ = [
+    "HOLD_S",
     "Checkpoint",
-    "broken_chain",
-    "no_checkpoint",
     "Checkpointer",
     "Fence",
-    "HOLD_S",
     "Hold",
     "Holds",
     "NewestId",
@@ -57,14 +55,7 @@ __all__ = [
     "TaskWrites",
     "check_thread_id",
     "fenced",
-    "held",
     "holding",
-    "lapsed",
-    "pass_fence",
-    "reads_fresh",
-    "stale_parent",
-    "taken",
-    "unknown_parent",
 ]
 
 
@@ -150,12 +141,6 @@ def check_thread_id(thread_id: object) -> None:
             "thread id of valid text (bytes decoded with errors='replace', or their hex)"
         )
         raise CheckpointError(msg) from None
-
-
-def reads_fresh(checkpointer: object) -> bool:
-    """Return whether ``checkpointer`` builds what it returns afresh on every call (says so
-    with ``fresh_reads = True``): the values are then the caller's, and need no copy."""
-    return getattr(checkpointer, "fresh_reads", False) is True
 
 
 def stale_parent(checkpoint: Checkpoint, newest: str | None, where: str | None) -> CheckpointError:

@@ -45,6 +45,8 @@ _PLAIN = (str, int, float, bool, type(None))
 _LEAVES: Final = frozenset((str, float, bool, type(None)))
 """The types JSON holds as they are, with nothing to check (an ``int``'s digits are)."""
 _STR: Final = frozenset((str,))
+_CONTAINERS: Final = frozenset((dict, tuple, set, frozenset, Overwrite, Send))
+"""The containers written as a tagged object, or a dict that is not plain JSON."""
 
 
 def _str_keys(value: dict[Any, Any]) -> bool:
@@ -70,7 +72,7 @@ _TOO_BIG: Final = 10**MAX_INT_DIGITS
 
 class _Unstorable(Exception):
     """Raised inside the encoder when a value cannot be stored; each container on the way
-    out adds its part of the path, and :meth:`_Encoder.encode` turns it into the
+    out adds its part of the path, and :func:`encode` turns it into the
     ``SerializationError`` users see."""
 
     def __init__(self, value: Any, problem: str, cause: Exception | None = None) -> None:
@@ -83,22 +85,28 @@ class _Unstorable(Exception):
         self.inner: Any = value
         """The value whose encoding raised, as seen from the container being left."""
 
-    def within(self, container: Any, *places: Any) -> _Unstorable:
-        """Add the part of the path that leads from ``container`` to :attr:`inner`.
-
-        ``places`` are ``(pairs, part)``: ``(label, child)`` pairs and the format of a
-        label. The failing child is found by identity, so nothing is encoded again (which
-        would cost twice per level, exponential in the nesting).
-        """
-        for pairs, part in zip(places[::2], places[1::2], strict=True):
-            for label, child in pairs:
-                if child is self.inner:
-                    self.path.append(part.format(label))
-                    self.inner = container
-                    return self
-        self.path.append("[?]")
+    def within(self, container: Any) -> _Unstorable:
+        """Add the part of the path that leads from ``container`` to :attr:`inner`."""
+        self.path.append(_place(container, self.inner))
         self.inner = container
         return self
+
+
+def _place(container: Any, child: Any) -> str:
+    """Return where ``child`` sits in ``container`` (``[2]``, ``['k']``, ``<key 1j>``,
+    ``<item 1j>``, ``.value``, ``.arg``). The child is found by identity, so nothing is
+    encoded again (which would cost twice per level, exponential in the nesting)."""
+    kind = type(container)
+    if kind is Overwrite or kind is Send:
+        return ".value" if kind is Overwrite else ".arg"
+    if kind is set or kind is frozenset:
+        return f"<item {child!r}>"
+    for label, item in container.items() if kind is dict else enumerate(container):
+        if kind is dict and label is child:
+            return f"<key {label!r}>"
+        if item is child:
+            return f"[{label!r}]"
+    return "[?]"
 
 
 def _shown(value: Any) -> str:
@@ -177,7 +185,18 @@ def encode(
     Raises:
         SerializationError: a value that neither JSON, the tags nor ``serializer`` can store.
     """
-    return _Encoder(serializer).encode(value, where, depth, owner)
+    try:
+        return _tree(value, depth, serializer)
+    except _Unstorable as err:
+        location = where + "".join(reversed(err.path))
+        shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"
+        kind = type(err.value).__name__
+        msg = f"cannot store the {kind} {_shown(err.value)} at {shown_at}"
+        msg += f" ({owner}) in a checkpoint; " if owner else " in a checkpoint; "
+        msg += err.problem
+        raise SerializationError(msg, location=location, value_type=type(err.value)) from (
+            err.cause
+        )
 
 
 def decode(tree: Any, *, serializer: Serializer | None = None, where: str = "value") -> Any:
@@ -189,113 +208,81 @@ def decode(tree: Any, *, serializer: Serializer | None = None, where: str = "val
     Raises:
         CheckpointError: an unknown tag, or a user tag and no serializer to read it.
     """
-    return _Decoder(serializer).decode(tree, where)
+    return _decode(tree, serializer, where)
 
 
-class _Encoder:
-    """One encoding pass; a failure's path is built only when something fails."""
-
-    __slots__ = ("serializer",)
-
-    def __init__(self, serializer: Serializer | None) -> None:
-        self.serializer = serializer
-
-    def encode(self, value: Any, where: str, depth: int = 0, owner: str = "") -> Any:
-        """Return :meth:`tree` of ``value``, or raise ``SerializationError`` naming where the
-        value that failed sits, and ``owner`` after it."""
-        try:
-            return self.tree(value, depth)
-        except _Unstorable as err:
-            location = where + "".join(reversed(err.path))
-            shown_at = location if len(location) <= 100 else location[:80] + "...(deeper)"
-            kind = type(err.value).__name__
-            shown = _shown(err.value)
-            msg = f"cannot store the {kind} {shown} at {shown_at}"
-            msg += f" ({owner}) in a checkpoint; " if owner else " in a checkpoint; "
-            msg += err.problem
-            raise SerializationError(msg, location=location, value_type=type(err.value)) from (
-                err.cause
-            )
-
-    def tree(self, value: Any, depth: int = 0) -> Any:
-        kind = type(value)
-        if kind in _PLAIN:
-            if kind is int and not -_TOO_BIG < value < _TOO_BIG:
-                raise _Unstorable(value, _too_many_digits(value))
-            return value
-        if depth >= MAX_DEPTH:
-            raise _Unstorable(value, _TOO_DEEP)
-        inner = depth + 1
+def _tree(value: Any, depth: int, serializer: Serializer | None) -> Any:
+    """Return ``value`` as a tree of plain JSON values (:func:`encode`); a failure's path
+    is built only when something fails."""
+    kind = type(value)
+    if kind in _PLAIN:
+        if kind is int and not -_TOO_BIG < value < _TOO_BIG:
+            raise _Unstorable(value, _too_many_digits(value))
+        return value
+    if depth >= MAX_DEPTH:
+        raise _Unstorable(value, _TOO_DEEP)
+    inner = depth + 1
+    try:
         if kind is list:
-            try:
-                return [x if type(x) in _LEAVES else self.tree(x, inner) for x in value]
-            except _Unstorable as err:
-                raise err.within(value, enumerate(value), "[{!r}]") from None
-        if kind is dict:
-            if TAG not in value and _str_keys(value):
-                try:
-                    return {
-                        k: v if type(v) in _LEAVES else self.tree(v, inner)
-                        for k, v in value.items()
-                    }
-                except _Unstorable as err:
-                    raise err.within(value, value.items(), "[{!r}]") from None
-            try:
-                pairs = [[self.tree(k, inner), self.tree(v, inner)] for k, v in value.items()]
-            except _Unstorable as err:
-                keys = ((k, k) for k in value)
-                raise err.within(value, keys, "<key {!r}>", value.items(), "[{!r}]") from None
-            return {TAG: "dict", "v": pairs}
-        return self._tagged(value, kind, inner)
+            return [x if type(x) in _LEAVES else _tree(x, inner, serializer) for x in value]
+        if kind is dict and TAG not in value and _str_keys(value):
+            return {
+                k: v if type(v) in _LEAVES else _tree(v, inner, serializer)
+                for k, v in value.items()
+            }
+        if kind in _CONTAINERS:
+            return _tagged(value, kind, inner, serializer)
+    except _Unstorable as err:
+        raise err.within(value) from None
+    if kind is bytes:
+        return {TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
+    return _user(value, inner, serializer)
 
-    def _tagged(self, value: Any, kind: type[Any], inner: int) -> Any:
-        """Encode a value JSON has no plain form for (tuple, set, Overwrite, Send, bytes...)."""
-        if kind is tuple:
-            try:
-                return {TAG: "tuple", "v": [self.tree(item, inner) for item in value]}
-            except _Unstorable as err:
-                raise err.within(value, enumerate(value), "[{!r}]") from None
-        if kind is set or kind is frozenset:
-            try:
-                items = [self.tree(x, inner) for x in _ordered(value)]
-            except _Unstorable as err:
-                raise err.within(value, ((x, x) for x in value), "<item {!r}>") from None
-            return {TAG: "set" if kind is set else "frozenset", "v": items}
-        if kind is Overwrite:
-            try:
-                return {TAG: "overwrite", "v": self.tree(value.value, inner)}
-            except _Unstorable as err:
-                raise err.within(value, [(None, value.value)], ".value") from None
-        if kind is Send:
-            try:
-                return {TAG: "send", "node": value.node, "v": self.tree(value.arg, inner)}
-            except _Unstorable as err:
-                raise err.within(value, [(None, value.arg)], ".arg") from None
-        if kind is bytes:
-            return {TAG: "bytes", "v": base64.b64encode(value).decode("ascii")}
-        return self._user(value, inner)
 
-    def _user(self, value: Any, depth: int) -> Any:
-        if self.serializer is not None:
+def _tagged(value: Any, kind: type[Any], inner: int, serializer: Serializer | None) -> Any:
+    """Encode a container JSON has no plain form for (a dict with other keys, a tuple, a
+    set, ``Overwrite``, ``Send``)."""
+    if kind is dict:
+        pairs = [
+            [_tree(k, inner, serializer), _tree(v, inner, serializer)] for k, v in value.items()
+        ]
+        return {TAG: "dict", "v": pairs}
+    if kind is tuple:
+        return {TAG: "tuple", "v": [_tree(x, inner, serializer) for x in value]}
+    if kind is Overwrite:
+        return {TAG: "overwrite", "v": _tree(value.value, inner, serializer)}
+    if kind is Send:
+        return {TAG: "send", "node": value.node, "v": _tree(value.arg, inner, serializer)}
+    items = [_tree(x, inner, serializer) for x in _ordered(value)]
+    return {TAG: "set" if kind is set else "frozenset", "v": items}
+
+
+def _user(value: Any, depth: int, serializer: Serializer | None) -> Any:
+    """Return the ``ext`` tree of a value only the serializer can store."""
+    if serializer is not None:
+        try:
+            handled = serializer.encode(value)
+        except Exception as exc:
+            problem = f"the serializer's encode() failed ({exc}); fix it or return None"
+            raise _Unstorable(value, problem, exc) from exc
+        if handled is not None:
+            tag, data = handled
+            if type(data) is type(value):
+                problem = (
+                    f"the serializer returned a {type(value).__name__} for it; "
+                    "encode() must turn it into JSON-friendly data"
+                )
+                raise _Unstorable(value, problem)
             try:
-                handled = self.serializer.encode(value)
-            except Exception as exc:
-                problem = f"the serializer's encode() failed ({exc}); fix it or return None"
-                raise _Unstorable(value, problem, exc) from exc
-            if handled is not None:
-                tag, data = handled
-                if type(data) is type(value):
-                    problem = (
-                        f"the serializer returned a {type(value).__name__} for it; "
-                        "encode() must turn it into JSON-friendly data"
-                    )
-                    raise _Unstorable(value, problem)
-                return {TAG: "ext", "t": str(tag), "v": self.tree(data, depth)}
-        problem = (
-            "use JSON-friendly values (str, int, float, bool, None, list, dict, tuple, set) "
-            "or pass serializer= to the checkpointer"
-        )
-        raise _Unstorable(value, problem)
+                return {TAG: "ext", "t": str(tag), "v": _tree(data, depth, serializer)}
+            except _Unstorable as err:
+                err.inner = value  # the path goes on from the value the data stands for
+                raise
+    problem = (
+        "use JSON-friendly values (str, int, float, bool, None, list, dict, tuple, set) "
+        "or pass serializer= to the checkpointer"
+    )
+    raise _Unstorable(value, problem)
 
 
 def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
@@ -309,55 +296,50 @@ def _ordered(items: set[Any] | frozenset[Any]) -> list[Any]:
 _COLLECTIONS: Final[dict[str, Any]] = {"tuple": tuple, "set": set, "frozenset": frozenset}
 
 
-class _Decoder:
-    """One decoding pass."""
+def _decode(tree: Any, serializer: Serializer | None, where: str) -> Any:
+    """Return the value :func:`encode` turned into ``tree`` (:func:`decode`)."""
+    kind = type(tree)
+    if kind is list:
+        return [_decode(item, serializer, where) for item in tree]
+    if kind is not dict:
+        return tree
+    tag = tree.get(TAG)
+    if tag is None:
+        return {k: _decode(v, serializer, where) for k, v in tree.items()}
+    data = tree.get("v")
+    build = _COLLECTIONS.get(tag)
+    if build is not None:
+        return build(_decode(x, serializer, where) for x in data)
+    if tag == "dict":
+        return {_decode(k, serializer, where): _decode(v, serializer, where) for k, v in data}
+    if tag == "overwrite":
+        return Overwrite(_decode(data, serializer, where))
+    if tag == "send":
+        return Send(tree["node"], _decode(data, serializer, where))
+    if tag == "bytes":
+        return base64.b64decode(data)
+    if tag == "ext":
+        return _from_serializer(tree["t"], _decode(data, serializer, where), serializer, where)
+    msg = (
+        f"{where} holds a value tagged {tag!r} that this version of corral cannot read; "
+        "open the checkpoints with the corral version that wrote them"
+    )
+    raise CheckpointError(msg)
 
-    __slots__ = ("serializer",)
 
-    def __init__(self, serializer: Serializer | None) -> None:
-        self.serializer = serializer
-
-    def decode(self, tree: Any, where: str) -> Any:
-        kind = type(tree)
-        if kind is list:
-            return [self.decode(item, where) for item in tree]
-        if kind is not dict:
-            return tree
-        tag = tree.get(TAG)
-        if tag is None:
-            return {k: self.decode(v, where) for k, v in tree.items()}
-        data = tree.get("v")
-        build = _COLLECTIONS.get(tag)
-        if build is not None:
-            return build(self.decode(x, where) for x in data)
-        if tag == "dict":
-            return {self.decode(k, where): self.decode(v, where) for k, v in data}
-        if tag == "overwrite":
-            return Overwrite(self.decode(data, where))
-        if tag == "send":
-            return Send(tree["node"], self.decode(data, where))
-        if tag == "bytes":
-            return base64.b64decode(data)
-        if tag == "ext":
-            return self._user(tree["t"], self.decode(data, where), where)
+def _from_serializer(tag: str, data: Any, serializer: Serializer | None, where: str) -> Any:
+    """Return the value the serializer stored as ``(tag, data)``."""
+    if serializer is None:
         msg = (
-            f"{where} holds a value tagged {tag!r} that this version of corral cannot read; "
-            "open the checkpoints with the corral version that wrote them"
+            f"{where} holds a value stored by a serializer (tag {tag!r}); "
+            "pass the same serializer= to the checkpointer to read it"
         )
         raise CheckpointError(msg)
-
-    def _user(self, tag: str, data: Any, where: str) -> Any:
-        if self.serializer is None:
-            msg = (
-                f"{where} holds a value stored by a serializer (tag {tag!r}); "
-                "pass the same serializer= to the checkpointer to read it"
-            )
-            raise CheckpointError(msg)
-        try:
-            return self.serializer.decode(tag, data)
-        except Exception as exc:
-            msg = f"the serializer failed to decode tag {tag!r} in {where}: {exc}"
-            raise CheckpointError(msg) from exc
+    try:
+        return serializer.decode(tag, data)
+    except Exception as exc:
+        msg = f"the serializer failed to decode tag {tag!r} in {where}: {exc}"
+        raise CheckpointError(msg) from exc
 
 
 def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
@@ -371,7 +353,8 @@ def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
     """
     node = record.get("node") if type(record) is dict else None
     owner = f"written by {node!r}" if node is not None else ""
-    encoder = _Encoder(serializer)
     if type(record) is dict and TAG not in record and _str_keys(record):
-        return {k: encoder.encode(v, k, owner=owner) for k, v in record.items()}
-    return encoder.encode(record, "record", owner=owner)
+        return {
+            k: encode(v, serializer=serializer, where=k, owner=owner) for k, v in record.items()
+        }
+    return encode(record, serializer=serializer, where="record", owner=owner)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fresh
+from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
 from corral.control import Command, Resume
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import restore
@@ -291,7 +291,8 @@ def get_state(
     that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    return restore.snapshot_of(values, chain[-1], owned=reads_fresh(saver)), chain[-1]
+    owned = getattr(saver, "fresh_reads", False) is True  # the saver's reads are ours to keep
+    return restore.snapshot_of(values, chain[-1], owned=owned), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
