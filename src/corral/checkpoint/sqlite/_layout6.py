@@ -72,8 +72,8 @@ def upgrade(conn: sqlite3.Connection, path: str) -> None:
 def _rewrite(conn: sqlite3.Connection) -> None:
     for statement in _tables.create_tables(postgres=False):
         conn.execute(statement)
-    texts: dict[int, str] = {}
-    resolve = functools.partial(_resolve, conn, texts)
+    texts: dict[int, str] = dict(conn.execute("SELECT id, data FROM blobs").fetchall())
+    resolve = functools.partial(_resolve, texts)
     new_ids: dict[int, int] = {}
     for old, name, newest in conn.execute(_NEWEST).fetchall():
         if newest is not None:
@@ -108,23 +108,21 @@ def _rewrite(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-def _resolve(conn: sqlite3.Connection, texts: dict[int, str], tree: Any) -> Any:
+def _resolve(texts: dict[int, str], tree: Any) -> Any:
     """Return ``tree`` with every reference replaced by the value it stands for (``texts``:
-    the file's values, read from its view ``blobs`` on the first reference)."""
+    the file's values, from its view ``blobs``)."""
     if type(tree) is list:
-        return [_resolve(conn, texts, x) for x in tree]
+        return [_resolve(texts, x) for x in tree]
     if type(tree) is not dict:
         return tree
     tag = tree.get(TAG)
     if type(tag) is not int and tag != "refs":
-        return {key: _resolve(conn, texts, value) for key, value in tree.items()}
-    if not texts:
-        texts.update(conn.execute("SELECT id, data FROM blobs").fetchall())
+        return {key: _resolve(texts, value) for key, value in tree.items()}
     runs = [(tag, 1, 1)] if type(tag) is int else [(*run, 1)[:3] for run in tree["v"]]
     values = []
     for n in (n for first, count, step in runs for n in range(first, first + count * step, step)):
         if n not in texts:
             msg = f"value {n} is missing"
             raise ValueError(msg)
-        values.append(_resolve(conn, texts, json.loads(texts[n])))
+        values.append(_resolve(texts, json.loads(texts[n])))
     return values[0] if type(tag) is int else values
