@@ -35,7 +35,6 @@ from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
     Checkpoint,
-    broken_chain,
     check_thread_id,
     held,
     holder_id,
@@ -397,7 +396,7 @@ class Store(ThreadInfoStore):
             current = row[1]
 
     def _broken(self, thread_id: str, checkpoint_id: str, problem: str) -> NoReturn:
-        raise broken_chain(thread_id, checkpoint_id, problem, self.where)
+        damaged(self.where, thread_id, checkpoint_id, Damaged(problem))
 
     def _hash_read_items(self, thread: int) -> None:
         """Remember the hashes of the items the thread's last read fetched, so the snapshot

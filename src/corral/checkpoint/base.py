@@ -218,19 +218,6 @@ def taken(checkpoint: Checkpoint, where: str | None) -> CheckpointError:
     return CheckpointError(msg, path=where)
 
 
-def broken_chain(
-    thread_id: str, checkpoint_id: str, problem: str, where: str | None
-) -> CheckpointError:
-    """Return the error for a parent chain that loops or breaks (only damage makes one)."""
-    place = "" if where is None else f" in {where!r}"
-    msg = (
-        f"checkpoint {checkpoint_id!r} of thread {thread_id!r}{place} is damaged ({problem}):"
-        " its state cannot be rebuilt; resume from an earlier checkpoint (app.history) or "
-        "start a new thread; if this keeps happening, move the file (or database) away"
-    )
-    return CheckpointError(msg, path=where)
-
-
 def no_checkpoint(thread_id: str, checkpoint_id: str, where: str | None) -> CheckpointError:
     """Return the error for a finished task recorded after a checkpoint the thread lacks."""
     msg = (
