@@ -36,8 +36,8 @@ WHERE name = :thread AND metadata IS NOT NULL RETURNING {_COLUMNS}
 """The first statement of a change: in PostgreSQL it locks the row until the change commits,
 so two merges of metadata never lose one another."""
 _SET = "UPDATE corral_threads SET metadata = :metadata WHERE name = :thread"
-_ONE = f"SELECT {_COLUMNS} FROM corral_threads WHERE name = :thread AND metadata IS NOT NULL"
 _ALL = f"SELECT {_COLUMNS} FROM corral_threads WHERE metadata IS NOT NULL"
+_ONE = f"{_ALL} AND name = :thread"
 _DELETE = (
     "DELETE FROM corral_pending WHERE thread = :id",
     "DELETE FROM corral_items WHERE thread = :id",
