@@ -145,6 +145,21 @@ def test_location_follows_a_serializers_data() -> None:
     assert info.value.location == "state['notes'][0]['tags'][1]"
 
 
+@pytest.mark.parametrize(
+    ("value", "location"),
+    [
+        ({"k": {10**5000}}, "state['k']<item <int object>>"),
+        ({"k": {10**5000: "a"}}, "state['k']<key <int object>>"),
+    ],
+)
+def test_a_place_named_by_a_value_without_a_repr_is_still_named(value: Any, location: str) -> None:
+    """An int too long to print (or a failing repr) in a set or as a key: the error is
+    still a SerializationError, the place shown as the value's type."""
+    with pytest.raises(SerializationError) as info:
+        encode(value, where="state")
+    assert info.value.location == location
+
+
 def test_owner_appears_in_the_message() -> None:
     """An update's error also names the node that wrote it."""
     with pytest.raises(SerializationError, match=r"update\['x'\] \(written by 'draft'\)"):

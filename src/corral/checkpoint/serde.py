@@ -100,12 +100,12 @@ def _place(container: Any, child: Any) -> str:
     if kind is Overwrite or kind is Send:
         return ".value" if kind is Overwrite else ".arg"
     if kind is set or kind is frozenset:
-        return f"<item {child!r}>"
+        return f"<item {_shown(child)}>"
     for label, item in container.items() if kind is dict else enumerate(container):
         if kind is dict and label is child:
-            return f"<key {label!r}>"
-        if item is child:
-            return f"[{label!r}]"
+            return f"<key {_shown(label)}>"
+        if item is child:  # a str key in full: it names the place
+            return f"[{label!r}]" if type(label) is str else f"[{_shown(label)}]"
     return "[?]"
 
 
