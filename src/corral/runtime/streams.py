@@ -27,7 +27,6 @@ __all__ = [
     "LiveBuffer",
     "StreamMode",
     "check_mode",
-    "drain",
     "in_new_loop",
     "live",
     "picks",
@@ -127,21 +126,17 @@ async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterato
                 await task
 
 
-async def drain(items: AsyncIterator[Any]) -> None:
-    """Run an async iterator to its end (``ainvoke``), dropping what it yields."""
-    async for _ in items:
-        pass
-
-
 def in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
-    """Yield what an async iterator yields, driving it on an event loop of its own."""
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                item = loop.run_until_complete(items.__anext__())
-            except StopAsyncIteration:
-                break
+    """Yield what an async iterator yields, driving it on an event loop of its own.
+
+    The loop is an ``asyncio.Runner``, as ``asyncio.run`` makes: Ctrl-C cancels the run's
+    task (whose cleanup runs) before ``KeyboardInterrupt`` is raised, and closing the loop
+    closes the iterator, so a consumer that stops early still ends the run.
+    """
+    with asyncio.Runner() as runner:
+        while (item := runner.run(_next(items))) is not _END:
             yield item
-    finally:
-        loop.close()
+
+
+async def _next(items: AsyncIterator[Any]) -> Any:
+    return await anext(items, _END)  # Runner.run takes a coroutine, not an awaitable

@@ -23,9 +23,9 @@ without an SDK installed and configured, the API's no-op tracer makes every call
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from corral.checkpoint.base import Checkpoint
 from corral.cost import Cost
@@ -33,8 +33,6 @@ from corral.runtime import events
 from corral.spec import GraphSpec
 
 __all__ = ["RunTracer", "subgraph_paths"]
-
-T = TypeVar("T")
 
 TRACEPARENT = "traceparent"
 """The checkpoint meta key that holds the W3C trace context of the run that wrote it."""
@@ -244,23 +242,6 @@ class RunTracer:
 
     def _error(self, exc: BaseException) -> Any:
         return self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-
-    def watch(self, steps: Iterator[T]) -> Iterator[T]:
-        """Yield from a run's driver; an exception ends the spans with ERROR first."""
-        try:
-            yield from steps
-        except BaseException as exc:
-            self.fail(exc)
-            raise
-
-    async def watch_async(self, steps: AsyncIterator[T]) -> AsyncIterator[T]:
-        """Like :meth:`watch`, for the async driver."""
-        try:
-            async for item in steps:
-                yield item
-        except BaseException as exc:
-            self.fail(exc)
-            raise
 
 
 _HANDLERS: dict[type, Callable[[RunTracer, Any], None]] = {
