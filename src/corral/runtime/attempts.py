@@ -56,9 +56,10 @@ def _retry_delay(
     return delay
 
 
-def _succeeded(rs: RunState, call: TaskRun, attempt: int) -> None:
+def _succeeded(rs: RunState, call: TaskRun, attempt: int, out: Any) -> Any:
     if attempt > 1:  # the trace record of the run says which attempt succeeded
         rs.retried[call.position] = attempt
+    return out
 
 
 def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
@@ -68,14 +69,11 @@ def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
     while True:
         start = perf_counter()
         try:
-            out = once()
+            return _succeeded(rs, call, attempt, once())
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
                 raise
-        else:
-            _succeeded(rs, call, attempt)
-            return out
         retry_module.sleep(delay)
         attempt += 1
 
@@ -88,14 +86,11 @@ async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> An
     while True:
         start = perf_counter()
         try:
-            out = await _one(once, node.name, node.timeout_s)
+            return _succeeded(rs, call, attempt, await _one(once, node.name, node.timeout_s))
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
                 raise
-        else:
-            _succeeded(rs, call, attempt)
-            return out
         await retry_module.async_sleep(delay)
         attempt += 1
 

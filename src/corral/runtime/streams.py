@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from corral.errors import StreamModeError
 from corral.runtime.events import Custom, Event, NodeEnd, SuperstepEnd
@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
-MODES: tuple[str, ...] = ("updates", "values", "events", "custom")
+MODES: tuple[str, ...] = get_args(StreamMode)
 """Every stream mode."""
 
 _SKIP: Any = object()
