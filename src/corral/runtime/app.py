@@ -42,8 +42,8 @@ InputT = TypeVar("InputT", contravariant=True, default=Any)
 
 
 class RunOptions(TypedDict, Generic[DepsT], total=False):
-    """The keywords every way of running a graph takes, as :meth:`CompiledGraph.invoke`
-    describes them (what the type checker sees of ``stream``'s and ``astream``'s)."""
+    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
+    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
 
     thread_id: str | None
     checkpoint_id: str | None

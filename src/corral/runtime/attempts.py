@@ -53,13 +53,8 @@ def _retry_delay(
     rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
     if rs.emit is not None:
         rs.emit(NodeRetry(call.step, name, attempt, error, delay))
+    rs.retried[call.position] = attempt + 1  # the attempt that succeeds names its trace record
     return delay
-
-
-def _succeeded(rs: RunState, call: TaskRun, attempt: int, out: Any) -> Any:
-    if attempt > 1:  # the trace record of the run says which attempt succeeded
-        rs.retried[call.position] = attempt
-    return out
 
 
 def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
@@ -69,7 +64,7 @@ def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
     while True:
         start = perf_counter()
         try:
-            return _succeeded(rs, call, attempt, once())
+            return once()
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
@@ -86,7 +81,7 @@ async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> An
     while True:
         start = perf_counter()
         try:
-            return _succeeded(rs, call, attempt, await _one(once, node.name, node.timeout_s))
+            return await _one(once, node.name, node.timeout_s)
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
