@@ -318,9 +318,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         The checkpoint it forks from (the last one, or ``checkpoint_id``) stays in history.
         """
         saver = self._saver("update_state")
-        update: Any = values  # the update schema for mypy; a mapping at run time
         return threads.update_state(
-            self._settings, saver, thread_id, update, as_node, checkpoint_id
+            self._settings, saver, thread_id, values, as_node, checkpoint_id
         )
 
     # ------------------------------------------------------------------ set-up
