@@ -140,8 +140,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs, events = self._arun("ainvoke", input, options)
-        async for _ in events:
+        rs, ending = self._start("ainvoke", input, options, None)
+        async for _ in _awatched(run_async(rs), ending):
             pass
         return run_of(rs)
 
@@ -243,8 +243,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
         """
         buffer = streams.LiveBuffer(streams.check_mode(mode))
-        buffer.rs, events = self._arun("astream", input, options, buffer)
-        return streams.live(events, buffer)
+        buffer.rs, ending = self._start("astream", input, options, buffer)
+        return streams.live(_awatched(run_async(buffer.rs), ending), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -340,17 +340,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         async graph's on an event loop of their own)."""
         if self._tables.has_async:
             _refuse_running_loop(method)
-            rs, events = self._arun(method, input, options, buffer)
-            return rs, streams.in_new_loop(events)
         rs, ending = self._start(method, input, options, buffer)
+        if self._tables.has_async:
+            return rs, streams.in_new_loop(_awatched(run_async(rs), ending))
         return rs, _watched(run_sync(rs), ending)
-
-    def _arun(
-        self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None = None
-    ) -> tuple[RunState, AsyncIterator[Event]]:
-        """Start the run that ``method`` asks for; return it and its events on the async driver."""
-        rs, ending = self._start(method, input, options, buffer)
-        return rs, _awatched(run_async(rs), ending)
 
     def _start(
         self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None
