@@ -36,7 +36,8 @@ StreamMode = Literal["updates", "values", "events", "custom"]
 MODES: tuple[str, ...] = get_args(StreamMode)
 """Every stream mode."""
 
-_SKIP: Any = object()
+_NONE: Any = object()
+"""No item: an event that gives nothing in a mode, or the end of a run's items."""
 
 
 def check_mode(mode: str | Sequence[str]) -> str | tuple[str, ...]:
@@ -61,24 +62,21 @@ def _pick(rs: RunState | None, event: Event, mode: str) -> Any:
     if mode == "updates":
         if isinstance(event, NodeEnd):
             return (event.node, dict(event.update) if event.update is not None else {})
-        return _SKIP
+        return _NONE
     if mode == "custom":
-        return (event.node, event.value) if isinstance(event, Custom) else _SKIP
+        return (event.node, event.value) if isinstance(event, Custom) else _NONE
     if isinstance(event, SuperstepEnd):
         assert rs is not None  # a run's first superstep ends after it started
         return copy_value(rs.values)  # the caller's to keep: a deep copy
-    return _SKIP
+    return _NONE
 
 
 def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
     """Return what ``event`` gives in ``mode`` (``(mode, item)`` pairs for a list of modes)."""
     if isinstance(mode, str):
         item = _pick(rs, event, mode)
-        return [] if item is _SKIP else [item]
-    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _SKIP]
-
-
-_END: Any = object()
+        return [] if item is _NONE else [item]
+    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _NONE]
 
 
 class LiveBuffer(list[Event]):
@@ -109,13 +107,13 @@ async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterato
             async for _ in events:
                 pass
         finally:
-            buffer.queue.put_nowait(_END)
+            buffer.queue.put_nowait(_NONE)
 
     task = asyncio.ensure_future(drive())
     try:
         while True:
             item = await buffer.queue.get()
-            if item is _END:
+            if item is _NONE:
                 break
             yield item
         await task  # the run's error, if it failed
@@ -134,9 +132,9 @@ def in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
     closes the iterator, so a consumer that stops early still ends the run.
     """
     with asyncio.Runner() as runner:
-        while (item := runner.run(_next(items))) is not _END:
+        while (item := runner.run(_next(items))) is not _NONE:
             yield item
 
 
 async def _next(items: AsyncIterator[Any]) -> Any:
-    return await anext(items, _END)  # Runner.run takes a coroutine, not an awaitable
+    return await anext(items, _NONE)  # Runner.run takes a coroutine, not an awaitable

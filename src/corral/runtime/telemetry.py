@@ -79,7 +79,7 @@ class RunTracer:
         self._graph = spec.name or ""
         self.run: Any = None
         """The run's span, from :meth:`begin` on."""
-        self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
+        self._subgraphs = subgraph_paths(spec)
         self._nodes: dict[tuple[int, str], list[_Open]] = {}
         """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
         subgraph node report their child's node runs with one step and path."""
@@ -126,7 +126,7 @@ class RunTracer:
             "corral.superstep": event.superstep,
             "corral.send": event.send,
         }
-        opens = bool(self._subgraphs) and path in self._subgraphs
+        opens = path in self._subgraphs
         # A subgraph node's NodeStart names the entry it opens; any other, the one it is in.
         entry = (event.entry or (event.step,)) if opens else event.entry
         inside = entry[:-1] if opens else entry
