@@ -91,7 +91,18 @@ def test_a_state_key_named_configurable_is_still_an_input() -> None:
     assert g.compile().invoke({"configurable": 1}).state == {"configurable": 1}
 
 
-def test_an_unknown_argument_is_still_pythons_type_error() -> None:
-    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'") as caught:
-        app().invoke({"n": 1}, bogus=1)
+@pytest.mark.parametrize(
+    ("method", "call"),
+    [
+        ("invoke", lambda a: a.invoke({"n": 1}, bogus=1)),
+        ("ainvoke", lambda a: asyncio.run(a.ainvoke({"n": 1}, thread_id="t1", bogus=1))),
+        ("stream", lambda a: a.stream({"n": 1}, mode="values", stram_mode="values")),
+        ("astream", lambda a: a.astream({"n": 1}, bogus=1)),
+    ],
+)
+def test_an_unknown_argument_is_still_pythons_type_error(method: str, call: Any) -> None:
+    """A keyword no way of running takes is refused at the call, naming the method."""
+    says = f"{method}\\(\\) got an unexpected keyword argument '(bogus|stram_mode)'$"
+    with pytest.raises(TypeError, match=says) as caught:
+        call(app())
     assert not isinstance(caught.value, CorralError)

@@ -34,12 +34,12 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from corral.errors import CheckpointError, ConcurrentRunError
 
@@ -313,7 +313,6 @@ class Holds(Protocol):
         ...
 
 
-T = TypeVar("T")
 _starting: ContextVar[Hold | None] = ContextVar("corral_starting_run", default=None)
 
 
@@ -335,21 +334,6 @@ class Hold:
             self.held = False
             with suppress(CheckpointError):  # lapses all the same: see lapsed()
                 self.store.release(self.thread_id, self.token)
-
-    def around(self, items: Iterator[T]) -> Iterator[T]:
-        """Yield what the run's driver yields; end the hold when it stops."""
-        try:
-            yield from items
-        finally:
-            self.end()
-
-    async def around_async(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
-        """Like :meth:`around`, for the async driver."""
-        try:
-            async for item in items:
-                yield item
-        finally:
-            self.end()
 
 
 @contextmanager

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
 
 from typing_extensions import TypeVar, Unpack
 
 from corral._habits import langgraph_hints
-from corral.checkpoint.base import Checkpointer, holding
+from corral.checkpoint.base import Checkpointer, Hold, holding
 from corral.control import AnswerT, Command, Resume
 from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
@@ -41,8 +42,8 @@ InputT = TypeVar("InputT", contravariant=True, default=Any)
 
 
 class RunOptions(TypedDict, Generic[DepsT], total=False):
-    """The keywords every way of running a graph takes, as :meth:`CompiledGraph.invoke`
-    describes them (what the type checker sees of ``stream``'s and ``astream``'s)."""
+    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
+    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
 
     thread_id: str | None
     checkpoint_id: str | None
@@ -103,13 +104,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
     def invoke(
         self,
         input: InputT | Resume[AnswerT] | Command[Any] | None,
-        *,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Run[StateT]:
         """Run the graph from ``input`` to ``END`` (or a pause) and return the :class:`Run`.
 
@@ -131,36 +126,23 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             CostExceededError: a node spent more than its declared ``cost``.
             NodeError: a node or router raised; the original is its ``__cause__``.
             InvalidUpdateError, RouteError: a node or router returned something invalid.
+            TypeError: a keyword that is none of the above.
         """
-        if self._tables.has_async:
-            _refuse_running_loop("invoke")
-        rs, tracer = self._start(
-            input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
-        )
-        if self._tables.has_async:
-            asyncio.run(streams.drain(self._async(rs, tracer)))
-        else:
-            for _ in self._sync(rs, tracer):
-                pass
+        rs, events = self._run("invoke", input, options)
+        for _ in events:
+            pass
         return run_of(rs)
 
     @langgraph_hints(2)
     async def ainvoke(
         self,
         input: InputT | Resume[AnswerT] | Command[Any] | None,
-        *,
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs, tracer = self._start(
-            input, thread_id, checkpoint_id, max_steps, deps, on_event, None, budget
-        )
-        await streams.drain(self._async(rs, tracer))
+        rs, ending = self._start("ainvoke", input, options, None)
+        async for _ in _awatched(run_async(rs), ending):
+            pass
         return run_of(rs)
 
     @overload
@@ -201,12 +183,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> Iterator[Any]:
         """Run like :meth:`invoke`, yielding as it goes.
 
@@ -216,16 +193,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         modes yields ``(mode, item)`` pairs.
         """
         modes = streams.check_mode(mode)
-        if self._tables.has_async:
-            _refuse_running_loop("stream")
-        buffer: list[Event] = []
-        rs, tracer = self._start(
-            input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
-        )
-        if self._tables.has_async:
-            events = streams.in_new_loop(self._async(rs, tracer))
-        else:
-            events = self._sync(rs, tracer)
+        rs, events = self._run("stream", input, options, [])
         return (item for event in events for item in streams.picks(rs, event, modes))
 
     @overload
@@ -266,12 +234,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input: InputT | Resume[AnswerT] | Command[Any] | None,
         *,
         mode: StreamMode | list[StreamMode] | tuple[StreamMode, ...] = "updates",
-        thread_id: str | None = None,
-        checkpoint_id: str | None = None,
-        max_steps: int | None = None,
-        deps: DepsT | None = None,
-        on_event: Callable[[Event], None] | None = None,
-        budget: Budget | None = None,
+        **options: Unpack[RunOptions[DepsT]],
     ) -> AsyncIterator[Any]:
         """Run like :meth:`ainvoke`, yielding like :meth:`stream`, live.
 
@@ -279,13 +242,9 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         happens: a node's ``ctx.emit`` tokens arrive while that node is still running. The
         input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
         """
-        modes = streams.check_mode(mode)
-        buffer = streams.LiveBuffer(modes)
-        rs, tracer = self._start(
-            input, thread_id, checkpoint_id, max_steps, deps, on_event, buffer, budget
-        )
-        buffer.rs = rs
-        return streams.live(self._async(rs, tracer), buffer)
+        buffer = streams.LiveBuffer(streams.check_mode(mode))
+        buffer.rs, ending = self._start("astream", input, options, buffer)
+        return streams.live(_awatched(run_async(buffer.rs), ending), buffer)
 
     # ------------------------------------------------------------------ threads
 
@@ -359,9 +318,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         The checkpoint it forks from (the last one, or ``checkpoint_id``) stays in history.
         """
         saver = self._saver("update_state")
-        update: Any = values  # the update schema for mypy; a mapping at run time
         return threads.update_state(
-            self._settings, saver, thread_id, update, as_node, checkpoint_id
+            self._settings, saver, thread_id, values, as_node, checkpoint_id
         )
 
     # ------------------------------------------------------------------ set-up
@@ -375,55 +333,79 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             raise CheckpointError(msg)
         return self.checkpointer
 
+    def _run(
+        self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None = None
+    ) -> tuple[RunState, Iterator[Event]]:
+        """Start the run that ``method`` asks for; return it and its events, driven here (an
+        async graph's on an event loop of their own)."""
+        if self._tables.has_async:
+            _refuse_running_loop(method)
+        rs, ending = self._start(method, input, options, buffer)
+        if self._tables.has_async:
+            return rs, streams.in_new_loop(_awatched(run_async(rs), ending))
+        return rs, _watched(run_sync(rs), ending)
+
     def _start(
-        self,
-        input: Any,
-        thread_id: str | None,
-        checkpoint_id: str | None,
-        max_steps: int | None,
-        deps: Any,
-        on_event: Callable[[Event], None] | None,
-        buffer: list[Event] | None,
-        budget: Budget | None = None,
-    ) -> tuple[RunState, RunTracer | None]:
-        """Return the run that ``invoke`` asks for and its tracer (``None``: telemetry off)."""
+        self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None
+    ) -> tuple[RunState, AbstractContextManager[None]]:
+        """Return the run that ``method`` asks for, and what its driver runs in: its end
+        ends its hold on its thread, and an error ends its spans (telemetry) first."""
+        unknown = [name for name in options if name not in RunOptions.__optional_keys__]
+        if unknown:
+            msg = f"{method}() got an unexpected keyword argument {unknown[0]!r}"
+            raise TypeError(msg)
         tracer = None
         if self.telemetry:
             from corral.runtime.telemetry import RunTracer
 
             tracer = RunTracer(self.spec)
-        try:
-            with holding(self.checkpointer, thread_id):  # one live run holds a thread
-                rs = threads.start(
-                    self._settings,
-                    input,
-                    thread_id=thread_id,
-                    checkpoint_id=checkpoint_id,
-                    max_steps=max_steps,
-                    deps=deps,
-                    emit=on_event,
-                    buffer=buffer,
-                    tracer=tracer,
-                )
-        except BaseException as exc:
-            if tracer is not None:
-                tracer.fail(exc)
-            raise
+        thread_id = options.get("thread_id")
+        # one live run holds a thread; a run refused here ends its spans all the same
+        with _ending(tracer, None), holding(self.checkpointer, thread_id) as hold:
+            rs = threads.start(
+                self._settings,
+                input,
+                thread_id=thread_id,
+                checkpoint_id=options.get("checkpoint_id"),
+                max_steps=options.get("max_steps"),
+                deps=options.get("deps"),
+                emit=options.get("on_event"),
+                buffer=buffer,
+                tracer=tracer,
+            )
+        budget = options.get("budget")
         if budget is not None:
             rs.purse.budget = budget
-        return rs, tracer
+        return rs, _ending(tracer, hold)
 
-    def _sync(self, rs: RunState, tracer: RunTracer | None) -> Iterator[Any]:
-        """Return the sync driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_sync(rs) if tracer is None else tracer.watch(run_sync(rs))
-        hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
-        return driver if hold is None else hold.around(driver)
 
-    def _async(self, rs: RunState, tracer: RunTracer | None) -> AsyncIterator[Any]:
-        """Return the async driver of ``rs``, watched by its tracer when telemetry is on."""
-        driver = run_async(rs) if tracer is None else tracer.watch_async(run_async(rs))
-        hold = getattr(rs.checkpoints, "hold", None)  # the run's hold ends with its driver
-        return driver if hold is None else hold.around_async(driver)
+@contextmanager
+def _ending(tracer: RunTracer | None, hold: Hold | None) -> Iterator[None]:
+    """End the run's spans with an error that stops it, and its hold on its thread with it."""
+    try:
+        yield
+    except BaseException as exc:
+        if tracer is not None:
+            tracer.fail(exc)
+        raise
+    finally:
+        if hold is not None:
+            hold.end()
+
+
+def _watched(events: Iterator[Event], ending: AbstractContextManager[None]) -> Iterator[Event]:
+    """Yield a run's events, its driver run in ``ending``."""
+    with ending:
+        yield from events
+
+
+async def _awatched(
+    events: AsyncIterator[Event], ending: AbstractContextManager[None]
+) -> AsyncIterator[Event]:
+    """Yield a run's events like :func:`_watched`, from the async driver."""
+    with ending:
+        async for event in events:
+            yield event
 
 
 def _compiled(

@@ -53,12 +53,8 @@ def _retry_delay(
     rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
     if rs.emit is not None:
         rs.emit(NodeRetry(call.step, name, attempt, error, delay))
+    rs.retried[call.position] = attempt + 1  # the attempt that succeeds names its trace record
     return delay
-
-
-def _succeeded(rs: RunState, call: TaskRun, attempt: int) -> None:
-    if attempt > 1:  # the trace record of the run says which attempt succeeded
-        rs.retried[call.position] = attempt
 
 
 def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
@@ -68,14 +64,11 @@ def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
     while True:
         start = perf_counter()
         try:
-            out = once()
+            return once()
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
                 raise
-        else:
-            _succeeded(rs, call, attempt)
-            return out
         retry_module.sleep(delay)
         attempt += 1
 
@@ -88,14 +81,11 @@ async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> An
     while True:
         start = perf_counter()
         try:
-            out = await _one(once, node.name, node.timeout_s)
+            return await _one(once, node.name, node.timeout_s)
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:
                 raise
-        else:
-            _succeeded(rs, call, attempt)
-            return out
         await retry_module.async_sleep(delay)
         attempt += 1
 

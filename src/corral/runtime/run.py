@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Generic
 
@@ -43,19 +42,11 @@ class Run(Generic[RunStateT]):
     """The last checkpoint written, when the graph has a checkpointer."""
     spent: Cost = field(default_factory=Cost)
     """What the run's nodes reported spending (``ctx.spend``), across resumes."""
-    raw_trace: Sequence[tuple[int, str, Mapping[str, Any] | None, float]] = ()
-    """The items of :attr:`trace`, made into records when first read."""
-    _trace: list[TraceRecord] | None = field(default=None, init=False)
+    trace: list[TraceRecord] = field(default_factory=list)
+    """The records of the last 100 node runs of this call (step, node, update, seconds).
 
-    @property
-    def trace(self) -> list[TraceRecord]:
-        """Return the records of the last 100 node runs of this call (step, node, update, seconds).
-
-        ``seconds`` is measured only when someone receives the run's events; else ``0.0``.
-        """
-        if self._trace is None:
-            self._trace = [TraceRecord(*item) for item in self.raw_trace]
-        return self._trace
+    ``seconds`` is measured only when someone receives the run's events; else ``0.0``.
+    """
 
     def __repr__(self) -> str:
         return (
@@ -76,5 +67,5 @@ def run_of(rs: RunState) -> Run[Any]:
         thread_id=rs.thread_id,
         checkpoint_id=rs.checkpoint_id,
         spent=rs.purse.spent,
-        raw_trace=rs.trace,
+        trace=[TraceRecord(*item) for item in rs.trace],
     )

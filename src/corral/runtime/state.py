@@ -71,14 +71,10 @@ class FlatView(dict[str, Any]):
         return (dict, (self.copy(),))
 
     def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        out = self.copy()
-        out.update(other)
-        return out
+        return self.copy() | dict(other)
 
     def __ror__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        out = dict(other)
-        out.update(self.copy())
-        return out
+        return dict(other) | self.copy()
 
     def __setitem__(self, key: str, value: Any) -> NoReturn:
         _read_only(f"set {key!r}")
@@ -248,10 +244,7 @@ _DICT = frozenset({dict})
 
 def is_flat(values: Mapping[str, Any]) -> bool:
     """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    for value in values.values():
-        if type(value) not in IMMUTABLE:
-            return False
-    return True
+    return _all_immutable(map(type, values.values()))
 
 
 def apply_writes(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from corral.errors import StreamModeError
 from corral.runtime.events import Custom, Event, NodeEnd, SuperstepEnd
@@ -27,17 +27,17 @@ __all__ = [
     "LiveBuffer",
     "StreamMode",
     "check_mode",
-    "drain",
     "in_new_loop",
     "live",
     "picks",
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
-MODES: tuple[str, ...] = ("updates", "values", "events", "custom")
+MODES: tuple[str, ...] = get_args(StreamMode)
 """Every stream mode."""
 
-_SKIP: Any = object()
+_NONE: Any = object()
+"""No item: an event that gives nothing in a mode, or the end of a run's items."""
 
 
 def check_mode(mode: str | Sequence[str]) -> str | tuple[str, ...]:
@@ -62,24 +62,21 @@ def _pick(rs: RunState | None, event: Event, mode: str) -> Any:
     if mode == "updates":
         if isinstance(event, NodeEnd):
             return (event.node, dict(event.update) if event.update is not None else {})
-        return _SKIP
+        return _NONE
     if mode == "custom":
-        return (event.node, event.value) if isinstance(event, Custom) else _SKIP
+        return (event.node, event.value) if isinstance(event, Custom) else _NONE
     if isinstance(event, SuperstepEnd):
         assert rs is not None  # a run's first superstep ends after it started
         return copy_value(rs.values)  # the caller's to keep: a deep copy
-    return _SKIP
+    return _NONE
 
 
 def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
     """Return what ``event`` gives in ``mode`` (``(mode, item)`` pairs for a list of modes)."""
     if isinstance(mode, str):
         item = _pick(rs, event, mode)
-        return [] if item is _SKIP else [item]
-    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _SKIP]
-
-
-_END: Any = object()
+        return [] if item is _NONE else [item]
+    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _NONE]
 
 
 class LiveBuffer(list[Event]):
@@ -110,13 +107,13 @@ async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterato
             async for _ in events:
                 pass
         finally:
-            buffer.queue.put_nowait(_END)
+            buffer.queue.put_nowait(_NONE)
 
     task = asyncio.ensure_future(drive())
     try:
         while True:
             item = await buffer.queue.get()
-            if item is _END:
+            if item is _NONE:
                 break
             yield item
         await task  # the run's error, if it failed
@@ -127,21 +124,17 @@ async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterato
                 await task
 
 
-async def drain(items: AsyncIterator[Any]) -> None:
-    """Run an async iterator to its end (``ainvoke``), dropping what it yields."""
-    async for _ in items:
-        pass
-
-
 def in_new_loop(items: AsyncIterator[Any]) -> Iterator[Any]:
-    """Yield what an async iterator yields, driving it on an event loop of its own."""
-    loop = asyncio.new_event_loop()
-    try:
-        while True:
-            try:
-                item = loop.run_until_complete(items.__anext__())
-            except StopAsyncIteration:
-                break
+    """Yield what an async iterator yields, driving it on an event loop of its own.
+
+    The loop is an ``asyncio.Runner``, as ``asyncio.run`` makes: Ctrl-C cancels the run's
+    task (whose cleanup runs) before ``KeyboardInterrupt`` is raised, and closing the loop
+    closes the iterator, so a consumer that stops early still ends the run.
+    """
+    with asyncio.Runner() as runner:
+        while (item := runner.run(_next(items))) is not _NONE:
             yield item
-    finally:
-        loop.close()
+
+
+async def _next(items: AsyncIterator[Any]) -> Any:
+    return await anext(items, _NONE)  # Runner.run takes a coroutine, not an awaitable

@@ -23,9 +23,9 @@ without an SDK installed and configured, the API's no-op tracer makes every call
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from corral.checkpoint.base import Checkpoint
 from corral.cost import Cost
@@ -33,8 +33,6 @@ from corral.runtime import events
 from corral.spec import GraphSpec
 
 __all__ = ["RunTracer", "subgraph_paths"]
-
-T = TypeVar("T")
 
 TRACEPARENT = "traceparent"
 """The checkpoint meta key that holds the W3C trace context of the run that wrote it."""
@@ -81,7 +79,7 @@ class RunTracer:
         self._graph = spec.name or ""
         self.run: Any = None
         """The run's span, from :meth:`begin` on."""
-        self._subgraphs = subgraph_paths(spec) if any(n.subgraph for n in spec.nodes) else {}
+        self._subgraphs = subgraph_paths(spec)
         self._nodes: dict[tuple[int, str], list[_Open]] = {}
         """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
         subgraph node report their child's node runs with one step and path."""
@@ -128,7 +126,7 @@ class RunTracer:
             "corral.superstep": event.superstep,
             "corral.send": event.send,
         }
-        opens = bool(self._subgraphs) and path in self._subgraphs
+        opens = path in self._subgraphs
         # A subgraph node's NodeStart names the entry it opens; any other, the one it is in.
         entry = (event.entry or (event.step,)) if opens else event.entry
         inside = entry[:-1] if opens else entry
@@ -244,23 +242,6 @@ class RunTracer:
 
     def _error(self, exc: BaseException) -> Any:
         return self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}")
-
-    def watch(self, steps: Iterator[T]) -> Iterator[T]:
-        """Yield from a run's driver; an exception ends the spans with ERROR first."""
-        try:
-            yield from steps
-        except BaseException as exc:
-            self.fail(exc)
-            raise
-
-    async def watch_async(self, steps: AsyncIterator[T]) -> AsyncIterator[T]:
-        """Like :meth:`watch`, for the async driver."""
-        try:
-            async for item in steps:
-                yield item
-        except BaseException as exc:
-            self.fail(exc)
-            raise
 
 
 _HANDLERS: dict[type, Callable[[RunTracer, Any], None]] = {
