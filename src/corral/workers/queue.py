@@ -56,6 +56,7 @@ __all__ = [
     "dump_input",
     "lease_lost",
     "load_input",
+    "run_of",
 ]
 
 FINISHED: Final = frozenset({"done", "interrupted", "failed"})
@@ -64,9 +65,11 @@ FINISHED: Final = frozenset({"done", "interrupted", "failed"})
 
 @dataclass(frozen=True)
 class QueuedRun:
-    """One run a worker has claimed."""
+    """One run of the queue, as its row stands: claimed by a worker, or a served run's
+    record (:mod:`corral.workers.served`)."""
 
     id: int
+    """Its id in the queue."""
     thread_id: str
     input: str | None
     """The JSON of the input (or of the ``Resume`` value); ``None`` continues the thread."""
@@ -76,16 +79,30 @@ class QueuedRun:
     """The thread's newest checkpoint when the run first started; ``None`` if it never did."""
     attempts: int
     """How many times a worker claimed it (more than one after a takeover)."""
-    graph: str | None = None
-    """The graph a served run is for (``None``: the worker's own)."""
+    graph: str = ""
+    """The graph a served run is for (``""``: the worker's own)."""
     command: str | None = None
     """The JSON of a ``Command``'s ``update``/``goto``/``resume``: run instead of ``input``."""
     fork: str | None = None
     """The checkpoint a fresh start continues from instead of the newest (time travel)."""
     request: str | None = None
-    """The JSON of the run's request: a served run's fields, and the budget of any run."""
-    uuid: str | None = None
-    """A served run's id in the API (``None``: a run of ``app.submit``)."""
+    """The JSON of the run's request: a served run's fields (metadata, multitask strategy,
+    stream modes...), and the budget of any run."""
+    uuid: str = ""
+    """A served run's id in the API (``""``: a run of ``app.submit``)."""
+    created_at: float = 0.0
+    status: str = "queued"
+    """``queued``, ``running``, ``done``, ``interrupted`` or ``failed``."""
+    error: str | None = None
+    cancel: str | None = None
+    """The cancel asked (``"interrupt"``), if any."""
+    owner: str = ""
+    """The worker that holds it or held it last (``""``: none yet)."""
+
+    @property
+    def open(self) -> bool:
+        """Whether the run has not ended."""
+        return self.status in ("queued", "running")
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -132,6 +149,11 @@ class RunQueue:
     epoch: str
     """SQL for ``submitted`` in seconds since 1970."""
 
+    @property
+    def columns(self) -> str:
+        """The columns :func:`run_of` reads, as SQL."""
+        return RUN_COLUMNS.format(epoch=self.epoch)
+
     @staticmethod
     def sql(sql: str) -> str:
         """Return ``sql`` with its ``:name`` parameters in the driver's style."""
@@ -165,15 +187,16 @@ class RunQueue:
         """Take the oldest run that is ready (queued, or its lease expired) and is of one of
         ``graphs`` or of none (``app.submit``), or ``None``."""
         statement = _CLAIM.format(
-            now=self.now, later=self.later, graphs=self.graphs, lock=self.claim_lock
+            now=self.now,
+            later=self.later,
+            graphs=self.graphs,
+            lock=self.claim_lock,
+            columns=self.columns,
         )
         params = {"owner": owner, "lease": lease_s, "graphs": json.dumps(list(graphs))}
         with self.connection("take a run from") as db:
             row = db.execute(self.sql(statement), params).fetchone()
-        if row is None:
-            return None
-        run_id, thread, input, resume, base, attempts, *rest = row
-        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts), *rest)
+        return None if row is None else run_of(row)
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         """Record ``base`` for a run started for the first time; ``False`` if not held."""
@@ -263,10 +286,24 @@ WHERE id = (
             SELECT 1 FROM corral_runs AS e
             WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
     ORDER BY r.id LIMIT 1 {lock})
-RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request, uuid
+RETURNING {columns}
 """
 """One statement: the pick (the oldest ready run whose thread has no older run open) and
 the take, so two workers never take one run."""
+
+
+RUN_COLUMNS: Final = (
+    "id, thread, input, resume, base, attempts, COALESCE(graph, ''), command, fork, request, "
+    "COALESCE(uuid, ''), {epoch}, status, error, cancel, COALESCE(owner, '')"
+)
+"""The columns of a run's row, in the order of :class:`QueuedRun`'s fields (``{epoch}``:
+``submitted`` in seconds since 1970, a float)."""
+
+
+def run_of(row: Sequence[Any]) -> QueuedRun:
+    """Return the run of ``row``: the columns of :data:`RUN_COLUMNS`."""
+    run_id, thread, input, resume, *rest = row
+    return QueuedRun(run_id, thread, input, bool(resume), *rest)
 
 
 def lease_lost(run: QueuedRun, owner: str, where: str) -> LeaseLostError:

@@ -15,49 +15,19 @@ the lock that orders the runs of one thread.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from corral.errors import BusyThreadError
-from corral.workers.queue import RunQueue
+from corral.workers.queue import QueuedRun, RunQueue, run_of
 
-__all__ = ["SERVED_COLUMNS", "ServedRun", "ServedRuns", "add_served_columns"]
+__all__ = ["SERVED_COLUMNS", "ServedRuns", "add_served_columns"]
 
 SERVED_COLUMNS: Final = tuple(f"{c} TEXT" for c in "uuid graph request command fork cancel".split())
 """The columns a served run adds to ``corral_runs``, added to a table made without them."""
 
 _SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
 """Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
-_COLUMNS = "id, uuid, thread, graph, request, {epoch}, status, error, cancel, owner"
 _OPEN = "status IN ('queued', 'running')"
-
-
-@dataclass(frozen=True)
-class ServedRun:
-    """A served run, as its queue row stands."""
-
-    id: int
-    """Its id in the queue."""
-    uuid: str
-    thread_id: str
-    graph: str
-    request: dict[str, Any]
-    """The request's run fields (metadata, multitask_strategy, stream_mode...)."""
-    created_at: float
-    status: str
-    """The queue's: ``queued``, ``running``, ``done``, ``interrupted`` or ``failed``."""
-    error: str | None = None
-    cancel: str | None = None
-    """The cancel asked (``"interrupt"``), if any."""
-    owner: str = ""
-    """The worker that holds it or held it last (``""``: none yet)."""
-
-    @property
-    def open(self) -> bool:
-        """Whether the run has not ended."""
-        return self.status in ("queued", "running")
 
 
 class ServedRuns:
@@ -65,13 +35,12 @@ class ServedRuns:
 
     def __init__(self, queue: RunQueue) -> None:
         self._queue = queue
-        self._columns = _COLUMNS.format(epoch=queue.epoch)
 
-    def _all(self, db: Any, where: str, **params: Any) -> list[ServedRun]:
-        sql = f"SELECT {self._columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
-        return [_run_of(row) for row in db.execute(self._queue.sql(sql), params).fetchall()]
+    def _all(self, db: Any, where: str, **params: Any) -> list[QueuedRun]:
+        sql = f"SELECT {self._queue.columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
+        return [run_of(row) for row in db.execute(self._queue.sql(sql), params).fetchall()]
 
-    def _find(self, where: str, **params: Any) -> list[ServedRun]:
+    def _find(self, where: str, **params: Any) -> list[QueuedRun]:
         with self._queue.transaction("read runs from", write=False) as db:
             return self._all(db, where, **params)
 
@@ -79,17 +48,9 @@ class ServedRuns:
         with self._queue.transaction(verb) as db:
             db.execute(self._queue.sql(sql), params)
 
-    def add(
-        self,
-        run: ServedRun,
-        input: tuple[str | None, bool],
-        command: str | None = None,
-        fork: str | None = None,
-        *,
-        reject: bool = False,
-    ) -> int:
-        """Queue ``run`` (its id, thread, graph and request) with ``input`` (``(json,
-        is_resume)`` of :func:`~corral.workers.queue.dump_input`); return its queue id.
+    def add(self, run: QueuedRun, *, reject: bool = False) -> int:
+        """Queue ``run`` (its id, thread, graph, request, input, command and fork); return
+        its queue id.
 
         With ``reject`` (``multitask_strategy="reject"``) it is refused when the thread has a
         run queued or running: the check and the insert are one transaction holding the
@@ -111,21 +72,21 @@ class ServedRuns:
             return self._queue.insert(
                 db,
                 thread=thread,
-                input=input[0],
-                resume=input[1],
+                input=run.input,
+                resume=run.resume,
                 uuid=run.uuid,
                 graph=run.graph,
-                request=_dumps(run.request),
-                command=command,
-                fork=fork,
+                request=run.request,
+                command=run.command,
+                fork=run.fork,
             )
 
-    def get(self, uuid: str) -> ServedRun | None:
+    def get(self, uuid: str) -> QueuedRun | None:
         """Return the run with this id (``None``: none, or its thread was deleted)."""
         found = self._find(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
         return found[0] if found else None
 
-    def of_thread(self, thread_id: str) -> list[ServedRun]:
+    def of_thread(self, thread_id: str) -> list[QueuedRun]:
         """Return the thread's served runs, newest first."""
         return self._find(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)
 
@@ -169,14 +130,3 @@ def add_served_columns(db: Any) -> None:
         db.execute(f"ALTER TABLE corral_runs ADD COLUMN {column}")
     if missing:
         db.execute("CREATE UNIQUE INDEX corral_runs_uuid ON corral_runs (uuid)")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _run_of(row: Sequence[Any]) -> ServedRun:
-    """``row``: the columns of :data:`_COLUMNS`."""
-    run_id, uuid, thread, graph, request, created, status, error, cancel, owner = row
-    request, created, owner = json.loads(request or "{}"), float(created), owner or ""
-    return ServedRun(run_id, uuid, thread, graph, request, created, status, error, cancel, owner)

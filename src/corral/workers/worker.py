@@ -310,7 +310,7 @@ class Worker:
         """Return the graph ``run`` was queued for, compiled with the served run's own
         ``interrupt_before``/``interrupt_after`` (``"*"``: every node); for a run of
         ``app.submit``, its thread's graph, else the worker's."""
-        if run.graph is None:
+        if not run.graph:
             saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
             info = saver.thread_info(run.thread_id)
             return self.graphs.get(info.graph if info and info.graph else "", self.app)
