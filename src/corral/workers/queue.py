@@ -49,7 +49,6 @@ from corral.errors import LeaseLostError
 
 __all__ = [
     "FINISHED",
-    "Outcome",
     "QueuedRun",
     "RunQueue",
     "dump_command",
@@ -115,15 +114,6 @@ class QueuedRun:
         """The run's budget (``submit(..., budget=)``, serve's run field ``budget``)."""
         found = self.fields.get("budget")
         return None if found is None else Budget(**found)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """Where the newest run of a thread stands."""
-
-    run_id: int
-    status: str
-    error: str | None
 
 
 class RunQueue:
@@ -229,15 +219,15 @@ class RunQueue:
             cur = db.execute(self.sql(statement), {"id": run_id, "owner": owner, **params})
             return bool(cur.rowcount == 1)
 
-    def outcome(self, thread_id: str) -> Outcome | None:
-        """Return the status of the newest run submitted to the thread."""
-        statement = (
-            "SELECT id, status, error FROM corral_runs WHERE thread = :thread "
+    def newest_run(self, thread_id: str) -> QueuedRun | None:
+        """Return the newest run submitted to the thread."""
+        statement = self.sql(
+            f"SELECT {self.columns} FROM corral_runs WHERE thread = :thread "
             "ORDER BY id DESC LIMIT 1"
         )
         with self.connection("read runs from") as db:
-            row = db.execute(self.sql(statement), {"thread": thread_id}).fetchone()
-        return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
+            row = db.execute(statement, {"thread": thread_id}).fetchone()
+        return None if row is None else run_of(row)
 
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         """Return the check every write of ``run`` by ``owner`` must pass: the run is still
