@@ -33,7 +33,6 @@ from corral import (
 from corral.errors import RunFailedError, WaitTimeoutError
 from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_input
-from corral.workers.served import ServedRuns
 
 HERE = Path(__file__).resolve().parent
 GRAPH = f"{HERE.parent / 'graphs' / 'worker_graph.py'}:g"
@@ -362,7 +361,7 @@ def test_a_queued_command_updates_the_thread_and_takes_its_goto(db: str) -> None
 
     saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
     app = routed.compile(checkpointer=saver)
-    runs = ServedRuns(queue_for(app))
+    runs = queue_for(app)
 
     def queue(thread: str, command: Command[Any]) -> None:
         uuid = f"run-{thread}-{command.goto}"
@@ -411,7 +410,7 @@ def test_a_queued_run_keeps_its_budget(db: str) -> None:
 def test_a_worker_takes_only_the_runs_of_its_graphs(app: CompiledGraph[Any]) -> None:
     """A run queued for another graph (corral serve's graph column) is left to that
     graph's workers; a worker takes its own graph's runs and those of app.submit."""
-    runs = ServedRuns(queue_for(app))
+    runs = queue_for(app)
     queued = {}
     for graph in ("other", "work"):
         input, resume = dump_input(start(), getattr(app.checkpointer, "serializer", None))

@@ -16,7 +16,6 @@ from corral import PostgresSaver, SqliteSaver
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.errors import BusyThreadError
 from corral.workers.queue import QueuedRun, dump_input
-from corral.workers.served import ServedRuns
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -133,20 +132,19 @@ def test_served_runs_reject_a_busy_thread_and_carry_a_cancel(database: Any) -> N
         if isinstance(database, PostgresSaver)
         else SqliteQueue(database.path)
     )
-    runs = ServedRuns(queue)
-    first = runs.add(_run("t", "a", {"topic": "x"}))
+    first = queue.add(_run("t", "a", {"topic": "x"}))
     with pytest.raises(BusyThreadError, match="busy with run 'a'"):
-        runs.add(_run("t", "b"), reject=True)
-    runs.add(_run("u", "c"), reject=True)  # another thread is free
-    found = runs.get("a")
+        queue.add(_run("t", "b"), reject=True)
+    queue.add(_run("u", "c"), reject=True)  # another thread is free
+    found = queue.get("a")
     assert found is not None and found.id == first and found.fields == {"metadata": {"m": 1}}
-    assert [r.uuid for r in runs.of_thread("t")] == ["a"] and found.status == "queued"
-    assert runs.cancel_asked(first) is None
-    runs.cancel("a")
-    assert runs.cancel_asked(first) == "interrupt"
-    runs.delete_thread("t", database)  # never started: it goes
-    assert runs.get("a") is None and runs.of_thread("t") == []
-    runs.add(_run("t", "d"), reject=True)  # the thread is free again
+    assert [r.uuid for r in queue.of_thread("t")] == ["a"] and found.status == "queued"
+    assert queue.cancel_asked(first) is None
+    queue.cancel("a")
+    assert queue.cancel_asked(first) == "interrupt"
+    queue.delete_thread("t", database)  # never started: it goes
+    assert queue.get("a") is None and queue.of_thread("t") == []
+    queue.add(_run("t", "d"), reject=True)  # the thread is free again
 
 
 def test_serve_refuses_a_database_with_a_pre_release_serves_tables(tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ from corral.serve._requests import dumps
 from corral.serve._shapes import event_json, interrupts_json
 from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_command, dump_input
-from corral.workers.served import ServedRuns
 
 if TYPE_CHECKING:
     from corral.checkpoint.postgres import PostgresSaver
@@ -50,7 +49,7 @@ class Served:
         self.saver = database_of(self.any_app)
         self.worker_name: str | None = None
         """The name of this process's worker in the queue (``None``: it runs none)."""
-        self.runs = ServedRuns(queue_for(self.any_app))
+        self.runs = queue_for(self.any_app)
 
     @property
     def any_app(self) -> CompiledGraph[Any]:

@@ -45,7 +45,7 @@ from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
 from corral.control import Command, Resume
 from corral.cost import Budget
-from corral.errors import LeaseLostError
+from corral.errors import BusyThreadError, LeaseLostError
 
 __all__ = [
     "FINISHED",
@@ -219,15 +219,88 @@ class RunQueue:
             cur = db.execute(self.sql(statement), {"id": run_id, "owner": owner, **params})
             return bool(cur.rowcount == 1)
 
+    def _runs(self, db: Any, where: str, **params: Any) -> list[QueuedRun]:
+        sql = f"SELECT {self.columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
+        return [run_of(row) for row in db.execute(self.sql(sql), params).fetchall()]
+
+    def _read(self, where: str, **params: Any) -> list[QueuedRun]:
+        with self.transaction("read runs from", write=False) as db:
+            return self._runs(db, where, **params)
+
+    def _write(self, verb: str, sql: str, **params: Any) -> None:
+        with self.transaction(verb) as db:
+            db.execute(self.sql(sql), params)
+
     def newest_run(self, thread_id: str) -> QueuedRun | None:
         """Return the newest run submitted to the thread."""
-        statement = self.sql(
-            f"SELECT {self.columns} FROM corral_runs WHERE thread = :thread "
-            "ORDER BY id DESC LIMIT 1"
+        newest = "id = (SELECT max(id) FROM corral_runs WHERE thread = :thread)"
+        found = self._read(newest, thread=thread_id)
+        return found[0] if found else None
+
+    # -- served runs (:mod:`corral.workers.served`) ------------------------------------
+
+    def add(self, run: QueuedRun, *, reject: bool = False) -> int:
+        """Queue ``run`` (its id, thread, graph, request, input, command and fork); return
+        its queue id.
+
+        With ``reject`` (``multitask_strategy="reject"``) it is refused when the thread has a
+        run queued or running: the check and the insert are one transaction holding the
+        thread's lock, so two servers cannot both accept.
+
+        Raises:
+            BusyThreadError: ``reject`` and the thread is busy.
+        """
+        thread = run.thread_id
+        with self.transaction("queue a run in") as db:
+            self.lock_thread(db, thread)
+            where = f"thread = :thread AND {_OPEN} AND {_SHOWN}"
+            if reject and (busy := self._runs(db, where, thread=thread)):
+                msg = (
+                    f"thread {thread!r} is busy with run {busy[-1].uuid!r} ({busy[-1].status}); "
+                    'wait for it, or send multitask_strategy="enqueue" to run after it'
+                )
+                raise BusyThreadError(msg, thread_id=thread)
+            return self.insert(db, thread=thread, **{c: getattr(run, c) for c in _INSERTED[1:]})
+
+    def get(self, uuid: str) -> QueuedRun | None:
+        """Return the served run with this id (``None``: none, or its thread was deleted)."""
+        found = self._read(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
+        return found[0] if found else None
+
+    def of_thread(self, thread_id: str) -> list[QueuedRun]:
+        """Return the thread's served runs, newest first."""
+        return self._read(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)
+
+    def cancel_asked(self, run_id: int) -> str | None:
+        """Return the cancel asked for queued run ``run_id`` (``None``: none)."""
+        found = self._read("id = :id", id=run_id)
+        return found[0].cancel if found else None
+
+    def cancel(self, uuid: str, action: str = "interrupt") -> None:
+        """Ask the run to stop before its next node (whichever worker holds it)."""
+        sql = "UPDATE corral_runs SET cancel = :cancel WHERE uuid = :uuid"
+        self._write("cancel a run in", sql, cancel=action, uuid=uuid)
+
+    def delete(self, uuid: str) -> None:
+        """Forget an ended run."""
+        self._write(
+            "delete a run from",
+            f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}",
+            uuid=uuid,
         )
-        with self.connection("read runs from") as db:
-            row = db.execute(statement, {"thread": thread_id}).fetchone()
-        return None if row is None else run_of(row)
+
+    def delete_thread(self, thread_id: str, saver: Any) -> None:
+        """Delete the thread: its runs (those that ended or never started go; a running one
+        is asked to stop, ``cancel = 'delete'``, and is no longer shown), then its
+        checkpoints and record in ``saver``, the checkpointer that holds this queue."""
+        with self.transaction("delete runs from") as db:
+            self.lock_thread(db, thread_id)
+            for sql in (
+                "DELETE FROM corral_runs WHERE thread = :thread AND status <> 'running'",
+                "UPDATE corral_runs SET cancel = 'delete' WHERE thread = :thread",
+            ):
+                db.execute(self.sql(sql), {"thread": thread_id})
+        saver.delete_thread(thread_id)
 
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         """Return the check every write of ``run`` by ``owner`` must pass: the run is still
@@ -255,6 +328,10 @@ class RunQueue:
     def close(self) -> None:
         """Close what the queue opened."""
 
+
+_SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
+"""Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
+_OPEN: Final = "status IN ('queued', 'running')"
 
 _INSERTED: Final = ("thread", "input", "resume", "uuid", "graph", "request", "command", "fork")
 """The columns a new run is given (``uuid`` and on: those of a served run)."""

@@ -59,7 +59,6 @@ from corral.errors import (
 )
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
-from corral.workers.served import ServedRuns
 
 if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
@@ -360,7 +359,7 @@ class Worker:
     def ended(self, run: QueuedRun) -> None:
         """A served run ended: a stateless one's thread (checkpoints, record, runs) goes."""
         if run.fields.get("temporary"):
-            ServedRuns(self.queue).delete_thread(run.thread_id, self.app.checkpointer)
+            self.queue.delete_thread(run.thread_id, self.app.checkpointer)
 
     def stop_if_cancelled(self, run: QueuedRun) -> None:
         """Raise ``RunCancelledError`` when a cancel of ``run`` was asked (in its queue row)."""
@@ -370,7 +369,7 @@ class Worker:
 
     def _cancel_asked(self, run: QueuedRun) -> bool:
         try:
-            return ServedRuns(self.queue).cancel_asked(run.id) is not None
+            return self.queue.cancel_asked(run.id) is not None
         except CheckpointError:
             return False  # the next write says whether the database is back
 
