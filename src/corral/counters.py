@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.spec import CounterFacts
-from corral.writes import function_node, own_nodes, per_code
+from corral.writes import function_node, own_nodes, per_code, state_param
 
 __all__ = ["read_counters"]
 
@@ -71,15 +71,10 @@ class _Function:
 
 def _parse(func: Callable[..., Any]) -> _Function | None:
     found = function_node(func)
-    if found is None:
-        return None
-    args = found.args.posonlyargs + found.args.args
-    if args and args[0].arg in ("self", "cls") and len(args) > 1:
-        args = args[1:]
-    if not args:
+    if found is None or (param := state_param(found)) is None:
         return None
     body: list[ast.stmt] = [ast.Return(found.body)] if isinstance(found, ast.Lambda) else found.body
-    parsed = _Function(args[0].arg, body)
+    parsed = _Function(param, body)
     _collect_locals(parsed)
     return parsed
 

@@ -27,10 +27,12 @@ from corral.control import Command, Send
 from corral.spec import TargetSet
 
 __all__ = [
+    "command_targets",
     "read_command_targets",
     "read_literal_form",
     "read_return_annotation",
     "read_router_targets",
+    "route_targets",
 ]
 
 _MISSING = object()
@@ -60,7 +62,7 @@ def _compiled(source: str) -> types.CodeType:
     return compile(source, "<annotation>", "eval")
 
 
-def _evaluate(raw: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None) -> Any:
+def _evaluate(raw: Any, func: Callable[..., Any] | None, localns: Mapping[str, Any] | None) -> Any:
     if isinstance(raw, typing.ForwardRef):
         raw = raw.__forward_arg__
     if not isinstance(raw, str):
@@ -92,8 +94,23 @@ def read_router_targets(
     """
     try:
         annotation = read_return_annotation(func, localns)
-        if annotation is _MISSING:
-            return TargetSet(None, problem="it has no return annotation")
+    except _Unreadable as exc:
+        return TargetSet(None, problem=str(exc))
+    if annotation is _MISSING:
+        return TargetSet(None, problem="it has no return annotation")
+    return route_targets(annotation, func, localns, table=table)
+
+
+def route_targets(
+    annotation: Any,
+    func: Callable[..., Any] | None = None,
+    localns: Mapping[str, Any] | None = None,
+    *,
+    table: NameTable | None = None,
+) -> TargetSet:
+    """Read the targets of a router's return annotation, evaluated (``func``'s globals and
+    ``localns`` resolve the strings left in it; :mod:`corral.static` gives mypy's types)."""
+    try:
         return _read_top(annotation, func, localns, table)
     except _Unreadable as exc:
         return TargetSet(None, problem=str(exc))
@@ -122,6 +139,18 @@ def read_command_targets(
         return None
     if annotation is _MISSING:
         return None
+    return command_targets(annotation, func, localns, table=table)
+
+
+def command_targets(
+    annotation: Any,
+    func: Callable[..., Any] | None = None,
+    localns: Mapping[str, Any] | None = None,
+    *,
+    table: NameTable | None = None,
+) -> TargetSet | None:
+    """Read the targets of a node's return annotation, evaluated (see :func:`route_targets`);
+    ``None`` if it names no ``Command``."""
     commands = [m for m in _members(annotation) if m is Command or typing.get_origin(m) is Command]
     if not commands:
         return None
@@ -141,7 +170,7 @@ def read_command_targets(
 
 def _read_top(
     annotation: Any,
-    func: Callable[..., Any],
+    func: Callable[..., Any] | None,
     localns: Mapping[str, Any] | None,
     table: NameTable | None,
 ) -> TargetSet:
@@ -170,7 +199,7 @@ def _named(names: list[str], table: NameTable | None) -> tuple[str, ...]:
 
 def _read_routes(
     tp: Any,
-    func: Callable[..., Any],
+    func: Callable[..., Any] | None,
     localns: Mapping[str, Any] | None,
     names: list[str],
     sends: list[str],
@@ -218,7 +247,7 @@ def _members(tp: Any) -> list[Any]:
 
 
 def _literal_names(
-    tp: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None
+    tp: Any, func: Callable[..., Any] | None, localns: Mapping[str, Any] | None
 ) -> list[str]:
     tp = _unalias(tp)
     if isinstance(tp, (str, typing.ForwardRef)):
@@ -244,7 +273,9 @@ def _literal_names(
     raise _Unreadable(msg)
 
 
-def _send_names(tp: Any, func: Callable[..., Any], localns: Mapping[str, Any] | None) -> list[str]:
+def _send_names(
+    tp: Any, func: Callable[..., Any] | None, localns: Mapping[str, Any] | None
+) -> list[str]:
     args = typing.get_args(tp)
     if not args:
         msg = "its return annotation has a bare Send; write Send[Literal[...]]"

@@ -35,6 +35,7 @@ __all__ = [
     "infer_writes",
     "own_nodes",
     "per_code",
+    "state_param",
 ]
 
 _T = TypeVar("_T")
@@ -171,6 +172,15 @@ def function_node(func: Callable[..., Any]) -> _Function | None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return node
     return None
+
+
+def state_param(node: _Function) -> str | None:
+    """Return the name of a function's state parameter: its first, after ``self`` or ``cls``
+    in a method (``None``: it takes none)."""
+    args = [a.arg for a in node.args.posonlyargs + node.args.args]
+    if args and args[0] in ("self", "cls") and len(args) > 1:
+        args = args[1:]
+    return args[0] if args else None
 
 
 def _lambda_node(func: Callable[..., Any]) -> ast.Lambda | None:

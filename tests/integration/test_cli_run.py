@@ -177,19 +177,29 @@ def test_a_module_that_raised_graph_error_at_import_is_not_run(
 def test_deps_and_a_compiled_apps_interrupt_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--deps tools:make`` reaches ``ctx.deps``; the app's interrupt_before is kept."""
+    """``--deps tools:make`` reaches ``ctx.deps``; the app's interrupt_before is kept, and
+    ``corral show`` says what the thread waits for in the words ``corral run`` used."""
     (tmp_path / "bonus_tools.py").write_text(TOOLS)
     (tmp_path / "bonus_agent.py").write_text(BONUS)
     monkeypatch.chdir(tmp_path)
     args = ["bonus_agent.py:app", "--deps", "bonus_tools:make", "--thread", "b"]
     code, out, err = run(capsys, *args, "--input", '{"score": 2}')
     assert (code, json.loads(out)) == (3, {"score": 42})
-    assert err.splitlines()[-3:] == [
+    waiting = [
+        "waiting for a person on thread b:",
         "  paused before 'publish' (interrupt_before)",
         "go on with:",
+    ]
+    assert err.splitlines()[-4:] == [
+        *waiting,
         "  corral run bonus_agent.py:app --thread b --deps bonus_tools:make",
     ]
     assert Path(".corral/checkpoints.sqlite").exists()  # the default --db
+    # corral show says the same of the thread (its command names no --deps: add it)
+    assert main(["show", "b", "--graph", "bonus_agent.py:app"]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    at = shown.index(waiting[0])
+    assert shown[at : at + 4] == [*waiting, "  corral run bonus_agent.py:app --thread b"]
     code, out, err = run(capsys, *args)
     assert (code, json.loads(out)) == (0, {"score": 42})
 

@@ -32,8 +32,7 @@ from corral import (
 )
 from corral.errors import RunFailedError, WaitTimeoutError
 from corral.workers import Worker, queue_for
-from corral.workers.queue import dump_input
-from corral.workers.served import ServedRun, ServedRuns
+from corral.workers.queue import QueuedRun, dump_input
 
 HERE = Path(__file__).resolve().parent
 GRAPH = f"{HERE.parent / 'graphs' / 'worker_graph.py'}:g"
@@ -358,16 +357,17 @@ def test_a_queued_command_updates_the_thread_and_takes_its_goto(db: str) -> None
     """A run queued with a Command (as corral serve queues command={"update", "goto"}) is
     applied by the worker as if the node that ran last had returned it; a goto that node
     gives no route to fails the run with the engine's message."""
-    from corral.workers.queue import dump_command, dump_input
-    from corral.workers.served import ServedRun, ServedRuns
+    from corral.workers.queue import dump_command
 
     saver = PostgresSaver(db) if db.startswith("postgresql://") else SqliteSaver(db)
     app = routed.compile(checkpointer=saver)
-    runs = ServedRuns(queue_for(app))
+    runs = queue_for(app)
 
     def queue(thread: str, command: Command[Any]) -> None:
-        run = ServedRun(0, f"run-{thread}-{command.goto}", thread, "routed", {}, 0.0, "queued")
-        runs.add(run, dump_input(None), dump_command(command))
+        uuid = f"run-{thread}-{command.goto}"
+        runs.add(
+            QueuedRun(0, thread, None, False, None, 0, "routed", dump_command(command), uuid=uuid)
+        )
 
     try:
         assert app.invoke({"n": 1}, thread_id="t").state == {"n": 10}  # decide ended it
@@ -410,11 +410,12 @@ def test_a_queued_run_keeps_its_budget(db: str) -> None:
 def test_a_worker_takes_only_the_runs_of_its_graphs(app: CompiledGraph[Any]) -> None:
     """A run queued for another graph (corral serve's graph column) is left to that
     graph's workers; a worker takes its own graph's runs and those of app.submit."""
-    runs = ServedRuns(queue_for(app))
+    runs = queue_for(app)
     queued = {}
     for graph in ("other", "work"):
-        run = ServedRun(0, str(uuid.uuid4()), f"t-{graph}", graph, {}, 0.0, "queued")
-        runs.add(run, dump_input(start(), getattr(app.checkpointer, "serializer", None)))
+        input, resume = dump_input(start(), getattr(app.checkpointer, "serializer", None))
+        run = QueuedRun(0, f"t-{graph}", input, resume, None, 0, graph, uuid=str(uuid.uuid4()))
+        runs.add(run)
         queued[graph] = run.uuid
     app.submit(start(), thread_id="t-submit")
     assert drain(app) == 2

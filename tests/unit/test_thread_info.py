@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from corral import PostgresSaver, SqliteSaver
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.errors import BusyThreadError
-from corral.workers.queue import dump_input
-from corral.workers.served import ServedRun, ServedRuns
+from corral.workers.queue import QueuedRun, dump_input
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -117,8 +116,11 @@ def test_a_file_of_an_earlier_layout_7_gets_the_thread_columns(tmp_path: Path) -
         assert saver.add_thread_info("t", {"a": 1})[1]
 
 
-def _run(thread: str, uuid: str) -> ServedRun:
-    return ServedRun(0, uuid, thread, "review", {"metadata": {"m": 1}}, 0.0, "queued")
+def _run(thread: str, uuid: str, input: Any = None) -> QueuedRun:
+    json, resume = dump_input(input)
+    return QueuedRun(
+        0, thread, json, resume, None, 0, "review", request='{"metadata":{"m":1}}', uuid=uuid
+    )
 
 
 def test_served_runs_reject_a_busy_thread_and_carry_a_cancel(database: Any) -> None:
@@ -130,20 +132,19 @@ def test_served_runs_reject_a_busy_thread_and_carry_a_cancel(database: Any) -> N
         if isinstance(database, PostgresSaver)
         else SqliteQueue(database.path)
     )
-    runs = ServedRuns(queue)
-    first = runs.add(_run("t", "a"), dump_input({"topic": "x"}))
+    first = queue.add(_run("t", "a", {"topic": "x"}))
     with pytest.raises(BusyThreadError, match="busy with run 'a'"):
-        runs.add(_run("t", "b"), dump_input(None), reject=True)
-    runs.add(_run("u", "c"), dump_input(None), reject=True)  # another thread is free
-    found = runs.get("a")
-    assert found is not None and found.id == first and found.request == {"metadata": {"m": 1}}
-    assert [r.uuid for r in runs.of_thread("t")] == ["a"] and found.status == "queued"
-    assert runs.cancel_asked(first) is None
-    runs.cancel("a")
-    assert runs.cancel_asked(first) == "interrupt"
-    runs.delete_thread("t", database)  # never started: it goes
-    assert runs.get("a") is None and runs.of_thread("t") == []
-    runs.add(_run("t", "d"), dump_input(None), reject=True)  # the thread is free again
+        queue.add(_run("t", "b"), reject=True)
+    queue.add(_run("u", "c"), reject=True)  # another thread is free
+    found = queue.get("a")
+    assert found is not None and found.id == first and found.fields == {"metadata": {"m": 1}}
+    assert [r.uuid for r in queue.of_thread("t")] == ["a"] and found.status == "queued"
+    assert queue.cancel_asked(first) is None
+    queue.cancel("a")
+    assert queue.cancel_asked(first) == "interrupt"
+    queue.delete_thread("t", database)  # never started: it goes
+    assert queue.get("a") is None and queue.of_thread("t") == []
+    queue.add(_run("t", "d"), reject=True)  # the thread is free again
 
 
 def test_serve_refuses_a_database_with_a_pre_release_serves_tables(tmp_path: Path) -> None:

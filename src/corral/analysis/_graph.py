@@ -24,7 +24,7 @@ import difflib
 from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from corral.analysis._cuts import (
     Cut,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["SpecGraph"]
 
 Pair = tuple[str, str]
+_T = TypeVar("_T")
 
 
 class SpecGraph:
@@ -84,6 +85,15 @@ class SpecGraph:
         self._guarded = guarded
         self.succ = succ
         """Each node's successors (``START`` and ``END`` included), in declaration order."""
+        self._shared: dict[Callable[[SpecGraph], Any], Any] = {}
+
+    def shared(self, compute: Callable[[SpecGraph], _T]) -> _T:
+        """Return ``compute(self)``, computed once per graph for every rule that reads it
+        (the bound of CR203 and CR205, the cycles of CR201 and CR204 on LangGraph graphs)."""
+        if compute not in self._shared:
+            self._shared[compute] = compute(self)
+        found: _T = self._shared[compute]
+        return found
 
     # -- lookups -------------------------------------------------------------------------
 

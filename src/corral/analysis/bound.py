@@ -143,7 +143,10 @@ def bound_of(spec: GraphSpec, graph: SpecGraph | None = None) -> Bound:
     ``graph`` is the spec's :class:`SpecGraph` when the caller has it already: the analyser
     builds it once per check and shares its routes, groups and order with the rules.
     """
-    graph = graph if graph is not None else SpecGraph(spec)
+    return graph.shared(_bound_of) if graph is not None else _bound_of(SpecGraph(spec))
+
+
+def _bound_of(graph: SpecGraph) -> Bound:
     return _with_cost(graph, _bound(graph, "", {}))
 
 

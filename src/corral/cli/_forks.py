@@ -5,8 +5,7 @@ analyser and never any user module. For each request it forks a child, which put
 own process group, points its stdin at ``/dev/null`` and its stdout at stderr, closes every
 other descriptor it inherited except the write end of a pipe of its own (fd 3), imports the
 module, checks its graphs, writes one frame (a 4-byte length, then the JSON of
-:func:`corral.cli._reports.encode_reports`) and a second frame (the top-level packages it
-imported, see :func:`_warm`) to fd 3, and leaves with ``os._exit``.
+:func:`corral.cli._reports.encode_reports`) to fd 3, and leaves with ``os._exit``.
 
 Invariants:
 
@@ -30,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import json
 import math
@@ -120,8 +118,6 @@ class _Child:
     a pipe at its end stays readable, and waiting on it would spin until the child is reaped."""
     status: int | None = None
     timed_out: bool = False
-    imported: list[str] = field(default_factory=list)
-    """Top-level packages the child reported importing (a hint, see :func:`_warm`)."""
 
 
 def serve(cpu_s: float, wall_s: float, jobs: int) -> None:
@@ -148,8 +144,6 @@ def serve(cpu_s: float, wall_s: float, jobs: int) -> None:
 def _loop(
     children: dict[int, _Child], devnull: int, cpu_s: float, wall_s: float, jobs: int
 ) -> None:
-    startup_path = list(sys.path)
-    tried: set[str] = set()
     waiting: list[tuple[int, dict[str, Any]]] = []
     pending = b""
     while True:
@@ -169,7 +163,6 @@ def _loop(
             if _step(child, readable):
                 del children[child.pipe]
                 _answer(child)
-                _warm(child.imported, tried, startup_path)
 
 
 _WARM_UP = """
@@ -251,7 +244,6 @@ def _child(request: dict[str, Any], write: int, devnull: int, cpu_s: float) -> N
         os.dup2(write, _RESULT_FD)
         os.closerange(_RESULT_FD + 1, max(os.sysconf("SC_OPEN_MAX"), 4096))
         me = os.getpid()
-        before = set(sys.modules)
         path = str(request["path"])
         try:
             found = import_modules(path, dotted=bool(request["dotted"]), only_marked=True)
@@ -260,11 +252,7 @@ def _child(request: dict[str, Any], write: int, devnull: int, cpu_s: float) -> N
             reports = [_unexpected(path, exc)]
         if os.getpid() == me:  # a copy the module forked does not answer for it
             data = encode_reports(reports)
-            # Second frame: the top-level packages this module imported, which the worker
-            # may import itself (installed ones only, see _warm) so later children have them.
-            tops = sorted({name.partition(".")[0] for name in set(sys.modules) - before})
-            names = json.dumps(tops).encode()
-            _write(_RESULT_FD, FRAME.pack(len(data)) + data + FRAME.pack(len(names)) + names)
+            _write(_RESULT_FD, FRAME.pack(len(data)) + data)
     finally:
         os._exit(0)
 
@@ -328,11 +316,9 @@ def _answer(child: _Child) -> None:
             os.close(fd)
     header: dict[str, Any] = {"id": child.ident}
     data = bytes(child.received)
-    frames = _frames(data)
+    body = _frame(data)
     status = child.status if child.status is not None else 0
-    body = b""
-    if frames is not None:
-        body, child.imported = frames
+    if body is not None:
         header["size"] = len(body)
     elif child.timed_out:
         header["timeout"] = True
@@ -342,74 +328,17 @@ def _answer(child: _Child) -> None:
         header["exit"] = os.WEXITSTATUS(status)
     else:
         header["garbled"] = True
-    _write(1, (json.dumps(header) + "\n").encode() + body)
+    _write(1, (json.dumps(header) + "\n").encode() + (body or b""))
 
 
-def _frames(data: bytes) -> tuple[bytes, list[str]] | None:
-    """Split a child's bytes into its report and its imported names; ``None`` if malformed."""
-    parts: list[bytes] = []
-    while data and len(parts) < 2:
-        if len(data) < FRAME.size:
-            return None
-        (size,) = FRAME.unpack(data[: FRAME.size])
-        if size > MAX_REPORT_BYTES or len(data) < FRAME.size + size:
-            return None
-        parts.append(data[FRAME.size : FRAME.size + size])
-        data = data[FRAME.size + size :]
-    if data or len(parts) != 2:
+def _frame(data: bytes) -> bytes | None:
+    """Return the report in a child's bytes: one whole frame; ``None`` if malformed."""
+    if len(data) < FRAME.size:
         return None
-    try:
-        loaded = json.loads(parts[1])
-    except (ValueError, RecursionError):
+    (size,) = FRAME.unpack(data[: FRAME.size])
+    if size > MAX_REPORT_BYTES or len(data) != FRAME.size + size:
         return None
-    names = loaded if isinstance(loaded, list) else []
-    return parts[0], [n for n in names if isinstance(n, str) and n.isidentifier()]
-
-
-@functools.cache
-def _trusted_folders() -> tuple[str, ...]:
-    """Return the folders of the standard library and of installed packages (read once:
-    a child reports each module name it imported, the linted one among them)."""
-    import site
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    found = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-    found += site.getsitepackages() if hasattr(site, "getsitepackages") else []
-    return tuple(os.path.realpath(f) + os.sep for f in found)
-
-
-def _warm(names: list[str], tried: set[str], startup_path: list[str]) -> None:
-    """Import, in the worker, the installed packages a child imported, for later children.
-
-    A project's modules often import one heavy package each (LangGraph, an SDK); without
-    this every child would import it again. Only a package found on the worker's own
-    start-up path (never the linted folders or the current folder: the worker runs with
-    ``-P``) and installed in the standard library or site-packages is imported, so no
-    linted module's code runs in the worker; the names a child reports are a hint at most.
-    """
-    import importlib
-    import importlib.util
-
-    wanted = [n for n in names if n not in sys.modules and n not in tried]
-    if not wanted:
-        return
-    trusted = _trusted_folders()
-    saved = sys.path
-    sys.path = list(startup_path)
-    try:
-        for name in wanted:
-            tried.add(name)
-            try:
-                spec = importlib.util.find_spec(name)
-                origin = spec.origin if spec is not None else None
-                if origin and os.path.realpath(origin).startswith(trusted):
-                    importlib.import_module(name)
-            except Exception:  # an installed package that fails to import: children will say
-                continue
-    finally:
-        sys.path = saved
-    gc.freeze()
+    return data[FRAME.size :]
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -7,9 +7,9 @@ error (nothing ran).
 Every command it prints for a person to paste (resume, go on, continue with a bigger cap,
 start a thread) is laid out by ``_shell.command_lines``: on lines of its own, within 80
 columns, continued with `` \\`` when a ``--db`` URL, a path or a thread id makes it wider.
-The heading, the ``error:`` lines and the others that name the thread or the database are
-wrapped by ``_shell.fit_line`` (as ``corral show``'s); progress lines and a person's
-payload are printed as they are.
+The heading, the ``error:`` lines, the others that name the thread or the database and a
+person's payload are wrapped by ``_shell.fit_line`` (as ``corral show``'s, which says what a
+thread waits for with :func:`waiting_lines` too); progress lines are printed as they are.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from corral.runtime.app import CompiledGraph
 from corral.runtime.events import Interrupt
 from corral.spec import END
 
-__all__ = ["command"]
+__all__ = ["command", "waiting_lines"]
 
 
 def command(args: argparse.Namespace) -> int:
@@ -81,7 +81,8 @@ def command(args: argparse.Namespace) -> int:
         return _failed(exc, args, thread, cap)
     print(json.dumps(run.state, indent=2, ensure_ascii=False, default=repr))
     if run.status == "interrupted":
-        _explain_interrupts(run.interrupts, args, thread)
+        words = run_words(args.path, thread, args.db, args.deps)
+        print("\n".join(waiting_lines(thread, run.interrupts, words)), file=sys.stderr)
         return 3
     spent = f", spent {run.spent}" if run.spent else ""
     say(f"done: {run.steps} steps{spent} on thread {run.thread_id or thread}")
@@ -245,23 +246,26 @@ def _command(args: argparse.Namespace, thread: str, *extra: str) -> str:
     return "\n".join(command_lines([*run_words(args.path, thread, args.db, args.deps), *extra]))
 
 
-def _explain_interrupts(interrupts: list[Interrupt], args: argparse.Namespace, thread: str) -> None:
-    say(f"waiting for a person on thread {thread}:")
+def waiting_lines(thread: str, interrupts: list[Interrupt], words: list[str]) -> list[str]:
+    """Return what ``corral run`` and ``corral show`` say of a thread waiting for a person:
+    each question asked (with its id) and each pause before or after a node, then the
+    command that goes on (``words``: the thread's ``corral run``, given the answers)."""
+    lines = fit_line(f"waiting for a person on thread {thread}:")
     asking = []
     for item in interrupts:
         if item.when != "during":
-            print(f"  paused {item.when} {item.node!r} (interrupt_{item.when})", file=sys.stderr)
+            lines.extend(fit_line(f"  paused {item.when} {item.node!r} (interrupt_{item.when})"))
             continue
         asking.append(item.id)
         payload = json.dumps(item.value, ensure_ascii=False, default=repr)
-        print(f"  {item.node} asks (id {item.id}): {payload}", file=sys.stderr)
+        lines.extend(fit_line(f"  {item.node} asks (id {item.id}): {payload}"))
     if not asking:
-        print("go on with:", file=sys.stderr)
+        lines.append("go on with:")
     elif len(asking) > 1:
-        print("answer each interrupt by id:", file=sys.stderr)
+        lines.append("answer each interrupt by id:")
     else:
-        print("resume with (VALUE is parsed as JSON when it is JSON):", file=sys.stderr)
-    print(_command(args, thread, *resume_words(asking)), file=sys.stderr)
+        lines.append("resume with (VALUE is parsed as JSON when it is JSON):")
+    return lines + command_lines([*words, *resume_words(asking)])
 
 
 def _failed(exc: CorralError, args: argparse.Namespace, thread: str, cap: int) -> int:

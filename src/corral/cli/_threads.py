@@ -25,6 +25,7 @@ from typing import Any
 from corral._where import command_db, parse_db
 from corral.checkpoint import Checkpoint, Checkpointer, open_saver
 from corral.cli._load import compile_target, load_one
+from corral.cli._run import waiting_lines
 from corral.cli._shell import WIDTH, command_lines, fit_line, resume_words, run_words
 from corral.cost import Cost
 from corral.errors import CorralError
@@ -39,6 +40,7 @@ from corral.history import (
 )
 from corral.loader import UsageError
 from corral.reducers import BUILT_IN
+from corral.runtime.events import Interrupt
 from corral.runtime.state import apply_writes
 
 __all__ = ["history", "open_existing", "show", "threads"]
@@ -202,8 +204,15 @@ def show(args: argparse.Namespace) -> int:
         maxima |= {(r.source, g.target): g.max for r in spec.routers for g in r.guards}
     elif state is None:
         state, custom = _replayed(saver.chain(args.thread, None))
-    interrupts = [dict(p) for p in meta.get("interrupts") or []]
+    interrupts = [
+        Interrupt(str(p.get("id")), str(p.get("node")), p.get("value"), p.get("when", "during"))
+        for p in meta.get("interrupts") or []
+    ]
     summary = _summary(meta)
+    words = run_words(args.graph or "PATH", args.thread, args.db)
+    asking = [i.id for i in interrupts if i.when == "during"]
+    # the command that answers the pending interrupts, or continues a failed run
+    resume = shlex.join([*words, *resume_words(asking)])
     report = {
         "thread": args.thread,
         "checkpoint": last.checkpoint_id,
@@ -212,15 +221,15 @@ def show(args: argparse.Namespace) -> int:
             {"source": s, "target": t, "count": n, "max": maxima.get((s, t))}
             for s, t, n in meta.get("guards", [])
         ],
-        "interrupts": [{k: p.get(k) for k in ("id", "node", "when", "value")} for p in interrupts],
+        "interrupts": [asdict(i) for i in interrupts],
         "state": state,
         "state_needs_graph": custom,
-        "resume": _resume(args, interrupts, failed=summary["error"] is not None),
+        "resume": resume if interrupts or summary["error"] is not None else None,
     }
     if args.format == "json":
         print(json.dumps(report, indent=2, ensure_ascii=False, default=repr))
         return 0
-    print(_show_text(report, graph_given=bool(args.graph)))
+    print(_show_text(report, interrupts, words, graph_given=bool(args.graph)))
     return 0
 
 
@@ -261,19 +270,9 @@ def _summary(meta: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _resume(
-    args: argparse.Namespace, interrupts: list[dict[str, Any]], *, failed: bool = False
-) -> str | None:
-    """Return the exact ``corral run`` command that answers the pending interrupts (or,
-    after a failed run, continues it)."""
-    if not interrupts and not failed:
-        return None
-    words = run_words(args.graph or "PATH", args.thread, args.db)
-    asking = [str(p.get("id")) for p in interrupts if p.get("when", "during") == "during"]
-    return shlex.join([*words, *resume_words(asking)])
-
-
-def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
+def _show_text(
+    report: dict[str, Any], interrupts: list[Interrupt], words: list[str], *, graph_given: bool
+) -> str:
     lines = [
         *fit_line(
             f"thread {report['thread']}: {report['status']} after {report['steps']} steps "
@@ -286,9 +285,9 @@ def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
         lines.extend(fit_line(f"spent: {spent}"))
     if report["error"]:
         lines.extend(fit_line(f"failed: {report['error']}"))
-        if not report["interrupts"]:
+        if not interrupts:
             lines.append("once the cause is fixed, continue it with:")
-            lines.extend(command_lines(shlex.split(report["resume"])))
+            lines.extend(command_lines(words))
     if report["guards"]:
         lines.append("guards:")
         for g in report["guards"]:
@@ -297,13 +296,8 @@ def _show_text(report: dict[str, Any], *, graph_given: bool) -> str:
             lines.extend(fit_line(f"  {g['source']} → {g['target']}: {g['count']}{bound}{used}"))
         if not graph_given:
             lines.append("  (give --graph PATH to see each guard's max)")
-    if report["interrupts"]:
-        lines.append("waiting for a person:")
-        for p in report["interrupts"]:
-            value = json.dumps(p["value"], ensure_ascii=False, default=repr)
-            lines.extend(fit_line(f"  {p['node']} asks (id {p['id']}): {value}"))
-        lines.append("resume with (VALUE is parsed as JSON when it is JSON):")
-        lines.extend(command_lines(shlex.split(report["resume"])))
+    if interrupts:
+        lines.extend(waiting_lines(report["thread"], interrupts, words))
     custom = ", ".join(f"{k!r} ({name})" for k, name in report["state_needs_graph"].items())
     if report["state"] is None:
         lines.append("state: the newest checkpoint stores only what changed; give")

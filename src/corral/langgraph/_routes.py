@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from corral.targets import read_literal_form
-from corral.writes import function_node, own_nodes
+from corral.writes import function_node, own_nodes, state_param
 
 __all__ = ["Returns", "command_gotos", "falls_off", "name_of", "read_returns"]
 
@@ -65,12 +65,9 @@ def _scope(func: Callable[..., Any]) -> _Scope | None:
     node = function_node(func)
     if node is None:
         return None
-    args = [a.arg for a in node.args.posonlyargs + node.args.args]
-    if args and args[0] in ("self", "cls") and len(args) > 1:
-        args = args[1:]
     assigned: dict[str, list[ast.expr]] = {}
     typed: dict[str, Any] = {}
-    scope = _Scope(func, node, args[0] if args else None, assigned, typed)
+    scope = _Scope(func, node, state_param(node), assigned, typed)
     body = node.body if isinstance(node.body, list) else []
     for stmt in own_nodes(body):
         if isinstance(stmt, ast.Assign):

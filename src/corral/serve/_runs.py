@@ -21,10 +21,10 @@ from corral.errors import CheckpointError, CorralError, RunCancelledError
 from corral.runtime.app import CompiledGraph
 from corral.runtime.events import CheckpointWritten, Custom, Event, NodeEnd, Paused
 from corral.serve._hub import Hub
+from corral.serve._requests import dumps
 from corral.serve._shapes import event_json, interrupts_json
 from corral.workers import Worker, queue_for
 from corral.workers.queue import QueuedRun, dump_command, dump_input
-from corral.workers.served import ServedRun, ServedRuns
 
 if TYPE_CHECKING:
     from corral.checkpoint.postgres import PostgresSaver
@@ -49,7 +49,7 @@ class Served:
         self.saver = database_of(self.any_app)
         self.worker_name: str | None = None
         """The name of this process's worker in the queue (``None``: it runs none)."""
-        self.runs = ServedRuns(queue_for(self.any_app))
+        self.runs = queue_for(self.any_app)
 
     @property
     def any_app(self) -> CompiledGraph[Any]:
@@ -58,7 +58,7 @@ class Served:
 
     def start(
         self, thread_id: str, name: str, fields: dict[str, Any], *, temporary: bool = False
-    ) -> ServedRun:
+    ) -> QueuedRun:
         """Queue a run of graph ``name`` on the thread; return it. The thread belongs to
         the graph of its first run (kept in its metadata too, as LangGraph's server does).
 
@@ -71,13 +71,14 @@ class Served:
         request = {"metadata": kwargs.pop("metadata", {}), "budget": kwargs.pop("budget", None)}
         request["kwargs"] = kwargs
         request["temporary"] = temporary
-        run = ServedRun(0, str(uuid.uuid4()), thread_id, name, request, time.time(), "queued")
         value = run_input(kwargs)
         serializer = getattr(self.saver, "serializer", None)
         command = dump_command(value, serializer) if isinstance(value, Command) else None
-        queued = dump_input(None if command else value, serializer)
-        reject = kwargs.get("multitask_strategy") == "reject"
-        queue_id = self.runs.add(run, queued, command, kwargs.get("checkpoint_id"), reject=reject)
+        input, resume = dump_input(None if command else value, serializer)
+        fork = kwargs.get("checkpoint_id")
+        run = QueuedRun(0, thread_id, input, resume, None, 0, name, command, fork, dumps(request))
+        run = dataclasses.replace(run, uuid=str(uuid.uuid4()), created_at=time.time())
+        queue_id = self.runs.add(run, reject=kwargs.get("multitask_strategy") == "reject")
         graph = {"graph_id": name, "assistant_id": name}
         self.saver.update_thread_info(thread_id, graph, graph=name)
         return dataclasses.replace(run, id=queue_id)
@@ -100,7 +101,7 @@ class ServeWorker(Worker):
         on_event: Callable[[Event], None] | None = None,
     ) -> tuple[str, int]:
         """Run the queued run (see :meth:`Worker.stream`), publishing a served run's events."""
-        if run.uuid is None:  # queued with app.submit by hand: nobody listens
+        if not run.uuid:  # queued with app.submit by hand: nobody listens
             return super().stream(run, value, fork, app)
         hub = self.served.hub
         publish = _Publisher(hub, run.uuid, app, run.thread_id)
@@ -118,7 +119,7 @@ class ServeWorker(Worker):
 
     def ended(self, run: QueuedRun) -> None:
         """Close the run's channel; a stateless run's thread ends with it."""
-        if run.uuid is not None:
+        if run.uuid:
             self.served.hub.end(run.uuid)
         super().ended(run)
 

@@ -34,7 +34,7 @@ from corral.serve._requests import (
 from corral.serve._runs import Served
 from corral.serve._shapes import interrupts_json, run_json, run_status
 from corral.serve._threads_api import check_id, served_of, snapshot_of, thread_or_404
-from corral.workers.served import ServedRun
+from corral.workers.queue import QueuedRun
 
 __all__ = ["routes"]
 
@@ -42,13 +42,13 @@ _POLL_S = 0.05
 """How often a waiting request asks the database whether its run ended."""
 
 
-def _paths(run: ServedRun) -> dict[str, str]:
+def _paths(run: QueuedRun) -> dict[str, str]:
     """Return the ``Location`` (the run's stream) and ``Content-Location`` (the run) headers."""
     base = f"/threads/{quote(run.thread_id, safe='')}/runs/{run.uuid}"
     return {"Location": f"{base}/stream", "Content-Location": base}
 
 
-async def _create(request: Request) -> ServedRun:
+async def _create(request: Request) -> QueuedRun:
     """Record and queue the run the request asks for (on a new thread with no thread in
     its path: stateless); return its record."""
     served = served_of(request)
@@ -61,7 +61,7 @@ async def _create(request: Request) -> ServedRun:
     fields = run_fields(payload, app)
     thread_id = str(uuid.uuid4()) if stateless else check_id(request.path_params["thread_id"])
 
-    def record() -> ServedRun:
+    def record() -> QueuedRun:
         if stateless or payload.get("if_not_exists") == "create":
             served.saver.add_thread_info(thread_id, {})
         thread = thread_or_404(served, thread_id)
@@ -80,7 +80,7 @@ async def _create(request: Request) -> ServedRun:
     return await run_in_threadpool(record)
 
 
-async def _ended(served: Served, run_id: str) -> ServedRun | None:
+async def _ended(served: Served, run_id: str) -> QueuedRun | None:
     """Wait until the run ended; return its record (``None`` once it was deleted)."""
     while True:
         found = await run_in_threadpool(served.runs.get, run_id)
@@ -95,7 +95,7 @@ async def _ended(served: Served, run_id: str) -> ServedRun | None:
             await asyncio.sleep(_POLL_S)
 
 
-def _outcome(served: Served, run_id: str, run: ServedRun | None, thread_id: str) -> dict[str, Any]:
+def _outcome(served: Served, run_id: str, run: QueuedRun | None, thread_id: str) -> dict[str, Any]:
     """Return what ``runs.wait``/``join`` answer: the final values (with ``__interrupt__``),
     or ``{"__error__": ...}`` for a run that failed."""
     if run is None:  # a stateless run's thread went with it (or is going): its events say
@@ -132,19 +132,19 @@ async def wait_run(request: Request) -> Response:
 async def stream_run(request: Request) -> Response:
     served = served_of(request)
     run = await _create(request)
-    modes = run.request["kwargs"]["stream_mode"]
+    modes = run.fields["kwargs"]["stream_mode"]
     return _event_stream(served, run, modes, 0, first={"run_id": run.uuid, "attempt": 1})
 
 
 def _event_stream(
-    served: Served, run: ServedRun, modes: list[str], cursor: int, first: Any = None
+    served: Served, run: QueuedRun, modes: list[str], cursor: int, first: Any = None
 ) -> StreamingResponse:
     body = _follow(served, run, modes, cursor, first)
     headers = {**_paths(run), "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
 
-def _error_json(run: ServedRun) -> dict[str, str]:
+def _error_json(run: QueuedRun) -> dict[str, str]:
     """Return a failed run's error as the stream's ``error`` event carries it."""
     kind, _, message = (run.error or "Error: unknown").partition(": ")
     return {"error": kind, "message": message}
@@ -164,7 +164,7 @@ def _shown_as(event: str, modes: list[str]) -> list[str]:
 
 
 async def _follow(
-    served: Served, run: ServedRun, modes: list[str], cursor: int, first: Any
+    served: Served, run: QueuedRun, modes: list[str], cursor: int, first: Any
 ) -> AsyncIterator[bytes]:
     """Yield the run's events from ``cursor`` on, until the run ended."""
     if first is not None:
@@ -207,7 +207,7 @@ async def _follow(
 
 
 def _new_values(
-    served: Served, run: ServedRun, seen: str | None
+    served: Served, run: QueuedRun, seen: str | None
 ) -> tuple[dict[str, Any] | None, str | None]:
     app = served.graphs[run.graph]
     newest_id = served.saver.newest_id(run.thread_id)
@@ -220,13 +220,13 @@ async def join_stream(request: Request) -> Response:
     served = served_of(request)
     run = await _run_or_404(request)
     asked = [m for m in request.query_params.getlist("stream_mode") if m]
-    modes = asked or run.request["kwargs"].get("stream_mode") or ["values"]
+    modes = asked or run.fields["kwargs"].get("stream_mode") or ["values"]
     last = request.headers.get("last-event-id") or "0"
     cursor = int(last) if last.isdigit() else 0
     return _event_stream(served, run, modes, cursor)
 
 
-async def _run_or_404(request: Request) -> ServedRun:
+async def _run_or_404(request: Request) -> QueuedRun:
     served = served_of(request)
     thread_id = request.path_params["thread_id"]
     run_id = request.path_params["run_id"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from corral.checkpoint import ThreadInfo
 from corral.runtime.events import Event, Interrupt, StateSnapshot
-from corral.workers.served import ServedRun
+from corral.workers.queue import QueuedRun
 
 __all__ = [
     "assistant_json",
@@ -35,7 +35,7 @@ _STATUS.update({"interrupted": "success", "failed": "error"})
 ended well (``success``; its thread is ``interrupted``); a cancelled run is ``interrupted``."""
 
 
-def run_status(run: ServedRun) -> str:
+def run_status(run: QueuedRun) -> str:
     """Return the run's status as the LangGraph server names it."""
     status = _STATUS.get(run.status, "pending")
     return "interrupted" if status == "error" and run.cancel else status
@@ -151,14 +151,14 @@ def state_json(thread_id: str, snapshot: StateSnapshot) -> dict[str, Any]:
     }
 
 
-def run_json(run: ServedRun) -> dict[str, Any]:
+def run_json(run: QueuedRun) -> dict[str, Any]:
     """Return a run."""
-    kwargs = run.request.get("kwargs", {})
+    kwargs = run.fields.get("kwargs", {})
     return {
         "run_id": run.uuid,
         "thread_id": run.thread_id,
         "assistant_id": run.graph,
-        "metadata": run.request.get("metadata", {}),
+        "metadata": run.fields.get("metadata", {}),
         "status": run_status(run),
         "kwargs": kwargs,
         "multitask_strategy": kwargs.get("multitask_strategy", "enqueue"),

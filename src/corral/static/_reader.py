@@ -27,9 +27,9 @@ from corral.static._expressions import (
     read_guards,
 )
 from corral.static._types import (
-    command_targets,
     graph_type_args,
     literal_names,
+    node_command_targets,
     router_targets,
     state_keys,
 )
@@ -206,7 +206,7 @@ class Reader:
         stub = fields["func"]
         writes = frozenset(writes_value) if writes_value is not None else infer_writes(stub)
         name = constant(args["name"]) if "name" in args else None
-        command = command_targets(func)
+        command = node_command_targets(func)
         return NodeSpec(
             name=name if name is not None else func.name,
             command=command,

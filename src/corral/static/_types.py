@@ -1,23 +1,28 @@
 """Reading graph facts from the types mypy inferred: state keys, node names, route targets.
 
 Route targets come from a function's return type as mypy resolved it, so aliases and
-``End`` read the same as at run time.
+``End`` read the same as at run time; the type is turned into its run-time form and read by
+:mod:`corral.targets`, so a route reads (and is refused) in the same words either way.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import TYPE_CHECKING, Any, Literal
 
+from corral.control import Command, Send
 from corral.spec import KeySpec, TargetSet
 from corral.static._expressions import GRAPH, StaticError
+from corral.targets import command_targets, read_literal_form, route_targets
 
 if TYPE_CHECKING:
     from mypy import nodes as mypy_nodes
     from mypy import types as mypy_types
 
-_SEND = "corral.control.Send"
-_COMMAND = "corral.control.Command"
-_SEQUENCES = {"builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence"}
+_SEQUENCES = ("builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence")
+_GENERICS: dict[str, Any] = {"corral.control.Send": Send, "corral.control.Command": Command}
+_GENERICS.update(dict.fromkeys(_SEQUENCES, list))
+"""The generic types a route type is built of (any sequence reads as a list: a fan-out)."""
 
 
 def graph_type_args(
@@ -77,25 +82,26 @@ def _is_annotated(unanalyzed: mypy_types.Type | None) -> bool:
     )
 
 
-def _members(typ: mypy_types.Type) -> list[mypy_types.ProperType]:
-    from mypy.types import UnionType, get_proper_type
+def _form(typ: mypy_types.Type) -> Any:
+    """Return the run-time form of a route type as mypy inferred it (unions of ``Literal``,
+    ``Send[...]``, ``list[...]`` and ``Command[...]``), for :mod:`corral.targets` to read as
+    it reads an annotation; any other type becomes a class named as mypy names it."""
+    from mypy.types import Instance, LiteralType, NoneType, UnionType, get_proper_type
 
     proper = get_proper_type(typ)
     if isinstance(proper, UnionType):
-        return [m for item in proper.items for m in _members(item)]
-    return [proper]
+        return typing.Union[tuple(_form(item) for item in proper.items)]  # noqa: UP007
+    if isinstance(proper, LiteralType):
+        return Literal[proper.value]
+    if isinstance(proper, NoneType):
+        return None
+    if isinstance(proper, Instance) and proper.args and proper.type.fullname in _GENERICS:
+        return _GENERICS[proper.type.fullname][_form(proper.args[0])]
+    return type(str(proper), (), {})
 
 
 def literal_names(typ: mypy_types.Type) -> tuple[str, ...] | None:
-    from mypy.types import LiteralType
-
-    names: list[str] = []
-    for member in _members(typ):
-        if not (isinstance(member, LiteralType) and isinstance(member.value, str)):
-            return None
-        if member.value not in names:
-            names.append(member.value)
-    return tuple(names) if names else None
+    return read_literal_form(_form(typ))
 
 
 def return_type(func: mypy_nodes.FuncDef) -> mypy_types.Type | None:
@@ -110,66 +116,13 @@ def return_type(func: mypy_nodes.FuncDef) -> mypy_types.Type | None:
     return ret
 
 
-def _read_targets(
-    typ: mypy_types.Type, names: dict[str, None], sends: dict[str, None], top: bool
-) -> bool:
-    """Add the targets of ``typ`` to ``names``; return whether it was a sequence (fan-out)."""
-    from mypy.types import Instance, LiteralType, NoneType
-
-    many = False
-    for member in _members(typ):
-        if isinstance(member, LiteralType) and isinstance(member.value, str):
-            names[member.value] = None
-        elif isinstance(member, Instance) and member.type.fullname == _SEND and member.args:
-            inner = literal_names(member.args[0])
-            if inner is None:
-                msg = "its return annotation has a Send whose target is not a Literal"
-                raise StaticError(msg)
-            names.update(dict.fromkeys(inner))
-            sends.update(dict.fromkeys(inner))
-        elif (
-            top
-            and isinstance(member, Instance)
-            and member.type.fullname in _SEQUENCES
-            and member.args
-        ):
-            many = True
-            _read_targets(member.args[0], names, sends, top=False)
-        elif isinstance(member, NoneType):
-            msg = "its return annotation allows None, which is not a route; return END to finish"
-            raise StaticError(msg)
-        else:
-            msg = f"its return annotation has {member}, which names no Literal targets"
-            raise StaticError(msg)
-    return many
-
-
-def _targets(types: list[mypy_types.Type], top: bool) -> TargetSet:
-    """Return the targets of the route types ``types`` (a router's return type, or the
-    ``Command`` type arguments of a node's)."""
-    names: dict[str, None] = {}
-    sends: dict[str, None] = {}
-    try:
-        many = any([_read_targets(typ, names, sends, top) for typ in types])
-    except StaticError as exc:
-        return TargetSet(None, problem=str(exc))
-    if top and not names:
-        return TargetSet(None, problem=f"its return annotation {types[0]} names no Literal targets")
-    return TargetSet(tuple(names), many=many, sends=tuple(sends))
-
-
 def router_targets(func: mypy_nodes.FuncDef) -> TargetSet:
     ret = return_type(func)
     if ret is None:
         return TargetSet(None, problem="it has no return annotation")
-    return _targets([ret], top=True)
+    return route_targets(_form(ret))
 
 
-def command_targets(func: mypy_nodes.FuncDef) -> TargetSet | None:
-    from mypy.types import Instance
-
+def node_command_targets(func: mypy_nodes.FuncDef) -> TargetSet | None:
     ret = return_type(func)
-    if ret is None:
-        return None
-    commands = [m for m in _members(ret) if isinstance(m, Instance) and m.type.fullname == _COMMAND]
-    return _targets([c.args[0] for c in commands], top=False) if commands else None
+    return None if ret is None else command_targets(_form(ret))

@@ -91,7 +91,7 @@ def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) 
     unreachable_since: float | None = None
     while True:
         try:
-            outcome = queue.outcome(thread_id)
+            outcome = queue.newest_run(thread_id)
         except CheckpointError:
             # A database that restarts is waited for, up to _UNREACHABLE_S at a stretch.
             now = time.monotonic()
@@ -108,7 +108,7 @@ def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) 
             break
         if deadline is not None and time.monotonic() >= deadline:
             msg = (
-                f"run {outcome.run_id} of thread {thread_id!r} is still {outcome.status} "
+                f"run {outcome.id} of thread {thread_id!r} is still {outcome.status} "
                 f"after timeout={timeout}; wait longer, or check that a worker runs "
                 "(corral worker PATH --db URL)"
             )
@@ -119,8 +119,8 @@ def wait(app: CompiledGraph[Any], thread_id: str, timeout: float | None = None) 
         pause = min(pause * 1.5, 0.2)
     if outcome.status == "failed":
         error = outcome.error or "unknown error"
-        msg = f"run {outcome.run_id} of thread {thread_id!r} failed in a worker: {error}"
-        raise RunFailedError(msg, thread_id=thread_id, run_id=outcome.run_id, error=error)
+        msg = f"run {outcome.id} of thread {thread_id!r} failed in a worker: {error}"
+        raise RunFailedError(msg, thread_id=thread_id, run_id=outcome.id, error=error)
     snap = app.get_state(thread_id)
     return Run(
         snap.values,

@@ -62,7 +62,7 @@ class PostgresQueue(RunQueue):
     graphs = "SELECT json_array_elements_text(CAST(:graphs AS json))"
     claim_lock = "FOR UPDATE SKIP LOCKED"
     fence_lock = "FOR KEY SHARE"
-    epoch = "extract(epoch from submitted)"
+    epoch = "CAST(extract(epoch from submitted) AS float8)"
     sql = staticmethod(for_psycopg)
 
     @contextmanager

@@ -45,17 +45,17 @@ from corral.checkpoint.base import Fence
 from corral.checkpoint.serde import Serializer, decode, encode
 from corral.control import Command, Resume
 from corral.cost import Budget
-from corral.errors import LeaseLostError
+from corral.errors import BusyThreadError, LeaseLostError
 
 __all__ = [
     "FINISHED",
-    "Outcome",
     "QueuedRun",
     "RunQueue",
     "dump_command",
     "dump_input",
     "lease_lost",
     "load_input",
+    "run_of",
 ]
 
 FINISHED: Final = frozenset({"done", "interrupted", "failed"})
@@ -64,9 +64,11 @@ FINISHED: Final = frozenset({"done", "interrupted", "failed"})
 
 @dataclass(frozen=True)
 class QueuedRun:
-    """One run a worker has claimed."""
+    """One run of the queue, as its row stands: claimed by a worker, or a served run's
+    record (:mod:`corral.workers.served`)."""
 
     id: int
+    """Its id in the queue."""
     thread_id: str
     input: str | None
     """The JSON of the input (or of the ``Resume`` value); ``None`` continues the thread."""
@@ -76,16 +78,30 @@ class QueuedRun:
     """The thread's newest checkpoint when the run first started; ``None`` if it never did."""
     attempts: int
     """How many times a worker claimed it (more than one after a takeover)."""
-    graph: str | None = None
-    """The graph a served run is for (``None``: the worker's own)."""
+    graph: str = ""
+    """The graph a served run is for (``""``: the worker's own)."""
     command: str | None = None
     """The JSON of a ``Command``'s ``update``/``goto``/``resume``: run instead of ``input``."""
     fork: str | None = None
     """The checkpoint a fresh start continues from instead of the newest (time travel)."""
     request: str | None = None
-    """The JSON of the run's request: a served run's fields, and the budget of any run."""
-    uuid: str | None = None
-    """A served run's id in the API (``None``: a run of ``app.submit``)."""
+    """The JSON of the run's request: a served run's fields (metadata, multitask strategy,
+    stream modes...), and the budget of any run."""
+    uuid: str = ""
+    """A served run's id in the API (``""``: a run of ``app.submit``)."""
+    created_at: float = 0.0
+    status: str = "queued"
+    """``queued``, ``running``, ``done``, ``interrupted`` or ``failed``."""
+    error: str | None = None
+    cancel: str | None = None
+    """The cancel asked (``"interrupt"``), if any."""
+    owner: str = ""
+    """The worker that holds it or held it last (``""``: none yet)."""
+
+    @property
+    def open(self) -> bool:
+        """Whether the run has not ended."""
+        return self.status in ("queued", "running")
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -98,15 +114,6 @@ class QueuedRun:
         """The run's budget (``submit(..., budget=)``, serve's run field ``budget``)."""
         found = self.fields.get("budget")
         return None if found is None else Budget(**found)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """Where the newest run of a thread stands."""
-
-    run_id: int
-    status: str
-    error: str | None
 
 
 class RunQueue:
@@ -131,6 +138,11 @@ class RunQueue:
     """What a fence's check adds to hold the run's row until the write commits."""
     epoch: str
     """SQL for ``submitted`` in seconds since 1970."""
+
+    @property
+    def columns(self) -> str:
+        """The columns :func:`run_of` reads, as SQL."""
+        return RUN_COLUMNS.format(epoch=self.epoch)
 
     @staticmethod
     def sql(sql: str) -> str:
@@ -165,15 +177,16 @@ class RunQueue:
         """Take the oldest run that is ready (queued, or its lease expired) and is of one of
         ``graphs`` or of none (``app.submit``), or ``None``."""
         statement = _CLAIM.format(
-            now=self.now, later=self.later, graphs=self.graphs, lock=self.claim_lock
+            now=self.now,
+            later=self.later,
+            graphs=self.graphs,
+            lock=self.claim_lock,
+            columns=self.columns,
         )
         params = {"owner": owner, "lease": lease_s, "graphs": json.dumps(list(graphs))}
         with self.connection("take a run from") as db:
             row = db.execute(self.sql(statement), params).fetchone()
-        if row is None:
-            return None
-        run_id, thread, input, resume, base, attempts, *rest = row
-        return QueuedRun(int(run_id), str(thread), input, bool(resume), base, int(attempts), *rest)
+        return None if row is None else run_of(row)
 
     def start(self, run_id: int, owner: str, base: str) -> bool:
         """Record ``base`` for a run started for the first time; ``False`` if not held."""
@@ -206,15 +219,88 @@ class RunQueue:
             cur = db.execute(self.sql(statement), {"id": run_id, "owner": owner, **params})
             return bool(cur.rowcount == 1)
 
-    def outcome(self, thread_id: str) -> Outcome | None:
-        """Return the status of the newest run submitted to the thread."""
-        statement = (
-            "SELECT id, status, error FROM corral_runs WHERE thread = :thread "
-            "ORDER BY id DESC LIMIT 1"
+    def _runs(self, db: Any, where: str, **params: Any) -> list[QueuedRun]:
+        sql = f"SELECT {self.columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
+        return [run_of(row) for row in db.execute(self.sql(sql), params).fetchall()]
+
+    def _read(self, where: str, **params: Any) -> list[QueuedRun]:
+        with self.transaction("read runs from", write=False) as db:
+            return self._runs(db, where, **params)
+
+    def _write(self, verb: str, sql: str, **params: Any) -> None:
+        with self.transaction(verb) as db:
+            db.execute(self.sql(sql), params)
+
+    def newest_run(self, thread_id: str) -> QueuedRun | None:
+        """Return the newest run submitted to the thread."""
+        newest = "id = (SELECT max(id) FROM corral_runs WHERE thread = :thread)"
+        found = self._read(newest, thread=thread_id)
+        return found[0] if found else None
+
+    # -- served runs (:mod:`corral.workers.served`) ------------------------------------
+
+    def add(self, run: QueuedRun, *, reject: bool = False) -> int:
+        """Queue ``run`` (its id, thread, graph, request, input, command and fork); return
+        its queue id.
+
+        With ``reject`` (``multitask_strategy="reject"``) it is refused when the thread has a
+        run queued or running: the check and the insert are one transaction holding the
+        thread's lock, so two servers cannot both accept.
+
+        Raises:
+            BusyThreadError: ``reject`` and the thread is busy.
+        """
+        thread = run.thread_id
+        with self.transaction("queue a run in") as db:
+            self.lock_thread(db, thread)
+            where = f"thread = :thread AND {_OPEN} AND {_SHOWN}"
+            if reject and (busy := self._runs(db, where, thread=thread)):
+                msg = (
+                    f"thread {thread!r} is busy with run {busy[-1].uuid!r} ({busy[-1].status}); "
+                    'wait for it, or send multitask_strategy="enqueue" to run after it'
+                )
+                raise BusyThreadError(msg, thread_id=thread)
+            return self.insert(db, thread=thread, **{c: getattr(run, c) for c in _INSERTED[1:]})
+
+    def get(self, uuid: str) -> QueuedRun | None:
+        """Return the served run with this id (``None``: none, or its thread was deleted)."""
+        found = self._read(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
+        return found[0] if found else None
+
+    def of_thread(self, thread_id: str) -> list[QueuedRun]:
+        """Return the thread's served runs, newest first."""
+        return self._read(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)
+
+    def cancel_asked(self, run_id: int) -> str | None:
+        """Return the cancel asked for queued run ``run_id`` (``None``: none)."""
+        found = self._read("id = :id", id=run_id)
+        return found[0].cancel if found else None
+
+    def cancel(self, uuid: str, action: str = "interrupt") -> None:
+        """Ask the run to stop before its next node (whichever worker holds it)."""
+        sql = "UPDATE corral_runs SET cancel = :cancel WHERE uuid = :uuid"
+        self._write("cancel a run in", sql, cancel=action, uuid=uuid)
+
+    def delete(self, uuid: str) -> None:
+        """Forget an ended run."""
+        self._write(
+            "delete a run from",
+            f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}",
+            uuid=uuid,
         )
-        with self.connection("read runs from") as db:
-            row = db.execute(self.sql(statement), {"thread": thread_id}).fetchone()
-        return None if row is None else Outcome(int(row[0]), str(row[1]), row[2])
+
+    def delete_thread(self, thread_id: str, saver: Any) -> None:
+        """Delete the thread: its runs (those that ended or never started go; a running one
+        is asked to stop, ``cancel = 'delete'``, and is no longer shown), then its
+        checkpoints and record in ``saver``, the checkpointer that holds this queue."""
+        with self.transaction("delete runs from") as db:
+            self.lock_thread(db, thread_id)
+            for sql in (
+                "DELETE FROM corral_runs WHERE thread = :thread AND status <> 'running'",
+                "UPDATE corral_runs SET cancel = 'delete' WHERE thread = :thread",
+            ):
+                db.execute(self.sql(sql), {"thread": thread_id})
+        saver.delete_thread(thread_id)
 
     def fence(self, run: QueuedRun, owner: str) -> Fence:
         """Return the check every write of ``run`` by ``owner`` must pass: the run is still
@@ -243,6 +329,10 @@ class RunQueue:
         """Close what the queue opened."""
 
 
+_SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
+"""Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
+_OPEN: Final = "status IN ('queued', 'running')"
+
 _INSERTED: Final = ("thread", "input", "resume", "uuid", "graph", "request", "command", "fork")
 """The columns a new run is given (``uuid`` and on: those of a served run)."""
 
@@ -263,10 +353,24 @@ WHERE id = (
             SELECT 1 FROM corral_runs AS e
             WHERE e.thread = r.thread AND e.id < r.id AND e.status IN ('queued', 'running'))
     ORDER BY r.id LIMIT 1 {lock})
-RETURNING id, thread, input, resume, base, attempts, graph, command, fork, request, uuid
+RETURNING {columns}
 """
 """One statement: the pick (the oldest ready run whose thread has no older run open) and
 the take, so two workers never take one run."""
+
+
+RUN_COLUMNS: Final = (
+    "id, thread, input, resume, base, attempts, COALESCE(graph, ''), command, fork, request, "
+    "COALESCE(uuid, ''), {epoch}, status, error, cancel, COALESCE(owner, '')"
+)
+"""The columns of a run's row, in the order of :class:`QueuedRun`'s fields (``{epoch}``:
+``submitted`` in seconds since 1970, a float)."""
+
+
+def run_of(row: Sequence[Any]) -> QueuedRun:
+    """Return the run of ``row``: the columns of :data:`RUN_COLUMNS`."""
+    run_id, thread, input, resume, *rest = row
+    return QueuedRun(run_id, thread, input, bool(resume), *rest)
 
 
 def lease_lost(run: QueuedRun, owner: str, where: str) -> LeaseLostError:

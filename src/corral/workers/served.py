@@ -8,156 +8,20 @@ the server's own or a ``corral worker`` elsewhere, runs it from the row (its inp
 and stops before its next node once ``cancel`` is set. So a run's record and its place in
 the queue are one row: it is queued exactly when it is recorded.
 
-The statements are written once, with ``:name`` parameters; each queue gives the
-transaction (one that only reads takes no write lock in SQLite), the placeholder style and
-the lock that orders the runs of one thread.
+:class:`~corral.workers.queue.RunQueue` reads and changes them (``add``, ``get``,
+``cancel``...) with statements written once, with ``:name`` parameters; each queue gives
+the transaction (one that only reads takes no write lock in SQLite), the placeholder style
+and the lock that orders the runs of one thread.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
-from corral.errors import BusyThreadError
-from corral.workers.queue import RunQueue
-
-__all__ = ["SERVED_COLUMNS", "ServedRun", "ServedRuns", "add_served_columns"]
+__all__ = ["SERVED_COLUMNS", "add_served_columns"]
 
 SERVED_COLUMNS: Final = tuple(f"{c} TEXT" for c in "uuid graph request command fork cancel".split())
 """The columns a served run adds to ``corral_runs``, added to a table made without them."""
-
-_SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
-"""Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
-_COLUMNS = "id, uuid, thread, graph, request, {epoch}, status, error, cancel, owner"
-_OPEN = "status IN ('queued', 'running')"
-
-
-@dataclass(frozen=True)
-class ServedRun:
-    """A served run, as its queue row stands."""
-
-    id: int
-    """Its id in the queue."""
-    uuid: str
-    thread_id: str
-    graph: str
-    request: dict[str, Any]
-    """The request's run fields (metadata, multitask_strategy, stream_mode...)."""
-    created_at: float
-    status: str
-    """The queue's: ``queued``, ``running``, ``done``, ``interrupted`` or ``failed``."""
-    error: str | None = None
-    cancel: str | None = None
-    """The cancel asked (``"interrupt"``), if any."""
-    owner: str = ""
-    """The worker that holds it or held it last (``""``: none yet)."""
-
-    @property
-    def open(self) -> bool:
-        """Whether the run has not ended."""
-        return self.status in ("queued", "running")
-
-
-class ServedRuns:
-    """The served runs of a queue."""
-
-    def __init__(self, queue: RunQueue) -> None:
-        self._queue = queue
-        self._columns = _COLUMNS.format(epoch=queue.epoch)
-
-    def _all(self, db: Any, where: str, **params: Any) -> list[ServedRun]:
-        sql = f"SELECT {self._columns} FROM corral_runs WHERE {where} ORDER BY id DESC"
-        return [_run_of(row) for row in db.execute(self._queue.sql(sql), params).fetchall()]
-
-    def _find(self, where: str, **params: Any) -> list[ServedRun]:
-        with self._queue.transaction("read runs from", write=False) as db:
-            return self._all(db, where, **params)
-
-    def _change(self, verb: str, sql: str, **params: Any) -> None:
-        with self._queue.transaction(verb) as db:
-            db.execute(self._queue.sql(sql), params)
-
-    def add(
-        self,
-        run: ServedRun,
-        input: tuple[str | None, bool],
-        command: str | None = None,
-        fork: str | None = None,
-        *,
-        reject: bool = False,
-    ) -> int:
-        """Queue ``run`` (its id, thread, graph and request) with ``input`` (``(json,
-        is_resume)`` of :func:`~corral.workers.queue.dump_input`); return its queue id.
-
-        With ``reject`` (``multitask_strategy="reject"``) it is refused when the thread has a
-        run queued or running: the check and the insert are one transaction holding the
-        thread's lock, so two servers cannot both accept.
-
-        Raises:
-            BusyThreadError: ``reject`` and the thread is busy.
-        """
-        thread = run.thread_id
-        with self._queue.transaction("queue a run in") as db:
-            self._queue.lock_thread(db, thread)
-            where = f"thread = :thread AND {_OPEN} AND {_SHOWN}"
-            if reject and (busy := self._all(db, where, thread=thread)):
-                msg = (
-                    f"thread {thread!r} is busy with run {busy[-1].uuid!r} ({busy[-1].status}); "
-                    'wait for it, or send multitask_strategy="enqueue" to run after it'
-                )
-                raise BusyThreadError(msg, thread_id=thread)
-            return self._queue.insert(
-                db,
-                thread=thread,
-                input=input[0],
-                resume=input[1],
-                uuid=run.uuid,
-                graph=run.graph,
-                request=_dumps(run.request),
-                command=command,
-                fork=fork,
-            )
-
-    def get(self, uuid: str) -> ServedRun | None:
-        """Return the run with this id (``None``: none, or its thread was deleted)."""
-        found = self._find(f"uuid = :uuid AND {_SHOWN}", uuid=uuid)
-        return found[0] if found else None
-
-    def of_thread(self, thread_id: str) -> list[ServedRun]:
-        """Return the thread's served runs, newest first."""
-        return self._find(f"thread = :thread AND uuid IS NOT NULL AND {_SHOWN}", thread=thread_id)
-
-    def cancel_asked(self, run_id: int) -> str | None:
-        """Return the cancel asked for queued run ``run_id`` (``None``: none)."""
-        with self._queue.transaction("read runs from", write=False) as db:
-            sql = "SELECT cancel FROM corral_runs WHERE id = :id"
-            row = db.execute(self._queue.sql(sql), {"id": run_id}).fetchone()
-        return None if row is None else row[0]
-
-    def cancel(self, uuid: str, action: str = "interrupt") -> None:
-        """Ask the run to stop before its next node (whichever worker holds it)."""
-        sql = "UPDATE corral_runs SET cancel = :cancel WHERE uuid = :uuid"
-        self._change("cancel a run in", sql, cancel=action, uuid=uuid)
-
-    def delete(self, uuid: str) -> None:
-        """Forget an ended run."""
-        sql = f"DELETE FROM corral_runs WHERE uuid = :uuid AND NOT {_OPEN}"
-        self._change("delete a run from", sql, uuid=uuid)
-
-    def delete_thread(self, thread_id: str, saver: Any) -> None:
-        """Delete the thread: its runs (those that ended or never started go; a running one
-        is asked to stop, ``cancel = 'delete'``, and is no longer shown), then its
-        checkpoints and record in ``saver``, the checkpointer that holds this queue."""
-        with self._queue.transaction("delete runs from") as db:
-            self._queue.lock_thread(db, thread_id)
-            for sql in (
-                "DELETE FROM corral_runs WHERE thread = :thread AND status <> 'running'",
-                "UPDATE corral_runs SET cancel = 'delete' WHERE thread = :thread",
-            ):
-                db.execute(self._queue.sql(sql), {"thread": thread_id})
-        saver.delete_thread(thread_id)
 
 
 def add_served_columns(db: Any) -> None:
@@ -169,14 +33,3 @@ def add_served_columns(db: Any) -> None:
         db.execute(f"ALTER TABLE corral_runs ADD COLUMN {column}")
     if missing:
         db.execute("CREATE UNIQUE INDEX corral_runs_uuid ON corral_runs (uuid)")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _run_of(row: Sequence[Any]) -> ServedRun:
-    """``row``: the columns of :data:`_COLUMNS`."""
-    run_id, uuid, thread, graph, request, created, status, error, cancel, owner = row
-    request, created, owner = json.loads(request or "{}"), float(created), owner or ""
-    return ServedRun(run_id, uuid, thread, graph, request, created, status, error, cancel, owner)

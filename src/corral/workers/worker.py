@@ -59,7 +59,6 @@ from corral.errors import (
 )
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
 from corral.workers.queue import QueuedRun, RunQueue, load_input
-from corral.workers.served import ServedRuns
 
 if TYPE_CHECKING:
     from corral.runtime.app import CompiledGraph
@@ -310,7 +309,7 @@ class Worker:
         """Return the graph ``run`` was queued for, compiled with the served run's own
         ``interrupt_before``/``interrupt_after`` (``"*"``: every node); for a run of
         ``app.submit``, its thread's graph, else the worker's."""
-        if run.graph is None:
+        if not run.graph:
             saver: Any = self.app.checkpointer  # a SqliteSaver or PostgresSaver: it holds a queue
             info = saver.thread_info(run.thread_id)
             return self.graphs.get(info.graph if info and info.graph else "", self.app)
@@ -360,7 +359,7 @@ class Worker:
     def ended(self, run: QueuedRun) -> None:
         """A served run ended: a stateless one's thread (checkpoints, record, runs) goes."""
         if run.fields.get("temporary"):
-            ServedRuns(self.queue).delete_thread(run.thread_id, self.app.checkpointer)
+            self.queue.delete_thread(run.thread_id, self.app.checkpointer)
 
     def stop_if_cancelled(self, run: QueuedRun) -> None:
         """Raise ``RunCancelledError`` when a cancel of ``run`` was asked (in its queue row)."""
@@ -370,7 +369,7 @@ class Worker:
 
     def _cancel_asked(self, run: QueuedRun) -> bool:
         try:
-            return ServedRuns(self.queue).cancel_asked(run.id) is not None
+            return self.queue.cancel_asked(run.id) is not None
         except CheckpointError:
             return False  # the next write says whether the database is back
 

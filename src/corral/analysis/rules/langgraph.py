@@ -135,10 +135,10 @@ def edge_and_router(graph: SpecGraph) -> Iterator[Finding]:
         )
 
 
-def _cycles(graph: SpecGraph) -> Iterator[tuple[Finding, CounterLoop | None]]:
-    """Yield each cycle CR201's rule reports, with what chooses its way out."""
-    for finding in RULES["CR201"].check(graph):
-        yield finding, counter_loop(graph, finding.nodes)
+def _cycles(graph: SpecGraph) -> list[tuple[Finding, CounterLoop | None]]:
+    """Return each cycle CR201's rule reports, with what chooses its way out (read once
+    per graph: CR201 and CR204 split them)."""
+    return [(f, counter_loop(graph, f.nodes)) for f in RULES["CR201"].check(graph)]
 
 
 def _shown(nodes: tuple[str, ...]) -> str:
@@ -158,7 +158,7 @@ def counter_loops(graph: SpecGraph) -> Iterator[Finding]:
     """
     if graph.spec.framework != "langgraph":
         return
-    for finding, loop in _cycles(graph):
+    for finding, loop in graph.shared(_cycles):
         if loop is None or loop.key is None:
             continue
         if loop.counted:
@@ -209,7 +209,7 @@ def _cycle_message(nodes: tuple[str, ...], loop: CounterLoop | None) -> str:
 
 
 def _langgraph_cycles(graph: SpecGraph) -> Iterator[Finding]:
-    for finding, loop in _cycles(graph):
+    for finding, loop in graph.shared(_cycles):
         if loop is None or loop.key is None:  # else CR204
             yield Finding(_cycle_message(finding.nodes, loop), finding.nodes, finding.location)
 
