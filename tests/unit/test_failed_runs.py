@@ -103,7 +103,9 @@ def test_corral_threads_and_show_report_the_failure(
     text = capsys.readouterr().out
     assert "thread t1: error after 1 steps" in text
     assert "failed: NodeError: node 'two' raised ValueError" in text
-    assert f"corral run PATH --thread t1 --db {db}" in text.replace(" \\\n   ", "")
+    # the command is wrapped as a shell reads it: between words, and inside a long path
+    joined = text.replace(" \\\n   ", "").replace("\\\n", "")
+    assert f"corral run PATH --thread t1 --db {db}" in joined
 
 
 def test_a_run_failed_in_a_worker_leaves_the_thread_in_error(tmp_path: Path) -> None:
