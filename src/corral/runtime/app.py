@@ -262,7 +262,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         thread's interrupt; ``None`` continues it; the worker runs it under ``budget`` like
         ``invoke(..., budget=)``. See ``docs/scaling.md``.
         """
-        from corral.workers import submit
+        from corral.workers.client import submit
 
         return submit(self, input, thread_id=thread_id, budget=budget)
 
@@ -273,7 +273,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             RunFailedError: the run failed in the worker.
             WaitTimeoutError: ``timeout`` seconds passed first.
         """
-        from corral.workers import wait
+        from corral.workers.client import wait
 
         return wait(self, thread_id, timeout)
 

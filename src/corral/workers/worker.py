@@ -58,6 +58,7 @@ from corral.errors import (
     SerializationError,
 )
 from corral.runtime.events import CheckpointWritten, Event, RunEnd
+from corral.workers.client import queue_for
 from corral.workers.queue import QueuedRun, RunQueue, load_input
 
 if TYPE_CHECKING:
@@ -102,8 +103,6 @@ class Worker:
         deps: Any = None,
         graphs: Mapping[str, CompiledGraph[Any]] | None = None,
     ) -> None:
-        from corral.workers import queue_for
-
         if concurrency < 1:
             msg = f"concurrency={concurrency!r} must be at least 1"
             raise ValueError(msg)
