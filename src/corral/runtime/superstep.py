@@ -18,10 +18,10 @@ with ``GuardExhaustedError``). A node run counts when it completes, so one cut s
 
 This module decides; it never calls a node or a router and never awaits (the shape of
 ``graphlib.TopologicalSorter``: the caller owns the loop). A driver
-(:mod:`corral.runtime.drivers`) asks a :class:`Superstep` for the calls it may make, hands
-back each outcome (:meth:`Superstep.finished`, :meth:`~Superstep.paused`,
-:meth:`~Superstep.failed`), closes the barrier, then calls the router of each result the
-core names and hands its answer back (:meth:`~Superstep.take`). Checkpoints are written
+(:mod:`corral.runtime.drivers`) has the run's :class:`Core` plan each superstep, runs the
+calls planned, hands back each outcome (:meth:`Core.finished`, :meth:`~Core.paused`,
+:meth:`~Core.failed`), closes the barrier, then calls the router of each result the core
+names and hands its answer back (:meth:`~Core.take`). Checkpoints are written
 through ``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided
 here.
 """
@@ -51,9 +51,8 @@ from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
-from corral.spec import END
 
-__all__ = ["Superstep", "end_run", "rerouted", "router_error", "running"]
+__all__ = ["Core", "end_run", "router_error"]
 
 
 def cap_error(
@@ -102,23 +101,38 @@ def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeE
     return NodeError(msg, node=node, step=step)
 
 
-class Superstep:
-    """One superstep, from the calls it may make to the tasks of the next one.
+class Core:
+    """The core of one run: each of its supersteps, from the calls it may make to the tasks
+    of the next one.
 
-    ``calls`` are the tasks that may run now, in task order, each with its step number;
-    ``cap_error`` is the bound hit after them. A driver hands back each call's outcome, then
-    :meth:`close` merges the results at the barrier (a failure or a cap hit is raised there,
-    after the finished siblings were saved). The driver then calls :meth:`take` once per
-    result, in order, calling the node's router first when it has one (so a router that
-    reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
+    :meth:`plan` plans a superstep: ``calls`` are the tasks that may run now, in task order,
+    each with its step number; ``cap_error`` is the bound hit after them. A driver hands back
+    each call's outcome, then :meth:`close` merges the results at the barrier (a failure or a
+    cap hit is raised there, after the finished siblings were saved). The driver then calls
+    :meth:`take` once per result, in order, calling the node's router first when it has one
+    (so a router that reads ``ctx.guards`` sees the routes its earlier siblings took), and
+    :meth:`finish`.
+
+    Outcomes handed back before any :meth:`plan` are of no planned call and no bound is
+    checked: ``update_state(as_node=...)`` hands back a person's edit, which no cap refuses.
     """
 
-    def __init__(self, rs: RunState, *, plan: bool = True) -> None:
-        """``plan=False``: no calls are planned and no bound is checked; the caller hands
-        back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
-        which no cap refuses)."""
+    __slots__ = (
+        "calls",
+        "cap_error",
+        "failure",
+        "guards_before",
+        "merged",
+        "next",
+        "pauses",
+        "record",
+        "results",
+        "rs",
+        "writes",
+    )
+
+    def __init__(self, rs: RunState) -> None:
         self.rs = rs
-        rs.held_steps = 0
         self.calls: list[TaskRun] = []
         self.cap_error: CorralError | None = None
         """The bound a call after ``calls`` would hit."""
@@ -133,14 +147,31 @@ class Superstep:
         """The writes merged at the barrier, in task order."""
         self.guards_before: dict[tuple[str, str], int] | None = None
         """The guard counts before the routes were taken (restored when a route fails)."""
-        writer = rs.checkpoints
-        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self.record = False
         """Whether each finished task is recorded at once: with several tasks, a crash in the
         superstep then re-runs only the tasks that had not finished."""
-        if not plan:
-            return
-        # Plan the calls: the tasks not finished earlier, each with its step number, up to
-        # the first bound hit.
+        self.merged = False
+        """Whether the results are merged already: a resumed run whose routers failed after
+        the barrier takes their routes first."""
+
+    def plan(self) -> bool:
+        """Plan the next superstep: the tasks not finished earlier, each with its step
+        number, up to the first bound hit. Return ``False`` when the run has none left to do
+        (it ended or paused)."""
+        rs = self.rs
+        if rs.status != "running" or not (rs.tasks or rs.reroute):
+            return False
+        rs.held_steps = 0
+        self.failure = self.cap_error = None
+        self.results, self.pauses, self.next = [], [], []
+        self.calls = calls = []
+        self.merged = bool(rs.reroute)
+        if rs.reroute:
+            self.results, rs.reroute, self.record = rs.reroute, None, False
+            self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+            return True
+        writer = rs.checkpoints
+        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
         steps = rs.steps
         planned: dict[str, int] = {}
         budgeted = rs.purse.budget is not None
@@ -154,15 +185,16 @@ class Superstep:
                 error = cap_error(rs, node, steps, runs, spends)
                 if error is not None:
                     self.cap_error = error
-                    return
+                    return True
                 planned[node.name] = planned.get(node.name, 0) + 1
                 if budgeted and node.cost is not None:
                     spends += node.cost
             if node.child is None:
                 steps += 1
-            self.calls.append(TaskRun(index, node, None, None, task.arg, steps))
+            calls.append(TaskRun(index, node, None, None, task.arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(self.calls, steps)
+            number_entries(calls, steps)
+        return True
 
     # ------------------------------------------------------------------ outcomes
 
@@ -255,13 +287,15 @@ class Superstep:
 
     # ------------------------------------------------------------------ the barrier
 
-    def close(self) -> Superstep | None:
+    def close(self) -> bool:
         """Close the barrier: raise a failure or cap hit, pause, or merge the results.
 
-        Returns this superstep, whose routes are to be taken, or ``None`` when a task
-        paused: the run stops here until it is resumed.
+        Returns whether the routes of the results are to be taken: ``False`` when a task
+        paused (the run stops here until it is resumed).
         """
         rs = self.rs
+        if self.merged:
+            return True
         error = self.failure or self.cap_error
         if error is not None:
             self.keep_finished(error)
@@ -271,9 +305,9 @@ class Superstep:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
             rs.pause(self.pauses)
-            return None
+            return False
         # Merge the updates in task order, then note who ran at the joins.
-        writes = self.writes
+        self.writes = writes = []
         for result in results:  # a subgraph entry's writes in its place
             update = result.update
             if type(update) is ChildWrites:
@@ -294,9 +328,8 @@ class Superstep:
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        if rs.checkpoints is not None:
-            self.guards_before = dict(rs.guards)
-        return self
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        return True
 
     # ------------------------------------------------------------------ routes
 
@@ -304,41 +337,43 @@ class Superstep:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
         node = result.node
         rs = self.rs
+        routes = node.routes
         targets: Targets
         if node.then is not None:
-            targets, via = node.then, "then"
-        elif node.router is not None:
-            targets = router_targets(node, node.router, raw, rs.tables.node_names)
-            via = "router"
+            targets = node.then
+        elif node.router is None:
+            targets = result.goto or ()  # a Command node without goto ends here
+        elif type(raw) is str and raw in routes:  # one of the router's routes
+            targets = (raw,)
         else:
-            targets, via = result.goto or (), "command"  # a Command node without goto ends here
-        guards = node.guards
+            targets = router_targets(node, node.router, raw, rs.tables.node_names)
         for item in targets:
             if isinstance(item, Send):
-                name, arg, kind = item.node, item.arg, "send"
+                route, arg = routes[item.node], item.arg
             else:
-                name, arg, kind = item, NO_ARG, via
+                route, arg = routes[item], NO_ARG
             counted = None
-            if name in guards:  # counted when taken; used up: its otherwise
-                key, guard = guards[name]
-                count = rs.guards.get(key, 0)
+            guard = route.guard
+            if guard is not None:  # counted when taken; used up: its otherwise
+                count = rs.guards.get(route.key, 0)
                 if count < guard.max:
-                    rs.guards[key] = count = count + 1
-                elif guard.otherwise is not None:
-                    name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
+                    rs.guards[route.key] = count = count + 1
+                elif route.otherwise is not None:
+                    route, arg = route.otherwise, NO_ARG
                 else:
-                    raise guard_exhausted(rs, node, name, guard)
+                    raise guard_exhausted(rs, node, route.target, guard)
                 counted = (count, guard.max)
             if rs.emit is not None:
-                rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
-            if name == END:
+                kind = route.via if arg is NO_ARG else "send"
+                rs.emit(RouteTaken(node.name, route.target, kind, counted))  # type: ignore[arg-type]
+            target = route.node
+            if target is None:  # the run's end
                 continue
-            target = rs.tables.nodes[name]
             if arg is not NO_ARG:
                 self.next.append(Task(target, arg))
             elif target.wait_for:
-                if name not in rs.held:
-                    rs.held.append(name)
+                if target.name not in rs.held:
+                    rs.held.append(target.name)
             elif target.task not in self.next:
                 self.next.append(target.task)
 
@@ -452,22 +487,6 @@ def stuck_join(rs: RunState) -> StuckJoinError:
 
 
 # --------------------------------------------------------------------------- run ends
-
-
-def rerouted(rs: RunState) -> Superstep | None:
-    """Return the merged superstep whose routes a resumed run takes first (its routers
-    failed after the barrier), if there is one."""
-    if rs.reroute is None:
-        return None
-    superstep = Superstep(rs, plan=False)
-    superstep.results, rs.reroute = rs.reroute, None
-    superstep.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-    return superstep
-
-
-def running(rs: RunState) -> bool:
-    """Return whether the run has a superstep (or a routing) left to do."""
-    return rs.status == "running" and bool(rs.tasks or rs.reroute)
 
 
 def end_run(rs: RunState) -> None:
