@@ -3,6 +3,8 @@
 Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around it:
 
     core = Core(rs)                         # the core of the run
+    if core.rerouted():                     # a resumed run's routes that failed, first
+        route_sync(rs, core)
     while core.plan():                      # the calls allowed now, with their step numbers
         for call in core.calls:             # the sync driver, one at a time;
             out = call_node_sync(rs, call)  # the async driver, all at once (gather)
@@ -154,6 +156,8 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     watched = rs.buffer is not None or rs.emit is not None
     core = Core(rs)
     yield from flush(rs)
+    if core.rerouted():
+        route_sync(rs, core)
     while core.plan():
         for call in core.calls:
             if watched:
@@ -233,6 +237,8 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
     core = Core(rs)
     for event in flush(rs):
         yield event
+    if core.rerouted():
+        await route_async(rs, core)
     while core.plan():
         for call in core.calls:
             core.started(call)

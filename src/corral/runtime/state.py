@@ -32,7 +32,6 @@ __all__ = [
     "StateView",
     "apply_writes",
     "copy_value",
-    "is_flat",
 ]
 
 Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
@@ -244,14 +243,6 @@ _all_immutable = IMMUTABLE.issuperset
 """Return whether every type an iterable yields is immutable."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
-
-
-def is_flat(values: Mapping[str, Any]) -> bool:
-    """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    for value in values.values():
-        if type(value) not in IMMUTABLE:
-            return False
-    return True
 
 
 def apply_writes(

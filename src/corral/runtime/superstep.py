@@ -33,7 +33,7 @@ from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
-from corral.cost import NOTHING, Cost
+from corral.cost import NOTHING
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
@@ -55,12 +55,11 @@ from corral.runtime.tables import NO_ARG, Node
 __all__ = ["Core", "end_run", "router_error"]
 
 
-def cap_error(
-    rs: RunState, node: Node, steps: int, runs: int, planned: Cost | None = None
-) -> CorralError | None:
+def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> CorralError | None:
     """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
 
-    ``planned``: what the tasks planned before it in this superstep may spend.
+    ``planned``: the calls planned before it in this superstep (they count against its
+    ``max_runs`` and may spend from the budget too).
     """
     if steps >= rs.max_steps:
         msg = (
@@ -70,6 +69,7 @@ def cap_error(
         return StepLimitError(
             msg, steps=steps, max_steps=rs.max_steps, node=node.name, state=rs.values
         )
+    runs = rs.runs.get(node.name, 0) + sum(call.node is node for call in planned)
     if node.max_runs is not None and runs >= node.max_runs:
         msg = (
             f"node {node.name!r} already ran {runs} times (max_runs={node.max_runs}); "
@@ -77,7 +77,9 @@ def cap_error(
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is not None:
-        return rs.purse.refuse(node.name, node.cost, planned or NOTHING, rs.values)
+        costs = [call.node.cost for call in planned]
+        spends = sum((cost for cost in costs if cost is not None), NOTHING)
+        return rs.purse.refuse(node.name, node.cost, spends, rs.values)
     return None
 
 
@@ -122,7 +124,6 @@ class Core:
         "cap_error",
         "failure",
         "guards_before",
-        "merged",
         "next",
         "pauses",
         "record",
@@ -150,45 +151,41 @@ class Core:
         self.record = False
         """Whether each finished task is recorded at once: with several tasks, a crash in the
         superstep then re-runs only the tasks that had not finished."""
-        self.merged = False
-        """Whether the results are merged already: a resumed run whose routers failed after
-        the barrier takes their routes first."""
+
+    def rerouted(self) -> bool:
+        """Take as the results to route the tasks a resumed run routes first (their updates
+        were merged, then their routers failed); return whether there are any."""
+        rs = self.rs
+        if rs.status != "running" or not rs.reroute:
+            return False
+        self.results, rs.reroute = rs.reroute, None
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        return True
 
     def plan(self) -> bool:
         """Plan the next superstep: the tasks not finished earlier, each with its step
         number, up to the first bound hit. Return ``False`` when the run has none left to do
         (it ended or paused)."""
         rs = self.rs
-        if rs.status != "running" or not (rs.tasks or rs.reroute):
+        if rs.status != "running" or not rs.tasks:
             return False
         rs.held_steps = 0
         self.failure = self.cap_error = None
         self.results, self.pauses, self.next = [], [], []
-        self.calls = calls = []
-        self.merged = bool(rs.reroute)
-        if rs.reroute:
-            self.results, rs.reroute, self.record = rs.reroute, None, False
-            self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-            return True
+        calls: list[TaskRun] = []
+        self.calls = calls
         writer = rs.checkpoints
         self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
         steps = rs.steps
-        planned: dict[str, int] = {}
-        budgeted = rs.purse.budget is not None
-        spends = NOTHING  # what the tasks planned so far may spend, against the budget
         for index, task in enumerate(rs.tasks):
             if index in rs.done:
                 continue
             node = task.node
-            if steps >= rs.max_steps or node.max_runs is not None or budgeted:
-                runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
-                error = cap_error(rs, node, steps, runs, spends)
+            if steps >= rs.max_steps or node.max_runs is not None or rs.purse.budget is not None:
+                error = cap_error(rs, node, steps, calls)
                 if error is not None:
                     self.cap_error = error
                     return True
-                planned[node.name] = planned.get(node.name, 0) + 1
-                if budgeted and node.cost is not None:
-                    spends += node.cost
             if node.child is None:
                 steps += 1
             calls.append(TaskRun(index, node, None, None, task.arg, steps))
@@ -294,8 +291,6 @@ class Core:
         paused (the run stops here until it is resumed).
         """
         rs = self.rs
-        if self.merged:
-            return True
         error = self.failure or self.cap_error
         if error is not None:
             self.keep_finished(error)
@@ -347,23 +342,23 @@ class Core:
             targets = (raw,)
         else:
             targets = router_targets(node, node.router, raw, rs.tables.node_names)
+        guards = rs.guards
         for item in targets:
             if isinstance(item, Send):
                 route, arg = routes[item.node], item.arg
             else:
                 route, arg = routes[item], NO_ARG
-            counted = None
             guard = route.guard
             if guard is not None:  # counted when taken; used up: its otherwise
-                count = rs.guards.get(route.key, 0)
+                count = guards.get(route.key, 0)
                 if count < guard.max:
-                    rs.guards[route.key] = count = count + 1
+                    guards[route.key] = count = count + 1
                 elif route.otherwise is not None:
                     route, arg = route.otherwise, NO_ARG
                 else:
                     raise guard_exhausted(rs, node, route.target, guard)
-                counted = (count, guard.max)
             if rs.emit is not None:
+                counted = None if guard is None else (count, guard.max)
                 kind = route.via if arg is NO_ARG else "send"
                 rs.emit(RouteTaken(node.name, route.target, kind, counted))  # type: ignore[arg-type]
             target = route.node
