@@ -119,19 +119,6 @@ class Core:
     checked: ``update_state(as_node=...)`` hands back a person's edit, which no cap refuses.
     """
 
-    __slots__ = (
-        "calls",
-        "cap_error",
-        "failure",
-        "guards_before",
-        "next",
-        "pauses",
-        "record",
-        "results",
-        "rs",
-        "writes",
-    )
-
     def __init__(self, rs: RunState) -> None:
         self.rs = rs
         self.calls: list[TaskRun] = []

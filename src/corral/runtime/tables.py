@@ -183,20 +183,15 @@ def _routes(node: Node, guards: dict[str, Guard], nodes: dict[str, Node]) -> dic
         targets, via = node.router.allowed, "router"
     else:
         targets, via = node.command or (), "command"
+    reach: dict[str, Node | None] = {**nodes, END: None}  # END: the run's end
     routes: dict[str, Route] = {}
     for target in targets:
         guard = guards.get(target)
-        otherwise = None
-        if guard is not None and guard.otherwise is not None:
-            otherwise = Route(guard.otherwise, _target(guard.otherwise, nodes), "otherwise")
+        otherwise = guard.otherwise if guard is not None else None
+        fallback = None if otherwise is None else Route(otherwise, reach[otherwise], "otherwise")
         key = (node.name, target)
-        routes[target] = Route(target, _target(target, nodes), via, guard, key, otherwise)
+        routes[target] = Route(target, reach[target], via, guard, key, fallback)
     return routes
-
-
-def _target(name: str, nodes: dict[str, Node]) -> Node | None:
-    """Return the node a route to ``name`` reaches (``None``: the run's end)."""
-    return None if name == END else nodes[name]
 
 
 def _note_joins(nodes: dict[str, Node]) -> bool:
