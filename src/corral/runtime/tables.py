@@ -189,8 +189,7 @@ def _routes(node: Node, guards: dict[str, Guard], nodes: dict[str, Node]) -> dic
         guard = guards.get(target)
         otherwise = guard.otherwise if guard is not None else None
         fallback = None if otherwise is None else Route(otherwise, reach[otherwise], "otherwise")
-        key = (node.name, target)
-        routes[target] = Route(target, reach[target], via, guard, key, fallback)
+        routes[target] = Route(target, reach[target], via, guard, (node.name, target), fallback)
     return routes
 
 
