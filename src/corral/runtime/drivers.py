@@ -1,19 +1,9 @@
 """The drivers: they call nodes and routers (and await them), and hand the results to the core.
 
-Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around it:
-
-    core = Core(rs)                         # the core of the run
-    if core.rerouted():                     # a resumed run's routes that failed, first
-        route_sync(rs, core)
-    while core.plan():                      # the calls allowed now, with their step numbers
-        for call in core.calls:             # the sync driver, one at a time;
-            out = call_node_sync(rs, call)  # the async driver, all at once (gather)
-            core.finished(call, out)        # or .paused(...) / .failed(...)
-        if not core.close():                # merge at the barrier (False: paused)
-            break
-        for result in core.results:
-            core.take(result, the answer of the result's router)
-        core.finish()                       # next tasks, checkpoint, pauses
+Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around the
+run's :class:`~corral.runtime.superstep.Core` (:func:`run_sync` is that loop, drawn in
+docs/architecture.md): plan a superstep, call its tasks, hand back each outcome, close the
+barrier, call each result's router and hand its answer back, finish the superstep.
 
 Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
 point where a caller may look. **Every node run goes through one call site per driver**:
