@@ -1,16 +1,9 @@
 """The drivers: they call nodes and routers (and await them), and hand the results to the core.
 
-Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around it:
-
-    while running(rs):
-        superstep = Superstep(rs)           # the calls allowed now, with their step numbers
-        for call in superstep.calls:        # the sync driver, one at a time;
-            out = call_node_sync(rs, call)  # the async driver, all at once (gather)
-            superstep.finished(call, out)   # or .paused(...) / .failed(...)
-        routing = superstep.close()         # merge at the barrier (None: paused)
-        for result in routing.results:
-            routing.take(result, the answer of the result's router)
-        routing.finish()                    # next tasks, checkpoint, pauses
+Every decision lives in :mod:`corral.runtime.superstep`; a driver is the loop around the
+run's :class:`~corral.runtime.superstep.Core` (:func:`run_sync` is that loop, drawn in
+docs/architecture.md): plan a superstep, call its tasks, hand back each outcome, close the
+barrier, call each result's router and hand its answer back, finish the superstep.
 
 Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
 point where a caller may look. **Every node run goes through one call site per driver**:
@@ -32,7 +25,7 @@ from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
-from corral.runtime.superstep import Superstep, end_run, rerouted, router_error, running
+from corral.runtime.superstep import Core, end_run, router_error
 from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
@@ -151,33 +144,32 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     """Run ``rs`` to its end or next pause, yielding buffered events as they happen; the
     calls of a superstep run one at a time."""
     watched = rs.buffer is not None or rs.emit is not None
+    core = Core(rs)
     yield from flush(rs)
-    while running(rs):
-        routing = rerouted(rs) if rs.reroute is not None else None
-        if routing is None:
-            superstep = Superstep(rs)
-            for call in superstep.calls:
-                if watched:
-                    superstep.started(call)
-                    yield from flush(rs)
-                try:
-                    out = call_node_sync(rs, call)
-                except UnansweredInterrupt as pause:
-                    superstep.paused(call, pause)
-                    continue
-                except InterruptWithoutCheckpointerError:
-                    raise
-                except Exception as exc:
-                    superstep.failed(call, exc)
-                    break
-                if not superstep.finished(call, out):
-                    break
-                if watched:
-                    yield from flush(rs)
-            routing = superstep.close()
-            if routing is None:
+    if core.rerouted():
+        route_sync(rs, core)
+    while core.plan():
+        for call in core.calls:
+            if watched:
+                core.started(call)
+                yield from flush(rs)
+            try:
+                out = call_node_sync(rs, call)
+            except UnansweredInterrupt as pause:
+                core.paused(call, pause)
+                continue
+            except InterruptWithoutCheckpointerError:
+                raise
+            except Exception as exc:
+                core.failed(call, exc)
                 break
-        route_sync(rs, routing)
+            if not core.finished(call, out):
+                break
+            if watched:
+                yield from flush(rs)
+        if not core.close():
+            break
+        route_sync(rs, core)
         if rs.buffer:
             yield from flush(rs)
     end_run(rs)
@@ -198,33 +190,33 @@ def _call_router(rs: RunState, node: Node) -> Any:
         raise router_error(router.name, node.name, rs.steps, exc) from exc
 
 
-def route_sync(rs: RunState, routing: Superstep) -> None:
+def route_sync(rs: RunState, core: Core) -> None:
     """Take the routes of a closed superstep, then finish it: the call site of the routers
     (each on the merged state; a router's failure is raised as ``NodeError``)."""
     try:
-        for result in routing.results:
-            routing.take(result, _call_router(rs, result.node))
+        for result in core.results:
+            core.take(result, _call_router(rs, result.node))
     except CorralError as error:
-        routing.routes_failed(error)
+        core.routes_failed(error)
         raise
-    routing.finish()
+    core.finish()
 
 
-async def route_async(rs: RunState, routing: Superstep) -> None:
+async def route_async(rs: RunState, core: Core) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
-        for result in routing.results:
+        for result in core.results:
             node, raw = result.node, _call_router(rs, result.node)
             if node.router is not None and node.router.is_async:
                 try:
                     raw = await raw
                 except Exception as exc:
                     raise router_error(node.router.name, node.name, rs.steps, exc) from exc
-            routing.take(result, raw)
+            core.take(result, raw)
     except CorralError as error:
-        routing.routes_failed(error)
+        core.routes_failed(error)
         raise
-    routing.finish()
+    core.finish()
 
 
 # --------------------------------------------------------------------------- async
@@ -232,26 +224,25 @@ async def route_async(rs: RunState, routing: Superstep) -> None:
 
 async def run_async(rs: RunState) -> AsyncIterator[Event]:
     """Run ``rs`` like :func:`run_sync`, running the tasks of a superstep concurrently."""
+    core = Core(rs)
     for event in flush(rs):
         yield event
-    while running(rs):
-        routing = rerouted(rs)
-        if routing is None:
-            superstep = Superstep(rs)
-            for call in superstep.calls:
-                superstep.started(call)
+    if core.rerouted():
+        await route_async(rs, core)
+    while core.plan():
+        for call in core.calls:
+            core.started(call)
+        for event in flush(rs):
+            yield event
+        outcomes = await asyncio.gather(*(_task_async(core, call) for call in core.calls))
+        try:
+            _hand_back(core, outcomes)
+        finally:
             for event in flush(rs):
                 yield event
-            outcomes = await asyncio.gather(*(_task_async(superstep, c) for c in superstep.calls))
-            try:
-                _hand_back(superstep, outcomes)
-            finally:
-                for event in flush(rs):
-                    yield event
-            routing = superstep.close()
-            if routing is None:
-                break
-        await route_async(rs, routing)
+        if not core.close():
+            break
+        await route_async(rs, core)
         for event in flush(rs):
             yield event
     end_run(rs)
@@ -259,16 +250,15 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
         yield event
 
 
-async def _task_async(superstep: Superstep, call: TaskRun) -> tuple[str, Any]:
+async def _task_async(core: Core, call: TaskRun) -> tuple[str, Any]:
     """Run one call; return ``("ok", out)``, ``("pause", p)``, ``("error", e)`` or
     ``("raise", e)`` (an error that stops the run at once).
 
     A task that finished well is recorded at once (when the superstep records its tasks), so
     a crash while its siblings still run does not run it again.
     """
-    rs = superstep.rs
     try:
-        out = await call_node_async(rs, call)
+        out = await call_node_async(core.rs, call)
     except UnansweredInterrupt as pause:
         return ("pause", pause)
     except InterruptWithoutCheckpointerError as exc:
@@ -276,20 +266,20 @@ async def _task_async(superstep: Superstep, call: TaskRun) -> tuple[str, Any]:
     except Exception as exc:
         return ("error", exc)
     try:
-        superstep.record_early(call, out)
+        core.record_early(call, out)
     except CorralError as exc:
         return ("raise", exc)
     return ("ok", out)
 
 
-def _hand_back(superstep: Superstep, outcomes: list[tuple[str, Any]]) -> None:
+def _hand_back(core: Core, outcomes: list[tuple[str, Any]]) -> None:
     """Hand the outcomes of the gathered calls to the core, in task order."""
-    for call, (kind, out) in zip(superstep.calls, outcomes, strict=True):
+    for call, (kind, out) in zip(core.calls, outcomes, strict=True):
         if kind == "raise":
             raise out
         if kind == "pause":
-            superstep.paused(call, out)
+            core.paused(call, out)
         elif kind == "error":
-            superstep.failed(call, out)
+            core.failed(call, out)
         else:
-            superstep.finished(call, out, recorded=True)
+            core.finished(call, out, recorded=True)

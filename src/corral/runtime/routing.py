@@ -80,12 +80,10 @@ def router_targets(
     node: Node, router: Router, raw: Any, node_names: dict[int, tuple[str, ...]]
 ) -> Targets:
     """Return the targets a router's return value names, or raise ``RouteError``
-    (``node_names``: the graph's, to read ``Send(function, arg)``)."""
+    (``node_names``: the graph's, to read ``Send(function, arg)``). The core reads a plain
+    name among the node's routes itself."""
     allowed = router.allowed
-    if type(raw) is str:
-        if raw in allowed:
-            return (raw,)
-    elif isinstance(raw, Send):
+    if isinstance(raw, Send):
         if raw.node in allowed:
             return (raw,)
     elif isinstance(raw, (list, tuple)) and router.many:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from corral.cost import Purse
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
-from corral.runtime.state import FlatView, StateView, is_flat
+from corral.runtime.state import IMMUTABLE, FlatView, StateView
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -234,7 +234,8 @@ class RunState:
         values = self.values
         if self.viewed is not values:
             self.viewed = values
-            self.shared_view = FlatView(values) if is_flat(values) else None
+            flat = IMMUTABLE.issuperset(map(type, values.values()))
+            self.shared_view = FlatView(values) if flat else None
         return self.shared_view or StateView(values)
 
     def pause(self, pauses: list[Pause]) -> None:

@@ -32,7 +32,6 @@ __all__ = [
     "StateView",
     "apply_writes",
     "copy_value",
-    "is_flat",
 ]
 
 Reducers = Mapping[str, Callable[[Any, Any], Any] | None]
@@ -240,11 +239,6 @@ _all_immutable = IMMUTABLE.issuperset
 """Return whether every type an iterable yields is immutable."""
 _chain = itertools.chain.from_iterable
 _DICT = frozenset({dict})
-
-
-def is_flat(values: Mapping[str, Any]) -> bool:
-    """Return whether every value of ``values`` is immutable (so a FlatView is safe)."""
-    return _all_immutable(map(type, values.values()))
 
 
 def apply_writes(

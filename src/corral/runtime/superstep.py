@@ -18,10 +18,10 @@ with ``GuardExhaustedError``). A node run counts when it completes, so one cut s
 
 This module decides; it never calls a node or a router and never awaits (the shape of
 ``graphlib.TopologicalSorter``: the caller owns the loop). A driver
-(:mod:`corral.runtime.drivers`) asks a :class:`Superstep` for the calls it may make, hands
-back each outcome (:meth:`Superstep.finished`, :meth:`~Superstep.paused`,
-:meth:`~Superstep.failed`), closes the barrier, then calls the router of each result the
-core names and hands its answer back (:meth:`~Superstep.take`). Checkpoints are written
+(:mod:`corral.runtime.drivers`) has the run's :class:`Core` plan each superstep, runs the
+calls planned, hands back each outcome (:meth:`Core.finished`, :meth:`~Core.paused`,
+:meth:`~Core.failed`), closes the barrier, then calls the router of each result the core
+names and hands its answer back (:meth:`~Core.take`). Checkpoints are written
 through ``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided
 here.
 """
@@ -33,7 +33,7 @@ from operator import attrgetter
 from typing import Any
 
 from corral.control import Send
-from corral.cost import NOTHING, Cost
+from corral.cost import NOTHING
 from corral.errors import (
     ConcurrentRunError,
     CorralError,
@@ -51,17 +51,15 @@ from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
-from corral.spec import END
 
-__all__ = ["Superstep", "end_run", "rerouted", "router_error", "running"]
+__all__ = ["Core", "end_run", "router_error"]
 
 
-def cap_error(
-    rs: RunState, node: Node, steps: int, runs: int, planned: Cost | None = None
-) -> CorralError | None:
+def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> CorralError | None:
     """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
 
-    ``planned``: what the tasks planned before it in this superstep may spend.
+    ``planned``: the calls planned before it in this superstep (they count against its
+    ``max_runs`` and may spend from the budget too).
     """
     if steps >= rs.max_steps:
         msg = (
@@ -71,6 +69,7 @@ def cap_error(
         return StepLimitError(
             msg, steps=steps, max_steps=rs.max_steps, node=node.name, state=rs.values
         )
+    runs = rs.runs.get(node.name, 0) + sum(call.node is node for call in planned)
     if node.max_runs is not None and runs >= node.max_runs:
         msg = (
             f"node {node.name!r} already ran {runs} times (max_runs={node.max_runs}); "
@@ -78,7 +77,9 @@ def cap_error(
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is not None:
-        return rs.purse.refuse(node.name, node.cost, planned or NOTHING, rs.values)
+        costs = [call.node.cost for call in planned]
+        spends = sum((cost for cost in costs if cost is not None), NOTHING)
+        return rs.purse.refuse(node.name, node.cost, spends, rs.values)
     return None
 
 
@@ -102,23 +103,24 @@ def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeE
     return NodeError(msg, node=node, step=step)
 
 
-class Superstep:
-    """One superstep, from the calls it may make to the tasks of the next one.
+class Core:
+    """The core of one run: each of its supersteps, from the calls it may make to the tasks
+    of the next one.
 
-    ``calls`` are the tasks that may run now, in task order, each with its step number;
-    ``cap_error`` is the bound hit after them. A driver hands back each call's outcome, then
-    :meth:`close` merges the results at the barrier (a failure or a cap hit is raised there,
-    after the finished siblings were saved). The driver then calls :meth:`take` once per
-    result, in order, calling the node's router first when it has one (so a router that
-    reads ``ctx.guards`` sees the routes its earlier siblings took), and :meth:`finish`.
+    :meth:`plan` plans a superstep: ``calls`` are the tasks that may run now, in task order,
+    each with its step number; ``cap_error`` is the bound hit after them. A driver hands back
+    each call's outcome, then :meth:`close` merges the results at the barrier (a failure or a
+    cap hit is raised there, after the finished siblings were saved). The driver then calls
+    :meth:`take` once per result, in order, calling the node's router first when it has one
+    (so a router that reads ``ctx.guards`` sees the routes its earlier siblings took), and
+    :meth:`finish`.
+
+    Outcomes handed back before any :meth:`plan` are of no planned call and no bound is
+    checked: ``update_state(as_node=...)`` hands back a person's edit, which no cap refuses.
     """
 
-    def __init__(self, rs: RunState, *, plan: bool = True) -> None:
-        """``plan=False``: no calls are planned and no bound is checked; the caller hands
-        back the one outcome it was given (``update_state(as_node=...)``: a person's edit,
-        which no cap refuses)."""
+    def __init__(self, rs: RunState) -> None:
         self.rs = rs
-        rs.held_steps = 0
         self.calls: list[TaskRun] = []
         self.cap_error: CorralError | None = None
         """The bound a call after ``calls`` would hit."""
@@ -133,36 +135,50 @@ class Superstep:
         """The writes merged at the barrier, in task order."""
         self.guards_before: dict[tuple[str, str], int] | None = None
         """The guard counts before the routes were taken (restored when a route fails)."""
-        writer = rs.checkpoints
-        self.record = plan and writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self.record = False
         """Whether each finished task is recorded at once: with several tasks, a crash in the
         superstep then re-runs only the tasks that had not finished."""
-        if not plan:
-            return
-        # Plan the calls: the tasks not finished earlier, each with its step number, up to
-        # the first bound hit.
+
+    def rerouted(self) -> bool:
+        """Take as the results to route the tasks a resumed run routes first (their updates
+        were merged, then their routers failed); return whether there are any."""
+        rs = self.rs
+        if rs.status != "running" or not rs.reroute:
+            return False
+        self.results, rs.reroute = rs.reroute, None
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        return True
+
+    def plan(self) -> bool:
+        """Plan the next superstep: the tasks not finished earlier, each with its step
+        number, up to the first bound hit. Return ``False`` when the run has none left to do
+        (it ended or paused)."""
+        rs = self.rs
+        if rs.status != "running" or not rs.tasks:
+            return False
+        rs.held_steps = 0
+        self.failure = self.cap_error = None
+        self.results, self.pauses, self.next = [], [], []
+        calls: list[TaskRun] = []
+        self.calls = calls
+        writer = rs.checkpoints
+        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
         steps = rs.steps
-        planned: dict[str, int] = {}
-        budgeted = rs.purse.budget is not None
-        spends = NOTHING  # what the tasks planned so far may spend, against the budget
         for index, task in enumerate(rs.tasks):
             if index in rs.done:
                 continue
             node = task.node
-            if steps >= rs.max_steps or node.max_runs is not None or budgeted:
-                runs = rs.runs.get(node.name, 0) + planned.get(node.name, 0)
-                error = cap_error(rs, node, steps, runs, spends)
+            if steps >= rs.max_steps or node.max_runs is not None or rs.purse.budget is not None:
+                error = cap_error(rs, node, steps, calls)
                 if error is not None:
                     self.cap_error = error
-                    return
-                planned[node.name] = planned.get(node.name, 0) + 1
-                if budgeted and node.cost is not None:
-                    spends += node.cost
+                    return True
             if node.child is None:
                 steps += 1
-            self.calls.append(TaskRun(index, node, None, None, task.arg, steps))
+            calls.append(TaskRun(index, node, None, None, task.arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(self.calls, steps)
+            number_entries(calls, steps)
+        return True
 
     # ------------------------------------------------------------------ outcomes
 
@@ -255,11 +271,11 @@ class Superstep:
 
     # ------------------------------------------------------------------ the barrier
 
-    def close(self) -> Superstep | None:
+    def close(self) -> bool:
         """Close the barrier: raise a failure or cap hit, pause, or merge the results.
 
-        Returns this superstep, whose routes are to be taken, or ``None`` when a task
-        paused: the run stops here until it is resumed.
+        Returns whether the routes of the results are to be taken: ``False`` when a task
+        paused (the run stops here until it is resumed).
         """
         rs = self.rs
         error = self.failure or self.cap_error
@@ -271,9 +287,9 @@ class Superstep:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
             rs.pause(self.pauses)
-            return None
+            return False
         # Merge the updates in task order, then note who ran at the joins.
-        writes = self.writes
+        self.writes = writes = []
         for result in results:  # a subgraph entry's writes in its place
             update = result.update
             if type(update) is ChildWrites:
@@ -294,9 +310,8 @@ class Superstep:
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        if rs.checkpoints is not None:
-            self.guards_before = dict(rs.guards)
-        return self
+        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        return True
 
     # ------------------------------------------------------------------ routes
 
@@ -304,41 +319,43 @@ class Superstep:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
         node = result.node
         rs = self.rs
+        routes = node.routes
         targets: Targets
         if node.then is not None:
-            targets, via = node.then, "then"
-        elif node.router is not None:
-            targets = router_targets(node, node.router, raw, rs.tables.node_names)
-            via = "router"
+            targets = node.then
+        elif node.router is None:
+            targets = result.goto or ()  # a Command node without goto ends here
+        elif type(raw) is str and raw in routes:  # one of the router's routes
+            targets = (raw,)
         else:
-            targets, via = result.goto or (), "command"  # a Command node without goto ends here
-        guards = node.guards
+            targets = router_targets(node, node.router, raw, rs.tables.node_names)
+        guards = rs.guards
         for item in targets:
             if isinstance(item, Send):
-                name, arg, kind = item.node, item.arg, "send"
+                route, arg = routes[item.node], item.arg
             else:
-                name, arg, kind = item, NO_ARG, via
-            counted = None
-            if name in guards:  # counted when taken; used up: its otherwise
-                key, guard = guards[name]
-                count = rs.guards.get(key, 0)
+                route, arg = routes[item], NO_ARG
+            guard = route.guard
+            if guard is not None:  # counted when taken; used up: its otherwise
+                count = guards.get(route.key, 0)
                 if count < guard.max:
-                    rs.guards[key] = count = count + 1
-                elif guard.otherwise is not None:
-                    name, arg, kind = guard.otherwise, NO_ARG, "otherwise"
+                    guards[route.key] = count = count + 1
+                elif route.otherwise is not None:
+                    route, arg = route.otherwise, NO_ARG
                 else:
-                    raise guard_exhausted(rs, node, name, guard)
-                counted = (count, guard.max)
+                    raise guard_exhausted(rs, node, route.target, guard)
             if rs.emit is not None:
-                rs.emit(RouteTaken(node.name, name, kind, counted))  # type: ignore[arg-type]
-            if name == END:
+                counted = None if guard is None else (count, guard.max)
+                kind = route.via if arg is NO_ARG else "send"
+                rs.emit(RouteTaken(node.name, route.target, kind, counted))  # type: ignore[arg-type]
+            target = route.node
+            if target is None:  # the run's end
                 continue
-            target = rs.tables.nodes[name]
             if arg is not NO_ARG:
                 self.next.append(Task(target, arg))
             elif target.wait_for:
-                if name not in rs.held:
-                    rs.held.append(name)
+                if target.name not in rs.held:
+                    rs.held.append(target.name)
             elif target.task not in self.next:
                 self.next.append(target.task)
 
@@ -452,22 +469,6 @@ def stuck_join(rs: RunState) -> StuckJoinError:
 
 
 # --------------------------------------------------------------------------- run ends
-
-
-def rerouted(rs: RunState) -> Superstep | None:
-    """Return the merged superstep whose routes a resumed run takes first (its routers
-    failed after the barrier), if there is one."""
-    if rs.reroute is None:
-        return None
-    superstep = Superstep(rs, plan=False)
-    superstep.results, rs.reroute = rs.reroute, None
-    superstep.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-    return superstep
-
-
-def running(rs: RunState) -> bool:
-    """Return whether the run has a superstep (or a routing) left to do."""
-    return rs.status == "running" and bool(rs.tasks or rs.reroute)
 
 
 def end_run(rs: RunState) -> None:

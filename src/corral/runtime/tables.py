@@ -1,7 +1,8 @@
 """Dispatch tables built once at compile time from a :class:`~corral.spec.GraphSpec`.
 
 The runtime reads these instead of the spec: each node knows its function, how it leaves
-(fixed ``then`` targets, a router, or ``Command`` targets), its guards keyed by target, the
+(fixed ``then`` targets, a router, or ``Command`` targets), its route to each target it may
+name (the target's node, the guard that counts it and that guard's ``otherwise`` route), the
 joins that wait for it and its caps. Only the spec is read here (not the DSL): the empty
 value of a reducer key comes from ``KeySpec.empty``.
 """
@@ -15,9 +16,9 @@ from typing import Any
 from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
 from corral.retry import Retry
-from corral.spec import GraphSpec, Guard, NodeSpec
+from corral.spec import END, GraphSpec, Guard, NodeSpec
 
-__all__ = ["NO_ARG", "Node", "Router", "Tables", "Task"]
+__all__ = ["NO_ARG", "Node", "Route", "Router", "Tables", "Task"]
 
 
 class _NoArg:
@@ -40,6 +41,21 @@ class Task:
 
     node: Node
     arg: Any
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Route:
+    """One way out of a node, as the core takes it: to ``target`` (``node`` is its node,
+    ``None`` for ``END``), taken ``via`` its ``then``, router or ``Command`` (or as a guard's
+    ``"otherwise"``), counted by ``guard`` under ``key`` when it has one; once that guard is
+    used up, ``otherwise`` is the route taken instead (``None``: the run stops)."""
+
+    target: str
+    node: Node | None
+    via: str
+    guard: Guard | None = None
+    key: tuple[str, str] = ("", "")
+    otherwise: Route | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +85,8 @@ class Node:
     router: Router | None = None
     command: tuple[str, ...] | None = None
     """The ``Command[Literal[...]]`` targets, for a command node."""
-    guards: dict[str, tuple[tuple[str, str], Guard]] = field(default_factory=dict)
-    """Guards of this node's routes (``then``, router or command), keyed by target."""
+    routes: dict[str, Route] = field(default_factory=dict)
+    """Its route to each target its way out (``then``, router or command) may name."""
     wait_for: frozenset[str] = frozenset()
     joins: tuple[str, ...] = ()
     """The join nodes whose ``wait_for`` names this node."""
@@ -98,9 +114,11 @@ class Tables:
         self.nodes: dict[str, Node] = {}
         self.node_names: dict[int, tuple[str, ...]] = {}
         """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
+        guards: dict[str, dict[str, Guard]] = {}  # per node, by target: a router's win
         for order, ns in enumerate(spec.nodes):
             if ns.name not in self.nodes:
                 self.nodes[ns.name] = _node(ns, order)
+                guards[ns.name] = {guard.target: guard for guard in ns.guards}
                 key = id(ns.func)
                 self.node_names[key] = (*self.node_names.get(key, ()), ns.name)
         for rs in spec.routers:
@@ -111,15 +129,16 @@ class Tables:
             source.router = Router(
                 rs.name, rs.func, names, rs.targets.many, rs.takes_ctx, rs.is_async
             )
-            for guard in rs.guards:
-                source.guards[guard.target] = ((rs.source, guard.target), guard)
+            guards[rs.source].update((guard.target, guard) for guard in rs.guards)
+        for node in self.nodes.values():
+            node.routes = _routes(node, guards[node.name], self.nodes)
         self.has_joins = _note_joins(self.nodes)
         self.has_subgraphs = any(ns.subgraph is not None for ns in spec.nodes)
         self.has_async = any(
             n.is_async or (n.router is not None and n.router.is_async) for n in self.nodes.values()
         )
         self.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in self.nodes)
-        self.guard_keys = tuple(key for n in self.nodes.values() for key, _ in n.guards.values())
+        self.guard_keys = tuple((name, target) for name, by in guards.items() for target in by)
         self.reducers: dict[str, Callable[[Any, Any], Any] | None] = {
             key.name: key.reducer for key in spec.keys
         }
@@ -139,7 +158,7 @@ class Tables:
 def _node(ns: NodeSpec, order: int) -> Node:
     """Return the engine's node of ``ns``, the ``order``-th node registered."""
     attempts = ns.retry.attempts if ns.retry is not None else 1
-    node = Node(
+    return Node(
         ns.name,
         ns.func,
         order,
@@ -153,9 +172,25 @@ def _node(ns: NodeSpec, order: int) -> Node:
         timeout_s=ns.timeout_s,
         cost=ns.cost * attempts if ns.cost is not None else None,
     )
-    for guard in ns.guards:
-        node.guards[guard.target] = ((ns.name, guard.target), guard)
-    return node
+
+
+def _routes(node: Node, guards: dict[str, Guard], nodes: dict[str, Node]) -> dict[str, Route]:
+    """Return the routes of ``node``'s way out (``then``, else its router, else its
+    ``Command`` targets) by target, each with its guard from ``guards``."""
+    if node.then is not None:
+        targets, via = node.then, "then"
+    elif node.router is not None:
+        targets, via = node.router.allowed, "router"
+    else:
+        targets, via = node.command or (), "command"
+    reach: dict[str, Node | None] = {**nodes, END: None}  # END: the run's end
+    routes: dict[str, Route] = {}
+    for target in targets:
+        guard = guards.get(target)
+        otherwise = guard.otherwise if guard is not None else None
+        fallback = None if otherwise is None else Route(otherwise, reach[otherwise], "otherwise")
+        routes[target] = Route(target, reach[target], via, guard, (node.name, target), fallback)
+    return routes
 
 
 def _note_joins(nodes: dict[str, Node]) -> bool:

@@ -26,7 +26,7 @@ from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
-from corral.runtime.superstep import Superstep
+from corral.runtime.superstep import Core
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
 if TYPE_CHECKING:
@@ -381,15 +381,14 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
         at, rs.tasks = len(tasks), [*tasks, node.task]
     done.pop(at, None)
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
-    superstep = Superstep(rs, plan=False)
-    if not superstep.finished(TaskRun(at, node, step=rs.steps + 1), out):
-        assert superstep.failure is not None
-        raise superstep.failure
-    routing = superstep.close()
-    assert routing is not None  # nothing paused: the one task was given its outcome
-    routing.results = [*rerouted, *routing.results]
-    routing.defer(waiting)
-    if any(r.node.router is not None and r.node.router.is_async for r in routing.results):
-        asyncio.run(route_async(rs, routing))
+    core = Core(rs)
+    if not core.finished(TaskRun(at, node, step=rs.steps + 1), out):
+        assert core.failure is not None
+        raise core.failure
+    core.close()  # nothing pauses: the one task was given its outcome
+    core.results = [*rerouted, *core.results]
+    core.defer(waiting)
+    if any(r.node.router is not None and r.node.router.is_async for r in core.results):
+        asyncio.run(route_async(rs, core))
     else:
-        route_sync(rs, routing)
+        route_sync(rs, core)
