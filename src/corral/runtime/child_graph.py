@@ -53,7 +53,7 @@ from corral.runtime.events import (
 )
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import RunState, Settings, TaskRun
 from corral.runtime.subgraphs import ChildPause, ChildWrites, Trace
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
@@ -81,9 +81,7 @@ class ChildGraph:
     """The child of one subgraph node, compiled with the parent app: what every entry of
     the pair (parent, child) shares is decided here once."""
 
-    def __init__(
-        self, name: str, sub: SubgraphSpec, settings: threads.Settings, parent: Tables
-    ) -> None:
+    def __init__(self, name: str, sub: SubgraphSpec, settings: Settings, parent: Tables) -> None:
         """``settings``: the child graph's runs' (its checkpointer is the parent's)."""
         self.name = name
         self.sub = sub
@@ -159,9 +157,11 @@ class ChildGraph:
         chain = self.saver().chain(thread)
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
-    def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
-        """Return a new child run from ``state`` (the parent's, or a ``Send`` argument), its
-        writes kept in ``rs.log``."""
+    def fresh(self, state: Mapping[str, Any], parent: RunState) -> RunState:
+        """Return a new child run of ``parent`` from ``state`` (the parent's, or a ``Send``
+        argument), its writes kept in ``rs.log``."""
+        rs = RunState(self.settings, parent.deps, None, parent.purse)
+        rs.log = []
         if self.sub.input is not None:
             mapped = self.sub.input(state)
             if not isinstance(mapped, Mapping):
@@ -170,17 +170,16 @@ class ChildGraph:
                     "return a dict of the child's keys"
                 )
                 raise CorralError(msg)
-            settings = self.settings._replace(checkpointer=None)
-            rs = threads.start(settings, dict(mapped), thread_id=None, deps=deps)
-        else:
-            shared, reduced = self.shared, self.reduced
-            values = {k: copy.copy(v) for k, v in self.own_empties.items()}
-            for key, value in state.items():
-                if key in shared:
-                    values[key] = copy.copy(value) if key in reduced else value
-            rs = threads.new_run(self.settings, None, None, deps)
-            rs.values, rs.tasks = values, self.starts
-        rs.log = []
+            threads.start_fresh(rs, {}, mapped)
+            return rs
+        shared, reduced = self.shared, self.reduced
+        values = {}
+        for key, value in state.items():
+            if key in shared:
+                values[key] = copy.copy(value) if key in reduced else value
+        for key, empty in self.own_empties.items():
+            values[key] = copy.copy(empty)
+        rs.values, rs.tasks = values, self.starts
         return rs
 
     def writes(
@@ -208,16 +207,31 @@ class Entry:
     parent's), then hands ``entry.outcome()`` to the core.
     """
 
-    rs: RunState | None = None
-    resumed = False
-    """Whether the call continues the child's thread (its writes are read back from it)."""
-    started = 0
-    counted = 0
-    """The child's runs already in the parent's steps (counted when it paused)."""
+    __slots__ = (
+        "answers",
+        "call",
+        "child",
+        "counted",
+        "numbers",
+        "offset",
+        "parent",
+        "pool",
+        "resumed",
+        "rs",
+        "started",
+        "thread",
+        "watch",
+    )
 
     def __init__(
         self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any, concurrent: bool
     ) -> None:
+        self.rs: RunState | None = None
+        self.resumed = False
+        """Whether the call continues the child's thread (its writes are read back from it)."""
+        self.started = 0
+        self.counted = 0
+        """The child's runs already in the parent's steps (counted when it paused)."""
         self.child = child
         self.parent = parent
         self.call = call
@@ -243,11 +257,11 @@ class Entry:
                 self.resumed = True
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
-                    self.rs = self._again(chain, status)
+                    self._again(chain, status)
                 return self
         call = self.call
         state = self.parent.values if call.arg is NO_ARG else call.arg
-        self.rs = rs = child.fresh(state, self.parent.deps)
+        rs = child.fresh(state, self.parent)
         if thread is not None:
             rs.thread_id = thread
             writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
@@ -265,8 +279,8 @@ class Entry:
         if isinstance(exc, CorralError):
             raise lift(exc, self) from exc.__cause__
 
-    def _again(self, chain: list[Checkpoint], status: str) -> RunState:
-        """Return the run that continues the child's thread (resumed with its answers)."""
+    def _again(self, chain: list[Checkpoint], status: str) -> None:
+        """Start the run that continues the child's thread (resumed with its answers)."""
         start: Resume | None = None
         if status == "interrupted":
             given: dict[str, Any] = {}
@@ -275,10 +289,16 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        settings, deps = self.child.settings, self.parent.deps
-        rs = threads.start(settings, start, thread_id=self.thread, deps=deps)
+        parent = self.parent
+        rs = threads.start(
+            self.child.settings,
+            start,
+            thread_id=self.thread,
+            deps=parent.deps,
+            loaded=chain,
+            purse=parent.purse,
+        )
         self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
-        return rs
 
     def outcome(self) -> ChildWrites:
         """Return the parent's view of the finished child run, or raise ``ChildPause``.
@@ -314,7 +334,6 @@ class Entry:
         counted them when the child paused); the others (runs before a crash) are not.
         """
         self.rs = rs
-        rs.purse = self.parent.purse
         self.started = rs.steps
         self.counted = counted
         pool = self.pool

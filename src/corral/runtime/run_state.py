@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
+from corral.checkpoint.base import Checkpointer
 from corral.cost import Purse
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
@@ -29,6 +30,7 @@ __all__ = [
     "CheckpointWriter",
     "Pause",
     "RunState",
+    "Settings",
     "Task",
     "TaskRun",
 ]
@@ -38,6 +40,16 @@ TRACE_LIMIT = 100
 
 Targets = tuple["str | Send[str]", ...]
 """Route targets: node names (or ``END``) and ``Send`` items."""
+
+
+class Settings(NamedTuple):
+    """What a compiled graph fixes for all of its runs."""
+
+    tables: Tables
+    checkpointer: Checkpointer | None
+    max_steps: int
+    pause_before: frozenset[str]
+    pause_after: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -155,9 +167,13 @@ class RunState:
         "viewed",
     )
 
-    def __init__(self, tables: Tables, *, max_steps: int, deps: Any, thread_id: str | None) -> None:
-        self.tables = tables
-        self.max_steps = max_steps
+    def __init__(
+        self, settings: Settings, deps: Any, thread_id: str | None, purse: Purse | None = None
+    ) -> None:
+        """A run of the graph of ``settings`` with no state and no tasks yet; ``purse``: its
+        parent's, for a subgraph's child run (else a purse of its own)."""
+        self.tables = tables = settings.tables
+        self.max_steps = settings.max_steps
         self.deps = deps
         self.thread_id = thread_id
         self.values: dict[str, Any] = {}
@@ -176,7 +192,7 @@ class RunState:
         self.steps = 0
         self.supersteps = 0
         self.runs: dict[str, int] = {}
-        self.purse = Purse(tables.spec.budget, tables.costs_checked)
+        self.purse = purse or Purse(tables.spec.budget, tables.costs_checked)
         """What the run has spent and may spend (a subgraph's run shares its parent's)."""
         self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
         self.arrived: dict[str, set[str]] = {}
@@ -187,8 +203,8 @@ class RunState:
         """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
         self.status = "running"
         self.interrupts: list[Interrupt] = []
-        self.pause_before: frozenset[str] = frozenset()
-        self.pause_after: frozenset[str] = frozenset()
+        self.pause_before = settings.pause_before
+        self.pause_after = settings.pause_after
         self.trace: deque[tuple[int, str, dict[str, Any] | None, float]] = deque(maxlen=TRACE_LIMIT)
         self.emit: Callable[[Event], None] | None = None
         """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one."""

@@ -13,17 +13,18 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fresh
 from corral.control import Command, Resume
+from corral.cost import Purse
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import restore
 from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import RunState, Settings, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
@@ -36,21 +37,11 @@ __all__ = [
     "Settings",
     "get_state",
     "history",
-    "new_run",
     "save_input",
     "start",
+    "start_fresh",
     "update_state",
 ]
-
-
-class Settings(NamedTuple):
-    """What a compiled graph fixes for all of its runs."""
-
-    tables: Tables
-    checkpointer: Checkpointer | None
-    max_steps: int
-    pause_before: frozenset[str]
-    pause_after: frozenset[str]
 
 
 def check_cap(max_steps: Any) -> int:
@@ -59,17 +50,6 @@ def check_cap(max_steps: Any) -> int:
         msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
         raise GraphError(msg)
     return max_steps
-
-
-def new_run(
-    settings: Settings, max_steps: int | None, thread_id: str | None, deps: Any
-) -> RunState:
-    """Return an empty run of the graph (no state, no tasks yet)."""
-    cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
-    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id)
-    rs.pause_before = settings.pause_before
-    rs.pause_after = settings.pause_after
-    return rs
 
 
 def start(
@@ -83,13 +63,16 @@ def start(
     emit: Callable[[Event], None] | None = None,
     buffer: list[Event] | None = None,
     tracer: RunTracer | None = None,
+    loaded: list[Checkpoint] | None = None,
+    purse: Purse | None = None,
 ) -> RunState:
     """Return the run that ``invoke(input, ...)`` asks for, ready for a driver (and traced
-    by ``tracer``, which starts the run's span here)."""
+    by ``tracer``, which starts the run's span here). ``loaded``: the thread's chain, when
+    the caller has read it already; ``purse``: the parent's, for a subgraph's child run."""
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
-    chain: list[Checkpoint] = []
+    chain: list[Checkpoint] = loaded or []
     if saver is None:
         if continuing or checkpoint_id is not None:
             what = "Resume(...)" if resume is not None else "invoke(None, ...)"
@@ -103,10 +86,12 @@ def start(
             msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
             raise ThreadStateError(msg)
         thread_id = uuid.uuid4().hex
-    else:  # a thread to continue must have a checkpoint, a new input's may have none
+    elif loaded is None:  # a thread to continue must have a checkpoint, a new input's may have none
         continues = continuing or checkpoint_id is not None
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
-    rs = new_run(settings, max_steps, thread_id, deps)
+    rs = RunState(settings, deps, thread_id, purse)
+    if max_steps is not None:
+        rs.max_steps = check_cap(max_steps)
     if buffer is not None:
         rs.buffer = buffer
         rs.listen(buffer.append)
@@ -117,7 +102,7 @@ def start(
     if emit is not None:
         rs.listen(emit)
     if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
-        _start_fresh(rs, {}, input)
+        start_fresh(rs, {}, input)
         return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
@@ -135,7 +120,8 @@ def _resume_of(input: Any) -> Resume | None:
     return None
 
 
-def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
+def start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
+    """Give ``rs`` the state ``input`` makes of ``base`` (checked first) and its first tasks."""
     tables = rs.tables
     update = check_input(tables, input, "__input__")
     values = dict(base)
@@ -153,7 +139,7 @@ def _start_on_thread(
     # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
     # a replay of the input alone would not do.
     filled = any(key not in base for key in rs.tables.empties)
-    _start_fresh(rs, base, input)
+    start_fresh(rs, base, input)
     last = chain[-1] if chain else None
     # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
@@ -338,7 +324,7 @@ def update_state(
         raise GraphError(msg)
     if node is None or not isinstance(values, Command):
         values = check_input(tables, values, as_node or "__update__")
-    rs = new_run(settings, None, thread_id, None)
+    rs = RunState(settings, None, thread_id)
     restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = ThreadWriter(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
