@@ -207,31 +207,16 @@ class Entry:
     parent's), then hands ``entry.outcome()`` to the core.
     """
 
-    __slots__ = (
-        "answers",
-        "call",
-        "child",
-        "counted",
-        "numbers",
-        "offset",
-        "parent",
-        "pool",
-        "resumed",
-        "rs",
-        "started",
-        "thread",
-        "watch",
-    )
+    rs: RunState | None = None
+    resumed = False
+    """Whether the call continues the child's thread (its writes are read back from it)."""
+    started = 0
+    counted = 0
+    """The child's runs already in the parent's steps (counted when it paused)."""
 
     def __init__(
         self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any, concurrent: bool
     ) -> None:
-        self.rs: RunState | None = None
-        self.resumed = False
-        """Whether the call continues the child's thread (its writes are read back from it)."""
-        self.started = 0
-        self.counted = 0
-        """The child's runs already in the parent's steps (counted when it paused)."""
         self.child = child
         self.parent = parent
         self.call = call
@@ -289,9 +274,9 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        parent = self.parent
+        settings, parent = self.child.settings, self.parent
         rs = threads.start(
-            self.child.settings,
+            settings,
             start,
             thread_id=self.thread,
             deps=parent.deps,
