@@ -53,7 +53,7 @@ from corral.runtime.events import (
 )
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, Settings, TaskRun
+from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildPause, ChildWrites, Trace
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
@@ -81,7 +81,9 @@ class ChildGraph:
     """The child of one subgraph node, compiled with the parent app: what every entry of
     the pair (parent, child) shares is decided here once."""
 
-    def __init__(self, name: str, sub: SubgraphSpec, settings: Settings, parent: Tables) -> None:
+    def __init__(
+        self, name: str, sub: SubgraphSpec, settings: threads.Settings, parent: Tables
+    ) -> None:
         """``settings``: the child graph's runs' (its checkpointer is the parent's)."""
         self.name = name
         self.sub = sub
@@ -160,7 +162,7 @@ class ChildGraph:
     def fresh(self, state: Mapping[str, Any], parent: RunState) -> RunState:
         """Return a new child run of ``parent`` from ``state`` (the parent's, or a ``Send``
         argument), its writes kept in ``rs.log``."""
-        rs = RunState(self.settings, parent.deps, None, parent.purse)
+        rs = threads.new_run(self.settings, None, None, parent.deps, parent.purse)
         rs.log = []
         if self.sub.input is not None:
             mapped = self.sub.input(state)
@@ -208,8 +210,6 @@ class Entry:
     """
 
     rs: RunState | None = None
-    resumed = False
-    """Whether the call continues the child's thread (its writes are read back from it)."""
     started = 0
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
@@ -239,7 +239,6 @@ class Entry:
         if thread is not None:
             chain = child.saver().chain(thread)
             if chain:
-                self.resumed = True
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
                     self._again(chain, status)
@@ -274,15 +273,9 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        settings, parent = self.child.settings, self.parent
-        rs = threads.start(
-            settings,
-            start,
-            thread_id=self.thread,
-            deps=parent.deps,
-            loaded=chain,
-            purse=parent.purse,
-        )
+        child, parent = self.child, self.parent
+        rs = threads.new_run(child.settings, None, self.thread, parent.deps, parent.purse)
+        threads.continue_thread(rs, child.saver(), chain, None, start)
         self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
 
     def outcome(self) -> ChildWrites:
@@ -299,15 +292,14 @@ class Entry:
                 for i in rs.interrupts
             )
             raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
-        if not self.resumed:
-            assert rs is not None and rs.log is not None
+        if rs is not None and rs.log is not None:  # a fresh child keeps its writes
             return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
-        assert self.thread is not None
-        saver = child.saver()
+        assert self.thread is not None  # resumed in this call, or finished before it
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
             return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
+        saver = child.saver()
         chain = saver.chain(self.thread)
         steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])

@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from corral.checkpoint.base import Checkpointer
 from corral.cost import Purse
 from corral.runtime.context import Context
 from corral.runtime.events import Custom, Event, Interrupt, Paused
@@ -30,7 +29,6 @@ __all__ = [
     "CheckpointWriter",
     "Pause",
     "RunState",
-    "Settings",
     "Task",
     "TaskRun",
 ]
@@ -40,16 +38,6 @@ TRACE_LIMIT = 100
 
 Targets = tuple["str | Send[str]", ...]
 """Route targets: node names (or ``END``) and ``Send`` items."""
-
-
-class Settings(NamedTuple):
-    """What a compiled graph fixes for all of its runs."""
-
-    tables: Tables
-    checkpointer: Checkpointer | None
-    max_steps: int
-    pause_before: frozenset[str]
-    pause_after: frozenset[str]
 
 
 @dataclass(slots=True)
@@ -168,12 +156,11 @@ class RunState:
     )
 
     def __init__(
-        self, settings: Settings, deps: Any, thread_id: str | None, purse: Purse | None = None
+        self, tables: Tables, max_steps: int, deps: Any, thread_id: str | None, purse: Purse | None
     ) -> None:
-        """A run of the graph of ``settings`` with no state and no tasks yet; ``purse``: its
-        parent's, for a subgraph's child run (else a purse of its own)."""
-        self.tables = tables = settings.tables
-        self.max_steps = settings.max_steps
+        """``purse``: the parent's, for a subgraph's child run (else one of its own)."""
+        self.tables = tables
+        self.max_steps = max_steps
         self.deps = deps
         self.thread_id = thread_id
         self.values: dict[str, Any] = {}
@@ -203,8 +190,8 @@ class RunState:
         """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
         self.status = "running"
         self.interrupts: list[Interrupt] = []
-        self.pause_before = settings.pause_before
-        self.pause_after = settings.pause_after
+        self.pause_before: frozenset[str] = frozenset()
+        self.pause_after: frozenset[str] = frozenset()
         self.trace: deque[tuple[int, str, dict[str, Any] | None, float]] = deque(maxlen=TRACE_LIMIT)
         self.emit: Callable[[Event], None] | None = None
         """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one."""

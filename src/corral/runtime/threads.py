@@ -13,7 +13,7 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId, reads_fresh
 from corral.control import Command, Resume
@@ -24,7 +24,7 @@ from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, Settings, TaskRun
+from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Superstep
@@ -35,13 +35,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Settings",
+    "continue_thread",
     "get_state",
     "history",
+    "new_run",
     "save_input",
     "start",
     "start_fresh",
     "update_state",
 ]
+
+
+class Settings(NamedTuple):
+    """What a compiled graph fixes for all of its runs."""
+
+    tables: Tables
+    checkpointer: Checkpointer | None
+    max_steps: int
+    pause_before: frozenset[str]
+    pause_after: frozenset[str]
 
 
 def check_cap(max_steps: Any) -> int:
@@ -50,6 +62,18 @@ def check_cap(max_steps: Any) -> int:
         msg = f"max_steps={max_steps!r} must be a whole number of node runs, 1 or more"
         raise GraphError(msg)
     return max_steps
+
+
+def new_run(
+    settings: Settings, max_steps: int | None, thread_id: str | None, deps: Any, purse: Purse | None
+) -> RunState:
+    """Return an empty run of the graph (no state, no tasks yet); ``purse``: the parent's,
+    for a subgraph's child run."""
+    cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
+    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id, purse=purse)
+    rs.pause_before = settings.pause_before
+    rs.pause_after = settings.pause_after
+    return rs
 
 
 def start(
@@ -63,16 +87,13 @@ def start(
     emit: Callable[[Event], None] | None = None,
     buffer: list[Event] | None = None,
     tracer: RunTracer | None = None,
-    loaded: list[Checkpoint] | None = None,
-    purse: Purse | None = None,
 ) -> RunState:
     """Return the run that ``invoke(input, ...)`` asks for, ready for a driver (and traced
-    by ``tracer``, which starts the run's span here). ``loaded``: the thread's chain, when
-    the caller has read it already; ``purse``: the parent's, for a subgraph's child run."""
+    by ``tracer``, which starts the run's span here)."""
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
-    chain: list[Checkpoint] = loaded or []
+    chain: list[Checkpoint] = []
     if saver is None:
         if continuing or checkpoint_id is not None:
             what = "Resume(...)" if resume is not None else "invoke(None, ...)"
@@ -86,12 +107,10 @@ def start(
             msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
             raise ThreadStateError(msg)
         thread_id = uuid.uuid4().hex
-    elif loaded is None:  # a thread to continue must have a checkpoint, a new input's may have none
+    else:  # a thread to continue must have a checkpoint, a new input's may have none
         continues = continuing or checkpoint_id is not None
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
-    rs = RunState(settings, deps, thread_id, purse)
-    if max_steps is not None:
-        rs.max_steps = check_cap(max_steps)
+    rs = new_run(settings, max_steps, thread_id, deps, None)
     if buffer is not None:
         rs.buffer = buffer
         rs.listen(buffer.append)
@@ -106,7 +125,7 @@ def start(
         return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
-        _continue(rs, saver, chain, newest_read, resume)
+        continue_thread(rs, saver, chain, newest_read, resume)
     else:
         _start_on_thread(rs, saver, chain, input, newest_read)
     return rs
@@ -161,13 +180,15 @@ def save_input(
         rs.pause(pauses)
 
 
-def _continue(
+def continue_thread(
     rs: RunState,
     saver: Checkpointer,
     chain: list[Checkpoint],
     newest_read: str | None,
     resume: Resume | None,
 ) -> None:
+    """Make ``rs`` (a new run) the run that continues the thread of ``chain`` (answered by
+    ``resume``); ``newest_read``: the thread's newest checkpoint, when ``chain`` forks."""
     last = chain[-1]
     restore.load(rs, chain, saver)
     forked = newest_read is not None
@@ -324,7 +345,7 @@ def update_state(
         raise GraphError(msg)
     if node is None or not isinstance(values, Command):
         values = check_input(tables, values, as_node or "__update__")
-    rs = RunState(settings, None, thread_id)
+    rs = new_run(settings, None, thread_id, None, None)
     restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = ThreadWriter(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
