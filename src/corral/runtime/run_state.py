@@ -158,7 +158,6 @@ class RunState:
     def __init__(
         self, tables: Tables, max_steps: int, deps: Any, thread_id: str | None, purse: Purse | None
     ) -> None:
-        """``purse``: the parent's, for a subgraph's child run (else one of its own)."""
         self.tables = tables
         self.max_steps = max_steps
         self.deps = deps
@@ -180,7 +179,7 @@ class RunState:
         self.supersteps = 0
         self.runs: dict[str, int] = {}
         self.purse = purse or Purse(tables.spec.budget, tables.costs_checked)
-        """What the run has spent and may spend (a subgraph's run shares its parent's)."""
+        """What the run has spent and may spend (a subgraph's child run is given its parent's)."""
         self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
         self.arrived: dict[str, set[str]] = {}
         """Per join: the nodes it waits for that finished a run since its own last run."""
