@@ -159,9 +159,11 @@ class ChildGraph:
         chain = self.saver().chain(thread)
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
-    def fresh(self, state: Mapping[str, Any], deps: Any) -> RunState:
-        """Return a new child run from ``state`` (the parent's, or a ``Send`` argument), its
-        writes kept in ``rs.log``."""
+    def fresh(self, state: Mapping[str, Any], parent: RunState) -> RunState:
+        """Return a new child run of ``parent`` from ``state`` (the parent's, or a ``Send``
+        argument), its writes kept in ``rs.log``."""
+        rs = threads.new_run(self.settings, None, None, parent.deps, parent.purse)
+        rs.log = []
         if self.sub.input is not None:
             mapped = self.sub.input(state)
             if not isinstance(mapped, Mapping):
@@ -170,17 +172,16 @@ class ChildGraph:
                     "return a dict of the child's keys"
                 )
                 raise CorralError(msg)
-            settings = self.settings._replace(checkpointer=None)
-            rs = threads.start(settings, dict(mapped), thread_id=None, deps=deps)
-        else:
-            shared, reduced = self.shared, self.reduced
-            values = {k: copy.copy(v) for k, v in self.own_empties.items()}
-            for key, value in state.items():
-                if key in shared:
-                    values[key] = copy.copy(value) if key in reduced else value
-            rs = threads.new_run(self.settings, None, None, deps)
-            rs.values, rs.tasks = values, self.starts
-        rs.log = []
+            threads.start_fresh(rs, {}, mapped)
+            return rs
+        shared, reduced = self.shared, self.reduced
+        values = {}
+        for key, value in state.items():
+            if key in shared:
+                values[key] = copy.copy(value) if key in reduced else value
+        for key, empty in self.own_empties.items():
+            values[key] = copy.copy(empty)
+        rs.values, rs.tasks = values, self.starts
         return rs
 
     def writes(
@@ -209,8 +210,6 @@ class Entry:
     """
 
     rs: RunState | None = None
-    resumed = False
-    """Whether the call continues the child's thread (its writes are read back from it)."""
     started = 0
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
@@ -240,14 +239,13 @@ class Entry:
         if thread is not None:
             chain = child.saver().chain(thread)
             if chain:
-                self.resumed = True
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
-                    self.rs = self._again(chain, status)
+                    self._again(chain, status)
                 return self
         call = self.call
         state = self.parent.values if call.arg is NO_ARG else call.arg
-        self.rs = rs = child.fresh(state, self.parent.deps)
+        rs = child.fresh(state, self.parent)
         if thread is not None:
             rs.thread_id = thread
             writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
@@ -265,8 +263,8 @@ class Entry:
         if isinstance(exc, CorralError):
             raise lift(exc, self) from exc.__cause__
 
-    def _again(self, chain: list[Checkpoint], status: str) -> RunState:
-        """Return the run that continues the child's thread (resumed with its answers)."""
+    def _again(self, chain: list[Checkpoint], status: str) -> None:
+        """Start the run that continues the child's thread (resumed with its answers)."""
         start: Resume | None = None
         if status == "interrupted":
             given: dict[str, Any] = {}
@@ -275,10 +273,10 @@ class Entry:
             pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
             chosen = {i: given[i] for i in pending if i in given}
             start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        settings, deps = self.child.settings, self.parent.deps
-        rs = threads.start(settings, start, thread_id=self.thread, deps=deps)
+        child, parent = self.child, self.parent
+        rs = threads.new_run(child.settings, None, self.thread, parent.deps, parent.purse)
+        threads.continue_thread(rs, child.saver(), chain, None, start)
         self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
-        return rs
 
     def outcome(self) -> ChildWrites:
         """Return the parent's view of the finished child run, or raise ``ChildPause``.
@@ -294,15 +292,14 @@ class Entry:
                 for i in rs.interrupts
             )
             raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
-        if not self.resumed:
-            assert rs is not None and rs.log is not None
+        if rs is not None and rs.log is not None:  # a fresh child keeps its writes
             return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
-        assert self.thread is not None
-        saver = child.saver()
+        assert self.thread is not None  # resumed in this call, or finished before it
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
             return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
+        saver = child.saver()
         chain = saver.chain(self.thread)
         steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
@@ -314,7 +311,6 @@ class Entry:
         counted them when the child paused); the others (runs before a crash) are not.
         """
         self.rs = rs
-        rs.purse = self.parent.purse
         self.started = rs.steps
         self.counted = counted
         pool = self.pool

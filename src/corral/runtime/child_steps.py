@@ -88,25 +88,20 @@ def lift(exc: CorralError, entry: Any) -> CorralError:
     ``entry``: the :class:`~corral.runtime.child_graph.Entry` the child ran in."""
     name = entry.child.name
     if isinstance(exc, StepLimitError):
-        path = f"{name}/{exc.node}"
-        if (
-            exc.max_steps < entry.child.settings.max_steps
-        ):  # capped by what the top-level run had left
+        path, steps, cap = f"{name}/{exc.node}", exc.steps, exc.max_steps
+        if cap < entry.child.settings.max_steps:  # capped by what the top-level run had left
             steps = entry.pool.taken - entry.started + exc.steps  # runs not counted yet too
-            top_max = entry.pool.max_steps
+            cap = entry.pool.max_steps
             msg = (
-                f"stopped after {steps} steps (max_steps={top_max}) before running "
+                f"stopped after {steps} steps (max_steps={cap}) before running "
                 f"{path!r}; raise max_steps or add a guard"
             )
-            return StepLimitError(msg, steps=steps, max_steps=top_max, node=path,
-                                  state=exc.state)  # fmt: skip
-        msg = (
-            f"subgraph {name!r} stopped after {exc.steps} steps (its max_steps="
-            f"{exc.max_steps}) before running {path!r}; raise the child graph's "
-            "max_steps or add a guard"
-        )
-        return StepLimitError(msg, steps=exc.steps, max_steps=exc.max_steps, node=path,
-                              state=exc.state)  # fmt: skip
+        else:
+            msg = (
+                f"subgraph {name!r} stopped after {steps} steps (its max_steps={cap}) before "
+                f"running {path!r}; raise the child graph's max_steps or add a guard"
+            )
+        return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=exc.state)
     if isinstance(exc, NodeError):
         path, step = f"{name}/{exc.node}", entry.number(exc.step)
         text = str(exc).replace(f"(step {exc.step}", f"(step {step}", 1)  # the parent's

@@ -155,7 +155,9 @@ class RunState:
         "viewed",
     )
 
-    def __init__(self, tables: Tables, *, max_steps: int, deps: Any, thread_id: str | None) -> None:
+    def __init__(
+        self, tables: Tables, max_steps: int, deps: Any, thread_id: str | None, purse: Purse | None
+    ) -> None:
         self.tables = tables
         self.max_steps = max_steps
         self.deps = deps
@@ -176,8 +178,8 @@ class RunState:
         self.steps = 0
         self.supersteps = 0
         self.runs: dict[str, int] = {}
-        self.purse = Purse(tables.spec.budget, tables.costs_checked)
-        """What the run has spent and may spend (a subgraph's run shares its parent's)."""
+        self.purse = purse or Purse(tables.spec.budget, tables.costs_checked)
+        """What the run has spent and may spend (a subgraph's child run is given its parent's)."""
         self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
         self.arrived: dict[str, set[str]] = {}
         """Per join: the nodes it waits for that finished a run since its own last run."""

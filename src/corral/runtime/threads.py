@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
 from corral.control import Command, Resume
+from corral.cost import Purse
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import restore
 from corral.runtime.drivers import route_async, route_sync
@@ -34,11 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Settings",
+    "continue_thread",
     "get_state",
     "history",
     "new_run",
     "save_input",
     "start",
+    "start_fresh",
     "update_state",
 ]
 
@@ -62,11 +65,12 @@ def check_cap(max_steps: Any) -> int:
 
 
 def new_run(
-    settings: Settings, max_steps: int | None, thread_id: str | None, deps: Any
+    settings: Settings, max_steps: int | None, thread_id: str | None, deps: Any, purse: Purse | None
 ) -> RunState:
-    """Return an empty run of the graph (no state, no tasks yet)."""
+    """Return an empty run of the graph (no state, no tasks yet); ``purse``: the parent's,
+    for a subgraph's child run."""
     cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
-    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id)
+    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id, purse=purse)
     rs.pause_before = settings.pause_before
     rs.pause_after = settings.pause_after
     return rs
@@ -106,7 +110,7 @@ def start(
     else:  # a thread to continue must have a checkpoint, a new input's may have none
         continues = continuing or checkpoint_id is not None
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
-    rs = new_run(settings, max_steps, thread_id, deps)
+    rs = new_run(settings, max_steps, thread_id, deps, None)
     if buffer is not None:
         rs.buffer = buffer
         rs.listen(buffer.append)
@@ -117,11 +121,11 @@ def start(
     if emit is not None:
         rs.listen(emit)
     if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
-        _start_fresh(rs, {}, input)
+        start_fresh(rs, {}, input)
         return rs
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     if continuing:
-        _continue(rs, saver, chain, newest_read, resume)
+        continue_thread(rs, saver, chain, newest_read, resume)
     else:
         _start_on_thread(rs, saver, chain, input, newest_read)
     return rs
@@ -135,7 +139,8 @@ def _resume_of(input: Any) -> Resume | None:
     return None
 
 
-def _start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
+def start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
+    """Give ``rs`` the state ``input`` makes of ``base`` (checked first) and its first tasks."""
     tables = rs.tables
     update = check_input(tables, input, "__input__")
     values = dict(base)
@@ -153,7 +158,7 @@ def _start_on_thread(
     # A reducer key the thread's state lacks (the schema gained it) starts empty here, which
     # a replay of the input alone would not do.
     filled = any(key not in base for key in rs.tables.empties)
-    _start_fresh(rs, base, input)
+    start_fresh(rs, base, input)
     last = chain[-1] if chain else None
     # The input checkpoint is the input's write on top of the thread's checkpoint: replaying
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
@@ -175,13 +180,15 @@ def save_input(
         rs.pause(pauses)
 
 
-def _continue(
+def continue_thread(
     rs: RunState,
     saver: Checkpointer,
     chain: list[Checkpoint],
     newest_read: str | None,
     resume: Resume | None,
 ) -> None:
+    """Make ``rs`` (a new run) the run that continues the thread of ``chain`` (answered by
+    ``resume``); ``newest_read``: the thread's newest checkpoint, when ``chain`` forks."""
     last = chain[-1]
     restore.load(rs, chain, saver)
     forked = newest_read is not None
@@ -339,7 +346,7 @@ def update_state(
         raise GraphError(msg)
     if node is None or not isinstance(values, Command):
         values = check_input(tables, values, as_node or "__update__")
-    rs = new_run(settings, None, thread_id, None)
+    rs = new_run(settings, None, thread_id, None, None)
     restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
     writer = ThreadWriter(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
