@@ -102,8 +102,8 @@ def _listed(refs: list[int | list[Any]]) -> Any:
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``) and
-    returns its id; ``known`` are the items already stored.
+    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``; see
+    :data:`~corral.checkpoint._tables.PUT_ITEM`); ``known`` are the items already stored.
     """
 
     def __init__(
@@ -165,10 +165,17 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
-            found = self.new[key] = (int(row[0]), len(text))
+            cursor = self.db.execute(self.insert, {"thread": self.thread, "data": text})
+            found = self.new[key] = (_inserted_id(cursor), len(text))
             self.written += len(text)
         return found[0]
+
+
+def _inserted_id(cursor: Any) -> int:
+    """Return the id of the item ``cursor``'s insert stored: SQLite's ``lastrowid``, or the
+    row of PostgreSQL's ``RETURNING id`` (psycopg's cursors have no ``lastrowid``)."""
+    found = getattr(cursor, "lastrowid", None)
+    return int(found if found is not None else cursor.fetchone()[0])
 
 
 class Rows:
