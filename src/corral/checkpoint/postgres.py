@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import functools
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from corral._where import check_conninfo
@@ -138,12 +138,29 @@ class PostgresSaver(Store):
     @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Connection[Any]]:
         """Yield a pooled connection: a write inside a transaction committed at the block's
-        end, in pipeline mode (only statements whose rows are read wait for the server); a
-        read as it is (every statement reads committed rows, and a thread's rows never
-        change once committed)."""
+        end, a read as it is (every statement reads committed rows, and a thread's rows
+        never change once committed).
+
+        A write runs in pipeline mode between its own ``BEGIN`` and ``COMMIT``: only a
+        statement whose rows are read waits for the server, so ``BEGIN`` travels with the
+        first statement and ``COMMIT`` with the last ones (psycopg's ``transaction()``
+        would wait for the server at both ends). A block that raises is rolled back here,
+        before the connection goes back to the pool."""
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
         with self._connection(verb) as conn:
             if read:
                 yield conn
-            else:
-                with conn.pipeline(), conn.transaction():
+                return
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
                     yield conn
+                    conn.execute("COMMIT")
+            except BaseException:
+                status = conn.info.transaction_status
+                if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                raise
