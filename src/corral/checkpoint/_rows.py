@@ -166,16 +166,10 @@ class Packer:
         found = self.known.get(key) or self.new.get(key)
         if found is None:
             cursor = self.db.execute(self.insert, {"thread": self.thread, "data": text})
-            found = self.new[key] = (_inserted_id(cursor), len(text))
+            n = getattr(cursor, "lastrowid", None)  # psycopg's cursors have none: RETURNING id
+            found = self.new[key] = (int(cursor.fetchone()[0] if n is None else n), len(text))
             self.written += len(text)
         return found[0]
-
-
-def _inserted_id(cursor: Any) -> int:
-    """Return the id of the item ``cursor``'s insert stored: SQLite's ``lastrowid``, or the
-    row of PostgreSQL's ``RETURNING id`` (psycopg's cursors have no ``lastrowid``)."""
-    found = getattr(cursor, "lastrowid", None)
-    return int(found if found is not None else cursor.fetchone()[0])
 
 
 class Rows:

@@ -1,9 +1,11 @@
 """The tables of corral's store and the statements on them, shared by SQLite and PostgreSQL.
 
 Four tables, the same in both databases (only column types differ): a row per thread
-(``newest``: the compare-and-set pointer), a row per checkpoint (its JSON texts; ``seq``
-orders a thread's checkpoints as they were put), a row per large value stored once (an
-*item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
+(``newest``: the compare-and-set pointer; the run that holds it, ``holder`` in process
+``held_by`` until ``held_until``; what its owner recorded: :mod:`._thread_info`), a row per
+checkpoint (its JSON texts; ``seq`` orders a thread's checkpoints as they were put), a row
+per large value stored once (an *item*) and a row per finished task of a superstep not yet
+checkpointed. Every row carries
 its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
 thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
 (``corral_runs``) lives in the same database; :mod:`corral.workers` creates and owns it.
@@ -23,26 +25,18 @@ from typing import Any, Final
 
 from corral.errors import CheckpointError
 
-THREAD_INFO: Final = (
-    "holder TEXT",
-    "held_by TEXT",
-    "held_until REAL",
-    "graph TEXT",
-    "metadata TEXT",
-    "created_at REAL",
-    "updated_at REAL",
-)
-"""The columns of ``corral_threads`` beside its pointer: the run that holds the thread
-(``holder``, its process ``held_by``, its lease ``held_until``) and what a thread's owner
-recorded about it (:mod:`corral.checkpoint._thread_info`). ``REAL`` is ``double precision``
-in PostgreSQL."""
-
 _TABLES: Final = """
 CREATE TABLE corral_threads (
     id {thread_id},
     name TEXT NOT NULL UNIQUE,
     newest TEXT NOT NULL,
-    {info}
+    holder TEXT,
+    held_by TEXT,
+    held_until {real},
+    graph TEXT,
+    metadata TEXT,
+    created_at {real},
+    updated_at {real}
 );
 CREATE TABLE corral_checkpoints (
     seq {id},
@@ -79,13 +73,9 @@ def create_tables(postgres: bool) -> list[str]:
         id=key if postgres else "INTEGER PRIMARY KEY",
         thread_id=key if postgres else "INTEGER PRIMARY KEY AUTOINCREMENT",
         int="bigint" if postgres else "INTEGER",
-        info=", ".join(THREAD_INFO),
+        real="double precision" if postgres else "REAL",
     )
-    return [_typed(statement.strip(), postgres) for statement in tables.split(";")]
-
-
-def _typed(statement: str, postgres: bool) -> str:
-    return statement.replace("REAL", "double precision") if postgres else statement
+    return [statement.strip() for statement in tables.split(";")]
 
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"

@@ -138,16 +138,11 @@ class PostgresSaver(Store):
     @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Connection[Any]]:
         """Yield a pooled connection: a write inside a transaction committed at the block's
-        end, a read as it is (every statement reads committed rows, and a thread's rows
-        never change once committed).
-
-        A write runs in pipeline mode between its own ``BEGIN`` and ``COMMIT``: only a
-        statement whose rows are read waits for the server, so ``BEGIN`` travels with the
-        first statement and ``COMMIT`` with the last ones (psycopg's ``transaction()``
-        would wait for the server at both ends). A block that raises is rolled back here,
-        before the connection goes back to the pool."""
+        end (rolled back here if it raises), a read as it is (every statement reads committed
+        rows, and a thread's rows never change once committed). A write is ``BEGIN`` ...
+        ``COMMIT`` in pipeline mode: only a statement whose rows are read waits for the
+        server (psycopg's ``transaction()`` would wait at ``BEGIN`` and before ``COMMIT``)."""
         import psycopg
-        from psycopg.pq import TransactionStatus
 
         with self._connection(verb) as conn:
             if read:
@@ -159,8 +154,6 @@ class PostgresSaver(Store):
                     yield conn
                     conn.execute("COMMIT")
             except BaseException:
-                status = conn.info.transaction_status
-                if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
-                    with suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
+                with suppress(psycopg.Error):  # else the pool closes the connection
+                    conn.execute("ROLLBACK")  # only warns when the transaction had ended
                 raise
