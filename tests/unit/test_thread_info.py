@@ -104,18 +104,6 @@ def test_metadata_is_kept_as_given_and_merged_key_by_key(
         assert info is not None and info.metadata == {**first, **second}
 
 
-def test_a_file_of_an_earlier_layout_7_gets_the_thread_columns(tmp_path: Path) -> None:
-    path = tmp_path / "old.sqlite"
-    with SqliteSaver(path) as saver:
-        saver.put(Checkpoint("t", "1", None, {"n": 1}))
-    with sqlite3.connect(path) as conn:
-        for column in ("graph", "metadata", "created_at", "updated_at"):
-            conn.execute(f"ALTER TABLE corral_threads DROP COLUMN {column}")
-    with SqliteSaver(path) as saver:
-        assert saver.chain("t")[0].snapshot == {"n": 1}
-        assert saver.add_thread_info("t", {"a": 1})[1]
-
-
 def _run(thread: str, uuid: str, input: Any = None) -> QueuedRun:
     json, resume = dump_input(input)
     return QueuedRun(

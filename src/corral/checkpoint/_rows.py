@@ -102,8 +102,8 @@ def _listed(refs: list[int | list[Any]]) -> Any:
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``) and
-    returns its id; ``known`` are the items already stored.
+    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``; see
+    :data:`~corral.checkpoint._tables.PUT_ITEM`); ``known`` are the items already stored.
     """
 
     def __init__(
@@ -165,8 +165,9 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
-            found = self.new[key] = (int(row[0]), len(text))
+            cursor = self.db.execute(self.insert, {"thread": self.thread, "data": text})
+            n = getattr(cursor, "lastrowid", None)  # psycopg's cursors have none: RETURNING id
+            found = self.new[key] = (int(cursor.fetchone()[0] if n is None else n), len(text))
             self.written += len(text)
         return found[0]
 

@@ -88,8 +88,10 @@ class Store(ThreadInfoStore):
     where: str
     serializer: Serializer | None
     items_query: str
-    """How to fetch items by the JSON array of their ids (the one statement that differs
-    between the databases)."""
+    """How to fetch items by the JSON array of their ids."""
+    put_item: str
+    """How to store an item (see :data:`~corral.checkpoint._tables.PUT_ITEM`): with
+    ``items_query``, the statements that differ between the databases."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
 
@@ -172,7 +174,7 @@ class Store(ThreadInfoStore):
                 self._refused(db, checkpoint)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
-        packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
+        packer = Packer(db, self.put_item, thread, self._hashes, dumps)
         with self._lock:
             last = self._seen.get(thread, {})
         params["snapshot"] = None

@@ -1,17 +1,20 @@
 """The tables of corral's store and the statements on them, shared by SQLite and PostgreSQL.
 
 Four tables, the same in both databases (only column types differ): a row per thread
-(``newest``: the compare-and-set pointer), a row per checkpoint (its JSON texts; ``seq``
-orders a thread's checkpoints as they were put), a row per large value stored once (an
-*item*) and a row per finished task of a superstep not yet checkpointed. Every row carries
+(``newest``: the compare-and-set pointer; the run that holds it, ``holder`` in process
+``held_by`` until ``held_until``; what its owner recorded: :mod:`._thread_info`), a row per
+checkpoint (its JSON texts; ``seq`` orders a thread's checkpoints as they were put), a row
+per large value stored once (an *item*) and a row per finished task of a superstep not yet
+checkpointed. Every row carries
 its thread's row id, so a thread is deleted by one ``DELETE`` per table, and facts about a
 thread (metadata, its last run's status) belong in ``corral_threads``. The worker queue
 (``corral_runs``) lives in the same database; :mod:`corral.workers` creates and owns it.
 
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here
-(``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); the one
-difference is how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
+(``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); they
+differ in how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`) and
+how a new item's id is told (:data:`PUT_ITEM`).
 """
 
 from __future__ import annotations
@@ -22,27 +25,18 @@ from typing import Any, Final
 
 from corral.errors import CheckpointError
 
-THREAD_INFO: Final = (
-    "holder TEXT",
-    "held_by TEXT",
-    "held_until REAL",
-    "graph TEXT",
-    "metadata TEXT",
-    "created_at REAL",
-    "updated_at REAL",
-)
-"""The columns of ``corral_threads`` beside its pointer: the run that holds the thread
-(``holder``, its process ``held_by``, its lease ``held_until``) and what a thread's owner
-recorded about it (:mod:`corral.checkpoint._thread_info`); a store of an earlier layout 7
-gets them when opened.
-``REAL`` is ``double precision`` in PostgreSQL."""
-
 _TABLES: Final = """
 CREATE TABLE corral_threads (
     id {thread_id},
     name TEXT NOT NULL UNIQUE,
     newest TEXT NOT NULL,
-    {info}
+    holder TEXT,
+    held_by TEXT,
+    held_until {real},
+    graph TEXT,
+    metadata TEXT,
+    created_at {real},
+    updated_at {real}
 );
 CREATE TABLE corral_checkpoints (
     seq {id},
@@ -79,13 +73,9 @@ def create_tables(postgres: bool) -> list[str]:
         id=key if postgres else "INTEGER PRIMARY KEY",
         thread_id=key if postgres else "INTEGER PRIMARY KEY AUTOINCREMENT",
         int="bigint" if postgres else "INTEGER",
-        info=", ".join(THREAD_INFO),
+        real="double precision" if postgres else "REAL",
     )
-    return [_typed(statement.strip(), postgres) for statement in tables.split(";")]
-
-
-def _typed(statement: str, postgres: bool) -> str:
-    return statement.replace("REAL", "double precision") if postgres else statement
+    return [statement.strip() for statement in tables.split(";")]
 
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
@@ -131,7 +121,10 @@ UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
 WHERE name = :thread AND holder = :run
 """
 
-PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data) RETURNING id"
+PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data)"
+"""Stores an item; SQLite tells its id as the cursor's ``lastrowid``, PostgreSQL (whose
+cursors have none) runs it with ``RETURNING id`` (:data:`PUT_ITEM_POSTGRES`)."""
+PUT_ITEM_POSTGRES: Final = f"{PUT_ITEM} RETURNING id"
 
 PUT_CHECKPOINT: Final = """
 INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)
@@ -218,10 +211,9 @@ def ensure_layout(
     """Create the tables of a ``new`` store, or check an existing one, in the caller's
     transaction; return the layout the store had (``version`` when it was new).
 
-    A store of ``version`` gets the :data:`THREAD_INFO` columns it lacks; one of the layout
-    ``upgrade`` names is rewritten by its function, once, and then records ``version``. Any
-    other layout is refused by name (``older``: the way out for one older than this corral
-    reads), and the store is left as it was.
+    A store of the layout ``upgrade`` names is rewritten by its function, once, and then
+    records ``version``. Any other layout is refused by name (``older``: the way out for one
+    older than this corral reads), and the store is left as it was.
     """
     q = for_psycopg if postgres else str
     stored = {"version": version, "writer": written_by()}
@@ -234,13 +226,6 @@ def ensure_layout(
     if upgrade is not None and found == upgrade[0]:
         upgrade[1](db)
         db.execute(q("UPDATE corral_schema SET version = :version, written_by = :writer"), stored)
-        return found
-    present = {
-        column[0] for column in db.execute("SELECT * FROM corral_threads LIMIT 0").description
-    }
-    for column in THREAD_INFO:
-        if column.split()[0] not in present:
-            db.execute(_typed(f"ALTER TABLE corral_threads ADD COLUMN {column}", postgres))
     return found
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import atexit
 import functools
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from corral._where import check_conninfo
 from corral.checkpoint._pg_schema import ensure_schema, error_for, redact
 from corral.checkpoint._store import Store
-from corral.checkpoint._tables import ITEMS_POSTGRES, for_psycopg
+from corral.checkpoint._tables import ITEMS_POSTGRES, PUT_ITEM_POSTGRES, for_psycopg
 from corral.checkpoint.serde import Serializer
 from corral.errors import CheckpointError
 
@@ -56,6 +56,7 @@ class PostgresSaver(Store):
     """
 
     items_query = for_psycopg(ITEMS_POSTGRES)
+    put_item = for_psycopg(PUT_ITEM_POSTGRES)
     sql = staticmethod(functools.cache(for_psycopg))
 
     def __init__(
@@ -137,12 +138,22 @@ class PostgresSaver(Store):
     @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Connection[Any]]:
         """Yield a pooled connection: a write inside a transaction committed at the block's
-        end, in pipeline mode (only statements whose rows are read wait for the server); a
-        read as it is (every statement reads committed rows, and a thread's rows never
-        change once committed)."""
+        end (rolled back here if it raises), a read as it is (every statement reads committed
+        rows, and a thread's rows never change once committed). A write is ``BEGIN`` ...
+        ``COMMIT`` in pipeline mode: only a statement whose rows are read waits for the
+        server (psycopg's ``transaction()`` would wait at ``BEGIN`` and before ``COMMIT``)."""
+        import psycopg
+
         with self._connection(verb) as conn:
             if read:
                 yield conn
-            else:
-                with conn.pipeline(), conn.transaction():
+                return
+            try:
+                with conn.pipeline():
+                    conn.execute("BEGIN")
                     yield conn
+                    conn.execute("COMMIT")
+            except BaseException:
+                with suppress(psycopg.Error):  # else the pool closes the connection
+                    conn.execute("ROLLBACK")  # only warns when the transaction had ended
+                raise
