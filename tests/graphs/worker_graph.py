@@ -47,9 +47,9 @@ def freeze_at(point: str) -> None:
         os.remove(flag)
         # Stopped outside any queue transaction: a SQLite write lock held while stopped
         # would stop every other worker too. Sent to this thread, the stop begins here.
-        from corral import workers
+        from corral.workers import client
 
-        locks = [getattr(q, "_lock", None) for q in list(workers._QUEUES.values())]
+        locks = [getattr(q, "_lock", None) for q in list(client._QUEUES.values())]
         held = [lock for lock in locks if lock is not None]
         for lock in held:
             lock.acquire()
