@@ -13,6 +13,7 @@ import pytest
 from corral import (
     END,
     Graph,
+    Guard,
     NodeCapError,
     NodeError,
     SqliteSaver,
@@ -139,3 +140,45 @@ def test_an_update_of_a_failed_thread_keeps_the_error_until_a_run_continues(
     app.update_state("t", {"n": 50}, as_node="two")
     done = app.get_state("t")
     assert (done.status, done.error, done.next, done.values["n"]) == ("done", None, (), 50)
+
+
+def capped_beside(calls: list[str], broken: bool) -> Graph[N]:
+    """start -> (capped, other) twice: the second time ``capped`` is at its ``max_runs``;
+    ``other`` raises on its second run when ``broken``."""
+    g = Graph(N)
+
+    @g.node(start=True, then=("capped", "other"))
+    def start(state: N) -> None:
+        return None
+
+    @g.node(max_runs=1, then="start", guards=[Guard("start", max=1, otherwise=END)])
+    def capped(state: N) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    @g.node(then=END)
+    def other(state: N) -> None:
+        calls.append("other")
+        if broken and len(calls) == 2:
+            raise ValueError("the service is down")
+
+    return g
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_cap_refuses_its_node_alone(saver: Checkpointer, engine_path: str, broken: bool) -> None:
+    """max_runs caps that node alone: a sibling in the same superstep still runs (it is
+    saved and not run again on resume); a sibling's failure is the run's error, as in any
+    superstep (it is found before the cap's error is raised)."""
+    calls: list[str] = []
+    app = capped_beside(calls, broken).compile(checkpointer=saver)
+    with pytest.raises(NodeError if broken else NodeCapError) as caught:
+        app.invoke({"n": 0}, thread_id="t")
+    assert calls == ["other", "other"]
+    assert caught.value.node == ("other" if broken else "capped")  # type: ignore[attr-defined]
+    failed = app.get_state("t")
+    assert failed.status == "error" and failed.next == ("capped", "other")
+    assert failed.error is not None and failed.error.type == type(caught.value).__name__
+    if not broken:  # the finished sibling is not run again
+        with pytest.raises(NodeCapError):
+            app.invoke(None, thread_id="t")
+        assert calls == ["other", "other"]

@@ -108,12 +108,12 @@ class Core:
     of the next one.
 
     :meth:`plan` plans a superstep: ``calls`` are the tasks that may run now, in task order,
-    each with its step number; ``cap_error`` is the bound hit after them. A driver hands back
-    each call's outcome, then :meth:`close` merges the results at the barrier (a failure or a
-    cap hit is raised there, after the finished siblings were saved). The driver then calls
-    :meth:`take` once per result, in order, calling the node's router first when it has one
-    (so a router that reads ``ctx.guards`` sees the routes its earlier siblings took), and
-    :meth:`finish`.
+    each with its step number; ``cap_error`` is the first bound that refused a task. A driver
+    hands back each call's outcome, then :meth:`close` merges the results at the barrier (a
+    failure, else a cap hit, is raised there, after the finished siblings were saved). The
+    driver then calls :meth:`take` once per result, in order, calling the node's router
+    first when it has one (so a router that reads ``ctx.guards`` sees the routes its earlier
+    siblings took), and :meth:`finish`.
 
     Outcomes handed back before any :meth:`plan` are of no planned call and no bound is
     checked: ``update_state(as_node=...)`` hands back a person's edit, which no cap refuses.
@@ -150,9 +150,9 @@ class Core:
         return True
 
     def plan(self) -> bool:
-        """Plan the next superstep: the tasks not finished earlier, each with its step
-        number, up to the first bound hit. Return ``False`` when the run has none left to do
-        (it ended or paused)."""
+        """Plan the next superstep: the tasks not finished earlier that no bound refuses,
+        each with its step number (``cap_error``: the first bound hit). Return ``False``
+        when the run has none left to do (it ended or paused)."""
         rs = self.rs
         if rs.status != "running" or not rs.tasks:
             return False
@@ -171,8 +171,9 @@ class Core:
             if steps >= rs.max_steps or node.max_runs is not None or rs.purse.budget is not None:
                 error = cap_error(rs, node, steps, calls)
                 if error is not None:
-                    self.cap_error = error
-                    return True
+                    # a bound refuses this node alone: its siblings still run
+                    self.cap_error = self.cap_error or error
+                    continue
             if node.child is None:
                 steps += 1
             calls.append(TaskRun(index, node, None, None, task.arg, steps))
