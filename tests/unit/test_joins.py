@@ -405,3 +405,20 @@ def test_a_start_join_a_send_targets_is_not_held_by_the_start() -> None:
     outcomes, complete = every_run(build(shape))
     assert complete and not [o for o in outcomes if o.error is not None]
     assert cr304(shape) == []
+
+
+def test_a_start_join_waiting_for_itself_counts_its_first_run() -> None:
+    """n2 is a start node a Send targets and waits for itself: its first run counts toward
+    its next one (like n0's beside it), so n1's route into it is released once n1 has run:
+    every run ends, and CR304 is silent (it said a route into n2 waits forever)."""
+    shape = Shape(
+        (
+            ("n0", Way("send", ("n1", "n2"), start=True)),
+            ("n1", Way("then", ("n2",), wait_for=("n0",))),
+            ("n2", Way("then", (END,), wait_for=("n0", "n1", "n2"), start=True)),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and not [o for o in outcomes if o.error is not None]
+    assert ["n0", "n2", "n1", "n2"] in [o.ran for o in outcomes]
+    assert cr304(shape) == []
