@@ -235,10 +235,10 @@ def _judged(shape: Shape) -> None:
         assert messages, "every run is stuck at a join, and CR304 is silent"
     ways = dict(shape.ways)
     for finding in found:
+        if finding.code != "CR304":
+            continue  # other findings may name no node (CR203 on max_steps)
         join = finding.nodes[0]
         ran = any(join in o.ran for o in outcomes)
-        if finding.code != "CR304":
-            continue
         if any(kind in finding.message for kind in SOME_KINDS):
             if len(finding.nodes) > 2:
                 entries = [ways[finding.nodes[-2]]]
