@@ -214,6 +214,13 @@ def _waits_for_a_looping_node(shape: Shape) -> bool:
     )
 
 
+def _guards_a_route_never_taken(shape: Shape) -> bool:
+    """Whether a guard allows its route no run (``max=0``): CR304 reads every route as
+    taken, so a listed node only that route runs again may be counted on, and the join
+    some guard count leaves waiting is not seen (docs/rules.md, "What it cannot see")."""
+    return any(g.max == 0 for _, way in shape.ways for g in way.guards)
+
+
 def _judged(shape: Shape) -> None:
     g = build(shape)
     found = g.check()
@@ -231,6 +238,7 @@ def _judged(shape: Shape) -> None:
         and len(stuck) == len(outcomes)
         and not _start_join_among_starts(shape)
         and not _waits_for_a_looping_node(shape)
+        and not _guards_a_route_never_taken(shape)
     ):
         assert messages, "every run is stuck at a join, and CR304 is silent"
     ways = dict(shape.ways)
@@ -246,6 +254,12 @@ def _judged(shape: Shape) -> None:
                 entries = list(ways.values()) if "re-enters it" in finding.message else []
             if any(g.target == join for entry in entries for g in entry.guards):
                 continue  # a guard may stop the route back into the join: guards are not read
+            if len(finding.nodes) > 2 and any(
+                g.target == finding.nodes[1] for way in ways.values() for g in way.guards
+            ):
+                continue  # a guard may stop the route that runs the entry or the fork again
+            if _guards_a_route_never_taken(shape):
+                continue  # the loop that enters the join again may be one no run takes
             assert stuck or not ran, "CR304 says some run leaves a join held, none does"
         elif any(kind in finding.message for kind in NEW_KINDS):
             if any(join in w.targets for w in ways.values() if w.kind == "send"):
@@ -421,4 +435,21 @@ def test_a_start_join_waiting_for_itself_counts_its_first_run() -> None:
     outcomes, complete = every_run(build(shape))
     assert complete and not [o for o in outcomes if o.error is not None]
     assert ["n0", "n2", "n1", "n2"] in [o.ran for o in outcomes]
+    assert cr304(shape) == []
+
+
+def test_a_join_a_fan_out_holds_does_not_run_beside_its_other_branch() -> None:
+    """b routes to join and to a at once; join waits for a too, so it runs a superstep
+    after a, never beside it: a does not enter it again after it ran, every run ends,
+    and CR304 is silent (it read join as running beside a, the fan-out's other branch)."""
+    shape = Shape(
+        (
+            ("s", Way("then", ("a",), start=True)),
+            ("a", Way("then", ("join",))),
+            ("b", Way("then", ("join", "a"), start=True)),
+            ("join", Way("then", (END,), wait_for=("s", "a", "b"))),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and [(o.ran, o.error) for o in outcomes] == [(["s", "b", "a", "join"], None)]
     assert cr304(shape) == []
