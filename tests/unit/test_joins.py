@@ -188,11 +188,10 @@ def _start_join_among_starts(shape: Shape) -> bool:
 
 
 def _waits_for_a_looping_node(shape: Shape) -> bool:
-    """Whether a join waits for a node on a loop of routes that does not route to it: how
-    often it runs is then
-    decided by guards, which CR304 does not read (a listed node whose loop ends first
-    leaves the join held; docs/rules.md, "What it cannot see"); its claims are still
-    judged."""
+    """Whether a join waits for a node on a loop of routes that does not route to it, or
+    whose route back is guarded: how often it runs is then decided by guards, which CR304
+    does not read (a listed node whose loop ends first leaves the join held; docs/rules.md,
+    "What it cannot see"); its claims are still judged."""
     succ = {
         name: set(way.targets) | {g.otherwise for g in way.guards if g.otherwise}
         for name, way in shape.ways
@@ -209,8 +208,11 @@ def _waits_for_a_looping_node(shape: Shape) -> bool:
                 stack.extend(succ.get(n, ()))
         return False
 
+    guarded = {g.target for _, way in shape.ways for g in way.guards}
     return any(
-        loops(w) and join not in succ.get(w, ()) for join, way in shape.ways for w in way.wait_for
+        loops(w) and (join not in succ.get(w, ()) or w in guarded)
+        for join, way in shape.ways
+        for w in way.wait_for
     )
 
 
