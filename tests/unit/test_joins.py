@@ -188,11 +188,10 @@ def _start_join_among_starts(shape: Shape) -> bool:
 
 
 def _waits_for_a_looping_node(shape: Shape) -> bool:
-    """Whether a join waits for a node on a loop of routes that does not route to it: how
-    often it runs is then
-    decided by guards, which CR304 does not read (a listed node whose loop ends first
-    leaves the join held; docs/rules.md, "What it cannot see"); its claims are still
-    judged."""
+    """Whether a join waits for a node on a loop of routes that does not route to it, or
+    whose route back is guarded: how often it runs is then decided by guards, which CR304
+    does not read (a listed node whose loop ends first leaves the join held; docs/rules.md,
+    "What it cannot see"); its claims are still judged."""
     succ = {
         name: set(way.targets) | {g.otherwise for g in way.guards if g.otherwise}
         for name, way in shape.ways
@@ -209,9 +208,19 @@ def _waits_for_a_looping_node(shape: Shape) -> bool:
                 stack.extend(succ.get(n, ()))
         return False
 
+    guarded = {g.target for _, way in shape.ways for g in way.guards}
     return any(
-        loops(w) and join not in succ.get(w, ()) for join, way in shape.ways for w in way.wait_for
+        loops(w) and (join not in succ.get(w, ()) or w in guarded)
+        for join, way in shape.ways
+        for w in way.wait_for
     )
+
+
+def _guards_a_route_never_taken(shape: Shape) -> bool:
+    """Whether a guard allows its route no run (``max=0``): CR304 reads every route as
+    taken, so a listed node only that route runs again may be counted on, and the join
+    some guard count leaves waiting is not seen (docs/rules.md, "What it cannot see")."""
+    return any(g.max == 0 for _, way in shape.ways for g in way.guards)
 
 
 def _judged(shape: Shape) -> None:
@@ -231,14 +240,15 @@ def _judged(shape: Shape) -> None:
         and len(stuck) == len(outcomes)
         and not _start_join_among_starts(shape)
         and not _waits_for_a_looping_node(shape)
+        and not _guards_a_route_never_taken(shape)
     ):
         assert messages, "every run is stuck at a join, and CR304 is silent"
     ways = dict(shape.ways)
     for finding in found:
+        if finding.code != "CR304":
+            continue  # other findings may name no node (CR203 on max_steps)
         join = finding.nodes[0]
         ran = any(join in o.ran for o in outcomes)
-        if finding.code != "CR304":
-            continue
         if any(kind in finding.message for kind in SOME_KINDS):
             if len(finding.nodes) > 2:
                 entries = [ways[finding.nodes[-2]]]
@@ -246,6 +256,12 @@ def _judged(shape: Shape) -> None:
                 entries = list(ways.values()) if "re-enters it" in finding.message else []
             if any(g.target == join for entry in entries for g in entry.guards):
                 continue  # a guard may stop the route back into the join: guards are not read
+            if len(finding.nodes) > 2 and any(
+                g.target == finding.nodes[1] for way in ways.values() for g in way.guards
+            ):
+                continue  # a guard may stop the route that runs the entry or the fork again
+            if _guards_a_route_never_taken(shape):
+                continue  # the loop that enters the join again may be one no run takes
             assert stuck or not ran, "CR304 says some run leaves a join held, none does"
         elif any(kind in finding.message for kind in NEW_KINDS):
             if any(join in w.targets for w in ways.values() if w.kind == "send"):
@@ -404,4 +420,38 @@ def test_a_start_join_a_send_targets_is_not_held_by_the_start() -> None:
     )
     outcomes, complete = every_run(build(shape))
     assert complete and not [o for o in outcomes if o.error is not None]
+    assert cr304(shape) == []
+
+
+def test_a_start_join_waiting_for_itself_counts_its_first_run() -> None:
+    """n2 is a start node a Send targets and waits for itself: its first run counts toward
+    its next one (like n0's beside it), so n1's route into it is released once n1 has run:
+    every run ends, and CR304 is silent (it said a route into n2 waits forever)."""
+    shape = Shape(
+        (
+            ("n0", Way("send", ("n1", "n2"), start=True)),
+            ("n1", Way("then", ("n2",), wait_for=("n0",))),
+            ("n2", Way("then", (END,), wait_for=("n0", "n1", "n2"), start=True)),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and not [o for o in outcomes if o.error is not None]
+    assert ["n0", "n2", "n1", "n2"] in [o.ran for o in outcomes]
+    assert cr304(shape) == []
+
+
+def test_a_join_a_fan_out_holds_does_not_run_beside_its_other_branch() -> None:
+    """b routes to join and to a at once; join waits for a too, so it runs a superstep
+    after a, never beside it: a does not enter it again after it ran, every run ends,
+    and CR304 is silent (it read join as running beside a, the fan-out's other branch)."""
+    shape = Shape(
+        (
+            ("s", Way("then", ("a",), start=True)),
+            ("a", Way("then", ("join",))),
+            ("b", Way("then", ("join", "a"), start=True)),
+            ("join", Way("then", (END,), wait_for=("s", "a", "b"))),
+        )
+    )
+    outcomes, complete = every_run(build(shape))
+    assert complete and [(o.ran, o.error) for o in outcomes] == [(["s", "b", "a", "join"], None)]
     assert cr304(shape) == []

@@ -31,7 +31,8 @@ Each test reads "may run" as any route may be taken (guards and routers ignored)
 over-approximation, so a join reported here is held forever by every run that takes the
 reported routes (and, for a choosing fan-out, the reported choice). A join some ``Send``
 targets is judged only for waiting for itself: a ``Send`` runs it at once, without
-holding it, but a route into it holds it.
+holding it, and that run counts toward its next one, so a route into it is held forever
+only while another listed node cannot run after the join's first run.
 
 Cost: what can run before a join is read from the dominator tree of the routes (built once
 per check; a node runs before ``j``'s first run unless ``j`` dominates it), the searches
@@ -136,9 +137,17 @@ def stuck_joins(
         waited = [w for w in dict.fromkeys(waits) if graph.is_node(w)]
         if join in graph.sent:
             # A Send runs the join at once, never held, and resets what it waits for, so
-            # only this is judged: a route into it waits for its own run since its last
-            # run, which never comes.
-            if join in waited and _routed_into(graph, join, dominators.enter):
+            # only waiting for itself is judged. Its own run counts toward its next run,
+            # like a listed node's beside it: a route into it is held forever only when the
+            # join cannot have run before (no start node) and another listed node runs only
+            # before it ever can (a start node nothing routes to runs in the first
+            # superstep alone).
+            if (
+                join in waited
+                and join not in starts
+                and any(w in starts and w not in pred for w in waited)
+                and _routed_into(graph, join, dominators.enter)
+            ):
                 yield RunsAfter(join, join)
             continue
         preds = pred.get(join, [])

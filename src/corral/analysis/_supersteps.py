@@ -30,7 +30,8 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     Pairs are ordered by registration. The relation is the least one that holds:
 
     - the targets of one fan-out: several start nodes, a ``then=`` tuple, a
-      list-returning router, a ``Command`` whose ``goto`` may be a list; the ``Send``
+      list-returning router, a ``Command`` whose ``goto`` may be a list (a ``wait_for``
+      join among them only if that route may complete it, see below); the ``Send``
       targets of a list-returning router pair with themselves;
     - if ``a`` and ``b`` may run together, so may any successor of ``a`` with any
       successor of ``b`` (distinct nodes), and a node both reach through a ``Send``
@@ -48,7 +49,7 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
     take any of their routes", so the relation over-approximates.
     """
     groups = list(_fanouts(graph))
-    if not any(together or sends for together, sends in groups):
+    if not any(together or sends for _source, together, sends in groups):
         return set()  # no fan-out: nothing runs together, so no successor index is built
     succ = _successors(graph)
     waits = _waits(graph)
@@ -63,7 +64,7 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
         for trigger, join in sorted(completes):
             if trigger in waits[join]:
                 releasing.setdefault(trigger, []).append(join)
-        pairs = _grown(graph, groups, kept, releasing)
+        pairs = _grown(graph, groups, kept, waits, releasing)
         grown = _completing(waits, succ, pairs)
         if grown <= completes:
             return pairs
@@ -72,8 +73,9 @@ def coactive_pairs(graph: SpecGraph) -> set[tuple[str, str]]:
 
 def _grown(
     graph: SpecGraph,
-    groups: list[tuple[list[tuple[str, str]], list[str]]],
+    groups: list[tuple[str | None, list[tuple[str, str]], list[str]]],
     succ: dict[str, set[tuple[str, bool]]],
+    waits: dict[str, list[str]],
     releasing: dict[str, list[str]],
 ) -> set[tuple[str, str]]:
     """Return the least relation of :func:`coactive_pairs` with the successors ``succ``
@@ -88,9 +90,12 @@ def _grown(
             pairs.add(pair)
             queue.append(pair)
 
-    for together, sends in groups:
+    for source, together, sends in groups:
+        # a join a fan-out's route holds runs later, paired by what releases it
+        held = set() if source is None else set(waits) - {t for t, _send in succ.get(source, ())}
         for a, b in together:
-            add(a, b)
+            if a not in held and b not in held:
+                add(a, b)
         for s in sends:
             add(s, s)
     for waited, joins in releasing.items():
@@ -185,9 +190,12 @@ def _successors(graph: SpecGraph) -> dict[str, set[tuple[str, bool]]]:
     return succ
 
 
-def _fanouts(graph: SpecGraph) -> Iterator[tuple[list[tuple[str, str]], list[str]]]:
-    """Yield ``(pairs of targets that may run together, Send targets that may run
-    repeatedly)`` for each fan-out. A used-up guard swaps its target for its otherwise,
+def _fanouts(
+    graph: SpecGraph,
+) -> Iterator[tuple[str | None, list[tuple[str, str]], list[str]]]:
+    """Yield ``(the node that fans out, pairs of targets that may run together, Send
+    targets that may run repeatedly)`` for each fan-out (``None`` for the start nodes,
+    which run first without waiting). A used-up guard swaps its target for its otherwise,
     which then runs beside the other branches (never beside its own target)."""
     known = graph.rank
 
@@ -205,17 +213,17 @@ def _fanouts(graph: SpecGraph) -> Iterator[tuple[list[tuple[str, str]], list[str
         ]
 
     starts = [n.name for n in graph.nodes if n.start]
-    yield list(combinations(starts, 2)), []
+    yield None, list(combinations(starts, 2)), []
     for node in graph.nodes:
         if node.then is not None:
-            yield group(node.then, node.guards), []
+            yield node.name, group(node.then, node.guards), []
         command = node.command
         if command is not None and command.names is not None:
             if node.command_fanout:
                 sends = [t for t in command.sends if t in known]
-                yield group(command.names, node.guards), sends
+                yield node.name, group(command.names, node.guards), sends
     for router in graph.spec.routers:
         targets = router.targets
         if targets.many and targets.names is not None and router.source in known:
             sends = [t for t in targets.sends if t in known]
-            yield group(targets.names, router.guards), sends
+            yield router.source, group(targets.names, router.guards), sends
