@@ -77,6 +77,30 @@ def test_after_the_last_attempt_the_error_is_a_node_error_with_attempts(waits: l
     assert len(waits) == 2
 
 
+def test_an_exception_object_raised_again_counts_only_its_own_attempts(
+    waits: list[float],
+) -> None:
+    """One exception object raised by a retried node, then by a node without retries: the
+    second NodeError counts its own one attempt (the object carries nothing between runs)."""
+    down = ConnectionError("down")
+
+    def raising(policy: Retry | None) -> Graph[State]:
+        g = Graph(State)
+
+        @g.node(start=True, then=END, retry=policy)
+        def fetch(state: State) -> dict[str, Any]:
+            raise down
+
+        return g
+
+    with pytest.raises(NodeError) as first:
+        raising(Retry(attempts=2, jitter=False)).compile().invoke({})
+    with pytest.raises(NodeError) as second:
+        raising(None).compile().invoke({})
+    assert (first.value.attempts, second.value.attempts) == (2, 1)
+    assert "attempt" not in str(second.value)
+
+
 def test_errors_outside_on_are_not_retried(waits: list[float]) -> None:
     """A ValueError under the default policy fails at once, attempts == 1."""
     g, tries = flaky_graph(1, Retry(), error=ValueError)

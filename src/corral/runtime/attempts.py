@@ -5,8 +5,8 @@ retry policy or a timeout. Each failed attempt that the policy retries is record
 ``NodeRetry`` event and a trace entry with the error), then the call waits
 ``policy.delay(n)`` seconds through :func:`corral.retry.sleep` (or ``async_sleep``), looked
 up at each wait so tests can replace them, and calls the node again from its start. The
-last error is raised as it is, carrying how many attempts were made (read with
-:func:`attempts_of`), for the engine to wrap in ``NodeError``; all attempts are one node run.
+last error is raised as it is, for the engine to wrap in ``NodeError`` (the attempt it came
+from is ``rs.retried``'s, as for a success); all attempts are one node run.
 
 A timeout applies to each attempt of an async node: the attempt's task is cancelled at its
 next ``await`` and ``NodeTimeoutError`` (retryable by default) is raised in its place.
@@ -24,15 +24,7 @@ from corral.errors import NodeTimeoutError
 from corral.runtime.events import NodeRetry
 from corral.runtime.run_state import RunState, TaskRun
 
-__all__ = ["attempts_of", "call_async", "call_sync"]
-
-_ATTEMPTS = "_corral_attempts"
-
-
-def attempts_of(exc: BaseException) -> int:
-    """Return how many attempts the node run that raised ``exc`` made (1 without retries)."""
-    count = getattr(exc, _ATTEMPTS, 1)
-    return count if isinstance(count, int) else 1
+__all__ = ["call_async", "call_sync"]
 
 
 def _retry_delay(
@@ -40,20 +32,16 @@ def _retry_delay(
 ) -> float | None:
     """Return the seconds to wait before ``call``'s node is tried again after its failed
     ``attempt``, recording it (a trace entry with the error and a ``NodeRetry`` event); or
-    ``None`` when it is not tried again (``exc`` then carries the attempts made)."""
+    ``None`` when it is not tried again."""
     policy = call.node.retry
     if policy is None or attempt >= policy.attempts or not policy.retries(exc):
-        try:
-            setattr(exc, _ATTEMPTS, attempt)
-        except (AttributeError, TypeError):  # an exception type with __slots__
-            pass
         return None
     name, error = call.node.name, f"{type(exc).__name__}: {exc}"
     seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
     rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
     if rs.emit is not None:
         rs.emit(NodeRetry(call.step, name, attempt, error, delay))
-    rs.retried[call.position] = attempt + 1  # the attempt that succeeds names its trace record
+    rs.retried[call.position] = attempt + 1  # names the next attempt's trace record or error
     return delay
 
 

@@ -43,7 +43,6 @@ from corral.errors import (
     StepLimitError,
     StuckJoinError,
 )
-from corral.runtime.attempts import attempts_of
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.routing import guard_exhausted, outcome, pauses_before, router_targets
@@ -83,9 +82,9 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
     return None
 
 
-def node_error(node: str, step: int, exc: BaseException) -> NodeError:
-    """Return the error that reports ``exc`` raised by a node run (after all its attempts)."""
-    tries = attempts_of(exc)
+def node_error(node: str, step: int, exc: BaseException, tries: int) -> NodeError:
+    """Return the error that reports ``exc`` raised by a node run on its last attempt,
+    attempt ``tries``."""
     after = f" on attempt {tries} of {tries}" if tries > 1 else ""
     msg = (
         f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
@@ -243,13 +242,14 @@ class Core:
 
     def failed(self, call: TaskRun, exc: Exception) -> None:
         """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
+        tries = self.rs.retried.pop(call.position, 1)
         if self.failure is None:
             if isinstance(exc, CostExceededError) or (
                 call.node.child is not None and isinstance(exc, CorralError)
             ):
                 self.failure = exc  # says what failed (a subgraph's child: by path)
                 return
-            error = node_error(call.node.name, call.step, exc)
+            error = node_error(call.node.name, call.step, exc, tries)
             error.__cause__ = exc
             self.failure = error
 
