@@ -19,7 +19,7 @@ from corral.cost import Budget, require
 from corral.errors import CheckpointError, CorralError, RunFailedError, WaitTimeoutError
 from corral.runtime.events import StateSnapshot
 from corral.runtime.run import Run
-from corral.workers.queue import FINISHED, RunQueue, dump_input
+from corral.workers.queue import RunQueue, dump_input
 
 
 class QueuedApp(Protocol):
@@ -107,7 +107,7 @@ def wait(app: QueuedApp, thread_id: str, timeout: float | None = None) -> Run[An
         if outcome is None:
             msg = f"thread {thread_id!r} has no queued run; submit one with app.submit(...)"
             raise CorralError(msg)
-        if outcome.status in FINISHED:
+        if not outcome.open:
             break
         if deadline is not None and time.monotonic() >= deadline:
             msg = (

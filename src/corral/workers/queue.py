@@ -48,7 +48,6 @@ from corral.cost import Budget
 from corral.errors import BusyThreadError, LeaseLostError
 
 __all__ = [
-    "FINISHED",
     "QueuedRun",
     "RunQueue",
     "dump_command",
@@ -57,9 +56,6 @@ __all__ = [
     "load_input",
     "run_of",
 ]
-
-FINISHED: Final = frozenset({"done", "interrupted", "failed"})
-"""The statuses of a run that left the queue."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,7 @@ class QueuedRun:
     @property
     def open(self) -> bool:
         """Whether the run has not ended."""
-        return self.status in ("queued", "running")
+        return self.status in _OPEN_STATUSES
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -331,7 +327,9 @@ class RunQueue:
 
 _SHOWN: Final = "(cancel IS NULL OR cancel <> 'delete')"
 """Not a run whose thread was deleted (its cancel request is ``'delete'``)."""
-_OPEN: Final = "status IN ('queued', 'running')"
+_OPEN_STATUSES: Final = ("queued", "running")
+"""The statuses of a run that has not ended (the others: done, interrupted, failed)."""
+_OPEN: Final = f"status IN {_OPEN_STATUSES!r}"
 
 _INSERTED: Final = ("thread", "input", "resume", "uuid", "graph", "request", "command", "fork")
 """The columns a new run is given (``uuid`` and on: those of a served run)."""
