@@ -9,9 +9,9 @@ forks are set up by :mod:`corral.runtime.threads`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar, Unpack
 
@@ -27,8 +27,9 @@ from corral.runtime.drivers import run_async, run_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
-from corral.runtime.streams import StreamMode
+from corral.runtime.streams import Picker, StreamMode
 from corral.runtime.tables import Tables
+from corral.runtime.threads import RunOptions
 from corral.spec import GraphSpec
 
 if TYPE_CHECKING:
@@ -39,18 +40,6 @@ __all__ = ["CompiledGraph", "Run"]
 StateT = TypeVar("StateT")
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
-
-
-class RunOptions(TypedDict, Generic[DepsT], total=False):
-    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
-    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
-
-    thread_id: str | None
-    checkpoint_id: str | None
-    max_steps: int | None
-    deps: DepsT | None
-    on_event: Callable[[Event], None] | None
-    budget: Budget | None
 
 
 class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
@@ -128,8 +117,8 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             InvalidUpdateError, RouteError: a node or router returned something invalid.
             TypeError: a keyword that is none of the above.
         """
-        rs, events = self._run("invoke", input, options)
-        for _ in events:
+        rs, points = self._run("invoke", input, options)
+        for _ in points:
             pass
         return run_of(rs)
 
@@ -192,9 +181,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         ``(node, value)`` per ``ctx.emit(value)`` (before that node's update); a list of
         modes yields ``(mode, item)`` pairs.
         """
-        modes = streams.check_mode(mode)
-        rs, events = self._run("stream", input, options, [])
-        return (item for event in events for item in streams.picks(rs, event, modes))
+        items: list[Any] = []
+        picker = streams.Picker(streams.check_mode(mode), items.append)
+        picker.rs, points = self._run("stream", input, options, picker)
+        return streams.drained(points, items)
 
     @overload
     def astream(
@@ -242,9 +232,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         happens: a node's ``ctx.emit`` tokens arrive while that node is still running. The
         input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
         """
-        buffer = streams.LiveBuffer(streams.check_mode(mode))
-        buffer.rs, ending = self._start("astream", input, options, buffer)
-        return streams.live(_awatched(run_async(buffer.rs), ending), buffer)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        picker = streams.Picker(streams.check_mode(mode), queue.put_nowait)
+        picker.rs, ending = self._start("astream", input, options, picker)
+        return streams.live(_awatched(run_async(picker.rs), ending), queue)
 
     # ------------------------------------------------------------------ threads
 
@@ -334,22 +325,23 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         return self.checkpointer
 
     def _run(
-        self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None = None
-    ) -> tuple[RunState, Iterator[Event]]:
-        """Start the run that ``method`` asks for; return it and its events, driven here (an
-        async graph's on an event loop of their own)."""
+        self, method: str, input: Any, options: RunOptions[Any], picker: Picker | None = None
+    ) -> tuple[RunState, Iterator[None]]:
+        """Start the run that ``method`` asks for; return it and its driver's points, driven
+        here (an async graph's on an event loop of their own)."""
         if self._tables.has_async:
             _refuse_running_loop(method)
-        rs, ending = self._start(method, input, options, buffer)
+        rs, ending = self._start(method, input, options, picker)
         if self._tables.has_async:
             return rs, streams.in_new_loop(_awatched(run_async(rs), ending))
         return rs, _watched(run_sync(rs), ending)
 
     def _start(
-        self, method: str, input: Any, options: RunOptions[Any], buffer: list[Event] | None
+        self, method: str, input: Any, options: RunOptions[Any], picker: Picker | None
     ) -> tuple[RunState, AbstractContextManager[None]]:
-        """Return the run that ``method`` asks for, and what its driver runs in: its end
-        ends its hold on its thread, and an error ends its spans (telemetry) first."""
+        """Return the run that ``method`` asks for (its events to ``picker`` too), and what
+        its driver runs in: its end ends its hold on its thread, and an error ends its spans
+        (telemetry) first."""
         unknown = [name for name in options if name not in RunOptions.__optional_keys__]
         if unknown:
             msg = f"{method}() got an unexpected keyword argument {unknown[0]!r}"
@@ -359,23 +351,9 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             from corral.runtime.telemetry import RunTracer
 
             tracer = RunTracer(self.spec)
-        thread_id = options.get("thread_id")
         # one live run holds a thread; a run refused here ends its spans all the same
-        with _ending(tracer, None), holding(self.checkpointer, thread_id) as hold:
-            rs = threads.start(
-                self._settings,
-                input,
-                thread_id=thread_id,
-                checkpoint_id=options.get("checkpoint_id"),
-                max_steps=options.get("max_steps"),
-                deps=options.get("deps"),
-                emit=options.get("on_event"),
-                buffer=buffer,
-                tracer=tracer,
-            )
-        budget = options.get("budget")
-        if budget is not None:
-            rs.purse.budget = budget
+        with _ending(tracer, None), holding(self.checkpointer, options.get("thread_id")) as hold:
+            rs = threads.start(self._settings, input, options, picker, tracer)
         return rs, _ending(tracer, hold)
 
 
@@ -393,19 +371,19 @@ def _ending(tracer: RunTracer | None, hold: Hold | None) -> Iterator[None]:
             hold.end()
 
 
-def _watched(events: Iterator[Event], ending: AbstractContextManager[None]) -> Iterator[Event]:
-    """Yield a run's events, its driver run in ``ending``."""
+def _watched(points: Iterator[None], ending: AbstractContextManager[None]) -> Iterator[None]:
+    """Yield a driver's points, the driver run in ``ending``."""
     with ending:
-        yield from events
+        yield from points
 
 
 async def _awatched(
-    events: AsyncIterator[Event], ending: AbstractContextManager[None]
-) -> AsyncIterator[Event]:
-    """Yield a run's events like :func:`_watched`, from the async driver."""
+    points: AsyncIterator[None], ending: AbstractContextManager[None]
+) -> AsyncIterator[None]:
+    """Yield a driver's points like :func:`_watched`, from the async driver."""
     with ending:
-        async for event in events:
-            yield event
+        async for _ in points:
+            yield
 
 
 def _compiled(

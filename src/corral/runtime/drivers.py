@@ -5,11 +5,11 @@ run's :class:`~corral.runtime.superstep.Core` (:func:`run_sync` is that loop, dr
 docs/architecture.md): plan a superstep, call its tasks, hand back each outcome, close the
 barrier, call each result's router and hand its answer back, finish the superstep.
 
-Both drivers are generators that yield the events buffered in ``RunState.buffer`` at each
-point where a caller may look. **Every node run goes through one call site per driver**:
-:func:`call_node_sync` and :func:`call_node_async` (routers: :func:`route_sync` and
-:func:`route_async`). That is where a retry loop wraps the call, where an async timeout wraps
-the await, and where per-attempt events can be emitted.
+Both drivers are generators that yield (nothing) at each point where a caller may look at
+the events emitted so far (a stream picks them as they are emitted). **Every node run goes
+through one call site per driver**: :func:`call_node_sync` and :func:`call_node_async`
+(routers: :func:`route_sync` and :func:`route_async`). That is where a retry loop wraps the
+call, where an async timeout wraps the await, and where per-attempt events can be emitted.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import call_async, call_sync
-from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
@@ -36,16 +35,6 @@ __all__ = [
     "run_async",
     "run_sync",
 ]
-
-
-def flush(rs: RunState) -> list[Event]:
-    """Return (and forget) the events buffered for a streaming caller."""
-    buffer = rs.buffer
-    if not buffer:
-        return []
-    out = list(buffer)
-    buffer.clear()
-    return out
 
 
 # --------------------------------------------------------------------------- call sites
@@ -91,16 +80,8 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
-    if node.retry is not None or node.timeout_s is not None:
-        ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-        out = await call_async(rs, call, _caller(node.func, state, ctx))
-    else:
-        if node.takes_ctx:
-            out = node.func(state, rs.context(node.name, call.step))
-        else:
-            out = node.func(state)
-        if node.is_async:
-            out = await out
+    ctx = rs.context(node.name, call.step) if node.takes_ctx else None
+    out = await call_async(rs, call, _caller(node.func, state, ctx))
     if rs.timed:
         call.seconds = perf_counter() - start
     return out
@@ -140,19 +121,19 @@ def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]
 # --------------------------------------------------------------------------- sync
 
 
-def run_sync(rs: RunState) -> Iterator[Event]:
-    """Run ``rs`` to its end or next pause, yielding buffered events as they happen; the
-    calls of a superstep run one at a time."""
-    watched = rs.buffer is not None or rs.emit is not None
+def run_sync(rs: RunState) -> Iterator[None]:
+    """Run ``rs`` to its end or next pause, yielding at each point where a caller may look at
+    the events emitted so far; the calls of a superstep run one at a time."""
+    watched = rs.emit is not None
     core = Core(rs)
-    yield from flush(rs)
+    yield
     if core.rerouted():
         route_sync(rs, core)
     while core.plan():
         for call in core.calls:
             if watched:
                 core.started(call)
-                yield from flush(rs)
+                yield
             try:
                 out = call_node_sync(rs, call)
             except UnansweredInterrupt as pause:
@@ -166,14 +147,13 @@ def run_sync(rs: RunState) -> Iterator[Event]:
             if not core.finished(call, out):
                 break
             if watched:
-                yield from flush(rs)
+                yield
         if not core.close():
             break
         route_sync(rs, core)
-        if rs.buffer:
-            yield from flush(rs)
+        if watched:
+            yield
     end_run(rs)
-    yield from flush(rs)
 
 
 def _call_router(rs: RunState, node: Node) -> Any:
@@ -222,32 +202,26 @@ async def route_async(rs: RunState, core: Core) -> None:
 # --------------------------------------------------------------------------- async
 
 
-async def run_async(rs: RunState) -> AsyncIterator[Event]:
+async def run_async(rs: RunState) -> AsyncIterator[None]:
     """Run ``rs`` like :func:`run_sync`, running the tasks of a superstep concurrently."""
     core = Core(rs)
-    for event in flush(rs):
-        yield event
+    yield
     if core.rerouted():
         await route_async(rs, core)
     while core.plan():
         for call in core.calls:
             core.started(call)
-        for event in flush(rs):
-            yield event
+        yield
         outcomes = await asyncio.gather(*(_task_async(core, call) for call in core.calls))
         try:
             _hand_back(core, outcomes)
         finally:
-            for event in flush(rs):
-                yield event
+            yield
         if not core.close():
             break
         await route_async(rs, core)
-        for event in flush(rs):
-            yield event
+        yield
     end_run(rs)
-    for event in flush(rs):
-        yield event
 
 
 async def _task_async(core: Core, call: TaskRun) -> tuple[str, Any]:

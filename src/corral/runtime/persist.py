@@ -45,6 +45,7 @@ from corral.checkpoint.base import (
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.tables import NO_ARG
 
 __all__ = [
@@ -245,9 +246,9 @@ def result_json(result: TaskRun) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
     update = result.update
     out: dict[str, Any] = {"task": result.position, "node": result.node.name}
-    if update is not None and type(update) is not dict:  # a subgraph entry's ChildWrites:
-        out["steps"] = getattr(update, "steps", 0)  # its child's node runs, counted
-        update = dict(update)  # its writes are the checkpoint's, its own update is empty
+    if type(update) is ChildWrites:  # a subgraph entry: its child's node runs, counted;
+        out["steps"] = update.steps  # its writes are the checkpoint's, its own update empty
+        update = dict(update)
     out["update"] = update
     out["goto"] = list(result.goto) if result.goto is not None else None
     return out

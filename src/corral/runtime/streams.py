@@ -5,16 +5,18 @@ update)``, ``"values"`` each ``SuperstepEnd`` as the whole state, ``"custom"`` e
 ``Custom`` (what a node passed to ``ctx.emit``) as ``(node, value)``, and ``"events"`` every
 record. A list of modes yields ``(mode, item)`` pairs, in the order the events happened.
 
-``astream`` delivers live: the run is driven by a task of its own and every event is picked
-the moment it is emitted (so ``"values"`` sees the state of that moment) and queued for the
-consumer, who therefore gets a node's custom events while that node is still running.
+Every event is picked the moment it is emitted (a :class:`Picker` listens to the run).
+``stream`` yields the items at each point where its driver stops for the caller, so the run
+goes no further than its consumer asks. ``astream`` delivers live: the run is driven by a
+task of its own and the items are queued for the consumer, who therefore gets a node's
+custom events while that node is still running.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Literal, get_args
 
 from corral.errors import StreamModeError
@@ -24,12 +26,12 @@ from corral.runtime.state import copy_value
 
 __all__ = [
     "MODES",
-    "LiveBuffer",
+    "Picker",
     "StreamMode",
     "check_mode",
+    "drained",
     "in_new_loop",
     "live",
-    "picks",
 ]
 
 StreamMode = Literal["updates", "values", "events", "custom"]
@@ -71,48 +73,48 @@ def _pick(rs: RunState | None, event: Event, mode: str) -> Any:
     return _NONE
 
 
-def picks(rs: RunState | None, event: Event, mode: str | tuple[str, ...]) -> list[Any]:
-    """Return what ``event`` gives in ``mode`` (``(mode, item)`` pairs for a list of modes)."""
-    if isinstance(mode, str):
-        item = _pick(rs, event, mode)
-        return [] if item is _NONE else [item]
-    return [(one, item) for one in mode if (item := _pick(rs, event, one)) is not _NONE]
+class Picker:
+    """Picks each event a run emits in a stream's mode(s) as it is emitted (``"values"``
+    sees the state of that moment) and hands the items to ``put``, where the stream's
+    consumer takes them; a list of modes gives ``(mode, item)`` pairs."""
 
-
-class LiveBuffer(list[Event]):
-    """A stream's event buffer that picks each event as it is emitted and queues the items.
-
-    It stays empty (so the driver has nothing to flush). What the run emits while it is set
-    up (a checkpoint written, a pause) is picked before ``rs`` is set, which only the
-    ``"values"`` of a finished superstep need.
-    """
-
-    def __init__(self, mode: str | tuple[str, ...]) -> None:
-        super().__init__()
-        self.mode = mode
-        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+    def __init__(self, mode: str | tuple[str, ...], put: Callable[[Any], object]) -> None:
+        self.modes = (mode,) if isinstance(mode, str) else mode
+        self.pairs = not isinstance(mode, str)
+        self.put = put
         self.rs: RunState | None = None
+        """The run, once set up (what it emits while it is set up needs no state)."""
 
-    def append(self, event: Event) -> None:
-        """Pick ``event`` now and queue its items for the consumer."""
-        for item in picks(self.rs, event, self.mode):
-            self.queue.put_nowait(item)
+    def __call__(self, event: Event) -> None:
+        for mode in self.modes:
+            item = _pick(self.rs, event, mode)
+            if item is not _NONE:
+                self.put((mode, item) if self.pairs else item)
 
 
-async def live(events: AsyncIterator[Event], buffer: LiveBuffer) -> AsyncIterator[Any]:
+def drained(points: Iterator[None], items: list[Any]) -> Iterator[Any]:
+    """Yield the ``items`` picked so far at each point of a run the driver yields, and the
+    last ones once it ended."""
+    for _ in points:
+        yield from items
+        items.clear()
+    yield from items
+
+
+async def live(points: AsyncIterator[None], queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
     """Drive a run in a task of its own; yield its items as they are queued."""
 
     async def drive() -> None:
         try:
-            async for _ in events:
+            async for _ in points:
                 pass
         finally:
-            buffer.queue.put_nowait(_NONE)
+            queue.put_nowait(_NONE)
 
     task = asyncio.ensure_future(drive())
     try:
         while True:
-            item = await buffer.queue.get()
+            item = await queue.get()
             if item is _NONE:
                 break
             yield item

@@ -13,13 +13,14 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypedDict
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
 from corral.control import Command, Resume
-from corral.cost import Purse
+from corral.cost import Budget, Purse
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import restore
+from corral.runtime.context import DepsT
 from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from corral.runtime.telemetry import RunTracer
 
 __all__ = [
+    "RunOptions",
     "Settings",
     "continue_thread",
     "get_state",
@@ -44,6 +46,18 @@ __all__ = [
     "start_fresh",
     "update_state",
 ]
+
+
+class RunOptions(TypedDict, Generic[DepsT], total=False):
+    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
+    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
+
+    thread_id: str | None
+    checkpoint_id: str | None
+    max_steps: int | None
+    deps: DepsT | None
+    on_event: Callable[[Event], None] | None
+    budget: Budget | None
 
 
 class Settings(NamedTuple):
@@ -79,17 +93,13 @@ def new_run(
 def start(
     settings: Settings,
     input: Any,
-    *,
-    thread_id: str | None,
-    deps: Any,
-    checkpoint_id: str | None = None,
-    max_steps: int | None = None,
-    emit: Callable[[Event], None] | None = None,
-    buffer: list[Event] | None = None,
-    tracer: RunTracer | None = None,
+    options: RunOptions[Any],
+    listener: Callable[[Event], None] | None,
+    tracer: RunTracer | None,
 ) -> RunState:
-    """Return the run that ``invoke(input, ...)`` asks for, ready for a driver (and traced
-    by ``tracer``, which starts the run's span here)."""
+    """Return the run that ``invoke(input, **options)`` asks for, ready for a driver (its
+    events to ``listener`` too; traced by ``tracer``, which starts the run's span here)."""
+    thread_id, checkpoint_id = options.get("thread_id"), options.get("checkpoint_id")
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
@@ -110,14 +120,17 @@ def start(
     else:  # a thread to continue must have a checkpoint, a new input's may have none
         continues = continuing or checkpoint_id is not None
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
-    rs = new_run(settings, max_steps, thread_id, deps, None)
-    if buffer is not None:
-        rs.buffer = buffer
-        rs.listen(buffer.append)
+    rs = new_run(settings, options.get("max_steps"), thread_id, options.get("deps"), None)
+    budget = options.get("budget")
+    if budget is not None:
+        rs.purse.budget = budget
+    if listener is not None:
+        rs.listen(listener)
     if tracer is not None:
         rs.checkpoint_meta = tracer.begin(thread_id, chain[-1] if chain else None)
         if tracer.run.is_recording():  # else it makes no node spans: the run stays unwatched
             rs.listen(tracer)
+    emit = options.get("on_event")
     if emit is not None:
         rs.listen(emit)
     if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
