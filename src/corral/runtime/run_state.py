@@ -122,7 +122,6 @@ class RunState:
     __slots__ = (
         "answers",
         "arrived",
-        "buffer",
         "checkpoint_id",
         "checkpoint_meta",
         "checkpoints",
@@ -193,11 +192,9 @@ class RunState:
         self.pause_after: frozenset[str] = frozenset()
         self.trace: deque[tuple[int, str, dict[str, Any] | None, float]] = deque(maxlen=TRACE_LIMIT)
         self.emit: Callable[[Event], None] | None = None
-        """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one."""
+        """Where events go (``on_event``, a stream, listeners); ``None``: no one."""
         self.timed = False
         """Whether node runs are timed (only when someone receives events)."""
-        self.buffer: list[Event] | None = None
-        """Events a streaming driver has still to yield."""
         self.checkpoints: CheckpointWriter | None = None
         self.checkpoint_id: str | None = None
         self.retried: dict[int, int] = {}
