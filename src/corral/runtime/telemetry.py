@@ -80,9 +80,9 @@ class RunTracer:
         self.run: Any = None
         """The run's span, from :meth:`begin` on."""
         self._subgraphs = subgraph_paths(spec)
-        self._nodes: dict[tuple[int, str], list[_Open]] = {}
-        """Open node spans by ``(step, path)``, oldest first: concurrent entries of one
-        subgraph node report their child's node runs with one step and path."""
+        self._nodes: dict[tuple[int, str], _Open] = {}
+        """Open node spans by ``(step, path)``: every node run, a child's too, has a step
+        number of its own in the run (see :mod:`corral.runtime.child_steps`)."""
         self._entries: dict[tuple[int, ...], _Open] = {}
         """Open subgraph entry spans by entry (``NodeStart.entry``)."""
 
@@ -143,15 +143,12 @@ class RunTracer:
             return
         attributes["corral.step"] = event.step
         span = self._tracer.start_span("corral.node", context, attributes=attributes)
-        self._nodes.setdefault((event.step, path), []).append(_Open(span, path, entry))
+        self._nodes[(event.step, path)] = _Open(span, path, entry)
 
     def _end(self, event: events.NodeEnd) -> None:
-        same = self._nodes.get((event.step, event.node))
-        if not same:
+        node = self._nodes.pop((event.step, event.node), None)
+        if node is None:
             return
-        node = same.pop(0)  # the oldest open span of this node run
-        if not same:
-            del self._nodes[(event.step, event.node)]
         span = node.span
         keys = sorted(event.update) if event.update else []
         span.set_attributes({"corral.attempts": node.attempts, "corral.keys_written": keys})
@@ -164,10 +161,9 @@ class RunTracer:
                 outer.last = now
 
     def _retry(self, event: events.NodeRetry) -> None:
-        same = self._nodes.get((event.step, event.node))
-        if not same:
+        node = self._nodes.get((event.step, event.node))
+        if node is None:
             return
-        node = same[0]
         node.attempts = event.attempt + 1
         node.span.add_event(
             "corral.retry",
@@ -190,7 +186,7 @@ class RunTracer:
         """End every open span under the run, in the order the node runs started: with the
         interrupt id each paused node run is ``asking`` for, or with ``exc`` as an error."""
         error = None if exc is None else self._error(exc)
-        for node in [node for same in self._nodes.values() for node in same]:
+        for node in self._nodes.values():
             if asking.get(node.path):
                 node.span.set_attribute("corral.interrupt_id", asking[node.path].pop(0))
             node.span.set_attribute("corral.attempts", node.attempts)
