@@ -182,7 +182,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         modes yields ``(mode, item)`` pairs.
         """
         items: list[Any] = []
-        picker = streams.Picker(streams.check_mode(mode), items.append)
+        picker = streams.Picker(mode, items.append)
         picker.rs, points = self._run("stream", input, options, picker)
         return streams.drained(points, items)
 
@@ -233,7 +233,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         input and ``mode`` are checked (and the run set up) at the call, like ``stream``.
         """
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        picker = streams.Picker(streams.check_mode(mode), queue.put_nowait)
+        picker = streams.Picker(mode, queue.put_nowait)
         picker.rs, ending = self._start("astream", input, options, picker)
         return streams.live(_awatched(run_async(picker.rs), ending), queue)
 

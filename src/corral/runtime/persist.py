@@ -71,16 +71,17 @@ class ThreadWriter:
         rs: RunState,
         last: Checkpoint | None,
         *,
-        new_run: bool,
-        forked: bool,
+        new_run: bool = False,
+        forked: bool = False,
         newest_read: str | None = None,
     ) -> None:
         """Become the writer of run ``rs`` (``rs.checkpoints``), which writes the checkpoints
         of ``rs.thread_id`` on from ``last`` (``None``: the thread has none).
 
-        ``new_run``: they belong to a new run of the thread; ``forked``: the first carries a
-        snapshot; ``newest_read``: a fork's first put names it for the compare-and-set (the
-        thread's newest checkpoint when the run read it).
+        ``new_run``: they belong to a new run of the thread; ``newest_read``: a fork's first
+        put names it for the compare-and-set (the thread's newest checkpoint when the run
+        read it); the first carries a snapshot on a fork, or when ``forked`` asks for one
+        like a fork's (``update_state``, a state a reducer key was added to).
         """
         assert rs.thread_id is not None
         meta = last.meta if last is not None else {}
@@ -91,7 +92,7 @@ class ThreadWriter:
         self.seq = int(meta.get("seq", 0))
         self.since_snapshot = int(meta.get("since_snapshot", 0))
         self.run = int(meta.get("run", 0)) + 1 if new_run else int(meta.get("run", 1))
-        self.force_snapshot = forked
+        self.force_snapshot = forked or newest_read is not None
         self.newest_read = newest_read
         # A fork starts a branch of its own: what runs after it, a subgraph's child
         # included, runs afresh instead of finding the old branch's runs.
@@ -177,12 +178,9 @@ class ThreadWriter:
             # ``corral show`` replays later writes with these, without loading the graph.
             reducers = self.tables.reducers.items()
             meta["reducers"] = {key: reducer_name(fn) for key, fn in reducers if fn is not None}
-        if self.fork:
-            meta["fork"] = self.fork
-        if extra:
-            meta.update(extra)
         if error is not None:
             meta["error"] = {"type": type(error).__name__, "message": str(error)}
+        meta.update(extra or ())
         checkpoint = Checkpoint(
             thread_id=self.thread_id,
             checkpoint_id=checkpoint_id,
@@ -235,6 +233,7 @@ class ThreadWriter:
             "spent": rs.purse.spent.to_json() if rs.purse.spent else None,
             "interrupts": [pause_json(p) for p in pauses],
             "answers": {str(task): list(values) for task, values in rs.answers.items() if values},
+            "fork": self.fork,
         }
         meta.update((key, value) for key, value in optional.items() if value)
         if rs.checkpoint_meta:

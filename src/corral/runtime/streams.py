@@ -28,7 +28,6 @@ __all__ = [
     "MODES",
     "Picker",
     "StreamMode",
-    "check_mode",
     "drained",
     "in_new_loop",
     "live",
@@ -40,22 +39,6 @@ MODES: tuple[str, ...] = get_args(StreamMode)
 
 _NONE: Any = object()
 """No item: an event that gives nothing in a mode, or the end of a run's items."""
-
-
-def check_mode(mode: str | Sequence[str]) -> str | tuple[str, ...]:
-    """Return ``mode`` (a list as a tuple) if every mode in it is known; else raise."""
-    modes = (mode,) if isinstance(mode, str) else tuple(mode)
-    for one in modes:
-        if one not in MODES:
-            msg = (
-                f"stream mode {one!r} is not one of {', '.join(map(repr, MODES))}; pass one "
-                "of them, or a list of them"
-            )
-            raise StreamModeError(msg, mode=str(one))
-    if not modes:
-        msg = "stream mode [] names no mode; pass one of them, or a list of them"
-        raise StreamModeError(msg, mode="[]")
-    return mode if isinstance(mode, str) else modes
 
 
 def _pick(rs: RunState | None, event: Event, mode: str) -> Any:
@@ -78,8 +61,19 @@ class Picker:
     sees the state of that moment) and hands the items to ``put``, where the stream's
     consumer takes them; a list of modes gives ``(mode, item)`` pairs."""
 
-    def __init__(self, mode: str | tuple[str, ...], put: Callable[[Any], object]) -> None:
-        self.modes = (mode,) if isinstance(mode, str) else mode
+    def __init__(self, mode: str | Sequence[str], put: Callable[[Any], object]) -> None:
+        """Raises ``StreamModeError`` when ``mode`` names no mode or one that is unknown."""
+        self.modes = (mode,) if isinstance(mode, str) else tuple(mode)
+        for one in self.modes:
+            if one not in MODES:
+                msg = (
+                    f"stream mode {one!r} is not one of {', '.join(map(repr, MODES))}; pass "
+                    "one of them, or a list of them"
+                )
+                raise StreamModeError(msg, mode=str(one))
+        if not self.modes:
+            msg = "stream mode [] names no mode; pass one of them, or a list of them"
+            raise StreamModeError(msg, mode="[]")
         self.pairs = not isinstance(mode, str)
         self.put = put
         self.rs: RunState | None = None

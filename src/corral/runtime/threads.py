@@ -177,8 +177,7 @@ def _start_on_thread(
     # it gives this state (a new run resets only counters and tasks, which every meta holds in
     # full), and the snapshots placed by count and by bytes keep counting across runs. It
     # carries a snapshot on a new thread, on a fork, and when a reducer key started empty.
-    forked = newest_read is not None or filled  # (snapshot-wise, like a fork)
-    writer = ThreadWriter(saver, rs, last, new_run=True, forked=forked, newest_read=newest_read)
+    writer = ThreadWriter(saver, rs, last, new_run=True, forked=filled, newest_read=newest_read)
     save_input(rs, writer, [("__input__", dict(input))])
 
 
@@ -204,8 +203,7 @@ def continue_thread(
     ``resume``); ``newest_read``: the thread's newest checkpoint, when ``chain`` forks."""
     last = chain[-1]
     restore.load(rs, chain, saver)
-    forked = newest_read is not None
-    ThreadWriter(saver, rs, last, new_run=False, forked=forked, newest_read=newest_read)
+    ThreadWriter(saver, rs, last, newest_read=newest_read)
     read_back(rs, last.meta.get("done", []))
     status = last.meta.get("status")
     pending = restore.pauses_of(last)
@@ -362,7 +360,7 @@ def update_state(
     rs = new_run(settings, None, thread_id, None, None)
     restore.load(rs, chain, saver)
     newest_read = _newest_if_fork(saver, thread_id, checkpoint_id)
-    writer = ThreadWriter(saver, rs, base, new_run=False, forked=True, newest_read=newest_read)
+    writer = ThreadWriter(saver, rs, base, forked=True, newest_read=newest_read)
     writer.source = "update"
     if node is not None:
         _run_as(rs, node, values)
