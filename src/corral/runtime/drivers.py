@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -214,7 +215,8 @@ async def run_async(rs: RunState) -> AsyncIterator[None]:
         yield
         outcomes = await asyncio.gather(*(_task_async(core, call) for call in core.calls))
         try:
-            _hand_back(core, outcomes)
+            for hand_back in outcomes:
+                hand_back()
         finally:
             yield
         if not core.close():
@@ -224,9 +226,10 @@ async def run_async(rs: RunState) -> AsyncIterator[None]:
     end_run(rs)
 
 
-async def _task_async(core: Core, call: TaskRun) -> tuple[str, Any]:
-    """Run one call; return ``("ok", out)``, ``("pause", p)``, ``("error", e)`` or
-    ``("raise", e)`` (an error that stops the run at once).
+async def _task_async(core: Core, call: TaskRun) -> Callable[[], object]:
+    """Run one call; return the hand-back of its outcome to the core (made in task order
+    once every call of the superstep ended): its result, pause or failure, or an error
+    that stops the run at once.
 
     A task that finished well is recorded at once (when the superstep records its tasks), so
     a crash while its siblings still run does not run it again.
@@ -234,26 +237,17 @@ async def _task_async(core: Core, call: TaskRun) -> tuple[str, Any]:
     try:
         out = await call_node_async(core.rs, call)
     except UnansweredInterrupt as pause:
-        return ("pause", pause)
+        return partial(core.paused, call, pause)
     except InterruptWithoutCheckpointerError as exc:
-        return ("raise", exc)
+        return partial(_raise, exc)
     except Exception as exc:
-        return ("error", exc)
+        return partial(core.failed, call, exc)
     try:
         core.record_early(call, out)
     except CorralError as exc:
-        return ("raise", exc)
-    return ("ok", out)
+        return partial(_raise, exc)
+    return partial(core.finished, call, out, recorded=True)
 
 
-def _hand_back(core: Core, outcomes: list[tuple[str, Any]]) -> None:
-    """Hand the outcomes of the gathered calls to the core, in task order."""
-    for call, (kind, out) in zip(core.calls, outcomes, strict=True):
-        if kind == "raise":
-            raise out
-        if kind == "pause":
-            core.paused(call, out)
-        elif kind == "error":
-            core.failed(call, out)
-        else:
-            core.finished(call, out, recorded=True)
+def _raise(exc: Exception) -> None:
+    raise exc
