@@ -9,9 +9,9 @@ forks are set up by :mod:`corral.runtime.threads`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Generic, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
 
 from typing_extensions import TypeVar, Unpack
 
@@ -29,7 +29,6 @@ from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import Picker, StreamMode
 from corral.runtime.tables import Tables
-from corral.runtime.threads import RunOptions
 from corral.spec import GraphSpec
 
 if TYPE_CHECKING:
@@ -40,6 +39,18 @@ __all__ = ["CompiledGraph", "Run"]
 StateT = TypeVar("StateT")
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
+
+
+class RunOptions(TypedDict, Generic[DepsT], total=False):
+    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
+    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
+
+    thread_id: str | None
+    checkpoint_id: str | None
+    max_steps: int | None
+    deps: DepsT | None
+    on_event: Callable[[Event], None] | None
+    budget: Budget | None
 
 
 class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):

@@ -13,14 +13,13 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
 from corral.control import Command, Resume
-from corral.cost import Budget, Purse
+from corral.cost import Purse
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
 from corral.runtime import restore
-from corral.runtime.context import DepsT
 from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from corral.runtime.telemetry import RunTracer
 
 __all__ = [
-    "RunOptions",
     "Settings",
     "continue_thread",
     "get_state",
@@ -46,18 +44,6 @@ __all__ = [
     "start_fresh",
     "update_state",
 ]
-
-
-class RunOptions(TypedDict, Generic[DepsT], total=False):
-    """The keywords every way of running a graph takes (``invoke``, ``ainvoke``, ``stream``,
-    ``astream``), as :meth:`CompiledGraph.invoke` describes them."""
-
-    thread_id: str | None
-    checkpoint_id: str | None
-    max_steps: int | None
-    deps: DepsT | None
-    on_event: Callable[[Event], None] | None
-    budget: Budget | None
 
 
 class Settings(NamedTuple):
@@ -93,12 +79,13 @@ def new_run(
 def start(
     settings: Settings,
     input: Any,
-    options: RunOptions[Any],
+    options: Mapping[str, Any],
     listener: Callable[[Event], None] | None,
     tracer: RunTracer | None,
 ) -> RunState:
-    """Return the run that ``invoke(input, **options)`` asks for, ready for a driver (its
-    events to ``listener`` too; traced by ``tracer``, which starts the run's span here)."""
+    """Return the run that ``invoke(input, **options)`` asks for (``options``: checked
+    ``RunOptions``), ready for a driver: its events to ``listener`` too, traced by
+    ``tracer`` (which starts the run's span here)."""
     thread_id, checkpoint_id = options.get("thread_id"), options.get("checkpoint_id")
     resume = _resume_of(input)
     continuing = input is None or resume is not None
@@ -124,15 +111,13 @@ def start(
     budget = options.get("budget")
     if budget is not None:
         rs.purse.budget = budget
-    if listener is not None:
-        rs.listen(listener)
     if tracer is not None:
         rs.checkpoint_meta = tracer.begin(thread_id, chain[-1] if chain else None)
-        if tracer.run.is_recording():  # else it makes no node spans: the run stays unwatched
-            rs.listen(tracer)
-    emit = options.get("on_event")
-    if emit is not None:
-        rs.listen(emit)
+        if not tracer.run.is_recording():  # it makes no node spans: the run stays unwatched
+            tracer = None
+    for listen in (listener, tracer, options.get("on_event")):
+        if listen is not None:
+            rs.listen(listen)
     if saver is None or thread_id is None:  # (with a saver there is a thread_id by now)
         start_fresh(rs, {}, input)
         return rs
