@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, overload
+from typing import Any, Generic, Literal, TypedDict, overload
 
 from typing_extensions import TypeVar, Unpack
 
@@ -29,10 +29,8 @@ from corral.runtime.run import Run, run_of
 from corral.runtime.run_state import RunState
 from corral.runtime.streams import Picker, StreamMode
 from corral.runtime.tables import Tables
+from corral.runtime.telemetry import RunTracer
 from corral.spec import GraphSpec
-
-if TYPE_CHECKING:
-    from corral.runtime.telemetry import RunTracer
 
 __all__ = ["CompiledGraph", "Run"]
 
@@ -357,11 +355,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         if unknown:
             msg = f"{method}() got an unexpected keyword argument {unknown[0]!r}"
             raise TypeError(msg)
-        tracer = None
-        if self.telemetry:
-            from corral.runtime.telemetry import RunTracer
-
-            tracer = RunTracer(self.spec)
+        tracer = RunTracer(self.spec) if self.telemetry else None
         # one live run holds a thread; a run refused here ends its spans all the same
         with _ending(tracer, None), holding(self.checkpointer, options.get("thread_id")) as hold:
             rs = threads.start(self._settings, input, options, picker, tracer)

@@ -10,7 +10,7 @@ routes (whose events arrive named by path, ``research/plan``, with the entry the
 fan-out under ``ainvoke``). It runs no loop of its own:
 the invariant is that every span it opens is ended, by the event that closes it, by the
 superstep's barrier (a subgraph entry, a paused node), or by :meth:`RunTracer.fail`. When
-telemetry is off nothing here is imported or called, so a run pays nothing for it.
+telemetry is off nothing here is called, so a run pays nothing for it.
 
 A run that continues a thread links to the run that wrote the checkpoint it starts from (as
 the run loads it): each traced run stores its span's W3C ``traceparent`` in the meta of the

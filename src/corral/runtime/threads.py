@@ -13,7 +13,7 @@ import asyncio
 import copy
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
 from corral.control import Command, Resume
@@ -29,9 +29,7 @@ from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Core
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
-
-if TYPE_CHECKING:
-    from corral.runtime.telemetry import RunTracer
+from corral.runtime.telemetry import RunTracer
 
 __all__ = [
     "Settings",
