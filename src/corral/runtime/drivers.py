@@ -57,8 +57,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     start = perf_counter() if rs.timed else 0.0
     try:
         if node.retry is not None:
-            ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-            out = call_sync(rs, call, _caller(node.func, state, ctx))
+            out = call_sync(rs, call, _caller(rs, call, state))
         elif node.takes_ctx:
             out = node.func(state, rs.context(node.name, call.step))
         else:
@@ -81,8 +80,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
     start = perf_counter() if rs.timed else 0.0
-    ctx = rs.context(node.name, call.step) if node.takes_ctx else None
-    out = await call_async(rs, call, _caller(node.func, state, ctx))
+    out = await call_async(rs, call, _caller(rs, call, state))
     if rs.timed:
         call.seconds = perf_counter() - start
     return out
@@ -112,11 +110,13 @@ async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -
     return outcome
 
 
-def _caller(func: Callable[..., Any], state: Any, ctx: Any) -> Callable[[], Any]:
-    """Return a call of ``func`` from its start, the way a retry makes it again."""
-    if ctx is None:
-        return lambda: func(state)
-    return lambda: func(state, ctx)
+def _caller(rs: RunState, call: TaskRun, state: Any) -> Callable[[], Any]:
+    """Return a call of ``call``'s node on ``state`` from its start, the way a retry makes
+    it again."""
+    node = call.node
+    if not node.takes_ctx:
+        return partial(node.func, state)
+    return partial(node.func, state, rs.context(node.name, call.step))
 
 
 # --------------------------------------------------------------------------- sync
