@@ -335,7 +335,6 @@ _SHAPES: Final[dict[str, tuple[Any, str]]] = {
     "run": (int, "an int"),
     "steps": (int, "an int"),
     "supersteps": (int, "an int"),
-    "since_snapshot": (int, "an int"),
     "status": (str, "a string"),
     "source": (str, "a string"),
     "fingerprint": (str, "a string"),

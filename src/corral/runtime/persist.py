@@ -76,7 +76,6 @@ class ThreadWriter:
         self.thread_id = rs.thread_id
         self.parent_id = last.checkpoint_id if last is not None else None
         self.seq = int(meta.get("seq", 0))
-        self.since_snapshot = int(meta.get("since_snapshot", 0))
         self.run = int(meta.get("run", 0)) + 1 if new_run else int(meta.get("run", 1))
         self.force_snapshot = forked
         self.newest_read = newest_read
@@ -149,13 +148,14 @@ class ThreadWriter:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
-        since = self.since_snapshot + 1  # checkpoints since the last snapshot, this one too
-        if self.parent_id is None or self.force_snapshot:
-            since = 0
-        elif self.checkpointer.wants_snapshot(self.thread_id, self.parent_id):
-            since = 0  # the store knows the bytes: it says where
-        snapshot = dict(rs.values) if since == 0 else None
-        meta = self._meta(rs, status, source, pauses, seq, since)
+        snapshot = None
+        if (  # the store knows the bytes: it says where, after a thread's or a fork's first
+            self.parent_id is None
+            or self.force_snapshot
+            or self.checkpointer.wants_snapshot(self.thread_id, self.parent_id)
+        ):
+            snapshot = dict(rs.values)
+        meta = self._meta(rs, status, source, pauses, seq)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
             reducers = self.tables.reducers.items()
@@ -182,7 +182,6 @@ class ThreadWriter:
         self.newest_read = None
         self.parent_id = checkpoint_id
         self.seq = seq
-        self.since_snapshot = since
         self.force_snapshot = False
         self.last_status = status
         rs.checkpoint_id = checkpoint_id
@@ -190,7 +189,7 @@ class ThreadWriter:
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
     def _meta(
-        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int, since: int
+        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int
     ) -> dict[str, Any]:
         meta = {
             "format": FORMAT,
@@ -207,7 +206,6 @@ class ThreadWriter:
             "supersteps": rs.supersteps,
             "runs": dict(rs.runs),
             "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
-            "since_snapshot": since,
             "time": int(time.time()),
         }
         # This bookkeeping is empty in most checkpoints; an empty one is left out (readers
