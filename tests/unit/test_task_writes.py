@@ -264,6 +264,29 @@ def test_an_unstorable_update_in_a_fan_out_is_named_and_keeps_the_checkpoint(
     assert list(saver.pending_writes("t", snapshot.checkpoint_id)) == [0]
 
 
+class ThreeMethods:
+    """A store of one's own with only put, chain and checkpoints (enough before there was
+    one Checkpointer protocol)."""
+
+    def put(self, checkpoint: Checkpoint) -> None: ...
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        return []
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        return []
+
+
+def test_a_store_lacking_methods_is_refused_at_compile_naming_them() -> None:
+    """compile() names what a store of one's own lacks, instead of an AttributeError later
+    in a run (the one crash-safe task record needs put_writes and pending_writes)."""
+    with pytest.raises(CheckpointError) as caught:
+        fanout([], set()).compile(checkpointer=ThreeMethods())  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "lacks newest_id, wants_snapshot, put_writes, pending_writes" in message
+    assert "check_free, release" in message and "Checkpointer" in message
+
+
 def test_update_state_after_a_crash_runs_the_finished_tasks_again() -> None:
     """An update written while a superstep is half done drops the writes its finished tasks
     recorded (made on the state before the update): they run again on the new state."""

@@ -49,6 +49,7 @@ __all__ = [
     "Checkpointer",
     "Fence",
     "Hold",
+    "check_checkpointer",
     "check_thread_id",
     "fenced",
     "holding",
@@ -290,6 +291,21 @@ class Checkpointer(Protocol):
     def release(self, thread_id: str, run: str) -> None:
         """Free the thread if ``run`` holds it."""
         ...
+
+
+def check_checkpointer(checkpointer: object) -> None:
+    """Raise ``CheckpointError`` naming the methods of :class:`Checkpointer` that
+    ``checkpointer`` lacks (``None``, no checkpointer, is fine)."""
+    if checkpointer is None or isinstance(checkpointer, Checkpointer):
+        return
+    needed = [name for name in vars(Checkpointer) if not name.startswith("_")]
+    missing = [name for name in needed if not callable(getattr(checkpointer, name, None))]
+    msg = (
+        f"checkpointer={checkpointer!r} lacks {', '.join(missing)} of the Checkpointer "
+        "protocol; implement every method of corral.checkpoint.Checkpointer (see 'Writing "
+        "your own checkpointer' in docs/persistence.md), or pass MemorySaver() or SqliteSaver(path)"
+    )
+    raise CheckpointError(msg)
 
 
 _starting: ContextVar[Hold | None] = ContextVar("corral_starting_run", default=None)
