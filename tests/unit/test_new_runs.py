@@ -29,7 +29,7 @@ from corral import (
     interrupt,
 )
 from corral.checkpoint import Checkpoint, Checkpointer
-from corral.runtime.persist import SNAPSHOT_EVERY
+from corral.checkpoint._store import SNAPSHOT_MIN
 
 
 class Chat(TypedDict):
@@ -95,7 +95,7 @@ def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
 def test_chat_turns_write_deltas_and_rebuild_to_what_each_run_returned(store: Opener) -> None:
     """Each turn's input checkpoint is a write on the previous run's last checkpoint; every
     run's state is what get_state and history give back, also through a new saver; snapshots
-    stay every SNAPSHOT_EVERY checkpoints across the turns."""
+    stay every SNAPSHOT_MIN checkpoints across the turns."""
     g = chat_graph()
     app = g.compile(checkpointer=store())
     runs = [app.invoke({"messages": [user(0, think=2)], "turn": 0}, thread_id="t")]
@@ -120,9 +120,9 @@ def test_chat_turns_write_deltas_and_rebuild_to_what_each_run_returned(store: Op
         assert checkpoint.writes == [("__input__", {"messages": [user(i, think=i % 4)]})]
         assert checkpoint.meta["run"] == i + 1 and checkpoint.meta["steps"] == 0
     with_snapshot = [i for i, c in enumerate(puts) if c.snapshot is not None]
-    assert with_snapshot == list(range(0, len(puts), SNAPSHOT_EVERY))
-    assert len(puts) > 2 * SNAPSHOT_EVERY
-    assert max(len(saver.chain("t", c.checkpoint_id)) for c in puts) == SNAPSHOT_EVERY
+    assert with_snapshot == list(range(0, len(puts), SNAPSHOT_MIN))
+    assert len(puts) > 2 * SNAPSHOT_MIN
+    assert max(len(saver.chain("t", c.checkpoint_id)) for c in puts) == SNAPSHOT_MIN
 
 
 def test_a_new_run_from_an_older_checkpoint_starts_at_a_snapshot(store: Opener) -> None:
@@ -259,4 +259,4 @@ def test_any_mix_of_turns_continues_and_answers_reads_back_as_whole_snapshots(
             assert read_back(saver) == expected_back
     puts = memory.checkpoints("t")
     turns = [c for c in puts if c.meta["source"] == "input"]
-    assert sum(c.snapshot is not None for c in turns) <= 1 + len(puts) // SNAPSHOT_EVERY
+    assert sum(c.snapshot is not None for c in turns) <= 1 + len(puts) // SNAPSHOT_MIN

@@ -29,7 +29,7 @@ from corral import (
     SqliteSaver,
     interrupt,
 )
-from corral.checkpoint import Checkpoint, Checkpointer, TaskWrites
+from corral.checkpoint import Checkpoint
 from corral.errors import SerializationError
 
 
@@ -126,11 +126,6 @@ def saver(
     made.close()
 
 
-def test_both_savers_record_task_writes(saver: MemorySaver | SqliteSaver) -> None:
-    """Both built-in savers implement the optional TaskWrites part of the protocol."""
-    assert isinstance(saver, TaskWrites) and isinstance(saver, Checkpointer)
-
-
 def test_a_crash_in_a_fan_out_reruns_only_the_unfinished_task(
     saver: MemorySaver | SqliteSaver,
 ) -> None:
@@ -162,7 +157,7 @@ def test_an_async_fan_out_records_tasks_in_finish_order(saver: MemorySaver | Sql
 def test_a_single_task_superstep_records_nothing_before_its_checkpoint() -> None:
     """One task per superstep: one put and no put_writes, so a loop keeps one commit a step."""
     calls: list[str] = []
-    counted = Counting(MemorySaver())
+    counted = Counting()
     app = fanout(calls, set()).compile(checkpointer=counted)
     app.invoke({"log": []}, thread_id="t")
     # input and plan: a put each; the fan-out: a put_writes per task, then its put; report
@@ -269,15 +264,27 @@ def test_an_unstorable_update_in_a_fan_out_is_named_and_keeps_the_checkpoint(
     assert list(saver.pending_writes("t", snapshot.checkpoint_id)) == [0]
 
 
-def test_a_store_without_task_writes_reruns_the_whole_cut_superstep() -> None:
-    """A checkpointer with only put/chain/checkpoints still works (at least once per task)."""
-    calls: list[str] = []
-    app = fanout(calls, {"c"}).compile(checkpointer=Plain(MemorySaver()))
-    with pytest.raises(Crash):
-        app.invoke({"log": []}, thread_id="t")
-    run = app.invoke(None, thread_id="t")
-    assert calls == ["plan", "a", "b", "c", "a", "b", "c", "report"]
-    assert run.state == CLEAN
+class ThreeMethods:
+    """A store of one's own with only put, chain and checkpoints (enough before there was
+    one Checkpointer protocol)."""
+
+    def put(self, checkpoint: Checkpoint) -> None: ...
+
+    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
+        return []
+
+    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
+        return []
+
+
+def test_a_store_lacking_methods_is_refused_at_compile_naming_them() -> None:
+    """compile() names what a store of one's own lacks, instead of an AttributeError later
+    in a run (the one crash-safe task record needs put_writes and pending_writes)."""
+    with pytest.raises(CheckpointError) as caught:
+        fanout([], set()).compile(checkpointer=ThreeMethods())  # type: ignore[arg-type]
+    message = str(caught.value)
+    assert "lacks newest_id, wants_snapshot, put_writes, pending_writes" in message
+    assert "check_free, release" in message and "Checkpointer" in message
 
 
 def test_update_state_after_a_crash_runs_the_finished_tasks_again() -> None:
@@ -340,41 +347,22 @@ def test_a_crash_after_an_interrupt_resume_keeps_both_kinds_of_finished_task() -
     assert run.steps == 4
 
 
-class Plain:
-    """A checkpointer with only the three required methods."""
-
-    def __init__(self, inner: MemorySaver) -> None:
-        self.inner = inner
-
-    def put(self, checkpoint: Checkpoint) -> None:
-        self.inner.put(checkpoint)
-
-    def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
-        return self.inner.chain(thread_id, checkpoint_id)
-
-    def checkpoints(self, thread_id: str) -> list[Checkpoint]:
-        return self.inner.checkpoints(thread_id)
-
-
-class Counting(Plain):
+class Counting(MemorySaver):
     """A checkpointer that records which writing method the runtime called, in order."""
 
-    def __init__(self, inner: MemorySaver) -> None:
-        super().__init__(inner)
+    def __init__(self) -> None:
+        super().__init__()
         self.calls: list[str] = []
 
     def put(self, checkpoint: Checkpoint) -> None:
         self.calls.append("put")
-        self.inner.put(checkpoint)
+        super().put(checkpoint)
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
         self.calls.append("put_writes")
-        self.inner.put_writes(thread_id, checkpoint_id, task, record)
-
-    def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
-        return self.inner.pending_writes(thread_id, checkpoint_id)
+        super().put_writes(thread_id, checkpoint_id, task, record)
 
 
 def test_a_crash_while_routing_a_fan_out_runs_no_node_again(

@@ -23,8 +23,8 @@ from corral import (
     StepLimitError,
 )
 from corral.checkpoint import Checkpoint
+from corral.checkpoint._store import SNAPSHOT_MIN
 from corral.runtime import CheckpointWritten
-from corral.runtime.persist import SNAPSHOT_EVERY
 
 pytestmark = pytest.mark.usefixtures("engine_path")
 """Each test runs three ways: invoke, invoke through the general path, ainvoke."""
@@ -248,7 +248,7 @@ def test_each_snapshot_of_history_is_its_own() -> None:
 
     @g.router("chat", guards=[Guard("chat", max=30, otherwise=END)])
     def again(state: Messages) -> Literal["chat"] | End:
-        return "chat" if len(state["messages"]) < SNAPSHOT_EVERY + 5 else END
+        return "chat" if len(state["messages"]) < SNAPSHOT_MIN + 5 else END
 
     app = g.compile(checkpointer=MemorySaver())
     app.invoke({"messages": [{"n": -1, "text": "first"}]}, thread_id="t")
@@ -376,7 +376,7 @@ def test_one_checkpoint_per_superstep_with_writes_and_periodic_snapshots() -> No
     assert len(puts) == run.supersteps + 1 == 46
     assert sum(isinstance(e, CheckpointWritten) for e in events) == 46
     with_snapshot = [i for i, c in enumerate(puts) if c.snapshot is not None]
-    assert with_snapshot == [0, SNAPSHOT_EVERY, 2 * SNAPSHOT_EVERY]
+    assert with_snapshot == [0, SNAPSHOT_MIN, 2 * SNAPSHOT_MIN]
     assert puts[5].writes == [("count", {"n": 5, "log": ["c5"]})]
     for checkpoint in puts:
         json.dumps(checkpoint.meta)

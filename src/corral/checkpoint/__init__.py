@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from corral._where import parse_db
 from corral.checkpoint._thread_info import ThreadInfo
-from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
+from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.checkpoint.memory import MemorySaver
 from corral.checkpoint.sqlite import SqliteSaver
 
@@ -24,7 +24,6 @@ __all__ = [
     "MemorySaver",
     "PostgresSaver",
     "SqliteSaver",
-    "TaskWrites",
     "ThreadInfo",
     "open_saver",
 ]

@@ -305,56 +305,51 @@ def _item_ids(snapshot: Any, writes: Any) -> list[int]:
 # it. Only a meta the engine wrote (it has the ``format`` key) is checked, any JSON being
 # storable; keys are optional (older files lack some) and unknown keys allowed.
 
-Check = Callable[[Any], bool]
 
-
-def _int(value: Any) -> bool:
-    return type(value) is int
-
-
-def _str(value: Any) -> bool:
-    return type(value) is str
-
-
-def _list_of(item: Check) -> Check:
-    return lambda value: type(value) is list and all(item(x) for x in value)
-
-
-def _dict_of(item: Check) -> Check:
-    return lambda value: type(value) is dict and all(item(x) for x in value.values())
+def _fits(value: Any, shape: Any) -> bool:
+    """Return whether ``value`` has ``shape``: a type, ``[item]`` (a list of such items),
+    ``(a, b, c)`` (a list of exactly these), ``{"": item}`` (an object of such values), or a
+    check to call."""
+    kind = type(shape)
+    if kind is type:
+        return type(value) is shape
+    if kind is list:
+        return type(value) is list and all(_fits(x, shape[0]) for x in value)
+    if kind is tuple:
+        return type(value) is list and len(value) == len(shape) and all(map(_fits, value, shape))
+    if kind is dict:
+        return type(value) is dict and all(_fits(x, shape[""]) for x in value.values())
+    return bool(shape(value))
 
 
 def _task(value: Any) -> bool:
     """A task to run next or a finished task: an object naming its node (and its position)."""
-    return type(value) is dict and _str(value.get("node")) and _int(value.get("task", 0))
+    return (
+        type(value) is dict and type(value.get("node")) is str and _fits(value.get("task", 0), int)
+    )
 
 
-def _guard(value: Any) -> bool:
-    return type(value) is list and len(value) == 3 and all(map(_str, value[:2])) and _int(value[2])
-
-
-_SHAPES: Final[dict[str, tuple[Check, str]]] = {
-    "format": (_int, "an int"),
-    "seq": (_int, "an int"),
-    "run": (_int, "an int"),
-    "steps": (_int, "an int"),
-    "supersteps": (_int, "an int"),
-    "since_snapshot": (_int, "an int"),
-    "status": (_str, "a string"),
-    "source": (_str, "a string"),
-    "fingerprint": (_str, "a string"),
-    "next": (_list_of(_task), "a list of tasks ({'node': ...})"),
-    "runs": (_dict_of(_int), "an object of run counts"),
-    "guards": (_list_of(_guard), "a list of [source, target, count]"),
-    "interrupts": (_list_of(_task), "a list of pauses ({'task': ..., 'node': ...})"),
-    "arrived": (_dict_of(_list_of(_str)), "an object of node-name lists"),
-    "held": (_list_of(lambda _: True), "a list"),
-    "answers": (_dict_of(_list_of(lambda _: True)), "an object of lists"),
-    "done": (_list_of(_task), "a list of finished tasks"),
-    "reroute": (_list_of(_task), "a list of finished tasks"),
-    "reducers": (_dict_of(_str), "an object of reducer names"),
+_SHAPES: Final[dict[str, tuple[Any, str]]] = {
+    "format": (int, "an int"),
+    "seq": (int, "an int"),
+    "run": (int, "an int"),
+    "steps": (int, "an int"),
+    "supersteps": (int, "an int"),
+    "status": (str, "a string"),
+    "source": (str, "a string"),
+    "fingerprint": (str, "a string"),
+    "next": ([_task], "a list of tasks ({'node': ...})"),
+    "runs": ({"": int}, "an object of run counts"),
+    "guards": ([(str, str, int)], "a list of [source, target, count]"),
+    "interrupts": ([_task], "a list of pauses ({'task': ..., 'node': ...})"),
+    "arrived": ({"": [str]}, "an object of node-name lists"),
+    "held": (list, "a list"),
+    "answers": ({"": list}, "an object of lists"),
+    "done": ([_task], "a list of finished tasks"),
+    "reroute": ([_task], "a list of finished tasks"),
+    "reducers": ({"": str}, "an object of reducer names"),
 }
-"""Each key the engine reads from ``meta``: the check its value must pass, and its shape."""
+"""Each key the engine reads from ``meta``: the shape of its value (:func:`_fits`), named."""
 
 
 def meta_problem(meta: Any) -> str | None:
@@ -369,7 +364,7 @@ def meta_problem(meta: Any) -> str | None:
         return "its meta is not an object"
     if "format" not in meta:
         return None
-    for key, (fits, shape) in _SHAPES.items():
-        if key in meta and not fits(meta[key]):
-            return f"its meta {key!r} is {reprlib.repr(meta[key])}, not {shape}"
+    for key, (shape, named) in _SHAPES.items():
+        if key in meta and not _fits(meta[key], shape):
+            return f"its meta {key!r} is {reprlib.repr(meta[key])}, not {named}"
     return None

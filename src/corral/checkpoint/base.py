@@ -11,10 +11,10 @@ Compare-and-set. A put names the newest checkpoint it was written against
 writer read); a store refuses it atomically with ``ConcurrentRunError`` when the thread's
 newest is another one by then, so two runs continuing from one checkpoint never both commit.
 
-Finished tasks (:class:`TaskWrites`). A task of a superstep with several is recorded as it
-finishes, keyed by the superstep's parent checkpoint and the task's position; a resumed run
-merges those instead of running them again. The next checkpoint of that parent drops them
-in its own transaction.
+Finished tasks (:meth:`Checkpointer.put_writes`). A task of a superstep with several is
+recorded as it finishes, keyed by the superstep's parent checkpoint and the task's position;
+a resumed run merges those instead of running them again. The next checkpoint of that
+parent drops them in its own transaction.
 
 Fences. Inside ``with fenced(fence):`` every write of the built-in savers first calls
 ``fence`` with the store's connection inside the write's transaction; it raises to refuse
@@ -49,10 +49,7 @@ __all__ = [
     "Checkpointer",
     "Fence",
     "Hold",
-    "Holds",
-    "NewestId",
-    "SnapshotAdvice",
-    "TaskWrites",
+    "check_checkpointer",
     "check_thread_id",
     "fenced",
     "holding",
@@ -239,13 +236,18 @@ def unknown_parent(checkpoint: Checkpoint, where: str | None) -> CheckpointError
 
 @runtime_checkable
 class Checkpointer(Protocol):
-    """A store of checkpoints, keyed by thread (a store of your own needs only these three
-    methods; the optional parts below are used when it has them)."""
+    """A store of checkpoints, keyed by thread: what the runtime calls, all of it.
+
+    ``MemorySaver``, ``SqliteSaver`` and ``PostgresSaver`` implement it; a store of your own
+    implements every method (see "Writing your own checkpointer" in docs/persistence.md).
+    """
 
     def put(self, checkpoint: Checkpoint) -> None:
         """Save ``checkpoint`` durably (one transaction) if the thread's newest checkpoint is
-        ``checkpoint.expected``; raise ``ConcurrentRunError`` if not, ``CheckpointError`` for
-        an id already used in the thread, a parent it lacks, or another failure."""
+        ``checkpoint.expected`` and no other live run holds the thread; raise
+        ``ConcurrentRunError`` if not, ``CheckpointError`` for an id already used in the
+        thread, a parent it lacks, or another failure. It holds or frees the thread (see
+        "Holds" above) and drops the finished tasks its parent's superstep recorded."""
         ...
 
     def chain(self, thread_id: str, checkpoint_id: str | None = None) -> list[Checkpoint]:
@@ -258,51 +260,29 @@ class Checkpointer(Protocol):
         """Return every checkpoint of the thread, oldest first (in the order they were put)."""
         ...
 
+    def newest_id(self, thread_id: str) -> str | None:
+        """Return the id of the thread's newest checkpoint, ``None`` when it has none (a
+        fork's first put names it)."""
+        ...
 
-@runtime_checkable
-class TaskWrites(Protocol):
-    """Optional: the finished tasks of a superstep not yet checkpointed. A record is a dict of
-    JSON-friendly values: ``{"task": 1, "node": "left", "update": {...}, "goto": None}``."""
+    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot
+        (the runtime also snapshots the first checkpoint of a thread and of a fork)."""
+        ...
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
     ) -> None:
         """Save durably that ``task`` of the superstep after ``checkpoint_id`` finished with
         ``record`` (replacing an earlier record of it); ``CheckpointError`` when the thread
-        has no such checkpoint."""
+        has no such checkpoint. A record is a dict of JSON-friendly values:
+        ``{"task": 1, "node": "left", "update": {...}, "goto": None}``."""
         ...
 
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         """Return the records put after ``checkpoint_id`` that no checkpoint whose parent is
         ``checkpoint_id`` superseded yet, by task (``{}`` for an unknown one)."""
         ...
-
-
-@runtime_checkable
-class NewestId(Protocol):
-    """Optional: the id of a thread's newest checkpoint without decoding it (a fork's first
-    put names it); else the runtime reads it with ``chain``."""
-
-    def newest_id(self, thread_id: str) -> str | None:
-        """Return the id of the thread's newest checkpoint, ``None`` when it has none."""
-        ...
-
-
-@runtime_checkable
-class SnapshotAdvice(Protocol):
-    """Optional: a store that knows what its checkpoints cost in bytes places snapshots
-    itself; the runtime follows it instead of its own count (and still snapshots the first
-    checkpoint of a thread and of a fork)."""
-
-    def wants_snapshot(self, thread_id: str, checkpoint_id: str) -> bool:
-        """Return whether the checkpoint put after ``checkpoint_id`` should carry a snapshot."""
-        ...
-
-
-@runtime_checkable
-class Holds(Protocol):
-    """Optional: a store in which one live run holds a thread (see "Holds" above); without
-    it, two runs of a thread are told apart by the compare-and-set alone."""
 
     def check_free(self, thread_id: str, run: str) -> None:
         """Raise ``ConcurrentRunError`` when a live run other than ``run`` holds the thread."""
@@ -313,13 +293,28 @@ class Holds(Protocol):
         ...
 
 
+def check_checkpointer(checkpointer: object) -> None:
+    """Raise ``CheckpointError`` naming the methods of :class:`Checkpointer` that
+    ``checkpointer`` lacks (``None``, no checkpointer, is fine)."""
+    if checkpointer is None or isinstance(checkpointer, Checkpointer):
+        return
+    needed = [name for name in vars(Checkpointer) if not name.startswith("_")]
+    missing = [name for name in needed if not callable(getattr(checkpointer, name, None))]
+    msg = (
+        f"checkpointer={checkpointer!r} lacks {', '.join(missing)} of the Checkpointer "
+        "protocol; implement every method of corral.checkpoint.Checkpointer (see 'Writing "
+        "your own checkpointer' in docs/persistence.md), or pass MemorySaver() or SqliteSaver(path)"
+    )
+    raise CheckpointError(msg)
+
+
 _starting: ContextVar[Hold | None] = ContextVar("corral_starting_run", default=None)
 
 
 class Hold:
     """One run's hold on its thread, from its start to its end."""
 
-    def __init__(self, store: Holds, thread_id: str, token: str) -> None:
+    def __init__(self, store: Checkpointer, thread_id: str, token: str) -> None:
         self.store, self.thread_id, self.token = store, thread_id, token
         self.held = False
         """Whether the run's last put left the thread held (its writer says so)."""
@@ -337,11 +332,11 @@ class Hold:
 
 
 @contextmanager
-def holding(checkpointer: object, thread_id: str | None) -> Iterator[Hold | None]:
+def holding(checkpointer: Checkpointer | None, thread_id: str | None) -> Iterator[Hold | None]:
     """Start a run of ``thread_id`` in this block: refused (``ConcurrentRunError``) while
     another live run holds the thread, else held by this run, in this process at once and in
     the store from its first put (by the writer made in the block: :func:`starting_hold`)."""
-    if thread_id is None or not isinstance(checkpointer, Holds):
+    if thread_id is None or checkpointer is None:
         yield None
         return
     token = _queued.get() or secrets.token_hex(8)

@@ -343,7 +343,7 @@ def _from_serializer(tag: str, data: Any, serializer: Serializer | None, where: 
 
 
 def encode_record(record: Any, serializer: Serializer | None = None) -> Any:
-    """Return the encoded record of a finished task (see ``TaskWrites``).
+    """Return the encoded record of a finished task (see ``Checkpointer.put_writes``).
 
     A value it cannot store is named as in a checkpoint's writes: ``update['log'][0]
     (written by 'b')``.

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypedDict, overload
 from typing_extensions import TypeVar, Unpack
 
 from corral._habits import langgraph_hints
-from corral.checkpoint.base import Checkpointer, Hold, holding
+from corral.checkpoint.base import Checkpointer, Hold, check_checkpointer, holding
 from corral.control import AnswerT, Command, Resume
 from corral.cost import Budget
 from corral.errors import CheckpointError, RunningLoopError
@@ -81,6 +81,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         telemetry: bool = False,
     ) -> None:
         self.spec = spec
+        check_checkpointer(checkpointer)
         self.checkpointer = checkpointer
         self.telemetry = telemetry
         """Emit OpenTelemetry spans for each run (:mod:`corral.runtime.telemetry`)."""

@@ -4,18 +4,17 @@ One checkpoint is written per superstep (plus one for the input of a run, and on
 superstep cut short by an interrupt or an error). It stores the superstep's writes, the
 ``(node, update)`` pairs in merge order, and a full snapshot of the state on the first
 checkpoint of a thread, on the first checkpoint of a fork, and then where the store
-advises one (:class:`~corral.checkpoint.base.SnapshotAdvice`: it knows the bytes), else
-every :data:`SNAPSHOT_EVERY` checkpoints; the count carries on across the runs of a thread
-(a new run's input checkpoint is the input's write). A state is rebuilt by replaying the
-writes after the nearest snapshot through the reducers, so storage grows with the number
-of supersteps, not with their square.
+advises one (:meth:`~corral.checkpoint.base.Checkpointer.wants_snapshot`: it knows the
+bytes), across the runs of a thread (a new run's input checkpoint is the input's write). A
+state is rebuilt by replaying the writes after the nearest snapshot through the reducers,
+so storage grows with the number of supersteps, not with their square.
 
 In a superstep with several tasks, each task is also recorded as soon as it finishes
-(``put_writes``, when the checkpointer has it), keyed by the superstep's parent checkpoint
-and the task's index in the superstep's task order (``Send`` tasks repeat a node's name, so
-the index is the identity). A run resumed after a crash takes those tasks as finished
-instead of running them again, just as it takes the finished siblings that an interrupted
-or failed superstep keeps in its checkpoint's meta (``done``). A superstep with one task
+(``put_writes``), keyed by the superstep's parent checkpoint and the task's index in the
+superstep's task order (``Send`` tasks repeat a node's name, so the index is the identity).
+A run resumed after a crash takes those tasks as finished instead of running them again,
+just as it takes the finished siblings that an interrupted or failed superstep keeps in its
+checkpoint's meta (``done``). A superstep with one task
 writes only its checkpoint: one commit per superstep.
 
 ``meta`` holds everything else a resumed run needs, all of it JSON-friendly (string keys,
@@ -35,13 +34,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.checkpoint.base import (
-    Checkpoint,
-    Checkpointer,
-    SnapshotAdvice,
-    TaskWrites,
-    starting_hold,
-)
+from corral.checkpoint.base import Checkpoint, Checkpointer, starting_hold
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
 from corral.runtime.run_state import Pause, RunState, TaskRun
@@ -49,15 +42,10 @@ from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.tables import NO_ARG
 
 __all__ = [
-    "SNAPSHOT_EVERY",
     "ThreadWriter",
     "pause_json",
     "result_json",
 ]
-
-SNAPSHOT_EVERY = 20
-"""A checkpoint carries a full snapshot every this many checkpoints, in a store that does
-not advise where (``SnapshotAdvice``)."""
 
 FORMAT = 1
 
@@ -90,7 +78,6 @@ class ThreadWriter:
         self.thread_id = rs.thread_id
         self.parent_id = last.checkpoint_id if last is not None else None
         self.seq = int(meta.get("seq", 0))
-        self.since_snapshot = int(meta.get("since_snapshot", 0))
         self.run = int(meta.get("run", 0)) + 1 if new_run else int(meta.get("run", 1))
         self.force_snapshot = forked or newest_read is not None
         self.newest_read = newest_read
@@ -104,18 +91,16 @@ class ThreadWriter:
         """What writes a finished superstep's checkpoint: a run, or ``"update"``."""
         self.token = secrets.token_hex(4)
         """Ends every checkpoint id of this run: a fork that repeats a seq gets a new id."""
-        self.writes = checkpointer if isinstance(checkpointer, TaskWrites) else None
-        self.records_tasks = self.writes is not None
-        self.advice = checkpointer if isinstance(checkpointer, SnapshotAdvice) else None
-        """Places snapshots by bytes too, when the store knows them."""
         self.hold = starting_hold()
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
         rs.checkpoints = self
 
     def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
-        assert self.writes is not None and self.parent_id is not None
-        self.writes.put_writes(self.thread_id, self.parent_id, result.position, result_json(result))
+        assert self.parent_id is not None
+        self.checkpointer.put_writes(
+            self.thread_id, self.parent_id, result.position, result_json(result)
+        )
 
     def save_superstep(
         self,
@@ -165,15 +150,14 @@ class ThreadWriter:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
         seq = self.seq + 1
         checkpoint_id = f"{seq:08d}-{self.token}"
-        since = self.since_snapshot + 1  # checkpoints since the last snapshot, this one too
-        if self.parent_id is None or self.force_snapshot:
-            since = 0
-        elif self.advice is not None:  # the store knows the bytes: it says where
-            since = 0 if self.advice.wants_snapshot(self.thread_id, self.parent_id) else since
-        elif since >= SNAPSHOT_EVERY:
-            since = 0
-        snapshot = dict(rs.values) if since == 0 else None
-        meta = self._meta(rs, status, source, pauses, seq, since)
+        snapshot = None
+        if (  # the store knows the bytes: it says where, after a thread's or a fork's first
+            self.parent_id is None
+            or self.force_snapshot
+            or self.checkpointer.wants_snapshot(self.thread_id, self.parent_id)
+        ):
+            snapshot = dict(rs.values)
+        meta = self._meta(rs, status, source, pauses, seq)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
             reducers = self.tables.reducers.items()
@@ -197,7 +181,6 @@ class ThreadWriter:
         self.newest_read = None
         self.parent_id = checkpoint_id
         self.seq = seq
-        self.since_snapshot = since
         self.force_snapshot = False
         self.last_status = status
         rs.checkpoint_id = checkpoint_id
@@ -205,7 +188,7 @@ class ThreadWriter:
             rs.emit(CheckpointWritten(self.thread_id, checkpoint_id, rs.supersteps, status))
 
     def _meta(
-        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int, since: int
+        self, rs: RunState, status: str, source: str, pauses: list[Pause], seq: int
     ) -> dict[str, Any]:
         meta = {
             "format": FORMAT,
@@ -222,7 +205,6 @@ class ThreadWriter:
             "supersteps": rs.supersteps,
             "runs": dict(rs.runs),
             "guards": [[source_, target, count] for (source_, target), count in rs.guards.items()],
-            "since_snapshot": since,
             "time": int(time.time()),
         }
         # This bookkeeping is empty in most checkpoints; an empty one is left out (readers

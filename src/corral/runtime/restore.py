@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corral.checkpoint.base import Checkpoint, Checkpointer, TaskWrites
+from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.cost import Cost
 from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
@@ -165,7 +165,7 @@ def recorded_tasks(checkpointer: Checkpointer, checkpoint: Checkpoint) -> dict[i
     middle of its superstep) that its meta does not list as done: committed node runs that
     a continued run takes as done and counts, by their place in the superstep."""
     meta = checkpoint.meta
-    if len(meta.get("next", [])) < 2 or not isinstance(checkpointer, TaskWrites):
+    if len(meta.get("next", [])) < 2:
         return {}  # a superstep of one task records nothing before its checkpoint
     pending = checkpointer.pending_writes(checkpoint.thread_id, checkpoint.checkpoint_id)
     done = {item.get("task") for item in meta.get("done", [])}

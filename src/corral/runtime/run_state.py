@@ -87,8 +87,6 @@ class CheckpointWriter(Protocol):
 
     last_status: str
     """The status of the last checkpoint written."""
-    records_tasks: bool
-    """Whether :meth:`save_task` records finished tasks (the checkpointer has ``put_writes``)."""
 
     def save_task(self, rs: RunState, result: TaskRun) -> None:
         """Record durably that one task of a superstep with several tasks has finished."""

@@ -161,7 +161,7 @@ class Core:
         calls: list[TaskRun] = []
         self.calls = calls
         writer = rs.checkpoints
-        self.record = writer is not None and writer.records_tasks and len(rs.tasks) > 1
+        self.record = writer is not None and len(rs.tasks) > 1
         steps = rs.steps
         for index, task in enumerate(rs.tasks):
             if index in rs.done:

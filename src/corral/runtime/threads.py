@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from corral.checkpoint.base import Checkpoint, Checkpointer, NewestId
+from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Command, Resume
 from corral.cost import Purse
 from corral.errors import CheckpointError, GraphError, InvalidUpdateError, ThreadStateError
@@ -233,11 +233,7 @@ def _newest_if_fork(saver: Checkpointer, thread_id: str, checkpoint_id: str | No
     its first put names that newest for the compare-and-set), else ``None``."""
     if checkpoint_id is None:
         return None
-    if isinstance(saver, NewestId):
-        newest = saver.newest_id(thread_id)
-    else:
-        latest = saver.chain(thread_id)
-        newest = latest[-1].checkpoint_id if latest else None
+    newest = saver.newest_id(thread_id)
     return newest if newest != checkpoint_id else None
 
 
