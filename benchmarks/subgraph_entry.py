@@ -7,6 +7,10 @@ parent's one node is ``g.subgraph("work", child)`` with a router looping back to
 entry's cost is the difference of the two runs divided by the entries, in units of one
 inlined node run; without a checkpointer (the limit) and with a ``MemorySaver``, where an
 entry also writes the child's own checkpoints. Least CPU time of interleaved repeats.
+
+An entry's cost holds the parent's own superstep for ``work`` (its router included) and the
+merge of the child's three writes through the parent's reducers, which copies the growing
+list again (``operator.add``): it grows with the state the child writes to.
 """
 
 from __future__ import annotations
