@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from memory_spans import memory_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -39,18 +37,11 @@ from corral import (
 )
 from corral import retry as retry_module
 
-_EXPORTER = InMemorySpanExporter()
-
 
 @pytest.fixture
 def spans() -> InMemorySpanExporter:
-    """The global provider (set once per process) exporting into memory, emptied per test."""
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        trace.set_tracer_provider(provider)
-    _EXPORTER.clear()
-    return _EXPORTER
+    """The process's in-memory exporter, emptied per test."""
+    return memory_spans()
 
 
 class State(TypedDict):

@@ -14,30 +14,17 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from memory_spans import memory_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from corral import END, Graph, Guard, MemorySaver, Resume, Send, interrupt
 from corral.runtime import Event, NodeStart, RouteTaken
 
-_EXPORTER = InMemorySpanExporter()
-_ATTACHED: list[bool] = []
-
 
 @pytest.fixture
 def spans() -> InMemorySpanExporter:
-    """The global provider (set once per process, by any test module) exporting here too."""
-    provider = trace.get_tracer_provider()
-    if not isinstance(provider, TracerProvider):
-        provider = TracerProvider()
-        trace.set_tracer_provider(provider)
-    if not _ATTACHED:
-        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-        _ATTACHED.append(True)
-    _EXPORTER.clear()
-    return _EXPORTER
+    """The process's in-memory exporter, emptied per test."""
+    return memory_spans()
 
 
 class Team(TypedDict):
