@@ -293,6 +293,7 @@ class ThreadStateError(CorralError, ValueError):
     """A call asks a thread for what its state cannot give (continue, answer, resume)."""
 
     thread_id: str | None = None
+    checkpoint_id: str | None = None
 
 
 class StreamModeError(CorralError, ValueError):

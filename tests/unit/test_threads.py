@@ -21,6 +21,7 @@ from corral import (
     Overwrite,
     Send,
     StepLimitError,
+    ThreadStateError,
 )
 from corral.checkpoint import Checkpoint
 from corral.checkpoint._store import SNAPSHOT_MIN
@@ -64,6 +65,16 @@ def test_a_thread_id_is_created_when_missing() -> None:
     assert isinstance(run.thread_id, str) and run.thread_id
     assert app.get_state(run.thread_id).values["n"] == 3
     assert run.checkpoint_id == app.get_state(run.thread_id).checkpoint_id
+
+
+def test_a_checkpoint_id_without_its_thread_id_is_refused() -> None:
+    """invoke(input, checkpoint_id=...) with no thread_id names the id and asks for the
+    thread, instead of starting a new thread that ignores the checkpoint."""
+    app = counter(3).compile(checkpointer=MemorySaver())
+    first = app.invoke({"n": 0}).checkpoint_id
+    with pytest.raises(ThreadStateError, match="thread_id") as caught:
+        app.invoke({"n": 1}, checkpoint_id=first)
+    assert caught.value.checkpoint_id == first and repr(first) in str(caught.value)
 
 
 def test_step_limit_then_continue_with_bigger_cap() -> None:

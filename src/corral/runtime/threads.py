@@ -98,9 +98,12 @@ def start(
             )
             raise ThreadStateError(msg, thread_id=thread_id)
     elif thread_id is None:
-        if continuing:
-            msg = "invoke(None) or Resume(...) needs the thread_id of the run to continue"
-            raise ThreadStateError(msg)
+        if continuing or checkpoint_id is not None:
+            msg = (
+                "invoke(None), Resume(...) and checkpoint_id= need the thread_id of the run to "
+                f"continue (checkpoint_id={checkpoint_id!r})"
+            )
+            raise ThreadStateError(msg, checkpoint_id=checkpoint_id)
         thread_id = uuid.uuid4().hex
     else:  # a thread to continue must have a checkpoint, a new input's may have none
         continues = continuing or checkpoint_id is not None
