@@ -136,23 +136,23 @@ class PostgresSaver(Store):
             raise error_for(verb, self.where, exc) from exc
 
     @contextmanager
-    def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Connection[Any]]:
-        """Yield a pooled connection: a write inside a transaction committed at the block's
-        end (rolled back here if it raises), a read as it is (every statement reads committed
-        rows, and a thread's rows never change once committed). A write is ``BEGIN`` ...
-        ``COMMIT`` in pipeline mode: only a statement whose rows are read waits for the
-        server (psycopg's ``transaction()`` would wait at ``BEGIN`` and before ``COMMIT``)."""
+    def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Cursor[Any]]:
+        """Yield one cursor of a pooled connection for the block: a write inside a transaction
+        committed at the block's end (rolled back here if it raises), a read as it is (every
+        statement reads committed rows, and a thread's rows never change once committed). A
+        write is ``BEGIN`` ... ``COMMIT`` in pipeline mode: only a statement whose rows are
+        read waits (psycopg's ``transaction()`` would wait at ``BEGIN`` and before ``COMMIT``)."""
         import psycopg
 
-        with self._connection(verb) as conn:
+        with self._connection(verb) as conn, conn.cursor() as db:
             if read:
-                yield conn
+                yield db
                 return
             try:
                 with conn.pipeline():
-                    conn.execute("BEGIN")
-                    yield conn
-                    conn.execute("COMMIT")
+                    db.execute("BEGIN")
+                    yield db
+                    db.execute("COMMIT")
             except BaseException:
                 with suppress(psycopg.Error):  # else the pool closes the connection
                     conn.execute("ROLLBACK")  # only warns when the transaction had ended
