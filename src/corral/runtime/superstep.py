@@ -45,7 +45,7 @@ from corral.errors import (
 )
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.routing import guard_exhausted, outcome, pauses_before, router_targets
+from corral.runtime.routing import chosen_targets, guard_exhausted, outcome, pauses_before
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
@@ -58,9 +58,10 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
     """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
 
     ``planned``: the calls planned before it in this superstep (they count against its
-    ``max_runs`` and may spend from the budget too).
+    ``max_runs`` and may spend from the budget too). A subgraph entry is not a node run:
+    ``max_steps`` is checked inside it, before each of its child's node runs.
     """
-    if steps >= rs.max_steps:
+    if steps >= rs.max_steps and node.child is None:
         msg = (
             f"stopped after {steps} steps (max_steps={rs.max_steps}) before running "
             f"{node.name!r}; raise max_steps or add a guard"
@@ -329,7 +330,7 @@ class Core:
         elif type(raw) is str and raw in routes:  # one of the router's routes
             targets = (raw,)
         else:
-            targets = router_targets(node, node.router, raw, rs.tables.node_names)
+            targets = chosen_targets(node, node.router, raw, rs.tables.node_names)
         guards = rs.guards
         for item in targets:
             if isinstance(item, Send):
