@@ -25,7 +25,7 @@ from corral.runtime.events import Event
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
-from corral.runtime.superstep import Core, end_run, router_error
+from corral.runtime.superstep import Core, end_run, node_error
 from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
@@ -64,7 +64,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
         return _child_sync(rs, call, answers)
     state = rs.view() if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
-    start = perf_counter() if rs.timed else 0.0
+    start = perf_counter() if rs.emit is not None else 0.0
     try:
         if node.retry is not None:
             ctx = rs.context(node.name, call.step) if node.takes_ctx else None
@@ -76,7 +76,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     finally:
         if token is not None:
             answers_given.reset(token)
-    if rs.timed:
+    if rs.emit is not None:
         call.seconds = perf_counter() - start
     return out
 
@@ -90,7 +90,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     state = rs.view() if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
-    start = perf_counter() if rs.timed else 0.0
+    start = perf_counter() if rs.emit is not None else 0.0
     if node.retry is not None or node.timeout_s is not None:
         ctx = rs.context(node.name, call.step) if node.takes_ctx else None
         out = await call_async(rs, call, _caller(node.func, state, ctx))
@@ -101,7 +101,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
             out = node.func(state)
         if node.is_async:
             out = await out
-    if rs.timed:
+    if rs.emit is not None:
         call.seconds = perf_counter() - start
     return out
 
@@ -187,7 +187,7 @@ def _call_router(rs: RunState, node: Node) -> Any:
             return router.func(rs.view(), rs.context(node.name, rs.steps))
         return router.func(rs.view())
     except Exception as exc:
-        raise router_error(router.name, node.name, rs.steps, exc) from exc
+        raise node_error(node.name, rs.steps, exc, router=router.name) from exc
 
 
 def route_sync(rs: RunState, core: Core) -> None:
@@ -211,7 +211,7 @@ async def route_async(rs: RunState, core: Core) -> None:
                 try:
                     raw = await raw
                 except Exception as exc:
-                    raise router_error(node.router.name, node.name, rs.steps, exc) from exc
+                    raise node_error(node.name, rs.steps, exc, router=node.router.name) from exc
             core.take(result, raw)
     except CorralError as error:
         core.routes_failed(error)

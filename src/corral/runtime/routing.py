@@ -30,7 +30,15 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
     if out is None or type(out) is dict:
         update = out
     elif isinstance(out, Command):
-        update = out.update if out.update is None else _command_update(node, out.update)
+        given: Any = out.update  # annotated a Mapping; a node may put anything there
+        if given is not None and not isinstance(given, Mapping):
+            msg = (
+                f"node {node.name!r} returned Command(update={_short(given)}), whose "
+                f"update is {type(given).__name__}, not a dict; give Command a dict of "
+                f"the keys it changes: Command(update={{'key': value}}, goto=...)"
+            )
+            raise InvalidUpdateError(msg, node=node.name)
+        update = None if given is None else dict(given)
         if out.goto is not None:
             goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
     elif isinstance(out, dict):
@@ -50,18 +58,6 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
     call.update, call.goto = update, goto
-
-
-def _command_update(node: Node, update: Any) -> dict[str, Any]:
-    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
-    if isinstance(update, Mapping):
-        return dict(update)
-    msg = (
-        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
-        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
-        f"Command(update={{'key': value}}, goto=...)"
-    )
-    raise InvalidUpdateError(msg, node=node.name)
 
 
 def _short(value: Any) -> str:

@@ -159,9 +159,8 @@ class RunState:
         default_factory=lambda: deque(maxlen=TRACE_LIMIT)
     )
     emit: Callable[[Event], None] | None = None
-    """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one."""
-    timed: bool = False
-    """Whether node runs are timed (only when someone receives events)."""
+    """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one (node
+    runs are timed only when someone receives events)."""
     buffer: list[Event] | None = None
     """Events a streaming driver has still to yield."""
     checkpoints: CheckpointWriter | None = None
@@ -230,4 +229,3 @@ class RunState:
                 listener(event)
 
             self.emit = both
-        self.timed = True

@@ -51,7 +51,7 @@ from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
 
-__all__ = ["Core", "end_run", "router_error"]
+__all__ = ["Core", "end_run", "node_error"]
 
 
 def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> CorralError | None:
@@ -83,24 +83,18 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
     return None
 
 
-def node_error(node: str, step: int, exc: BaseException, tries: int) -> NodeError:
+def node_error(
+    node: str, step: int, exc: BaseException, tries: int = 1, router: str | None = None
+) -> NodeError:
     """Return the error that reports ``exc`` raised by a node run on its last attempt,
-    attempt ``tries``."""
+    attempt ``tries`` (or by the node's ``router``)."""
+    who = f"node {node!r}" if router is None else f"router {router!r} of node {node!r}"
     after = f" on attempt {tries} of {tries}" if tries > 1 else ""
     msg = (
-        f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
+        f"{who} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
         f"catch the error inside it and return an update that records it"
     )
     return NodeError(msg, node=node, step=step, attempts=tries)
-
-
-def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeError:
-    """Return the error that reports ``exc`` raised by the router of ``node``."""
-    msg = (
-        f"router {router!r} of node {node!r} raised {type(exc).__name__}: {exc} (step "
-        f"{step}); fix it, or catch the error inside it and return an update that records it"
-    )
-    return NodeError(msg, node=node, step=step)
 
 
 class Core:
