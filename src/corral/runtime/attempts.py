@@ -38,7 +38,7 @@ def _retry_delay(
         return None
     name, error = call.node.name, f"{type(exc).__name__}: {exc}"
     seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
-    rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
+    rs.trace.append((call.step, name, None, seconds, attempt, error))
     if rs.emit is not None:
         rs.emit(NodeRetry(call.step, name, attempt, error, delay))
     rs.retried[call.position] = attempt + 1  # names the next attempt's trace record or error

@@ -155,9 +155,8 @@ class RunState:
     interrupts: list[Interrupt] = field(default_factory=list)
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
-    trace: deque[tuple[int, str, dict[str, Any] | None, float]] = field(
-        default_factory=lambda: deque(maxlen=TRACE_LIMIT)
-    )
+    trace: deque[tuple[Any, ...]] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
+    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried)."""
     emit: Callable[[Event], None] | None = None
     """Where events go (``on_event``, a stream's buffer, listeners); ``None``: no one (node
     runs are timed only when someone receives events)."""

@@ -212,10 +212,8 @@ class Core:
         rs.steps += 1
         name, step = call.node.name, call.step
         rs.runs[name] = rs.runs.get(name, 0) + 1
-        if rs.retried and (attempt := rs.retried.pop(call.position, None)) is not None:
-            rs.trace.append((step, name, call.update, call.seconds, attempt, None))  # type: ignore[arg-type]
-        else:
-            rs.trace.append((step, name, call.update, call.seconds))
+        attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
+        rs.trace.append((step, name, call.update, call.seconds, attempt, None))
         spent = rs.purse.runs.pop((name, step), NOTHING) if rs.purse.runs else NOTHING
         if rs.emit is not None:
             rs.emit(NodeEnd(step, name, call.update, call.seconds, spent))
