@@ -85,7 +85,8 @@ class Context(Generic[DepsT]):
         amount = Cost(calls, tokens, usd)
         self._spent += amount
         if self._purse is not None:
-            self._purse.runs[self.node, self.step] = self._spent
+            if self._emit is not None:  # someone receives the run's NodeEnd, which says it
+                self._purse.runs[self.node, self.step] = self._spent
             self._purse.add(self.node, amount, self._spent, self._limit)
 
     def runs(self, node: str) -> int:

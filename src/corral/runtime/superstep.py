@@ -214,8 +214,8 @@ class Core:
         rs.runs[name] = rs.runs.get(name, 0) + 1
         attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
         rs.trace.append((step, name, call.update, call.seconds, attempt, None))
-        spent = rs.purse.runs.pop((name, step), NOTHING) if rs.purse.runs else NOTHING
         if rs.emit is not None:
+            spent = rs.purse.runs.pop((name, step), NOTHING)
             rs.emit(NodeEnd(step, name, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
