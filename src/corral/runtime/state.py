@@ -60,13 +60,7 @@ class FlatView(dict[str, Any]):
         """Return a plain, mutable dict with private copies of mutable values."""
         return dict(self)
 
-    def __copy__(self) -> dict[str, Any]:
-        return self.copy()
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return self.copy()
-
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Any:  # pickle and copy.copy / copy.deepcopy give a plain dict
         return (dict, (self.copy(),))
 
     def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
