@@ -146,7 +146,7 @@ def run_sync(rs: RunState) -> Iterator[Event]:
     watched = rs.buffer is not None or rs.emit is not None
     core = Core(rs)
     yield from flush(rs)
-    if core.rerouted():
+    if core.results:  # a resumed run's merged tasks whose routes are still to take
         route_sync(rs, core)
     while core.plan():
         for call in core.calls:
@@ -227,7 +227,7 @@ async def run_async(rs: RunState) -> AsyncIterator[Event]:
     core = Core(rs)
     for event in flush(rs):
         yield event
-    if core.rerouted():
+    if core.results:  # a resumed run's merged tasks whose routes are still to take
         await route_async(rs, core)
     while core.plan():
         for call in core.calls:

@@ -121,6 +121,8 @@ class Core:
         self.failure: CorralError | None = None
         """The first node failure or invalid return value of this superstep."""
         self.results: list[TaskRun] = []
+        """The tasks of this superstep that finished; to start with, those a resumed run
+        routes first (their updates were merged, then their routes failed)."""
         self.pauses: list[Pause] = []
         self.next: list[Task] = []
         """The next superstep's tasks: each node's run on the state once (its ``task``),
@@ -132,16 +134,9 @@ class Core:
         self.record = False
         """Whether each finished task is recorded at once: with several tasks, a crash in the
         superstep then re-runs only the tasks that had not finished."""
-
-    def rerouted(self) -> bool:
-        """Take as the results to route the tasks a resumed run routes first (their updates
-        were merged, then their routers failed); return whether there are any."""
-        rs = self.rs
-        if rs.status != "running" or not rs.reroute:
-            return False
-        self.results, rs.reroute = rs.reroute, None
-        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-        return True
+        if rs.status == "running" and rs.reroute:
+            self.results, rs.reroute = rs.reroute, None
+            self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
 
     def plan(self) -> bool:
         """Plan the next superstep: the tasks not finished earlier that no bound refuses,
