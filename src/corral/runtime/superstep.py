@@ -76,11 +76,10 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
             f"raise its max_runs or guard the route that leads back to it"
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
-    if rs.purse.budget is not None:
-        costs = [call.node.cost for call in planned]
-        spends = sum((cost for cost in costs if cost is not None), NOTHING)
-        return rs.purse.refuse(node.name, node.cost, spends, rs.values)
-    return None
+    if rs.purse.budget is None:
+        return None
+    spends = sum((call.node.cost for call in planned if call.node.cost is not None), NOTHING)
+    return rs.purse.refuse(node.name, node.cost, spends, rs.values)
 
 
 def node_error(
