@@ -71,7 +71,7 @@ def chosen_targets(
     """Return the targets ``raw`` names, or raise ``RouteError``: ``raw`` is what ``router``
     (``node``'s) returned or, with ``None``, the ``goto`` of the ``Command`` that ``node``
     returned (``node_names``: the graph's, to read ``Send(function, arg)``). Each must be
-    one its annotation names; a list only where the router's annotation allows several, or
+    one that its annotation names; a list only where the router's annotation allows several, or
     in a ``goto``. The core reads a plain name among a router's routes itself."""
     allowed = (node.command or ()) if router is None else (router.targets.names or ())
     many = router is None or router.targets.many
