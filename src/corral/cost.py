@@ -183,7 +183,8 @@ class Purse:
         graph declares (in a node's cost or its budget); a graph that declares none only
         records what it spends."""
         self.runs: dict[tuple[str, int], Cost] = {}
-        """What each node run that spent has spent, by ``(node, step)``, until it ends."""
+        """What each node run that spent has spent, by ``(node, step)``, until it ends (kept
+        only for a run whose events someone receives: its ``NodeEnd`` says it)."""
 
     def add(self, node: str, amount: Cost, run_total: Cost, limit: Cost | None) -> None:
         """Add ``amount`` spent by ``node``, whose run has spent ``run_total`` so far."""

@@ -19,6 +19,7 @@ from corral import (
     Command,
     ConcurrentRunError,
     Graph,
+    Guard,
     InvalidUpdateError,
     MemorySaver,
     NodeError,
@@ -333,3 +334,30 @@ def test_update_state_asks_again_a_finished_node_that_used_an_answer(
     run = app.invoke(None, thread_id="t")
     assert run.status == "interrupted"
     assert [(i.node, i.value) for i in app.get_state("t").interrupts] == [("s", "topic?")]
+
+
+def test_an_entry_beside_a_capped_node_runs_and_its_childs_step_limit_is_the_error() -> None:
+    """The second superstep holds x (at its max_runs), y (which takes the last step) and
+    the entry sub. A cap refuses only its own node (concepts.md "Caps inside a
+    superstep"), and a subgraph node is not a node run, so max_steps does not refuse the
+    entry: its child runs and its first node hits the cap. That StepLimitError is the
+    entry's failure, which beats x's refusal, under invoke and ainvoke alike (the engine
+    refused the entry at planning and raised x's NodeCapError)."""
+    child = Graph(Log, name="child")
+    child.node("c0", start=True, then=END)(lambda state: {"log": ["c0"]})
+    g = Graph(Log)
+    g.node("x", start=True, max_runs=1)(lambda state: {"log": ["x"]})
+
+    @g.router("x", guards=[Guard("x", max=1)])
+    def fan(state: Log) -> list[Literal["x", "y", "sub"]]:
+        return ["x", "y", "sub"]
+
+    g.node("y", then=END)(lambda state: {"log": ["y"]})
+    g.subgraph("sub", child, then=END)
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(StepLimitError) as caught:
+        app.invoke({"log": []}, thread_id="t", max_steps=2)
+    assert (caught.value.node, caught.value.max_steps) == ("sub/c0", 2)
+    with pytest.raises(StepLimitError) as caught:
+        asyncio.run(app.ainvoke({"log": []}, thread_id="a", max_steps=2))
+    assert (caught.value.node, caught.value.max_steps) == ("sub/c0", 2)

@@ -15,6 +15,7 @@ next ``await`` and ``NodeTimeoutError`` (retryable by default) is raised in its 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
@@ -38,7 +39,7 @@ def _retry_delay(
         return None
     name, error = call.node.name, f"{type(exc).__name__}: {exc}"
     seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
-    rs.trace.append((call.step, name, None, seconds, attempt, error))  # type: ignore[arg-type]
+    rs.trace.append((call.step, name, None, seconds, attempt, error))
     if rs.emit is not None:
         rs.emit(NodeRetry(call.step, name, attempt, error, delay))
     rs.retried[call.position] = attempt + 1  # names the next attempt's trace record or error
@@ -48,8 +49,7 @@ def _retry_delay(
 def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
     """Return ``once()`` (a call of ``call``'s node from its start), calling it again on
     each error the node's ``Retry`` retries."""
-    attempt = 1
-    while True:
+    for attempt in itertools.count(1):
         start = perf_counter()
         try:
             return once()
@@ -58,15 +58,13 @@ def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
             if delay is None:
                 raise
         retry_module.sleep(delay)
-        attempt += 1
 
 
 async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
     """Return the (awaited) result of ``once()`` like :func:`call_sync`, each attempt under
     the node's ``timeout=``."""
     node = call.node
-    attempt = 1
-    while True:
+    for attempt in itertools.count(1):
         start = perf_counter()
         try:
             return await _one(once, node.name, node.timeout_s)
@@ -75,7 +73,6 @@ async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> An
             if delay is None:
                 raise
         await retry_module.async_sleep(delay)
-        attempt += 1
 
 
 async def _one(call: Callable[[], Any], node: str, timeout_s: float | None) -> Any:

@@ -9,6 +9,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from corral.cost import Cost, Money, Purse
+from corral.runtime.events import Custom, Event
 
 __all__ = ["Context"]
 
@@ -45,7 +46,7 @@ class Context(Generic[DepsT]):
         thread_id: str | None,
         runs: Mapping[str, int],
         guards: Mapping[tuple[str, str], int],
-        emit: Callable[[str, int, Any], None] | None = None,
+        emit: Callable[[Event], None] | None = None,
         purse: Purse | None = None,
         limit: Cost | None = None,
     ) -> None:
@@ -71,7 +72,7 @@ class Context(Generic[DepsT]):
         listening it costs nothing.
         """
         if self._emit is not None:
-            self._emit(self.node, self.step, value)
+            self._emit(Custom(self.node, value, self.step))
 
     def spend(self, calls: int = 0, tokens: int = 0, usd: Money = 0) -> None:
         """Record what this node run spent (a model call's usage) in the run's ``spent``.
@@ -84,7 +85,8 @@ class Context(Generic[DepsT]):
         amount = Cost(calls, tokens, usd)
         self._spent += amount
         if self._purse is not None:
-            self._purse.runs[self.node, self.step] = self._spent
+            if self._emit is not None:  # someone receives the run's NodeEnd, which says it
+                self._purse.runs[self.node, self.step] = self._spent
             self._purse.add(self.node, amount, self._spent, self._limit)
 
     def runs(self, node: str) -> int:

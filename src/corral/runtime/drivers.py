@@ -25,7 +25,7 @@ from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
-from corral.runtime.superstep import Core, end_run, router_error
+from corral.runtime.superstep import Core, end_run, node_error
 from corral.runtime.tables import NO_ARG, Node
 
 __all__ = [
@@ -54,7 +54,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
         return _child_sync(rs, call, answers)
     state = rs.view() if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
-    start = perf_counter() if rs.timed else 0.0
+    start = perf_counter() if rs.emit is not None else 0.0
     try:
         if node.retry is not None:
             out = call_sync(rs, call, _caller(rs, call, state))
@@ -65,7 +65,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     finally:
         if token is not None:
             answers_given.reset(token)
-    if rs.timed:
+    if rs.emit is not None:
         call.seconds = perf_counter() - start
     return out
 
@@ -79,9 +79,9 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     state = rs.view() if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
-    start = perf_counter() if rs.timed else 0.0
+    start = perf_counter() if rs.emit is not None else 0.0
     out = await call_async(rs, call, _caller(rs, call, state))
-    if rs.timed:
+    if rs.emit is not None:
         call.seconds = perf_counter() - start
     return out
 
@@ -128,7 +128,7 @@ def run_sync(rs: RunState) -> Iterator[None]:
     watched = rs.emit is not None
     core = Core(rs)
     yield
-    if core.rerouted():
+    if core.results:  # a resumed run's merged tasks whose routes are still to take
         route_sync(rs, core)
     while core.plan():
         for call in core.calls:
@@ -168,7 +168,7 @@ def _call_router(rs: RunState, node: Node) -> Any:
             return router.func(rs.view(), rs.context(node.name, rs.steps))
         return router.func(rs.view())
     except Exception as exc:
-        raise router_error(router.name, node.name, rs.steps, exc) from exc
+        raise node_error(node.name, rs.steps, exc, router=router.name) from exc
 
 
 def route_sync(rs: RunState, core: Core) -> None:
@@ -192,7 +192,7 @@ async def route_async(rs: RunState, core: Core) -> None:
                 try:
                     raw = await raw
                 except Exception as exc:
-                    raise router_error(node.router.name, node.name, rs.steps, exc) from exc
+                    raise node_error(node.name, rs.steps, exc, router=node.router.name) from exc
             core.take(result, raw)
     except CorralError as error:
         core.routes_failed(error)
@@ -207,7 +207,7 @@ async def run_async(rs: RunState) -> AsyncIterator[None]:
     """Run ``rs`` like :func:`run_sync`, running the tasks of a superstep concurrently."""
     core = Core(rs)
     yield
-    if core.rerouted():
+    if core.results:  # a resumed run's merged tasks whose routes are still to take
         await route_async(rs, core)
     while core.plan():
         for call in core.calls:

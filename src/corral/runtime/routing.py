@@ -3,7 +3,7 @@
 The core (:mod:`corral.runtime.superstep`) reads each finished task's return value here
 (:func:`outcome`: a dict update, ``None``, or a ``Command`` whose update and ``goto`` are
 checked against its ``Command[Literal[...]]`` annotation) and, after the barrier, the value
-its router returned (:func:`router_targets`, checked against the router's annotation). A
+its router returned (:func:`chosen_targets`, checked against the router's annotation). A
 ``Send`` may name its node by function; it is read as the node's name. A guarded route is
 counted when the core takes it; once used up it goes to its guard's ``otherwise`` target, or
 the run stops with ``GuardExhaustedError`` (:func:`guard_exhausted`).
@@ -17,17 +17,10 @@ from typing import Any
 from corral.control import Command, Send
 from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
-from corral.runtime.tables import Node, Router
-from corral.spec import Guard
+from corral.runtime.tables import Node
+from corral.spec import Guard, RouterSpec
 
-__all__ = [
-    "command_targets",
-    "guard_exhausted",
-    "named_sends",
-    "outcome",
-    "pauses_before",
-    "router_targets",
-]
+__all__ = ["chosen_targets", "guard_exhausted", "named_sends", "outcome", "pauses_before"]
 
 
 def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
@@ -37,9 +30,17 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
     if out is None or type(out) is dict:
         update = out
     elif isinstance(out, Command):
-        update = out.update if out.update is None else _command_update(node, out.update)
+        given: Any = out.update  # annotated a Mapping; a node may put anything there
+        if given is not None and not isinstance(given, Mapping):
+            msg = (
+                f"node {node.name!r} returned Command(update={_short(given)}), whose "
+                f"update is {type(given).__name__}, not a dict; give Command a dict of "
+                f"the keys it changes: Command(update={{'key': value}}, goto=...)"
+            )
+            raise InvalidUpdateError(msg, node=node.name)
+        update = None if given is None else dict(given)
         if out.goto is not None:
-            goto = command_targets(node, out.goto, rs.tables.node_names)
+            goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
     elif isinstance(out, dict):
         update = dict(out)
     else:
@@ -59,79 +60,53 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
     call.update, call.goto = update, goto
 
 
-def _command_update(node: Node, update: Any) -> dict[str, Any]:
-    """Return a returned ``Command``'s update as a dict, or raise if it is not a mapping."""
-    if isinstance(update, Mapping):
-        return dict(update)
-    msg = (
-        f"node {node.name!r} returned Command(update={_short(update)}), whose update is "
-        f"{type(update).__name__}, not a dict; give Command a dict of the keys it changes: "
-        f"Command(update={{'key': value}}, goto=...)"
-    )
-    raise InvalidUpdateError(msg, node=node.name)
-
-
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def router_targets(
-    node: Node, router: Router, raw: Any, node_names: dict[int, tuple[str, ...]]
+def chosen_targets(
+    node: Node, router: RouterSpec | None, raw: Any, node_names: dict[int, tuple[str, ...]]
 ) -> Targets:
-    """Return the targets a router's return value names, or raise ``RouteError``
-    (``node_names``: the graph's, to read ``Send(function, arg)``). The core reads a plain
-    name among the node's routes itself."""
-    allowed = router.allowed
-    if isinstance(raw, Send):
-        if raw.node in allowed:
-            return (raw,)
-    elif isinstance(raw, (list, tuple)) and router.many:
-        if all(
-            isinstance(item, (str, Send))
-            and (item.node if isinstance(item, Send) else item) in allowed
-            for item in raw
-        ):
-            return tuple(raw)
-    named = named_sends(raw, node_names, f"router {router.name!r}", router.name)
-    if named is not raw:
-        return router_targets(node, router, named, node_names)
-    if isinstance(raw, (list, tuple)) and not router.many:
-        why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
-    else:
-        why = f"not one of its routes {list(allowed)}"
-    msg = (
-        f"router {router.name!r} (after node {node.name!r}) returned {raw!r}, which is "
-        f"{why}; return one of them or add it to its return annotation"
-    )
-    raise RouteError(msg, router=router.name, value=raw, allowed=allowed)
-
-
-def command_targets(node: Node, goto: Any, node_names: dict[int, tuple[str, ...]]) -> Targets:
-    """Return the targets of the ``Command(goto=...)`` a node returned, or raise ``RouteError``."""
-    allowed = node.command or ()
-    items: tuple[Any, ...] = tuple(goto) if isinstance(goto, (list, tuple)) else (goto,)
-    for item in items:
-        target = item.node if isinstance(item, Send) else item
-        if isinstance(target, str) and target in allowed:
-            continue
-        named = named_sends(goto, node_names, f"node {node.name!r}", node.name)
-        if named is not goto:
-            return command_targets(node, named, node_names)
-        if node.command is None:
-            msg = (
-                f"node {node.name!r} returned Command(goto={goto!r}) but its return "
-                f"annotation names no Command targets; annotate it "
-                f"-> Command[Literal[...]] or route it with then= or a router"
-            )
+    """Return the targets ``raw`` names, or raise ``RouteError``: ``raw`` is what ``router``
+    (``node``'s) returned or, with ``None``, the ``goto`` of the ``Command`` that ``node``
+    returned (``node_names``: the graph's, to read ``Send(function, arg)``). Each must be
+    one that its annotation names; a list only where the router's annotation allows several, or
+    in a ``goto``. The core reads a plain name among a router's routes itself."""
+    allowed = (node.command or ()) if router is None else (router.targets.names or ())
+    many = router is None or router.targets.many
+    items = tuple(raw) if many and isinstance(raw, (list, tuple)) else (raw,)
+    named = [item.node if isinstance(item, Send) else item for item in items]
+    wrong = [target for target in named if not (isinstance(target, str) and target in allowed)]
+    if not wrong:
+        return items
+    owner = f"node {node.name!r}" if router is None else f"router {router.name!r}"
+    name = node.name if router is None else router.name
+    renamed = named_sends(raw, node_names, owner, name)
+    if renamed is not raw:
+        return chosen_targets(node, router, renamed, node_names)
+    if router is not None:
+        if isinstance(raw, (list, tuple)) and not many:
+            why = "a list, but its annotation allows one target; annotate it list[Literal[...]]"
         else:
-            msg = (
-                f"node {node.name!r} returned Command(goto={goto!r}), and {target!r} "
-                f"is not one of its routes {list(allowed)}; goto one of them or add it "
-                f"to its Command[Literal[...]] annotation"
-            )
-        raise RouteError(msg, router=node.name, value=goto, allowed=allowed)
-    return items
+            why = f"not one of its routes {list(allowed)}"
+        msg = (
+            f"router {name!r} (after node {node.name!r}) returned {raw!r}, which is "
+            f"{why}; return one of them or add it to its return annotation"
+        )
+    elif node.command is None:
+        msg = (
+            f"node {name!r} returned Command(goto={raw!r}) but its return "
+            f"annotation names no Command targets; annotate it "
+            f"-> Command[Literal[...]] or route it with then= or a router"
+        )
+    else:
+        msg = (
+            f"node {name!r} returned Command(goto={raw!r}), and {wrong[0]!r} "
+            f"is not one of its routes {list(allowed)}; goto one of them or add it "
+            f"to its Command[Literal[...]] annotation"
+        )
+    raise RouteError(msg, router=name, value=raw, allowed=allowed)
 
 
 def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, router: str) -> Any:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.cost import Purse
 from corral.runtime.context import Context
-from corral.runtime.events import Custom, Event, Interrupt, Paused
+from corral.runtime.events import Event, Interrupt, Paused
 from corral.runtime.state import IMMUTABLE, FlatView, StateView
 from corral.runtime.tables import NO_ARG, Node, Tables, Task
 
@@ -114,98 +114,68 @@ class CheckpointWriter(Protocol):
         """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class RunState:
     """Everything one run carries between supersteps (and saves in a checkpoint)."""
 
-    __slots__ = (
-        "answers",
-        "arrived",
-        "checkpoint_id",
-        "checkpoint_meta",
-        "checkpoints",
-        "deps",
-        "done",
-        "emit",
-        "guards",
-        "held",
-        "held_steps",
-        "interrupts",
-        "log",
-        "max_steps",
-        "pause_after",
-        "pause_before",
-        "purse",
-        "reroute",
-        "retried",
-        "runs",
-        "shared_view",
-        "status",
-        "step_pool",
-        "steps",
-        "supersteps",
-        "tables",
-        "tasks",
-        "thread_id",
-        "timed",
-        "trace",
-        "values",
-        "viewed",
-    )
+    tables: Tables
+    max_steps: int
+    deps: Any
+    thread_id: str | None
+    parent_purse: InitVar[Purse | None]
+    """A subgraph's child run is given its parent's purse; ``None``: a purse of its own."""
+    values: dict[str, Any] = field(default_factory=dict)
+    viewed: dict[str, Any] | None = None
+    """The ``values`` that ``shared_view`` was made of."""
+    shared_view: FlatView | None = None
+    """The view all readers of ``viewed`` share, when its values are all immutable."""
+    tasks: Sequence[Task] = field(default_factory=list)
+    """The tasks of the next (or current) superstep, in merge order."""
+    done: dict[int, TaskRun] = field(default_factory=dict)
+    """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
+    answers: dict[int, list[Any]] = field(default_factory=dict)
+    """Answers to ``interrupt()`` calls, per task index of the current superstep."""
+    reroute: list[TaskRun] | None = None
+    """Tasks whose routes failed after their updates were merged: route them first."""
+    steps: int = 0
+    supersteps: int = 0
+    runs: dict[str, int] = field(default_factory=dict)
+    purse: Purse = field(init=False)
+    """What the run has spent and may spend."""
+    guards: dict[tuple[str, str], int] = field(init=False)
+    arrived: dict[str, set[str]] = field(default_factory=dict)
+    """Per join: the nodes it waits for that finished a run since its own last run."""
+    held: list[str] = field(default_factory=list)
+    """Joins that a route reached and that still wait for some of their nodes."""
+    held_steps: int = 0
+    """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
+    status: str = "running"
+    interrupts: list[Interrupt] = field(default_factory=list)
+    pause_before: frozenset[str] = frozenset()
+    pause_after: frozenset[str] = frozenset()
+    trace: deque[tuple[Any, ...]] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
+    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried)."""
+    emit: Callable[[Event], None] | None = None
+    """Where events go (``on_event``, a stream, listeners); ``None``: no one (node runs are
+    timed only when someone receives events)."""
+    checkpoints: CheckpointWriter | None = None
+    checkpoint_id: str | None = None
+    retried: dict[int, int] = field(default_factory=dict)
+    """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
+    checkpoint_meta: dict[str, Any] | None = None
+    """Entries added to the meta of each checkpoint this run writes (telemetry writes the
+    run span's ``traceparent`` there, for the run that continues the thread)."""
+    log: list[tuple[str, dict[str, Any]]] | None = None
+    """Every write merged, in order, when someone reads them back (a subgraph's child
+    run without a checkpointer); ``None``: not kept."""
+    step_pool: Any = None
+    """The step pool the subgraph entries of the current superstep share (async driver;
+    see :mod:`corral.runtime.child_steps`)."""
 
-    def __init__(
-        self, tables: Tables, max_steps: int, deps: Any, thread_id: str | None, purse: Purse | None
-    ) -> None:
-        self.tables = tables
-        self.max_steps = max_steps
-        self.deps = deps
-        self.thread_id = thread_id
-        self.values: dict[str, Any] = {}
-        self.viewed: dict[str, Any] | None = None
-        """The ``values`` that ``shared_view`` was made of."""
-        self.shared_view: FlatView | None = None
-        """The view all readers of ``viewed`` share, when its values are all immutable."""
-        self.tasks: Sequence[Task] = []
-        """The tasks of the next (or current) superstep, in merge order."""
-        self.done: dict[int, TaskRun] = {}
-        """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
-        self.answers: dict[int, list[Any]] = {}
-        """Answers to ``interrupt()`` calls, per task index of the current superstep."""
-        self.reroute: list[TaskRun] | None = None
-        """Tasks whose routes failed after their updates were merged: route them first."""
-        self.steps = 0
-        self.supersteps = 0
-        self.runs: dict[str, int] = {}
-        self.purse = purse or Purse(tables.spec.budget, tables.costs_checked)
-        """What the run has spent and may spend (a subgraph's child run is given its parent's)."""
-        self.guards: dict[tuple[str, str], int] = dict.fromkeys(tables.guard_keys, 0)
-        self.arrived: dict[str, set[str]] = {}
-        """Per join: the nodes it waits for that finished a run since its own last run."""
-        self.held: list[str] = []
-        """Joins that a route reached and that still wait for some of their nodes."""
-        self.held_steps = 0
-        """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
-        self.status = "running"
-        self.interrupts: list[Interrupt] = []
-        self.pause_before: frozenset[str] = frozenset()
-        self.pause_after: frozenset[str] = frozenset()
-        self.trace: deque[tuple[int, str, dict[str, Any] | None, float]] = deque(maxlen=TRACE_LIMIT)
-        self.emit: Callable[[Event], None] | None = None
-        """Where events go (``on_event``, a stream, listeners); ``None``: no one."""
-        self.timed = False
-        """Whether node runs are timed (only when someone receives events)."""
-        self.checkpoints: CheckpointWriter | None = None
-        self.checkpoint_id: str | None = None
-        self.retried: dict[int, int] = {}
-        """Per task position of this superstep: the attempt that succeeded, when not the 1st."""
-        self.checkpoint_meta: dict[str, Any] | None = None
-        """Entries added to the meta of each checkpoint this run writes (telemetry writes the
-        run span's ``traceparent`` there, for the run that continues the thread)."""
-        self.log: list[tuple[str, dict[str, Any]]] | None = None
-        """Every write merged, in order, when someone reads them back (a subgraph's child
-        run without a checkpointer); ``None``: not kept."""
-        self.step_pool: Any = None
-        """The step pool the subgraph entries of the current superstep share (async driver;
-        see :mod:`corral.runtime.child_steps`)."""
+    def __post_init__(self, parent_purse: Purse | None) -> None:
+        tables = self.tables
+        self.purse = parent_purse or Purse(tables.spec.budget, tables.costs_checked)
+        self.guards = dict.fromkeys(tables.guard_keys, 0)
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
@@ -216,7 +186,7 @@ class RunState:
             thread_id=self.thread_id,
             runs=self.runs,
             guards=self.guards,
-            emit=self.custom if self.emit is not None else None,
+            emit=self.emit,
             purse=self.purse,
             limit=self.tables.nodes[node].cost,
         )
@@ -242,11 +212,6 @@ class RunState:
         if self.emit is not None:
             self.emit(Paused(tuple(self.interrupts)))
 
-    def custom(self, node: str, step: int, value: Any) -> None:
-        """Send what a node passed to ``ctx.emit`` to whoever receives events, at once."""
-        if self.emit is not None:
-            self.emit(Custom(node, value, step))
-
     def listen(self, listener: Callable[[Event], None]) -> None:
         """Send every event of this run to ``listener`` too (telemetry, progress)."""
         previous = self.emit
@@ -259,4 +224,3 @@ class RunState:
                 listener(event)
 
             self.emit = both
-        self.timed = True

@@ -51,7 +51,8 @@ def _read_only(what: str) -> NoReturn:
 class FlatView(dict[str, Any]):
     """A read-only copy of a state whose values are all immutable (numbers, strings...).
 
-    It reads as a dict; only the methods that would change it differ.
+    It reads as a dict; only the methods that would change it differ (``view | {...}``
+    is dict's own: a new plain dict, made through the view's reads).
     """
 
     __slots__ = ()
@@ -60,20 +61,8 @@ class FlatView(dict[str, Any]):
         """Return a plain, mutable dict with private copies of mutable values."""
         return dict(self)
 
-    def __copy__(self) -> dict[str, Any]:
-        return self.copy()
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return self.copy()
-
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> Any:  # pickle and copy.copy / copy.deepcopy give a plain dict
         return (dict, (self.copy(),))
-
-    def __or__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        return self.copy() | dict(other)
-
-    def __ror__(self, other: Any) -> dict[str, Any]:  # type: ignore[override]
-        return dict(other) | self.copy()
 
     def __setitem__(self, key: str, value: Any) -> NoReturn:
         _read_only(f"set {key!r}")
@@ -81,7 +70,7 @@ class FlatView(dict[str, Any]):
     def __delitem__(self, key: str) -> NoReturn:
         _read_only(f"delete {key!r}")
 
-    def __ior__(self, other: Any) -> NoReturn:
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
         _read_only("update the state with |=")
 
     def clear(self) -> NoReturn:

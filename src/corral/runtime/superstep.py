@@ -45,22 +45,23 @@ from corral.errors import (
 )
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.routing import guard_exhausted, outcome, pauses_before, router_targets
+from corral.runtime.routing import chosen_targets, guard_exhausted, outcome, pauses_before
 from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
 
-__all__ = ["Core", "end_run", "router_error"]
+__all__ = ["Core", "end_run", "node_error"]
 
 
 def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> CorralError | None:
     """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
 
     ``planned``: the calls planned before it in this superstep (they count against its
-    ``max_runs`` and may spend from the budget too).
+    ``max_runs`` and may spend from the budget too). A subgraph entry is not a node run:
+    ``max_steps`` is checked inside it, before each of its child's node runs.
     """
-    if steps >= rs.max_steps:
+    if steps >= rs.max_steps and node.child is None:
         msg = (
             f"stopped after {steps} steps (max_steps={rs.max_steps}) before running "
             f"{node.name!r}; raise max_steps or add a guard"
@@ -75,31 +76,24 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
             f"raise its max_runs or guard the route that leads back to it"
         )
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
-    if rs.purse.budget is not None:
-        costs = [call.node.cost for call in planned]
-        spends = sum((cost for cost in costs if cost is not None), NOTHING)
-        return rs.purse.refuse(node.name, node.cost, spends, rs.values)
-    return None
+    if rs.purse.budget is None:
+        return None
+    spends = sum((call.node.cost for call in planned if call.node.cost is not None), NOTHING)
+    return rs.purse.refuse(node.name, node.cost, spends, rs.values)
 
 
-def node_error(node: str, step: int, exc: BaseException, tries: int) -> NodeError:
+def node_error(
+    node: str, step: int, exc: BaseException, tries: int = 1, router: str | None = None
+) -> NodeError:
     """Return the error that reports ``exc`` raised by a node run on its last attempt,
-    attempt ``tries``."""
+    attempt ``tries`` (or by the node's ``router``)."""
+    who = f"node {node!r}" if router is None else f"router {router!r} of node {node!r}"
     after = f" on attempt {tries} of {tries}" if tries > 1 else ""
     msg = (
-        f"node {node!r} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
+        f"{who} raised {type(exc).__name__}: {exc} (step {step}{after}); fix it, or "
         f"catch the error inside it and return an update that records it"
     )
     return NodeError(msg, node=node, step=step, attempts=tries)
-
-
-def router_error(router: str, node: str, step: int, exc: BaseException) -> NodeError:
-    """Return the error that reports ``exc`` raised by the router of ``node``."""
-    msg = (
-        f"router {router!r} of node {node!r} raised {type(exc).__name__}: {exc} (step "
-        f"{step}); fix it, or catch the error inside it and return an update that records it"
-    )
-    return NodeError(msg, node=node, step=step)
 
 
 class Core:
@@ -126,6 +120,8 @@ class Core:
         self.failure: CorralError | None = None
         """The first node failure or invalid return value of this superstep."""
         self.results: list[TaskRun] = []
+        """The tasks of this superstep that finished; to start with, those a resumed run
+        routes first (their updates were merged, then their routes failed)."""
         self.pauses: list[Pause] = []
         self.next: list[Task] = []
         """The next superstep's tasks: each node's run on the state once (its ``task``),
@@ -137,16 +133,9 @@ class Core:
         self.record = False
         """Whether each finished task is recorded at once: with several tasks, a crash in the
         superstep then re-runs only the tasks that had not finished."""
-
-    def rerouted(self) -> bool:
-        """Take as the results to route the tasks a resumed run routes first (their updates
-        were merged, then their routers failed); return whether there are any."""
-        rs = self.rs
-        if rs.status != "running" or not rs.reroute:
-            return False
-        self.results, rs.reroute = rs.reroute, None
-        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
-        return True
+        if rs.status == "running" and rs.reroute:
+            self.results, rs.reroute = rs.reroute, None
+            self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
 
     def plan(self) -> bool:
         """Plan the next superstep: the tasks not finished earlier that no bound refuses,
@@ -217,12 +206,10 @@ class Core:
         rs.steps += 1
         name, step = call.node.name, call.step
         rs.runs[name] = rs.runs.get(name, 0) + 1
-        if rs.retried and (attempt := rs.retried.pop(call.position, None)) is not None:
-            rs.trace.append((step, name, call.update, call.seconds, attempt, None))  # type: ignore[arg-type]
-        else:
-            rs.trace.append((step, name, call.update, call.seconds))
-        spent = rs.purse.runs.pop((name, step), NOTHING) if rs.purse.runs else NOTHING
+        attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
+        rs.trace.append((step, name, call.update, call.seconds, attempt, None))
         if rs.emit is not None:
+            spent = rs.purse.runs.pop((name, step), NOTHING)
             rs.emit(NodeEnd(step, name, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
@@ -329,7 +316,7 @@ class Core:
         elif type(raw) is str and raw in routes:  # one of the router's routes
             targets = (raw,)
         else:
-            targets = router_targets(node, node.router, raw, rs.tables.node_names)
+            targets = chosen_targets(node, node.router, raw, rs.tables.node_names)
         guards = rs.guards
         for item in targets:
             if isinstance(item, Send):

@@ -16,9 +16,9 @@ from typing import Any
 from corral.cost import FIELDS, Cost
 from corral.fingerprint import fingerprint
 from corral.retry import Retry
-from corral.spec import END, GraphSpec, Guard, NodeSpec
+from corral.spec import END, GraphSpec, Guard, NodeSpec, RouterSpec
 
-__all__ = ["NO_ARG", "Node", "Route", "Router", "Tables", "Task"]
+__all__ = ["NO_ARG", "Node", "Route", "Tables", "Task"]
 
 
 class _NoArg:
@@ -58,18 +58,6 @@ class Route:
     otherwise: Route | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Router:
-    """A router as the engine calls it."""
-
-    name: str
-    func: Callable[..., Any]
-    allowed: tuple[str, ...]
-    many: bool
-    takes_ctx: bool
-    is_async: bool
-
-
 @dataclass(slots=True, eq=False)
 class Node:
     """A node as the engine runs it (one object per node: compared by identity)."""
@@ -82,7 +70,7 @@ class Node:
     is_async: bool = False
     max_runs: int | None = None
     then: tuple[str, ...] | None = None
-    router: Router | None = None
+    router: RouterSpec | None = None
     command: tuple[str, ...] | None = None
     """The ``Command[Literal[...]]`` targets, for a command node."""
     routes: dict[str, Route] = field(default_factory=dict)
@@ -125,10 +113,7 @@ class Tables:
             source = self.nodes.get(rs.source)
             if source is None or source.router is not None:
                 continue
-            names = rs.targets.names or ()
-            source.router = Router(
-                rs.name, rs.func, names, rs.targets.many, rs.takes_ctx, rs.is_async
-            )
+            source.router = rs
             guards[rs.source].update((guard.target, guard) for guard in rs.guards)
         for node in self.nodes.values():
             node.routes = _routes(node, guards[node.name], self.nodes)
@@ -180,7 +165,7 @@ def _routes(node: Node, guards: dict[str, Guard], nodes: dict[str, Node]) -> dic
     if node.then is not None:
         targets, via = node.then, "then"
     elif node.router is not None:
-        targets, via = node.router.allowed, "router"
+        targets, via = node.router.targets.names or (), "router"
     else:
         targets, via = node.command or (), "command"
     reach: dict[str, Node | None] = {**nodes, END: None}  # END: the run's end

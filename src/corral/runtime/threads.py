@@ -68,7 +68,7 @@ def new_run(
     """Return an empty run of the graph (no state, no tasks yet); ``purse``: the parent's,
     for a subgraph's child run."""
     cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
-    rs = RunState(settings.tables, max_steps=cap, deps=deps, thread_id=thread_id, purse=purse)
+    rs = RunState(settings.tables, cap, deps, thread_id, purse)
     rs.pause_before = settings.pause_before
     rs.pause_after = settings.pause_after
     return rs
