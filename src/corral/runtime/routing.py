@@ -57,7 +57,8 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
-    call.update, call.goto = update, goto
+    call.update = update
+    call.goto = goto
 
 
 def _short(value: Any) -> str:

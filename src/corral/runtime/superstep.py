@@ -145,8 +145,9 @@ class Core:
         if rs.status != "running" or not rs.tasks:
             return False
         rs.held_steps = 0
-        self.failure = self.cap_error = None
-        self.results, self.pauses, self.next = [], [], []
+        # A failure, cap hit or pause ends the run at this superstep's barrier: only the
+        # results and the next tasks start afresh.
+        self.results, self.next = [], []
         calls: list[TaskRun] = []
         self.calls = calls
         writer = rs.checkpoints
@@ -204,13 +205,13 @@ class Core:
             return False
         self.results.append(call)
         rs.steps += 1
-        name, step = call.node.name, call.step
+        name = call.node.name
         rs.runs[name] = rs.runs.get(name, 0) + 1
         attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
-        rs.trace.append((step, name, call.update, call.seconds, attempt, None))
+        rs.trace.append((call.step, name, call.update, call.seconds, attempt, None))
         if rs.emit is not None:
-            spent = rs.purse.runs.pop((name, step), NOTHING)
-            rs.emit(NodeEnd(step, name, call.update, call.seconds, spent))
+            spent = rs.purse.runs.pop((name, call.step), NOTHING)
+            rs.emit(NodeEnd(call.step, name, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, call)
@@ -325,7 +326,7 @@ class Core:
                 route, arg = routes[item], NO_ARG
             guard = route.guard
             if guard is not None:  # counted when taken; used up: its otherwise
-                count = guards.get(route.key, 0)
+                count = guards[route.key]  # a run keeps every guard's count from its start
                 if count < guard.max:
                     guards[route.key] = count = count + 1
                 elif route.otherwise is not None:
