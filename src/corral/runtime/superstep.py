@@ -145,13 +145,10 @@ class Core:
         if rs.status != "running" or not rs.tasks:
             return False
         rs.held_steps = 0
-        # A failure, cap hit or pause ends the run at this superstep's barrier: only the
-        # results and the next tasks start afresh.
-        self.results, self.next = [], []
+        self.results, self.next = [], []  # failure, cap_error and pauses each end the run
         calls: list[TaskRun] = []
         self.calls = calls
-        writer = rs.checkpoints
-        self.record = writer is not None and len(rs.tasks) > 1
+        self.record = rs.checkpoints is not None and len(rs.tasks) > 1
         steps = rs.steps
         for index, task in enumerate(rs.tasks):
             if index in rs.done:
