@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Damaged, Known, Packer, Rows, Seen, damaged, digest
+from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
@@ -101,9 +101,9 @@ class Store(ThreadInfoStore):
         self._hashes: Known = {}
         self._tallies: dict[str, _Tally] = {}
         self._read_items: dict[int, dict[int, str]] = {}
-        """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
-        self._seen: dict[int, Seen] = {}
-        """Per thread row id, the list items this saver packed since its last snapshot."""
+        """Per thread row id, the items its last read fetched, hashed at its next snapshot:
+        a process that resumes a thread does not store its items again, and a read that is
+        not followed by a snapshot hashes nothing."""
 
     def __enter__(self: T) -> T:
         return self
@@ -144,9 +144,6 @@ class Store(ThreadInfoStore):
             if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
                 self._hashes.clear()
             self._hashes.update(packer.new)
-            seen = {} if checkpoint.snapshot is not None else self._seen.pop(packer.thread, {})
-            seen.update(packer.seen)
-            _remember(self._seen, packer.thread, seen, _READS)
             _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
     def _put(self, db: Any, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
@@ -175,15 +172,13 @@ class Store(ThreadInfoStore):
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
         packer = Packer(db, self.put_item, thread, self._hashes, dumps)
-        with self._lock:
-            last = self._seen.get(thread, {})
         params["snapshot"] = None
         if snapshot is not None:
             self._hash_read_items(thread)
-            params["snapshot"] = dumps(packer.values(snapshot, "state", self._encoder(""), last))
+            params["snapshot"] = dumps(packer.state(self._encode(snapshot, "state", "")))
         params["writes"] = dumps(
             [
-                [node, packer.values(update, "update", self._encoder(node), last)]
+                [node, packer.state(self._encode(update, "update", f"written by {node!r}"))]
                 for node, update in checkpoint.writes
             ]
         )
@@ -195,12 +190,9 @@ class Store(ThreadInfoStore):
         stored = packer.written + sum(map(len, texts))
         return packer, self._tally(checkpoint, stored)
 
-    def _encoder(self, node: str) -> Callable[[Any, str, int], Any]:
-        """Return the encoding of the values of a state (or of ``node``'s update)."""
-        owner = f"written by {node!r}" if node else ""
-        return lambda value, where, depth: encode(
-            value, serializer=self.serializer, where=where, owner=owner, depth=depth
-        )
+    def _encode(self, values: Any, where: str, owner: str) -> Any:
+        """Return the tree of a state or an update (``owner`` names its node in errors)."""
+        return encode(values, serializer=self.serializer, where=where, owner=owner)
 
     def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
