@@ -81,8 +81,8 @@ def _listed(refs: list[int | list[Any]]) -> Any:
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``; see
-    :data:`~corral.checkpoint._tables.PUT_ITEM`); ``known`` are the items already stored.
+    ``insert`` is :data:`~corral.checkpoint._tables.PUT_ITEM` in the style of ``db``'s
+    driver; ``known`` are the items already stored.
     """
 
     def __init__(
@@ -115,9 +115,8 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            cursor = self.db.execute(self.insert, {"thread": self.thread, "data": text})
-            n = getattr(cursor, "lastrowid", None)  # psycopg's cursors have none: RETURNING id
-            found = self.new[key] = (int(cursor.fetchone()[0] if n is None else n), len(text))
+            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
+            found = self.new[key] = (int(row[0]), len(text))
             self.written += len(text)
         return found[0]
 

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Final, NamedTuple, NoReturn, TypeVar
+from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
@@ -83,15 +83,11 @@ class Store(ThreadInfoStore):
     a write or read transaction and turning the driver's errors into ``CheckpointError``.
     """
 
-    fresh_reads: ClassVar[bool] = True
-    """Every read decodes afresh: what it returns is the caller's (see ``get_state``)."""
     where: str
     serializer: Serializer | None
     items_query: str
-    """How to fetch items by the JSON array of their ids."""
-    put_item: str
-    """How to store an item (see :data:`~corral.checkpoint._tables.PUT_ITEM`): with
-    ``items_query``, the statements that differ between the databases."""
+    """How to fetch items by the JSON array of their ids: the one statement that differs
+    between the databases."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
 
@@ -171,7 +167,7 @@ class Store(ThreadInfoStore):
                 self._refused(db, checkpoint)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
-        packer = Packer(db, self.put_item, thread, self._hashes, dumps)
+        packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
         params["snapshot"] = None
         if snapshot is not None:
             self._hash_read_items(thread)

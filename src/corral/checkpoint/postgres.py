@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from corral._where import check_conninfo
 from corral.checkpoint._pg_schema import ensure_schema, error_for, redact
 from corral.checkpoint._store import Store
-from corral.checkpoint._tables import ITEMS_POSTGRES, PUT_ITEM_POSTGRES, for_psycopg
+from corral.checkpoint._tables import ITEMS_POSTGRES, for_psycopg
 from corral.checkpoint.serde import Serializer
 from corral.errors import CheckpointError
 
@@ -56,7 +56,6 @@ class PostgresSaver(Store):
     """
 
     items_query = for_psycopg(ITEMS_POSTGRES)
-    put_item = for_psycopg(PUT_ITEM_POSTGRES)
     sql = staticmethod(functools.cache(for_psycopg))
 
     def __init__(
