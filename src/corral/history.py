@@ -54,11 +54,7 @@ it on a fork's branch (``runtime.child_graph.child_thread``)."""
 
 def thread_ids(saver: Checkpointer) -> list[str]:
     """Return every thread id of ``saver`` (subgraph children's included)."""
-    listing = getattr(saver, "threads", None)
-    if listing is None:  # pragma: no cover - every corral saver lists its threads
-        msg = f"{type(saver).__name__} cannot list its threads"
-        raise UsageError(msg)
-    return list(listing())
+    return list(saver.threads())
 
 
 @dataclass(frozen=True)

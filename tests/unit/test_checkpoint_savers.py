@@ -505,7 +505,6 @@ def test_get_state_hands_over_values_the_caller_owns(make_saver: MakeSaver) -> N
         return {"messages": [{"role": "ai", "content": "hello " * 30}]}
 
     saver = make_saver()
-    assert saver.fresh_reads is True
     app = g.compile(checkpointer=saver)
     app.invoke({"messages": [{"role": "user", "content": "hi " * 50}]}, thread_id="t")
     first = app.get_state("t").values

@@ -12,9 +12,8 @@ An id is an item; a one-element list holds a small item inline.
 
 A write that appends a message stores the message once and the snapshots after it refer
 to the same item, so a snapshot costs a few bytes a message. Equal content is stored once
-per thread: the saver remembers the content hash of each item it wrote or read
-(:func:`digest`), and a flat list item it packed itself, still exactly as it was, keeps its
-reference without being encoded and hashed again (:meth:`Packer.values`).
+per thread while the saver remembers it: the saver keeps the content hash of each item it
+wrote (:func:`digest`).
 
 Everything else (the meta, small values, values inside a value) is the JSON tree of
 :mod:`corral.checkpoint.serde`, as it is.
@@ -71,26 +70,6 @@ Known = dict[tuple[int, bytes], tuple[int, int]]
 """``(thread row id, content hash) -> (item id, bytes)`` of committed items."""
 
 
-Seen = dict[int, tuple[Any, Any, "int | list[Any]"]]
-"""``id(item) -> (item, its encoded tree, its reference)``: the list items a saver packed
-for a thread since (and in) its last snapshot, held so that no other object takes their id."""
-Encode = Callable[[Any, str, int], Any]
-
-
-_LEAVES: Final = frozenset((str, int, float, bool, type(None)))
-
-
-def _unchanged(value: Any, tree: Any) -> bool:
-    """Return whether ``value``, a dict of plain values, is still exactly the tree it was
-    encoded to: equal, with the same keys in the same order and values of the same types
-    (``True == 1``, yet it is stored as ``true``). Anything else is encoded again each time."""
-    if type(value) is not dict or type(tree) is not dict or value != tree:
-        return False
-    kinds = list(map(type, value.values()))
-    same_kinds = kinds == list(map(type, tree.values()))
-    return same_kinds and _LEAVES.issuperset(kinds) and list(value) == list(tree)
-
-
 def _listed(refs: list[int | list[Any]]) -> Any:
     """Return the row tree of a list whose items are ``refs`` (an item's id, or ``[tree]``
     for a small one kept inline): the list itself when every item is small."""
@@ -102,8 +81,8 @@ def _listed(refs: list[int | list[Any]]) -> Any:
 class Packer:
     """Turns the encoded trees of one put into row trees, storing large values as items.
 
-    ``insert`` is the statement that stores an item in ``db`` (``:thread``, ``:data``; see
-    :data:`~corral.checkpoint._tables.PUT_ITEM`); ``known`` are the items already stored.
+    ``insert`` is :data:`~corral.checkpoint._tables.PUT_ITEM` in the style of ``db``'s
+    driver; ``known`` are the items already stored.
     """
 
     def __init__(
@@ -114,41 +93,12 @@ class Packer:
         """The items this put stored (to remember once it commits)."""
         self.written = 0
         """Bytes of the items this put stored."""
-        self.seen: Seen = {}
-        """The list items this put packed (see :meth:`values`)."""
 
     def state(self, tree: Any) -> Any:
         """Return a state's (or an update's) tree with its large values stored as items."""
         if type(tree) is not dict or TAG in tree:
             return tree
         return {key: self._value(value) for key, value in tree.items()}
-
-    def values(self, values: Any, where: str, encode: Encode, last: Seen) -> Any:
-        """Return :meth:`state` of a state or an update (``where``: ``"state"``,
-        ``"update"``), encoding its values here with ``encode(value, where, depth)``. A list
-        item this saver packed before (``last``) that is the same object, still equal to the
-        tree it was encoded to, keeps its reference without being encoded again;
-        :attr:`seen` are the list items packed here."""
-        if type(values) is not dict or TAG in values or not all(type(k) is str for k in values):
-            return self.state(encode(values, where, 0))
-        tree: dict[str, Any] = {}
-        for key, value in values.items():
-            at = f"{where}[{key!r}]"
-            if type(value) is not list:
-                tree[key] = self._value(encode(value, at, 1))
-                continue
-            tree[key] = _listed(
-                [self._seen(x, f"{at}[{n}]", encode, last) for n, x in enumerate(value)]
-            )
-        return tree
-
-    def _seen(self, value: Any, where: str, encode: Encode, last: Seen) -> int | list[Any]:
-        found = last.get(id(value))
-        if found is None or found[0] is not value or not _unchanged(value, found[1]):
-            tree = encode(value, where, 2)
-            found = (value, tree, self._item(tree))
-        self.seen[id(value)] = found
-        return found[2]
 
     def _value(self, tree: Any) -> Any:
         if type(tree) is list:
@@ -165,9 +115,8 @@ class Packer:
         key = (self.thread, digest(text))
         found = self.known.get(key) or self.new.get(key)
         if found is None:
-            cursor = self.db.execute(self.insert, {"thread": self.thread, "data": text})
-            n = getattr(cursor, "lastrowid", None)  # psycopg's cursors have none: RETURNING id
-            found = self.new[key] = (int(cursor.fetchone()[0] if n is None else n), len(text))
+            row = self.db.execute(self.insert, {"thread": self.thread, "data": text}).fetchone()
+            found = self.new[key] = (int(row[0]), len(text))
             self.written += len(text)
         return found[0]
 

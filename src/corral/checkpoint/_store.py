@@ -27,10 +27,10 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any, ClassVar, Final, NamedTuple, NoReturn, TypeVar
+from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Damaged, Known, Packer, Rows, Seen, damaged, digest
+from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
@@ -83,15 +83,11 @@ class Store(ThreadInfoStore):
     a write or read transaction and turning the driver's errors into ``CheckpointError``.
     """
 
-    fresh_reads: ClassVar[bool] = True
-    """Every read decodes afresh: what it returns is the caller's (see ``get_state``)."""
     where: str
     serializer: Serializer | None
     items_query: str
-    """How to fetch items by the JSON array of their ids."""
-    put_item: str
-    """How to store an item (see :data:`~corral.checkpoint._tables.PUT_ITEM`): with
-    ``items_query``, the statements that differ between the databases."""
+    """How to fetch items by the JSON array of their ids: the one statement that differs
+    between the databases."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
 
@@ -101,9 +97,9 @@ class Store(ThreadInfoStore):
         self._hashes: Known = {}
         self._tallies: dict[str, _Tally] = {}
         self._read_items: dict[int, dict[int, str]] = {}
-        """Per thread row id, the items its last read fetched, hashed at its next snapshot."""
-        self._seen: dict[int, Seen] = {}
-        """Per thread row id, the list items this saver packed since its last snapshot."""
+        """Per thread row id, the items its last read fetched, hashed at its next snapshot:
+        a process that resumes a thread does not store its items again, and a read that is
+        not followed by a snapshot hashes nothing."""
 
     def __enter__(self: T) -> T:
         return self
@@ -144,9 +140,6 @@ class Store(ThreadInfoStore):
             if len(self._hashes) + len(packer.new) > _CACHED_ITEMS:
                 self._hashes.clear()
             self._hashes.update(packer.new)
-            seen = {} if checkpoint.snapshot is not None else self._seen.pop(packer.thread, {})
-            seen.update(packer.seen)
-            _remember(self._seen, packer.thread, seen, _READS)
             _remember(self._tallies, checkpoint.thread_id, tally, _THREADS)
 
     def _put(self, db: Any, checkpoint: Checkpoint, meta: Any, dumps: Any) -> tuple[Packer, _Tally]:
@@ -174,16 +167,14 @@ class Store(ThreadInfoStore):
                 self._refused(db, checkpoint)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
-        packer = Packer(db, self.put_item, thread, self._hashes, dumps)
-        with self._lock:
-            last = self._seen.get(thread, {})
+        packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
         params["snapshot"] = None
         if snapshot is not None:
             self._hash_read_items(thread)
-            params["snapshot"] = dumps(packer.values(snapshot, "state", self._encoder(""), last))
+            params["snapshot"] = dumps(packer.state(self._encode(snapshot, "state", "")))
         params["writes"] = dumps(
             [
-                [node, packer.values(update, "update", self._encoder(node), last)]
+                [node, packer.state(self._encode(update, "update", f"written by {node!r}"))]
                 for node, update in checkpoint.writes
             ]
         )
@@ -195,12 +186,9 @@ class Store(ThreadInfoStore):
         stored = packer.written + sum(map(len, texts))
         return packer, self._tally(checkpoint, stored)
 
-    def _encoder(self, node: str) -> Callable[[Any, str, int], Any]:
-        """Return the encoding of the values of a state (or of ``node``'s update)."""
-        owner = f"written by {node!r}" if node else ""
-        return lambda value, where, depth: encode(
-            value, serializer=self.serializer, where=where, owner=owner, depth=depth
-        )
+    def _encode(self, values: Any, where: str, owner: str) -> Any:
+        """Return the tree of a state or an update (``owner`` names its node in errors)."""
+        return encode(values, serializer=self.serializer, where=where, owner=owner)
 
     def _tally(self, checkpoint: Checkpoint, stored: int) -> _Tally:
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""

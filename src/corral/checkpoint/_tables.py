@@ -13,8 +13,7 @@ thread (metadata, its last run's status) belong in ``corral_threads``. The worke
 Statements are written once, with ``:name`` parameters (SQLite's style); :func:`for_psycopg`
 turns them into psycopg's ``%(name)s``. Both databases accept every statement here
 (``ON CONFLICT``, ``RETURNING`` and recursive ``WITH`` are in SQLite since 3.35); they
-differ in how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`) and
-how a new item's id is told (:data:`PUT_ITEM`).
+differ only in how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITEMS_POSTGRES`).
 """
 
 from __future__ import annotations
@@ -121,10 +120,7 @@ UPDATE corral_threads SET holder = NULL, held_by = NULL, held_until = NULL
 WHERE name = :thread AND holder = :run
 """
 
-PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data)"
-"""Stores an item; SQLite tells its id as the cursor's ``lastrowid``, PostgreSQL (whose
-cursors have none) runs it with ``RETURNING id`` (:data:`PUT_ITEM_POSTGRES`)."""
-PUT_ITEM_POSTGRES: Final = f"{PUT_ITEM} RETURNING id"
+PUT_ITEM: Final = "INSERT INTO corral_items (thread, data) VALUES (:thread, :data) RETURNING id"
 
 PUT_CHECKPOINT: Final = """
 INSERT INTO corral_checkpoints (thread, checkpoint_id, parent_id, snapshot, writes, meta)

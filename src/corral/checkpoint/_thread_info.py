@@ -38,11 +38,12 @@ so two merges of metadata never lose one another."""
 _SET = "UPDATE corral_threads SET metadata = :metadata WHERE name = :thread"
 _ALL = f"SELECT {_COLUMNS} FROM corral_threads WHERE metadata IS NOT NULL"
 _ONE = f"{_ALL} AND name = :thread"
+_ID = "(SELECT id FROM corral_threads WHERE name = :thread)"
 _DELETE = (
-    "DELETE FROM corral_pending WHERE thread = :id",
-    "DELETE FROM corral_items WHERE thread = :id",
-    "DELETE FROM corral_checkpoints WHERE thread = :id",
-    "DELETE FROM corral_threads WHERE id = :id",
+    f"DELETE FROM corral_pending WHERE thread = {_ID}",
+    f"DELETE FROM corral_items WHERE thread = {_ID}",
+    f"DELETE FROM corral_checkpoints WHERE thread = {_ID}",
+    "DELETE FROM corral_threads WHERE name = :thread",
 )
 
 
@@ -111,13 +112,8 @@ class ThreadInfoStore:
         the store does not hold is no error (as LangGraph's ``delete_thread``)."""
         check_thread_id(thread_id)
         with self._transaction(f"delete thread {thread_id!r} from", read=False) as db:
-            row = db.execute(
-                self.sql("SELECT id FROM corral_threads WHERE name = :thread"),
-                {"thread": thread_id},
-            ).fetchone()
-            if row is not None:
-                for statement in _DELETE:
-                    db.execute(self.sql(statement), {"id": int(row[0])})
+            for statement in _DELETE:
+                db.execute(self.sql(statement), {"thread": thread_id})
 
 
 def _dumps(metadata: dict[str, Any]) -> str:

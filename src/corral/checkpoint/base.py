@@ -240,6 +240,7 @@ class Checkpointer(Protocol):
 
     ``MemorySaver``, ``SqliteSaver`` and ``PostgresSaver`` implement it; a store of your own
     implements every method (see "Writing your own checkpointer" in docs/persistence.md).
+    Every read returns newly built objects, the caller's to keep and change.
     """
 
     def put(self, checkpoint: Checkpoint) -> None:
@@ -282,6 +283,10 @@ class Checkpointer(Protocol):
     def pending_writes(self, thread_id: str, checkpoint_id: str) -> dict[int, dict[str, Any]]:
         """Return the records put after ``checkpoint_id`` that no checkpoint whose parent is
         ``checkpoint_id`` superseded yet, by task (``{}`` for an unknown one)."""
+        ...
+
+    def threads(self) -> list[str]:
+        """Return the ids of every thread with a checkpoint, in the order they began."""
         ...
 
     def check_free(self, thread_id: str, run: str) -> None:

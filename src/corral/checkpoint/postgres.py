@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from corral._where import check_conninfo
 from corral.checkpoint._pg_schema import ensure_schema, error_for, redact
 from corral.checkpoint._store import Store
-from corral.checkpoint._tables import ITEMS_POSTGRES, PUT_ITEM_POSTGRES, for_psycopg
+from corral.checkpoint._tables import ITEMS_POSTGRES, for_psycopg
 from corral.checkpoint.serde import Serializer
 from corral.errors import CheckpointError
 
@@ -56,7 +56,6 @@ class PostgresSaver(Store):
     """
 
     items_query = for_psycopg(ITEMS_POSTGRES)
-    put_item = for_psycopg(PUT_ITEM_POSTGRES)
     sql = staticmethod(functools.cache(for_psycopg))
 
     def __init__(
@@ -76,6 +75,7 @@ class PostgresSaver(Store):
         super().__init__()
         self.serializer = serializer
         self.timeout_s = timeout_s
+        self._closed = False
         self._own_pool = isinstance(conninfo, str)
         if isinstance(conninfo, str):
             check_conninfo(conninfo)  # the driver's own error would repeat the password
@@ -100,7 +100,6 @@ class PostgresSaver(Store):
             self.where = redact(str(conninfo.conninfo))
             with self._connection("connect to") as conn:
                 ensure_schema(conn, self.where)
-        self._closed = False
 
     def close(self) -> None:
         """Close the saver's own pool (a pool passed in is left open). Closing twice is fine."""
@@ -118,7 +117,7 @@ class PostgresSaver(Store):
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        if getattr(self, "_closed", False):
+        if self._closed:
             msg = f"the PostgresSaver for {self.where!r} is closed; create a new one to go on"
             raise CheckpointError(msg, path=self.where)
         try:

@@ -291,8 +291,7 @@ def get_state(
     that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    owned = getattr(saver, "fresh_reads", False) is True  # the saver's reads are ours to keep
-    return restore.snapshot_of(values, chain[-1], owned=owned), chain[-1]
+    return restore.snapshot_of(values, chain[-1], owned=True), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from corral.checkpoint._tables import check_layout, ensure_layout
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
@@ -42,6 +42,7 @@ _MMAP_BYTES: Final = 256 << 20
 """How much of a file SQLite reads through a memory map (from the OS cache, uncopied)."""
 _PAUSE_S: Final = 0.001
 """The pause between slices (SQLite may refuse without waiting, e.g. during recovery)."""
+T = TypeVar("T")
 
 
 def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connection:
@@ -59,11 +60,8 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
             msg = f"{path!r} is a folder; give SqliteSaver a file path"
             raise CheckpointError(msg, path=path)
     uri = None if in_memory else _read_only_uri(path)
-    # Switching a new file to WAL (or reading it while another process does) can be
-    # refused at once with SQLITE_BUSY, without the busy timeout; so opening retries.
-    deadline = time.monotonic() + timeout_s
-    pause = 0.001
-    while True:
+
+    def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(
             uri or path,
             timeout=min(timeout_s, WAIT_SLICE_S),  # the rest of the wait is in Python
@@ -76,19 +74,16 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
                 _prepare(conn, path, synchronous, in_memory)
             else:
                 _check_read_only(conn, path)
-        except sqlite3.OperationalError as exc:
-            conn.close()
-            if not busy(exc) or time.monotonic() >= deadline:
-                raise
         except BaseException:
             conn.close()
             raise
-        else:
-            if not in_memory:
-                conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
-            return conn
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+        if not in_memory:
+            conn.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+        return conn
+
+    # Switching a new file to WAL (or reading it while another process does) can be
+    # refused at once with SQLITE_BUSY, without the busy timeout; so opening is retried.
+    return patiently(connect, timeout_s)
 
 
 def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: bool) -> None:
@@ -229,28 +224,30 @@ def transaction(
 def execute_patiently(
     conn: sqlite3.Connection, timeout_s: float, sql: str, params: Any = ()
 ) -> sqlite3.Cursor:
-    """Execute ``sql``, and again while another connection holds the lock, for up to
+    """Execute ``sql``, and again while another connection holds the lock (see
+    :func:`patiently`). Statements that may wait for a lock need it: ``BEGIN IMMEDIATE``,
+    the first read of a read transaction, a statement outside a transaction. Inside a
+    transaction that holds its lock (WAL mode) a statement never waits, and this is a plain
+    ``execute``; a statement refused with ``SQLITE_BUSY`` did nothing, so trying it again
+    is safe."""
+    return patiently(lambda: conn.execute(sql, params), timeout_s)
+
+
+def patiently(attempt: Callable[[], T], timeout_s: float) -> T:
+    """Return ``attempt()``, tried again while another connection holds the lock, for up to
     ``timeout_s`` in all; then raise SQLite's "database is locked".
 
     SQLite waits one :data:`WAIT_SLICE_S` per try; between tries Python runs its signal
-    handlers. A statement refused with ``SQLITE_BUSY`` did nothing, so trying it again is
-    safe. Statements that may wait for a lock need it: ``BEGIN IMMEDIATE``, the first read
-    of a read transaction, a statement outside a transaction. Inside a transaction that
-    holds its lock (WAL mode) a statement never waits, and this is a plain ``execute``.
+    handlers, so a Ctrl-C gets through within one slice.
     """
-    try:
-        return conn.execute(sql, params)
-    except sqlite3.OperationalError as exc:
-        if not busy(exc):
-            raise
-    deadline = time.monotonic() + timeout_s - WAIT_SLICE_S  # the first try waited one slice
+    deadline = time.monotonic() + timeout_s
     while True:
-        time.sleep(_PAUSE_S)
         try:
-            return conn.execute(sql, params)
+            return attempt()
         except sqlite3.OperationalError as exc:
             if not busy(exc) or time.monotonic() >= deadline:
                 raise
+        time.sleep(_PAUSE_S)
 
 
 def error_for(

@@ -41,7 +41,6 @@ class SqliteSaver(Store):
     """
 
     items_query = _tables.ITEMS_SQLITE
-    put_item = _tables.PUT_ITEM
     sql = staticmethod(str)  # the statements are in SQLite's style
 
     def __init__(
