@@ -40,7 +40,7 @@ from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
 from corral.errors import CorralError
 from corral.runtime import restore, threads
-from corral.runtime.child_steps import lift, pool_for
+from corral.runtime.child_steps import lift
 from corral.runtime.events import (
     Custom,
     Event,
@@ -223,7 +223,8 @@ class Entry:
         """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
         self.answers: list[Any] = answers or []
         """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        self.pool = pool_for(parent, call, concurrent=concurrent)
+        assert parent.step_pool is not None  # the plan gave the superstep's entries one
+        self.pool = parent.step_pool
         self.offset = self.pool.taken
         """Child step n is parent step offset+n, unless counted as it started."""
         self.watch = concurrent or parent.emit is not None
@@ -258,8 +259,11 @@ class Entry:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self in self.pool.members:
-            self.pool.members.remove(self)  # it no longer counts: it ended, paused or failed
+        pool = self.pool
+        if self in pool.members:
+            pool.members.remove(self)  # it no longer counts: it ended, paused or failed
+        elif exc is None and self.rs is not None:
+            pool.taken += self.rs.steps - self.started  # its runs, not counted as they started
         if isinstance(exc, CorralError):
             raise lift(exc, self) from exc.__cause__
 

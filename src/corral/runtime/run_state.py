@@ -16,6 +16,7 @@ from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.cost import Purse
+from corral.runtime.child_steps import StepPool
 from corral.runtime.context import Context
 from corral.runtime.events import Event, Interrupt, Paused
 from corral.runtime.state import IMMUTABLE, FlatView, StateView
@@ -168,9 +169,9 @@ class RunState:
     log: list[tuple[str, dict[str, Any]]] | None = None
     """Every write merged, in order, when someone reads them back (a subgraph's child
     run without a checkpointer); ``None``: not kept."""
-    step_pool: Any = None
-    """The step pool the subgraph entries of the current superstep share (async driver;
-    see :mod:`corral.runtime.child_steps`)."""
+    step_pool: StepPool | None = None
+    """The step pool the subgraph entries of the current superstep share (see
+    :mod:`corral.runtime.child_steps`)."""
 
     def __post_init__(self, parent_purse: Purse | None) -> None:
         tables = self.tables

@@ -166,7 +166,7 @@ class Core:
                 steps += 1
             calls.append(TaskRun(index, node, None, None, task.arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(calls, steps)
+            number_entries(rs, calls, steps)
         return True
 
     # ------------------------------------------------------------------ outcomes
