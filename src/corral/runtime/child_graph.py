@@ -332,7 +332,10 @@ class Entry:
     def trace(self, rs: RunState) -> Trace:
         """Return the child's trace of this call, named by path, numbered as the parent's."""
         paths, numbers, offset = self.child.paths, self.numbers, self.offset
-        return [(numbers.get(i[0], offset + i[0]), paths[i[1]], *i[2:]) for i in rs.trace]
+        return [
+            (numbers.get(step, offset + step), paths[node], update, seconds, attempt, error)
+            for step, node, update, seconds, attempt, error in rs.trace
+        ]
 
     def event(self, event: Event) -> None:
         """Count a child's node run as it starts; hand a node event or route to the parent:
