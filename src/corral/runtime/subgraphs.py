@@ -33,7 +33,8 @@ __all__ = [
     "read_back",
 ]
 
-Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+Trace = list[tuple[int, str, dict[str, Any] | None, float, int, str | None]]
+"""The records of ``run.trace``: step, node, update, seconds, attempt, error."""
 
 
 class ChildWrites(dict[str, Any]):
