@@ -262,8 +262,8 @@ class Entry:
         pool = self.pool
         if self in pool.members:
             pool.members.remove(self)  # it no longer counts: it ended, paused or failed
-        elif exc is None and self.rs is not None:
-            pool.taken += self.rs.steps - self.started  # its runs, not counted as they started
+        elif exc is None and self.rs is not None:  # its runs were not counted as they started
+            pool.taken += self.rs.steps - self.started + _held(self.rs)
         if isinstance(exc, CorralError):
             raise lift(exc, self) from exc.__cause__
 
@@ -393,6 +393,14 @@ def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint)
         if chain:
             steps += committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
     return steps
+
+
+def _held(rs: RunState) -> int:
+    """Return the node runs of ``rs`` that ``interrupt()`` paused: each holds its step until
+    it completes (API.md section 5), also against the entries run after it."""
+    if rs.status != "interrupted":
+        return 0
+    return sum(pause.when == "during" for pause in rs.interrupts)
 
 
 def _counted(chain: list[Checkpoint]) -> int:

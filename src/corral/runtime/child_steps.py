@@ -7,9 +7,10 @@ the plan allowed, and the child runs started so far; a task a cap refused never 
 takes none). The entry (:class:`~corral.runtime.child_graph.Entry`) takes a step from the
 pool for each of its child's node runs: as each starts when it listens to its child
 (:meth:`StepPool.take` lowers the caps of the running children to their runs plus what the
-pool has left), else all at once when the child returns. So a child stops exactly where
-the top-level run would have: its core raises ``StepLimitError`` before the run that would
-pass the cap, and :func:`lift` reports it as the parent's. In the async driver the entries
+pool has left), else all at once when the child returns (with one for each of its runs
+that ``interrupt()`` paused: it holds its step until it completes). So a child stops
+exactly where the top-level run would have: its core raises ``StepLimitError`` before the
+run that would pass the cap, and :func:`lift` reports it as the parent's. In the async driver the entries
 of a superstep run concurrently; a child plans a superstep and starts its calls with no
 ``await`` in between, so no two children can plan against the same remaining step.
 

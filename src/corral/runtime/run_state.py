@@ -148,8 +148,6 @@ class RunState:
     """Per join: the nodes it waits for that finished a run since its own last run."""
     held: list[str] = field(default_factory=list)
     """Joins that a route reached and that still wait for some of their nodes."""
-    held_steps: int = 0
-    """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
     status: str = "running"
     interrupts: list[Interrupt] = field(default_factory=list)
     pause_before: frozenset[str] = frozenset()

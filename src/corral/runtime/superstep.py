@@ -144,7 +144,6 @@ class Core:
         rs = self.rs
         if rs.status != "running" or not rs.tasks:
             return False
-        rs.held_steps = 0
         self.failure = self.cap_error = None
         self.results, self.pauses, self.next = [], [], []
         calls: list[TaskRun] = []
@@ -222,7 +221,6 @@ class Core:
             pause.count(self.rs)
             self.pauses.extend(pause.pauses(call.position))
             return
-        self.rs.held_steps += 1
         self.pauses.append(
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
         )
