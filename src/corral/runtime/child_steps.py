@@ -10,9 +10,10 @@ pool for each of its child's node runs: as each starts when it listens to its ch
 pool has left), else all at once when the child returns (with one for each of its runs
 that ``interrupt()`` paused: it holds its step until it completes). So a child stops
 exactly where the top-level run would have: its core raises ``StepLimitError`` before the
-run that would pass the cap, and :func:`lift` reports it as the parent's. In the async driver the entries
-of a superstep run concurrently; a child plans a superstep and starts its calls with no
-``await`` in between, so no two children can plan against the same remaining step.
+run that would pass the cap, and :func:`lift` reports it as the parent's. In the async
+driver the entries of a superstep run concurrently; a child plans a superstep and starts
+its calls with no ``await`` in between, so no two children can plan against the same
+remaining step.
 
 The entry also numbers the child's node runs as the parent's steps (``NodeStart.step``,
 ``NodeEnd.step``, ``run.trace``) and hands the child's events to the parent, by path.

@@ -11,7 +11,7 @@ person).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -152,8 +152,10 @@ class RunState:
     interrupts: list[Interrupt] = field(default_factory=list)
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
-    trace: deque[tuple[Any, ...]] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
-    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried)."""
+    trace: MutableSequence[tuple[Any, ...]] = field(init=False)
+    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried): the
+    most recent ``TRACE_LIMIT``; a subgraph's child run keeps all of its call's, which its
+    parent's trace takes in."""
     emit: Callable[[Event], None] | None = None
     """Where events go (``on_event``, a stream, listeners); ``None``: no one (node runs are
     timed only when someone receives events)."""
@@ -174,6 +176,7 @@ class RunState:
     def __post_init__(self, parent_purse: Purse | None) -> None:
         tables = self.tables
         self.purse = parent_purse or Purse(tables.spec.budget, tables.costs_checked)
+        self.trace = [] if parent_purse is not None else deque(maxlen=TRACE_LIMIT)
         self.guards = dict.fromkeys(tables.guard_keys, 0)
 
     def context(self, node: str, step: int) -> Context[Any]:
