@@ -68,8 +68,8 @@ class Counts:
     max_steps: int = 50
     reserved: int = 0
     """While a subgraph entry runs: the plain tasks after it in its superstep that have not
-    run. concepts.md "Counting": the plain tasks take the superstep's first step numbers,
-    the node runs inside its entries the next ones."""
+    run and that no ``max_runs`` refuses. concepts.md "Counting": the plain tasks take the
+    superstep's first step numbers, the node runs inside its entries the next ones."""
 
 
 @dataclass
@@ -177,8 +177,7 @@ def run_superstep(frame: Frame, counts: Counts, triggers: act.Triggers) -> bool:
         entry = frame.shape.node(task.node).kind == "sub"
         reserved = counts.reserved
         if entry:
-            later = [t for i, t in enumerate(frame.tasks) if i > index and i not in frame.done]
-            counts.reserved += sum(frame.shape.node(t.node).kind != "sub" for t in later)
+            counts.reserved += planned_after(frame, index)
         try:
             run_task(frame, index, task, counts, triggers)
         except ModelError as err:
@@ -196,6 +195,23 @@ def run_superstep(frame: Frame, counts: Counts, triggers: act.Triggers) -> bool:
         return False
     merge_superstep(frame, counts)
     return True
+
+
+def planned_after(frame: Frame, index: int) -> int:
+    """The plain tasks after the entry at ``index`` that take a step of its superstep:
+    those its ``max_runs`` does not refuse (concepts.md "Caps inside a superstep": a node at
+    its cap never starts, so it takes no step; the runs planned before it count)."""
+    runs = Counter(frame.runs)
+    runs.update(frame.tasks[i].node for i in frame.asked if i < index)  # paused: planned
+    count = 0
+    for i in range(index + 1, len(frame.tasks)):
+        node = frame.shape.node(frame.tasks[i].node)
+        if i in frame.done or node.kind == "sub":
+            continue
+        if node.max_runs is None or runs[node.name] < node.max_runs:
+            runs[node.name] += 1
+            count += 1
+    return count
 
 
 def run_task(frame: Frame, index: int, task: Task, counts: Counts, tr: act.Triggers) -> None:

@@ -22,6 +22,7 @@ from corral import (
     Guard,
     InvalidUpdateError,
     MemorySaver,
+    NodeCapError,
     NodeError,
     Resume,
     StepLimitError,
@@ -361,3 +362,44 @@ def test_an_entry_beside_a_capped_node_runs_and_its_childs_step_limit_is_the_err
     with pytest.raises(StepLimitError) as caught:
         asyncio.run(app.ainvoke({"log": []}, thread_id="a", max_steps=2))
     assert (caught.value.node, caught.value.max_steps) == ("sub/c0", 2)
+
+
+def _capped_beside_an_entry(entry_first: bool) -> CompiledGraph:
+    """x (max_runs=1) fans out to x again, y and the entry sub, in the superstep order
+    sub, x, y (``entry_first``) or x, y, sub."""
+    child = Graph(Log, name="child")
+    child.node("c0", start=True, then=END)(lambda state: {"log": ["c0"]})
+    g = Graph(Log)
+    if entry_first:
+        g.subgraph("sub", child, then=END)
+    g.node("x", start=True, max_runs=1)(lambda state: {"log": ["x"]})
+
+    @g.router("x", guards=[Guard("x", max=1)])
+    def fan(state: Log) -> list[Literal["x", "y", "sub"]]:
+        return ["x", "y", "sub"]
+
+    g.node("y", then=END)(lambda state: {"log": ["y"]})
+    if not entry_first:
+        g.subgraph("sub", child, then=END)
+    return g.compile(checkpointer=MemorySaver())
+
+
+@pytest.mark.parametrize("entry_first", [False, True], ids=["entry_last", "entry_first"])
+@pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
+def test_a_refused_sibling_takes_no_step_from_a_subgraph_entry(
+    driver: str, entry_first: bool
+) -> None:
+    """x is at its max_runs, so the plan refuses it: it never starts and takes no step
+    (concepts.md "Caps inside a superstep"). At max_steps=3, y takes step 2 and the child's
+    c0 step 3; the child finishes, and x's NodeCapError is the run's error, wherever the
+    entry stands in the superstep, under invoke and ainvoke alike (the engine reserved a
+    step for x and stopped the child with StepLimitError at 'sub/c0')."""
+    app = _capped_beside_an_entry(entry_first)
+    with pytest.raises(NodeCapError) as caught:
+        if driver == "invoke":
+            app.invoke({"log": []}, thread_id="t", max_steps=3)
+        else:
+            asyncio.run(app.ainvoke({"log": []}, thread_id="t", max_steps=3))
+    assert caught.value.node == "x"
+    state = app.get_state("t")
+    assert state.steps == 3  # x, then y and sub/c0 saved as finished beside the refusal

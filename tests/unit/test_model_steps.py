@@ -8,13 +8,15 @@ Each test drives the model and the engine through one sequence the random machin
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
 from refmodel.shapes import GraphShape, NodeShape
 from refmodel.thread import ModelThread
 
-from corral import END, MemorySaver, NodeError, Resume, StuckJoinError
+from corral import END, Guard, MemorySaver, NodeCapError, NodeError, Resume, StuckJoinError
 
 
 def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
@@ -87,3 +89,30 @@ def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again() -> N
     app.update_state("t", {"log": ["b1l"]}, as_node="b1l")
     assert model.view.next == app.get_state("t").next == ("b1j",)
     assert model.invoke(None, Triggers()).status == app.invoke(None, thread_id="t").status == "done"
+
+
+@pytest.mark.parametrize("entry_first", [False, True], ids=["entry_last", "entry_first"])
+@pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
+def test_a_sibling_at_its_max_runs_takes_no_step_from_an_entry(
+    driver: str, entry_first: bool
+) -> None:
+    """``x`` (max_runs=1) ran and leads to itself, ``y`` and the entry ``sub``: the plan
+    refuses ``x``, which never starts and so takes no step. At max_steps=3 ``y`` and the
+    child's ``c0`` both run, then ``x``'s NodeCapError is the error, on both sides, wherever
+    the entry stands in the superstep."""
+    child = GraphShape((NodeShape("c0", "then", (END,), start=True),))
+    entry = NodeShape("sub", "sub", (END,))
+    x = NodeShape(
+        "x", "then", ("x", "y", "sub"), start=True, max_runs=1, guards=(Guard("x", max=1),)
+    )
+    nodes = (entry, x, NodeShape("y", "then", (END,)))
+    shape = GraphShape(nodes if entry_first else (x, nodes[2], entry), child=child)
+    model = ModelThread(shape)
+    app = build(shape, Triggers()).compile(checkpointer=MemorySaver())
+    assert model.invoke(initial_values(), Triggers(), max_steps=3).error == "NodeCapError"
+    with pytest.raises(NodeCapError):
+        if driver == "invoke":
+            app.invoke(initial_values(), thread_id="t", max_steps=3)
+        else:
+            asyncio.run(app.ainvoke(initial_values(), thread_id="t", max_steps=3))
+    assert model.view.steps == app.get_state("t").steps == 3  # x, y and sub/c0

@@ -308,3 +308,33 @@ def test_a_child_that_fails_after_its_resume_counts_each_run_once_when_run_again
     assert run.status == "done" and run.steps == 4
     assert [(t.step, t.node) for t in run.trace] == [(3, "sub/z"), (4, "after")]
     assert run.state["log"] == ["x", "y yes", "z", "a"]
+
+
+@pytest.mark.parametrize("driver", ["invoke", "stream", "ainvoke"])
+def test_a_node_paused_inside_one_entry_holds_its_step_against_the_next(driver: str) -> None:
+    """``ask``'s child pauses in ``q`` and ``work``'s child runs ``x`` then ``y``, in one
+    superstep. ``q`` holds its step (API.md 5: counted once, when it completes), as a
+    paused plain sibling does, so at max_steps=3 ``work`` may run one node: a, q, x, then
+    ``y`` would be the fourth, under every driver."""
+
+    class Log(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    asking = Graph(Log, name="asking")
+    asking.node("q", start=True, then=END)(lambda state: {"log": [interrupt("ok?")]})
+    working = Graph(Log, name="working")
+    working.node("x", start=True, then="y")(lambda state: {"log": ["x"]})
+    working.node("y", then=END)(lambda state: {"log": ["y"]})
+    g = Graph(Log)
+    g.node("a", start=True, then=("ask", "work"))(lambda state: {"log": ["a"]})
+    g.subgraph("ask", asking, then=END)
+    g.subgraph("work", working, then=END)
+    app = g.compile(checkpointer=MemorySaver())
+    with pytest.raises(StepLimitError, match="'work/y'") as caught:
+        if driver == "invoke":
+            app.invoke({"log": []}, thread_id="t", max_steps=3)
+        elif driver == "stream":
+            list(app.stream({"log": []}, thread_id="t", max_steps=3, mode="events"))
+        else:
+            asyncio.run(app.ainvoke({"log": []}, thread_id="t", max_steps=3))
+    assert caught.value.steps == 3

@@ -40,7 +40,7 @@ from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
 from corral.errors import CorralError
 from corral.runtime import restore, threads
-from corral.runtime.child_steps import lift, pool_for
+from corral.runtime.child_steps import lift
 from corral.runtime.events import (
     Custom,
     Event,
@@ -223,7 +223,8 @@ class Entry:
         """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
         self.answers: list[Any] = answers or []
         """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        self.pool = pool_for(parent, call, concurrent=concurrent)
+        assert parent.step_pool is not None  # the plan gave the superstep's entries one
+        self.pool = parent.step_pool
         self.offset = self.pool.taken
         """Child step n is parent step offset+n, unless counted as it started."""
         self.watch = concurrent or parent.emit is not None
@@ -258,8 +259,11 @@ class Entry:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self in self.pool.members:
-            self.pool.members.remove(self)  # it no longer counts: it ended, paused or failed
+        pool = self.pool
+        if self in pool.members:
+            pool.members.remove(self)  # it no longer counts: it ended, paused or failed
+        elif exc is None and self.rs is not None:  # its runs were not counted as they started
+            pool.taken += self.rs.steps - self.started + _held(self.rs)
         if isinstance(exc, CorralError):
             raise lift(exc, self) from exc.__cause__
 
@@ -328,7 +332,10 @@ class Entry:
     def trace(self, rs: RunState) -> Trace:
         """Return the child's trace of this call, named by path, numbered as the parent's."""
         paths, numbers, offset = self.child.paths, self.numbers, self.offset
-        return [(numbers.get(i[0], offset + i[0]), paths[i[1]], *i[2:]) for i in rs.trace]
+        return [
+            (numbers.get(step, offset + step), paths[node], update, seconds, attempt, error)
+            for step, node, update, seconds, attempt, error in rs.trace
+        ]
 
     def event(self, event: Event) -> None:
         """Count a child's node run as it starts; hand a node event or route to the parent:
@@ -386,6 +393,14 @@ def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint)
         if chain:
             steps += committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
     return steps
+
+
+def _held(rs: RunState) -> int:
+    """Return the node runs of ``rs`` that ``interrupt()`` paused: each holds its step until
+    it completes (API.md section 5), also against the entries run after it."""
+    if rs.status != "interrupted":
+        return 0
+    return sum(pause.when == "during" for pause in rs.interrupts)
 
 
 def _counted(chain: list[Checkpoint]) -> int:

@@ -1,17 +1,19 @@
 """Counting a subgraph's node runs as the top-level run's steps, while the child runs.
 
 Every node run anywhere counts once toward the top-level run's ``max_steps``, at the moment
-it starts. A child runs under a :class:`StepPool`: the top-level cap and the runs already
-taken (the parent's steps, one for each plain task of the superstep that the plan allowed
-and the driver has not counted yet, and the child runs started so far). The entry
-(:class:`~corral.runtime.child_graph.Entry`) listens to its child's ``NodeStart`` events,
-takes a step from the pool for each (:meth:`StepPool.take`), which lowers the caps of the
-running children to their runs plus what the pool has left, so a child stops exactly where
-the top-level run would have: its core raises ``StepLimitError`` before the run that would
-pass the cap, and :func:`lift` reports it as the parent's. In the
-async driver the entries of a superstep run concurrently and share one pool; a child plans
-a superstep and starts its calls with no ``await`` in between, so no two children can plan
-against the same remaining step.
+it starts. The entries of a superstep share one :class:`StepPool`: the top-level cap and
+the runs already taken (the parent's steps, one for each plain task of the superstep that
+the plan allowed, and the child runs started so far; a task a cap refused never starts and
+takes none). The entry (:class:`~corral.runtime.child_graph.Entry`) takes a step from the
+pool for each of its child's node runs: as each starts when it listens to its child
+(:meth:`StepPool.take` lowers the caps of the running children to their runs plus what the
+pool has left), else all at once when the child returns (with one for each of its runs
+that ``interrupt()`` paused: it holds its step until it completes). So a child stops
+exactly where the top-level run would have: its core raises ``StepLimitError`` before the
+run that would pass the cap, and :func:`lift` reports it as the parent's. In the async
+driver the entries of a superstep run concurrently; a child plans a superstep and starts
+its calls with no ``await`` in between, so no two children can plan against the same
+remaining step.
 
 The entry also numbers the child's node runs as the parent's steps (``NodeStart.step``,
 ``NodeEnd.step``, ``run.trace``) and hands the child's events to the parent, by path.
@@ -23,16 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from corral.errors import CorralError, NodeError, StepLimitError
-from corral.runtime.run_state import RunState, TaskRun
 
-__all__ = ["StepPool", "lift", "pool_for"]
+__all__ = ["StepPool", "lift"]
 
 
 @dataclass(slots=True, eq=False)
 class StepPool:
     """What is left of the top-level ``max_steps`` for the subgraph entries of a superstep."""
 
-    superstep: int
     max_steps: int
     """The top-level run's cap."""
     taken: int
@@ -56,29 +56,6 @@ class StepPool:
         for member in self.members:
             if member.rs is not None:
                 member.rs.max_steps = min(member.child.settings.max_steps, member.started + left)
-
-
-def pool_for(rs: RunState, call: TaskRun, *, concurrent: bool) -> StepPool:
-    """Return the step pool of subgraph task ``call`` of the current superstep of ``rs``.
-
-    The sync driver runs one entry at a time and counts each finished task before the next
-    call: each entry gets a pool of its own, which allows one run to each plain task after
-    ``call`` and to each before it that paused (it holds its step until it completes). The
-    async driver's entries run at once and share the superstep's pool, which allows one run
-    to each plain task of the superstep (they are counted at the barrier).
-    """
-    number = rs.supersteps + 1
-    pool = rs.step_pool if concurrent else None
-    if pool is None or pool.superstep != number:
-        taken = rs.steps if concurrent else rs.steps + rs.held_steps  # paused ones hold theirs
-        for index in range(0 if concurrent else call.position + 1, len(rs.tasks)):
-            if rs.tasks[index].node.child is None and index not in rs.done:
-                taken += 1  # a plain task the plan allowed
-        pool = StepPool(number, rs.max_steps, taken)
-        if concurrent:
-            rs.step_pool = pool
-    assert isinstance(pool, StepPool)
-    return pool
 
 
 def lift(exc: CorralError, entry: Any) -> CorralError:

@@ -11,11 +11,12 @@ person).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.cost import Purse
+from corral.runtime.child_steps import StepPool
 from corral.runtime.context import Context
 from corral.runtime.events import Event, Interrupt, Paused
 from corral.runtime.state import IMMUTABLE, FlatView, StateView
@@ -147,14 +148,14 @@ class RunState:
     """Per join: the nodes it waits for that finished a run since its own last run."""
     held: list[str] = field(default_factory=list)
     """Joins that a route reached and that still wait for some of their nodes."""
-    held_steps: int = 0
-    """Plain tasks of this superstep that ``interrupt()`` paused: each holds its step."""
     status: str = "running"
     interrupts: list[Interrupt] = field(default_factory=list)
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
-    trace: deque[tuple[Any, ...]] = field(default_factory=lambda: deque(maxlen=TRACE_LIMIT))
-    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried)."""
+    trace: MutableSequence[tuple[Any, ...]] = field(init=False)
+    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried): the
+    most recent ``TRACE_LIMIT``; a subgraph's child run keeps all of its call's, which its
+    parent's trace takes in."""
     emit: Callable[[Event], None] | None = None
     """Where events go (``on_event``, a stream, listeners); ``None``: no one (node runs are
     timed only when someone receives events)."""
@@ -168,13 +169,14 @@ class RunState:
     log: list[tuple[str, dict[str, Any]]] | None = None
     """Every write merged, in order, when someone reads them back (a subgraph's child
     run without a checkpointer); ``None``: not kept."""
-    step_pool: Any = None
-    """The step pool the subgraph entries of the current superstep share (async driver;
-    see :mod:`corral.runtime.child_steps`)."""
+    step_pool: StepPool | None = None
+    """The step pool the subgraph entries of the current superstep share (see
+    :mod:`corral.runtime.child_steps`)."""
 
     def __post_init__(self, parent_purse: Purse | None) -> None:
         tables = self.tables
         self.purse = parent_purse or Purse(tables.spec.budget, tables.costs_checked)
+        self.trace = [] if parent_purse is not None else deque(maxlen=TRACE_LIMIT)
         self.guards = dict.fromkeys(tables.guard_keys, 0)
 
     def context(self, node: str, step: int) -> Context[Any]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from corral.runtime.child_steps import StepPool
 from corral.runtime.events import Interrupt
 from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.run_state import Pause, RunState, TaskRun
@@ -32,7 +33,8 @@ __all__ = [
     "read_back",
 ]
 
-Trace = list[tuple[int, str, dict[str, Any] | None, float]]
+Trace = list[tuple[int, str, dict[str, Any] | None, float, int, str | None]]
+"""The records of ``run.trace``: step, node, update, seconds, attempt, error."""
 
 
 class ChildWrites(dict[str, Any]):
@@ -84,19 +86,22 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def number_entries(calls: list[TaskRun], steps: int) -> None:
-    """Give the subgraph entries among a superstep's ``calls`` their numbers.
+def number_entries(rs: RunState, calls: list[TaskRun], steps: int) -> None:
+    """Give the subgraph entries among a superstep's ``calls`` their numbers and the step
+    pool they share (:mod:`corral.runtime.child_steps`).
 
     The plain tasks of a superstep take the first step numbers, in task order (the plan
-    gave them those); the node runs inside its subgraph entries take the next ones, in the
-    order they start. An entry's own number (its ``NodeStart``, which opens the entry) is
-    nominal: ``steps`` (the last plain task's number) plus its place among the entries.
+    gave them those, up to ``steps``); the node runs inside its subgraph entries take the
+    next ones, in the order they start. An entry's own number (its ``NodeStart``, which
+    opens the entry) is nominal: ``steps`` plus its place among the entries.
     """
     place = 0
     for call in calls:
         if call.node.child is not None:
             place += 1
             call.step = steps + place
+    if place:
+        rs.step_pool = StepPool(rs.max_steps, steps)
 
 
 def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:

@@ -144,7 +144,6 @@ class Core:
         rs = self.rs
         if rs.status != "running" or not rs.tasks:
             return False
-        rs.held_steps = 0
         self.results, self.next = [], []  # failure, cap_error and pauses each end the run
         calls: list[TaskRun] = []
         self.calls = calls
@@ -164,7 +163,7 @@ class Core:
                 steps += 1
             calls.append(TaskRun(index, node, None, None, task.arg, steps))
         if rs.tables.has_subgraphs:
-            number_entries(calls, steps)
+            number_entries(rs, calls, steps)
         return True
 
     # ------------------------------------------------------------------ outcomes
@@ -220,7 +219,6 @@ class Core:
             pause.count(self.rs)
             self.pauses.extend(pause.pauses(call.position))
             return
-        self.rs.held_steps += 1
         self.pauses.append(
             Pause(call.position, call.node.name, pause.payload, "during", pause.index)
         )
