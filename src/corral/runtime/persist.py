@@ -102,49 +102,30 @@ class ThreadWriter:
             self.thread_id, self.parent_id, result.position, result_json(result)
         )
 
-    def save_superstep(
-        self,
-        rs: RunState,
-        writes: list[tuple[str, dict[str, Any]]],
-        pauses: list[Pause],
-        error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
-        if pauses:
-            status = "interrupted"
-        else:
-            status = "error" if error is not None else "running" if rs.tasks else "done"
-        self.put(rs, writes, status, self.source, pauses, error=error)
-
-    def save_partial(
-        self,
-        rs: RunState,
-        results: list[TaskRun],
-        pauses: list[Pause],
-        status: str,
-        *,
-        reroute: list[TaskRun] | None = None,
-        writes: list[tuple[str, dict[str, Any]]] | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        extra: dict[str, Any] = {"done": [result_json(r) for r in results]} if results else {}
-        if reroute is not None:
-            extra["reroute"] = [result_json(r) for r in reroute]
-        self.put(rs, writes or [], status, "loop", pauses, extra, error)
-
-    def put(
+    def save(
         self,
         rs: RunState,
         writes: Sequence[tuple[str, Mapping[str, Any]]],
-        status: str,
-        source: str,
         pauses: list[Pause],
-        extra: dict[str, Any] | None = None,
+        status: str = "",
+        *,
+        done: Sequence[TaskRun] = (),
+        reroute: list[TaskRun] | None = None,
         error: Exception | None = None,
+        source: str = "",
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id
-        (``error``: the one the run ends with, recorded in the meta)."""
+        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id.
+
+        For a superstep cut short, ``done``: its tasks that finished, ``reroute``: its merged
+        tasks whose routes are still due. ``status`` defaults to what the pauses, ``error``
+        (the one the run ends with, recorded in the meta) and the next tasks say; ``source``
+        to the writer's; ``extra`` entries go in the meta as they are.
+        """
+        if not status and pauses:
+            status = "interrupted"
+        elif not status:
+            status = "error" if error is not None else "running" if rs.tasks else "done"
         for pause in pauses:
             if pause.id is None:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
@@ -157,6 +138,7 @@ class ThreadWriter:
             or self.checkpointer.wants_snapshot(self.thread_id, self.parent_id)
         ):
             snapshot = dict(rs.values)
+        source = source or self.source
         meta = self._meta(rs, status, source, pauses, seq)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.
@@ -164,6 +146,10 @@ class ThreadWriter:
             meta["reducers"] = {key: reducer_name(fn) for key, fn in reducers if fn is not None}
         if error is not None:
             meta["error"] = {"type": type(error).__name__, "message": str(error)}
+        if done:
+            meta["done"] = [result_json(r) for r in done]
+        if reroute is not None:
+            meta["reroute"] = [result_json(r) for r in reroute]
         meta.update(extra or ())
         checkpoint = Checkpoint(
             thread_id=self.thread_id,

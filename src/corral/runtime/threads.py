@@ -173,7 +173,7 @@ def save_input(
     """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
     ``interrupt_before`` names."""
     pauses = pauses_before(rs, rs.tasks)
-    writer.put(rs, writes, "interrupted" if pauses else "running", "input", pauses)
+    writer.save(rs, writes, pauses, source="input")
     if pauses:
         rs.pause(pauses)
 
@@ -357,7 +357,7 @@ def update_state(
         extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
-        writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
+        writer.save(rs, writes, restore.pauses_of(base), status, extra=extra)
     assert rs.checkpoint_id is not None
     return rs.checkpoint_id
 
