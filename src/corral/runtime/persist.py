@@ -222,7 +222,7 @@ def result_json(result: TaskRun) -> dict[str, Any]:
 
 
 def pause_json(pause: Pause) -> dict[str, Any]:
-    """Return the JSON form of a pause (named by :meth:`ThreadWriter.put`), as
+    """Return the JSON form of a pause (named by :meth:`ThreadWriter.save`), as
     ``meta["interrupts"]`` holds it."""
     out = {"task": pause.task, "node": pause.node, "value": pause.value, "when": pause.when}
     out["id"] = pause.id

@@ -88,26 +88,20 @@ def start(
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
+    continues = continuing or checkpoint_id is not None
+    if continues and (saver is None or thread_id is None):
+        what = "Resume(...)" if resume is not None else "invoke(None, ...)"
+        what = f"checkpoint_id={checkpoint_id!r}" if not continuing else what
+        msg = (
+            f"{what} continues a saved thread: it needs a checkpointer (compile with "
+            "g.compile(checkpointer=MemorySaver())) and that thread's thread_id="
+        )
+        raise ThreadStateError(msg, thread_id=thread_id, checkpoint_id=checkpoint_id)
     chain: list[Checkpoint] = []
-    if saver is None:
-        if continuing or checkpoint_id is not None:
-            what = "Resume(...)" if resume is not None else "invoke(None, ...)"
-            msg = (
-                f"{what} continues a saved thread and needs a checkpointer; compile with "
-                "g.compile(checkpointer=MemorySaver()) and pass thread_id="
-            )
-            raise ThreadStateError(msg, thread_id=thread_id)
-    elif thread_id is None:
-        if continuing or checkpoint_id is not None:
-            msg = (
-                "invoke(None), Resume(...) and checkpoint_id= need the thread_id of the run to "
-                f"continue (checkpoint_id={checkpoint_id!r})"
-            )
-            raise ThreadStateError(msg, checkpoint_id=checkpoint_id)
-        thread_id = uuid.uuid4().hex
-    else:  # a thread to continue must have a checkpoint, a new input's may have none
-        continues = continuing or checkpoint_id is not None
+    if saver is not None and thread_id is not None:  # one to continue must have a checkpoint
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
+    elif saver is not None:
+        thread_id = uuid.uuid4().hex
     rs = new_run(settings, options.get("max_steps"), thread_id, options.get("deps"), None)
     budget = options.get("budget")
     if budget is not None:
