@@ -118,10 +118,12 @@ class ThreadWriter:
         """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id.
 
         For a superstep cut short, ``done``: its tasks that finished, ``reroute``: its merged
-        tasks whose routes are still due. ``status`` defaults to what the pauses, ``error``
-        (the one the run ends with, recorded in the meta) and the next tasks say; ``source``
-        to the writer's; ``extra`` entries go in the meta as they are.
+        tasks whose routes are still due; a finished superstep's ``status`` is what the pauses,
+        ``error`` (the one the run ends with, recorded in the meta) and the next tasks say,
+        and its ``source`` the writer's. ``extra`` entries go in the meta as they are.
         """
+        # a superstep cut short (its status given) is the loop's record, whoever ran it
+        source = source or ("loop" if status else self.source)
         if not status and pauses:
             status = "interrupted"
         elif not status:
@@ -138,7 +140,6 @@ class ThreadWriter:
             or self.checkpointer.wants_snapshot(self.thread_id, self.parent_id)
         ):
             snapshot = dict(rs.values)
-        source = source or self.source
         meta = self._meta(rs, status, source, pauses, seq)
         if snapshot is not None or source == "input":
             # ``corral show`` replays later writes with these, without loading the graph.

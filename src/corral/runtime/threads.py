@@ -351,7 +351,7 @@ def update_state(
         extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
-        writer.save(rs, writes, restore.pauses_of(base), status, extra=extra)
+        writer.save(rs, writes, restore.pauses_of(base), status, source="update", extra=extra)
     assert rs.checkpoint_id is not None
     return rs.checkpoint_id
 
