@@ -186,22 +186,17 @@ def continue_thread(
     ThreadWriter(saver, rs, last, newest_read=newest_read)
     read_back(rs, last.meta.get("done", []))
     status = last.meta.get("status")
-    pending = restore.pauses_of(last)
     if status == "done" and not rs.tasks:
         rs.status = "done"
-        if resume is not None:
-            msg = (
-                f"thread {last.thread_id!r} finished and is not waiting for an answer; "
-                "start a new run with invoke(input, thread_id=...)"
-            )
-            raise ThreadStateError(msg, thread_id=last.thread_id)
-        return
     if resume is None:
         return
-    if not pending:
+    pending = restore.pauses_of(last)
+    if not pending or rs.status == "done":
+        done = rs.status == "done"
+        again = "start a new run with invoke(input" if done else "continue it with invoke(None"
         msg = (
-            f"thread {last.thread_id!r} is not waiting for an answer (status "
-            f"{status!r}); continue it with invoke(None, thread_id=...)"
+            f"thread {last.thread_id!r} is not waiting for an answer (status {status!r}); "
+            f"{again}, thread_id=...)"
         )
         raise ThreadStateError(msg, thread_id=last.thread_id)
     during = [p for p in pending if p.when == "during"]
