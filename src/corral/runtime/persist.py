@@ -102,49 +102,32 @@ class ThreadWriter:
             self.thread_id, self.parent_id, result.position, result_json(result)
         )
 
-    def save_superstep(
-        self,
-        rs: RunState,
-        writes: list[tuple[str, dict[str, Any]]],
-        pauses: list[Pause],
-        error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
-        if pauses:
-            status = "interrupted"
-        else:
-            status = "error" if error is not None else "running" if rs.tasks else "done"
-        self.put(rs, writes, status, self.source, pauses, error=error)
-
-    def save_partial(
-        self,
-        rs: RunState,
-        results: list[TaskRun],
-        pauses: list[Pause],
-        status: str,
-        *,
-        reroute: list[TaskRun] | None = None,
-        writes: list[tuple[str, dict[str, Any]]] | None = None,
-        error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
-        extra: dict[str, Any] = {"done": [result_json(r) for r in results]} if results else {}
-        if reroute is not None:
-            extra["reroute"] = [result_json(r) for r in reroute]
-        self.put(rs, writes or [], status, "loop", pauses, extra, error)
-
-    def put(
+    def save(
         self,
         rs: RunState,
         writes: Sequence[tuple[str, Mapping[str, Any]]],
-        status: str,
-        source: str,
         pauses: list[Pause],
-        extra: dict[str, Any] | None = None,
+        status: str = "",
+        *,
+        done: Sequence[TaskRun] = (),
+        reroute: list[TaskRun] | None = None,
         error: Exception | None = None,
+        source: str = "",
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id
-        (``error``: the one the run ends with, recorded in the meta)."""
+        """Write one checkpoint of ``rs`` as it is now, each pause of it with its stable id.
+
+        For a superstep cut short, ``done``: its tasks that finished, ``reroute``: its merged
+        tasks whose routes are still due; a finished superstep's ``status`` is what the pauses,
+        ``error`` (the one the run ends with, recorded in the meta) and the next tasks say,
+        and its ``source`` the writer's. ``extra`` entries go in the meta as they are.
+        """
+        # a superstep cut short (its status given) is the loop's record, whoever ran it
+        source = source or ("loop" if status else self.source)
+        if not status and pauses:
+            status = "interrupted"
+        elif not status:
+            status = "error" if error is not None else "running" if rs.tasks else "done"
         for pause in pauses:
             if pause.id is None:
                 pause.id = interrupt_id(self.thread_id, self.run, rs.supersteps, pause)
@@ -164,6 +147,10 @@ class ThreadWriter:
             meta["reducers"] = {key: reducer_name(fn) for key, fn in reducers if fn is not None}
         if error is not None:
             meta["error"] = {"type": type(error).__name__, "message": str(error)}
+        if done:
+            meta["done"] = [result_json(r) for r in done]
+        if reroute is not None:
+            meta["reroute"] = [result_json(r) for r in reroute]
         meta.update(extra or ())
         checkpoint = Checkpoint(
             thread_id=self.thread_id,
@@ -236,7 +223,7 @@ def result_json(result: TaskRun) -> dict[str, Any]:
 
 
 def pause_json(pause: Pause) -> dict[str, Any]:
-    """Return the JSON form of a pause (named by :meth:`ThreadWriter.put`), as
+    """Return the JSON form of a pause (named by :meth:`ThreadWriter.save`), as
     ``meta["interrupts"]`` holds it."""
     out = {"task": pause.task, "node": pause.node, "value": pause.value, "when": pause.when}
     out["id"] = pause.id

@@ -11,7 +11,7 @@ person).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import Callable, Mapping, MutableSequence, Sequence
 from dataclasses import InitVar, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -80,39 +80,26 @@ class Pause:
 
 
 class CheckpointWriter(Protocol):
-    """Where the core saves a run's checkpoints (:class:`corral.runtime.persist.ThreadWriter`).
-
-    The core calls these at the points a checkpoint is due; a run without a checkpointer has
-    none (``RunState.checkpoints is None``).
-    """
+    """Where the core saves a run's checkpoints: a :class:`corral.runtime.persist.ThreadWriter`,
+    whose methods say what they write. A run without a checkpointer has none
+    (``RunState.checkpoints is None``)."""
 
     last_status: str
     """The status of the last checkpoint written."""
 
-    def save_task(self, rs: RunState, result: TaskRun) -> None:
-        """Record durably that one task of a superstep with several tasks has finished."""
+    def save_task(self, rs: RunState, result: TaskRun) -> None: ...
 
-    def save_superstep(
+    def save(
         self,
         rs: RunState,
-        writes: list[tuple[str, dict[str, Any]]],
+        writes: Sequence[tuple[str, Mapping[str, Any]]],
         pauses: list[Pause],
-        error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a finished superstep (``error``: the run ends with it)."""
-
-    def save_partial(
-        self,
-        rs: RunState,
-        results: list[TaskRun],
-        pauses: list[Pause],
-        status: str,
+        status: str = "",
         *,
+        done: Sequence[TaskRun] = (),
         reroute: list[TaskRun] | None = None,
-        writes: list[tuple[str, dict[str, Any]]] | None = None,
         error: Exception | None = None,
-    ) -> None:
-        """Write the checkpoint of a superstep cut short (interrupt, or ``error``)."""
+    ) -> None: ...
 
 
 @dataclass(slots=True, eq=False, repr=False)

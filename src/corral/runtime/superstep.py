@@ -243,7 +243,7 @@ class Core:
         if writer is None:
             return
         try:
-            writer.save_partial(self.rs, self._with_done(), self.pauses, "error", error=error)
+            writer.save(self.rs, [], self.pauses, "error", done=self._with_done(), error=error)
         except ConcurrentRunError:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
@@ -269,7 +269,7 @@ class Core:
         results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
-            rs.checkpoints.save_partial(rs, results, self.pauses, "interrupted")
+            rs.checkpoints.save(rs, [], self.pauses, "interrupted", done=results)
             rs.pause(self.pauses)
             return False
         # Merge the updates in task order, then note who ran at the joins.
@@ -358,9 +358,7 @@ class Core:
         if rs.checkpoints is None or self.guards_before is None:
             return
         rs.guards = self.guards_before
-        rs.checkpoints.save_partial(
-            rs, [], [], "error", reroute=self.results, writes=self.writes, error=error
-        )
+        rs.checkpoints.save(rs, self.writes, [], "error", reroute=self.results, error=error)
 
     def finish(self) -> None:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
@@ -390,7 +388,7 @@ class Core:
             # A join still held when nothing else is left to run never runs: the run ends
             # with StuckJoinError (CR304), and the checkpoint says so.
             stuck = stuck_join(rs) if rs.held and not tasks else None
-            rs.checkpoints.save_superstep(rs, self.writes, pauses, stuck)
+            rs.checkpoints.save(rs, self.writes, pauses, error=stuck)
         if pauses:
             rs.pause(pauses)
 
@@ -462,11 +460,11 @@ def end_run(rs: RunState) -> None:
         if rs.held:
             stuck = stuck_join(rs)
             if writer is not None and writer.last_status != "error":
-                writer.save_superstep(rs, [], [], stuck)
+                writer.save(rs, [], [], error=stuck)
             raise stuck
         if writer is not None and writer.last_status not in ("", "done"):
             # Resumed from a pause with nothing left to run: record that the run is over.
-            writer.save_superstep(rs, [], [])
+            writer.save(rs, [], [])
         rs.status = "done"
     if rs.emit is not None:
         rs.emit(RunEnd(rs.status, rs.steps, rs.supersteps, rs.purse.spent))

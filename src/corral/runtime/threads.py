@@ -88,26 +88,20 @@ def start(
     resume = _resume_of(input)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
+    continues = continuing or checkpoint_id is not None
+    if continues and (saver is None or thread_id is None):
+        what = "Resume(...)" if resume is not None else "invoke(None, ...)"
+        what = f"checkpoint_id={checkpoint_id!r}" if not continuing else what
+        msg = (
+            f"{what} continues a saved thread: it needs a checkpointer (compile with "
+            "g.compile(checkpointer=MemorySaver())) and that thread's thread_id="
+        )
+        raise ThreadStateError(msg, thread_id=thread_id, checkpoint_id=checkpoint_id)
     chain: list[Checkpoint] = []
-    if saver is None:
-        if continuing or checkpoint_id is not None:
-            what = "Resume(...)" if resume is not None else "invoke(None, ...)"
-            msg = (
-                f"{what} continues a saved thread and needs a checkpointer; compile with "
-                "g.compile(checkpointer=MemorySaver()) and pass thread_id="
-            )
-            raise ThreadStateError(msg, thread_id=thread_id)
-    elif thread_id is None:
-        if continuing or checkpoint_id is not None:
-            msg = (
-                "invoke(None), Resume(...) and checkpoint_id= need the thread_id of the run to "
-                f"continue (checkpoint_id={checkpoint_id!r})"
-            )
-            raise ThreadStateError(msg, checkpoint_id=checkpoint_id)
-        thread_id = uuid.uuid4().hex
-    else:  # a thread to continue must have a checkpoint, a new input's may have none
-        continues = continuing or checkpoint_id is not None
+    if saver is not None and thread_id is not None:  # one to continue must have a checkpoint
         chain = _chain_of(saver, thread_id, checkpoint_id) if continues else saver.chain(thread_id)
+    elif saver is not None:
+        thread_id = uuid.uuid4().hex
     rs = new_run(settings, options.get("max_steps"), thread_id, options.get("deps"), None)
     budget = options.get("budget")
     if budget is not None:
@@ -173,7 +167,7 @@ def save_input(
     """Write the input checkpoint of ``rs``, paused before the nodes it starts with that
     ``interrupt_before`` names."""
     pauses = pauses_before(rs, rs.tasks)
-    writer.put(rs, writes, "interrupted" if pauses else "running", "input", pauses)
+    writer.save(rs, writes, pauses, source="input")
     if pauses:
         rs.pause(pauses)
 
@@ -192,22 +186,17 @@ def continue_thread(
     ThreadWriter(saver, rs, last, newest_read=newest_read)
     read_back(rs, last.meta.get("done", []))
     status = last.meta.get("status")
-    pending = restore.pauses_of(last)
     if status == "done" and not rs.tasks:
         rs.status = "done"
-        if resume is not None:
-            msg = (
-                f"thread {last.thread_id!r} finished and is not waiting for an answer; "
-                "start a new run with invoke(input, thread_id=...)"
-            )
-            raise ThreadStateError(msg, thread_id=last.thread_id)
-        return
     if resume is None:
         return
-    if not pending:
+    pending = restore.pauses_of(last)
+    if not pending or rs.status == "done":
+        done = rs.status == "done"
+        again = "start a new run with invoke(input" if done else "continue it with invoke(None"
         msg = (
-            f"thread {last.thread_id!r} is not waiting for an answer (status "
-            f"{status!r}); continue it with invoke(None, thread_id=...)"
+            f"thread {last.thread_id!r} is not waiting for an answer (status {status!r}); "
+            f"{again}, thread_id=...)"
         )
         raise ThreadStateError(msg, thread_id=last.thread_id)
     during = [p for p in pending if p.when == "during"]
@@ -356,7 +345,7 @@ def update_state(
         extra: dict[str, Any] = {"done": entries} if entries else {}
         extra.update((k, base.meta[k]) for k in ("reroute", "error") if k in base.meta)
         status = str(base.meta.get("status", "running"))
-        writer.put(rs, writes, status, "update", restore.pauses_of(base), extra)
+        writer.save(rs, writes, restore.pauses_of(base), status, source="update", extra=extra)
     assert rs.checkpoint_id is not None
     return rs.checkpoint_id
 
