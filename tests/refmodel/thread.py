@@ -79,6 +79,9 @@ class ModelThread:
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
         self.error: str | None = None
+        self.superstep_values: list[dict[str, Any]] = []
+        """The state after each superstep merged, in order: what ``stream(mode="values")``
+        yields (concepts.md: after each superstep only, not the input state)."""
 
     # -------------------------------------------------------------- what is shown
 
@@ -219,6 +222,7 @@ class ModelThread:
                 return
             merged = run_superstep(frame, self.counts, triggers)
             if merged:
+                self.superstep_values.append(copy.deepcopy(frame.values))
                 pause_before(frame)
             self._checkpoint("loop")
             if not merged:

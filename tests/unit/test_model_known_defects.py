@@ -22,6 +22,7 @@ from corral import (
     Guard,
     InvalidUpdateError,
     MemorySaver,
+    NodeCapError,
     NodeError,
     Resume,
     StepLimitError,
@@ -361,3 +362,34 @@ def test_an_entry_beside_a_capped_node_runs_and_its_childs_step_limit_is_the_err
     with pytest.raises(StepLimitError) as caught:
         asyncio.run(app.ainvoke({"log": []}, thread_id="a", max_steps=2))
     assert (caught.value.node, caught.value.max_steps) == ("sub/c0", 2)
+
+
+# ------------------------------------------------ found by the model through ainvoke/astream
+
+
+def _capped_beside_an_entry() -> CompiledGraph[Any]:
+    """x (``max_runs=1``) runs, then goes to itself and to the entry ``sub`` (two nodes)."""
+    child = Graph(Log, name="child")
+    child.node("c0", start=True, then="c1")(lambda state: {"log": ["c0"]})
+    child.node("c1", then=END)(lambda state: {"log": ["c1"]})
+    g = Graph(Log, max_steps=3)
+    g.node("x", start=True, then=("x", "sub"), max_runs=1, guards=[Guard("x", max=5)])(
+        lambda state: {"log": ["x"]}
+    )
+    g.subgraph("sub", child, then=END)
+    return g.compile(checkpointer=MemorySaver())
+
+
+def test_an_async_run_does_not_count_the_step_of_a_node_its_cap_refused() -> None:
+    """The second superstep holds x (at its ``max_runs``) and the entry ``sub``. The cap
+    refuses x, which takes no step (concepts.md "Caps inside a superstep"); the child
+    runs c0 and c1 (steps 2 and 3 of ``max_steps=3``), and x's ``NodeCapError`` is the
+    run's error, as under ``invoke``. ``ainvoke`` counted x's refused step in its step
+    pool, so c1 became step 4: ``StepLimitError``, and ``get_state().steps`` 2."""
+    app = _capped_beside_an_entry()
+    with pytest.raises(NodeCapError):
+        app.invoke({"log": []}, thread_id="t")
+    assert app.get_state("t").steps == 3
+    with pytest.raises(NodeCapError):
+        asyncio.run(app.ainvoke({"log": []}, thread_id="a"))
+    assert app.get_state("a").steps == 3
