@@ -191,6 +191,7 @@ class ModelThread:
             if self.status == "done":
                 return self._outcome()
         self.counts.max_steps = max_steps or self.shape.max_steps
+        self.counts.order_matters = False
         try:
             self._drive(triggers)
         except ModelError as err:
