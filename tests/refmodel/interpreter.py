@@ -177,9 +177,12 @@ def _order_matters(frame: Frame, index: int, failure: ModelError | None, armed: 
     """Whether task ``index`` of ``frame``'s superstep (failing with ``failure``, with a
     crash ``armed``) may end otherwise when the superstep's tasks run concurrently."""
     later = [t for i, t in enumerate(frame.tasks) if i > index and i not in frame.done]
-    entry = frame.shape.node(frame.tasks[index].node).kind == "sub"
+    node = frame.shape.node(frame.tasks[index].node)
+    entry = node.kind == "sub"
     if armed and entry and any(frame.shape.node(t.node).kind != "sub" for t in later):
         return True  # the plain tasks after an entry run before its child's nodes
+    if armed and node.fails and later:
+        return True  # the tasks after it run while it waits to retry
     if failure is None:
         return False
     entries = [t for t in frame.tasks if frame.shape.node(t.node).kind == "sub"]

@@ -1,9 +1,9 @@
 """Defects the reference model found or met (issues 27 and 28), each as a small example.
 
 Each test asserts what API.md and docs/ say, and failed on the engine before its fix. While
-a defect is open its test is marked ``xfail(strict=True)`` and has an entry in
-``refmodel.shapes.KNOWN_DEFECTS`` (which keeps the random machine of
-``test_model_machine.py`` away from the combination); whoever fixes it deletes both.
+a defect is open its test fails (it is not marked ``xfail``); where the random machine of
+``test_model_machine.py`` meets it too often, ``refmodel.shapes.KNOWN_DEFECTS`` names it
+and the machine keeps away from the combination. Whoever fixes it deletes that entry.
 """
 
 from __future__ import annotations
