@@ -279,6 +279,8 @@ class ModelThread:
             frame.tasks, frame.done = tasks, done
             frame.runs[as_node] += 1
             counts.pending += 1
+            # the paused tasks wait all the same: their interrupt() asks again when run
+            frame.asked, counts.holds = {}, 0
             self.status, self.error = "error", "InvalidUpdateError"
             self._checkpoint("loop", "error")
             raise ModelError("InvalidUpdateError", as_node)

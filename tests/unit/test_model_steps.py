@@ -13,10 +13,11 @@ import pytest
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
 from refmodel.compare import DRIVERS, Driver, drive
+from refmodel.interpreter import ModelError
 from refmodel.shapes import GraphShape, NodeShape
 from refmodel.thread import ModelThread
 
-from corral import END, MemorySaver, NodeError, Resume, StuckJoinError
+from corral import END, InvalidUpdateError, MemorySaver, NodeError, Resume, StuckJoinError
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
@@ -95,3 +96,39 @@ def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again(
     assert model.invoke(None, Triggers()).status == "done"
     drive(app, driver, None, thread_id="t")
     assert app.get_state("t").status == "done"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_as_node_update_refused_at_the_barrier_leaves_the_paused_task_to_ask_again(
+    driver: Driver,
+) -> None:
+    """``s`` pauses while ``l1`` and ``l2`` finish, both writing ``last`` (no reducer);
+    ``update_state(as_node="n0")`` closes the superstep, and the barrier refuses it
+    (``InvalidUpdateError``, recorded). ``s`` waits like any task that had not run: its
+    question is no longer pending (persistence.md: "a paused ``interrupt()`` included: it
+    asks again"), and continuing asks it again (the model had kept it pending)."""
+    shape = GraphShape(
+        (
+            NodeShape("n0", "then", ("s", "l1", "l2"), start=True),
+            NodeShape("s", "then", (END,), asks=True),
+            NodeShape("l1", "then", (END,), writes_last=True),
+            NodeShape("l2", "then", (END,), writes_last=True),
+        ),
+        conflict=True,
+    )
+    model = ModelThread(shape)
+    app = build(shape, Triggers()).compile(checkpointer=MemorySaver())
+    model.invoke(initial_values(), Triggers())
+    drive(app, driver, initial_values(), thread_id="t")
+
+    with pytest.raises(ModelError):
+        model.update_state({"log": ["by hand"]}, as_node="n0")
+    with pytest.raises(InvalidUpdateError):
+        app.update_state("t", {"log": ["by hand"]}, as_node="n0")
+    assert model.view.interrupts == list(app.get_state("t").interrupts) == []
+    assert model.view.status == app.get_state("t").status == "error"
+
+    assert model.invoke(None, Triggers()).status == "interrupted"
+    drive(app, driver, None, thread_id="t")
+    asked = [(i.node, i.value) for i in app.get_state("t").interrupts]
+    assert model.view.interrupts == asked == [("s", "s?")]
