@@ -305,13 +305,14 @@ class ThreadMachine(RuleBasedStateMachine):
             side.triggers.arm_hook(after, second)
             first = engine_call(side.app, self.thread, lambda app: self._go_on(app, outer, reply))
             side.triggers.disarm()
+            # first: a first run that ran fewer nodes than the model is the disagreement
+            self._compare(side, first, outcome, merged)
             assert seconds, f"{side.name}: the second run never started"
             refused = type(seconds[0]).__name__
             assert refused == "ConcurrentRunError", (
                 f"{side.name}: the second run gave {refused}, not ConcurrentRunError\n"
                 f"{describe(self.shape)}\noperations: {self.ops}"
             )
-            self._compare(side, first, outcome, merged)
 
     def _go_on(self, app: CompiledGraph[Any], driver: Driver, reply: str | None) -> Any:
         """``invoke(None)``, or ``invoke(Resume(reply))`` when the thread waits for one."""
