@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from corral import Resume
 from corral.errors import CorralError
@@ -25,6 +26,8 @@ class Seen:
     history: list[tuple[dict[str, Any], tuple[str, ...]]]
     """Every checkpoint but the failure records, oldest first: values and next nodes."""
     status: str | None
+    items: list[dict[str, Any]] | None = None
+    """What ``stream``/``astream`` (values mode) yielded, when one drove the operation."""
 
     def differences(self, other: Seen) -> list[str]:
         """The fields that differ, each as ``name: engine ... model ...``."""
@@ -43,13 +46,17 @@ def _unsure(model: ModelThread) -> bool:
     return model.status == "error" and model.error not in FAILURES_WITH_CHECKPOINT
 
 
-def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
-    """What the model says the engine must show after an operation."""
+def model_seen(
+    model: ModelThread, outcome: Outcome | None, items: list[dict[str, Any]] | None = None
+) -> Seen:
+    """What the model says the engine must show after an operation; ``items``, what the
+    model says a values stream yields (None when no stream drove it, or it failed)."""
     view = model.view
     unsure = _unsure(model)
+    gave_run = outcome is not None and outcome.error is None and items is None
     return Seen(
         error=outcome.error if outcome else None,
-        run_steps=outcome.steps if outcome and outcome.error is None else None,
+        run_steps=outcome.steps if gave_run and outcome else None,
         values=view.values,
         next=view.next,
         steps=None if unsure else view.steps,
@@ -57,6 +64,7 @@ def model_seen(model: ModelThread, outcome: Outcome | None) -> Seen:
         interrupts=[] if unsure else sorted(view.interrupts),
         history=[(model.history[i].values, model.history[i].next) for i in model.kept],
         status=view.status,
+        items=items,
     )
 
 
@@ -77,6 +85,7 @@ def engine_seen(app: CompiledGraph[Any], thread: str, result: Any, model: ModelT
         interrupts=[] if unsure else pauses,
         history=[(dict(h.values), tuple(h.next)) for h in kept_history(app, thread)],
         status=snap.status,
+        items=result.items if isinstance(result, Streamed) else None,
     )
 
 
@@ -91,6 +100,34 @@ def engine_call(app: CompiledGraph[Any], thread: str, call: Any) -> Any:
         return call(app)
     except CorralError as err:
         return err
+
+
+Driver = Literal["invoke", "ainvoke", "stream", "astream"]
+DRIVERS: tuple[Driver, ...] = ("invoke", "ainvoke", "stream", "astream")
+"""The calls that run a thread; each operation that runs one is made through one of them."""
+
+
+@dataclass
+class Streamed:
+    """What a ``stream``/``astream`` call in values mode yielded, iterated to its end."""
+
+    items: list[dict[str, Any]]
+
+
+def drive(app: CompiledGraph[Any], driver: Driver, given: Any, **options: Any) -> Any:
+    """Run ``given`` on ``app`` through ``driver``: the ``Run``, or the values
+    :class:`Streamed` (``ainvoke``/``astream`` each in an event loop of their own)."""
+    if driver == "invoke":
+        return app.invoke(given, **options)
+    if driver == "ainvoke":
+        return asyncio.run(app.ainvoke(given, **options))
+    if driver == "stream":
+        return Streamed([dict(item) for item in app.stream(given, mode="values", **options)])
+
+    async def drained() -> list[dict[str, Any]]:
+        return [dict(item) async for item in app.astream(given, mode="values", **options)]
+
+    return Streamed(asyncio.run(drained()))
 
 
 def resume_for(app: CompiledGraph[Any], thread: str, answer: str) -> Resume[Any]:

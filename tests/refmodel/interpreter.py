@@ -70,6 +70,11 @@ class Counts:
     """While a subgraph entry runs: the plain tasks after it in its superstep that have not
     run and that no ``max_runs`` refuses. concepts.md "Counting": the plain tasks take the
     superstep's first step numbers, the node runs inside its entries the next ones."""
+    order_matters: bool = False
+    """Set when this run met a superstep whose outcome under ``ainvoke``/``astream`` the
+    contract lets differ from the sequential one this model runs (concepts.md: in
+    ``invoke`` a failing node stops its superstep, in ``ainvoke`` its siblings already
+    running finish; entries run concurrently with the plain tasks after them)."""
 
 
 @dataclass
@@ -168,9 +173,27 @@ def pause_before(frame: Frame) -> bool:
     return bool(frame.before)
 
 
+def _order_matters(frame: Frame, index: int, failure: ModelError | None, armed: bool) -> bool:
+    """Whether task ``index`` of ``frame``'s superstep (failing with ``failure``, with a
+    crash ``armed``) may end otherwise when the superstep's tasks run concurrently."""
+    later = [t for i, t in enumerate(frame.tasks) if i > index and i not in frame.done]
+    node = frame.shape.node(frame.tasks[index].node)
+    entry = node.kind == "sub"
+    if armed and entry and any(frame.shape.node(t.node).kind != "sub" for t in later):
+        return True  # the plain tasks after an entry run before its child's nodes
+    if armed and node.fails and later:
+        return True  # the tasks after it run while it waits to retry
+    if failure is None:
+        return False
+    entries = [t for t in frame.tasks if frame.shape.node(t.node).kind == "sub"]
+    stops = entry or failure.kind == "NodeError"  # a cap refusal stops nothing
+    return bool(stops and later) or len(entries) > 1
+
+
 def run_superstep(frame: Frame, counts: Counts, triggers: act.Triggers) -> bool:
     """Run every task not finished yet, then merge and route; False when it paused."""
     refused: ModelError | None = None
+    armed = triggers.crash_after is not None
     for index, task in enumerate(frame.tasks):
         if index in frame.done:
             continue
@@ -178,9 +201,11 @@ def run_superstep(frame: Frame, counts: Counts, triggers: act.Triggers) -> bool:
         reserved = counts.reserved
         if entry:
             counts.reserved += planned_after(frame, index)
+        counts.order_matters |= _order_matters(frame, index, None, armed)
         try:
             run_task(frame, index, task, counts, triggers)
         except ModelError as err:
+            counts.order_matters |= _order_matters(frame, index, err, armed)
             # a child's refusal is its entry's failure: the later tasks do not start
             if err.kind not in ("StepLimitError", "NodeCapError") or entry:
                 raise

@@ -79,6 +79,9 @@ class ModelThread:
         """Every checkpoint in the order written (forks included)."""
         self.status = "new"
         self.error: str | None = None
+        self.superstep_values: list[dict[str, Any]] = []
+        """The state after each superstep merged, in order: what ``stream(mode="values")``
+        yields (concepts.md: after each superstep only, not the input state)."""
 
     # -------------------------------------------------------------- what is shown
 
@@ -188,6 +191,7 @@ class ModelThread:
             if self.status == "done":
                 return self._outcome()
         self.counts.max_steps = max_steps or self.shape.max_steps
+        self.counts.order_matters = False
         try:
             self._drive(triggers)
         except ModelError as err:
@@ -219,6 +223,7 @@ class ModelThread:
                 return
             merged = run_superstep(frame, self.counts, triggers)
             if merged:
+                self.superstep_values.append(copy.deepcopy(frame.values))
                 pause_before(frame)
             self._checkpoint("loop")
             if not merged:
@@ -274,6 +279,8 @@ class ModelThread:
             frame.tasks, frame.done = tasks, done
             frame.runs[as_node] += 1
             counts.pending += 1
+            # the paused tasks wait all the same: their interrupt() asks again when run
+            frame.asked, counts.holds = {}, 0
             self.status, self.error = "error", "InvalidUpdateError"
             self._checkpoint("loop", "error")
             raise ModelError("InvalidUpdateError", as_node)

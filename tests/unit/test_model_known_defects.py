@@ -1,9 +1,9 @@
 """Defects the reference model found or met (issues 27 and 28), each as a small example.
 
 Each test asserts what API.md and docs/ say, and failed on the engine before its fix. While
-a defect is open its test is marked ``xfail(strict=True)`` and has an entry in
-``refmodel.shapes.KNOWN_DEFECTS`` (which keeps the random machine of
-``test_model_machine.py`` away from the combination); whoever fixes it deletes both.
+a defect is open its test fails (it is not marked ``xfail``); where the random machine of
+``test_model_machine.py`` meets it too often, ``refmodel.shapes.KNOWN_DEFECTS`` names it
+and the machine keeps away from the combination. Whoever fixes it deletes that entry.
 """
 
 from __future__ import annotations
@@ -403,3 +403,34 @@ def test_a_refused_sibling_takes_no_step_from_a_subgraph_entry(
     assert caught.value.node == "x"
     state = app.get_state("t")
     assert state.steps == 3  # x, then y and sub/c0 saved as finished beside the refusal
+
+
+# ------------------------------------------------ found by the model through ainvoke/astream
+
+
+def _capped_looping_beside_an_entry() -> CompiledGraph[Any]:
+    """x (``max_runs=1``) runs, then goes to itself and to the entry ``sub`` (two nodes)."""
+    child = Graph(Log, name="child")
+    child.node("c0", start=True, then="c1")(lambda state: {"log": ["c0"]})
+    child.node("c1", then=END)(lambda state: {"log": ["c1"]})
+    g = Graph(Log, max_steps=3)
+    g.node("x", start=True, then=("x", "sub"), max_runs=1, guards=[Guard("x", max=5)])(
+        lambda state: {"log": ["x"]}
+    )
+    g.subgraph("sub", child, then=END)
+    return g.compile(checkpointer=MemorySaver())
+
+
+def test_an_async_run_does_not_count_the_step_of_a_node_its_cap_refused() -> None:
+    """The second superstep holds x (at its ``max_runs``) and the entry ``sub``. The cap
+    refuses x, which takes no step (concepts.md "Caps inside a superstep"); the child
+    runs c0 and c1 (steps 2 and 3 of ``max_steps=3``), and x's ``NodeCapError`` is the
+    run's error, as under ``invoke``. ``ainvoke`` counted x's refused step in its step
+    pool, so c1 became step 4: ``StepLimitError``, and ``get_state().steps`` 2."""
+    app = _capped_looping_beside_an_entry()
+    with pytest.raises(NodeCapError):
+        app.invoke({"log": []}, thread_id="t")
+    assert app.get_state("t").steps == 3
+    with pytest.raises(NodeCapError):
+        asyncio.run(app.ainvoke({"log": []}, thread_id="a"))
+    assert app.get_state("a").steps == 3

@@ -4,10 +4,13 @@ A hypothesis state machine builds a random graph (``refmodel.shapes``) and drive
 thread through random operations on MemorySaver, SqliteSaver and PostgresSaver at once:
 a new input, continuing, answering a pause, ``update_state`` with and without
 ``as_node``, a fork from an earlier checkpoint, a crash inside a node (then continuing),
-and a second run started from inside a node while the first is running (it is refused). After every
+and a second run started from inside a node while the first is running (it is refused).
+Each operation that runs the thread is made through a driver drawn at random: ``invoke``,
+``ainvoke``, or ``stream``/``astream`` in values mode iterated to the end. After every
 operation each saver's thread must show what the model shows: the operation's error or
-its run's steps, the values, the next nodes, the steps, the guard counts, the pending
-pauses, every checkpoint of the history (values and next nodes) and the status.
+its run's steps (a stream: the state after each superstep it merged), the values, the
+next nodes, the steps, the guard counts, the pending pauses, every checkpoint of the
+history (values and next nodes) and the status.
 
 ``CORRAL_MODEL_EXAMPLES=20000`` runs the long mode (docs/guarantees.md); by default a few
 examples keep the suite fast.
@@ -19,6 +22,7 @@ import copy
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,17 @@ from hypothesis.stateful import (
 from postgres_cluster import Cluster
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
-from refmodel.compare import engine_call, engine_seen, kept_history, model_seen, resume_for
+from refmodel.compare import (
+    DRIVERS,
+    Driver,
+    Streamed,
+    drive,
+    engine_call,
+    engine_seen,
+    kept_history,
+    model_seen,
+    resume_for,
+)
 from refmodel.interpreter import ModelError
 from refmodel.shapes import KNOWN_DEFECTS, GraphShape, describe, graph_shapes
 from refmodel.thread import ModelThread, Outcome
@@ -49,9 +63,14 @@ STEPS = int(os.environ.get("CORRAL_MODEL_STEPS", "8"))
 SHRINK = os.environ.get("CORRAL_MODEL_SHRINK", "1") == "1"
 """``CORRAL_MODEL_SHRINK=0`` reports the first failing example as found (shrinking a
 stateful example through three savers can take minutes)."""
+SAVERS = os.environ.get("CORRAL_MODEL_SAVERS", "memory,sqlite,postgres").split(",")
+"""``CORRAL_MODEL_SAVERS=memory`` drives MemorySaver alone (to shrink a failure faster)."""
 
 crashes = st.one_of(st.none(), st.integers(0, 6))
 """No crash, or a crash after that many node executions of the operation."""
+
+drivers = st.sampled_from(DRIVERS)
+"""The call that runs the operation: ``invoke``, ``ainvoke``, ``stream`` or ``astream``."""
 
 
 class Side:
@@ -78,15 +97,15 @@ class ThreadMachine(RuleBasedStateMachine):
         self.ops: list[str] = []
         self.inputs = 0
 
-    @initialize(shape=graph_shapes())
-    def start(self, shape: GraphShape) -> None:
+    @initialize(shape=graph_shapes(), driver=drivers)
+    def start(self, shape: GraphShape, driver: Driver) -> None:
         errors = [d for d in build(shape, Triggers()).check() if d.severity == "error"]
         assume(not errors)
         self.shape = shape
         self.model = ModelThread(shape)
         self.triggers = Triggers()
         self.sides = [Side(name, shape, saver) for name, saver in type(self).savers()]
-        self.new_input(crash=None)
+        self.new_input(crash=None, driver=driver)
 
     # ------------------------------------------------------------------ helpers
 
@@ -102,16 +121,21 @@ class ThreadMachine(RuleBasedStateMachine):
         for triggers in [self.triggers, *(s.triggers for s in self.sides)]:
             if crash is not None:
                 triggers.arm_crash(crash)
+        merged = len(self.model.superstep_values)
         outcome = model_op()
         self.triggers.disarm()
         for side in self.sides:
             result = engine_call(side.app, self.thread, lambda app, side=side: engine_op(app, side))
             side.triggers.disarm()
-            self._compare(side, result, outcome)
+            self._compare(side, result, outcome, merged)
 
-    def _compare(self, side: Side, result: Any, outcome: Outcome | None) -> None:
+    def _compare(self, side: Side, result: Any, outcome: Outcome | None, merged: int) -> None:
+        """``merged``: the model's merged supersteps before the operation (a stream
+        yields the state after each one merged since)."""
         got = engine_seen(side.app, self.thread, result, self.model)
-        want = model_seen(self.model, outcome)
+        streamed = isinstance(result, Streamed) and outcome is not None and not outcome.error
+        items = self.model.superstep_values[merged:] if streamed else None
+        want = model_seen(self.model, outcome, items)
         diffs = got.differences(want)
         if diffs:
             text = "\n".join(diffs)
@@ -120,47 +144,65 @@ class ThreadMachine(RuleBasedStateMachine):
                 f"operations: {self.ops}\n{text}"
             )
 
+    def _driven(self, driver: Driver) -> Driver:
+        """The driver the engine is given: ``driver``, or its sequential counterpart when
+        the model's operation met a superstep whose outcome the contract lets differ under
+        concurrency (``ModelThread.counts.order_matters``; noted in the operations)."""
+        if driver not in ("ainvoke", "astream") or not self.model.counts.order_matters:
+            return driver
+        sequential: Driver = "invoke" if driver == "ainvoke" else "stream"
+        note = f" [{driver} made {sequential}: concurrent tasks may end otherwise]"
+        if not self.ops[-1].endswith(note):
+            self.ops[-1] += note
+        return sequential
+
     def _resumable(self) -> bool:
         return any(v is not None for _, v in self.model.view.interrupts)
 
     # ------------------------------------------------------------------ operations
 
-    @rule(crash=crashes)
-    def new_input(self, crash: int | None) -> None:
+    @rule(crash=crashes, driver=drivers)
+    def new_input(self, crash: int | None, driver: Driver) -> None:
         """``invoke(input, thread_id=T)``: the first input, or a new run on the thread."""
         self.inputs += 1
         value = initial_values() if self.inputs == 1 else {"log": [f"x{self.inputs}"]}
         self._apply(
-            f"invoke({value})",
+            f"{driver}({value})",
             lambda: self.model.invoke(value, self.triggers),
-            lambda app, side: app.invoke(value, thread_id=self.thread),
+            lambda app, side: drive(app, self._driven(driver), value, thread_id=self.thread),
             crash,
         )
 
     @precondition(lambda self: not self._resumable())
-    @rule(crash=crashes, bigger=st.booleans())
-    def go_on(self, crash: int | None, bigger: bool) -> None:
+    @rule(crash=crashes, bigger=st.booleans(), driver=drivers)
+    def go_on(self, crash: int | None, bigger: bool, driver: Driver) -> None:
         """``invoke(None, thread_id=T)``: continue (after a pause before, a crash, a cap)."""
         cap = self.shape.max_steps + 20 if bigger else None
         self._apply(
-            f"invoke(None, max_steps={cap})",
+            f"{driver}(None, max_steps={cap})",
             lambda: self.model.invoke(None, self.triggers, max_steps=cap),
-            lambda app, side: app.invoke(None, thread_id=self.thread, max_steps=cap),
+            lambda app, side: drive(
+                app, self._driven(driver), None, thread_id=self.thread, max_steps=cap
+            ),
             crash,
         )
 
     @precondition(lambda self: self._resumable())
-    @rule(crash=crashes, bigger=st.booleans())
-    def answer(self, crash: int | None, bigger: bool) -> None:
+    @rule(crash=crashes, bigger=st.booleans(), driver=drivers)
+    def answer(self, crash: int | None, bigger: bool, driver: Driver) -> None:
         """``invoke(Resume(...))`` answering every pending ``interrupt()``."""
         self.inputs += 1
         reply = f"a{self.inputs}"
         cap = self.shape.max_steps + 20 if bigger else None
         self._apply(
-            f"invoke(Resume({reply!r}), max_steps={cap})",
+            f"{driver}(Resume({reply!r}), max_steps={cap})",
             lambda: self.model.invoke(None, self.triggers, answer=reply, max_steps=cap),
-            lambda app, side: app.invoke(
-                resume_for(app, self.thread, reply), thread_id=self.thread, max_steps=cap
+            lambda app, side: drive(
+                app,
+                self._driven(driver),
+                resume_for(app, self.thread, reply),
+                thread_id=self.thread,
+                max_steps=cap,
             ),
             crash,
         )
@@ -192,8 +234,8 @@ class ThreadMachine(RuleBasedStateMachine):
             return Outcome(err.kind, self.model.status, {}, [], 0)
         return None
 
-    @rule(data=st.data(), how=st.sampled_from(["update", "continue", "input"]))
-    def fork(self, data: st.DataObject, how: str) -> None:
+    @rule(data=st.data(), how=st.sampled_from(["update", "continue", "input"]), driver=drivers)
+    def fork(self, data: st.DataObject, how: str, driver: Driver) -> None:
         """Time travel: ``update_state(..., checkpoint_id=C)`` or ``invoke(...,
         checkpoint_id=C)`` from an earlier checkpoint."""
         wanted = ("running",) if how == "continue" else ("running", "done")
@@ -215,15 +257,20 @@ class ThreadMachine(RuleBasedStateMachine):
             if how == "update":
                 return app.update_state(self.thread, value, checkpoint_id=checkpoint)
             given = value if how == "input" else None
-            return app.invoke(given, thread_id=self.thread, checkpoint_id=checkpoint)
+            return drive(
+                app, self._driven(driver), given, thread_id=self.thread, checkpoint_id=checkpoint
+            )
 
-        self._apply(f"fork {how} from checkpoint #{place}", on_model, on_engine)
+        by = "" if how == "update" else f" by {driver}"
+        self._apply(f"fork {how} from checkpoint #{place}{by}", on_model, on_engine)
 
-    @rule(data=st.data())
-    def second_run(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), outer=drivers, inner=drivers)
+    def second_run(self, data: st.DataObject, outer: Driver, inner: Driver) -> None:
         """A second run of the thread starts inside a node of a running one: the running
         one holds the thread, so the second is refused (ConcurrentRunError) before it
-        stores anything, and the first goes on as if alone (section 14)."""
+        stores anything, and the first goes on as if alone (section 14). Each is made
+        through a driver of its own; the second from another OS thread when either is
+        async (a sync node of an async run runs inside its event loop)."""
         assume(self.model.frame is not None and self.model.status != "done")
         if "refused-run-leaves-input" in KNOWN_DEFECTS:
             # its finished tasks are left too (recorded in a superstep of several tasks)
@@ -235,31 +282,42 @@ class ThreadMachine(RuleBasedStateMachine):
         assume(counter.executions > 0)
         after = data.draw(st.integers(0, counter.executions - 1))
         self.inputs += 1
-        label = f"second run inside execution {after} of invoke({'Resume' if reply else None})"
-        self.ops.append(label)
+        given = "Resume" if reply else None
+        self.ops.append(f"second run by {inner} inside execution {after} of {outer}({given})")
+        merged = len(self.model.superstep_values)
         outcome = self.model.invoke(None, self.triggers, answer=reply)
+        aside = "a" in (outer[0], inner[0])
         for side in self.sides:
-            inner: list[Any] = []
-            side.triggers.arm_hook(
-                after,
-                lambda side=side, inner=inner: inner.append(
-                    engine_call(side.app, self.thread, lambda app: self._go_on(app, reply))
-                ),
-            )
-            outer = engine_call(side.app, self.thread, lambda app: self._go_on(app, reply))
+            seconds: list[Any] = []
+
+            def second(side: Side = side, seconds: list[Any] = seconds) -> None:
+                def call() -> Any:
+                    return engine_call(
+                        side.app, self.thread, lambda app: self._go_on(app, inner, reply)
+                    )
+
+                if not aside:
+                    seconds.append(call())
+                    return
+                with ThreadPoolExecutor(1) as pool:
+                    seconds.append(pool.submit(call).result())
+
+            side.triggers.arm_hook(after, second)
+            first = engine_call(side.app, self.thread, lambda app: self._go_on(app, outer, reply))
             side.triggers.disarm()
-            assert inner, f"{side.name}: the second run never started"
-            refused = type(inner[0]).__name__
+            # first: a first run that ran fewer nodes than the model is the disagreement
+            self._compare(side, first, outcome, merged)
+            assert seconds, f"{side.name}: the second run never started"
+            refused = type(seconds[0]).__name__
             assert refused == "ConcurrentRunError", (
                 f"{side.name}: the second run gave {refused}, not ConcurrentRunError\n"
                 f"{describe(self.shape)}\noperations: {self.ops}"
             )
-            self._compare(side, outer, outcome)
 
-    def _go_on(self, app: CompiledGraph[Any], reply: str | None) -> Any:
+    def _go_on(self, app: CompiledGraph[Any], driver: Driver, reply: str | None) -> Any:
         """``invoke(None)``, or ``invoke(Resume(reply))`` when the thread waits for one."""
         given = resume_for(app, self.thread, reply) if reply else None
-        return app.invoke(given, thread_id=self.thread)
+        return drive(app, self._driven(driver), given, thread_id=self.thread)
 
 
 def _machine_settings() -> settings:
@@ -276,7 +334,9 @@ def _machine_settings() -> settings:
 def savers(tmp_path: Path, postgres_cluster: Cluster) -> Iterator[Callable[[], list[Any]]]:
     sqlite = SqliteSaver(tmp_path / "model.sqlite")
     postgres = PostgresSaver(postgres_cluster.new_database())
-    yield lambda: [("memory", MemorySaver()), ("sqlite", sqlite), ("postgres", postgres)]
+    everyone = [("memory", MemorySaver), ("sqlite", lambda: sqlite), ("postgres", lambda: postgres)]
+    chosen = [(name, make) for name, make in everyone if name in SAVERS]
+    yield lambda: [(name, make()) for name, make in chosen]
     sqlite.close()
     postgres.close()
 

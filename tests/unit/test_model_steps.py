@@ -3,7 +3,8 @@ sides.
 
 Each test drives the model and the engine through one sequence the random machine of
 ``test_model_machine.py`` found, and asserts what API.md (or docs/persistence.md
-"Decisions") gives on both.
+"Decisions") gives on both, with every run made through each driver in turn (``invoke``,
+``ainvoke``, ``stream`` and ``astream``).
 """
 
 from __future__ import annotations
@@ -13,13 +14,25 @@ import asyncio
 import pytest
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
+from refmodel.compare import DRIVERS, Driver, drive
+from refmodel.interpreter import ModelError
 from refmodel.shapes import GraphShape, NodeShape
 from refmodel.thread import ModelThread
 
-from corral import END, Guard, MemorySaver, NodeCapError, NodeError, Resume, StuckJoinError
+from corral import (
+    END,
+    Guard,
+    InvalidUpdateError,
+    MemorySaver,
+    NodeCapError,
+    NodeError,
+    Resume,
+    StuckJoinError,
+)
 
 
-def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause(driver: Driver) -> None:
     """``sub``'s child ran ``c0`` and paused in ``c1`` (the pause counted ``c0``); answered,
     ``c1`` fails; ``update_state(as_node="q")`` closes the superstep without the entry.
     ``c0``'s run stays counted (the model dropped it, as if the failure had cut it short)."""
@@ -42,9 +55,9 @@ def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
     app = build(shape, triggers).compile(checkpointer=MemorySaver())
 
     model.invoke(initial_values(), Triggers())
-    app.invoke(initial_values(), thread_id="t")
+    drive(app, driver, initial_values(), thread_id="t")
     model.invoke(None, Triggers(), answer="yes")
-    app.invoke(Resume("yes"), thread_id="t")
+    drive(app, driver, Resume("yes"), thread_id="t")
     assert model.view.steps == app.get_state("t").steps == 2  # p and c0
 
     crash = Triggers()
@@ -52,14 +65,17 @@ def test_a_dropped_entry_keeps_the_child_runs_counted_at_its_pause() -> None:
     assert model.invoke(None, crash, answer="ok").error == "NodeError"
     triggers.arm_crash(0)
     with pytest.raises(NodeError):
-        app.invoke(Resume("ok"), thread_id="t")
+        drive(app, driver, Resume("ok"), thread_id="t")
 
     model.update_state({"log": ["by hand"]}, as_node="q")
     app.update_state("t", {"log": ["by hand"]}, as_node="q")
     assert model.view.steps == app.get_state("t").steps == 3  # p, c0 and q
 
 
-def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again(
+    driver: Driver,
+) -> None:
     """``as_node="b1s"`` holds the join ``b1j`` with nothing to run; ``as_node="n0"`` routes
     to ``END`` (still stuck: a continue raises ``StuckJoinError``); ``as_node="b1l"`` then
     releases the join. ``n0``'s router, whose route was taken, is not asked again (it
@@ -76,19 +92,21 @@ def test_an_update_that_left_a_join_held_does_not_decide_its_routes_again() -> N
     model = ModelThread(shape)
     app = build(shape, Triggers()).compile(checkpointer=MemorySaver())
     model.invoke(initial_values(), Triggers())
-    app.invoke(initial_values(), thread_id="t")
+    drive(app, driver, initial_values(), thread_id="t")
     for node in ("b1s", "n0"):
         model.update_state({"log": [node]}, as_node=node)
         app.update_state("t", {"log": [node]}, as_node=node)
     assert not model.view.next and not app.get_state("t").next  # the join held alone
     assert model.invoke(None, Triggers()).error == "StuckJoinError"
     with pytest.raises(StuckJoinError):
-        app.invoke(None, thread_id="t")
+        drive(app, driver, None, thread_id="t")
 
     model.update_state({"log": ["b1l"]}, as_node="b1l")
     app.update_state("t", {"log": ["b1l"]}, as_node="b1l")
     assert model.view.next == app.get_state("t").next == ("b1j",)
-    assert model.invoke(None, Triggers()).status == app.invoke(None, thread_id="t").status == "done"
+    assert model.invoke(None, Triggers()).status == "done"
+    drive(app, driver, None, thread_id="t")
+    assert app.get_state("t").status == "done"
 
 
 @pytest.mark.parametrize("entry_first", [False, True], ids=["entry_last", "entry_first"])
@@ -116,3 +134,39 @@ def test_a_sibling_at_its_max_runs_takes_no_step_from_an_entry(
         else:
             asyncio.run(app.ainvoke(initial_values(), thread_id="t", max_steps=3))
     assert model.view.steps == app.get_state("t").steps == 3  # x, y and sub/c0
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_as_node_update_refused_at_the_barrier_leaves_the_paused_task_to_ask_again(
+    driver: Driver,
+) -> None:
+    """``s`` pauses while ``l1`` and ``l2`` finish, both writing ``last`` (no reducer);
+    ``update_state(as_node="n0")`` closes the superstep, and the barrier refuses it
+    (``InvalidUpdateError``, recorded). ``s`` waits like any task that had not run: its
+    question is no longer pending (persistence.md: "a paused ``interrupt()`` included: it
+    asks again"), and continuing asks it again (the model had kept it pending)."""
+    shape = GraphShape(
+        (
+            NodeShape("n0", "then", ("s", "l1", "l2"), start=True),
+            NodeShape("s", "then", (END,), asks=True),
+            NodeShape("l1", "then", (END,), writes_last=True),
+            NodeShape("l2", "then", (END,), writes_last=True),
+        ),
+        conflict=True,
+    )
+    model = ModelThread(shape)
+    app = build(shape, Triggers()).compile(checkpointer=MemorySaver())
+    model.invoke(initial_values(), Triggers())
+    drive(app, driver, initial_values(), thread_id="t")
+
+    with pytest.raises(ModelError):
+        model.update_state({"log": ["by hand"]}, as_node="n0")
+    with pytest.raises(InvalidUpdateError):
+        app.update_state("t", {"log": ["by hand"]}, as_node="n0")
+    assert model.view.interrupts == list(app.get_state("t").interrupts) == []
+    assert model.view.status == app.get_state("t").status == "error"
+
+    assert model.invoke(None, Triggers()).status == "interrupted"
+    drive(app, driver, None, thread_id="t")
+    asked = [(i.node, i.value) for i in app.get_state("t").interrupts]
+    assert model.view.interrupts == asked == [("s", "s?")]
