@@ -40,7 +40,6 @@ __all__ = [
     "parent_thread",
     "ran_nodes",
     "taken_routes",
-    "thread_ids",
     "written_at",
 ]
 
@@ -50,11 +49,6 @@ CHILD_THREAD = re.compile(
 )
 """A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK``, with ``~FORK`` after
 it on a fork's branch (``runtime.child_graph.child_thread``)."""
-
-
-def thread_ids(saver: Checkpointer) -> list[str]:
-    """Return every thread id of ``saver`` (subgraph children's included)."""
-    return list(saver.threads())
 
 
 @dataclass(frozen=True)
@@ -147,7 +141,7 @@ def taken_routes(
     With ``collapse``, a subgraph is one node of the drawing: the routes inside it are not
     counted, and the routes into and out of it name the node.
     """
-    ids = thread_ids(saver)
+    ids = saver.threads()
     known = frozenset(ids)
     children: dict[str, list[str]] = {}
     for other in ids:

@@ -35,7 +35,6 @@ from corral.history import (
     history_rows,
     ordered,
     parent_thread,
-    thread_ids,
     written_at,
 )
 from corral.loader import UsageError
@@ -107,7 +106,7 @@ def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, in
 def threads(args: argparse.Namespace) -> int:
     """Print every thread of ``--db`` with its status, step count and last update time."""
     saver = open_existing(args.db)
-    ids = thread_ids(saver)
+    ids = saver.threads()
     listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
     for thread, parent, _ in listed:
@@ -174,7 +173,7 @@ def history(args: argparse.Namespace) -> int:
     """Print one row per checkpoint of ``THREAD``, oldest first, subgraph children's node
     runs included."""
     saver = open_existing(args.db)
-    rows = _with_children(saver, args.thread, ordered(saver, args.thread), thread_ids(saver))
+    rows = _with_children(saver, args.thread, ordered(saver, args.thread), saver.threads())
     if args.format == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return 0
