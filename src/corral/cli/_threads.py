@@ -32,9 +32,9 @@ from corral.errors import CorralError
 from corral.history import (
     CHILD_THREAD,
     HistoryRow,
+    child_threads,
     history_rows,
     ordered,
-    parent_thread,
     written_at,
 )
 from corral.loader import UsageError
@@ -84,21 +84,17 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
 
 def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, int]]:
     """Return ``(thread, parent, depth)`` to list: each child right after its parent."""
-    known = frozenset(ids)
-    parents = {thread: parent_thread(thread, known) for thread in ids}
-    under: dict[str, list[str]] = {}
-    for thread, parent in parents.items():
-        if parent is not None:
-            under.setdefault(parent, []).append(thread)
+    under = child_threads(ids)
+    parents = {child: parent for parent, kids in under.items() for child in kids}
     out: list[tuple[str, str | None, int]] = []
 
     def add(thread: str, depth: int) -> None:
-        out.append((thread, parents[thread], depth))
+        out.append((thread, parents.get(thread), depth))
         for child in under.get(thread, ()) if children else ():
             add(child, depth + 1)
 
     for thread in ids:
-        if parents[thread] is None:
+        if thread not in parents:
             add(thread, 0)
     return out
 
