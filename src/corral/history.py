@@ -35,12 +35,11 @@ from corral.spec import END, START, GraphSpec
 __all__ = [
     "CHILD_THREAD",
     "HistoryRow",
+    "child_threads",
     "history_rows",
     "ordered",
-    "parent_thread",
     "ran_nodes",
     "taken_routes",
-    "thread_ids",
     "written_at",
 ]
 
@@ -50,11 +49,6 @@ CHILD_THREAD = re.compile(
 )
 """A subgraph child's thread id: ``PARENT/NODE@RUN.SUPERSTEP.TASK``, with ``~FORK`` after
 it on a fork's branch (``runtime.child_graph.child_thread``)."""
-
-
-def thread_ids(saver: Checkpointer) -> list[str]:
-    """Return every thread id of ``saver`` (subgraph children's included)."""
-    return list(saver.threads())
 
 
 @dataclass(frozen=True)
@@ -114,16 +108,19 @@ def written_at(meta: dict[str, Any]) -> str | None:
     return moment.isoformat(timespec="seconds")
 
 
-def parent_thread(thread: str, known: set[str] | frozenset[str]) -> str | None:
-    """Return the thread whose subgraph entry ``thread`` is the child of, if it is one.
+def child_threads(ids: list[str]) -> dict[str, list[str]]:
+    """Return the subgraph child threads among ``ids``, under the thread of each one's entry.
 
     A child thread is named ``PARENT/NODE@RUN.SUPERSTEP.TASK`` by the runtime; a thread id
     of that shape counts as a child only when ``PARENT`` is a thread of the same database.
     """
-    match = CHILD_THREAD.fullmatch(thread)
-    if match is None or match["parent"] not in known:
-        return None
-    return match["parent"]
+    known = frozenset(ids)
+    children: dict[str, list[str]] = {}
+    for thread in ids:
+        match = CHILD_THREAD.fullmatch(thread)
+        if match is not None and match["parent"] in known:
+            children.setdefault(match["parent"], []).append(thread)
+    return children
 
 
 def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
@@ -147,13 +144,7 @@ def taken_routes(
     With ``collapse``, a subgraph is one node of the drawing: the routes inside it are not
     counted, and the routes into and out of it name the node.
     """
-    ids = thread_ids(saver)
-    known = frozenset(ids)
-    children: dict[str, list[str]] = {}
-    for other in ids:
-        parent = parent_thread(other, known)
-        if parent is not None:
-            children.setdefault(parent, []).append(other)
+    children = child_threads(saver.threads())
     routes: Routes = {}
     guards: Guards = {}
 

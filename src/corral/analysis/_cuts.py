@@ -67,25 +67,24 @@ def strongly_connected(nodes: Iterable[str], succ: Mapping[str, Iterable[str]]) 
     on_stack: set[str] = set()
     stack: list[str] = []
     found: list[list[str]] = []
-    counter = 0
+    work: list[tuple[str, Any]] = []
+
+    def enter(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        work.append((node, iter(succ.get(node, ()))))
+
     for root in nodes:
         if root in index:
             continue
-        work: list[tuple[str, Any]] = [(root, iter(succ.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
+        enter(root)
         while work:
             node, children = work[-1]
             advanced = False
             for child in children:
                 if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(succ.get(child, ()))))
+                    enter(child)
                     advanced = True
                     break
                 if child in on_stack:

@@ -32,10 +32,9 @@ from corral.errors import CorralError
 from corral.history import (
     CHILD_THREAD,
     HistoryRow,
+    child_threads,
     history_rows,
     ordered,
-    parent_thread,
-    thread_ids,
     written_at,
 )
 from corral.loader import UsageError
@@ -85,21 +84,17 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
 
 def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, int]]:
     """Return ``(thread, parent, depth)`` to list: each child right after its parent."""
-    known = frozenset(ids)
-    parents = {thread: parent_thread(thread, known) for thread in ids}
-    under: dict[str, list[str]] = {}
-    for thread, parent in parents.items():
-        if parent is not None:
-            under.setdefault(parent, []).append(thread)
+    under = child_threads(ids)
+    parents = {child: parent for parent, kids in under.items() for child in kids}
     out: list[tuple[str, str | None, int]] = []
 
     def add(thread: str, depth: int) -> None:
-        out.append((thread, parents[thread], depth))
+        out.append((thread, parents.get(thread), depth))
         for child in under.get(thread, ()) if children else ():
             add(child, depth + 1)
 
     for thread in ids:
-        if parents[thread] is None:
+        if thread not in parents:
             add(thread, 0)
     return out
 
@@ -107,7 +102,7 @@ def _listed(ids: list[str], *, children: bool) -> list[tuple[str, str | None, in
 def threads(args: argparse.Namespace) -> int:
     """Print every thread of ``--db`` with its status, step count and last update time."""
     saver = open_existing(args.db)
-    ids = thread_ids(saver)
+    ids = saver.threads()
     listed = _listed(ids, children=args.all)
     found: list[dict[str, Any]] = []  # the JSON rows
     for thread, parent, _ in listed:
@@ -174,7 +169,7 @@ def history(args: argparse.Namespace) -> int:
     """Print one row per checkpoint of ``THREAD``, oldest first, subgraph children's node
     runs included."""
     saver = open_existing(args.db)
-    rows = _with_children(saver, args.thread, ordered(saver, args.thread), thread_ids(saver))
+    rows = _with_children(saver, args.thread, ordered(saver, args.thread), saver.threads())
     if args.format == "json":
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return 0
