@@ -324,7 +324,7 @@ class Entry:
         pool = self.pool
         pool.taken += rs.steps - counted
         self.offset = pool.taken - rs.steps
-        rs.max_steps = min(rs.max_steps, rs.steps + pool.left())
+        rs.max_steps = min(rs.max_steps, rs.steps + pool.max_steps - pool.taken)
         if self.watch:
             pool.members.append(self)
             rs.listen(self.event)

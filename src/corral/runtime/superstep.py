@@ -250,7 +250,7 @@ class Core:
         done = self.rs.done
         if not done:
             return self.results
-        return sorted([*done.values(), *self.results], key=_position)
+        return sorted([*done.values(), *self.results], key=attrgetter("position"))
 
     # ------------------------------------------------------------------ the barrier
 
@@ -382,9 +382,6 @@ class Core:
             rs.checkpoints.save(rs, self.writes, pauses, error=stuck)
         if pauses:
             rs.pause(pauses)
-
-
-_position = attrgetter("position")
 
 
 def _merge_order(task: Task) -> tuple[int, bool]:
