@@ -91,11 +91,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         self._settings = _compiled(
             spec, checkpointer, self.max_steps, self.interrupt_before, self.interrupt_after
         )
-        self._tables = self._settings.tables
 
     def __repr__(self) -> str:
         label = f" {self.spec.name!r}" if self.spec.name else ""
-        return f"<CompiledGraph{label} nodes={list(self._tables.nodes)}>"
+        return f"<CompiledGraph{label} nodes={list(self._settings.tables.nodes)}>"
 
     # ------------------------------------------------------------------ running
 
@@ -292,12 +291,12 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
             CheckpointError: the graph has no checkpointer, or the thread is unknown.
         """
         saver = self._saver("get_state")
-        return thread_state(self._tables, saver, thread_id, checkpoint_id, subgraphs)
+        return thread_state(self._settings.tables, saver, thread_id, checkpoint_id, subgraphs)
 
     @langgraph_hints(1)
     def history(self, thread_id: str) -> list[StateSnapshot]:
         """Return every checkpoint of the thread as a snapshot, newest first."""
-        return threads.history(self._tables, self._saver("history"), thread_id)
+        return threads.history(self._settings.tables, self._saver("history"), thread_id)
 
     @langgraph_hints(1)
     def update_state(
@@ -339,10 +338,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
     ) -> tuple[RunState, Iterator[None]]:
         """Start the run that ``method`` asks for; return it and its driver's points, driven
         here (an async graph's on an event loop of their own)."""
-        if self._tables.has_async:
+        if self._settings.tables.has_async:
             _refuse_running_loop(method)
         rs, ending = self._start(method, input, options, picker)
-        if self._tables.has_async:
+        if self._settings.tables.has_async:
             return rs, streams.in_new_loop(_awatched(run_async(rs), ending))
         return rs, _watched(run_sync(rs), ending)
 

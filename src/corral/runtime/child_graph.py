@@ -1,16 +1,16 @@
 """Running a subgraph node: the child graph as a run of its own, inside its parent's step.
 
-A subgraph node is not a node run. When a driver reaches one, it asks the node's
-:class:`ChildGraph` (compiled with the parent app) for an :class:`Entry`, drives the child
-run the entry starts (or resumes) with the same driver as the parent's, and hands the core
-the entry's :class:`~corral.runtime.subgraphs.ChildWrites`: the **writes** to hand back to
-the parent, in the order the child merged them, and how many node runs the child took. The
-core merges those writes through the parent's reducers, in order, like the updates of that
-many nodes, so a list the child appended to gets each appended item once (the child started
-from the parent's list; handing back its final list would duplicate it). Of several writes
-of one entry to a key without a reducer only the last is handed back: they replace each
-other in order, as they would have in the parent, and must not look like parallel writes at
-the parent's barrier.
+A subgraph node is not a node run. When a driver reaches one, the node's :class:`ChildGraph`
+(compiled with the parent app) drives the child run that an :class:`Entry` starts (or
+resumes) with the same driver as the parent's, and the driver hands the core the entry's
+:class:`~corral.runtime.subgraphs.ChildWrites`: the **writes** to hand back to the parent,
+in the order the child merged them, and how many node runs the child took. The core merges
+those writes through the parent's reducers, in order, like the updates of that many nodes,
+so a list the child appended to gets each appended item once (the child started from the
+parent's list; handing back its final list would duplicate it). Of several writes of one
+entry to a key without a reducer only the last is handed back: they replace each other in
+order, as they would have in the parent, and must not look like parallel writes at the
+parent's barrier.
 
 - In: the parent's values of the keys both schemas share, or ``input(state)``; a ``Send``
   argument replaces the parent's state as ``input``'s argument (or is the child's input).
@@ -39,7 +39,7 @@ from typing import Any
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
 from corral.errors import CorralError
-from corral.runtime import restore, threads
+from corral.runtime import drivers, restore, threads
 from corral.runtime.child_steps import lift
 from corral.runtime.events import (
     Custom,
@@ -62,8 +62,6 @@ __all__ = [
     "ChildGraph",
     "Entry",
     "child_thread",
-    "committed_steps",
-    "paused_children",
     "thread_state",
 ]
 
@@ -108,7 +106,6 @@ class ChildGraph:
         )
         """The child's subgraph nodes, and those inside them by path: a ``NodeStart`` of one
         opens an entry, not a node run."""
-        self.starts = tuple(tables.nodes[node].task for node in tables.starts)
         self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
         """The shared keys a child reducer merges into: the child starts from a copy of the
         parent's value, which the reducer may change in place."""
@@ -116,17 +113,24 @@ class ChildGraph:
         self.last_write = parent.last_write
         """The parent's keys without a reducer."""
 
-    def enter(
-        self,
-        rs: RunState,
-        call: TaskRun,
-        answers: list[Any] | None,
-        *,
-        concurrent: bool,
-    ) -> Entry:
-        """Return the entry of subgraph task ``call`` of the parent run ``rs``, whose
-        superstep reads ``rs.values``; ``concurrent``: the async driver runs it."""
-        return Entry(self, rs, call, answers, concurrent)
+    def run_sync(self, rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
+        """Run the child of subgraph task ``call`` of the parent run ``rs`` (whose superstep
+        reads ``rs.values``) to its end or next pause with the sync driver; raise
+        ``ChildPause`` when it paused."""
+        with Entry(self, rs, call, answers, concurrent=False) as entry:
+            if entry.rs is not None:
+                for _ in drivers.run_sync(entry.rs):
+                    pass
+        return entry.outcome()
+
+    async def run_async(self, rs: RunState, call: TaskRun, answers: Any) -> ChildWrites:
+        """Run the child like :meth:`run_sync` with the async driver, on the running loop,
+        concurrently with the other tasks of the superstep."""
+        with Entry(self, rs, call, answers, concurrent=True) as entry:
+            if entry.rs is not None:
+                async for _ in drivers.run_async(entry.rs):
+                    pass
+        return entry.outcome()
 
     def _thread(self, rs: RunState, task: int) -> str | None:
         """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
@@ -181,7 +185,7 @@ class ChildGraph:
                 values[key] = copy.copy(value) if key in reduced else value
         for key, empty in self.own_empties.items():
             values[key] = copy.copy(empty)
-        rs.values, rs.tasks = values, self.starts
+        rs.values, rs.tasks = values, self.tables.starts
         return rs
 
     def writes(
@@ -204,9 +208,9 @@ class Entry:
     """One call of a subgraph task: the child run it starts or resumes, its caps, step
     numbers and events (see :mod:`corral.runtime.child_steps`), and its outcome.
 
-    A driver runs the child inside ``with entry:`` (which starts it as ``entry.rs``: ``None``
-    when the child had finished before this call, and reports a child's error as the
-    parent's), then hands ``entry.outcome()`` to the core.
+    :meth:`ChildGraph.run_sync` (or ``run_async``) runs the child inside ``with entry:``
+    (which starts it as ``entry.rs``: ``None`` when the child had finished before this call,
+    and reports a child's error as the parent's), then returns ``entry.outcome()``.
     """
 
     rs: RunState | None = None
@@ -305,7 +309,7 @@ class Entry:
             return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
         saver = child.saver()
         chain = saver.chain(self.thread)
-        steps = committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
+        steps = _committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
 
     def attach(self, rs: RunState, counted: int = 0) -> None:
@@ -320,7 +324,7 @@ class Entry:
         pool = self.pool
         pool.taken += rs.steps - counted
         self.offset = pool.taken - rs.steps
-        rs.max_steps = min(rs.max_steps, rs.steps + pool.left())
+        rs.max_steps = min(rs.max_steps, rs.steps + pool.max_steps - pool.taken)
         if self.watch:
             pool.members.append(self)
             rs.listen(self.event)
@@ -367,15 +371,15 @@ def thread_state(
     tables: Tables, saver: Checkpointer, thread_id: str, checkpoint_id: str | None, subgraphs: bool
 ) -> StateSnapshot:
     """Return ``get_state``'s snapshot: at the newest checkpoint its ``steps`` count what
-    the cut-short superstep committed (:func:`committed_steps`); with ``subgraphs``, the
-    children paused in it (:func:`paused_children`)."""
+    the cut-short superstep committed (:func:`_committed_steps`); with ``subgraphs``, the
+    children paused in it (:func:`_paused_children`)."""
     snapshot, last = threads.get_state(tables, saver, thread_id, checkpoint_id)
     if checkpoint_id is None:
-        snapshot = dataclasses.replace(snapshot, steps=committed_steps(tables, saver, last))
-    return paused_children(tables, saver, snapshot, last) if subgraphs else snapshot
+        snapshot = dataclasses.replace(snapshot, steps=_committed_steps(tables, saver, last))
+    return _paused_children(tables, saver, snapshot, last) if subgraphs else snapshot
 
 
-def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
+def _committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint) -> int:
     """Return the node runs of the run that a thread's newest ``checkpoint`` belongs to:
     its own count and what its superstep committed that continuing it takes as done (API.md
     section 5: each node run counts once, also across a crash): the tasks recorded as
@@ -391,7 +395,7 @@ def committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint)
         child: ChildGraph = node.child
         chain = saver.chain(child_thread(checkpoint.thread_id, node.name, meta, task))
         if chain:
-            steps += committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
+            steps += _committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
     return steps
 
 
@@ -429,7 +433,7 @@ def _last_only(
     return out
 
 
-def paused_children(
+def _paused_children(
     tables: Tables, saver: Checkpointer, snapshot: StateSnapshot, checkpoint: Checkpoint
 ) -> StateSnapshot:
     """Return ``snapshot`` (of ``checkpoint``) with ``subgraphs``: the snapshot of each child
@@ -453,7 +457,7 @@ def paused_children(
             key = name if len(tasks) == 1 else f"{name}[{place}]"
             thread = child_thread(thread_id, name, meta, task)
             inner, last = threads.get_state(child.tables, saver, thread, None)
-            inner = paused_children(child.tables, saver, inner, last)
+            inner = _paused_children(child.tables, saver, inner, last)
             found[key] = inner
             found.update((f"{key}/{path}", deeper) for path, deeper in inner.subgraphs.items())
     return dataclasses.replace(snapshot, subgraphs=found)

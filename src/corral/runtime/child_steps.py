@@ -40,22 +40,15 @@ class StepPool:
     members: list[Any] = field(default_factory=list)
     """The entries of the children running now."""
 
-    def left(self) -> int:
-        """Return how many more node runs the running children may start."""
-        return self.max_steps - self.taken
-
     def take(self) -> int:
-        """Count one more node run of a running child; return its parent step number."""
+        """Count one more node run of a running child, lowering every running child's cap to
+        its started runs plus what is left; return the run's parent step number."""
         self.taken += 1
-        self.shrink()
-        return self.taken
-
-    def shrink(self) -> None:
-        """Lower every running child's cap to its started runs plus what is left."""
-        left = self.left()
+        left = self.max_steps - self.taken
         for member in self.members:
             if member.rs is not None:
                 member.rs.max_steps = min(member.child.settings.max_steps, member.started + left)
+        return self.taken
 
 
 def lift(exc: CorralError, entry: Any) -> CorralError:

@@ -24,7 +24,6 @@ from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
-from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.superstep import Core, end_run, node_error
 from corral.runtime.tables import NO_ARG, Node
 
@@ -51,7 +50,7 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return _child_sync(rs, call, answers)
+        return node.child.run_sync(rs, call, answers)  # see corral.runtime.child_graph
     state = rs.view() if call.arg is NO_ARG else call.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.emit is not None else 0.0
@@ -75,7 +74,7 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     node = call.node
     answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await _child_async(rs, call, answers)
+        return await node.child.run_async(rs, call, answers)
     state = rs.view() if call.arg is NO_ARG else call.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
@@ -84,30 +83,6 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
     if rs.emit is not None:
         call.seconds = perf_counter() - start
     return out
-
-
-def _child_sync(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
-    """Run the child of subgraph task ``call`` to its end or next pause, with this driver
-    (see :mod:`corral.runtime.child_graph`); raise ``ChildPause`` when it paused."""
-    entry = call.node.child.enter(rs, call, answers, concurrent=False)
-    with entry:
-        if entry.rs is not None:
-            for _ in run_sync(entry.rs):
-                pass
-    outcome: ChildWrites = entry.outcome()
-    return outcome
-
-
-async def _child_async(rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
-    """Run the child of subgraph task ``call`` like :func:`_child_sync`, on the running
-    loop, concurrently with the other tasks of the superstep."""
-    entry = call.node.child.enter(rs, call, answers, concurrent=True)
-    with entry:
-        if entry.rs is not None:
-            async for _ in run_async(entry.rs):
-                pass
-    outcome: ChildWrites = entry.outcome()
-    return outcome
 
 
 def _caller(rs: RunState, call: TaskRun, state: Any) -> Callable[[], Any]:

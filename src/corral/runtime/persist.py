@@ -41,11 +41,7 @@ from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.tables import NO_ARG
 
-__all__ = [
-    "ThreadWriter",
-    "pause_json",
-    "result_json",
-]
+__all__ = ["ThreadWriter"]
 
 FORMAT = 1
 
@@ -99,7 +95,7 @@ class ThreadWriter:
         """Record a finished task of the superstep after the last checkpoint."""
         assert self.parent_id is not None
         self.checkpointer.put_writes(
-            self.thread_id, self.parent_id, result.position, result_json(result)
+            self.thread_id, self.parent_id, result.position, _result_json(result)
         )
 
     def save(
@@ -148,9 +144,9 @@ class ThreadWriter:
         if error is not None:
             meta["error"] = {"type": type(error).__name__, "message": str(error)}
         if done:
-            meta["done"] = [result_json(r) for r in done]
+            meta["done"] = [_result_json(r) for r in done]
         if reroute is not None:
-            meta["reroute"] = [result_json(r) for r in reroute]
+            meta["reroute"] = [_result_json(r) for r in reroute]
         meta.update(extra or ())
         checkpoint = Checkpoint(
             thread_id=self.thread_id,
@@ -200,7 +196,7 @@ class ThreadWriter:
             "arrived": {join: sorted(nodes) for join, nodes in rs.arrived.items() if nodes},
             "held": list(rs.held),
             "spent": rs.purse.spent.to_json() if rs.purse.spent else None,
-            "interrupts": [pause_json(p) for p in pauses],
+            "interrupts": [_pause_json(p) for p in pauses],
             "answers": {str(task): list(values) for task, values in rs.answers.items() if values},
             "fork": self.fork,
         }
@@ -210,7 +206,7 @@ class ThreadWriter:
         return meta
 
 
-def result_json(result: TaskRun) -> dict[str, Any]:
+def _result_json(result: TaskRun) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
     update = result.update
     out: dict[str, Any] = {"task": result.position, "node": result.node.name}
@@ -222,7 +218,7 @@ def result_json(result: TaskRun) -> dict[str, Any]:
     return out
 
 
-def pause_json(pause: Pause) -> dict[str, Any]:
+def _pause_json(pause: Pause) -> dict[str, Any]:
     """Return the JSON form of a pause (named by :meth:`ThreadWriter.save`), as
     ``meta["interrupts"]`` holds it."""
     out = {"task": pause.task, "node": pause.node, "value": pause.value, "when": pause.when}

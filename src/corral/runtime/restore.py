@@ -15,7 +15,7 @@ from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.state import apply_writes, copy_value
-from corral.runtime.tables import NO_ARG, Node, Tables, Task
+from corral.runtime.tables import Node, Tables, Task
 
 __all__ = [
     "load",
@@ -138,10 +138,11 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     check_graph(tables, checkpoint)
     saved = snapshot_of(values, checkpoint, owned=True)
     meta = checkpoint.meta
-    rs.tasks = [
-        Task(_node(tables, t["node"], checkpoint), t["arg"] if "arg" in t else NO_ARG)
-        for t in meta.get("next", [])
-    ]
+    tasks = []  # a node's run on the state is its own task, as the core's routes give it
+    for t in meta.get("next", []):
+        node = _node(tables, t["node"], checkpoint)
+        tasks.append(Task(node, t["arg"]) if "arg" in t else node.task)
+    rs.tasks = tasks
     rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
     rs.runs, rs.purse.spent = saved.runs, saved.spent
     rs.guards.update(saved.guards)

@@ -74,23 +74,18 @@ class FlatView(dict[str, Any]):
         _read_only("update the state with |=")
 
     def clear(self) -> NoReturn:
-        """Refuse: the state is read-only."""
         _read_only("clear the state")
 
     def pop(self, key: str, *default: Any) -> NoReturn:
-        """Refuse: the state is read-only."""
         _read_only(f"pop {key!r}")
 
     def popitem(self) -> NoReturn:
-        """Refuse: the state is read-only."""
         _read_only("pop an item")
 
     def setdefault(self, key: str, default: Any = None) -> NoReturn:
-        """Refuse: the state is read-only."""
         _read_only(f"set a default for {key!r}")
 
     def update(self, *args: Any, **kwargs: Any) -> NoReturn:
-        """Refuse: the state is read-only."""
         _read_only("update the state")
 
 

@@ -28,7 +28,6 @@ here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -251,7 +250,7 @@ class Core:
         done = self.rs.done
         if not done:
             return self.results
-        return sorted([*done.values(), *self.results], key=_position)
+        return sorted([*done.values(), *self.results], key=attrgetter("position"))
 
     # ------------------------------------------------------------------ the barrier
 
@@ -266,7 +265,7 @@ class Core:
         if error is not None:
             self.keep_finished(error)
             raise error
-        results = self._with_done() if rs.done else self.results
+        results = self._with_done()
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save(rs, [], self.pauses, "interrupted", done=results)
@@ -343,14 +342,6 @@ class Core:
             elif target.task not in self.next:
                 self.next.append(target.task)
 
-    def defer(self, tasks: Sequence[Task]) -> None:
-        """Add ``tasks``, which this superstep did not run, to the next superstep."""
-        for task in tasks:
-            if task.arg is not NO_ARG:
-                self.next.append(task)
-            elif task.node.task not in self.next:
-                self.next.append(task.node.task)
-
     def routes_failed(self, error: Exception) -> None:
         """Save the merged superstep with its routes still to take (``error``: a router
         failed, or a route could not be taken)."""
@@ -391,9 +382,6 @@ class Core:
             rs.checkpoints.save(rs, self.writes, pauses, error=stuck)
         if pauses:
             rs.pause(pauses)
-
-
-_position = attrgetter("position")
 
 
 def _merge_order(task: Task) -> tuple[int, bool]:

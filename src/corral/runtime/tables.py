@@ -122,7 +122,8 @@ class Tables:
         self.has_async = any(
             n.is_async or (n.router is not None and n.router.is_async) for n in self.nodes.values()
         )
-        self.starts = tuple(ns.name for ns in spec.nodes if ns.start and ns.name in self.nodes)
+        self.starts = tuple(self.nodes[ns.name].task for ns in spec.nodes if ns.start)
+        """The first tasks of a run: each start node's run on the state."""
         self.guard_keys = tuple((name, target) for name, by in guards.items() for target in by)
         self.reducers: dict[str, Callable[[Any, Any], Any] | None] = {
             key.name: key.reducer for key in spec.keys

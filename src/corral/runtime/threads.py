@@ -28,7 +28,7 @@ from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Core
-from corral.runtime.tables import NO_ARG, Node, Tables, Task
+from corral.runtime.tables import Node, Tables
 from corral.runtime.telemetry import RunTracer
 
 __all__ = [
@@ -141,7 +141,7 @@ def start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
         if key not in values:
             values[key] = copy.copy(empty)
     rs.values = apply_writes(values, [("__input__", update)], tables.reducers, tables.empties)
-    rs.tasks = [Task(tables.nodes[name], NO_ARG) for name in tables.starts]
+    rs.tasks = tables.starts
 
 
 def _start_on_thread(
@@ -375,7 +375,7 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
         raise core.failure
     core.close()  # nothing pauses: the one task was given its outcome
     core.results = [*rerouted, *core.results]
-    core.defer(waiting)
+    core.next.extend(waiting)  # the tasks that have not run wait for the next superstep
     if any(r.node.router is not None and r.node.router.is_async for r in core.results):
         asyncio.run(route_async(rs, core))
     else:
