@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
+from types import FrameType
 
 import pytest
 from hypothesis import settings
@@ -20,10 +22,17 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Mark this run, so the processes it starts can be found at its end."""
+    """Mark this run, so the processes it starts can be found at its end; a run stopped
+    by SIGTERM (``timeout``, a CI runner's cancel) unwinds as on Ctrl-C, so its fixtures
+    still stop the servers they started."""
     if os.path.isdir("/proc"):
         _RUN.append(mark_run())
+    signal.signal(signal.SIGTERM, _stop)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
