@@ -90,8 +90,10 @@ def start(
     saver = settings.checkpointer
     continues = continuing or checkpoint_id is not None
     if continues and (saver is None or thread_id is None):
-        what = "Resume(...)" if resume is not None else "invoke(None, ...)"
-        what = f"checkpoint_id={checkpoint_id!r}" if not continuing else what
+        if not continuing:
+            what = f"checkpoint_id={checkpoint_id!r}"
+        else:
+            what = "Resume(...)" if resume is not None else "invoke(None, ...)"
         msg = (
             f"{what} continues a saved thread: it needs a checkpointer (compile with "
             "g.compile(checkpointer=MemorySaver())) and that thread's thread_id="
