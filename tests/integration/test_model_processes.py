@@ -1,9 +1,12 @@
 """The reference model against real processes: a run killed with SIGKILL, and workers.
 
-- A child process runs a random graph on a SQLite file and kills itself (SIGKILL, no
-  cleanup) after a random number of node executions; this process then continues the
-  thread to its end. After the kill and after every continuation the thread must show
-  what the model shows (the model reads a kill as a crash inside that node).
+- A child process runs a random graph on a SQLite file through ``invoke`` or ``stream``
+  and kills itself (SIGKILL, no cleanup) after a random number of node executions; this
+  process then continues the thread to its end, each continuation through a drawn driver
+  (``invoke``, ``ainvoke``, ``stream``, ``astream``). After the kill and after every
+  continuation the thread must show what the model shows (the model reads a kill as a
+  crash inside that node), and a stream must yield the states the model merged. The child
+  runs sequentially: under ``ainvoke`` which siblings finished before the kill is timing.
 - The same graphs run by ``app.submit`` and a ``Worker``: each queued input, answer or
   continuation leaves the thread as the model says.
 
@@ -24,7 +27,16 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from refmodel.behaviour import Triggers, initial_values
 from refmodel.build import build
-from refmodel.compare import engine_call, engine_seen, model_seen, resume_for
+from refmodel.compare import (
+    DRIVERS,
+    Driver,
+    Streamed,
+    drive,
+    engine_call,
+    engine_seen,
+    model_seen,
+    resume_for,
+)
 from refmodel.shapes import GraphShape, describe, graph_shapes
 from refmodel.thread import ModelThread, Outcome
 
@@ -49,7 +61,11 @@ app = build(shape, triggers).compile(
     checkpointer=SqliteSaver(sys.argv[1]), interrupt_before=shape.interrupt_before
 )
 try:
-    app.invoke(initial_values(), thread_id="t")
+    if sys.argv[5] == "stream":
+        for _ in app.stream(initial_values(), thread_id="t", mode="values"):
+            pass
+    else:
+        app.invoke(initial_values(), thread_id="t")
 except Exception:
     pass
 """
@@ -61,8 +77,18 @@ def _compile(shape: GraphShape, saver: Any) -> CompiledGraph[Any]:
     )
 
 
-def _check(app: CompiledGraph[Any], model: ModelThread, result: Any, outcome: Any, what: str):
-    got, want = engine_seen(app, "t", result, model), model_seen(model, outcome)
+def _check(
+    app: CompiledGraph[Any],
+    model: ModelThread,
+    result: Any,
+    outcome: Any,
+    what: str,
+    merged: int | None = None,
+) -> None:
+    """``merged``: the model's merged supersteps before the operation, when it ran."""
+    streamed = isinstance(result, Streamed) and outcome is not None and not outcome.error
+    items = model.superstep_values[merged:] if streamed and merged is not None else None
+    got, want = engine_seen(app, "t", result, model), model_seen(model, outcome, items)
     diffs = got.differences(want)
     assert not diffs, f"{what}\n{describe(model.shape)}\n" + "\n".join(diffs)
 
@@ -74,21 +100,34 @@ def _next_call(model: ModelThread, step: int) -> tuple[Any, str | None]:
     return None, None
 
 
+def _driven(model: ModelThread, driver: Driver) -> Driver:
+    """``driver``, or its sequential counterpart when the model's last operation met a
+    superstep whose outcome concurrency may change (as in test_model_machine)."""
+    if driver in ("ainvoke", "astream") and model.counts.order_matters:
+        return "invoke" if driver == "ainvoke" else "stream"
+    return driver
+
+
 @settings(
     max_examples=max(4, SCALE // 50),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
-@given(shape=graph_shapes(max_blocks=4), after=st.integers(0, 8))
+@given(
+    shape=graph_shapes(max_blocks=4),
+    after=st.integers(0, 8),
+    first=st.sampled_from(("invoke", "stream")),
+    drivers=st.lists(st.sampled_from(DRIVERS), min_size=6, max_size=6),
+)
 def test_a_run_killed_with_sigkill_continues_as_the_model_says(
-    tmp_path_factory: Any, shape: GraphShape, after: int
+    tmp_path_factory: Any, shape: GraphShape, after: int, first: str, drivers: list[Driver]
 ) -> None:
     assume(not [d for d in build(shape, Triggers()).check() if d.severity == "error"])
     folder = tmp_path_factory.mktemp("kill")
     db, shape_file = folder / "run.sqlite", folder / "shape.pickle"
     shape_file.write_bytes(pickle.dumps(shape))
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, str(db), str(shape_file), str(after), TESTS],
+        [sys.executable, "-c", CHILD, str(db), str(shape_file), str(after), TESTS, first],
         capture_output=True,
         timeout=120,
         check=False,
@@ -114,12 +153,19 @@ def test_a_run_killed_with_sigkill_continues_as_the_model_says(
             if model.status == "done":
                 break
             kind, reply = _next_call(model, step)
+            merged = len(model.superstep_values)
             outcome = model.invoke(None, Triggers(), answer=reply, max_steps=100)
             given = resume_for(app, "t", reply) if reply else None
+            driver = _driven(model, drivers[step])
             result = engine_call(
-                app, "t", lambda a, given=given: a.invoke(given, thread_id="t", max_steps=100)
+                app,
+                "t",
+                lambda a, given=given, driver=driver: drive(
+                    a, driver, given, thread_id="t", max_steps=100
+                ),
             )
-            _check(app, model, result, outcome, f"continuing ({kind}) #{step}")
+            what = f"continuing ({kind}) #{step} by {driver}, the child by {first}"
+            _check(app, model, result, outcome, what, merged)
 
 
 def _failed_kind(err: RunFailedError) -> str:
