@@ -282,7 +282,7 @@ def get_state(
     that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    return restore.snapshot_of(values, chain[-1], owned=True), chain[-1]
+    return restore.snapshot_of(values, chain[-1], saver, owned=True), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
@@ -298,7 +298,7 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
         else:
             values = restore.rebuild(tables, saver.chain(thread_id, checkpoint.checkpoint_id))
         states[checkpoint.checkpoint_id] = values
-        out.append(restore.snapshot_of(values, checkpoint))
+        out.append(restore.snapshot_of(values, checkpoint, saver))
     out.reverse()
     return out
 
