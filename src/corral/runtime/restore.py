@@ -128,11 +128,11 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     check_graph(tables, checkpoint)
     saved = snapshot_of(values, checkpoint, checkpointer, owned=True)
     meta = checkpoint.meta
-    tasks = []  # a node's run on the state is its own task, as the core's routes give it
+    rs.tasks = []  # a node's run on the state is its own task, as the core's routes give it
     with reading_meta(checkpoint, checkpointer):
         for t in meta.get("next", []):
             node = tables.nodes[t["node"]]  # check_graph: the same nodes, unless damaged
-            tasks.append(Task(node, t["arg"]) if "arg" in t else node.task)
+            rs.tasks.append(Task(node, t["arg"]) if "arg" in t else node.task)
         rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
         rs.held = list(meta.get("held", []))
         rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
@@ -143,7 +143,6 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
                 rs.done[result.position] = result
         if "reroute" in meta:
             rs.reroute = [_result(tables, item) for item in meta["reroute"]]
-    rs.tasks = tasks
     rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
     rs.runs, rs.purse.spent = saved.runs, saved.spent
     rs.guards.update(saved.guards)
