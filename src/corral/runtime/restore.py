@@ -206,7 +206,6 @@ def reading_meta(checkpoint: Checkpoint, saver: Checkpointer) -> Iterator[None]:
         yield
     except Exception as exc:
         problem = Damaged(f"its meta cannot be read: {type(exc).__name__}: {exc}")
-        problem.__cause__ = exc
         where = getattr(saver, "where", None)
         damaged(where, checkpoint.thread_id, checkpoint.checkpoint_id, problem)
 
