@@ -55,8 +55,12 @@ def call_node_sync(rs: RunState, call: TaskRun) -> Any:
     token = answers_given.set(Answers(answers)) if answers is not None else None
     start = perf_counter() if rs.emit is not None else 0.0
     try:
-        caller = _caller(rs, call, state)
-        out = call_sync(rs, call, caller) if node.retry is not None else caller()
+        if node.retry is not None:
+            out = call_sync(rs, call, _caller(rs, call, state))
+        elif node.takes_ctx:
+            out = node.func(state, rs.context(node.name, call.step))
+        else:
+            out = node.func(state)
     finally:
         if token is not None:
             answers_given.reset(token)
@@ -82,8 +86,8 @@ async def call_node_async(rs: RunState, call: TaskRun) -> Any:
 
 
 def _caller(rs: RunState, call: TaskRun, state: Any) -> Callable[[], Any]:
-    """Return a call of ``call``'s node on ``state`` from its start (a retry makes it again
-    with this same call)."""
+    """Return a call of ``call``'s node on ``state`` from its start, the way a retry makes
+    it again."""
     node = call.node
     if not node.takes_ctx:
         return partial(node.func, state)
