@@ -103,8 +103,7 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
         )
         raise CheckpointError(msg)
     if not same_graph(meta["fingerprint"], tables.spec, tables.fingerprint):
-        names = [t.get("node") for t in meta.get("next", [])]
-        missing = sorted({n for n in names if n not in tables.nodes})
+        missing = sorted({t.get("node") for t in meta.get("next", [])} - tables.nodes.keys())
         detail = f" (its next nodes {missing} no longer exist)" if missing else ""
         msg = (
             f"thread {checkpoint.thread_id!r} was checkpointed by a graph with different "
@@ -115,8 +114,8 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
 
 
 def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) -> None:
-    """Restore the state of ``rs`` at the last checkpoint of ``chain`` (:func:`rebuild`), and
-    its counters, tasks and bookkeeping from that checkpoint's meta.
+    """Restore the state of ``rs`` (a new run) at the last checkpoint of ``chain``
+    (:func:`rebuild`), and its counters, tasks and bookkeeping from that checkpoint's meta.
 
     The tasks ``checkpointer`` recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
@@ -136,8 +135,7 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
         rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
         rs.held = list(meta.get("held", []))
         rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
-        rs.done = {}
-        for item in meta.get("done", []):
+        for item in meta.get("done", []):  # rs is a new run: its done is empty
             result = _result(tables, item)
             if "steps" not in item:
                 rs.done[result.position] = result
@@ -198,16 +196,14 @@ def _result(tables: Tables, item: Mapping[str, Any]) -> TaskRun:
 
 @contextmanager
 def reading_meta(checkpoint: Checkpoint, saver: Checkpointer) -> Iterator[None]:
-    """Raise the damaged-checkpoint ``CheckpointError`` (naming ``saver``'s file or database,
-    the thread and the checkpoint) for an error while the block reads ``checkpoint``'s meta:
-    a meta edited by hand or damaged on disk (``"next": 5``) would otherwise surface as a
-    bare ``TypeError`` from inside the engine."""
+    """Raise the damaged-checkpoint ``CheckpointError`` (``saver``'s file, the thread, the
+    checkpoint) for any error while the block reads ``checkpoint``'s meta: a meta edited by
+    hand or damaged on disk (``"next": 5``) is otherwise a bare ``TypeError`` in the engine."""
     try:
         yield
     except Exception as exc:
-        problem = Damaged(f"its meta cannot be read: {type(exc).__name__}: {exc}")
-        where = getattr(saver, "where", None)
-        damaged(where, checkpoint.thread_id, checkpoint.checkpoint_id, problem)
+        what = Damaged(f"its meta cannot be read: {type(exc).__name__}: {exc}")
+        damaged(getattr(saver, "where", None), checkpoint.thread_id, checkpoint.checkpoint_id, what)
 
 
 def snapshot_of(
