@@ -87,6 +87,8 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
 
 
 def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: bool) -> None:
+    """Check the file is corral's (or empty), put it in WAL mode, then create its tables or
+    check their version (and upgrade a file of layout 6) in one transaction."""
     _check_header(conn, path)
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal" and not in_memory:
@@ -96,7 +98,20 @@ def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: b
         )
         raise CheckpointError(msg, path=path)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
-    _ensure_schema(conn, path)
+    with transaction(conn):  # two processes opening a new file: one creates
+        _check_header(conn, path)  # another process may have written it meanwhile
+        new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        if new:
+            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        ensure_layout(
+            conn,
+            path,
+            postgres=False,
+            new=new,
+            version=SCHEMA_VERSION,
+            older=_OLDER,
+            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
+        )
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
@@ -125,25 +140,6 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
         "give SqliteSaver a path of its own"
     )
     raise CheckpointError(msg, path=path)
-
-
-def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Create the tables in a new file, or check the version of an existing one (and
-    upgrade a file of layout 6, in the same transaction)."""
-    with transaction(conn):  # two processes opening a new file: one creates
-        _check_header(conn, path)  # another process may have written it meanwhile
-        new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
-        if new:
-            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        ensure_layout(
-            conn,
-            path,
-            postgres=False,
-            new=new,
-            version=SCHEMA_VERSION,
-            older=_OLDER,
-            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
-        )
 
 
 @contextmanager
