@@ -1,4 +1,4 @@
-"""Making files read-only for this process, for tests of reading checkpoint files that
+"""Making files read-only for this process, for tests of opening checkpoint files that
 may not be written (root ignores file modes: there ``chattr +i``, which binds root too)."""
 
 from __future__ import annotations

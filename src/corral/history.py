@@ -30,6 +30,7 @@ from typing import Any
 from corral.checkpoint import Checkpoint, Checkpointer
 from corral.loader import UsageError
 from corral.render import Taken, expanded_children, route_ends
+from corral.runtime.restore import snapshot_of
 from corral.spec import END, START, GraphSpec
 
 __all__ = [
@@ -124,11 +125,14 @@ def child_threads(ids: list[str]) -> dict[str, list[str]]:
 
 
 def ordered(saver: Checkpointer, thread: str) -> list[Checkpoint]:
-    """Return the checkpoints of ``thread``, oldest first; none is a usage error."""
+    """Return the checkpoints of ``thread``, oldest first, each meta read as the engine reads
+    it (one it cannot read is a damaged checkpoint, named); none is a usage error."""
     found = saver.checkpoints(thread)
     if not found:
         msg = f"thread {thread!r} has no checkpoints in this database; `corral threads` lists them"
         raise UsageError(msg)
+    for checkpoint in found:
+        snapshot_of({}, checkpoint, saver)
     return sorted(found, key=lambda c: int(c.meta.get("seq", 0)) or 0)
 
 

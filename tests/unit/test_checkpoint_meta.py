@@ -1,9 +1,11 @@
-"""A hand-edited meta of the wrong shape is a damaged checkpoint (issue 18, point 6).
+"""A hand-edited meta the engine cannot read is a damaged checkpoint.
 
 Each edit changes one key of the newest checkpoint's meta in the file (or the PostgreSQL
 table); reading the thread back through the engine (``get_state``, ``history``,
-continuing it) must raise ``CheckpointError`` naming the file, the thread and the
-checkpoint, never a ``TypeError`` from inside the engine.
+continuing it) and ``corral threads``, ``history`` and ``show`` must raise
+``CheckpointError`` naming the file, the thread and the checkpoint, never a ``TypeError``
+from inside the engine. A value Python's own conversion reads as meant (``"3"`` for an
+int, ``true`` for 1) is read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from corral import END, CheckpointError, CompiledGraph, End, Graph, Guard, SqliteSaver
 from corral.checkpoint import Checkpointer
+from corral.cli import main
 
 
 class State(TypedDict):
@@ -41,12 +44,14 @@ def looping(saver: Checkpointer) -> CompiledGraph[State]:
 EDITS: dict[str, tuple[str, Any]] = {
     "next is a number": ("next", 5),
     "next holds a string": ("next", ["add"]),
-    "steps is a string": ("steps", "3"),
     "supersteps is null": ("supersteps", None),
     "runs counts are strings": ("runs", {"add": "two"}),
     "guards are not triples": ("guards", [["add", "add"]]),
     "interrupts hold a number": ("interrupts", [7]),
     "status is a list": ("status", ["done"]),
+}
+READ_AS_MEANT: dict[str, tuple[str, Any]] = {
+    "steps is a string": ("steps", "3"),
     "run is a bool": ("run", True),
 }
 
@@ -85,11 +90,54 @@ def test_a_wrong_meta_in_a_sqlite_file_names_file_thread_and_checkpoint(
         READS[read](looping(saver))
     message = str(caught.value)
     assert str(path) in message and "'t'" in message and repr(checkpoint_id) in message
-    assert f"meta {EDITS[edit][0]!r}" in message
+    assert "damaged" in message and "meta" in message
     assert caught.value.path == str(path)
 
 
-@pytest.mark.parametrize("edit", ["next is a number", "steps is a string", "writes"])
+@pytest.mark.parametrize("command", ["threads", "history", "show"])
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_a_wrong_meta_is_named_by_the_cli(
+    tmp_path: Path, edit: str, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``corral threads/history/show`` read the meta as the engine does: the same error."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    checkpoint_id = newest_meta_edit_sqlite(path, *EDITS[edit])
+    capsys.readouterr()
+    assert main([command, "--db", str(path), *(["t"] if command != "threads" else [])]) != 0
+    printed = " ".join(capsys.readouterr().err.split())
+    assert repr(checkpoint_id) in printed and "damaged" in printed, printed
+    assert "a bug in corral" not in printed
+
+
+@pytest.mark.parametrize("edit", list(READ_AS_MEANT))
+def test_a_meta_value_python_reads_as_meant_is_read(tmp_path: Path, edit: str) -> None:
+    """``"3"`` where an int is expected, ``true`` for 1: read, and the thread continues."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    newest_meta_edit_sqlite(path, *READ_AS_MEANT[edit])
+    with SqliteSaver(str(path)) as saver:
+        app = looping(saver)
+        assert app.get_state("t").status == "done"
+        assert len(app.history("t")) == len(saver.checkpoints("t"))
+        assert app.invoke(None, thread_id="t").state == {"n": 4}
+
+
+@pytest.mark.parametrize("read", ["get_state", "continue"])
+def test_a_wrong_list_of_finished_tasks_is_named(tmp_path: Path, read: str) -> None:
+    """``done`` is read by get_state's count of committed node runs and by continuing."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    checkpoint_id = newest_meta_edit_sqlite(path, "done", [3])
+    with SqliteSaver(str(path)) as saver, pytest.raises(CheckpointError) as caught:
+        READS[read](looping(saver))
+    assert repr(checkpoint_id) in str(caught.value) and "damaged" in str(caught.value)
+
+
+@pytest.mark.parametrize("edit", ["next is a number", "supersteps is null", "writes"])
 def test_a_wrong_row_in_postgres_names_thread_and_checkpoint(postgres_url: str, edit: str) -> None:
     """The PostgreSQL saver runs the same checks on what it reads back."""
     import psycopg

@@ -1,4 +1,4 @@
-"""A checkpoint file this process may not write is opened for reading (issue 18, point 7).
+"""A checkpoint file this process may not write is refused when opened, with the way out.
 
 Root ignores file modes, so as root the files are made immutable (``chattr +i``, which
 binds root too) instead of ``chmod``-ed; where neither works the tests are skipped.
@@ -40,33 +40,48 @@ def written(folder: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("folder_too", [False, True], ids=["file", "file-and-folder"])
-def test_a_read_only_file_is_read_and_a_write_says_it_is_read_only(
-    tmp_path: Path, folder_too: bool, capsys: pytest.CaptureFixture[str]
+def assert_refused(
+    path: Path, capsys: pytest.CaptureFixture[str], cli_says: str = "read-only for this process"
 ) -> None:
-    """get_state, history and ``corral threads/history`` work; a write names the cause."""
+    """Opening ``path`` through the engine is refused with a message naming it, saying it is
+    read-only and giving the way out; ``corral threads/history/show`` print ``cli_says``."""
+    with pytest.raises(CheckpointError) as caught:
+        counter(SqliteSaver(str(path))).get_state("t")
+    assert caught.value.path == str(path)
+    message = str(caught.value)
+    assert repr(str(path)) in message
+    assert "read-only for this process" in message
+    assert "write permission" in message and "copy the file" in message
+    assert "damaged" not in message
+    capsys.readouterr()
+    for command in (["threads"], ["history", "t"], ["show", "t"]):
+        assert main([command[0], "--db", str(path), *command[1:]]) != 0
+        printed = capsys.readouterr()
+        assert cli_says in printed.err + printed.out
+        assert "Traceback" not in printed.err + printed.out
+
+
+@pytest.mark.parametrize("which", ["file", "folder", "file-and-folder"])
+def test_a_file_or_folder_this_process_may_not_write_is_refused_at_open(
+    tmp_path: Path, which: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused before anything is read or written: the folder gains no -wal or -shm file."""
     path = written(tmp_path)
     before = path.read_bytes()
-    with read_only(path, *([tmp_path] if folder_too else [])):
-        with SqliteSaver(str(path)) as saver:
-            app = counter(saver)
-            assert app.get_state("t").values == {"n": 1}
-            assert len(app.history("t")) == 2
-            assert saver.threads() == ["t"]
-            with pytest.raises(CheckpointError, match="read-only") as caught:
-                app.invoke({"n": 5}, thread_id="new")
-            assert caught.value.path == str(path)
-        assert main(["threads", "--db", str(path)]) == 0
-        assert main(["history", "--db", str(path), "t"]) == 0
-    out = capsys.readouterr().out
-    assert "t " in out and "done" in out
+    made_read_only = {"file": [path], "folder": [tmp_path]}.get(which, [path, tmp_path])
+    with read_only(*made_read_only):
+        assert_refused(path, capsys)
     assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["threads.db"]
+    with SqliteSaver(str(path)) as saver:  # writable again: the thread is all there
+        assert counter(saver).get_state("t").values == {"n": 1}
 
 
-def test_uncommitted_wal_in_a_read_only_folder_is_refused_with_the_way_out(
-    tmp_path: Path,
+def test_uncommitted_wal_in_a_read_only_folder_is_refused_and_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Reading would skip the -wal's commits, so the error names it instead of hiding them."""
+    """A -wal file holding commits not yet in the file is left as it is, and read once the
+    folder is writable again."""
     source = tmp_path / "live"
     source.mkdir()
     copy = tmp_path / "copy"
@@ -75,17 +90,24 @@ def test_uncommitted_wal_in_a_read_only_folder_is_refused_with_the_way_out(
         counter(saver).invoke({"n": 0}, thread_id="t")
         shutil.copy(source / "threads.db", copy / "threads.db")
         shutil.copy(source / "threads.db-wal", copy / "threads.db-wal")
-    assert (copy / "threads.db-wal").stat().st_size > 0
+    wal = (copy / "threads.db-wal").read_bytes()
+    assert wal
     with read_only(copy / "threads.db", copy):
-        with pytest.raises(CheckpointError, match=r"threads\.db-wal.*folder writable"):
-            counter(SqliteSaver(str(copy / "threads.db"))).get_state("t")
+        assert_refused(copy / "threads.db", capsys)
+    assert (copy / "threads.db-wal").read_bytes() == wal
+    with SqliteSaver(str(copy / "threads.db")) as saver:
+        assert counter(saver).get_state("t").values == {"n": 1}
 
 
-def test_a_read_only_empty_file_is_not_called_damaged(tmp_path: Path) -> None:
-    """A read-only file with no corral checkpoints says so, not that it is damaged."""
+@pytest.mark.parametrize("folder_too", [False, True], ids=["file", "file-and-folder"])
+def test_a_read_only_empty_file_is_refused_not_called_damaged(
+    tmp_path: Path, folder_too: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty file (what ``touch`` makes) that may not be written stays empty (the CLI,
+    which only reads existing checkpoints, says first that the file is empty)."""
     path = tmp_path / "empty.db"
     path.touch()
-    with read_only(path, tmp_path):
-        with pytest.raises(CheckpointError, match="read-only") as caught:
-            counter(SqliteSaver(str(path))).get_state("t")
-    assert "damaged" not in str(caught.value)
+    with read_only(path, *([tmp_path] if folder_too else [])):
+        assert_refused(path, capsys, cli_says="an empty file")
+    assert path.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]

@@ -1,5 +1,4 @@
-"""A checkpoint as a row and back: its JSON texts, with large values stored once as items,
-and the shape of its meta checked as it is read (:func:`meta_problem`).
+"""A checkpoint as a row and back: its JSON texts, with large values stored once as items.
 
 Every top-level value of a state or of a node's update whose JSON is at least
 :data:`MIN_ITEM` bytes is stored once, as an item (a row of ``corral_items``), and the text
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import reprlib
 from collections.abc import Callable, Iterable
 from typing import Any, Final, NoReturn
 
@@ -43,20 +41,25 @@ class Damaged(Exception):
     """Raised inside a decode when a row cannot be read; the caller names the row."""
 
 
-def damaged(where: str, thread_id: str, checkpoint_id: object, exc: BaseException) -> NoReturn:
-    """Raise the ``CheckpointError`` for a checkpoint of ``where`` that cannot be read back."""
+def damaged(
+    where: str | None, thread_id: str, checkpoint_id: object, exc: BaseException
+) -> NoReturn:
+    """Raise the ``CheckpointError`` for a checkpoint of ``where`` (``None``: a checkpointer
+    that does not say) that cannot be read back."""
+    place = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+    place += f" in {where!r}" if where is not None else ""
     if isinstance(exc, ValueError | Damaged) and "integer string conversion" in str(exc):
         msg = (
-            f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {where!r} holds an int "
-            "longer than this Python reads (sys.get_int_max_str_digits()); raise the limit "
-            "with sys.set_int_max_str_digits(0) in this process to read it"
+            f"{place} holds an int longer than this Python reads "
+            "(sys.get_int_max_str_digits()); raise the limit with "
+            "sys.set_int_max_str_digits(0) in this process to read it"
         )
         raise CheckpointError(msg, path=where) from exc
     shown = str(exc) if isinstance(exc, Damaged) else f"{type(exc).__name__}: {exc}"
     msg = (
-        f"checkpoint {checkpoint_id!r} of thread {thread_id!r} in {where!r} is damaged "
-        f"({shown[:200]}); resume from an earlier checkpoint (app.history) or start a new "
-        "thread; if this keeps happening, move the file (or database) away"
+        f"{place} is damaged ({shown[:200]}); resume from an earlier checkpoint "
+        "(app.history) or start a new thread; if this keeps happening, move the file (or "
+        "database) away"
     )
     raise CheckpointError(msg, path=where) from exc
 
@@ -181,9 +184,8 @@ class Rows:
             state = None if snapshot is None else self._state(snapshot, f"the state of {where}")
             pairs = [(node, self._state(u, f"the writes of {where}")) for node, u in writes]
             info = decode(meta, serializer=self.serializer, where=f"the meta of {where}")
-            problem = meta_problem(info)
-            if problem is not None:
-                raise Damaged(problem)
+            if type(info) is not dict:
+                raise Damaged("its meta is not an object")
         except CheckpointError as exc:
             if exc.path is not None:
                 raise
@@ -246,74 +248,3 @@ def _item_ids(snapshot: Any, writes: Any) -> list[int]:
             elif kind == "item" and type(value.get("v")) is int:
                 ids.append(value["v"])
     return ids
-
-
-# The shape of a checkpoint's ``meta``, checked where a row is read back (meta_problem).
-# A row edited by hand or damaged on disk (``"next": 5``) would otherwise surface as a bare
-# ``TypeError`` deep in the engine; the store reports a damaged checkpoint instead, naming
-# it. Only a meta the engine wrote (it has the ``format`` key) is checked, any JSON being
-# storable; keys are optional (older files lack some) and unknown keys allowed.
-
-
-def _fits(value: Any, shape: Any) -> bool:
-    """Return whether ``value`` has ``shape``: a type, ``[item]`` (a list of such items),
-    ``(a, b, c)`` (a list of exactly these), ``{"": item}`` (an object of such values), or a
-    check to call."""
-    kind = type(shape)
-    if kind is type:
-        return type(value) is shape
-    if kind is list:
-        return type(value) is list and all(_fits(x, shape[0]) for x in value)
-    if kind is tuple:
-        return type(value) is list and len(value) == len(shape) and all(map(_fits, value, shape))
-    if kind is dict:
-        return type(value) is dict and all(_fits(x, shape[""]) for x in value.values())
-    return bool(shape(value))
-
-
-def _task(value: Any) -> bool:
-    """A task to run next or a finished task: an object naming its node (and its position)."""
-    return (
-        type(value) is dict and type(value.get("node")) is str and _fits(value.get("task", 0), int)
-    )
-
-
-_SHAPES: Final[dict[str, tuple[Any, str]]] = {
-    "format": (int, "an int"),
-    "seq": (int, "an int"),
-    "run": (int, "an int"),
-    "steps": (int, "an int"),
-    "supersteps": (int, "an int"),
-    "status": (str, "a string"),
-    "source": (str, "a string"),
-    "fingerprint": (str, "a string"),
-    "next": ([_task], "a list of tasks ({'node': ...})"),
-    "runs": ({"": int}, "an object of run counts"),
-    "guards": ([(str, str, int)], "a list of [source, target, count]"),
-    "interrupts": ([_task], "a list of pauses ({'task': ..., 'node': ...})"),
-    "arrived": ({"": [str]}, "an object of node-name lists"),
-    "held": (list, "a list"),
-    "answers": ({"": list}, "an object of lists"),
-    "done": ([_task], "a list of finished tasks"),
-    "reroute": ([_task], "a list of finished tasks"),
-    "reducers": ({"": str}, "an object of reducer names"),
-}
-"""Each key the engine reads from ``meta``: the shape of its value (:func:`_fits`), named."""
-
-
-def meta_problem(meta: Any) -> str | None:
-    """Return what is wrong with an engine-written ``meta`` (its first wrong key), or ``None``.
-
-    >>> meta_problem({"format": 1, "next": [{"node": "draft"}], "steps": 2})
-    >>> meta_problem({"format": 1, "next": 5})
-    "its meta 'next' is 5, not a list of tasks ({'node': ...})"
-    >>> meta_problem({"next": 5})  # not the engine's: any JSON is stored and read back
-    """
-    if type(meta) is not dict:
-        return "its meta is not an object"
-    if "format" not in meta:
-        return None
-    for key, (shape, named) in _SHAPES.items():
-        if key in meta and not _fits(meta[key], shape):
-            return f"its meta {key!r} is {reprlib.repr(meta[key])}, not {named}"
-    return None

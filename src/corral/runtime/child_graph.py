@@ -386,8 +386,9 @@ def _committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint
     finished after it, and the runs its subgraph entries' children committed that it has
     not counted (a crash, a kill or a pause stopped the superstep before its barrier)."""
     meta = checkpoint.meta
+    with restore.reading_meta(checkpoint, saver):
+        done = {item.get("task") for item in meta.get("done", [])}
     steps = int(meta.get("steps", 0)) + len(restore.recorded_tasks(saver, checkpoint))
-    done = {item.get("task") for item in meta.get("done", [])}
     for task, item in enumerate(meta.get("next", [])):
         node = tables.nodes.get(item.get("node"))
         if node is None or node.child is None or task in done:

@@ -4,9 +4,11 @@ pauses and snapshots it records (the write side is :mod:`corral.runtime.persist`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+from corral.checkpoint._rows import Damaged, damaged
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.cost import Cost
 from corral.errors import CheckpointError, CorralError
@@ -15,7 +17,7 @@ from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.state import apply_writes, copy_value
-from corral.runtime.tables import Node, Tables, Task
+from corral.runtime.tables import Tables, Task
 
 __all__ = [
     "load",
@@ -101,8 +103,7 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
         )
         raise CheckpointError(msg)
     if not same_graph(meta["fingerprint"], tables.spec, tables.fingerprint):
-        names = [t.get("node") for t in meta.get("next", [])]
-        missing = sorted({n for n in names if n not in tables.nodes})
+        missing = sorted({t.get("node") for t in meta.get("next", [])} - tables.nodes.keys())
         detail = f" (its next nodes {missing} no longer exist)" if missing else ""
         msg = (
             f"thread {checkpoint.thread_id!r} was checkpointed by a graph with different "
@@ -112,21 +113,9 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
         raise CheckpointError(msg)
 
 
-def _node(tables: Tables, name: Any, checkpoint: Checkpoint) -> Node:
-    node = tables.nodes.get(name)
-    if node is None:
-        msg = (
-            f"checkpoint {checkpoint.checkpoint_id!r} of thread {checkpoint.thread_id!r} "
-            f"names node {name!r}, which this graph does not have; resume it with the graph "
-            f"that wrote it"
-        )
-        raise CheckpointError(msg)
-    return node
-
-
 def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) -> None:
-    """Restore the state of ``rs`` at the last checkpoint of ``chain`` (:func:`rebuild`), and
-    its counters, tasks and bookkeeping from that checkpoint's meta.
+    """Restore the state of ``rs`` (a new run) at the last checkpoint of ``chain``
+    (:func:`rebuild`), and its counters, tasks and bookkeeping from that checkpoint's meta.
 
     The tasks ``checkpointer`` recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
@@ -136,26 +125,25 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     tables, checkpoint = rs.tables, chain[-1]
     values = rebuild(tables, chain)
     check_graph(tables, checkpoint)
-    saved = snapshot_of(values, checkpoint, owned=True)
+    saved = snapshot_of(values, checkpoint, checkpointer, owned=True)
     meta = checkpoint.meta
-    tasks = []  # a node's run on the state is its own task, as the core's routes give it
-    for t in meta.get("next", []):
-        node = _node(tables, t["node"], checkpoint)
-        tasks.append(Task(node, t["arg"]) if "arg" in t else node.task)
-    rs.tasks = tasks
+    rs.tasks = []  # a node's run on the state is its own task, as the core's routes give it
+    with reading_meta(checkpoint, checkpointer):
+        for t in meta.get("next", []):
+            node = tables.nodes[t["node"]]  # check_graph: the same nodes, unless damaged
+            rs.tasks.append(Task(node, t["arg"]) if "arg" in t else node.task)
+        rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
+        rs.held = list(meta.get("held", []))
+        rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
+        for item in meta.get("done", []):  # rs is a new run: its done is empty
+            result = _result(tables, item)
+            if "steps" not in item:
+                rs.done[result.position] = result
+        if "reroute" in meta:
+            rs.reroute = [_result(tables, item) for item in meta["reroute"]]
     rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
     rs.runs, rs.purse.spent = saved.runs, saved.spent
     rs.guards.update(saved.guards)
-    rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
-    rs.held = list(meta.get("held", []))
-    rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
-    rs.done = {}
-    for item in meta.get("done", []):
-        result = _result(tables, item, checkpoint)
-        if "steps" not in item:
-            rs.done[result.position] = result
-    if "reroute" in meta:
-        rs.reroute = [_result(tables, item, checkpoint) for item in meta["reroute"]]
     rs.checkpoint_id = checkpoint.checkpoint_id
     for index, item in recorded_tasks(checkpointer, checkpoint).items():
         _take_pending(rs, tables, checkpoint, index, item)
@@ -190,52 +178,68 @@ def _take_pending(
             f"an earlier checkpoint or start a new thread"
         )
         raise CheckpointError(msg)
-    result = _result(tables, item, checkpoint)
+    result = _result(tables, item)
     rs.done[index] = result
     rs.steps += 1
     rs.runs[result.node.name] = rs.runs.get(result.node.name, 0) + 1
 
 
-def _result(tables: Tables, item: Mapping[str, Any], checkpoint: Checkpoint) -> TaskRun:
+def _result(tables: Tables, item: Mapping[str, Any]) -> TaskRun:
     goto = item.get("goto")
     return TaskRun(
         int(item["task"]),
-        _node(tables, item["node"], checkpoint),
+        tables.nodes[item["node"]],
         item.get("update"),
         tuple(goto) if goto is not None else None,
     )
 
 
+@contextmanager
+def reading_meta(checkpoint: Checkpoint, saver: Checkpointer) -> Iterator[None]:
+    """Raise the damaged-checkpoint ``CheckpointError`` (``saver``'s file, the thread, the
+    checkpoint) for any error while the block reads ``checkpoint``'s meta: a meta edited by
+    hand or damaged on disk (``"next": 5``) is otherwise a bare ``TypeError`` in the engine."""
+    try:
+        yield
+    except Exception as exc:
+        what = Damaged(f"its meta cannot be read: {type(exc).__name__}: {exc}")
+        damaged(getattr(saver, "where", None), checkpoint.thread_id, checkpoint.checkpoint_id, what)
+
+
 def snapshot_of(
     values: dict[str, Any],
     checkpoint: Checkpoint,
+    saver: Checkpointer,
     *,
     owned: bool = False,
 ) -> StateSnapshot:
-    """Return the public snapshot of a checkpoint whose state is ``values``.
+    """Return the public snapshot of a checkpoint of ``saver`` whose state is ``values``.
 
     ``owned``: nobody else holds ``values`` (just rebuilt from a store's fresh decoding),
     so they are handed over without a deep copy; else the snapshot gets a deep copy
     (:func:`~corral.runtime.state.copy_value`; ``history`` copies one state per
     checkpoint).
     """
-    meta = checkpoint.meta
-    # a superstep whose routing failed has no next nodes yet: its routes are still due
-    nxt = () if "reroute" in meta else tuple(t["node"] for t in meta.get("next", []))
-    status = str(meta.get("status", "running"))
-    failed = meta.get("error") if status == "error" else None
-    return StateSnapshot(
-        values=values if owned else copy_value(values),
-        next=nxt,
-        steps=int(meta.get("steps", 0)),
-        supersteps=int(meta.get("supersteps", 0)),
-        guards={(s, t): int(n) for s, t, n in meta.get("guards", [])},
-        checkpoint_id=checkpoint.checkpoint_id,
-        parent_id=checkpoint.parent_id,
-        status=status,
-        interrupts=tuple(pause.interrupt() for pause in pauses_of(checkpoint)),
-        source=str(meta.get("source", "loop")),
-        runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
-        error=RunError(str(failed["type"]), str(failed["message"])) if failed else None,
-        spent=Cost.from_json(meta.get("spent")),
-    )
+    with reading_meta(checkpoint, saver):
+        meta = checkpoint.meta
+        # a superstep whose routing failed has no next nodes yet: its routes are still due
+        nxt = () if "reroute" in meta else tuple(t["node"] for t in meta.get("next", []))
+        status = meta.get("status", "running")
+        if status not in ("running", "done", "interrupted", "error"):
+            raise ValueError(f"'status' is {status!r}")
+        failed = meta.get("error") if status == "error" else None
+        return StateSnapshot(
+            values=values if owned else copy_value(values),
+            next=nxt,
+            steps=int(meta.get("steps", 0)),
+            supersteps=int(meta.get("supersteps", 0)),
+            guards={(s, t): int(n) for s, t, n in meta.get("guards", [])},
+            checkpoint_id=checkpoint.checkpoint_id,
+            parent_id=checkpoint.parent_id,
+            status=status,
+            interrupts=tuple(pause.interrupt() for pause in pauses_of(checkpoint)),
+            source=str(meta.get("source", "loop")),
+            runs={str(k): int(v) for k, v in meta.get("runs", {}).items()},
+            error=RunError(str(failed["type"]), str(failed["message"])) if failed else None,
+            spent=Cost.from_json(meta.get("spent")),
+        )

@@ -85,7 +85,9 @@ def start(
     ``RunOptions``), ready for a driver: its events to ``listener`` too, traced by
     ``tracer`` (which starts the run's span here)."""
     thread_id, checkpoint_id = options.get("thread_id"), options.get("checkpoint_id")
-    resume = _resume_of(input)
+    resume = input if isinstance(input, Resume) else None
+    if isinstance(input, Command) and input.resume is not None:
+        resume = Resume(input.resume)
     continuing = input is None or resume is not None
     saver = settings.checkpointer
     continues = continuing or checkpoint_id is not None
@@ -124,14 +126,6 @@ def start(
     else:
         _start_on_thread(rs, saver, chain, input, newest_read)
     return rs
-
-
-def _resume_of(input: Any) -> Resume | None:
-    if isinstance(input, Command) and input.resume is not None:
-        return Resume(input.resume)
-    if isinstance(input, Resume):
-        return input
-    return None
 
 
 def start_fresh(rs: RunState, base: Mapping[str, Any], input: Any) -> None:
@@ -282,7 +276,7 @@ def get_state(
     that checkpoint."""
     chain = _chain_of(saver, thread_id, checkpoint_id)
     values = restore.rebuild(tables, chain)
-    return restore.snapshot_of(values, chain[-1], owned=True), chain[-1]
+    return restore.snapshot_of(values, chain[-1], saver, owned=True), chain[-1]
 
 
 def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSnapshot]:
@@ -298,7 +292,7 @@ def history(tables: Tables, saver: Checkpointer, thread_id: str) -> list[StateSn
         else:
             values = restore.rebuild(tables, saver.chain(thread_id, checkpoint.checkpoint_id))
         states[checkpoint.checkpoint_id] = values
-        out.append(restore.snapshot_of(values, checkpoint))
+        out.append(restore.snapshot_of(values, checkpoint, saver))
     out.reverse()
     return out
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from corral.checkpoint._tables import check_layout, ensure_layout
+from corral.checkpoint._tables import ensure_layout
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
@@ -59,21 +59,21 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
         if Path(path).is_dir():
             msg = f"{path!r} is a folder; give SqliteSaver a file path"
             raise CheckpointError(msg, path=path)
-    uri = None if in_memory else _read_only_uri(path)
+        # Given a file it may not write, SQLite opens it read-only without a word (a run
+        # would fail at its first checkpoint), and in a read-only folder it cannot create
+        # the -wal and -shm files a WAL file is read through; so such a file is refused here.
+        if not os.access(folder, os.W_OK) or (Path(path).exists() and not os.access(path, os.W_OK)):
+            raise CheckpointError(_read_only_message(path, "open"), path=path)
 
     def connect() -> sqlite3.Connection:
         conn = sqlite3.connect(
-            uri or path,
+            path,
             timeout=min(timeout_s, WAIT_SLICE_S),  # the rest of the wait is in Python
             isolation_level=None,  # transactions are explicit: BEGIN IMMEDIATE ... COMMIT
             check_same_thread=False,  # ainvoke may call from worker threads; see _lock
-            uri=uri is not None,
         )
         try:
-            if uri is None:
-                _prepare(conn, path, synchronous, in_memory)
-            else:
-                _check_read_only(conn, path)
+            _prepare(conn, path, synchronous, in_memory)
         except BaseException:
             conn.close()
             raise
@@ -87,6 +87,8 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
 
 
 def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: bool) -> None:
+    """Check the file is corral's (or empty), put it in WAL mode, then create its tables or
+    check their version (and upgrade a file of layout 6) in one transaction."""
     _check_header(conn, path)
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal" and not in_memory:
@@ -96,53 +98,20 @@ def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: b
         )
         raise CheckpointError(msg, path=path)
     conn.execute(f"PRAGMA synchronous = {synchronous}")
-    _ensure_schema(conn, path)
-
-
-def _read_only_uri(path: str) -> str | None:
-    """Return a read-only URI for an existing file this process may not write, else ``None``.
-
-    Reading a WAL file needs its ``-shm`` index beside it; in a folder this process may not
-    write, SQLite cannot create one and refuses to open the file at all. Such a file is then
-    opened ``immutable``: nobody can be writing it (a writer needs a ``-wal`` file in that
-    folder), unless a ``-wal`` file with commits not yet copied back is already there, which
-    immutable reading would skip; that case is refused with the way out.
-    """
-    file = Path(path)
-    if not file.is_file():
-        return None
-    folder_writable = os.access(file.parent, os.W_OK)
-    if folder_writable and os.access(file, os.W_OK):
-        return None
-    from urllib.parse import quote  # only read-only files need it
-
-    uri = f"file:{quote(str(file.resolve()))}?mode=ro"
-    if folder_writable or Path(f"{path}-shm").exists():
-        return uri
-    wal = Path(f"{path}-wal")
-    if wal.exists() and wal.stat().st_size > 0:
-        msg = (
-            f"cannot read {path!r}: its folder is read-only and {str(wal)!r} holds "
-            "checkpoints not yet copied into the file, which SQLite reads only with an index "
-            "file it must create beside them; make the folder writable for this process"
+    with transaction(conn):  # two processes opening a new file: one creates
+        _check_header(conn, path)  # another process may have written it meanwhile
+        new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
+        if new:
+            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
+        ensure_layout(
+            conn,
+            path,
+            postgres=False,
+            new=new,
+            version=SCHEMA_VERSION,
+            older=_OLDER,
+            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
         )
-        raise CheckpointError(msg, path=path)
-    return f"{uri}&immutable=1"
-
-
-def _check_read_only(conn: sqlite3.Connection, path: str) -> None:
-    """Check a file opened read-only: corral's, in a layout this corral reads."""
-    _check_header(conn, path)
-    if conn.execute("PRAGMA application_id").fetchone()[0] != _APPLICATION_ID:
-        msg = f"{path!r} is read-only for this process and holds no corral checkpoints yet"
-        raise CheckpointError(msg, path=path)
-    if check_layout(conn, path, (SCHEMA_VERSION, _UPGRADED), _OLDER) != SCHEMA_VERSION:
-        msg = (
-            f"{path!r} is read-only for this process and holds checkpoints in layout "
-            f"{_UPGRADED}, which is upgraded when the file is first opened for writing; open "
-            "it once with write access"
-        )
-        raise CheckpointError(msg, path=path)
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
@@ -171,25 +140,6 @@ def _check_header(conn: sqlite3.Connection, path: str) -> None:
         "give SqliteSaver a path of its own"
     )
     raise CheckpointError(msg, path=path)
-
-
-def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Create the tables in a new file, or check the version of an existing one (and
-    upgrade a file of layout 6, in the same transaction)."""
-    with transaction(conn):  # two processes opening a new file: one creates
-        _check_header(conn, path)  # another process may have written it meanwhile
-        new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
-        if new:
-            conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        ensure_layout(
-            conn,
-            path,
-            postgres=False,
-            new=new,
-            version=SCHEMA_VERSION,
-            older=_OLDER,
-            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
-        )
 
 
 @contextmanager
@@ -279,11 +229,7 @@ def error_for(
             "(ulimit -f); every checkpoint committed before is kept"
         )
     elif name.startswith("SQLITE_READONLY"):
-        msg = (
-            f"cannot {verb} {path!r}: the file or its folder is read-only for this process "
-            f"({name}); give it write permission (the folder too: SQLite writes -wal and -shm "
-            "files beside it), or only read from it"
-        )
+        msg = _read_only_message(path, verb)
     elif name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
         msg = (
             f"cannot {verb} {path!r}: it cannot be opened ({name}: {exc}); check that the "
@@ -299,6 +245,16 @@ def error_for(
             "database: move it away (resume is impossible from it) or pass a new path"
         )
     return CheckpointError(msg, path=path)
+
+
+def _read_only_message(path: str, verb: str) -> str:
+    """Return the message for a file that this process may not write, or in such a folder."""
+    return (
+        f"cannot {verb} {path!r}: the file or its folder is read-only for this process; give "
+        "this process write permission on the file and its folder (SQLite writes -wal and "
+        "-shm files beside it), or copy the file (and its -wal file, if any) to a writable "
+        "folder and open the copy"
+    )
 
 
 def busy(exc: sqlite3.OperationalError) -> bool:
