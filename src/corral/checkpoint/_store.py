@@ -180,7 +180,7 @@ class Store(ThreadInfoStore):
         )
         params["meta"] = dumps(meta)
         db.execute(q(sql.PUT_CHECKPOINT), params)
-        if checkpoint.parent_id is not None:
+        if row[1]:
             db.execute(q(sql.DROP_PENDING), params)
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]
         stored = packer.written + sum(map(len, texts))
