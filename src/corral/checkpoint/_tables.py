@@ -95,8 +95,7 @@ WHERE corral_threads.newest = ''
 RETURNING id, 0
 """
 """The compare-and-set of a thread's first checkpoint (no row back: the thread has one).
-A thread recorded before its first checkpoint has the row, with ``newest = ''``. The row
-back is :data:`PUT_NEXT`'s: the thread's row id, and no finished tasks to drop."""
+A thread recorded before its first checkpoint has the row, with ``newest = ''``."""
 
 PUT_NEXT: Final = """
 UPDATE corral_threads SET newest = :id, holder = :holder, held_by = :held_by,
@@ -105,19 +104,17 @@ WHERE name = :thread AND newest = :expected
     AND (holder IS NULL OR holder = :run OR holder = :lapsed)
     AND NOT EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
-    AND (CAST(:parent AS TEXT) IS NULL OR :parent = :expected
-        OR EXISTS (SELECT 1 FROM corral_checkpoints AS c
-            WHERE c.thread = corral_threads.id AND c.checkpoint_id = :parent))
+    AND (CAST(:parent AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM corral_checkpoints AS c
+        WHERE c.thread = corral_threads.id AND c.checkpoint_id = :parent))
 RETURNING id, EXISTS (SELECT 1 FROM corral_pending AS p
     WHERE p.thread = corral_threads.id AND p.checkpoint_id = :parent)
 """
 """The compare-and-set of every later checkpoint (no row back: the newest is another,
 another run holds the thread, the id is taken, or the parent is unknown: a fork's may be
-any, the newest is known; ``:lapsed`` names a holder found no longer live). Once it changed
-the row, the put's inserts cannot conflict. In PostgreSQL the ``UPDATE`` locks the thread's
-row: a second writer waits for the first to commit, then finds the new ``newest``. The row
-back holds the thread's row id and whether tasks finished after the parent are recorded
-(:data:`DROP_PENDING`), so a put without any runs no ``DELETE``."""
+any; ``:lapsed`` names a holder found no longer live). Once it changed the row, the put's
+inserts cannot conflict. In PostgreSQL the ``UPDATE`` locks the thread's row: a second
+writer waits for the first to commit, then finds the new ``newest``. Its row (and
+:data:`PUT_FIRST`'s): the thread's id, and whether :data:`DROP_PENDING` has work."""
 
 HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
 RELEASE: Final = """
