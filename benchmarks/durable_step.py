@@ -11,7 +11,10 @@ a durable step costs. The same run without a checkpointer is shown beside them: 
 that syncs in well under a millisecond (a write cache), the engine's own work per
 superstep is about the floor's whole step, and the ratio then measures CPU, not the disk.
 So a note also divides corral's step by the floor's step plus the step without a
-checkpointer (the engine's own work, which the hand loop does not do).
+checkpointer (the engine's own work, which the hand loop does not do). A shared disk's
+sync time can change several-fold from one second to the next, so the ratio is the median
+of each round's ratio (corral's run against the floor's run beside it), not a ratio of
+medians that may come from different minutes.
 """
 
 from __future__ import annotations
@@ -77,10 +80,10 @@ def measure(quick: bool) -> Report:
                 times[name].append(loops[name](Path(tmp) / f"{name}-{r}.sqlite", steps))
     wall = {k: statistics.median(t[0] for t in v) / steps for k, v in times.items()}
     cpu = {k: statistics.median(t[1] for t in v) / steps for k, v in times.items()}
+    pairs = zip(times["engine"], times["floor"], strict=True)
+    ratio = statistics.median(engine[0] / floor[0] for engine, floor in pairs)
     return Report(
-        rows=[
-            Row("durable step (SQLite) / one INSERT+COMMIT", wall["engine"] / wall["floor"], 2, "x")
-        ],
+        rows=[Row("durable step (SQLite) / one INSERT+COMMIT", ratio, 2, "x")],
         notes=[
             f"{steps} supersteps, a ~500-byte message each, synchronous=FULL; median of "
             f"{rounds} interleaved rounds (python {python_version()}, SQLite "

@@ -227,6 +227,20 @@ def test_pending_writes_are_superseded_by_the_next_checkpoint(
             assert pg.execute("SELECT count(*) FROM corral_pending").fetchone() == (0,)
 
 
+def test_a_fork_supersedes_the_records_after_its_parent(
+    saver: MemorySaver | SqliteSaver | PostgresSaver,
+) -> None:
+    """A fork's first checkpoint continues an older checkpoint: the tasks recorded after
+    that one are superseded too, the newest's are kept."""
+    saver.put(Checkpoint("t", "1", None, {"n": 0}))
+    saver.put(Checkpoint("t", "2", "1", None, [("a", {"n": 1})]))
+    saver.put_writes("t", "1", 0, {"task": 0, "node": "a", "update": {"n": 1}, "goto": None})
+    saver.put_writes("t", "2", 0, {"task": 0, "node": "a", "update": {"n": 2}, "goto": None})
+    saver.put(Checkpoint("t", "3", "1", {"n": 5}, newest_read="2"))
+    assert saver.pending_writes("t", "1") == {}
+    assert saver.pending_writes("t", "2")[0]["update"] == {"n": 2}
+
+
 def test_a_write_for_an_unknown_checkpoint_is_refused(saver: MemorySaver | SqliteSaver) -> None:
     """put_writes names the checkpoint it cannot find and says to put it first."""
     saver.put(Checkpoint("t", "1", None, {"n": 0}))

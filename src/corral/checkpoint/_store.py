@@ -161,10 +161,10 @@ class Store(ThreadInfoStore):
         cas = q(sql.PUT_FIRST if checkpoint.expected is None else sql.PUT_NEXT)
         row = db.execute(cas, params).fetchone()
         if row is None:  # refused, unless only a holder no longer live stood in the way
-            params["lapsed"] = self._refused(db, checkpoint)
+            params["lapsed"] = self._refused(db, checkpoint, params)
             row = db.execute(cas, params).fetchone()
             if row is None:  # another run took the lapsed hold meanwhile
-                self._refused(db, checkpoint)
+                self._refused(db, checkpoint, params)
                 raise held(checkpoint.thread_id, None, self.where)
         thread = params["thread"] = int(row[0])
         packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
@@ -180,7 +180,7 @@ class Store(ThreadInfoStore):
         )
         params["meta"] = dumps(meta)
         db.execute(q(sql.PUT_CHECKPOINT), params)
-        if checkpoint.parent_id is not None:
+        if row[1]:
             db.execute(q(sql.DROP_PENDING), params)
         texts = [params["snapshot"] or "", params["writes"], params["meta"]]
         stored = packer.written + sum(map(len, texts))
@@ -201,14 +201,9 @@ class Store(ThreadInfoStore):
         since, stored_since = last.since + 1, last.stored_since + stored
         return _Tally(new, since, stored_since, last.snapshot_stored, stored)
 
-    def _refused(self, db: Any, checkpoint: Checkpoint) -> str:
-        """Raise the error for a put whose compare-and-set changed nothing, or return the
-        thread's holder when it alone stood in the way and is no longer live."""
-        params = {
-            "thread": checkpoint.thread_id,
-            "id": checkpoint.checkpoint_id,
-            "parent": checkpoint.parent_id,
-        }
+    def _refused(self, db: Any, checkpoint: Checkpoint, params: dict[str, Any]) -> str:
+        """Raise the error for a put whose compare-and-set (with ``params``) changed nothing,
+        or return the thread's holder when it alone stood in the way and is no longer live."""
         row = db.execute(self.sql(sql.REFUSED), params).fetchone()
         newest, holder, held_by, until, is_taken, parent_known = row or (None,) * 4 + (0, 0)
         if is_taken:

@@ -92,7 +92,7 @@ VALUES (:thread, :id, :holder, :held_by, :held_until)
 ON CONFLICT (name) DO UPDATE SET newest = excluded.newest, holder = excluded.holder,
     held_by = excluded.held_by, held_until = excluded.held_until
 WHERE corral_threads.newest = ''
-RETURNING id
+RETURNING id, 0
 """
 """The compare-and-set of a thread's first checkpoint (no row back: the thread has one).
 A thread recorded before its first checkpoint has the row, with ``newest = ''``."""
@@ -106,13 +106,15 @@ WHERE name = :thread AND newest = :expected
         WHERE c.thread = corral_threads.id AND c.checkpoint_id = :id)
     AND (CAST(:parent AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM corral_checkpoints AS c
         WHERE c.thread = corral_threads.id AND c.checkpoint_id = :parent))
-RETURNING id
+RETURNING id, EXISTS (SELECT 1 FROM corral_pending AS p
+    WHERE p.thread = corral_threads.id AND p.checkpoint_id = :parent)
 """
 """The compare-and-set of every later checkpoint (no row back: the newest is another,
 another run holds the thread, the id is taken, or the parent is unknown: a fork's may be
 any; ``:lapsed`` names a holder found no longer live). Once it changed the row, the put's
 inserts cannot conflict. In PostgreSQL the ``UPDATE`` locks the thread's row: a second
-writer waits for the first to commit, then finds the new ``newest``."""
+writer waits for the first to commit, then finds the new ``newest``. Its row (and
+:data:`PUT_FIRST`'s): the thread's id, and whether :data:`DROP_PENDING` has work."""
 
 HOLDER: Final = "SELECT holder, held_by, held_until FROM corral_threads WHERE name = :thread"
 RELEASE: Final = """
