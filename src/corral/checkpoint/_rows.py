@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
-from corral.checkpoint.base import Checkpoint
+from corral.checkpoint.base import Checkpoint, Damaged, damaged
 from corral.checkpoint.serde import TAG, Serializer, decode
 from corral.errors import CheckpointError
 
@@ -35,33 +35,6 @@ _TAG_TEXT: Final = f'"{TAG}"'
 
 Row = tuple[str, str | None, Any, Any, Any]
 """``(checkpoint_id, parent_id, snapshot, writes, meta)``: texts as stored, or parsed."""
-
-
-class Damaged(Exception):
-    """Raised inside a decode when a row cannot be read; the caller names the row."""
-
-
-def damaged(
-    where: str | None, thread_id: str, checkpoint_id: object, exc: BaseException
-) -> NoReturn:
-    """Raise the ``CheckpointError`` for a checkpoint of ``where`` (``None``: a checkpointer
-    that does not say) that cannot be read back."""
-    place = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
-    place += f" in {where!r}" if where is not None else ""
-    if isinstance(exc, ValueError | Damaged) and "integer string conversion" in str(exc):
-        msg = (
-            f"{place} holds an int longer than this Python reads "
-            "(sys.get_int_max_str_digits()); raise the limit with "
-            "sys.set_int_max_str_digits(0) in this process to read it"
-        )
-        raise CheckpointError(msg, path=where) from exc
-    shown = str(exc) if isinstance(exc, Damaged) else f"{type(exc).__name__}: {exc}"
-    msg = (
-        f"{place} is damaged ({shown[:200]}); resume from an earlier checkpoint "
-        "(app.history) or start a new thread; if this keeps happening, move the file (or "
-        "database) away"
-    )
-    raise CheckpointError(msg, path=where) from exc
 
 
 def digest(text: str) -> bytes:

@@ -30,12 +30,14 @@ from contextlib import AbstractContextManager
 from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Damaged, Known, Packer, Rows, damaged, digest
+from corral.checkpoint._rows import Known, Packer, Rows, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
     Checkpoint,
+    Damaged,
     check_thread_id,
+    damaged,
     held,
     holder_id,
     lapsed,

@@ -39,7 +39,7 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, NoReturn, Protocol, runtime_checkable
 
 from corral.errors import CheckpointError, ConcurrentRunError
 
@@ -232,6 +232,33 @@ def unknown_parent(checkpoint: Checkpoint, where: str | None) -> CheckpointError
         "(or pass parent_id=None to start the thread)"
     )
     return CheckpointError(msg, path=where)
+
+
+class Damaged(Exception):
+    """Raised inside a decode when a row cannot be read; the caller names the row."""
+
+
+def damaged(
+    where: str | None, thread_id: str, checkpoint_id: object, exc: BaseException
+) -> NoReturn:
+    """Raise the ``CheckpointError`` for a checkpoint of ``where`` (``None``: a checkpointer
+    that does not say) that cannot be read back."""
+    place = f"checkpoint {checkpoint_id!r} of thread {thread_id!r}"
+    place += f" in {where!r}" if where is not None else ""
+    if isinstance(exc, ValueError | Damaged) and "integer string conversion" in str(exc):
+        msg = (
+            f"{place} holds an int longer than this Python reads "
+            "(sys.get_int_max_str_digits()); raise the limit with "
+            "sys.set_int_max_str_digits(0) in this process to read it"
+        )
+        raise CheckpointError(msg, path=where) from exc
+    shown = str(exc) if isinstance(exc, Damaged) else f"{type(exc).__name__}: {exc}"
+    msg = (
+        f"{place} is damaged ({shown[:200]}); resume from an earlier checkpoint "
+        "(app.history) or start a new thread; if this keeps happening, move the file (or "
+        "database) away"
+    )
+    raise CheckpointError(msg, path=where) from exc
 
 
 @runtime_checkable

@@ -8,8 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from corral.checkpoint._rows import Damaged, damaged
-from corral.checkpoint.base import Checkpoint, Checkpointer
+from corral.checkpoint.base import Checkpoint, Checkpointer, Damaged, damaged
 from corral.cost import Cost
 from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
