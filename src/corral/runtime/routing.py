@@ -26,7 +26,6 @@ __all__ = ["chosen_targets", "guard_exhausted", "named_sends", "outcome", "pause
 def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
     """Give ``call`` the update and ``Command`` targets its node returned (``out``), or raise."""
     node = call.node
-    goto: Targets | None = None
     if out is None or type(out) is dict:
         update = out
     elif isinstance(out, Command):
@@ -40,7 +39,7 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
             raise InvalidUpdateError(msg, node=node.name)
         update = None if given is None else dict(given)
         if out.goto is not None:
-            goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
+            call.goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
     elif isinstance(out, dict):
         update = dict(out)
     else:
@@ -58,7 +57,6 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
         )
         raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
     call.update = update
-    call.goto = goto
 
 
 def _short(value: Any) -> str:

@@ -245,7 +245,7 @@ def apply_writes(
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
     """
     new = values.copy()
-    owners: dict[str, str] | None = {} if superstep is not None and len(writes) > 1 else None
+    owners: dict[str, str] | None = {} if len(writes) > 1 and superstep is not None else None
     for node, update in writes:
         for key, value in update.items():
             reducer = reducers.get(key)

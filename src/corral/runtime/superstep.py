@@ -265,7 +265,7 @@ class Core:
         if error is not None:
             self.keep_finished(error)
             raise error
-        results = self._with_done()
+        results = self._with_done() if rs.done else self.results
         if self.pauses:
             assert rs.checkpoints is not None  # interrupt() raises without one
             rs.checkpoints.save(rs, [], self.pauses, "interrupted", done=results)
@@ -293,7 +293,8 @@ class Core:
         if tables.has_joins:
             _note_runs_at_joins(rs, results)
         self.results = results
-        self.guards_before = dict(rs.guards) if rs.checkpoints is not None else None
+        if rs.checkpoints is not None:
+            self.guards_before = dict(rs.guards)
         return True
 
     # ------------------------------------------------------------------ routes
