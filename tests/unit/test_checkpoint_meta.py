@@ -125,6 +125,22 @@ def test_a_meta_value_python_reads_as_meant_is_read(tmp_path: Path, edit: str) -
         assert app.invoke(None, thread_id="t").state == {"n": 4}
 
 
+@pytest.mark.parametrize("next_tasks", [[5], ["add"], [{"task": 0}]])
+def test_wrong_next_tasks_under_another_graphs_fingerprint_are_named(
+    tmp_path: Path, next_tasks: list[Any]
+) -> None:
+    """Continuing compares the fingerprint and names the missing next nodes: a damaged
+    ``next`` is named as damage there too, not an AttributeError from that comparison."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        looping(saver).invoke({"n": 0}, thread_id="t")
+    newest_meta_edit_sqlite(path, "fingerprint", "another graph")
+    checkpoint_id = newest_meta_edit_sqlite(path, "next", next_tasks)
+    with SqliteSaver(str(path)) as saver, pytest.raises(CheckpointError) as caught:
+        looping(saver).invoke(None, thread_id="t")
+    assert repr(checkpoint_id) in str(caught.value) and "damaged" in str(caught.value)
+
+
 @pytest.mark.parametrize("read", ["get_state", "continue"])
 def test_a_wrong_list_of_finished_tasks_is_named(tmp_path: Path, read: str) -> None:
     """``done`` is read by get_state's count of committed node runs and by continuing."""

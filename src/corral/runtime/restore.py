@@ -123,8 +123,8 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     """
     tables, checkpoint = rs.tables, chain[-1]
     values = rebuild(tables, chain)
+    saved = snapshot_of(values, checkpoint, checkpointer, owned=True)  # a damaged meta first
     check_graph(tables, checkpoint)
-    saved = snapshot_of(values, checkpoint, checkpointer, owned=True)
     meta = checkpoint.meta
     rs.tasks = []  # a node's run on the state is its own task, as the core's routes give it
     with reading_meta(checkpoint, checkpointer):
