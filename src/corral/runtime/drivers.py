@@ -143,7 +143,7 @@ def _call_router(rs: RunState, node: Node) -> Any:
             return router.func(rs.view(), rs.context(node.name, rs.steps))
         return router.func(rs.view())
     except Exception as exc:
-        raise node_error(node.name, rs.steps, exc, router=router.name) from exc
+        raise node_error(node.path, rs.steps, exc, router=router.name) from exc
 
 
 def route_sync(rs: RunState, core: Core) -> None:
@@ -167,7 +167,7 @@ async def route_async(rs: RunState, core: Core) -> None:
                 try:
                     raw = await raw
                 except Exception as exc:
-                    raise node_error(node.name, rs.steps, exc, router=node.router.name) from exc
+                    raise node_error(node.path, rs.steps, exc, router=node.router.name) from exc
             core.take(result, raw)
     except CorralError as error:
         core.routes_failed(error)
