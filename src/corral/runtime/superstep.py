@@ -175,7 +175,7 @@ class Core:
             node = task.node
             if (
                 steps >= rs.max_steps
-                or pool is not None
+                or (pool is not None and pool.taken >= pool.max_steps)
                 or node.max_runs is not None
                 or rs.purse.budget is not None
             ):
@@ -229,14 +229,14 @@ class Core:
             return False
         self.results.append(call)
         rs.steps += 1
-        name = call.node.name
+        node = call.node
+        name = node.name
         rs.runs[name] = rs.runs.get(name, 0) + 1
         attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
-        path = call.node.path
-        rs.trace.append((call.step, path, call.update, call.seconds, attempt, None))
+        rs.trace.append((call.step, node.path, call.update, call.seconds, attempt, None))
         if rs.emit is not None:
             spent = rs.purse.runs.pop((name, call.step), NOTHING)
-            rs.emit(NodeEnd(call.step, path, call.update, call.seconds, spent))
+            rs.emit(NodeEnd(call.step, node.path, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, call)
