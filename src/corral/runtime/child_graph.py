@@ -90,14 +90,6 @@ class ChildGraph:
         self.shared = frozenset(sub.shared)
         self.whole = tables.keyset <= self.shared
         """Whether every child key is shared: a child write reaches the parent whole."""
-        self.paths = {node: f"{name}/{node}" for node in tables.nodes}
-        """The path in the parent of each child node and of each node inside the child's
-        subgraphs (``research/search``, ``research/review/check``)."""
-        for node in tables.nodes.values():
-            if node.child is not None:
-                self.paths.update(
-                    (f"{node.name}/{k}", f"{name}/{v}") for k, v in node.child.paths.items()
-                )
         self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
         """The shared keys a child reducer merges into: the child starts from a copy of the
         parent's value, which the reducer may change in place."""
@@ -187,12 +179,12 @@ class ChildGraph:
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        paths, shared = self.paths, self.shared
+        name, shared = self.name, self.shared  # a write is named by its path in the parent
         if self.whole:
-            out = [(paths[node], update) for node, update in raw if update]
+            out = [(f"{name}/{node}", update) for node, update in raw if update]
         else:
             kept = ((node, {k: v for k, v in u.items() if k in shared}) for node, u in raw)
-            out = [(paths[node], update) for node, update in kept if update]
+            out = [(f"{name}/{node}", update) for node, update in kept if update]
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
 
