@@ -249,3 +249,34 @@ def test_a_childs_step_limit_error_carries_the_parents_state() -> None:
         g.compile().invoke({"topic": "t", "seen": [], "secret": "s"})
     assert caught.value.node == "sub/c2"
     assert caught.value.state == {"topic": "t", "seen": [("a", 1)], "secret": "s"}
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_routers_ctx_step_is_the_step_of_the_node_whose_route_it_chooses(how: str) -> None:
+    """Top level: s1 and s2 run side by side (steps 2 and 3), each router sees its node's
+    step; inside sub (after a=1 and p=4), c1 is step 5 and its router sees 5."""
+    routed: list[tuple[str, int]] = []
+    child = Graph(State, name="child")
+    step_node(child, "c1", start=True)
+    step_node(child, "c2", then=END)
+
+    @child.router("c1")
+    def after_c1(state: State, ctx: Context) -> Literal["c2"]:
+        routed.append((f"sub/{ctx.node}", ctx.step))
+        return "c2"
+
+    g = Graph(State)
+    step_node(g, "a", start=True, then=("s1", "s2"))
+    for name in ("s1", "s2"):
+        step_node(g, name)
+
+        def choose(state: State, ctx: Context) -> Literal["p"]:
+            routed.append((ctx.node, ctx.step))
+            return "p"
+
+        g.router(name)(choose)
+    step_node(g, "p", then="sub")
+    g.subgraph("sub", child, then=END)
+    result, events = run(g.compile(), how, {"topic": "", "seen": []})
+    assert routed == [("s1", 2), ("s2", 3), ("sub/c1", 5)]
+    steps_agree(result.state["seen"], events, result)
