@@ -8,9 +8,11 @@ entry's cost is the difference of the two runs divided by the entries, in units 
 inlined node run; without a checkpointer (the limit) and with a ``MemorySaver``, where an
 entry also writes the child's own checkpoints. Least CPU time of interleaved repeats.
 
-An entry's cost holds the parent's own superstep for ``work`` (its router included) and the
-merge of the child's three writes through the parent's reducers, which copies the growing
-list again (``operator.add``): it grows with the state the child writes to.
+An entry's cost holds the parent's own superstep for ``work`` (its router included), the
+child's own run (its run state and core, its loop started and ended; its node runs take
+their step numbers and names from the parent as they run, so nothing is renamed after) and
+the merge of the child's three writes through the parent's reducers, which copies the
+growing list again (``operator.add``): it grows with the state the child writes to.
 """
 
 from __future__ import annotations

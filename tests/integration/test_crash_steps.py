@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from corral import END, Graph, SqliteSaver
+from corral import END, Context, Graph, SqliteSaver
 
 KILL = False
 """Set in the child process only: the node marked to die kills its own process."""
@@ -26,6 +26,7 @@ KILL = False
 
 class State(TypedDict, total=False):
     log: Annotated[list[str], operator.add]
+    steps: Annotated[list[int], operator.add]
 
 
 def _node(name: str, *, dies: bool = False) -> Any:
@@ -53,6 +54,27 @@ def subgraph() -> Graph[Any]:
     child.node("write", then=END)(_node("write", dies=True))
     g = Graph(State)
     g.subgraph("research", child, start=True, then=END)
+    return g
+
+
+def subgraph_after_a() -> Graph[Any]:
+    """``a``, then a subgraph whose child runs ``plan`` and dies in ``write``; each node
+    records its ``ctx.step``."""
+
+    def node(name: str, *, dies: bool = False) -> Any:
+        def run(state: State, ctx: Context) -> dict[str, Any]:
+            if dies and KILL:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return {"log": [name], "steps": [ctx.step]}
+
+        return run
+
+    child = Graph(State, name="child")
+    child.node("plan", start=True, then="write")(node("plan"))
+    child.node("write", then=END)(node("write", dies=True))
+    g = Graph(State)
+    g.node("a", start=True, then="research")(node("a"))
+    g.subgraph("research", child, then=END)
     return g
 
 
@@ -97,3 +119,16 @@ def test_a_childs_node_run_before_the_kill_counts_in_the_parent(tmp_path: Path) 
         run = app.invoke(None, thread_id="t")
         assert run.steps == 2 and run.state["log"] == ["plan", "write"]
         assert app.get_state("t").steps == 2
+
+
+def test_a_child_continued_after_the_kill_runs_its_node_at_the_runs_step(tmp_path: Path) -> None:
+    """a=1, research/plan=2 before the kill: continued, research/write is step 3 in the
+    trace and in its ctx.step (before the fix: 2, the child's own count)."""
+    db = _killed_run(tmp_path, "subgraph_after_a")
+    with SqliteSaver(db) as saver:
+        app = subgraph_after_a().compile(checkpointer=saver)
+        assert app.get_state("t").steps == 2
+        run = app.invoke(None, thread_id="t")
+        assert run.state["log"] == ["a", "plan", "write"]
+        assert run.state["steps"] == [1, 2, 3]
+        assert [(r.node, r.step) for r in run.trace] == [("research/write", 3)]

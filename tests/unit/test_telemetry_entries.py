@@ -229,7 +229,8 @@ def test_a_guard_used_up_inside_a_subgraph_is_an_event_of_its_entry_span(
 
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 def test_three_levels_deep_a_node_run_keeps_its_step_and_entries(how: str) -> None:
-    """outer > inner > deep > work: work is step 1 (entering is no step), inside all three."""
+    """outer > inner > deep > work: work is step 1 (entering is no step), inside all three;
+    a subgraph node's NodeStart names the entry it opens at every depth, the top one too."""
     leaf = Graph(Team, name="leaf")
 
     @leaf.node(start=True, then=END)
@@ -246,7 +247,7 @@ def test_three_levels_deep_a_node_run_keeps_its_step_and_entries(how: str) -> No
     _run(top.compile(), how, seen.append)
     starts = [(e.node, e.step, e.entry) for e in seen if isinstance(e, NodeStart)]
     assert starts == [
-        ("outer", 1, ()),
+        ("outer", 1, (1,)),
         ("outer/inner", 1, (1, 1)),
         ("outer/inner/deep", 1, (1, 1, 1)),
         ("outer/inner/deep/work", 1, (1, 1, 1)),

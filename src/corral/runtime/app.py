@@ -397,17 +397,21 @@ def _compiled(
     max_steps: int,
     before: tuple[str, ...],
     after: tuple[str, ...],
+    path: str = "",
 ) -> threads.Settings:
     """Return what a graph fixes for its runs: its tables, each subgraph node with its
-    child compiled (the paths of ``before`` and ``after`` inside it become the child's)."""
-    tables = Tables(spec)
+    child compiled (the paths of ``before`` and ``after`` inside it become the child's;
+    ``path``: the graph's own, ``research/`` for a child)."""
+    tables = Tables(spec, path)
     for node_spec in spec.nodes:
         sub = node_spec.subgraph
         if sub is not None:
             prefix = f"{node_spec.name}/"
             inside = [tuple(p.removeprefix(prefix) for p in ps if p.startswith(prefix))
                       for ps in (before, after)]  # fmt: skip
-            child = _compiled(sub.graph, checkpointer, sub.graph.max_steps, *inside)
+            child = _compiled(
+                sub.graph, checkpointer, sub.graph.max_steps, inside[0], inside[1], path + prefix
+            )
             tables.nodes[node_spec.name].child = ChildGraph(node_spec.name, sub, child, tables)
     pauses = frozenset(before), frozenset(after)
     return threads.Settings(tables, checkpointer, max_steps, *pauses)

@@ -37,7 +37,7 @@ def _retry_delay(
     policy = call.node.retry
     if policy is None or attempt >= policy.attempts or not policy.retries(exc):
         return None
-    name, error = call.node.name, f"{type(exc).__name__}: {exc}"
+    name, error = call.node.path, f"{type(exc).__name__}: {exc}"
     seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
     rs.trace.append((call.step, name, None, seconds, attempt, error))
     if rs.emit is not None:

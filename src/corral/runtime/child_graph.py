@@ -32,15 +32,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.errors import CorralError
+from corral.errors import CorralError, StepLimitError
 from corral.runtime import drivers, restore, threads
-from corral.runtime.child_steps import lift
 from corral.runtime.events import (
     Custom,
     Event,
@@ -54,7 +54,7 @@ from corral.runtime.events import (
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
 from corral.runtime.run_state import RunState, TaskRun
-from corral.runtime.subgraphs import ChildPause, ChildWrites, Trace
+from corral.runtime.subgraphs import ChildPause, ChildWrites
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
 
@@ -90,22 +90,6 @@ class ChildGraph:
         self.shared = frozenset(sub.shared)
         self.whole = tables.keyset <= self.shared
         """Whether every child key is shared: a child write reaches the parent whole."""
-        self.paths = {node: f"{name}/{node}" for node in tables.nodes}
-        """The path in the parent of each child node and of each node inside the child's
-        subgraphs (``research/search``, ``research/review/check``)."""
-        for node in tables.nodes.values():
-            if node.child is not None:
-                self.paths.update(
-                    (f"{node.name}/{k}", f"{name}/{v}") for k, v in node.child.paths.items()
-                )
-        self.entries = frozenset(
-            path
-            for node in tables.nodes.values()
-            if node.child is not None
-            for path in (node.name, *(f"{node.name}/{p}" for p in node.child.entries))
-        )
-        """The child's subgraph nodes, and those inside them by path: a ``NodeStart`` of one
-        opens an entry, not a node run."""
         self.reduced = frozenset(k for k in sub.shared if k in tables.empties)
         """The shared keys a child reducer merges into: the child starts from a copy of the
         parent's value, which the reducer may change in place."""
@@ -117,7 +101,7 @@ class ChildGraph:
         """Run the child of subgraph task ``call`` of the parent run ``rs`` (whose superstep
         reads ``rs.values``) to its end or next pause with the sync driver; raise
         ``ChildPause`` when it paused."""
-        with Entry(self, rs, call, answers, concurrent=False) as entry:
+        with Entry(self, rs, call, answers) as entry:
             if entry.rs is not None:
                 for _ in drivers.run_sync(entry.rs):
                     pass
@@ -126,7 +110,7 @@ class ChildGraph:
     async def run_async(self, rs: RunState, call: TaskRun, answers: Any) -> ChildWrites:
         """Run the child like :meth:`run_sync` with the async driver, on the running loop,
         concurrently with the other tasks of the superstep."""
-        with Entry(self, rs, call, answers, concurrent=True) as entry:
+        with Entry(self, rs, call, answers) as entry:
             if entry.rs is not None:
                 async for _ in drivers.run_async(entry.rs):
                     pass
@@ -195,47 +179,35 @@ class ChildGraph:
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        paths, shared = self.paths, self.shared
+        name, shared = self.name, self.shared  # a write is named by its path in the parent
         if self.whole:
-            out = [(paths[node], update) for node, update in raw if update]
+            out = [(f"{name}/{node}", update) for node, update in raw if update]
         else:
             kept = ((node, {k: v for k, v in u.items() if k in shared}) for node, u in raw)
-            out = [(paths[node], update) for node, update in kept if update]
+            out = [(f"{name}/{node}", update) for node, update in kept if update]
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
 
 class Entry:
-    """One call of a subgraph task: the child run it starts or resumes, its caps, step
-    numbers and events (see :mod:`corral.runtime.child_steps`), and its outcome.
+    """One call of a subgraph task: the child run it starts or resumes, in the top-level
+    run's step pool (see :mod:`corral.runtime.child_steps`), and its outcome.
 
     :meth:`ChildGraph.run_sync` (or ``run_async``) runs the child inside ``with entry:``
-    (which starts it as ``entry.rs``: ``None`` when the child had finished before this call,
-    and reports a child's error as the parent's), then returns ``entry.outcome()``.
+    (which starts it as ``entry.rs``: ``None`` when the child had finished before this call),
+    then returns ``entry.outcome()``.
     """
 
     rs: RunState | None = None
-    started = 0
     counted = 0
     """The child's runs already in the parent's steps (counted when it paused)."""
 
-    def __init__(
-        self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any, concurrent: bool
-    ) -> None:
+    def __init__(self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any) -> None:
         self.child = child
         self.parent = parent
         self.call = call
         """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
         self.answers: list[Any] = answers or []
         """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        assert parent.step_pool is not None  # the plan gave the superstep's entries one
-        self.pool = parent.step_pool
-        self.offset = self.pool.taken
-        """Child step n is parent step offset+n, unless counted as it started."""
-        self.watch = concurrent or parent.emit is not None
-        """Whether the entry listens to the child: to count its runs as they start (a shared
-        pool) or to hand its events on. Else its runs are consecutive parent steps."""
-        self.numbers: dict[int, int] = {}
-        """Child step -> parent step, for runs counted as they start."""
         self.thread = child._thread(parent, call.position)
         """The child's thread (with a checkpointer)."""
 
@@ -263,13 +235,8 @@ class Entry:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        pool = self.pool
-        if self in pool.members:
-            pool.members.remove(self)  # it no longer counts: it ended, paused or failed
-        elif exc is None and self.rs is not None:  # its runs were not counted as they started
-            pool.taken += self.rs.steps - self.started + _held(self.rs)
-        if isinstance(exc, CorralError):
-            raise lift(exc, self) from exc.__cause__
+        if isinstance(exc, StepLimitError):  # the run that stopped is the parent's
+            exc.state = dict(self.parent.values)
 
     def _again(self, chain: list[Checkpoint], status: str) -> None:
         """Start the run that continues the child's thread (resumed with its answers)."""
@@ -299,72 +266,44 @@ class Entry:
                 Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
                 for i in rs.interrupts
             )
-            raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, self.trace(rs))
+            raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, rs.trace)
         if rs is not None and rs.log is not None:  # a fresh child keeps its writes
-            return ChildWrites(child.writes(rs.log, rs.values), rs.steps, self.trace(rs))
+            return ChildWrites(child.writes(rs.log, rs.values), rs.steps, rs.trace)
         assert self.thread is not None  # resumed in this call, or finished before it
         raw = child.thread_writes(self.thread)
         if rs is not None:
             writes = child.writes(raw, rs.values)
-            return ChildWrites(writes, rs.steps - self.counted, self.trace(rs))
+            return ChildWrites(writes, rs.steps - self.counted, rs.trace)
         saver = child.saver()
         chain = saver.chain(self.thread)
         steps = _committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
         return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
 
     def attach(self, rs: RunState, counted: int = 0) -> None:
-        """Cap ``rs`` (the child's run of this call) and listen to it when needed.
+        """Run ``rs`` (the child's run of this call) in the parent's step pool and hand its
+        node events and routes on to the parent.
 
         ``counted`` of a resumed child's runs so far are in the parent's steps already (it
         counted them when the child paused); the others (runs before a crash) are not.
         """
-        self.rs = rs
-        self.started = rs.steps
-        self.counted = counted
-        pool = self.pool
-        pool.taken += rs.steps - counted
-        self.offset = pool.taken - rs.steps
-        rs.max_steps = min(rs.max_steps, rs.steps + pool.max_steps - pool.taken)
-        if self.watch:
-            pool.members.append(self)
-            rs.listen(self.event)
+        self.rs, self.counted = rs, counted
+        parent = self.parent
+        assert parent.step_pool is not None  # the plan gave the superstep's entries one
+        parent.step_pool.taken += rs.steps - counted
+        rs.step_pool, rs.entry = parent.step_pool, (*parent.entry, self.call.step)
+        if parent.emit is not None:
+            rs.emit = partial(_hand_on, parent.emit)
 
-    def number(self, step: int) -> int:
-        """Return the parent's step number of the child's step ``step``."""
-        return self.numbers.get(step, self.offset + step)
 
-    def trace(self, rs: RunState) -> Trace:
-        """Return the child's trace of this call, named by path, numbered as the parent's."""
-        paths, numbers, offset = self.child.paths, self.numbers, self.offset
-        return [
-            (numbers.get(step, offset + step), paths[node], update, seconds, attempt, error)
-            for step, node, update, seconds, attempt, error in rs.trace
-        ]
+def _hand_on(emit: Callable[[Event], None], event: Event) -> None:
+    """Hand a child's node event or route to its parent's ``emit``: they already name the
+    path, the run-wide step and the entry; the child's checkpoints, supersteps and end are
+    its own."""
+    if type(event) in _HANDED_ON:
+        emit(event)
 
-    def event(self, event: Event) -> None:
-        """Count a child's node run as it starts; hand a node event or route to the parent:
-        named by path, numbered as the parent's step, and with the entry it comes from
-        (``NodeStart.entry``). The child's checkpoints and supersteps are its own."""
-        entries = self.child.entries
-        if type(event) is NodeStart and event.node not in entries:
-            self.started = event.step
-            self.numbers[event.step] = self.pool.take()
-        emit, name, step = self.parent.emit, self.child.name, self.call.step
-        if emit is None:
-            return
-        if isinstance(event, NodeStart):
-            inner = event.entry
-            if not inner and event.node in entries:  # it opens an entry of its own
-                inner = (event.step,)
-            node, number = f"{name}/{event.node}", self.number(event.step)
-            emit(dataclasses.replace(event, node=node, step=number, entry=(step, *inner)))
-        elif isinstance(event, NodeEnd | NodeRetry | Custom):
-            node, number = f"{name}/{event.node}", self.number(event.step)
-            emit(dataclasses.replace(event, node=node, step=number))
-        elif isinstance(event, RouteTaken):
-            source, target = f"{name}/{event.source}", f"{name}/{event.target}"
-            entry = (step, *event.entry)
-            emit(dataclasses.replace(event, source=source, target=target, entry=entry))
+
+_HANDED_ON = frozenset({NodeStart, NodeEnd, NodeRetry, Custom, RouteTaken})
 
 
 def thread_state(
@@ -398,14 +337,6 @@ def _committed_steps(tables: Tables, saver: Checkpointer, checkpoint: Checkpoint
         if chain:
             steps += _committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
     return steps
-
-
-def _held(rs: RunState) -> int:
-    """Return the node runs of ``rs`` that ``interrupt()`` paused: each holds its step until
-    it completes (API.md section 5), also against the entries run after it."""
-    if rs.status != "interrupted":
-        return 0
-    return sum(pause.when == "during" for pause in rs.interrupts)
 
 
 def _counted(chain: list[Checkpoint]) -> int:

@@ -28,6 +28,7 @@ class Context(Generic[DepsT]):
         "_emit",
         "_guards",
         "_limit",
+        "_path",
         "_purse",
         "_runs",
         "_spent",
@@ -49,6 +50,7 @@ class Context(Generic[DepsT]):
         emit: Callable[[Event], None] | None = None,
         purse: Purse | None = None,
         limit: Cost | None = None,
+        path: str = "",
     ) -> None:
         self.deps: DepsT = deps
         """Whatever the caller passed as ``deps=``."""
@@ -62,6 +64,8 @@ class Context(Generic[DepsT]):
         self._emit = emit
         self._purse = purse
         self._limit = limit
+        self._path = path or node
+        """The node's path from the top-level graph, which its events name."""
         self._spent = Cost()
 
     def emit(self, value: Any) -> None:
@@ -72,7 +76,7 @@ class Context(Generic[DepsT]):
         listening it costs nothing.
         """
         if self._emit is not None:
-            self._emit(Custom(self.node, value, self.step))
+            self._emit(Custom(self._path, value, self.step))
 
     def spend(self, calls: int = 0, tokens: int = 0, usd: Money = 0) -> None:
         """Record what this node run spent (a model call's usage) in the run's ``spent``.

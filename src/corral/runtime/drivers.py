@@ -25,7 +25,7 @@ from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
 from corral.runtime.run_state import RunState, TaskRun
 from corral.runtime.superstep import Core, end_run, node_error
-from corral.runtime.tables import NO_ARG, Node
+from corral.runtime.tables import NO_ARG
 
 __all__ = [
     "call_node_async",
@@ -132,18 +132,25 @@ def run_sync(rs: RunState) -> Iterator[None]:
     end_run(rs)
 
 
-def _call_router(rs: RunState, node: Node) -> Any:
-    """Return what ``node``'s router answers on the merged state (an awaitable for an async
-    router; ``None`` with no router); a failure is raised as ``NodeError``."""
+def _call_router(rs: RunState, result: TaskRun) -> Any:
+    """Return what the router of ``result``'s node answers on the merged state (an awaitable
+    for an async router; ``None`` with no router); a failure is raised as ``NodeError``."""
+    node = result.node
     router = node.router
     if router is None:
         return None
     try:
         if router.takes_ctx:
-            return router.func(rs.view(), rs.context(node.name, rs.steps))
+            return router.func(rs.view(), rs.context(node.name, _step(rs, result)))
         return router.func(rs.view())
     except Exception as exc:
-        raise node_error(node.name, rs.steps, exc, router=router.name) from exc
+        raise node_error(node.path, _step(rs, result), exc, router=router.name) from exc
+
+
+def _step(rs: RunState, result: TaskRun) -> int:
+    """Return the step a router's ``ctx`` and error name: its node run's (a result restored
+    from a checkpoint keeps no number: then the run's count of node runs)."""
+    return result.step or rs.steps
 
 
 def route_sync(rs: RunState, core: Core) -> None:
@@ -151,7 +158,7 @@ def route_sync(rs: RunState, core: Core) -> None:
     (each on the merged state; a router's failure is raised as ``NodeError``)."""
     try:
         for result in core.results:
-            core.take(result, _call_router(rs, result.node))
+            core.take(result, _call_router(rs, result))
     except CorralError as error:
         core.routes_failed(error)
         raise
@@ -162,12 +169,13 @@ async def route_async(rs: RunState, core: Core) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in core.results:
-            node, raw = result.node, _call_router(rs, result.node)
+            node, raw = result.node, _call_router(rs, result)
             if node.router is not None and node.router.is_async:
                 try:
                     raw = await raw
                 except Exception as exc:
-                    raise node_error(node.name, rs.steps, exc, router=node.router.name) from exc
+                    step = _step(rs, result)
+                    raise node_error(node.path, step, exc, router=node.router.name) from exc
             core.take(result, raw)
     except CorralError as error:
         core.routes_failed(error)

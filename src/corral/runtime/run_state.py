@@ -157,8 +157,12 @@ class RunState:
     """Every write merged, in order, when someone reads them back (a subgraph's child
     run without a checkpointer); ``None``: not kept."""
     step_pool: StepPool | None = None
-    """The step pool the subgraph entries of the current superstep share (see
-    :mod:`corral.runtime.child_steps`)."""
+    """The top-level run's step pool (see :mod:`corral.runtime.child_steps`): of the
+    current superstep, which its subgraph entries share; a subgraph's child run has the
+    pool of the superstep it was entered in, and its node runs take their numbers from it."""
+    entry: tuple[int, ...] = ()
+    """A subgraph's child run: the entries it runs inside, as its events say
+    (``NodeStart.entry``); ``()`` at the top level."""
 
     def __post_init__(self, parent_purse: Purse | None) -> None:
         tables = self.tables
@@ -168,6 +172,7 @@ class RunState:
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""
+        spec = self.tables.nodes[node]
         return Context(
             deps=self.deps,
             node=node,
@@ -177,7 +182,8 @@ class RunState:
             guards=self.guards,
             emit=self.emit,
             purse=self.purse,
-            limit=self.tables.nodes[node].cost,
+            limit=spec.cost,
+            path=spec.path,
         )
 
     def view(self) -> FlatView:

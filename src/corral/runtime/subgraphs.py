@@ -15,6 +15,7 @@ This module decides, like :mod:`corral.runtime.superstep`: it runs nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from corral.runtime.child_steps import StepPool
@@ -33,7 +34,7 @@ __all__ = [
     "read_back",
 ]
 
-Trace = list[tuple[int, str, dict[str, Any] | None, float, int, str | None]]
+Trace = Sequence[tuple[Any, ...]]
 """The records of ``run.trace``: step, node, update, seconds, attempt, error."""
 
 
@@ -49,7 +50,7 @@ class ChildWrites(dict[str, Any]):
         self.steps = steps
         """Node runs the child took in this call (toward the top-level ``max_steps``)."""
         self.trace = trace
-        """The child's node runs of this call, named by path, numbered as the parent's."""
+        """The child's node runs of this call (named by path, numbered run-wide)."""
 
 
 class ChildPause(UnansweredInterrupt):
@@ -86,22 +87,23 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def number_entries(rs: RunState, calls: list[TaskRun], steps: int) -> None:
+def number_entries(rs: RunState, calls: list[TaskRun], last: int) -> None:
     """Give the subgraph entries among a superstep's ``calls`` their numbers and the step
     pool they share (:mod:`corral.runtime.child_steps`).
 
     The plain tasks of a superstep take the first step numbers, in task order (the plan
-    gave them those, up to ``steps``); the node runs inside its subgraph entries take the
-    next ones, in the order they start. An entry's own number (its ``NodeStart``, which
-    opens the entry) is nominal: ``steps`` plus its place among the entries.
+    gave them those, up to ``last``); the node runs inside its subgraph entries take the
+    next ones, as they are planned. An entry's own number (its ``NodeStart``, which opens
+    the entry) is nominal: ``last`` plus its place among the entries. The entries of a
+    child run share the pool the child was given.
     """
     place = 0
     for call in calls:
         if call.node.child is not None:
             place += 1
-            call.step = steps + place
-    if place:
-        rs.step_pool = StepPool(rs.max_steps, steps)
+            call.step = last + place
+    if place and not rs.entry:
+        rs.step_pool = StepPool(rs.max_steps, last)
 
 
 def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:

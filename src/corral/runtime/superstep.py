@@ -58,16 +58,13 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
 
     ``planned``: the calls planned before it in this superstep (they count against its
     ``max_runs`` and may spend from the budget too). A subgraph entry is not a node run:
-    ``max_steps`` is checked inside it, before each of its child's node runs.
+    ``max_steps`` is checked inside it, before each of its child's node runs, against the
+    child's own cap and what the top-level run's step pool has left.
     """
-    if steps >= rs.max_steps and node.child is None:
-        msg = (
-            f"stopped after {steps} steps (max_steps={rs.max_steps}) before running "
-            f"{node.name!r}; raise max_steps or add a guard"
-        )
-        return StepLimitError(
-            msg, steps=steps, max_steps=rs.max_steps, node=node.name, state=rs.values
-        )
+    if node.child is None:
+        error = _step_limit(rs, node, steps)
+        if error is not None:
+            return error
     runs = rs.runs.get(node.name, 0) + sum(call.node is node for call in planned)
     if node.max_runs is not None and runs >= node.max_runs:
         msg = (
@@ -79,6 +76,29 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
         return None
     spends = sum((call.node.cost for call in planned if call.node.cost is not None), NOTHING)
     return rs.purse.refuse(node.name, node.cost, spends, rs.values)
+
+
+def _step_limit(rs: RunState, node: Node, steps: int) -> StepLimitError | None:
+    """Return the error of a run of ``node`` past ``max_steps`` (``steps``: the run's so
+    far), or ``None``; in a subgraph's child run, its own cap first, then the top level's."""
+    cap, path = rs.max_steps, node.path
+    if rs.entry and steps >= cap:
+        graph = rs.tables.prefix[:-1]
+        msg = (
+            f"subgraph {graph!r} stopped after {steps} steps (its max_steps={cap}) before "
+            f"running {path!r}; raise the child graph's max_steps or add a guard"
+        )
+        return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=rs.values)
+    if rs.entry:
+        assert rs.step_pool is not None
+        steps, cap = rs.step_pool.taken, rs.step_pool.max_steps
+    if steps < cap:
+        return None
+    msg = (
+        f"stopped after {steps} steps (max_steps={cap}) before running {path!r}; "
+        f"raise max_steps or add a guard"
+    )
+    return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=rs.values)
 
 
 def node_error(
@@ -148,21 +168,29 @@ class Core:
         self.calls = calls
         self.record = rs.checkpoints is not None and len(rs.tasks) > 1
         steps = rs.steps
+        pool = rs.step_pool if rs.entry else None  # a child's runs take run-wide numbers
         for index, task in enumerate(rs.tasks):
             if index in rs.done:
                 continue
             node = task.node
-            if steps >= rs.max_steps or node.max_runs is not None or rs.purse.budget is not None:
+            if (
+                steps >= rs.max_steps
+                or (pool is not None and pool.taken >= pool.max_steps)
+                or node.max_runs is not None
+                or rs.purse.budget is not None
+            ):
                 error = cap_error(rs, node, steps, calls)
                 if error is not None:
                     # a bound refuses this node alone: its siblings still run
                     self.cap_error = self.cap_error or error
                     continue
+            number = steps
             if node.child is None:
                 steps += 1
-            calls.append(TaskRun(index, node, None, None, task.arg, steps))
+                number = steps if pool is None else pool.take()
+            calls.append(TaskRun(index, node, None, None, task.arg, number))
         if rs.tables.has_subgraphs:
-            number_entries(rs, calls, steps)
+            number_entries(rs, calls, steps if pool is None else pool.taken)
         return True
 
     # ------------------------------------------------------------------ outcomes
@@ -171,8 +199,9 @@ class Core:
         """Note that ``call`` is about to run."""
         emit = self.rs.emit
         if emit is not None:
-            superstep = self.rs.supersteps + 1
-            emit(NodeStart(call.step, call.node.name, superstep, call.arg is not NO_ARG))
+            rs, node, step = self.rs, call.node, call.step
+            entry = rs.entry if node.child is None else (*rs.entry, step)
+            emit(NodeStart(step, node.path, rs.supersteps + 1, call.arg is not NO_ARG, entry))
 
     def record_early(self, call: TaskRun, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
@@ -200,13 +229,14 @@ class Core:
             return False
         self.results.append(call)
         rs.steps += 1
-        name = call.node.name
+        node = call.node
+        name = node.name
         rs.runs[name] = rs.runs.get(name, 0) + 1
         attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
-        rs.trace.append((call.step, name, call.update, call.seconds, attempt, None))
+        rs.trace.append((call.step, node.path, call.update, call.seconds, attempt, None))
         if rs.emit is not None:
             spent = rs.purse.runs.pop((name, call.step), NOTHING)
-            rs.emit(NodeEnd(call.step, name, call.update, call.seconds, spent))
+            rs.emit(NodeEnd(call.step, node.path, call.update, call.seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, call)
@@ -231,7 +261,7 @@ class Core:
             ):
                 self.failure = exc  # says what failed (a subgraph's child: by path)
                 return
-            error = node_error(call.node.name, call.step, exc, tries)
+            error = node_error(call.node.path, call.step, exc, tries)
             error.__cause__ = exc
             self.failure = error
 
@@ -331,7 +361,8 @@ class Core:
             if rs.emit is not None:
                 counted = None if guard is None else (count, guard.max)
                 kind = route.via if arg is NO_ARG else "send"
-                rs.emit(RouteTaken(node.name, route.target, kind, counted))  # type: ignore[arg-type]
+                path = rs.tables.prefix + route.target
+                rs.emit(RouteTaken(node.path, path, kind, counted, rs.entry))  # type: ignore[arg-type]
             target = route.node
             if target is None:  # the run's end
                 continue
@@ -417,7 +448,7 @@ def _release_joins(rs: RunState, tasks: list[Task]) -> None:
             if join.task not in tasks:
                 tasks.append(join.task)
             if rs.emit is not None:
-                rs.emit(RouteTaken(name, name, "join"))
+                rs.emit(RouteTaken(join.path, join.path, "join", None, rs.entry))
         else:
             still.append(name)
     rs.held = still

@@ -66,6 +66,10 @@ class Node:
     func: Callable[..., Any]
     order: int
     """Registration index: the merge order of a superstep."""
+    path: str = ""
+    """Its name from the top-level graph (``research/search`` inside the subgraph node
+    ``research``): what its trace records and events say; its own graph's checkpoints keep
+    ``name``."""
     takes_ctx: bool = False
     is_async: bool = False
     max_runs: int | None = None
@@ -97,15 +101,18 @@ class Tables:
     """Everything the engine reads while running one graph: its dispatch tables, built once
     at compile time from a checked graph."""
 
-    def __init__(self, spec: GraphSpec) -> None:
+    def __init__(self, spec: GraphSpec, prefix: str = "") -> None:
+        """``prefix``: the path of the graph's nodes from the top-level graph (``research/``
+        for the child of the subgraph node ``research``)."""
         self.spec = spec
+        self.prefix = prefix
         self.nodes: dict[str, Node] = {}
         self.node_names: dict[int, tuple[str, ...]] = {}
         """Node names by the ``id`` of their function, to read ``Send(function, arg)``."""
         guards: dict[str, dict[str, Guard]] = {}  # per node, by target: a router's win
         for order, ns in enumerate(spec.nodes):
             if ns.name not in self.nodes:
-                self.nodes[ns.name] = _node(ns, order)
+                self.nodes[ns.name] = _node(ns, order, prefix)
                 guards[ns.name] = {guard.target: guard for guard in ns.guards}
                 key = id(ns.func)
                 self.node_names[key] = (*self.node_names.get(key, ()), ns.name)
@@ -141,13 +148,14 @@ class Tables:
         """The fields of spending held to the nodes' declared costs (``Purse.checked``)."""
 
 
-def _node(ns: NodeSpec, order: int) -> Node:
+def _node(ns: NodeSpec, order: int, prefix: str) -> Node:
     """Return the engine's node of ``ns``, the ``order``-th node registered."""
     attempts = ns.retry.attempts if ns.retry is not None else 1
     return Node(
         ns.name,
         ns.func,
         order,
+        prefix + ns.name,
         takes_ctx=ns.takes_ctx,
         is_async=ns.is_async,
         max_runs=ns.max_runs,

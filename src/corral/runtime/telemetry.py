@@ -128,7 +128,7 @@ class RunTracer:
         }
         opens = path in self._subgraphs
         # A subgraph node's NodeStart names the entry it opens; any other, the one it is in.
-        entry = (event.entry or (event.step,)) if opens else event.entry
+        entry = event.entry
         inside = entry[:-1] if opens else entry
         context = self._context
         if inside:  # inside a subgraph: under its entry's span
