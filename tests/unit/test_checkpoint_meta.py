@@ -11,14 +11,25 @@ int, ``true`` for 1) is read.
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from corral import END, CheckpointError, CompiledGraph, End, Graph, Guard, SqliteSaver
+from corral import (
+    END,
+    CheckpointError,
+    CompiledGraph,
+    End,
+    Graph,
+    Guard,
+    Resume,
+    SqliteSaver,
+    interrupt,
+)
 from corral.checkpoint import Checkpointer
 from corral.cli import main
 
@@ -138,6 +149,51 @@ def test_wrong_next_tasks_under_another_graphs_fingerprint_are_named(
     checkpoint_id = newest_meta_edit_sqlite(path, "next", next_tasks)
     with SqliteSaver(str(path)) as saver, pytest.raises(CheckpointError) as caught:
         looping(saver).invoke(None, thread_id="t")
+    assert repr(checkpoint_id) in str(caught.value) and "damaged" in str(caught.value)
+
+
+class Log(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def entry_beside_a_pause(saver: Checkpointer) -> CompiledGraph[Log]:
+    """A superstep of a subgraph entry and a node that pauses: the entry is saved as a
+    finished task with its count of node runs (``done: [{..., "steps": 1}]``)."""
+    child = Graph(Log, name="child")
+
+    @child.node(start=True, then=END)
+    def inner(state: Log) -> Log:
+        return {"log": ["inner"]}
+
+    g = Graph(Log, name="parent")
+
+    @g.node(start=True, then=["sub", "ask"])
+    def first(state: Log) -> Log:
+        return {"log": ["first"]}
+
+    g.subgraph("sub", child, then=END)
+
+    @g.node(then=END)
+    def ask(state: Log) -> Log:
+        return {"log": [str(interrupt("go?"))]}
+
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize(
+    "damage", [{"steps": "x"}, {"steps": None}, {"node": "first"}, {"node": "missing"}]
+)
+def test_a_wrong_finished_subgraph_entry_is_named(tmp_path: Path, damage: dict[str, Any]) -> None:
+    """Continuing reads a finished entry's count back (its writes from the child's thread):
+    a damaged entry is a damaged checkpoint, not a ValueError from inside the engine."""
+    path = tmp_path / "threads.db"
+    with SqliteSaver(str(path)) as saver:
+        entry_beside_a_pause(saver).invoke({"log": []}, thread_id="t")
+        done = saver.chain("t")[-1].meta["done"]
+    assert [item["node"] for item in done if "steps" in item] == ["sub"]
+    checkpoint_id = newest_meta_edit_sqlite(path, "done", [{**item, **damage} for item in done])
+    with SqliteSaver(str(path)) as saver, pytest.raises(CheckpointError) as caught:
+        entry_beside_a_pause(saver).invoke(Resume("yes"), thread_id="t")
     assert repr(checkpoint_id) in str(caught.value) and "damaged" in str(caught.value)
 
 

@@ -115,13 +115,11 @@ def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:
     call.update = out
 
 
-def read_back(rs: RunState, done: list[Any]) -> None:
-    """Take the subgraph entries among ``done`` (a checkpoint's finished tasks: those saved
-    with their count) as finished tasks of ``rs``'s pending superstep, their writes read
-    back from their children's threads; they stay counted and do not run again."""
-    for item in done:
-        if "steps" in item:
-            task = int(item["task"])
-            node = rs.tables.nodes[item["node"]]
-            writes = node.child.finished_writes(rs, task)
-            rs.done[task] = TaskRun(task, node, ChildWrites(writes, int(item["steps"]), []))
+def read_back(rs: RunState, entries: list[tuple[int, Node, int]]) -> None:
+    """Take a checkpoint's finished subgraph ``entries`` (``(task, node, count)``) as finished
+    tasks of ``rs``'s pending superstep, their writes read back from their children's
+    threads; they stay counted and do not run again."""
+    for task, node, steps in entries:
+        assert node.child is not None  # the caller read only subgraph entries
+        writes = node.child.finished_writes(rs, task)
+        rs.done[task] = TaskRun(task, node, ChildWrites(writes, steps, []))
