@@ -16,7 +16,7 @@ from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
 from corral.runtime.run_state import Pause, RunState, TaskRun
 from corral.runtime.state import apply_writes, copy_value
-from corral.runtime.tables import Tables, Task
+from corral.runtime.tables import Node, Tables, Task
 
 __all__ = [
     "load",
@@ -112,14 +112,16 @@ def check_graph(tables: Tables, checkpoint: Checkpoint) -> None:
         raise CheckpointError(msg)
 
 
-def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) -> None:
+def load(
+    rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer
+) -> list[tuple[int, Node, int]]:
     """Restore the state of ``rs`` (a new run) at the last checkpoint of ``chain``
     (:func:`rebuild`), and its counters, tasks and bookkeeping from that checkpoint's meta.
 
     The tasks ``checkpointer`` recorded as finished after ``checkpoint`` (a run that
     stopped in the middle of a superstep) are taken as done and counted, so they do not run
-    again. A finished subgraph entry (counted, its writes in its child's thread) is left
-    to :func:`corral.runtime.subgraphs.read_back`.
+    again. The finished subgraph entries (counted, their writes in their children's threads)
+    are returned, ``(task, node, count)``, for :func:`corral.runtime.subgraphs.read_back`.
     """
     tables, checkpoint = rs.tables, chain[-1]
     values = rebuild(tables, chain)
@@ -134,10 +136,15 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
         rs.arrived = {j: set(nodes) for j, nodes in meta.get("arrived", {}).items()}
         rs.held = list(meta.get("held", []))
         rs.answers = {int(k): list(v) for k, v in meta.get("answers", {}).items()}
+        entries = []  # a finished subgraph entry is saved with its count
         for item in meta.get("done", []):  # rs is a new run: its done is empty
             result = _result(tables, item)
             if "steps" not in item:
                 rs.done[result.position] = result
+            elif result.node.child is None:
+                raise ValueError(f"finished task {item!r} has a count but is not a subgraph")
+            else:
+                entries.append((result.position, result.node, int(item["steps"])))
         if "reroute" in meta:
             rs.reroute = [_result(tables, item) for item in meta["reroute"]]
     rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
@@ -146,6 +153,7 @@ def load(rs: RunState, chain: Sequence[Checkpoint], checkpointer: Checkpointer) 
     rs.checkpoint_id = checkpoint.checkpoint_id
     for index, item in recorded_tasks(checkpointer, checkpoint).items():
         _take_pending(rs, tables, checkpoint, index, item)
+    return entries
 
 
 def recorded_tasks(checkpointer: Checkpointer, checkpoint: Checkpoint) -> dict[int, Any]:

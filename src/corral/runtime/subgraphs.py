@@ -120,6 +120,6 @@ def read_back(rs: RunState, entries: list[tuple[int, Node, int]]) -> None:
     tasks of ``rs``'s pending superstep, their writes read back from their children's
     threads; they stay counted and do not run again."""
     for task, node, steps in entries:
-        assert node.child is not None  # the caller read only subgraph entries
+        assert node.child is not None  # restore.load returns subgraph entries only
         writes = node.child.finished_writes(rs, task)
         rs.done[task] = TaskRun(task, node, ChildWrites(writes, steps, []))

@@ -178,16 +178,8 @@ def continue_thread(
     """Make ``rs`` (a new run) the run that continues the thread of ``chain`` (answered by
     ``resume``); ``newest_read``: the thread's newest checkpoint, when ``chain`` forks."""
     last = chain[-1]
-    restore.load(rs, chain, saver)
+    entries = restore.load(rs, chain, saver)
     ThreadWriter(saver, rs, last, newest_read=newest_read)
-    with restore.reading_meta(last, saver):  # a finished subgraph entry is saved with its count
-        entries = [
-            (int(item["task"]), rs.tables.nodes[item["node"]], int(item["steps"]))
-            for item in last.meta.get("done", [])
-            if "steps" in item
-        ]
-        if any(node.child is None for _, node, _ in entries):
-            raise ValueError("a finished task with a count is not a subgraph entry")
     read_back(rs, entries)
     status = last.meta.get("status")
     if status == "done" and not rs.tasks:
