@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from itertools import pairwise
 from typing import Any, Final, NamedTuple, NoReturn, TypeVar
 
 from corral.checkpoint import _tables as sql
@@ -267,8 +268,7 @@ class Store(ThreadInfoStore):
             thread = self._thread_of(db, thread_id, checkpoint_id)
             if thread is None:
                 return out
-            params = {"thread": thread, "id": checkpoint_id}
-            rows = db.execute(self.sql(sql.PENDING), params).fetchall()
+            rows = self._fetch(db, sql.PENDING, thread, thread_id, checkpoint_id)
         for task, text in rows:
             where = f"task {task} after checkpoint {checkpoint_id!r}"
             try:
@@ -295,9 +295,8 @@ class Store(ThreadInfoStore):
                 if checkpoint_id is None:
                     self._broken(thread_id, newest, "the row of the newest checkpoint is missing")
                 return []
-            read = Rows(
-                self.where, self.serializer, thread_id, self._ordered(thread_id, rows, wanted)
-            )
+            self._check_chain(thread_id, rows, wanted)
+            read = Rows(self.where, self.serializer, thread_id, rows)
             items = read.fetch(db, self.items_query)
         chain = read.checkpoints()
         with self._lock:
@@ -312,13 +311,11 @@ class Store(ThreadInfoStore):
             found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
             if found is None:
                 return []
-            rows = self._fetch(db, sql.THREAD_ROWS, int(found[0]), thread_id)
-            ids = {row[0] for row in rows}
-            if found[1] not in ids:
-                self._broken(thread_id, found[1], "the row of the newest checkpoint is missing")
-            for checkpoint_id, parent_id, *_ in rows:
-                if parent_id is not None and parent_id not in ids:
-                    self._broken(thread_id, checkpoint_id, f"its parent {parent_id!r} is missing")
+            newest = found[1]
+            rows = self._fetch(db, sql.THREAD_ROWS, int(found[0]), thread_id, newest)
+            missing = {newest, *(row[1] for row in rows)} - {None, *(row[0] for row in rows)}
+            if missing:
+                self._broken(thread_id, newest, f"the rows of {sorted(missing)!r} are missing")
             read = Rows(self.where, self.serializer, thread_id, rows)
             read.fetch(db, self.items_query)
         return read.checkpoints()
@@ -341,46 +338,27 @@ class Store(ThreadInfoStore):
         found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
         return None if found is None else int(found[0])
 
-    def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str = "") -> Any:
-        """Return the rows of ``query``; when they cannot be fetched (text that is not UTF-8,
-        a damaged page), name the first row of the thread that cannot."""
-        params = {"thread": thread, "id": wanted}
+    def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str) -> Any:
+        """Return the rows of ``query``; when they cannot be fetched (a text that is not
+        UTF-8, a damaged page) while the connection still answers, name ``wanted``."""
         try:
-            return db.execute(self.sql(query), params).fetchall()
+            return db.execute(self.sql(query), {"thread": thread, "id": wanted}).fetchall()
         except Exception as exc:
             failed = exc
         try:
-            ids = db.execute(self.sql(sql.THREAD_IDS), params).fetchall()
-        except Exception:
+            db.execute("SELECT 1").fetchall()
+        except Exception:  # the connection failed, not the rows: the driver's error says why
             raise failed from None
-        for (checkpoint_id,) in ids:
-            try:
-                db.execute(self.sql(sql.ROW_TEXTS), {**params, "id": checkpoint_id}).fetchall()
-            except Exception as exc:
-                damaged(self.where, thread_id, checkpoint_id, exc)
-        raise failed
+        damaged(self.where, thread_id, wanted, failed)
 
-    def _ordered(self, thread_id: str, rows: list[Any], wanted: str) -> list[Any]:
-        """Return ``rows`` oldest first, from ``wanted`` up its parents to a snapshot or the
-        thread's first checkpoint; name a loop of parents or a missing parent."""
-        by_id = {row[0]: row for row in rows}
-        out: list[Any] = []
-        seen: list[str] = []
-        current = wanted
-        while True:
-            if current in seen:
-                loop = " -> ".join(map(repr, [*seen[seen.index(current) :], current]))
-                self._broken(thread_id, current, f"its parents loop back to it: {loop}")
-            row = by_id.get(current)
-            if row is None and not seen:
-                self._broken(thread_id, wanted, "its row does not hold its id")
-            if row is None:
-                self._broken(thread_id, seen[-1], f"its parent {current!r} is missing")
-            seen.append(current)
-            out.append(row)
-            if row[2] is not None or row[1] is None:
-                return out[::-1]
-            current = row[1]
+    def _check_chain(self, thread_id: str, rows: list[Any], wanted: str) -> None:
+        """Name ``wanted`` when the rows of ``CHAIN`` (in the order they were put, so a
+        parent before its child) are not a path of parents from a snapshot or the thread's
+        first checkpoint to it: only damage (a loop of parents, a missing parent) does that."""
+        linked = all(row[1] == before[0] for before, row in pairwise(rows))
+        starts = rows[0][2] is not None or rows[0][1] is None
+        if not (linked and starts and rows[-1][0] == wanted):
+            self._broken(thread_id, wanted, "its chain of parents loops or breaks")
 
     def _broken(self, thread_id: str, checkpoint_id: str, problem: str) -> NoReturn:
         damaged(self.where, thread_id, checkpoint_id, Damaged(problem))

@@ -159,18 +159,13 @@ WHERE seq IN (SELECT seq FROM up) ORDER BY seq
 """
 """The rows from ``:id`` up its parents to the nearest snapshot (or the thread's first).
 ``UNION``, not ``UNION ALL``: a loop of parents (damage) ends the walk, as a row met again
-adds nothing; the caller orders the rows by their parents and names a loop or a gap."""
+adds nothing; the caller checks that the rows link up and names a loop or a gap."""
 
 THREAD_ROWS: Final = """
 SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints
 WHERE thread = :thread ORDER BY seq
 """
 
-ROW_TEXTS: Final = """
-SELECT snapshot, writes, meta FROM corral_checkpoints
-WHERE thread = :thread AND checkpoint_id = :id
-"""
-THREAD_IDS: Final = "SELECT checkpoint_id FROM corral_checkpoints WHERE thread = :thread"
 
 ITEMS_SQLITE: Final = (
     "SELECT id, data FROM corral_items WHERE id IN (SELECT value FROM json_each(:ids))"
