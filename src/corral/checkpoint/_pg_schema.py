@@ -34,7 +34,7 @@ def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
             "that wrote it, or use another database or schema"
         )
         new = not (exists and exists[0])
-        ensure_layout(conn, where, postgres=True, new=new, version=SCHEMA_VERSION, older=older)
+        ensure_layout(conn, where, postgres=True, new=new, reads=(SCHEMA_VERSION,), older=older)
 
 
 def redact(conninfo: str) -> str:

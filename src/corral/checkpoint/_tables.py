@@ -19,7 +19,6 @@ differ only in how a JSON array of ids is read (:data:`ITEMS_SQLITE`, :data:`ITE
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, Final
 
 from corral.errors import CheckpointError
@@ -192,39 +191,21 @@ LAYOUT: Final = "CREATE TABLE corral_schema (version INTEGER NOT NULL, written_b
 
 
 def ensure_layout(
-    db: Any,
-    where: str,
-    *,
-    postgres: bool,
-    new: bool,
-    version: int,
-    older: str,
-    upgrade: tuple[int, Callable[[Any], None]] | None = None,
+    db: Any, where: str, *, postgres: bool, new: bool, reads: tuple[int, ...], older: str
 ) -> int:
-    """Create the tables of a ``new`` store, or check an existing one, in the caller's
-    transaction; return the layout the store had (``version`` when it was new).
+    """Create the tables of a ``new`` store (layout ``reads[0]``), or check an existing one,
+    in the caller's transaction; return the store's layout.
 
-    A store of the layout ``upgrade`` names is rewritten by its function, once, and then
-    records ``version``. Any other layout is refused by name (``older``: the way out for one
-    older than this corral reads), and the store is left as it was.
+    An existing store's layout must be one of ``reads``; any other is refused by name
+    (``older``: the way out for one older than this corral reads), the store left as it was.
     """
-    q = for_psycopg if postgres else str
-    stored = {"version": version, "writer": written_by()}
     if new:
         for statement in (LAYOUT, *create_tables(postgres)):
             db.execute(statement)
-        db.execute(q("INSERT INTO corral_schema VALUES (:version, :writer)"), stored)
-        return version
-    found = check_layout(db, where, (version, *upgrade[:1]) if upgrade else (version,), older)
-    if upgrade is not None and found == upgrade[0]:
-        upgrade[1](db)
-        db.execute(q("UPDATE corral_schema SET version = :version, written_by = :writer"), stored)
-    return found
-
-
-def check_layout(db: Any, where: str, reads: tuple[int, ...], older: str) -> int:
-    """Return the store's layout version when it is one of ``reads``; else raise
-    ``CheckpointError`` naming the layout, its writer and the way out."""
+        insert = "INSERT INTO corral_schema VALUES (:version, :writer)"
+        stored = {"version": reads[0], "writer": written_by()}
+        db.execute(for_psycopg(insert) if postgres else insert, stored)
+        return reads[0]
     try:
         row = db.execute("SELECT version, written_by FROM corral_schema").fetchone()
     except Exception as exc:  # the table is missing or unreadable: only damage does that

@@ -22,19 +22,12 @@ from corral.errors import CheckpointError
 
 _DUMPS: Final = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
-_OLD: Final = (
-    "DROP TRIGGER IF EXISTS put_checks",
-    "DROP TRIGGER IF EXISTS put_done",
-    "DROP TRIGGER IF EXISTS ids_batch",
-    "DROP TRIGGER IF EXISTS fold",
-    "DROP VIEW IF EXISTS put_fold",
-    "DROP VIEW IF EXISTS blobs",
-    "DROP TABLE IF EXISTS ids",
-    "DROP TABLE IF EXISTS runs",
-    "DROP TABLE IF EXISTS pending_writes",
-    "DROP TABLE IF EXISTS checkpoints",
-    "DROP TABLE IF EXISTS threads",
-)
+_OLD: Final = """
+SELECT type, name FROM sqlite_schema
+WHERE type IN ('table', 'view') AND name NOT LIKE 'corral%' AND name NOT LIKE 'sqlite%'
+"""
+"""Layout 6's tables and views (their triggers and indexes go with them); the new tables
+are all named ``corral_*``."""
 
 _ROWS: Final = """
 SELECT k.thread, k.checkpoint_id, p.checkpoint_id, k.snapshot, k.writes, k.meta, k.meta_is_delta
@@ -104,8 +97,8 @@ def _rewrite(conn: sqlite3.Connection) -> None:
     for old, checkpoint_id, task, record in conn.execute(_PENDING).fetchall():
         params = {"thread": new_ids[old], "id": checkpoint_id, "task": task}
         conn.execute(_tables.PUT_PENDING, params | {"record": _DUMPS(resolve(json.loads(record)))})
-    for statement in _OLD:
-        conn.execute(statement)
+    for kind, name in conn.execute(_OLD).fetchall():
+        conn.execute(f'DROP {kind} "{name}"')
 
 
 def _resolve(texts: dict[int, str], tree: Any) -> Any:

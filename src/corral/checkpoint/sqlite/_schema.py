@@ -17,7 +17,7 @@ from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from corral.checkpoint._tables import ensure_layout
+from corral.checkpoint._tables import ensure_layout, written_by
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
 from corral.errors import CheckpointError
 
@@ -103,15 +103,12 @@ def _prepare(conn: sqlite3.Connection, path: str, synchronous: str, in_memory: b
         new = conn.execute("PRAGMA application_id").fetchone()[0] == 0
         if new:
             conn.execute(f"PRAGMA application_id = {_APPLICATION_ID}")
-        ensure_layout(
-            conn,
-            path,
-            postgres=False,
-            new=new,
-            version=SCHEMA_VERSION,
-            older=_OLDER,
-            upgrade=(_UPGRADED, lambda db: upgrade_layout6(db, path)),
-        )
+        reads = (SCHEMA_VERSION, _UPGRADED)
+        found = ensure_layout(conn, path, postgres=False, new=new, reads=reads, older=_OLDER)
+        if found == _UPGRADED:
+            upgrade_layout6(conn, path)
+            stored = (SCHEMA_VERSION, written_by())
+            conn.execute("UPDATE corral_schema SET version = ?, written_by = ?", stored)
 
 
 def _check_header(conn: sqlite3.Connection, path: str) -> None:
@@ -207,26 +204,17 @@ def error_for(
     UTF-8) while doing ``verb``: what is actually wrong (another process, a full disk,
     permissions, damage) and a way out."""
     name = str(getattr(exc, "sqlite_errorname", ""))
-    if isinstance(exc, UnicodeDecodeError):
-        msg = (
-            f"cannot {verb} {path!r}: a stored text is not UTF-8 ({exc}); the file is "
-            "damaged: move it away (resume is impossible from it) or pass a new path"
-        )
-    elif isinstance(exc, sqlite3.OperationalError) and busy(exc):
+    if isinstance(exc, sqlite3.OperationalError) and busy(exc):
         msg = (
             f"cannot {verb} {path!r}: another process held it for more than "
             f"timeout_s={timeout_s}; raise timeout_s or run fewer writers at once"
         )
-    elif name.startswith("SQLITE_FULL"):
+    elif name.startswith(("SQLITE_FULL", "SQLITE_IOERR")):
         msg = (
-            f"cannot {verb} {path!r}: the disk is full (SQLite: {exc}); every checkpoint "
-            "committed before is kept: free space, then continue with invoke(None, thread_id=...)"
-        )
-    elif name.startswith("SQLITE_IOERR"):
-        msg = (
-            f"cannot {verb} {path!r}: the disk refused a write or read ({name}: {exc}); the "
-            "disk may be full or failing, or the file larger than this process may write "
-            "(ulimit -f); every checkpoint committed before is kept"
+            f"cannot {verb} {path!r}: the disk is full or refused a write or read ({name}: "
+            f"{exc}), or the file grew larger than this process may write (ulimit -f); every "
+            "checkpoint committed before is kept: free space, then continue with "
+            "invoke(None, thread_id=...)"
         )
     elif name.startswith("SQLITE_READONLY"):
         msg = _read_only_message(path, verb)
@@ -239,7 +227,7 @@ def error_for(
         ("SQLITE_CORRUPT", "SQLITE_NOTADB")
     ):
         msg = f"cannot {verb} {path!r}: {exc}"
-    else:
+    else:  # a damaged page, a text that is not UTF-8, a file that is not SQLite
         msg = (
             f"cannot {verb} {path!r}: {exc}; the file is damaged or not a corral "
             "database: move it away (resume is impossible from it) or pass a new path"
