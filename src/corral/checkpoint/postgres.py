@@ -3,6 +3,10 @@ processes on many machines: the tables and statements of ``SqliteSaver``, in the
 connection's schema, through a pool of connections in autocommit mode. A put is one
 transaction whose compare-and-set ``UPDATE`` locks the thread's row, so of two runs writing
 against one parent the second waits for the first to commit and is then refused.
+
+Opening creates the tables, or checks their layout (``corral_schema``), in one transaction
+holding an advisory lock, so processes that open a fresh database at once create it exactly
+once; a database of another layout is refused (never rewritten).
 """
 
 from __future__ import annotations
@@ -11,12 +15,11 @@ import atexit
 import functools
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from corral._where import check_conninfo
-from corral.checkpoint._pg_schema import ensure_schema, error_for, redact
 from corral.checkpoint._store import Store
-from corral.checkpoint._tables import ITEMS_POSTGRES, for_psycopg
+from corral.checkpoint._tables import ITEMS_POSTGRES, ensure_layout, for_psycopg
 from corral.checkpoint.serde import Serializer
 from corral.errors import CheckpointError
 
@@ -25,6 +28,64 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
 __all__ = ["PostgresSaver"]
+
+SCHEMA_VERSION: Final = 2
+"""The layout version this corral writes and reads: the tables of
+:mod:`corral.checkpoint._tables`."""
+
+SCHEMA_LOCK: Final = 0x4352524C
+"""The advisory lock key taken while creating or migrating tables ("CRRL")."""
+
+
+def ensure_schema(conn: psycopg.Connection[Any], where: str) -> None:
+    """Create corral's tables in a fresh database, or check an existing one (see
+    :func:`~corral.checkpoint._tables.ensure_layout`)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        exists = conn.execute("SELECT to_regclass('corral_schema') IS NOT NULL").fetchone()
+        older = (
+            "an older layout this corral cannot read; finish its threads with the corral "
+            "that wrote it, or use another database or schema"
+        )
+        new = not (exists and exists[0])
+        ensure_layout(conn, where, postgres=True, new=new, reads=(SCHEMA_VERSION,), older=older)
+
+
+def redact(conninfo: str) -> str:
+    """Return a connection string without its password, to show in messages.
+
+    >>> redact("postgresql://app:secret@db.example/agents")
+    'postgresql://db.example/agents'
+    """
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except Exception:
+        return "<a PostgreSQL database>"
+    host = str(parts.get("host") or "localhost")
+    port = parts.get("port")
+    dbname = parts.get("dbname") or parts.get("user") or ""
+    if host.startswith("/"):
+        return f"postgresql:///{dbname}?host={host}"
+    return f"postgresql://{host}{f':{port}' if port else ''}/{dbname}"
+
+
+def error_for(verb: str, where: str, exc: Exception) -> CheckpointError:
+    """Return the ``CheckpointError`` for a driver error while doing ``verb``."""
+    import psycopg
+
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.OperationalError):
+        if "does not exist" in first:
+            how = "create the database (createdb) or fix the name in the URL"
+        else:
+            how = "check that the server runs, and the host, port and credentials"
+        msg = f"cannot {verb} {where!r}: {first}; {how}"
+    else:
+        msg = f"cannot {verb} {where!r}: {first}"
+    return CheckpointError(msg, path=where)
+
 
 _OPEN_POOLS: set[ConnectionPool[Any]] = set()
 """The open pools, closed at exit: a pool garbage-collected while open is closed by

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint._pg_schema import SCHEMA_LOCK, error_for
+from corral.checkpoint.postgres import SCHEMA_LOCK, error_for
 from corral.checkpoint._tables import for_psycopg
 from corral.workers.queue import RunQueue
 from corral.workers.served import add_served_columns
@@ -43,7 +43,7 @@ CREATE INDEX IF NOT EXISTS corral_runs_open ON corral_runs (id)
 CREATE INDEX IF NOT EXISTS corral_runs_thread ON corral_runs (thread, id);
 """
 """The queue's table, created with the first queue of a database (under the lock that
-:mod:`corral.checkpoint._pg_schema` takes to create the store's tables)."""
+:mod:`corral.checkpoint.postgres` takes to create the store's tables)."""
 
 
 class PostgresQueue(RunQueue):
