@@ -27,8 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from itertools import pairwise
-from typing import Any, Final, NamedTuple, NoReturn, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from corral.checkpoint import _tables as sql
 from corral.checkpoint._rows import Known, Packer, Rows, digest
@@ -283,42 +282,20 @@ class Store(ThreadInfoStore):
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest
         first; ``CheckpointError`` naming the checkpoint for damaged rows (a loop of
         parents, a missing parent, a row or item that cannot be read)."""
-        check_thread_id(thread_id)
-        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
-            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
-            if found is None:
-                return []
-            thread, newest = int(found[0]), found[1]
-            wanted = newest if checkpoint_id is None else checkpoint_id
-            rows = self._fetch(db, sql.CHAIN, thread, thread_id, wanted)
-            if not rows:
-                if checkpoint_id is None:
-                    self._broken(thread_id, newest, "the row of the newest checkpoint is missing")
-                return []
-            self._check_chain(thread_id, rows, wanted)
-            read = Rows(self.where, self.serializer, thread_id, rows)
-            items = read.fetch(db, self.items_query)
+        found = self._read(thread_id, checkpoint_id, chain=True)
+        if found is None:
+            return []
+        thread, read = found
         chain = read.checkpoints()
         with self._lock:
-            _remember(self._read_items, thread, items, _READS)
+            _remember(self._read_items, thread, read.items, _READS)
             _remember(self._tallies, thread_id, _read_tally(read), _THREADS)
         return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
-        check_thread_id(thread_id)
-        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
-            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
-            if found is None:
-                return []
-            newest = found[1]
-            rows = self._fetch(db, sql.THREAD_ROWS, int(found[0]), thread_id, newest)
-            missing = {newest, *(row[1] for row in rows)} - {None, *(row[0] for row in rows)}
-            if missing:
-                self._broken(thread_id, newest, f"the rows of {sorted(missing)!r} are missing")
-            read = Rows(self.where, self.serializer, thread_id, rows)
-            read.fetch(db, self.items_query)
-        return read.checkpoints()
+        found = self._read(thread_id, None, chain=False)
+        return [] if found is None else found[1].checkpoints()
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
@@ -351,17 +328,40 @@ class Store(ThreadInfoStore):
             raise failed from None
         damaged(self.where, thread_id, wanted, failed)
 
-    def _check_chain(self, thread_id: str, rows: list[Any], wanted: str) -> None:
-        """Name ``wanted`` when the rows of ``CHAIN`` (in the order they were put, so a
-        parent before its child) are not a path of parents from a snapshot or the thread's
-        first checkpoint to it: only damage (a loop of parents, a missing parent) does that."""
-        linked = all(row[1] == before[0] for before, row in pairwise(rows))
-        starts = rows[0][2] is not None or rows[0][1] is None
-        if not (linked and starts and rows[-1][0] == wanted):
-            self._broken(thread_id, wanted, "its chain of parents loops or breaks")
+    def _read(
+        self, thread_id: str, checkpoint_id: str | None, *, chain: bool
+    ) -> tuple[int, Rows] | None:
+        """Return the thread's row id and its rows (``chain``: from ``checkpoint_id``, the
+        newest when ``None``, up its parents to a snapshot; else all), their items fetched;
+        ``None`` when the thread or ``checkpoint_id`` is unknown."""
+        check_thread_id(thread_id)
+        with self._transaction(f"read thread {thread_id!r} from", read=True) as db:
+            found = db.execute(self.sql(sql.THREAD), {"thread": thread_id}).fetchone()
+            if found is None:
+                return None
+            thread, wanted = int(found[0]), found[1] if checkpoint_id is None else checkpoint_id
+            query = sql.CHAIN if chain else sql.THREAD_ROWS
+            rows = self._fetch(db, query, thread, thread_id, wanted)
+            if not rows and checkpoint_id is not None:
+                return None
+            self._check_parents(thread_id, rows, wanted, chain=chain)
+            read = Rows(self.where, self.serializer, thread_id, rows)
+            read.fetch(db, self.items_query)
+        return thread, read
 
-    def _broken(self, thread_id: str, checkpoint_id: str, problem: str) -> NoReturn:
-        damaged(self.where, thread_id, checkpoint_id, Damaged(problem))
+    def _check_parents(self, thread_id: str, rows: list[Any], wanted: str, *, chain: bool) -> None:
+        """Name the first of ``rows`` (in the order they were put) whose parent is not before
+        it, but a chain's first row, which may be a snapshot, and ``wanted`` when it is not
+        there: a parent is always put first, so only damage (a loop of parents, a missing
+        row) does that."""
+        seen: set[str | None] = {None}
+        for n, (checkpoint_id, parent_id, snapshot, *_) in enumerate(rows):
+            if parent_id not in seen and not (chain and n == 0 and snapshot is not None):
+                problem = f"its parent {parent_id!r} is missing or was put after it"
+                damaged(self.where, thread_id, checkpoint_id, Damaged(problem))
+            seen.add(checkpoint_id)
+        if wanted not in seen:
+            damaged(self.where, thread_id, wanted, Damaged("its row is missing"))
 
     def _hash_read_items(self, thread: int) -> None:
         """Remember the hashes of the items the thread's last read fetched, so the snapshot

@@ -88,11 +88,10 @@ class ThreadInfoStore:
             if row is None:
                 return None
             found = _info(row)
-            if not metadata:
-                return found
-            merged = {**found.metadata, **metadata}
-            db.execute(self.sql(_SET), {**params, "metadata": _dumps(merged)})
-        return found._replace(metadata=merged)
+            if metadata:
+                found = found._replace(metadata={**found.metadata, **metadata})
+                db.execute(self.sql(_SET), {**params, "metadata": _dumps(found.metadata)})
+        return found
 
     def thread_info(self, thread_id: str) -> ThreadInfo | None:
         """Return what was recorded about the thread (``None``: nothing)."""

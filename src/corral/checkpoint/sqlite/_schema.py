@@ -247,7 +247,5 @@ def _read_only_message(path: str, verb: str) -> str:
 
 def busy(exc: sqlite3.OperationalError) -> bool:
     """Return whether SQLite refused because another connection holds a lock."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
+    code = getattr(exc, "sqlite_errorcode", 0)  # none: an error of Python's module, not SQLite's
+    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
