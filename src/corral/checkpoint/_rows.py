@@ -129,9 +129,9 @@ class Rows:
         """The texts of the items the rows refer to, by id."""
         self._parsed: dict[int, Any] = {}
 
-    def fetch(self, db: Any, query: str) -> dict[int, str]:
+    def fetch(self, db: Any, query: str) -> None:
         """Read the items the rows refer to from ``db`` with ``query`` (taking the JSON array
-        of their ids); return their texts by id."""
+        of their ids)."""
         ids = sorted({n for row in self.ids for n in row})
         self.items = dict(db.execute(query, {"ids": json.dumps(ids)}).fetchall()) if ids else {}
         try:  # parsed together: one call for thousands of chat messages
@@ -139,7 +139,6 @@ class Rows:
         except Exception:  # a damaged item: each is parsed on its own, and named
             trees = [None] * len(self.items)
         self._parsed = {n: t for n, t in zip(self.items, trees, strict=True) if t is not None}
-        return self.items
 
     def checkpoints(self) -> list[Checkpoint]:
         """Return the rows as checkpoints (damage named with the row's checkpoint)."""

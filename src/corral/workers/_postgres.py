@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from corral.checkpoint.postgres import SCHEMA_LOCK, error_for
 from corral.checkpoint._tables import for_psycopg
+from corral.checkpoint.postgres import SCHEMA_LOCK, error_for
 from corral.workers.queue import RunQueue
 from corral.workers.served import add_served_columns
 

@@ -56,9 +56,6 @@ def open_file(path: str, synchronous: str, timeout_s: float) -> sqlite3.Connecti
         except OSError as exc:
             msg = f"cannot create the folder {str(folder)!r} for checkpoints: {exc}"
             raise CheckpointError(msg, path=path) from exc
-        if Path(path).is_dir():
-            msg = f"{path!r} is a folder; give SqliteSaver a file path"
-            raise CheckpointError(msg, path=path)
         # Given a file it may not write, SQLite opens it read-only without a word (a run
         # would fail at its first checkpoint), and in a read-only folder it cannot create
         # the -wal and -shm files a WAL file is read through; so such a file is refused here.
