@@ -87,20 +87,6 @@ def error_for(verb: str, where: str, exc: Exception) -> CheckpointError:
     return CheckpointError(msg, path=where)
 
 
-_OPEN_POOLS: set[ConnectionPool[Any]] = set()
-"""The open pools, closed at exit: a pool garbage-collected while open is closed by
-whichever thread collected it, which fails when that is one of its own workers."""
-
-
-def _close_open_pools() -> None:
-    for pool in list(_OPEN_POOLS):
-        pool.close()
-    _OPEN_POOLS.clear()
-
-
-atexit.register(_close_open_pools)
-
-
 class PostgresSaver(Store):
     """A checkpointer backed by PostgreSQL, safe for many processes on many machines.
 
@@ -155,7 +141,9 @@ class PostgresSaver(Store):
                 name="corral",
                 open=True,
             )
-            _OPEN_POOLS.add(self.pool)
+            # closed at exit if still open: a pool garbage-collected while open is closed by
+            # whichever thread collected it, which fails when that is one of its own workers
+            atexit.register(self.pool.close)
         else:
             self.pool = conninfo
             self.where = redact(str(conninfo.conninfo))
@@ -166,7 +154,7 @@ class PostgresSaver(Store):
         """Close the saver's own pool (a pool passed in is left open). Closing twice is fine."""
         self._closed = True
         if self._own_pool:
-            _OPEN_POOLS.discard(self.pool)
+            atexit.unregister(self.pool.close)
             self.pool.close()
 
     def __repr__(self) -> str:
