@@ -165,7 +165,6 @@ SELECT checkpoint_id, parent_id, snapshot, writes, meta FROM corral_checkpoints
 WHERE thread = :thread ORDER BY seq
 """
 
-
 ITEMS_SQLITE: Final = (
     "SELECT id, data FROM corral_items WHERE id IN (SELECT value FROM json_each(:ids))"
 )
