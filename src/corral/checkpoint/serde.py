@@ -42,16 +42,13 @@ __all__ = [
 TAG: Final = "$corral"
 """The key of a tagged object."""
 _PLAIN = (str, int, float, bool, type(None))
-_LEAVES: Final = frozenset((str, float, bool, type(None)))
-"""The types JSON holds as they are, with nothing to check (an ``int``'s digits are)."""
-_STR: Final = frozenset((str,))
 _CONTAINERS: Final = frozenset((dict, tuple, set, frozenset, Overwrite, Send))
 """The containers written as a tagged object, or a dict that is not plain JSON."""
 
 
 def _str_keys(value: dict[Any, Any]) -> bool:
-    """Return whether every key of a dict is a ``str`` (an empty dict's too), at C speed."""
-    return not value or set(map(type, value)) == _STR
+    """Return whether every key of a dict is a ``str`` (an empty dict's too)."""
+    return all(type(key) is str for key in value)
 
 
 MAX_DEPTH: Final = 200
@@ -224,12 +221,9 @@ def _tree(value: Any, depth: int, serializer: Serializer | None) -> Any:
     inner = depth + 1
     try:
         if kind is list:
-            return [x if type(x) in _LEAVES else _tree(x, inner, serializer) for x in value]
+            return [_tree(x, inner, serializer) for x in value]
         if kind is dict and TAG not in value and _str_keys(value):
-            return {
-                k: v if type(v) in _LEAVES else _tree(v, inner, serializer)
-                for k, v in value.items()
-            }
+            return {k: _tree(v, inner, serializer) for k, v in value.items()}
         if kind in _CONTAINERS:
             return _tagged(value, kind, inner, serializer)
     except _Unstorable as err:
