@@ -244,11 +244,9 @@ class Store(ThreadInfoStore):
         tree = encode_record(record, self.serializer)
 
         def work(db: Any, dumps: Callable[[Any], str]) -> None:
-            thread = self._thread_of(db, thread_id, checkpoint_id)
-            if thread is None:
+            params = {"thread": thread_id, "id": checkpoint_id, "task": task, "record": dumps(tree)}
+            if db.execute(self.sql(sql.PUT_PENDING), params).fetchone() is None:
                 raise no_checkpoint(thread_id, checkpoint_id, self.where)
-            params = {"thread": thread, "id": checkpoint_id, "task": task, "record": dumps(tree)}
-            db.execute(self.sql(sql.PUT_PENDING), params)
 
         self._writing("record a finished task in", work)
 
@@ -257,10 +255,7 @@ class Store(ThreadInfoStore):
         check_thread_id(thread_id)
         out: dict[int, dict[str, Any]] = {}
         with self._transaction("read checkpoints from", read=True) as db:
-            thread = self._thread_of(db, thread_id, checkpoint_id)
-            if thread is None:
-                return out
-            rows = self._fetch(db, sql.PENDING, thread, thread_id, checkpoint_id)
+            rows = self._fetch(db, sql.PENDING, thread_id, thread_id, checkpoint_id)
         for task, text in rows:
             where = f"task {task} after checkpoint {checkpoint_id!r}"
             try:
@@ -300,15 +295,10 @@ class Store(ThreadInfoStore):
         with self._transaction("read threads from", read=True) as db:
             return [str(name) for (name,) in db.execute(self.sql(sql.THREADS)).fetchall()]
 
-    def _thread_of(self, db: Any, thread_id: str, checkpoint_id: str) -> int | None:
-        """Return the row id of the thread when it has ``checkpoint_id``, else ``None``."""
-        params = {"thread": thread_id, "id": checkpoint_id}
-        found = db.execute(self.sql(sql.THREAD_OF), params).fetchone()
-        return None if found is None else int(found[0])
-
-    def _fetch(self, db: Any, query: str, thread: int, thread_id: str, wanted: str) -> Any:
-        """Return the rows of ``query``; when they cannot be fetched (a text that is not
-        UTF-8, a damaged page) while the connection still answers, name ``wanted``."""
+    def _fetch(self, db: Any, query: str, thread: int | str, thread_id: str, wanted: str) -> Any:
+        """Return the rows of ``query`` (``thread``: the thread's row id or name); when they
+        cannot be fetched (a text that is not UTF-8, a damaged page) while the connection
+        still answers, name ``wanted``."""
         try:
             return db.execute(self.sql(query), {"thread": thread, "id": wanted}).fetchall()
         except Exception as exc:

@@ -78,11 +78,6 @@ def create_tables(postgres: bool) -> list[str]:
 
 THREAD: Final = "SELECT id, newest FROM corral_threads WHERE name = :thread AND newest <> ''"
 """The thread's row, once it has a checkpoint (``newest = ''``: recorded, none yet)."""
-THREAD_OF: Final = """
-SELECT t.id FROM corral_threads AS t JOIN corral_checkpoints AS c ON c.thread = t.id
-WHERE t.name = :thread AND c.checkpoint_id = :id
-"""
-"""The thread's row id, when it has checkpoint ``:id``."""
 THREADS: Final = "SELECT name FROM corral_threads WHERE newest <> '' ORDER BY id"
 
 PUT_FIRST: Final = """
@@ -176,12 +171,16 @@ WHERE id IN (SELECT CAST(json_array_elements_text(CAST(:ids AS json)) AS bigint)
 
 PUT_PENDING: Final = """
 INSERT INTO corral_pending (thread, checkpoint_id, task, record)
-VALUES (:thread, :id, :task, :record)
+SELECT c.thread, c.checkpoint_id, :task, :record
+FROM corral_checkpoints AS c JOIN corral_threads AS t ON t.id = c.thread
+WHERE t.name = :thread AND c.checkpoint_id = :id
 ON CONFLICT (thread, checkpoint_id, task) DO UPDATE SET record = excluded.record
+RETURNING task
 """
+"""No row back: the thread has no checkpoint ``:id``."""
 PENDING: Final = """
-SELECT task, record FROM corral_pending WHERE thread = :thread AND checkpoint_id = :id
-ORDER BY task
+SELECT p.task, p.record FROM corral_pending AS p JOIN corral_threads AS t ON t.id = p.thread
+WHERE t.name = :thread AND p.checkpoint_id = :id ORDER BY p.task
 """
 
 

@@ -41,8 +41,8 @@ SELECT t.id, t.name, coalesce(
 FROM threads AS t ORDER BY t.id
 """
 _PENDING: Final = """
-SELECT w.thread, k.checkpoint_id, w.task, w.record
-FROM pending_writes AS w JOIN checkpoints AS k ON k.seq = w.seq
+SELECT t.name, k.checkpoint_id, w.task, w.record
+FROM pending_writes AS w JOIN checkpoints AS k ON k.seq = w.seq JOIN threads AS t ON t.id = w.thread
 """
 
 
@@ -94,8 +94,8 @@ def _rewrite(conn: sqlite3.Connection) -> None:
         params |= {"writes": _DUMPS(pairs), "meta": _DUMPS(meta_tree)}
         conn.execute(_tables.PUT_CHECKPOINT, params)
         known.update(packer.new)
-    for old, checkpoint_id, task, record in conn.execute(_PENDING).fetchall():
-        params = {"thread": new_ids[old], "id": checkpoint_id, "task": task}
+    for name, checkpoint_id, task, record in conn.execute(_PENDING).fetchall():
+        params = {"thread": name, "id": checkpoint_id, "task": task}
         conn.execute(_tables.PUT_PENDING, params | {"record": _DUMPS(resolve(json.loads(record)))})
     for kind, name in conn.execute(_OLD).fetchall():
         conn.execute(f'DROP {kind} "{name}"')
