@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, error_for, execute_patiently
+from corral.checkpoint.sqlite._schema import WAIT_SLICE_S, error_for, transaction
 from corral.workers.queue import RunQueue
 from corral.workers.served import add_served_columns
 
@@ -76,15 +76,8 @@ class SqliteQueue(RunQueue):
                         check_same_thread=False,
                     )
                     self._pid = os.getpid()
-                conn = self._conn
-                execute_patiently(conn, self.timeout_s, "BEGIN IMMEDIATE" if write else "BEGIN")
-                try:
-                    yield conn
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+                with transaction(self._conn, read=not write, timeout_s=self.timeout_s):
+                    yield self._conn
             except sqlite3.DatabaseError as exc:
                 raise error_for(self.where, self.timeout_s, verb, exc) from exc
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from corral.checkpoint._tables import ensure_layout, written_by
 from corral.checkpoint.sqlite._layout6 import upgrade as upgrade_layout6
@@ -37,7 +37,7 @@ WAIT_SLICE_S: Final = 0.025
 Python (the connection's busy timeout). Its busy handler sleeps in C, where Python runs no
 signal handler: a Ctrl-C during a 30 s wait would be honoured only when the wait ends. So
 corral waits in slices of this length, up to the saver's ``timeout_s``
-(:func:`execute_patiently`), and a Ctrl-C gets through within one slice."""
+(:func:`patiently`), and a Ctrl-C gets through within one slice."""
 _MMAP_BYTES: Final = 256 << 20
 """How much of a file SQLite reads through a memory map (from the OS cache, uncopied)."""
 _PAUSE_S: Final = 0.001
@@ -145,7 +145,8 @@ def transaction(
     A write transaction takes the write lock at once (``BEGIN IMMEDIATE``); a read
     transaction takes its snapshot at once. Either waits for another connection up to
     ``timeout_s`` (at least one slice of SQLite's own wait) where a Ctrl-C gets through
-    (:func:`execute_patiently`); the block's statements then never wait (WAL mode).
+    (:func:`patiently`); the block's statements then never wait (WAL mode), and a
+    statement refused with ``SQLITE_BUSY`` did nothing, so trying it again is safe.
     ``BEGIN`` is inside the ``try``, so a ``KeyboardInterrupt`` that arrives as it returns
     still ends the transaction; the rollback runs only while a transaction is open (a
     failed ``COMMIT`` may already have ended it) and never hides the original error.
@@ -153,9 +154,9 @@ def transaction(
     try:
         if read:
             conn.execute("BEGIN")  # deferred: takes no lock yet, cannot wait
-            execute_patiently(conn, timeout_s, "PRAGMA schema_version")  # reads: a snapshot
+            patiently(lambda: conn.execute("PRAGMA schema_version"), timeout_s)  # a snapshot
         else:
-            execute_patiently(conn, timeout_s, "BEGIN IMMEDIATE")
+            patiently(lambda: conn.execute("BEGIN IMMEDIATE"), timeout_s)
         yield
         conn.execute("COMMIT")
     except BaseException:
@@ -163,18 +164,6 @@ def transaction(
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         raise
-
-
-def execute_patiently(
-    conn: sqlite3.Connection, timeout_s: float, sql: str, params: Any = ()
-) -> sqlite3.Cursor:
-    """Execute ``sql``, and again while another connection holds the lock (see
-    :func:`patiently`). Statements that may wait for a lock need it: ``BEGIN IMMEDIATE``,
-    the first read of a read transaction, a statement outside a transaction. Inside a
-    transaction that holds its lock (WAL mode) a statement never waits, and this is a plain
-    ``execute``; a statement refused with ``SQLITE_BUSY`` did nothing, so trying it again
-    is safe."""
-    return patiently(lambda: conn.execute(sql, params), timeout_s)
 
 
 def patiently(attempt: Callable[[], T], timeout_s: float) -> T:
