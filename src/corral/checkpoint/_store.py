@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Final, NamedTuple, TypeVar
 
 from corral.checkpoint import _tables as sql
-from corral.checkpoint._rows import Known, Packer, Rows
+from corral.checkpoint._rows import Known, Packer, Rows, digest
 from corral.checkpoint._thread_info import ThreadInfoStore
 from corral.checkpoint.base import (
     HOLD_S,
@@ -58,6 +58,8 @@ _CACHED_ITEMS: Final = 200_000
 """Item hashes remembered before the memory of them is cleared."""
 _THREADS: Final = 256
 """Threads whose tally (see :meth:`Store.wants_snapshot`) is remembered."""
+_READS: Final = 16
+"""Threads whose last read's items are remembered (their texts: a state's worth each)."""
 
 _DUMPS = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 _DUMPS_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -96,6 +98,10 @@ class Store(ThreadInfoStore):
         """Guards the memory below, shared by the threads that call the saver."""
         self._hashes: Known = {}
         self._tallies: dict[str, _Tally] = {}
+        self._read_items: dict[int, dict[int, str]] = {}
+        """Per thread row id, the items its last read fetched, hashed at its next snapshot:
+        a process that resumes a thread does not store its items again, and a read that is
+        not followed by a snapshot hashes nothing."""
 
     def __enter__(self: T) -> T:
         return self
@@ -166,6 +172,7 @@ class Store(ThreadInfoStore):
         packer = Packer(db, q(sql.PUT_ITEM), thread, self._hashes, dumps)
         params["snapshot"] = None
         if snapshot is not None:
+            self._hash_read_items(thread)
             params["snapshot"] = dumps(packer.state(self._encode(snapshot, "state", "")))
         params["writes"] = dumps(
             [
@@ -270,18 +277,20 @@ class Store(ThreadInfoStore):
         """Return the checkpoints from the nearest snapshot to ``checkpoint_id``, oldest
         first; ``CheckpointError`` naming the checkpoint for damaged rows (a loop of
         parents, a missing parent, a row or item that cannot be read)."""
-        read = self._read(thread_id, checkpoint_id, chain=True)
-        if read is None:
+        found = self._read(thread_id, checkpoint_id, chain=True)
+        if found is None:
             return []
+        thread, read = found
         chain = read.checkpoints()
         with self._lock:
+            _remember(self._read_items, thread, read.items, _READS)
             _remember(self._tallies, thread_id, _read_tally(read), _THREADS)
         return chain
 
     def checkpoints(self, thread_id: str) -> list[Checkpoint]:
         """Return every checkpoint of the thread, oldest first."""
-        read = self._read(thread_id, None, chain=False)
-        return [] if read is None else read.checkpoints()
+        found = self._read(thread_id, None, chain=False)
+        return [] if found is None else found[1].checkpoints()
 
     def newest_id(self, thread_id: str) -> str | None:
         """Return the id of the thread's newest checkpoint (``None``: it has none), unread."""
@@ -309,8 +318,10 @@ class Store(ThreadInfoStore):
             raise failed from None
         damaged(self.where, thread_id, wanted, failed)
 
-    def _read(self, thread_id: str, checkpoint_id: str | None, *, chain: bool) -> Rows | None:
-        """Return the thread's rows (``chain``: from ``checkpoint_id``, the
+    def _read(
+        self, thread_id: str, checkpoint_id: str | None, *, chain: bool
+    ) -> tuple[int, Rows] | None:
+        """Return the thread's row id and its rows (``chain``: from ``checkpoint_id``, the
         newest when ``None``, up its parents to a snapshot; else all), their items fetched;
         ``None`` when the thread or ``checkpoint_id`` is unknown."""
         check_thread_id(thread_id)
@@ -326,7 +337,7 @@ class Store(ThreadInfoStore):
             self._check_parents(thread_id, rows, wanted, chain=chain)
             read = Rows(self.where, self.serializer, thread_id, rows)
             read.fetch(db, self.items_query)
-        return read
+        return thread, read
 
     def _check_parents(self, thread_id: str, rows: list[Any], wanted: str, *, chain: bool) -> None:
         """Name the first of ``rows`` (in the order they were put) whose parent is not before
@@ -342,6 +353,14 @@ class Store(ThreadInfoStore):
         if wanted not in seen:
             damaged(self.where, thread_id, wanted, Damaged("its row is missing"))
 
+    def _hash_read_items(self, thread: int) -> None:
+        """Remember the hashes of the items the thread's last read fetched, so the snapshot
+        about to be written refers to them instead of storing them again."""
+        with self._lock:
+            items = self._read_items.pop(thread, None)
+            for n, text in (items or {}).items():
+                self._hashes[thread, digest(text)] = (n, len(text))
+
 
 def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
     """Set ``memory[key]`` as its newest entry, forgetting the oldest beyond ``limit``."""
@@ -352,9 +371,6 @@ def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
 
 
 def _read_tally(read: Rows) -> _Tally:
-    """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot).
-    A snapshot's items count in its bytes: the next snapshot this saver writes stores them
-    again (it knows the hashes only of the items it wrote), once as many bytes came after."""
-    stored = [size + read.item_bytes(n) for n, size in enumerate(read.sizes)]
-    after = stored[1:]
-    return _Tally(read.rows[-1][0], len(after), sum(after), stored[0], (after or [0])[-1])
+    """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
+    after = [size + read.item_bytes(n) for n, size in enumerate(read.sizes[1:], 1)]
+    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], (after or [0])[-1])
