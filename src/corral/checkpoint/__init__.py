@@ -1,22 +1,15 @@
-"""Checkpointers: the protocol and the built-in stores.
-
-``PostgresSaver`` is imported on first use, so a program that keeps its threads in memory
-or in a SQLite file never loads the Postgres driver's glue.
-"""
+"""Checkpointers: the protocol and the built-in stores (``PostgresSaver`` imports the
+PostgreSQL driver when one is made, so that a program that keeps its threads in memory or in
+a SQLite file never loads it)."""
 
 from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING
 
 from corral._where import parse_db
 from corral.checkpoint._thread_info import ThreadInfo
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.checkpoint.memory import MemorySaver
+from corral.checkpoint.postgres import PostgresSaver
 from corral.checkpoint.sqlite import SqliteSaver
-
-if TYPE_CHECKING:
-    from corral.checkpoint.postgres import PostgresSaver
 
 __all__ = [
     "Checkpoint",
@@ -44,17 +37,5 @@ def open_saver(db: str, *, max_size: int = 8) -> PostgresSaver | SqliteSaver:
     """
     where = parse_db(db)
     if where.kind == "postgres":
-        from corral.checkpoint.postgres import PostgresSaver
-
         return PostgresSaver(where.target, max_size=max_size)
     return SqliteSaver(where.target)
-
-
-def __getattr__(name: str) -> object:
-    """Import ``PostgresSaver`` the first time it is asked for."""
-    if name != "PostgresSaver":
-        msg = f"module 'corral.checkpoint' has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = import_module("corral.checkpoint.postgres").PostgresSaver
-    globals()[name] = value
-    return value

@@ -20,15 +20,14 @@ from corral.checkpoint.base import check_thread_id
 __all__ = ["ThreadInfo", "ThreadInfoStore"]
 
 _COLUMNS = "name, graph, metadata, created_at, updated_at"
-_ADD = f"""
+_ADD = """
 INSERT INTO corral_threads (name, newest, metadata, created_at, updated_at)
 VALUES (:thread, '', :metadata, :now, :now)
 ON CONFLICT (name) DO UPDATE SET metadata = excluded.metadata,
     created_at = excluded.created_at, updated_at = excluded.updated_at
 WHERE corral_threads.metadata IS NULL
-RETURNING {_COLUMNS}
 """
-"""Record a thread (a row back: recorded now; none: it was recorded before)."""
+"""Record a thread (a row changed: recorded now; none: it was recorded before)."""
 _TOUCH = f"""
 UPDATE corral_threads SET updated_at = :now, graph = COALESCE(graph, :graph)
 WHERE name = :thread AND metadata IS NOT NULL RETURNING {_COLUMNS}
@@ -71,10 +70,8 @@ class ThreadInfoStore:
         check_thread_id(thread_id)
         params = {"thread": thread_id, "metadata": _dumps(metadata), "now": time.time()}
         with self._transaction("record a thread in", read=False) as db:
-            row = db.execute(self.sql(_ADD), params).fetchone()
-            if row is not None:
-                return _info(row), True
-            return _info(db.execute(self.sql(_ONE), params).fetchone()), False
+            new = db.execute(self.sql(_ADD), params).rowcount == 1
+            return _info(db.execute(self.sql(_ONE), params).fetchone()), new
 
     def update_thread_info(
         self, thread_id: str, metadata: dict[str, Any] | None = None, graph: str | None = None
