@@ -26,8 +26,9 @@ VALUES (:thread, '', :metadata, :now, :now)
 ON CONFLICT (name) DO UPDATE SET metadata = excluded.metadata,
     created_at = excluded.created_at, updated_at = excluded.updated_at
 WHERE corral_threads.metadata IS NULL
+RETURNING name
 """
-"""Record a thread (a row changed: recorded now; none: it was recorded before)."""
+"""Record a thread (a row back: recorded now; none: it was recorded before)."""
 _TOUCH = f"""
 UPDATE corral_threads SET updated_at = :now, graph = COALESCE(graph, :graph)
 WHERE name = :thread AND metadata IS NOT NULL RETURNING {_COLUMNS}
@@ -70,7 +71,7 @@ class ThreadInfoStore:
         check_thread_id(thread_id)
         params = {"thread": thread_id, "metadata": _dumps(metadata), "now": time.time()}
         with self._transaction("record a thread in", read=False) as db:
-            new = db.execute(self.sql(_ADD), params).rowcount == 1
+            new = db.execute(self.sql(_ADD), params).fetchone() is not None
             return _info(db.execute(self.sql(_ONE), params).fetchone()), new
 
     def update_thread_info(
