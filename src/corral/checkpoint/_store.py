@@ -8,7 +8,8 @@ write that appends a message stores it once, and the snapshots after it refer to
 Snapshots are placed by the store (:meth:`Store.wants_snapshot`): once at least
 :data:`SNAPSHOT_MIN` checkpoints since the last snapshot stored at least as many bytes as
 it did (snapshots never outweigh the rest of the thread: storage stays linear), or once
-they stored :data:`REPLAY_BYTES` (a read replays a bounded number of bytes).
+they would reach :data:`REPLAY_BYTES` with the next one as large as the last (a read
+replays a bounded number of bytes).
 
 Compare-and-set: a put moves ``corral_threads.newest`` from the checkpoint it expected to
 its own, and sets or clears the thread's holder (see "Holds" in
@@ -66,12 +67,13 @@ T = TypeVar("T")
 
 class _Tally(NamedTuple):
     """What a thread stored up to ``checkpoint_id``: checkpoints and bytes since its last
-    snapshot, and the bytes of that snapshot."""
+    snapshot, the bytes of that snapshot, and of the last checkpoint."""
 
     checkpoint_id: str
     since: int
     stored_since: int
     snapshot_stored: int
+    last_stored: int
 
 
 class Store(ThreadInfoStore):
@@ -190,12 +192,12 @@ class Store(ThreadInfoStore):
         """Return the thread's tally after ``checkpoint`` (see :meth:`wants_snapshot`)."""
         new = checkpoint.checkpoint_id
         if checkpoint.snapshot is not None:
-            return _Tally(new, 0, 0, stored)
+            return _Tally(new, 0, 0, stored, 0)
         last = self._tallies.get(checkpoint.thread_id)
         if last is None or last.checkpoint_id != checkpoint.parent_id:
-            return _Tally(new, 0, stored, 0)  # unknown: the next one snapshots
+            return _Tally(new, 0, stored, 0, stored)  # unknown: the next one snapshots
         since, stored_since = last.since + 1, last.stored_since + stored
-        return _Tally(new, since, stored_since, last.snapshot_stored)
+        return _Tally(new, since, stored_since, last.snapshot_stored, stored)
 
     def _refused(self, db: Any, checkpoint: Checkpoint, params: dict[str, Any]) -> str:
         """Raise the error for a put whose compare-and-set (with ``params``) changed nothing,
@@ -235,7 +237,7 @@ class Store(ThreadInfoStore):
             return True
         if t.since + 1 >= SNAPSHOT_MIN and t.stored_since >= t.snapshot_stored:
             return True
-        return t.stored_since >= REPLAY_BYTES
+        return t.stored_since + t.last_stored >= REPLAY_BYTES  # the next one as large
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, task: int, record: dict[str, Any]
@@ -367,4 +369,4 @@ def _remember(memory: dict[Any, T], key: Any, value: T, limit: int) -> None:
 def _read_tally(read: Rows) -> _Tally:
     """Return the thread's tally at the last of ``read``'s rows (a chain: from a snapshot)."""
     after = [size + read.item_bytes(n) for n, size in enumerate(read.sizes[1:], 1)]
-    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0])
+    return _Tally(read.rows[-1][0], len(after), sum(after), read.sizes[0], (after or [0])[-1])
