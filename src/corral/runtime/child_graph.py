@@ -34,12 +34,11 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.errors import CorralError, StepLimitError
+from corral.errors import CorralError
 from corral.runtime import drivers, restore, threads
 from corral.runtime.events import (
     Custom,
@@ -101,19 +100,19 @@ class ChildGraph:
         """Run the child of subgraph task ``call`` of the parent run ``rs`` (whose superstep
         reads ``rs.values``) to its end or next pause with the sync driver; raise
         ``ChildPause`` when it paused."""
-        with Entry(self, rs, call, answers) as entry:
-            if entry.rs is not None:
-                for _ in drivers.run_sync(entry.rs):
-                    pass
+        entry = Entry(self, rs, call, answers)
+        if entry.rs is not None:
+            for _ in drivers.run_sync(entry.rs):
+                pass
         return entry.outcome()
 
     async def run_async(self, rs: RunState, call: TaskRun, answers: Any) -> ChildWrites:
         """Run the child like :meth:`run_sync` with the async driver, on the running loop,
         concurrently with the other tasks of the superstep."""
-        with Entry(self, rs, call, answers) as entry:
-            if entry.rs is not None:
-                async for _ in drivers.run_async(entry.rs):
-                    pass
+        entry = Entry(self, rs, call, answers)
+        if entry.rs is not None:
+            async for _ in drivers.run_async(entry.rs):
+                pass
         return entry.outcome()
 
     def _thread(self, rs: RunState, task: int) -> str | None:
@@ -192,9 +191,9 @@ class Entry:
     """One call of a subgraph task: the child run it starts or resumes, in the top-level
     run's step pool (see :mod:`corral.runtime.child_steps`), and its outcome.
 
-    :meth:`ChildGraph.run_sync` (or ``run_async``) runs the child inside ``with entry:``
-    (which starts it as ``entry.rs``: ``None`` when the child had finished before this call),
-    then returns ``entry.outcome()``.
+    Making it starts (or resumes) the child as ``entry.rs`` (``None`` when the child had
+    finished before this call); :meth:`ChildGraph.run_sync` (or ``run_async``) runs it, then
+    returns ``entry.outcome()``.
     """
 
     rs: RunState | None = None
@@ -208,21 +207,16 @@ class Entry:
         """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
         self.answers: list[Any] = answers or []
         """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        self.thread = child._thread(parent, call.position)
+        self.thread = thread = child._thread(parent, call.position)
         """The child's thread (with a checkpointer)."""
-
-    def __enter__(self) -> Entry:
-        child, thread = self.child, self.thread
         if thread is not None:
             chain = child.saver().chain(thread)
             if chain:
                 status = str(chain[-1].meta.get("status", "running"))
                 if status != "done":
                     self._again(chain, status)
-                return self
-        call = self.call
-        state = self.parent.values if call.arg is NO_ARG else call.arg
-        rs = child.fresh(state, self.parent)
+                return
+        rs = child.fresh(parent.values if call.arg is NO_ARG else call.arg, parent)
         if thread is not None:
             rs.thread_id = thread
             writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
@@ -230,13 +224,6 @@ class Entry:
             if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
                 threads.save_input(rs, writer, [])
         self.attach(rs)
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if isinstance(exc, StepLimitError):  # the run that stopped is the parent's
-            exc.state = dict(self.parent.values)
 
     def _again(self, chain: list[Checkpoint], status: str) -> None:
         """Start the run that continues the child's thread (resumed with its answers)."""
