@@ -274,12 +274,13 @@ class ChildGraph:
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        name, shared = self.name, self.shared  # a write is named by its path in the parent
-        if self.whole:
-            out = [(f"{name}/{node}", update) for node, update in raw if update]
-        else:
-            kept = ((node, {k: v for k, v in u.items() if k in shared}) for node, u in raw)
-            out = [(f"{name}/{node}", update) for node, update in kept if update]
+        name, shared = self.name, self.shared
+        out: list[tuple[str, dict[str, Any]]] = []
+        for node, update in raw:
+            if not self.whole:
+                update = {k: v for k, v in update.items() if k in shared}
+            if update:
+                out.append((f"{name}/{node}", update))  # named by its path in the parent
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
 
 
