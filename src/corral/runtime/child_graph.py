@@ -5,10 +5,10 @@ A subgraph node is not a node run. When a driver reaches one, the node's :class:
 (:meth:`ChildGraph.enter`), drives it with the same driver as the parent's and hands the
 core the entry's :class:`~corral.runtime.subgraphs.ChildWrites` (:meth:`ChildGraph.outcome`):
 the **writes** to hand back to the parent, in the order the child merged them, and how many
-node runs the child took. The core merges
-those writes through the parent's reducers, in order, like the updates of that many nodes,
-so a list the child appended to gets each appended item once (the child started from the
-parent's list; handing back its final list would duplicate it). Of several writes of one
+node runs the child took. The core merges those writes through the parent's reducers, in
+order, like the updates of that many nodes, so a list the child appended to gets each
+appended item once (the child started from the parent's list; handing back its final list
+would duplicate it). Of several writes of one
 entry to a key without a reducer only the last is handed back: they replace each other in
 order, as they would have in the parent, and must not look like parallel writes at the
 parent's barrier.
