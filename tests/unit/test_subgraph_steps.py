@@ -251,6 +251,29 @@ def test_a_childs_step_limit_error_carries_the_parents_state() -> None:
     assert caught.value.state == {"topic": "t", "seen": [("a", 1)], "secret": "s"}
 
 
+@pytest.mark.parametrize(("cap", "node"), [(3, "mid/inner/d2"), (None, "mid/inner/d3")])
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_grandchilds_step_limit_error_carries_the_top_level_state(
+    how: str, cap: int | None, node: str
+) -> None:
+    """Two levels down, the top level's max_steps (3) or the grandchild's own (2) stops the
+    whole run: either way err.state is the top-level run's, not a child's."""
+    inner = Graph(State, name="inner", max_steps=2)
+    step_node(inner, "d1", start=True, then="d2")
+    step_node(inner, "d2", then="d3")
+    step_node(inner, "d3", then=END)
+    mid = Graph(State, name="mid")
+    step_node(mid, "c1", start=True, then="inner")
+    mid.subgraph("inner", inner, then=END)
+    g = Graph(Outer, max_steps=cap or 10)
+    step_node(g, "a", start=True, then="mid")
+    g.subgraph("mid", mid, then=END)
+    with pytest.raises(StepLimitError) as caught:
+        run(g.compile(), how, {"topic": "t", "seen": [], "secret": "s"})
+    assert caught.value.node == node
+    assert caught.value.state == {"topic": "t", "seen": [("a", 1)], "secret": "s"}
+
+
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 def test_a_routers_ctx_step_is_the_step_of_the_node_whose_route_it_chooses(how: str) -> None:
     """Top level: s1 and s2 run side by side (steps 2 and 3), each router sees its node's

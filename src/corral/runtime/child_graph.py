@@ -1,13 +1,14 @@
 """Running a subgraph node: the child graph as a run of its own, inside its parent's step.
 
 A subgraph node is not a node run. When a driver reaches one, the node's :class:`ChildGraph`
-(compiled with the parent app) drives the child run that an :class:`Entry` starts (or
-resumes) with the same driver as the parent's, and the driver hands the core the entry's
-:class:`~corral.runtime.subgraphs.ChildWrites`: the **writes** to hand back to the parent,
-in the order the child merged them, and how many node runs the child took. The core merges
-those writes through the parent's reducers, in order, like the updates of that many nodes,
-so a list the child appended to gets each appended item once (the child started from the
-parent's list; handing back its final list would duplicate it). Of several writes of one
+(compiled with the parent app) starts (or resumes) the child run of that call
+(:meth:`ChildGraph.enter`), drives it with the same driver as the parent's and hands the
+core the entry's :class:`~corral.runtime.subgraphs.ChildWrites` (:meth:`ChildGraph.outcome`):
+the **writes** to hand back to the parent, in the order the child merged them, and how many
+node runs the child took. The core merges those writes through the parent's reducers, in
+order, like the updates of that many nodes, so a list the child appended to gets each
+appended item once (the child started from the parent's list; handing back its final list
+would duplicate it). Of several writes of one
 entry to a key without a reducer only the last is handed back: they replace each other in
 order, as they would have in the parent, and must not look like parallel writes at the
 parent's barrier.
@@ -34,12 +35,11 @@ import copy
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from types import TracebackType
 from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.errors import CorralError, StepLimitError
+from corral.errors import CorralError
 from corral.runtime import drivers, restore, threads
 from corral.runtime.events import (
     Custom,
@@ -60,7 +60,6 @@ from corral.spec import SubgraphSpec
 
 __all__ = [
     "ChildGraph",
-    "Entry",
     "child_thread",
     "thread_state",
 ]
@@ -101,20 +100,20 @@ class ChildGraph:
         """Run the child of subgraph task ``call`` of the parent run ``rs`` (whose superstep
         reads ``rs.values``) to its end or next pause with the sync driver; raise
         ``ChildPause`` when it paused."""
-        with Entry(self, rs, call, answers) as entry:
-            if entry.rs is not None:
-                for _ in drivers.run_sync(entry.rs):
-                    pass
-        return entry.outcome()
+        child, counted = self.enter(rs, call, answers)
+        if child is not None:
+            for _ in drivers.run_sync(child):
+                pass
+        return self.outcome(rs, call, answers, child, counted)
 
     async def run_async(self, rs: RunState, call: TaskRun, answers: Any) -> ChildWrites:
         """Run the child like :meth:`run_sync` with the async driver, on the running loop,
         concurrently with the other tasks of the superstep."""
-        with Entry(self, rs, call, answers) as entry:
-            if entry.rs is not None:
-                async for _ in drivers.run_async(entry.rs):
-                    pass
-        return entry.outcome()
+        child, counted = self.enter(rs, call, answers)
+        if child is not None:
+            async for _ in drivers.run_async(child):
+                pass
+        return self.outcome(rs, call, answers, child, counted)
 
     def _thread(self, rs: RunState, task: int) -> str | None:
         """Return the child thread of entry ``task`` of ``rs``'s superstep (``None``: the
@@ -147,10 +146,74 @@ class ChildGraph:
         chain = self.saver().chain(thread)
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
-    def fresh(self, state: Mapping[str, Any], parent: RunState) -> RunState:
-        """Return a new child run of ``parent`` from ``state`` (the parent's, or a ``Send``
-        argument), its writes kept in ``rs.log``."""
-        rs = threads.new_run(self.settings, None, None, parent.deps, parent.purse)
+    def enter(
+        self, parent: RunState, call: TaskRun, answers: list[Any] | None
+    ) -> tuple[RunState | None, int]:
+        """Start or resume the child run of one call of subgraph task ``call`` of ``parent``;
+        return it (``None``: the child finished before this call) and how many of its node
+        runs the parent counted already (when it paused).
+
+        ``answers``: those given to the task's pauses, ``{child interrupt id: value}`` dicts.
+        """
+        thread = self._thread(parent, call.position)
+        if thread is not None:
+            chain = self.saver().chain(thread)
+            if chain:
+                status = str(chain[-1].meta.get("status", "running"))
+                if status == "done":
+                    return None, 0
+                return self._resumed(parent, call, answers, chain, status)
+        rs = self._new_run(parent, call, thread)
+        self.fresh(rs, parent.values if call.arg is NO_ARG else call.arg)
+        if thread is not None:
+            writer = ThreadWriter(self.saver(), rs, None, new_run=True, forked=True)
+            # Finished tasks are recorded against a checkpoint; a pause is saved in one.
+            if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
+                threads.save_input(rs, writer, [])
+        return rs, 0
+
+    def _resumed(
+        self,
+        parent: RunState,
+        call: TaskRun,
+        answers: list[Any] | None,
+        chain: list[Checkpoint],
+        status: str,
+    ) -> tuple[RunState, int]:
+        """Return the run that continues the child's thread (resumed with its answers).
+
+        Of its node runs so far, those before its last pause are in the parent's steps
+        already (counted when it paused); the others (runs before a crash) count now.
+        """
+        start: Resume | None = None
+        if status == "interrupted":
+            given: dict[str, Any] = {}
+            for answer in answers or ():
+                given.update(answer)
+            pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
+            chosen = {i: given[i] for i in pending if i in given}
+            start = Resume(chosen) if chosen else None  # none: it pauses again at once
+        rs = self._new_run(parent, call, chain[-1].thread_id)
+        threads.continue_thread(rs, self.saver(), chain, None, start)
+        counted = rs.steps if status == "interrupted" else _counted(chain)
+        assert rs.step_pool is not None
+        rs.step_pool.taken += rs.steps - counted
+        return rs, counted
+
+    def _new_run(self, parent: RunState, call: TaskRun, thread: str | None) -> RunState:
+        """Return a new child run for ``call``: it numbers its node runs from the top-level
+        run's step pool (:mod:`corral.runtime.child_steps`) and hands its node events and
+        routes on to the parent."""
+        rs = threads.new_run(self.settings, None, thread, parent.deps, parent.purse)
+        assert parent.step_pool is not None  # the plan gave the superstep's entries one
+        rs.step_pool, rs.entry = parent.step_pool, (*parent.entry, call.step)
+        if parent.emit is not None:
+            rs.emit = partial(_hand_on, parent.emit)
+        return rs
+
+    def fresh(self, rs: RunState, state: Mapping[str, Any]) -> None:
+        """Give the new child run ``rs`` its first state, of ``state`` (the parent's, or a
+        ``Send`` argument), and tasks; its writes are kept in ``rs.log``."""
         rs.log = []
         if self.sub.input is not None:
             mapped = self.sub.input(state)
@@ -161,7 +224,7 @@ class ChildGraph:
                 )
                 raise CorralError(msg)
             threads.start_fresh(rs, {}, mapped)
-            return rs
+            return
         shared, reduced = self.shared, self.reduced
         values = {}
         for key, value in state.items():
@@ -170,7 +233,39 @@ class ChildGraph:
         for key, empty in self.own_empties.items():
             values[key] = copy.copy(empty)
         rs.values, rs.tasks = values, self.tables.starts
-        return rs
+
+    def outcome(
+        self,
+        parent: RunState,
+        call: TaskRun,
+        answers: list[Any] | None,
+        rs: RunState | None,
+        counted: int,
+    ) -> ChildWrites:
+        """Return the parent's view of the child run ``rs`` of this call (:meth:`enter`), or
+        raise ``ChildPause``.
+
+        When the child had finished before this call, or was resumed in it, its writes are
+        read back from its thread.
+        """
+        if rs is not None and rs.status == "interrupted" and rs.interrupts:
+            name = self.name
+            pauses = tuple(
+                Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
+                for i in rs.interrupts
+            )
+            raise ChildPause(pauses, len(answers or ()), rs.steps - counted, rs.trace)
+        if rs is not None and rs.log is not None:  # a fresh child keeps its writes
+            return ChildWrites(self.writes(rs.log, rs.values), rs.steps, rs.trace)
+        thread = self._thread(parent, call.position)
+        assert thread is not None  # resumed in this call, or finished before it
+        raw = self.thread_writes(thread)
+        if rs is not None:
+            return ChildWrites(self.writes(raw, rs.values), rs.steps - counted, rs.trace)
+        saver = self.saver()
+        chain = saver.chain(thread)
+        steps = _committed_steps(self.tables, saver, chain[-1]) - _counted(chain)
+        return ChildWrites(self.writes(raw, restore.rebuild(self.tables, chain)), steps, [])
 
     def writes(
         self, raw: Sequence[tuple[str, dict[str, Any]]], final: Mapping[str, Any]
@@ -179,120 +274,14 @@ class ChildGraph:
         if self.sub.output is not None:
             update = self.sub.output(final)
             return [] if update is None else [(self.name, dict(update))]
-        name, shared = self.name, self.shared  # a write is named by its path in the parent
-        if self.whole:
-            out = [(f"{name}/{node}", update) for node, update in raw if update]
-        else:
-            kept = ((node, {k: v for k, v in u.items() if k in shared}) for node, u in raw)
-            out = [(f"{name}/{node}", update) for node, update in kept if update]
+        name, shared = self.name, self.shared
+        out: list[tuple[str, dict[str, Any]]] = []
+        for node, update in raw:
+            if not self.whole:
+                update = {k: v for k, v in update.items() if k in shared}
+            if update:
+                out.append((f"{name}/{node}", update))  # named by its path in the parent
         return _last_only(out, self.last_write) if len(out) > 1 and self.last_write else out
-
-
-class Entry:
-    """One call of a subgraph task: the child run it starts or resumes, in the top-level
-    run's step pool (see :mod:`corral.runtime.child_steps`), and its outcome.
-
-    :meth:`ChildGraph.run_sync` (or ``run_async``) runs the child inside ``with entry:``
-    (which starts it as ``entry.rs``: ``None`` when the child had finished before this call),
-    then returns ``entry.outcome()``.
-    """
-
-    rs: RunState | None = None
-    counted = 0
-    """The child's runs already in the parent's steps (counted when it paused)."""
-
-    def __init__(self, child: ChildGraph, parent: RunState, call: TaskRun, answers: Any) -> None:
-        self.child = child
-        self.parent = parent
-        self.call = call
-        """The subgraph task; its ``step`` is the ``NodeStart`` that opens the entry."""
-        self.answers: list[Any] = answers or []
-        """The answers given to this task's pauses: ``{child interrupt id: value}`` dicts."""
-        self.thread = child._thread(parent, call.position)
-        """The child's thread (with a checkpointer)."""
-
-    def __enter__(self) -> Entry:
-        child, thread = self.child, self.thread
-        if thread is not None:
-            chain = child.saver().chain(thread)
-            if chain:
-                status = str(chain[-1].meta.get("status", "running"))
-                if status != "done":
-                    self._again(chain, status)
-                return self
-        call = self.call
-        state = self.parent.values if call.arg is NO_ARG else call.arg
-        rs = child.fresh(state, self.parent)
-        if thread is not None:
-            rs.thread_id = thread
-            writer = ThreadWriter(child.saver(), rs, None, new_run=True, forked=True)
-            # Finished tasks are recorded against a checkpoint; a pause is saved in one.
-            if len(rs.tasks) > 1 or (rs.pause_before and pauses_before(rs, rs.tasks)):
-                threads.save_input(rs, writer, [])
-        self.attach(rs)
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if isinstance(exc, StepLimitError):  # the run that stopped is the parent's
-            exc.state = dict(self.parent.values)
-
-    def _again(self, chain: list[Checkpoint], status: str) -> None:
-        """Start the run that continues the child's thread (resumed with its answers)."""
-        start: Resume | None = None
-        if status == "interrupted":
-            given: dict[str, Any] = {}
-            for answer in self.answers:
-                given.update(answer)
-            pending = (str(pause.id) for pause in restore.pauses_of(chain[-1]))
-            chosen = {i: given[i] for i in pending if i in given}
-            start = Resume(chosen) if chosen else None  # none: it pauses again at once
-        child, parent = self.child, self.parent
-        rs = threads.new_run(child.settings, None, self.thread, parent.deps, parent.purse)
-        threads.continue_thread(rs, child.saver(), chain, None, start)
-        self.attach(rs, rs.steps if status == "interrupted" else _counted(chain))
-
-    def outcome(self) -> ChildWrites:
-        """Return the parent's view of the finished child run, or raise ``ChildPause``.
-
-        When the child had finished before this call, or was resumed in it, its writes are
-        read back from its thread.
-        """
-        rs, child = self.rs, self.child
-        if rs is not None and rs.status == "interrupted" and rs.interrupts:
-            name = child.name
-            pauses = tuple(
-                Interrupt(f"{name}/{i.id}", f"{name}/{i.node}", i.value, i.when)
-                for i in rs.interrupts
-            )
-            raise ChildPause(pauses, len(self.answers), rs.steps - self.counted, rs.trace)
-        if rs is not None and rs.log is not None:  # a fresh child keeps its writes
-            return ChildWrites(child.writes(rs.log, rs.values), rs.steps, rs.trace)
-        assert self.thread is not None  # resumed in this call, or finished before it
-        raw = child.thread_writes(self.thread)
-        if rs is not None:
-            writes = child.writes(raw, rs.values)
-            return ChildWrites(writes, rs.steps - self.counted, rs.trace)
-        saver = child.saver()
-        chain = saver.chain(self.thread)
-        steps = _committed_steps(child.tables, saver, chain[-1]) - _counted(chain)
-        return ChildWrites(child.writes(raw, restore.rebuild(child.tables, chain)), steps, [])
-
-    def attach(self, rs: RunState, counted: int = 0) -> None:
-        """Run ``rs`` (the child's run of this call) in the parent's step pool and hand its
-        node events and routes on to the parent.
-
-        ``counted`` of a resumed child's runs so far are in the parent's steps already (it
-        counted them when the child paused); the others (runs before a crash) are not.
-        """
-        self.rs, self.counted = rs, counted
-        parent = self.parent
-        assert parent.step_pool is not None  # the plan gave the superstep's entries one
-        parent.step_pool.taken += rs.steps - counted
-        rs.step_pool, rs.entry = parent.step_pool, (*parent.entry, self.call.step)
-        if parent.emit is not None:
-            rs.emit = partial(_hand_on, parent.emit)
 
 
 def _hand_on(emit: Callable[[Event], None], event: Event) -> None:

@@ -10,9 +10,8 @@ person).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping, MutableSequence, Sequence
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from corral.cost import Purse
@@ -110,8 +109,14 @@ class RunState:
     max_steps: int
     deps: Any
     thread_id: str | None
-    parent_purse: InitVar[Purse | None]
-    """A subgraph's child run is given its parent's purse; ``None``: a purse of its own."""
+    purse: Purse
+    """What the run has spent and may spend (a subgraph's child run: its parent's purse)."""
+    trace: MutableSequence[tuple[Any, ...]]
+    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried): the
+    most recent ``TRACE_LIMIT``; a subgraph's child run keeps all of its call's, which its
+    parent's trace takes in."""
+    guards: dict[tuple[str, str], int]
+    """How often each guarded route was taken, keyed ``(source, target)``."""
     values: dict[str, Any] = field(default_factory=dict)
     viewed: dict[str, Any] | None = None
     """The ``values`` that ``shared_view`` was made of."""
@@ -128,9 +133,6 @@ class RunState:
     steps: int = 0
     supersteps: int = 0
     runs: dict[str, int] = field(default_factory=dict)
-    purse: Purse = field(init=False)
-    """What the run has spent and may spend."""
-    guards: dict[tuple[str, str], int] = field(init=False)
     arrived: dict[str, set[str]] = field(default_factory=dict)
     """Per join: the nodes it waits for that finished a run since its own last run."""
     held: list[str] = field(default_factory=list)
@@ -139,10 +141,6 @@ class RunState:
     interrupts: list[Interrupt] = field(default_factory=list)
     pause_before: frozenset[str] = frozenset()
     pause_after: frozenset[str] = frozenset()
-    trace: MutableSequence[tuple[Any, ...]] = field(init=False)
-    """The fields of a ``TraceRecord`` per node run (and per attempt that was retried): the
-    most recent ``TRACE_LIMIT``; a subgraph's child run keeps all of its call's, which its
-    parent's trace takes in."""
     emit: Callable[[Event], None] | None = None
     """Where events go (``on_event``, a stream, listeners); ``None``: no one (node runs are
     timed only when someone receives events)."""
@@ -163,12 +161,6 @@ class RunState:
     entry: tuple[int, ...] = ()
     """A subgraph's child run: the entries it runs inside, as its events say
     (``NodeStart.entry``); ``()`` at the top level."""
-
-    def __post_init__(self, parent_purse: Purse | None) -> None:
-        tables = self.tables
-        self.purse = parent_purse or Purse(tables.spec.budget, tables.costs_checked)
-        self.trace = [] if parent_purse is not None else deque(maxlen=TRACE_LIMIT)
-        self.guards = dict.fromkeys(tables.guard_keys, 0)
 
     def context(self, node: str, step: int) -> Context[Any]:
         """Return the ``ctx`` a node (or the router of ``node``) receives at ``step``."""

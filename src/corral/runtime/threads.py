@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -24,7 +25,7 @@ from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import TRACE_LIMIT, RunState, TaskRun
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Core
@@ -68,10 +69,18 @@ def new_run(
     """Return an empty run of the graph (no state, no tasks yet); ``purse``: the parent's,
     for a subgraph's child run."""
     cap = check_cap(max_steps) if max_steps is not None else settings.max_steps
-    rs = RunState(settings.tables, cap, deps, thread_id, purse)
-    rs.pause_before = settings.pause_before
-    rs.pause_after = settings.pause_after
-    return rs
+    tables = settings.tables
+    return RunState(
+        tables,
+        cap,
+        deps,
+        thread_id,
+        purse or Purse(tables.spec.budget, tables.costs_checked),
+        [] if purse is not None else deque(maxlen=TRACE_LIMIT),
+        dict.fromkeys(tables.guard_keys, 0),
+        pause_before=settings.pause_before,
+        pause_after=settings.pause_after,
+    )
 
 
 def start(
