@@ -9,7 +9,7 @@ and nothing loads networkx or asyncio before the analyser or an async run needs 
 
 from importlib import import_module
 
-TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (~10 ms)
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing at startup
 
 if TYPE_CHECKING:
     from corral import reducers
