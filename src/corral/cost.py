@@ -195,10 +195,11 @@ class Purse:
         if not over:
             return
         declared = f"its declared cost {limit}" if limit is not None else "no declared cost"
+        name = node.rpartition("/")[2]  # in its own graph (``node`` is a path in a subgraph)
         msg = (
             f"node {node!r} spent {run_total} in one run, more than {declared} "
             f"({', '.join(over)}); the graph's cost ceiling relies on it: declare what one "
-            f"attempt can spend with @g.node({node!r}, cost=Cost(...)), or spend less"
+            f"attempt can spend with @g.node({name!r}, cost=Cost(...)), or spend less"
         )
         raise CostExceededError(msg, node=node, declared=limit, spent=run_total)
 

@@ -19,6 +19,8 @@ parent's barrier.
   or with ``output=`` one write, ``output(final_child_state)``.
 - Counting: see :mod:`corral.runtime.child_steps`. Guards and ``max_runs`` count per entry,
   because each entry is a fresh child run.
+- Errors: a run error raised in the child names its nodes by path; it stops the whole run,
+  and carries the top-level run's state (:meth:`~corral.runtime.superstep.Core.failed`).
 - Checkpoints: with a checkpointer, the child runs on a thread of its own in the same store,
   named after the parent's thread, the node's path and the entry (the parent's run and
   superstep and the task's place in it), so running the same task again after a crash or a

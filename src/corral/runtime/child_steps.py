@@ -18,7 +18,6 @@ remaining step. A grandchild's runs take their numbers from the same pool.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["StepPool"]
 
@@ -31,9 +30,6 @@ class StepPool:
     """The top-level run's cap."""
     taken: int
     """Node runs counted or planned so far, the children's included: the number of the last."""
-    state: dict[str, Any]
-    """The top-level run's state in this superstep: a child that reaches a step cap stops
-    the whole run, and its ``StepLimitError`` says the state of the run that stopped."""
 
     def take(self) -> int:
         """Count one more node run of a child; return its step number."""

@@ -91,7 +91,7 @@ class Context(Generic[DepsT]):
         if self._purse is not None:
             if self._emit is not None:  # someone receives the run's NodeEnd, which says it
                 self._purse.runs[self.node, self.step] = self._spent
-            self._purse.add(self.node, amount, self._spent, self._limit)
+            self._purse.add(self._path, amount, self._spent, self._limit)
 
     def runs(self, node: str) -> int:
         """Return how many times ``node`` has finished a run in this run so far."""

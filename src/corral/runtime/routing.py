@@ -143,12 +143,13 @@ def named_sends(value: Any, node_names: dict[int, tuple[str, ...]], owner: str, 
 def guard_exhausted(rs: RunState, node: Node, name: str, guard: Guard) -> GuardExhaustedError:
     """Return the error of taking the route ``node`` → ``name`` once more than its guard,
     which has no ``otherwise`` target, allows."""
+    target = rs.tables.prefix + name
     msg = (
-        f"route {node.name!r} → {name!r} was already taken {guard.max} times "
+        f"route {node.path!r} → {target!r} was already taken {guard.max} times "
         f"(Guard max={guard.max}) and its guard has no otherwise target; raise "
         f"max or give it one: Guard({name!r}, max={guard.max}, otherwise=END)"
     )
-    return GuardExhaustedError(msg, source=node.name, target=name, max=guard.max, state=rs.values)
+    return GuardExhaustedError(msg, source=node.path, target=target, max=guard.max, state=rs.values)
 
 
 def pauses_before(rs: RunState, tasks: Sequence[Task]) -> list[Pause]:

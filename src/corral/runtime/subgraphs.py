@@ -103,7 +103,7 @@ def number_entries(rs: RunState, calls: list[TaskRun], last: int) -> None:
             place += 1
             call.step = last + place
     if place and not rs.entry:
-        rs.step_pool = StepPool(rs.max_steps, last, rs.values)
+        rs.step_pool = StepPool(rs.max_steps, last)
 
 
 def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:

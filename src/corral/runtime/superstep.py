@@ -41,6 +41,7 @@ from corral.errors import (
     NodeError,
     StepLimitError,
     StuckJoinError,
+    _RunLimitError,
 )
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
@@ -68,24 +69,23 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
     runs = rs.runs.get(node.name, 0) + sum(call.node is node for call in planned)
     if node.max_runs is not None and runs >= node.max_runs:
         msg = (
-            f"node {node.name!r} already ran {runs} times (max_runs={node.max_runs}); "
+            f"node {node.path!r} already ran {runs} times (max_runs={node.max_runs}); "
             f"raise its max_runs or guard the route that leads back to it"
         )
-        return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
+        return NodeCapError(msg, node=node.path, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is None:
         return None
     spends = sum((call.node.cost for call in planned if call.node.cost is not None), NOTHING)
-    return rs.purse.refuse(node.name, node.cost, spends, rs.values)
+    return rs.purse.refuse(node.path, node.cost, spends, rs.values)
 
 
 def _step_limit(rs: RunState, node: Node, steps: int) -> StepLimitError | None:
     """Return the error of a run of ``node`` past ``max_steps`` (``steps``: the run's so
     far), or ``None``; in a subgraph's child run, its own cap first, then the top level's.
-    Either stops the whole run: the error holds the top-level run's state."""
+    Either stops the whole run (which gives the error its state: :meth:`Core.failed`)."""
     cap, path, state = rs.max_steps, node.path, rs.values
     if rs.entry:
         assert rs.step_pool is not None
-        state = rs.step_pool.state
         if steps >= cap:
             graph = rs.tables.prefix[:-1]
             msg = (
@@ -261,6 +261,10 @@ class Core:
             if isinstance(exc, CostExceededError) or (
                 call.node.child is not None and isinstance(exc, CorralError)
             ):
+                if isinstance(exc, _RunLimitError | StuckJoinError):
+                    # it stops the whole run: each run it passes gives it its state, so
+                    # it ends up with the top-level run's, whatever depth it came from
+                    exc.state = dict(self.rs.values)
                 self.failure = exc  # says what failed (a subgraph's child: by path)
                 return
             error = node_error(call.node.path, call.step, exc, tries)
@@ -458,17 +462,18 @@ def _release_joins(rs: RunState, tasks: list[Task]) -> None:
 
 def stuck_join(rs: RunState) -> StuckJoinError:
     """Return the error of a run that would end while a ``wait_for`` join still waits."""
-    name = rs.held[0]
+    name, prefix = rs.held[0], rs.tables.prefix
     join = rs.tables.nodes[name]
     arrived = rs.arrived.get(name, set())
-    missing = tuple(sorted(join.wait_for - arrived))
+    missing = [prefix + node for node in sorted(join.wait_for - arrived)]
+    wait_for = [prefix + node for node in sorted(join.wait_for)]
     msg = (
-        f"the run would end while join {name!r} still waits for {list(missing)} "
-        f"(wait_for={sorted(join.wait_for)}); route to those nodes before the run ends, or "
+        f"the run would end while join {join.path!r} still waits for {missing} "
+        f"(wait_for={wait_for}); route to those nodes before the run ends, or "
         f"drop them from its wait_for (CR304)"
     )
     return StuckJoinError(
-        msg, join=name, waiting_for=missing, wait_for=tuple(sorted(join.wait_for)), state=rs.values
+        msg, join=join.path, waiting_for=missing, wait_for=wait_for, state=rs.values
     )
 
 

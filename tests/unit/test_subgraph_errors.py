@@ -1,0 +1,196 @@
+"""Run errors raised inside a subgraph's child, at any depth: they name nodes by their path
+(``sub/c1``, ``mid/sub/c1``) in their attributes and message, and carry in ``err.state``
+the top-level run's state (the one a ``StepLimitError`` at that point carries); with a
+checkpointer that state is saved and ``invoke(None, thread_id=...)`` continues from it."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+import pytest
+
+from corral import (
+    END,
+    Budget,
+    BudgetError,
+    Context,
+    Cost,
+    CostExceededError,
+    End,
+    Graph,
+    Guard,
+    GuardExhaustedError,
+    NodeCapError,
+    StepLimitError,
+    StuckJoinError,
+)
+from corral.checkpoint import Checkpointer
+from corral.errors import CorralError
+
+
+class Child(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+
+
+class Top(TypedDict):
+    n: int
+    log: Annotated[list[str], operator.add]
+    secret: str
+
+
+TOP = {"n": 0, "log": [], "secret": "s"}
+AFTER_A = {"n": 1, "log": ["a"], "secret": "s"}
+"""The top-level state in the superstep of the entry: only ``a`` ran before it."""
+
+KINDS = ["steps", "cap", "guard", "join", "budget", "cost"]
+
+
+def counted(g: Graph[Any], name: str, ran: list[str], over: list[str], **options: Any) -> None:
+    """Register ``name`` on ``g``: it spends one call (two while ``name`` is in ``over``),
+    appends to ``log`` and records its run in ``ran``."""
+
+    def node(state: Any, ctx: Context) -> dict[str, Any]:
+        ran.append(name)
+        calls = 2 if name in over else 1
+        if name in over:
+            over.remove(name)  # over its declared cost once: continuing finishes
+        ctx.spend(calls=calls)
+        return {"n": state["n"] + 1, "log": [name]}
+
+    node.__name__ = name
+    g.node(name, cost=Cost(calls=1), **options)(node)
+
+
+def child(kind: str, ran: list[str], over: list[str]) -> Graph[Child]:
+    """The child that stops the run with ``kind``'s error (``steps``, ``budget`` and
+    ``cost``: before or in ``c2``, after ``c1``)."""
+    g = Graph(Child, name="child")
+    if kind in ("steps", "budget", "cost"):
+        counted(g, "c1", ran, over, start=True, then="c2")
+        counted(g, "c2", ran, over, then=END)
+    elif kind in ("cap", "guard"):
+        guard = Guard("c1", max=5, otherwise=END) if kind == "cap" else Guard("c1", max=2)
+        counted(g, "c1", ran, over, start=True, max_runs=2 if kind == "cap" else None)
+
+        @g.router("c1", guards=[guard])
+        def again(state: Child) -> Literal["c1"] | End:
+            return "c1"
+
+    else:
+        counted(g, "c1", ran, over, start=True)
+
+        @g.router("c1")
+        def one_branch(state: Child) -> list[Literal["x", "y"]]:
+            return ["x"]
+
+        counted(g, "x", ran, over, then="j")
+        counted(g, "y", ran, over, then="j")
+        counted(g, "j", ran, over, then=END, wait_for=("x", "y"), ignore=["CR304"])
+    return g
+
+
+def parent(kind: str, depth: int, ran: list[str], over: list[str]) -> Graph[Top]:
+    """``a`` then the child as ``sub`` (depth 1), or inside ``mid`` after ``m1`` (depth 2);
+    a cap of steps that stops the run before the child's ``c2``."""
+    inner = child(kind, ran, over)
+    if depth == 2:
+        mid = Graph(Child, name="mid")
+        counted(mid, "m1", ran, over, start=True, then="sub")
+        mid.subgraph("sub", inner, then=END)
+        inner = mid
+    g = Graph(Top, name="top", max_steps=depth + 1 if kind == "steps" else 50)
+    counted(g, "a", ran, over, start=True, then="mid" if depth == 2 else "sub")
+    g.subgraph("mid" if depth == 2 else "sub", inner, then=END)
+    return g
+
+
+def expected(kind: str, prefix: str) -> tuple[type[CorralError], dict[str, Any]]:
+    """Return the error ``kind`` stops the run with and its facts, nodes named by path."""
+    if kind == "steps":
+        return StepLimitError, {"node": prefix + "c2"}
+    if kind == "cap":
+        return NodeCapError, {"node": prefix + "c1", "max_runs": 2}
+    if kind == "guard":
+        return GuardExhaustedError, {"source": prefix + "c1", "target": prefix + "c1"}
+    if kind == "join":
+        facts = {"join": prefix + "j", "waiting_for": (prefix + "y",)}
+        return StuckJoinError, {**facts, "allowed": (prefix + "x", prefix + "y")}
+    return (BudgetError if kind == "budget" else CostExceededError), {"node": prefix + "c2"}
+
+
+def run(app: Any, how: str, input: Any, **options: Any) -> None:
+    """Run ``app`` to its end with ``invoke``, ``ainvoke``, ``stream`` or ``astream``."""
+    if how == "invoke":
+        app.invoke(input, **options)
+    elif how == "ainvoke":
+        asyncio.run(app.ainvoke(input, **options))
+    elif how == "stream":
+        list(app.stream(input, **options))
+    else:
+
+        async def drain() -> None:
+            async for _ in app.astream(input, **options):
+                pass
+
+        asyncio.run(drain())
+
+
+def budget(kind: str, depth: int) -> dict[str, Any]:
+    """The budget that stops the run before the child's ``c2`` (``budget``), else none."""
+    return {"budget": Budget(calls=depth + 1)} if kind == "budget" else {}
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream", "astream"])
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_error_inside_a_child_names_the_path_and_carries_the_top_level_state(
+    kind: str, depth: int, how: str
+) -> None:
+    """Each run error raised in a child (or a grandchild) names its nodes by path, in its
+    facts and its message, and its ``state`` is the top-level run's."""
+    ran: list[str] = []
+    over = ["c2"] if kind == "cost" else []
+    app = parent(kind, depth, ran, over).compile()
+    prefix = "mid/sub/" if depth == 2 else "sub/"
+    error, facts = expected(kind, prefix)
+    with pytest.raises(error) as caught:
+        run(app, how, TOP, **budget(kind, depth))
+    assert {name: getattr(caught.value, name) for name in facts} == facts
+    for name in facts:
+        if isinstance(facts[name], str):
+            assert repr(facts[name]) in str(caught.value)
+    state: Any = caught.value.state  # type: ignore[attr-defined]
+    assert state == AFTER_A
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_checkpointed_thread_keeps_the_state_and_continues_after_an_error_in_a_child(
+    kind: str, saver: Checkpointer
+) -> None:
+    """The state the error carries is the thread's; continuing the thread goes on from
+    where the child stopped: a finished child node never runs again. A cap raises the
+    same error again; a larger budget or step cap, or a node that keeps its cost now,
+    lets the run finish."""
+    ran: list[str] = []
+    over = ["c2"] if kind == "cost" else []
+    app = parent(kind, 1, ran, over).compile(checkpointer=saver)
+    error, facts = expected(kind, "sub/")
+    with pytest.raises(error) as caught:
+        app.invoke(TOP, thread_id="t", **budget(kind, 1))
+    assert caught.value.state == AFTER_A  # type: ignore[attr-defined]
+    assert app.get_state("t").values == AFTER_A
+    before = list(ran)
+    if kind in ("cap", "guard", "join"):
+        with pytest.raises(error) as again:
+            app.invoke(None, thread_id="t")
+        assert again.value.state == AFTER_A  # type: ignore[attr-defined]
+        assert {name: getattr(again.value, name) for name in facts} == facts
+        assert ran == before  # nothing ran again
+        return
+    more = {"budget": Budget(calls=10)} if kind == "budget" else {"max_steps": 10}
+    finished = app.invoke(None, thread_id="t", **more)
+    assert finished.state == {"n": 3, "log": ["a", "c1", "c2"], "secret": "s"}
+    assert ran == [*before, "c2"]  # c1 finished before the error: it does not run again
