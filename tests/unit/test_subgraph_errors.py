@@ -15,6 +15,7 @@ from corral import (
     END,
     Budget,
     BudgetError,
+    Command,
     Context,
     Cost,
     CostExceededError,
@@ -22,7 +23,11 @@ from corral import (
     Graph,
     Guard,
     GuardExhaustedError,
+    InvalidUpdateError,
     NodeCapError,
+    NodeError,
+    NodeTimeoutError,
+    RouteError,
     StepLimitError,
     StuckJoinError,
 )
@@ -194,3 +199,85 @@ def test_a_checkpointed_thread_keeps_the_state_and_continues_after_an_error_in_a
     finished = app.invoke(None, thread_id="t", **more)
     assert finished.state == {"n": 3, "log": ["a", "c1", "c2"], "secret": "s"}
     assert ran == [*before, "c2"]  # c1 finished before the error: it does not run again
+
+
+def failing_child(kind: str) -> Graph[Child]:
+    """A child whose node ``c1`` returns what its graph cannot take (``update``), whose
+    router or ``Command`` picks a target it does not name (``router``, ``goto``), or that
+    runs past its ``timeout=`` (``timeout``)."""
+    g = Graph(Child, name="child")
+    if kind == "update":
+
+        @g.node(start=True, then=END)
+        def c1(state: Child) -> Any:
+            return 5
+
+    elif kind == "router":
+
+        @g.node(start=True)
+        def c1(state: Child) -> dict[str, Any]:
+            return {}
+
+        @g.router("c1")
+        def pick(state: Child) -> Literal["c2"] | End:
+            return "nowhere"  # type: ignore[return-value]
+
+        g.node("c2", then=END)(lambda state: {})
+    elif kind == "goto":
+
+        @g.node(start=True)
+        def c1(state: Child) -> Command[Literal["c2"]]:
+            return Command(goto="nowhere")  # type: ignore[arg-type]
+
+        g.node("c2", then=END)(lambda state: {})
+    else:
+
+        @g.node(start=True, then=END, timeout=0.01)
+        async def c1(state: Child) -> dict[str, Any]:
+            await asyncio.Event().wait()  # never set: only the timeout ends it
+            return {}
+
+    return g
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream", "astream"])
+@pytest.mark.parametrize("kind", ["update", "router", "goto", "timeout"])
+def test_an_invalid_update_route_or_timeout_inside_a_grandchild_names_the_path(
+    kind: str, how: str
+) -> None:
+    """InvalidUpdateError, RouteError (a router's, a Command's) and a NodeTimeoutError
+    name the node (and the router) by path; the router's own routes stay the names it
+    returns."""
+    mid = Graph(Child, name="mid")
+    mid.subgraph("sub", failing_child(kind), start=True, then=END)
+    g = Graph(Top, name="top")
+    g.subgraph("mid", mid, start=True, then=END)
+    app = g.compile()
+    if kind == "timeout" and how in ("invoke", "stream"):
+        how = "a" + how  # an async node with a timeout runs under the async driver
+    expected: dict[str, type[CorralError]] = {
+        "update": InvalidUpdateError,
+        "router": RouteError,
+        "goto": RouteError,
+        "timeout": NodeError,
+    }
+    with pytest.raises(expected[kind]) as caught:
+        run(app, how, TOP)
+    error: Any = caught.value
+    if kind == "update":
+        assert (error.node, error.nodes) == ("mid/sub/c1", ("mid/sub/c1",))
+        assert "node 'mid/sub/c1' returned int 5" in str(error)
+    elif kind == "router":
+        assert (error.router, error.value, error.allowed) == (
+            "mid/sub/pick",
+            "nowhere",
+            ("c2", END),
+        )
+        assert "router 'mid/sub/pick' (after node 'mid/sub/c1')" in str(error)
+    elif kind == "goto":
+        assert (error.router, error.allowed) == ("mid/sub/c1", ("c2",))
+        assert "node 'mid/sub/c1' returned Command(goto='nowhere')" in str(error)
+    else:
+        assert isinstance(error.__cause__, NodeTimeoutError)
+        assert (error.node, error.__cause__.node) == ("mid/sub/c1", "mid/sub/c1")
+        assert "node 'mid/sub/c1' ran longer than its timeout=0.01 s" in str(error)

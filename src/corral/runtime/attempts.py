@@ -67,7 +67,7 @@ async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> An
     for attempt in itertools.count(1):
         start = perf_counter()
         try:
-            return await _one(once, node.name, node.timeout_s)
+            return await _one(once, node.path, node.timeout_s)
         except Exception as exc:
             delay = _retry_delay(rs, call, attempt, exc, start)
             if delay is None:

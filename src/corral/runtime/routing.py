@@ -32,11 +32,11 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
         given: Any = out.update  # annotated a Mapping; a node may put anything there
         if given is not None and not isinstance(given, Mapping):
             msg = (
-                f"node {node.name!r} returned Command(update={_short(given)}), whose "
+                f"node {node.path!r} returned Command(update={_short(given)}), whose "
                 f"update is {type(given).__name__}, not a dict; give Command a dict of "
                 f"the keys it changes: Command(update={{'key': value}}, goto=...)"
             )
-            raise InvalidUpdateError(msg, node=node.name)
+            raise InvalidUpdateError(msg, node=node.path)
         update = None if given is None else dict(given)
         if out.goto is not None:
             call.goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
@@ -44,18 +44,18 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
         update = dict(out)
     else:
         msg = (
-            f"node {node.name!r} returned {type(out).__name__} {_short(out)}; return a dict "
+            f"node {node.path!r} returned {type(out).__name__} {_short(out)}; return a dict "
             f"of the keys it changes, None for no change, or a Command"
         )
-        raise InvalidUpdateError(msg, node=node.name)
+        raise InvalidUpdateError(msg, node=node.path)
     keyset = rs.tables.keyset
     if update is not None and not keyset.issuperset(update):
         bad = next(k for k in update if k not in keyset)
         msg = (
-            f"node {node.name!r} wrote key {bad!r}, which is not in the state schema "
+            f"node {node.path!r} wrote key {bad!r}, which is not in the state schema "
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
-        raise InvalidUpdateError(msg, node=node.name, key=bad if isinstance(bad, str) else None)
+        raise InvalidUpdateError(msg, node=node.path, key=bad if isinstance(bad, str) else None)
     call.update = update
 
 
@@ -79,8 +79,8 @@ def chosen_targets(
     wrong = [target for target in named if not (isinstance(target, str) and target in allowed)]
     if not wrong:
         return items
-    owner = f"node {node.name!r}" if router is None else f"router {router.name!r}"
-    name = node.name if router is None else router.name
+    name = node.path if router is None else node.path.removesuffix(node.name) + router.name
+    owner = f"node {name!r}" if router is None else f"router {name!r}"
     renamed = named_sends(raw, node_names, owner, name)
     if renamed is not raw:
         return chosen_targets(node, router, renamed, node_names)
@@ -90,7 +90,7 @@ def chosen_targets(
         else:
             why = f"not one of its routes {list(allowed)}"
         msg = (
-            f"router {name!r} (after node {node.name!r}) returned {raw!r}, which is "
+            f"router {name!r} (after node {node.path!r}) returned {raw!r}, which is "
             f"{why}; return one of them or add it to its return annotation"
         )
     elif node.command is None:
