@@ -81,7 +81,8 @@ class InterruptWithoutCheckpointerError(GraphError):
 
 
 class _RunLimitError(CorralError, RuntimeError):
-    """A run stopped by one of its bounds; ``state`` is the state it had reached."""
+    """A run stopped by one of its bounds; ``state`` is the state it had reached (the
+    top-level run's, when raised inside a subgraph, whose nodes the error names by path)."""
 
     state: Mapping[str, Any] = field(default_factory=dict)
 
