@@ -14,7 +14,7 @@ from __future__ import annotations
 import atexit
 import functools
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from corral._where import check_conninfo
@@ -186,22 +186,11 @@ class PostgresSaver(Store):
     @contextmanager
     def _transaction(self, verb: str, *, read: bool) -> Iterator[psycopg.Cursor[Any]]:
         """Yield one cursor of a pooled connection for the block: a write inside a transaction
-        committed at the block's end (rolled back here if it raises), a read as it is (every
-        statement reads committed rows, and a thread's rows never change once committed). A
-        write is ``BEGIN`` ... ``COMMIT`` in pipeline mode: only a statement whose rows are
-        read waits (psycopg's ``transaction()`` would wait at ``BEGIN`` and before ``COMMIT``)."""
-        import psycopg
-
+        committed at the block's end (rolled back if it raises), a read as it is (every
+        statement reads committed rows, and a thread's rows never change once committed)."""
         with self._connection(verb) as conn, conn.cursor() as db:
             if read:
                 yield db
                 return
-            try:
-                with conn.pipeline():
-                    db.execute("BEGIN")
-                    yield db
-                    db.execute("COMMIT")
-            except BaseException:
-                with suppress(psycopg.Error):  # else the pool closes the connection
-                    conn.execute("ROLLBACK")  # only warns when the transaction had ended
-                raise
+            with conn.transaction():
+                yield db
