@@ -51,7 +51,7 @@ def call_node_sync(rs: RunState, call: Call) -> Any:
     node = task.node
     answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
     if node.child is not None:  # see corral.runtime.child_graph
-        return node.child.run_sync(rs, TaskRun(position, node, task.arg, step), answers)
+        return node.child.run_sync(rs, TaskRun(position, task.arg, step), answers)
     state = rs.view() if task.arg is NO_ARG else task.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     try:
@@ -71,7 +71,7 @@ async def call_node_async(rs: RunState, call: Call) -> Any:
     node = task.node
     answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await node.child.run_async(rs, TaskRun(position, node, task.arg, step), answers)
+        return await node.child.run_async(rs, TaskRun(position, task.arg, step), answers)
     state = rs.view() if task.arg is NO_ARG else task.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy

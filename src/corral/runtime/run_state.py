@@ -58,7 +58,6 @@ class TaskRun:
 
     position: int
     """Its position in the superstep: the key of its child's thread."""
-    node: Node
     arg: Any
     """Its ``Send`` argument (``NO_ARG``: it reads the state)."""
     step: int

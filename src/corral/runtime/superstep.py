@@ -17,13 +17,9 @@ with ``GuardExhaustedError``). A node run counts when it completes, so one cut s
 ``interrupt()`` counts once, when it finally completes.
 
 This module decides; it never calls a node or a router and never awaits (the shape of
-``graphlib.TopologicalSorter``: the caller owns the loop). A driver
-(:mod:`corral.runtime.drivers`) has the run's :class:`Core` plan each superstep, runs the
-calls planned, hands back each outcome (:meth:`Core.finished`, :meth:`~Core.paused`,
-:meth:`~Core.failed`), closes the barrier, then calls the router of each result the core
-names and hands its answer back (:meth:`~Core.take`). Checkpoints are written
-through ``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided
-here.
+``graphlib.TopologicalSorter``: the caller owns the loop; :class:`Core` says how a driver,
+:mod:`corral.runtime.drivers`, drives it). Checkpoints are written through
+``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided here.
 """
 
 from __future__ import annotations
@@ -74,8 +70,7 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[Call]) -> Corr
         return NodeCapError(msg, node=node.name, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is None:
         return None
-    costs = (task.node.cost for _, task, _ in planned)
-    spends = sum((cost for cost in costs if cost is not None), NOTHING)
+    spends = sum((t.node.cost for _, t, _ in planned if t.node.cost is not None), NOTHING)
     return rs.purse.refuse(node.name, node.cost, spends, rs.values)
 
 
@@ -124,7 +119,8 @@ class Core:
 
     :meth:`plan` plans a superstep: ``calls`` are the tasks that may run now, in task order,
     each with its step number; ``cap_error`` is the first bound that refused a task. A driver
-    hands back each call's outcome, then :meth:`close` merges the results at the barrier (a
+    runs them and hands back each outcome (:meth:`finished`, :meth:`paused`,
+    :meth:`failed`), then :meth:`close` merges the results at the barrier (a
     failure, else a cap hit, is raised there, after the finished siblings were saved). The
     driver then calls :meth:`take` once per result, in order, calling the node's router
     first when it has one (so a router that reads ``ctx.guards`` sees the routes its earlier
@@ -218,12 +214,9 @@ class Core:
         assert self.rs.checkpoints is not None
         self.rs.checkpoints.save_task(self.rs, result)
 
-    def finished(
-        self, call: Call, out: Any, seconds: float = 0.0, *, recorded: bool = False
-    ) -> bool:
-        """Check what ``call`` returned, count the run and trace it (``seconds``: how long
-        it took, measured when someone receives the run's events); return ``False`` if it
-        was invalid (:meth:`close` raises the error)."""
+    def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+        """Check what ``call`` returned after ``seconds`` (timed when the run is watched),
+        count the run and trace it; return ``False`` if it was invalid (``close`` raises)."""
         rs = self.rs
         position, task, step = call
         node = task.node

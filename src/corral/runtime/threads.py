@@ -375,7 +375,7 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
     done.pop(at, None)
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     core = Core(rs)
-    if not core.finished((at, node.task, rs.steps + 1), out):
+    if not core.finished((at, node.task, rs.steps + 1), out, 0.0):
         assert core.failure is not None
         raise core.failure
     core.close()  # nothing pauses: the one task was given its outcome
