@@ -47,9 +47,8 @@ Call = tuple[int, Task, int]
 saved records), its task, and the run's step number its node run has (``ctx.step``)."""
 
 Result = tuple[int, Node, Any, "Targets | None", int]
-"""A task of the superstep that finished: its position, its node, its update (a dict,
-``None``, or a subgraph entry's child writes), the targets its ``Command`` chose, and its step
-number (``0`` when it was restored from a checkpoint, which keeps no number)."""
+"""A finished task: its position, node, update (a dict, ``None``, or a subgraph entry's child
+writes), the targets its ``Command`` chose, and step number (``0``: restored, it keeps none)."""
 
 
 @dataclass(slots=True)

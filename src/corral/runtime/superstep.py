@@ -279,10 +279,9 @@ class Core:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
     def _with_done(self) -> list[Result]:
-        done = self.rs.done
-        if not done:
-            return self.results
-        return sorted([*done.values(), *self.results], key=itemgetter(0))  # by position
+        """Return the superstep's finished tasks, those of an earlier attempt with them, in
+        task order."""
+        return sorted([*self.rs.done.values(), *self.results], key=itemgetter(0))
 
     # ------------------------------------------------------------------ the barrier
 

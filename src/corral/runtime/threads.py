@@ -381,8 +381,7 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
     core.close()  # nothing pauses: the one task was given its outcome
     core.results = [*rerouted, *core.results]
     core.next.extend(waiting)  # the tasks that have not run wait for the next superstep
-    routers = [node.router for _, node, _, _, _ in core.results]
-    if any(router is not None and router.is_async for router in routers):
+    if any(n.router is not None and n.router.is_async for _, n, _, _, _ in core.results):
         asyncio.run(route_async(rs, core))
     else:
         route_sync(rs, core)
