@@ -24,8 +24,7 @@ __all__ = ["chosen_targets", "guard_exhausted", "named_sends", "outcome", "pause
 
 
 def outcome(rs: RunState, call: Call, out: Any) -> Result:
-    """Return the result of ``call``, whose node returned ``out`` (its update and ``Command``
-    targets), or raise."""
+    """Return the result of ``call``: the update and ``Command`` targets of ``out``, or raise."""
     position, task, step = call
     node, goto = task.node, None
     if out is None or type(out) is dict:

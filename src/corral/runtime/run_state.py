@@ -29,8 +29,6 @@ __all__ = [
     "CheckpointWriter",
     "Pause",
     "RunState",
-    "Call",
-    "Result",
     "Task",
     "TaskRun",
 ]

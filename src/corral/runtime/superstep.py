@@ -279,8 +279,7 @@ class Core:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
     def _with_done(self) -> list[Result]:
-        """Return the superstep's finished tasks, those of an earlier attempt with them, in
-        task order."""
+        """Return the superstep's finished tasks, an earlier attempt's too, in task order."""
         return sorted([*self.rs.done.values(), *self.results], key=itemgetter(0))
 
     # ------------------------------------------------------------------ the barrier
