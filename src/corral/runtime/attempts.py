@@ -23,30 +23,31 @@ from typing import Any
 from corral import retry as retry_module
 from corral.errors import NodeTimeoutError
 from corral.runtime.events import NodeRetry
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import Call, RunState
 
 __all__ = ["call_async", "call_sync"]
 
 
 def _retry_delay(
-    rs: RunState, call: TaskRun, attempt: int, exc: Exception, start: float
+    rs: RunState, call: Call, attempt: int, exc: Exception, start: float
 ) -> float | None:
     """Return the seconds to wait before ``call``'s node is tried again after its failed
     ``attempt``, recording it (a trace entry with the error and a ``NodeRetry`` event); or
     ``None`` when it is not tried again."""
-    policy = call.node.retry
+    position, task, step = call
+    policy = task.node.retry
     if policy is None or attempt >= policy.attempts or not policy.retries(exc):
         return None
-    name, error = call.node.path, f"{type(exc).__name__}: {exc}"
+    name, error = task.node.path, f"{type(exc).__name__}: {exc}"
     seconds, delay = perf_counter() - start, policy.delay(attempt, error=exc)
-    rs.trace.append((call.step, name, None, seconds, attempt, error))
+    rs.trace.append((step, name, None, seconds, attempt, error))
     if rs.emit is not None:
-        rs.emit(NodeRetry(call.step, name, attempt, error, delay))
-    rs.retried[call.position] = attempt + 1  # names the next attempt's trace record or error
+        rs.emit(NodeRetry(step, name, attempt, error, delay))
+    rs.retried[position] = attempt + 1  # names the next attempt's trace record or error
     return delay
 
 
-def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
+def call_sync(rs: RunState, call: Call, once: Callable[[], Any]) -> Any:
     """Return ``once()`` (a call of ``call``'s node from its start), calling it again on
     each error the node's ``Retry`` retries."""
     for attempt in itertools.count(1):
@@ -60,10 +61,11 @@ def call_sync(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
         retry_module.sleep(delay)
 
 
-async def call_async(rs: RunState, call: TaskRun, once: Callable[[], Any]) -> Any:
+async def call_async(rs: RunState, call: Call, once: Callable[[], Any]) -> Any:
     """Return the (awaited) result of ``once()`` like :func:`call_sync`, each attempt under
     the node's ``timeout=``."""
-    node = call.node
+    _, task, _ = call
+    node = task.node
     for attempt in itertools.count(1):
         start = perf_counter()
         try:

@@ -23,7 +23,7 @@ from typing import Any
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import Call, Result, RunState, TaskRun
 from corral.runtime.superstep import Core, end_run, node_error
 from corral.runtime.tables import NO_ARG
 
@@ -40,58 +40,52 @@ __all__ = [
 # --------------------------------------------------------------------------- call sites
 
 
-def call_node_sync(rs: RunState, call: TaskRun) -> Any:
-    """Run one node; return what it returned (the seconds it took go to ``call.seconds``).
+def call_node_sync(rs: RunState, call: Call) -> Any:
+    """Run one node; return what it returned.
 
     Raises what the node raised (``UnansweredInterrupt`` for an unanswered
     ``interrupt()``). With a checkpointer, ``interrupt()`` inside the node returns the
     answers given so far.
     """
-    node = call.node
-    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
-    if node.child is not None:
-        return node.child.run_sync(rs, call, answers)  # see corral.runtime.child_graph
-    state = rs.view() if call.arg is NO_ARG else call.arg
+    position, task, step = call
+    node = task.node
+    answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
+    if node.child is not None:  # see corral.runtime.child_graph
+        return node.child.run_sync(rs, TaskRun(position, task.arg, step), answers)
+    state = rs.view() if task.arg is NO_ARG else task.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
-    start = perf_counter() if rs.emit is not None else 0.0
     try:
         if node.retry is not None:
-            out = call_sync(rs, call, _caller(rs, call, state))
-        elif node.takes_ctx:
-            out = node.func(state, rs.context(node.name, call.step))
-        else:
-            out = node.func(state)
+            return call_sync(rs, call, _caller(rs, call, state))
+        if node.takes_ctx:
+            return node.func(state, rs.context(node.name, step))
+        return node.func(state)
     finally:
         if token is not None:
             answers_given.reset(token)
-    if rs.emit is not None:
-        call.seconds = perf_counter() - start
-    return out
 
 
-async def call_node_async(rs: RunState, call: TaskRun) -> Any:
+async def call_node_async(rs: RunState, call: Call) -> Any:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
-    node = call.node
-    answers = rs.answers.get(call.position, []) if rs.checkpoints is not None else None
+    position, task, step = call
+    node = task.node
+    answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await node.child.run_async(rs, call, answers)
-    state = rs.view() if call.arg is NO_ARG else call.arg
+        return await node.child.run_async(rs, TaskRun(position, task.arg, step), answers)
+    state = rs.view() if task.arg is NO_ARG else task.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy
-    start = perf_counter() if rs.emit is not None else 0.0
-    out = await call_async(rs, call, _caller(rs, call, state))
-    if rs.emit is not None:
-        call.seconds = perf_counter() - start
-    return out
+    return await call_async(rs, call, _caller(rs, call, state))
 
 
-def _caller(rs: RunState, call: TaskRun, state: Any) -> Callable[[], Any]:
+def _caller(rs: RunState, call: Call, state: Any) -> Callable[[], Any]:
     """Return a call of ``call``'s node on ``state`` from its start, the way a retry makes
     it again."""
-    node = call.node
+    _, task, step = call
+    node = task.node
     if not node.takes_ctx:
         return partial(node.func, state)
-    return partial(node.func, state, rs.context(node.name, call.step))
+    return partial(node.func, state, rs.context(node.name, step))
 
 
 # --------------------------------------------------------------------------- sync
@@ -110,6 +104,7 @@ def run_sync(rs: RunState) -> Iterator[None]:
             if watched:
                 core.started(call)
                 yield
+            start = perf_counter() if watched else 0.0
             try:
                 out = call_node_sync(rs, call)
             except UnansweredInterrupt as pause:
@@ -120,7 +115,7 @@ def run_sync(rs: RunState) -> Iterator[None]:
             except Exception as exc:
                 core.failed(call, exc)
                 break
-            if not core.finished(call, out):
+            if not core.finished(call, out, perf_counter() - start if watched else 0.0):
                 break
             if watched:
                 yield
@@ -132,10 +127,10 @@ def run_sync(rs: RunState) -> Iterator[None]:
     end_run(rs)
 
 
-def _call_router(rs: RunState, result: TaskRun) -> Any:
+def _call_router(rs: RunState, result: Result) -> Any:
     """Return what the router of ``result``'s node answers on the merged state (an awaitable
     for an async router; ``None`` with no router); a failure is raised as ``NodeError``."""
-    node = result.node
+    _, node, _, _, _ = result
     router = node.router
     if router is None:
         return None
@@ -147,10 +142,11 @@ def _call_router(rs: RunState, result: TaskRun) -> Any:
         raise node_error(node.path, _step(rs, result), exc, router=router.name) from exc
 
 
-def _step(rs: RunState, result: TaskRun) -> int:
+def _step(rs: RunState, result: Result) -> int:
     """Return the step a router's ``ctx`` and error name: its node run's (a result restored
     from a checkpoint keeps no number: then the run's count of node runs)."""
-    return result.step or rs.steps
+    _, _, _, _, step = result
+    return step or rs.steps
 
 
 def route_sync(rs: RunState, core: Core) -> None:
@@ -169,7 +165,8 @@ async def route_async(rs: RunState, core: Core) -> None:
     """Take the routes of a closed superstep like :func:`route_sync`, awaiting its routers."""
     try:
         for result in core.results:
-            node, raw = result.node, _call_router(rs, result)
+            _, node, *_ = result
+            raw = _call_router(rs, result)
             if node.router is not None and node.router.is_async:
                 try:
                     raw = await raw
@@ -209,7 +206,7 @@ async def run_async(rs: RunState) -> AsyncIterator[None]:
     end_run(rs)
 
 
-async def _task_async(core: Core, call: TaskRun) -> Callable[[], object]:
+async def _task_async(core: Core, call: Call) -> Callable[[], object]:
     """Run one call; return the hand-back of its outcome to the core (made in task order
     once every call of the superstep ended): its result, pause or failure, or an error
     that stops the run at once.
@@ -217,6 +214,8 @@ async def _task_async(core: Core, call: TaskRun) -> Callable[[], object]:
     A task that finished well is recorded at once (when the superstep records its tasks), so
     a crash while its siblings still run does not run it again.
     """
+    watched = core.rs.emit is not None
+    start = perf_counter() if watched else 0.0
     try:
         out = await call_node_async(core.rs, call)
     except UnansweredInterrupt as pause:
@@ -229,7 +228,8 @@ async def _task_async(core: Core, call: TaskRun) -> Callable[[], object]:
         core.record_early(call, out)
     except CorralError as exc:
         return partial(_raise, exc)
-    return partial(core.finished, call, out, recorded=True)
+    seconds = perf_counter() - start if watched else 0.0
+    return partial(core.finished, call, out, seconds, recorded=True)
 
 
 def _raise(exc: Exception) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 from corral.checkpoint.base import Checkpoint, Checkpointer, starting_hold
 from corral.reducers import reducer_name
 from corral.runtime.events import CheckpointWritten
-from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.run_state import Pause, Result, RunState
 from corral.runtime.subgraphs import ChildWrites
 from corral.runtime.tables import NO_ARG
 
@@ -91,12 +91,11 @@ class ThreadWriter:
         """The run's hold on its thread, when a run (not a subgraph, not update_state)."""
         rs.checkpoints = self
 
-    def save_task(self, rs: RunState, result: TaskRun) -> None:
+    def save_task(self, rs: RunState, result: Result) -> None:
         """Record a finished task of the superstep after the last checkpoint."""
         assert self.parent_id is not None
-        self.checkpointer.put_writes(
-            self.thread_id, self.parent_id, result.position, _result_json(result)
-        )
+        position, *_ = result
+        self.checkpointer.put_writes(self.thread_id, self.parent_id, position, _result_json(result))
 
     def save(
         self,
@@ -105,8 +104,8 @@ class ThreadWriter:
         pauses: list[Pause],
         status: str = "",
         *,
-        done: Sequence[TaskRun] = (),
-        reroute: list[TaskRun] | None = None,
+        done: Sequence[Result] = (),
+        reroute: list[Result] | None = None,
         error: Exception | None = None,
         source: str = "",
         extra: Mapping[str, Any] | None = None,
@@ -206,15 +205,15 @@ class ThreadWriter:
         return meta
 
 
-def _result_json(result: TaskRun) -> dict[str, Any]:
+def _result_json(result: Result) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
-    update = result.update
-    out: dict[str, Any] = {"task": result.position, "node": result.node.name}
+    position, node, update, goto, _ = result
+    out: dict[str, Any] = {"task": position, "node": node.name}
     if type(update) is ChildWrites:  # a subgraph entry: its child's node runs, counted;
         out["steps"] = update.steps  # its writes are the checkpoint's, its own update empty
         update = dict(update)
     out["update"] = update
-    out["goto"] = list(result.goto) if result.goto is not None else None
+    out["goto"] = list(goto) if goto is not None else None
     return out
 
 

@@ -14,7 +14,7 @@ from corral.errors import CheckpointError, CorralError
 from corral.fingerprint import same_graph
 from corral.runtime.events import RunError, StateSnapshot
 from corral.runtime.persist import FORMAT, interrupt_id
-from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.run_state import Pause, Result, RunState
 from corral.runtime.state import apply_writes, copy_value
 from corral.runtime.tables import Node, Tables, Task
 
@@ -139,12 +139,13 @@ def load(
         entries = []  # a finished subgraph entry is saved with its count
         for item in meta.get("done", []):  # rs is a new run: its done is empty
             result = _result(tables, item)
+            position, node, _, _, _ = result
             if "steps" not in item:
-                rs.done[result.position] = result
-            elif result.node.child is None:
+                rs.done[position] = result
+            elif node.child is None:
                 raise ValueError(f"finished task {item!r} has a count but is not a subgraph")
             else:
-                entries.append((result.position, result.node, int(item["steps"])))
+                entries.append((position, node, int(item["steps"])))
         if "reroute" in meta:
             rs.reroute = [_result(tables, item) for item in meta["reroute"]]
     rs.values, rs.steps, rs.supersteps = saved.values, saved.steps, saved.supersteps
@@ -185,19 +186,19 @@ def _take_pending(
             f"an earlier checkpoint or start a new thread"
         )
         raise CheckpointError(msg)
-    result = _result(tables, item)
-    rs.done[index] = result
+    rs.done[index] = _result(tables, item)
     rs.steps += 1
-    rs.runs[result.node.name] = rs.runs.get(result.node.name, 0) + 1
+    rs.runs[name] = rs.runs.get(name, 0) + 1
 
 
-def _result(tables: Tables, item: Mapping[str, Any]) -> TaskRun:
+def _result(tables: Tables, item: Mapping[str, Any]) -> Result:
     goto = item.get("goto")
-    return TaskRun(
+    return (
         int(item["task"]),
         tables.nodes[item["node"]],
         item.get("update"),
         tuple(goto) if goto is not None else None,
+        0,
     )
 
 

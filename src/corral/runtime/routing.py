@@ -16,16 +16,17 @@ from typing import Any
 
 from corral.control import Command, Send
 from corral.errors import GuardExhaustedError, InvalidUpdateError, RouteError
-from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
+from corral.runtime.run_state import Call, Pause, Result, RunState, Targets, Task
 from corral.runtime.tables import Node
 from corral.spec import Guard, RouterSpec
 
 __all__ = ["chosen_targets", "guard_exhausted", "named_sends", "outcome", "pauses_before"]
 
 
-def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
-    """Give ``call`` the update and ``Command`` targets its node returned (``out``), or raise."""
-    node = call.node
+def outcome(rs: RunState, call: Call, out: Any) -> Result:
+    """Return the result of ``call``: the update and ``Command`` targets of ``out``, or raise."""
+    position, task, step = call
+    node, goto = task.node, None
     if out is None or type(out) is dict:
         update = out
     elif isinstance(out, Command):
@@ -39,7 +40,7 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
             raise InvalidUpdateError(msg, node=node.path)
         update = None if given is None else dict(given)
         if out.goto is not None:
-            call.goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
+            goto = chosen_targets(node, None, out.goto, rs.tables.node_names)
     elif isinstance(out, dict):
         update = dict(out)
     else:
@@ -56,7 +57,7 @@ def outcome(rs: RunState, call: TaskRun, out: Any) -> None:
             f"(keys: {sorted(keyset)}); add it to the schema or fix the key"
         )
         raise InvalidUpdateError(msg, node=node.path, key=bad if isinstance(bad, str) else None)
-    call.update = update
+    return position, node, update, goto, step
 
 
 def _short(value: Any) -> str:

@@ -3,9 +3,9 @@
 A :class:`RunState` is everything a run carries from one superstep to the next and saves in a
 checkpoint. The superstep core (:mod:`corral.runtime.superstep`) changes it; the drivers
 (:mod:`corral.runtime.drivers`) only read the tasks to call. The small records here: a
-:class:`Task` to run, a :class:`TaskRun` (a task of the current superstep with its place and
-step number, and what it returned once it finished) and a :class:`Pause` (a run stopped for a
-person).
+:class:`Task` to run, a :data:`Call` (a task of the current superstep with its place and
+step number), a :data:`Result` (a finished one, with what it returned) and a :class:`Pause` (a
+run stopped for a person).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from corral.runtime.child_steps import StepPool
 from corral.runtime.context import Context
 from corral.runtime.events import Event, Interrupt, Paused
 from corral.runtime.state import IMMUTABLE, FlatView, StateView
-from corral.runtime.tables import NO_ARG, Node, Tables, Task
+from corral.runtime.tables import Node, Tables, Task
 
 if TYPE_CHECKING:
     from corral.control import Send
@@ -40,22 +40,25 @@ Targets = tuple["str | Send[str]", ...]
 """Route targets: node names (or ``END``) and ``Send`` items."""
 
 
+Call = tuple[int, Task, int]
+"""A call the core planned: its position in the superstep (the merge order and the key of its
+saved records), its task, and the run's step number its node run has (``ctx.step``)."""
+
+Result = tuple[int, Node, Any, "Targets | None", int]
+"""A finished task: its position, node, update (a dict, ``None``, or a subgraph entry's child
+writes), the targets its ``Command`` chose, and step number (``0``: restored, it keeps none)."""
+
+
 @dataclass(slots=True)
 class TaskRun:
-    """One task of the current superstep: planned to run at its step number, and once
-    finished, its update and (for a ``Command``) the targets it chose."""
+    """One call of a subgraph entry, as its child run reads it."""
 
     position: int
-    """Its position in the superstep: the merge order and the key of its saved records."""
-    node: Node
-    update: dict[str, Any] | None = None
-    goto: Targets | None = None
-    arg: Any = NO_ARG
+    """Its position in the superstep: the key of its child's thread."""
+    arg: Any
     """Its ``Send`` argument (``NO_ARG``: it reads the state)."""
-    step: int = 0
-    """The run's step number its node run has (``ctx.step``)."""
-    seconds: float = 0.0
-    """How long its node run took (measured only when someone receives the run's events)."""
+    step: int
+    """The step number of the entry (its ``NodeStart``)."""
 
 
 @dataclass(slots=True)
@@ -86,7 +89,7 @@ class CheckpointWriter(Protocol):
     last_status: str
     """The status of the last checkpoint written."""
 
-    def save_task(self, rs: RunState, result: TaskRun) -> None: ...
+    def save_task(self, rs: RunState, result: Result) -> None: ...
 
     def save(
         self,
@@ -95,8 +98,8 @@ class CheckpointWriter(Protocol):
         pauses: list[Pause],
         status: str = "",
         *,
-        done: Sequence[TaskRun] = (),
-        reroute: list[TaskRun] | None = None,
+        done: Sequence[Result] = (),
+        reroute: list[Result] | None = None,
         error: Exception | None = None,
     ) -> None: ...
 
@@ -124,11 +127,11 @@ class RunState:
     """The view all readers of ``viewed`` share, when its values are all immutable."""
     tasks: Sequence[Task] = field(default_factory=list)
     """The tasks of the next (or current) superstep, in merge order."""
-    done: dict[int, TaskRun] = field(default_factory=dict)
+    done: dict[int, Result] = field(default_factory=dict)
     """Tasks of the current superstep that finished in an earlier, interrupted attempt."""
     answers: dict[int, list[Any]] = field(default_factory=dict)
     """Answers to ``interrupt()`` calls, per task index of the current superstep."""
-    reroute: list[TaskRun] | None = None
+    reroute: list[Result] | None = None
     """Tasks whose routes failed after their updates were merged: route them first."""
     steps: int = 0
     supersteps: int = 0

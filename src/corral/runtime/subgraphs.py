@@ -21,7 +21,7 @@ from typing import Any
 from corral.runtime.child_steps import StepPool
 from corral.runtime.events import Interrupt
 from corral.runtime.interrupts import UnansweredInterrupt
-from corral.runtime.run_state import Pause, RunState, TaskRun
+from corral.runtime.run_state import Call, Pause, RunState
 from corral.runtime.tables import Node
 
 __all__ = [
@@ -87,7 +87,7 @@ def answer_for(node: Node, pause_id: str, value: Any) -> Any:
     return {pause_id.removeprefix(f"{node.name}/"): value}
 
 
-def number_entries(rs: RunState, calls: list[TaskRun], last: int) -> None:
+def number_entries(rs: RunState, calls: list[Call], last: int) -> None:
     """Give the subgraph entries among a superstep's ``calls`` their numbers and the step
     pool they share (:mod:`corral.runtime.child_steps`).
 
@@ -98,21 +98,19 @@ def number_entries(rs: RunState, calls: list[TaskRun], last: int) -> None:
     child run share the pool the child was given.
     """
     place = 0
-    for call in calls:
-        if call.node.child is not None:
+    for index, (position, task, _) in enumerate(calls):
+        if task.node.child is not None:
             place += 1
-            call.step = last + place
+            calls[index] = (position, task, last + place)
     if place and not rs.entry:
         rs.step_pool = StepPool(rs.max_steps, last)
 
 
-def accept_child(rs: RunState, call: TaskRun, out: ChildWrites) -> None:
+def accept_child(rs: RunState, node: Node, out: ChildWrites) -> None:
     """Count a subgraph entry: its child's node runs are steps; the entry is one run of it."""
-    name = call.node.name
     rs.steps += out.steps
-    rs.runs[name] = rs.runs.get(name, 0) + 1
+    rs.runs[node.name] = rs.runs.get(node.name, 0) + 1
     rs.trace.extend(out.trace)
-    call.update = out
 
 
 def read_back(rs: RunState, entries: list[tuple[int, Node, int]]) -> None:
@@ -122,4 +120,4 @@ def read_back(rs: RunState, entries: list[tuple[int, Node, int]]) -> None:
     for task, node, steps in entries:
         assert node.child is not None  # restore.load returns subgraph entries only
         writes = node.child.finished_writes(rs, task)
-        rs.done[task] = TaskRun(task, node, ChildWrites(writes, steps, []))
+        rs.done[task] = (task, node, ChildWrites(writes, steps, []), None, 0)

@@ -17,18 +17,14 @@ with ``GuardExhaustedError``). A node run counts when it completes, so one cut s
 ``interrupt()`` counts once, when it finally completes.
 
 This module decides; it never calls a node or a router and never awaits (the shape of
-``graphlib.TopologicalSorter``: the caller owns the loop). A driver
-(:mod:`corral.runtime.drivers`) has the run's :class:`Core` plan each superstep, runs the
-calls planned, hands back each outcome (:meth:`Core.finished`, :meth:`~Core.paused`,
-:meth:`~Core.failed`), closes the barrier, then calls the router of each result the core
-names and hands its answer back (:meth:`~Core.take`). Checkpoints are written
-through ``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided
-here.
+``graphlib.TopologicalSorter``: the caller owns the loop; :class:`Core` says how a driver,
+:mod:`corral.runtime.drivers`, drives it). Checkpoints are written through
+``RunState.checkpoints`` and events through ``RunState.emit`` at the points decided here.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import itemgetter
 from typing import Any
 
 from corral.control import Send
@@ -46,7 +42,7 @@ from corral.errors import (
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
 from corral.runtime.routing import chosen_targets, guard_exhausted, outcome, pauses_before
-from corral.runtime.run_state import Pause, RunState, Targets, Task, TaskRun
+from corral.runtime.run_state import Call, Pause, Result, RunState, Targets, Task
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import ChildPause, ChildWrites, accept_child, number_entries
 from corral.runtime.tables import NO_ARG, Node
@@ -54,7 +50,7 @@ from corral.runtime.tables import NO_ARG, Node
 __all__ = ["Core", "end_run", "node_error"]
 
 
-def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> CorralError | None:
+def cap_error(rs: RunState, node: Node, steps: int, planned: list[Call]) -> CorralError | None:
     """Return the error a run of ``node`` would hit now, or ``None`` if it may run.
 
     ``planned``: the calls planned before it in this superstep (they count against its
@@ -66,7 +62,7 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
         error = _step_limit(rs, node, steps)
         if error is not None:
             return error
-    runs = rs.runs.get(node.name, 0) + sum(call.node is node for call in planned)
+    runs = rs.runs.get(node.name, 0) + sum(task.node is node for _, task, _ in planned)
     if node.max_runs is not None and runs >= node.max_runs:
         msg = (
             f"node {node.path!r} already ran {runs} times (max_runs={node.max_runs}); "
@@ -75,7 +71,7 @@ def cap_error(rs: RunState, node: Node, steps: int, planned: list[TaskRun]) -> C
         return NodeCapError(msg, node=node.path, max_runs=node.max_runs, state=rs.values)
     if rs.purse.budget is None:
         return None
-    spends = sum((call.node.cost for call in planned if call.node.cost is not None), NOTHING)
+    spends = sum((t.node.cost for _, t, _ in planned if t.node.cost is not None), NOTHING)
     return rs.purse.refuse(node.path, node.cost, spends, rs.values)
 
 
@@ -123,7 +119,8 @@ class Core:
 
     :meth:`plan` plans a superstep: ``calls`` are the tasks that may run now, in task order,
     each with its step number; ``cap_error`` is the first bound that refused a task. A driver
-    hands back each call's outcome, then :meth:`close` merges the results at the barrier (a
+    runs them and hands back each outcome (:meth:`finished`, :meth:`paused`,
+    :meth:`failed`), then :meth:`close` merges the results at the barrier (a
     failure, else a cap hit, is raised there, after the finished siblings were saved). The
     driver then calls :meth:`take` once per result, in order, calling the node's router
     first when it has one (so a router that reads ``ctx.guards`` sees the routes its earlier
@@ -135,12 +132,12 @@ class Core:
 
     def __init__(self, rs: RunState) -> None:
         self.rs = rs
-        self.calls: list[TaskRun] = []
+        self.calls: list[Call] = []
         self.cap_error: CorralError | None = None
         """The bound a call after ``calls`` would hit."""
         self.failure: CorralError | None = None
         """The first node failure or invalid return value of this superstep."""
-        self.results: list[TaskRun] = []
+        self.results: list[Result] = []
         """The tasks of this superstep that finished; to start with, those a resumed run
         routes first (their updates were merged, then their routes failed)."""
         self.pauses: list[Pause] = []
@@ -166,7 +163,7 @@ class Core:
         if rs.status != "running" or not rs.tasks:
             return False
         self.results, self.next = [], []  # failure, cap_error and pauses each end the run
-        calls: list[TaskRun] = []
+        calls: list[Call] = []
         self.calls = calls
         self.record = rs.checkpoints is not None and len(rs.tasks) > 1
         steps = rs.steps
@@ -190,76 +187,80 @@ class Core:
             if node.child is None:
                 steps += 1
                 number = steps if pool is None else pool.take()
-            calls.append(TaskRun(index, node, None, None, task.arg, number))
+            calls.append((index, task, number))
         if rs.tables.has_subgraphs:
             number_entries(rs, calls, steps if pool is None else pool.taken)
         return True
 
     # ------------------------------------------------------------------ outcomes
 
-    def started(self, call: TaskRun) -> None:
+    def started(self, call: Call) -> None:
         """Note that ``call`` is about to run."""
         emit = self.rs.emit
         if emit is not None:
-            rs, node, step = self.rs, call.node, call.step
+            rs, (_, task, step) = self.rs, call
+            node = task.node
             entry = rs.entry if node.child is None else (*rs.entry, step)
-            emit(NodeStart(step, node.path, rs.supersteps + 1, call.arg is not NO_ARG, entry))
+            emit(NodeStart(step, node.path, rs.supersteps + 1, task.arg is not NO_ARG, entry))
 
-    def record_early(self, call: TaskRun, out: Any) -> None:
+    def record_early(self, call: Call, out: Any) -> None:
         """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
-        if not self.record or call.node.child is not None:
+        _, task, _ = call
+        if not self.record or task.node.child is not None:
             return
         try:
-            outcome(self.rs, call, out)
+            result = outcome(self.rs, call, out)
         except CorralError:
             return  # reported in task order by finished()
         assert self.rs.checkpoints is not None
-        self.rs.checkpoints.save_task(self.rs, call)
+        self.rs.checkpoints.save_task(self.rs, result)
 
-    def finished(self, call: TaskRun, out: Any, *, recorded: bool = False) -> bool:
-        """Check what ``call`` returned, count the run and trace it; return ``False`` if it
-        was invalid (:meth:`close` raises the error)."""
+    def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+        """Check what ``call`` returned after ``seconds`` (timed when the run is watched),
+        count the run and trace it; return ``False`` if it was invalid (``close`` raises)."""
         rs = self.rs
+        position, task, step = call
+        node = task.node
         if type(out) is ChildWrites:
-            accept_child(rs, call, out)
-            self.results.append(call)
+            accept_child(rs, node, out)
+            self.results.append((position, node, out, None, step))
             return True
         try:
-            outcome(rs, call, out)
+            result = outcome(rs, call, out)
         except CorralError as error:
             self.failure = self.failure or error  # the first failure is the superstep's
             return False
-        self.results.append(call)
+        self.results.append(result)
+        _, _, update, _, _ = result
         rs.steps += 1
-        node = call.node
         name = node.name
         rs.runs[name] = rs.runs.get(name, 0) + 1
-        attempt = rs.retried.pop(call.position, 1) if rs.retried else 1
-        rs.trace.append((call.step, node.path, call.update, call.seconds, attempt, None))
+        attempt = rs.retried.pop(position, 1) if rs.retried else 1
+        rs.trace.append((step, node.path, update, seconds, attempt, None))
         if rs.emit is not None:
-            spent = rs.purse.runs.pop((name, call.step), NOTHING)
-            rs.emit(NodeEnd(call.step, node.path, call.update, call.seconds, spent))
+            spent = rs.purse.runs.pop((name, step), NOTHING)
+            rs.emit(NodeEnd(step, node.path, update, seconds, spent))
         if self.record and not recorded:
             assert rs.checkpoints is not None
-            rs.checkpoints.save_task(rs, call)
+            rs.checkpoints.save_task(rs, result)
         return True
 
-    def paused(self, call: TaskRun, pause: UnansweredInterrupt) -> None:
+    def paused(self, call: Call, pause: UnansweredInterrupt) -> None:
         """Note that ``call`` stopped at an unanswered ``interrupt()``."""
+        position, task, _ = call
         if isinstance(pause, ChildPause):  # inside a subgraph: each named by its path
             pause.count(self.rs)
-            self.pauses.extend(pause.pauses(call.position))
+            self.pauses.extend(pause.pauses(position))
             return
-        self.pauses.append(
-            Pause(call.position, call.node.name, pause.payload, "during", pause.index)
-        )
+        self.pauses.append(Pause(position, task.node.name, pause.payload, "during", pause.index))
 
-    def failed(self, call: TaskRun, exc: Exception) -> None:
+    def failed(self, call: Call, exc: Exception) -> None:
         """Note that ``call`` raised ``exc`` (raised as ``NodeError`` by ``close``)."""
-        tries = self.rs.retried.pop(call.position, 1)
+        position, task, step = call
+        tries = self.rs.retried.pop(position, 1)
         if self.failure is None:
             if isinstance(exc, CostExceededError) or (
-                call.node.child is not None and isinstance(exc, CorralError)
+                task.node.child is not None and isinstance(exc, CorralError)
             ):
                 if isinstance(exc, _RunLimitError | StuckJoinError):
                     # it stops the whole run: each run it passes gives it its state, so
@@ -267,7 +268,7 @@ class Core:
                     exc.state = dict(self.rs.values)
                 self.failure = exc  # says what failed (a subgraph's child: by path)
                 return
-            error = node_error(call.node.path, call.step, exc, tries)
+            error = node_error(task.node.path, step, exc, tries)
             error.__cause__ = exc
             self.failure = error
 
@@ -282,11 +283,9 @@ class Core:
         except ConcurrentRunError:
             pass  # another run wrote the thread since: its checkpoints say how it stands
 
-    def _with_done(self) -> list[TaskRun]:
-        done = self.rs.done
-        if not done:
-            return self.results
-        return sorted([*done.values(), *self.results], key=attrgetter("position"))
+    def _with_done(self) -> list[Result]:
+        """Return the superstep's finished tasks, an earlier attempt's too, in task order."""
+        return sorted([*self.rs.done.values(), *self.results], key=itemgetter(0))
 
     # ------------------------------------------------------------------ the barrier
 
@@ -309,12 +308,11 @@ class Core:
             return False
         # Merge the updates in task order, then note who ran at the joins.
         self.writes = writes = []
-        for result in results:  # a subgraph entry's writes in its place
-            update = result.update
+        for _, node, update, _, _ in results:  # a subgraph entry's writes in its place
             if type(update) is ChildWrites:
                 writes.extend(update.pairs)
             elif update:
-                writes.append((result.node.name, update))
+                writes.append((node.name, update))
         if rs.log is not None:
             rs.log.extend(writes)
         tables = rs.tables
@@ -335,16 +333,16 @@ class Core:
 
     # ------------------------------------------------------------------ routes
 
-    def take(self, result: TaskRun, raw: Any = None) -> None:
+    def take(self, result: Result, raw: Any = None) -> None:
         """Take the routes of ``result`` (``raw``: its router's return value, if it has one)."""
-        node = result.node
+        _, node, _, goto, _ = result
         rs = self.rs
         routes = node.routes
         targets: Targets
         if node.then is not None:
             targets = node.then
         elif node.router is None:
-            targets = result.goto or ()  # a Command node without goto ends here
+            targets = goto or ()  # a Command node without goto ends here
         elif type(raw) is str and raw in routes:  # one of the router's routes
             targets = (raw,)
         else:
@@ -400,9 +398,9 @@ class Core:
         pauses: list[Pause] = []
         if rs.pause_after:
             pauses = [
-                Pause(result.position, result.node.name, None, "after")
-                for result in self.results
-                if result.node.name in rs.pause_after
+                Pause(position, node.name, None, "after")
+                for position, node, _, _, _ in self.results
+                if node.name in rs.pause_after
             ]
         if rs.pause_before:
             pauses.extend(pauses_before(rs, tasks))
@@ -431,17 +429,17 @@ def _merge_order(task: Task) -> tuple[int, bool]:
 # --------------------------------------------------------------------------- joins
 
 
-def _note_runs_at_joins(rs: RunState, results: list[TaskRun]) -> None:
+def _note_runs_at_joins(rs: RunState, results: list[Result]) -> None:
     """Note the runs of a merged superstep at the joins: a join that ran starts counting
     again; every other listed node that ran counts toward its joins' next run, whether or
     not it routed there (a node beside its join counts toward the join's next run)."""
     arrived = rs.arrived
-    for result in results:
-        if result.node.wait_for:
-            arrived[result.node.name] = set()
-    for result in results:
-        for join in result.node.joins:
-            arrived.setdefault(join, set()).add(result.node.name)
+    for _, node, _, _, _ in results:
+        if node.wait_for:
+            arrived[node.name] = set()
+    for _, node, _, _, _ in results:
+        for join in node.joins:
+            arrived.setdefault(join, set()).add(node.name)
 
 
 def _release_joins(rs: RunState, tasks: list[Task]) -> None:

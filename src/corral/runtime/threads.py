@@ -25,7 +25,7 @@ from corral.runtime.drivers import route_async, route_sync
 from corral.runtime.events import Event, StateSnapshot
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import TRACE_LIMIT, RunState, TaskRun
+from corral.runtime.run_state import TRACE_LIMIT, RunState
 from corral.runtime.state import apply_writes
 from corral.runtime.subgraphs import answer_for, read_back
 from corral.runtime.superstep import Core
@@ -375,13 +375,13 @@ def _run_as(rs: RunState, node: Node, out: Any) -> None:
     done.pop(at, None)
     waiting = [t for i, t in enumerate(tasks) if i != at and i not in done]
     core = Core(rs)
-    if not core.finished(TaskRun(at, node, step=rs.steps + 1), out):
+    if not core.finished((at, node.task, rs.steps + 1), out, 0.0):
         assert core.failure is not None
         raise core.failure
     core.close()  # nothing pauses: the one task was given its outcome
     core.results = [*rerouted, *core.results]
     core.next.extend(waiting)  # the tasks that have not run wait for the next superstep
-    if any(r.node.router is not None and r.node.router.is_async for r in core.results):
+    if any(n.router is not None and n.router.is_async for _, n, _, _, _ in core.results):
         asyncio.run(route_async(rs, core))
     else:
         route_sync(rs, core)
