@@ -55,7 +55,7 @@ from corral.runtime.events import (
 )
 from corral.runtime.persist import ThreadWriter
 from corral.runtime.routing import pauses_before
-from corral.runtime.run_state import RunState, TaskRun
+from corral.runtime.run_state import Call, RunState
 from corral.runtime.subgraphs import ChildPause, ChildWrites
 from corral.runtime.tables import NO_ARG, Tables
 from corral.spec import SubgraphSpec
@@ -98,7 +98,7 @@ class ChildGraph:
         self.last_write = parent.last_write
         """The parent's keys without a reducer."""
 
-    def run_sync(self, rs: RunState, call: TaskRun, answers: list[Any] | None) -> ChildWrites:
+    def run_sync(self, rs: RunState, call: Call, answers: list[Any] | None) -> ChildWrites:
         """Run the child of subgraph task ``call`` of the parent run ``rs`` (whose superstep
         reads ``rs.values``) to its end or next pause with the sync driver; raise
         ``ChildPause`` when it paused."""
@@ -108,7 +108,7 @@ class ChildGraph:
                 pass
         return self.outcome(rs, call, answers, child, counted)
 
-    async def run_async(self, rs: RunState, call: TaskRun, answers: Any) -> ChildWrites:
+    async def run_async(self, rs: RunState, call: Call, answers: Any) -> ChildWrites:
         """Run the child like :meth:`run_sync` with the async driver, on the running loop,
         concurrently with the other tasks of the superstep."""
         child, counted = self.enter(rs, call, answers)
@@ -149,7 +149,7 @@ class ChildGraph:
         return self.writes(self.thread_writes(thread), restore.rebuild(self.tables, chain))
 
     def enter(
-        self, parent: RunState, call: TaskRun, answers: list[Any] | None
+        self, parent: RunState, call: Call, answers: list[Any] | None
     ) -> tuple[RunState | None, int]:
         """Start or resume the child run of one call of subgraph task ``call`` of ``parent``;
         return it (``None``: the child finished before this call) and how many of its node
@@ -157,7 +157,8 @@ class ChildGraph:
 
         ``answers``: those given to the task's pauses, ``{child interrupt id: value}`` dicts.
         """
-        thread = self._thread(parent, call.position)
+        position, task, _ = call
+        thread = self._thread(parent, position)
         if thread is not None:
             chain = self.saver().chain(thread)
             if chain:
@@ -166,7 +167,7 @@ class ChildGraph:
                     return None, 0
                 return self._resumed(parent, call, answers, chain, status)
         rs = self._new_run(parent, call, thread)
-        self.fresh(rs, parent.values if call.arg is NO_ARG else call.arg)
+        self.fresh(rs, parent.values if task.arg is NO_ARG else task.arg)
         if thread is not None:
             writer = ThreadWriter(self.saver(), rs, None, new_run=True, forked=True)
             # Finished tasks are recorded against a checkpoint; a pause is saved in one.
@@ -177,7 +178,7 @@ class ChildGraph:
     def _resumed(
         self,
         parent: RunState,
-        call: TaskRun,
+        call: Call,
         answers: list[Any] | None,
         chain: list[Checkpoint],
         status: str,
@@ -202,13 +203,14 @@ class ChildGraph:
         rs.step_pool.taken += rs.steps - counted
         return rs, counted
 
-    def _new_run(self, parent: RunState, call: TaskRun, thread: str | None) -> RunState:
+    def _new_run(self, parent: RunState, call: Call, thread: str | None) -> RunState:
         """Return a new child run for ``call``: it numbers its node runs from the top-level
         run's step pool (:mod:`corral.runtime.child_steps`) and hands its node events and
         routes on to the parent."""
         rs = threads.new_run(self.settings, None, thread, parent.deps, parent.purse)
         assert parent.step_pool is not None  # the plan gave the superstep's entries one
-        rs.step_pool, rs.entry = parent.step_pool, (*parent.entry, call.step)
+        _, _, step = call
+        rs.step_pool, rs.entry = parent.step_pool, (*parent.entry, step)
         if parent.emit is not None:
             rs.emit = partial(_hand_on, parent.emit)
         return rs
@@ -239,7 +241,7 @@ class ChildGraph:
     def outcome(
         self,
         parent: RunState,
-        call: TaskRun,
+        call: Call,
         answers: list[Any] | None,
         rs: RunState | None,
         counted: int,
@@ -259,7 +261,8 @@ class ChildGraph:
             raise ChildPause(pauses, len(answers or ()), rs.steps - counted, rs.trace)
         if rs is not None and rs.log is not None:  # a fresh child keeps its writes
             return ChildWrites(self.writes(rs.log, rs.values), rs.steps, rs.trace)
-        thread = self._thread(parent, call.position)
+        position, _, _ = call
+        thread = self._thread(parent, position)
         assert thread is not None  # resumed in this call, or finished before it
         raw = self.thread_writes(thread)
         if rs is not None:

@@ -23,7 +23,7 @@ from typing import Any
 from corral.errors import CorralError, InterruptWithoutCheckpointerError
 from corral.runtime.attempts import call_async, call_sync
 from corral.runtime.interrupts import Answers, UnansweredInterrupt, answers_given
-from corral.runtime.run_state import Call, Result, RunState, TaskRun
+from corral.runtime.run_state import Call, Result, RunState
 from corral.runtime.superstep import Core, end_run, node_error
 from corral.runtime.tables import NO_ARG
 
@@ -51,7 +51,7 @@ def call_node_sync(rs: RunState, call: Call) -> Any:
     node = task.node
     answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
     if node.child is not None:  # see corral.runtime.child_graph
-        return node.child.run_sync(rs, TaskRun(position, task.arg, step), answers)
+        return node.child.run_sync(rs, call, answers)
     state = rs.view() if task.arg is NO_ARG else task.arg
     token = answers_given.set(Answers(answers)) if answers is not None else None
     try:
@@ -67,11 +67,11 @@ def call_node_sync(rs: RunState, call: Call) -> Any:
 
 async def call_node_async(rs: RunState, call: Call) -> Any:
     """Run one node (awaiting it if async) like :func:`call_node_sync`."""
-    position, task, step = call
+    position, task, _ = call
     node = task.node
     answers = rs.answers.get(position, []) if rs.checkpoints is not None else None
     if node.child is not None:
-        return await node.child.run_async(rs, TaskRun(position, task.arg, step), answers)
+        return await node.child.run_async(rs, call, answers)
     state = rs.view() if task.arg is NO_ARG else task.arg
     if answers is not None:
         answers_given.set(Answers(answers))  # each gathered task runs in its own context copy

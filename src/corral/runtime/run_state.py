@@ -30,7 +30,6 @@ __all__ = [
     "Pause",
     "RunState",
     "Task",
-    "TaskRun",
 ]
 
 TRACE_LIMIT = 100
@@ -47,18 +46,6 @@ saved records), its task, and the run's step number its node run has (``ctx.step
 Result = tuple[int, Node, Any, "Targets | None", int]
 """A finished task: its position, node, update (a dict, ``None``, or a subgraph entry's child
 writes), the targets its ``Command`` chose, and step number (``0``: restored, it keeps none)."""
-
-
-@dataclass(slots=True)
-class TaskRun:
-    """One call of a subgraph entry, as its child run reads it."""
-
-    position: int
-    """Its position in the superstep: the key of its child's thread."""
-    arg: Any
-    """Its ``Send`` argument (``NO_ARG``: it reads the state)."""
-    step: int
-    """The step number of the entry (its ``NodeStart``)."""
 
 
 @dataclass(slots=True)
