@@ -202,3 +202,18 @@ def test_a_missing_item_of_a_stored_list_is_named(tmp_path: Path, gone: int) -> 
     for message in read_errors(path):
         assert f"stored value {seqs[gone]} is missing" in message, message
         assert str(path) in message and "'t'" in message and "'c0'" in message, message
+
+
+def test_a_finished_task_record_of_an_unknown_tag_names_the_file(tmp_path: Path) -> None:
+    """A finished task's record holding a tag this corral does not know (written by a newer
+    corral, or edited) is a CheckpointError that names the file, as a checkpoint row's is."""
+    path = tmp_path / "c.sqlite"
+    write_thread(path)
+    with sqlite3.connect(path) as conn:
+        record = '{"task":0,"node":"chat","update":{"n":{"$corral":"newer","v":1}}}'
+        conn.execute("UPDATE corral_pending SET record = ?", (record,))
+    conn.close()
+    with SqliteSaver(path) as saver, pytest.raises(CheckpointError) as info:
+        saver.pending_writes("t", "c29")
+    assert info.value.path == str(path)
+    assert str(path) in str(info.value) and "'newer'" in str(info.value)

@@ -263,8 +263,10 @@ class Store(ThreadInfoStore):
             where = f"task {task} after checkpoint {checkpoint_id!r}"
             try:
                 out[int(task)] = decode(json.loads(text), serializer=self.serializer, where=where)
-            except CheckpointError:
-                raise
+            except CheckpointError as exc:
+                if exc.path is not None:
+                    raise
+                raise CheckpointError(f"{exc} (in {self.where!r})", path=self.where) from exc
             except Exception as exc:
                 damaged(self.where, thread_id, checkpoint_id, Damaged(f"{where}: {exc!r}"))
         return out
