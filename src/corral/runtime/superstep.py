@@ -79,16 +79,16 @@ def _step_limit(rs: RunState, node: Node, steps: int) -> StepLimitError | None:
     """Return the error of a run of ``node`` past ``max_steps`` (``steps``: the run's so
     far), or ``None``; in a subgraph's child run, its own cap first, then the top level's.
     Either stops the whole run (which gives the error its state: :meth:`Core.failed`)."""
-    cap, path, state = rs.max_steps, node.path, rs.values
+    cap, path = rs.max_steps, node.path
+    if rs.entry and steps >= cap:
+        graph = rs.tables.prefix[:-1]
+        msg = (
+            f"subgraph {graph!r} stopped after {steps} steps (its max_steps={cap}) before "
+            f"running {path!r}; raise the child graph's max_steps or add a guard"
+        )
+        return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=rs.values)
     if rs.entry:
         assert rs.step_pool is not None
-        if steps >= cap:
-            graph = rs.tables.prefix[:-1]
-            msg = (
-                f"subgraph {graph!r} stopped after {steps} steps (its max_steps={cap}) "
-                f"before running {path!r}; raise the child graph's max_steps or add a guard"
-            )
-            return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=state)
         steps, cap = rs.step_pool.taken, rs.step_pool.max_steps
     if steps < cap:
         return None
@@ -96,7 +96,7 @@ def _step_limit(rs: RunState, node: Node, steps: int) -> StepLimitError | None:
         f"stopped after {steps} steps (max_steps={cap}) before running {path!r}; "
         f"raise max_steps or add a guard"
     )
-    return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=state)
+    return StepLimitError(msg, steps=steps, max_steps=cap, node=path, state=rs.values)
 
 
 def node_error(
