@@ -8,11 +8,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
-from corral import CheckpointError, SqliteSaver
+from corral import END, CheckpointError, Graph, SqliteSaver
 from corral.checkpoint import Checkpoint
 
 FILES = 60
@@ -183,6 +183,39 @@ def test_a_full_disk_is_named_and_loses_nothing(tmp_path: Path) -> None:
         assert saver.chain("t")[-1].checkpoint_id == last
         assert len(saver.checkpoints("t")) == int(last) + 1
         saver.put(Checkpoint("t", "next", last, None, [("n", {"blob": "y"})]))
+
+
+def test_a_value_too_large_for_sqlite_is_named_not_called_damage(tmp_path: Path) -> None:
+    """A value larger than SQLite takes (its length limit, lowered here from the default
+    1e9 bytes) is named as such, not as a damaged file to move away; the run's earlier
+    checkpoints are kept and it goes on once the node writes less."""
+
+    class State(TypedDict):
+        text: str
+
+    size = {"n": 5000}
+    g = Graph(State)
+
+    @g.node(start=True, then="b")
+    def a(state: State) -> dict[str, Any]:
+        return {"text": "a"}
+
+    @g.node(then=END)
+    def b(state: State) -> dict[str, Any]:
+        return {"text": "x" * size["n"]}
+
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        saver.connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2000)
+        app = g.compile(checkpointer=saver)
+        with pytest.raises(CheckpointError) as caught:
+            app.invoke({"text": ""}, thread_id="t")
+        message = str(caught.value)
+        assert "larger than" in message and str(path) in message and "kept" in message
+        assert "damaged" not in message and caught.value.path == str(path)
+        assert app.get_state("t").values == {"text": "a"}
+        size["n"] = 10
+        assert app.invoke(None, thread_id="t").state == {"text": "x" * 10}
 
 
 @pytest.mark.parametrize("gone", [0, 5, 11])

@@ -202,6 +202,12 @@ def error_for(
             "checkpoint committed before is kept: free space, then continue with "
             "invoke(None, thread_id=...)"
         )
+    elif name == "SQLITE_TOOBIG":
+        msg = (
+            f"cannot {verb} {path!r}: a value is larger than this SQLite takes ({exc}); every "
+            "checkpoint committed before is kept: keep large data outside the state (a file "
+            "or a URL the state names), then continue with invoke(None, thread_id=...)"
+        )
     elif name.startswith("SQLITE_READONLY"):
         msg = _read_only_message(path, verb)
     elif name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_AUTH")):
