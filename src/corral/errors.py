@@ -35,6 +35,7 @@ __all__ = [
     "RouteError",
     "RunCancelledError",
     "RunFailedError",
+    "RunLimitError",
     "RunningLoopError",
     "SerializationError",
     "StepLimitError",
@@ -80,9 +81,10 @@ class InterruptWithoutCheckpointerError(GraphError):
     """``interrupt()`` was called where no checkpointer can keep the paused run."""
 
 
-class _RunLimitError(CorralError, RuntimeError):
-    """A run stopped by one of its bounds; ``state`` is the state it had reached (the
-    top-level run's, when raised inside a subgraph, whose nodes the error names by path)."""
+class RunLimitError(CorralError, RuntimeError):
+    """A run stopped by one of its bounds (catch it to handle them all); ``state`` is the
+    state it had reached (the top-level run's, when raised inside a subgraph, whose nodes
+    the error names by path)."""
 
     state: Mapping[str, Any] = field(default_factory=dict)
 
@@ -91,7 +93,7 @@ class _RunLimitError(CorralError, RuntimeError):
         self.state = dict(self.state)  # a copy: the run goes on changing its own
 
 
-class StepLimitError(_RunLimitError):
+class StepLimitError(RunLimitError):
     """The run reached ``max_steps`` node runs and was about to run ``node``."""
 
     steps: int
@@ -99,14 +101,14 @@ class StepLimitError(_RunLimitError):
     node: str
 
 
-class NodeCapError(_RunLimitError):
+class NodeCapError(RunLimitError):
     """A node was about to run more often than its ``max_runs``."""
 
     node: str
     max_runs: int
 
 
-class GuardExhaustedError(_RunLimitError):
+class GuardExhaustedError(RunLimitError):
     """A guarded route was used up and its guard has no ``otherwise`` target."""
 
     source: str
@@ -114,7 +116,7 @@ class GuardExhaustedError(_RunLimitError):
     max: int
 
 
-class BudgetError(_RunLimitError):
+class BudgetError(RunLimitError):
     """The run stopped before ``node``: its declared ``cost`` on top of what the run has
     ``spent`` would pass the ``budget``. The thread is checkpointed; go on with a larger one.
 
@@ -128,7 +130,7 @@ class BudgetError(_RunLimitError):
     budget: Any
 
 
-class CostExceededError(_RunLimitError):
+class CostExceededError(RunLimitError):
     """A node run spent more than it declared: ``declared`` (its cost times its attempts;
     ``None``: it declares none) and ``spent`` are :class:`~corral.Cost` values."""
 

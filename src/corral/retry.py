@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from corral.errors import GraphError, NodeTimeoutError, _RunLimitError
+from corral.errors import GraphError, NodeTimeoutError, RunLimitError
 
 __all__ = ["DEFAULT_RETRY_ON", "Retry", "async_sleep", "sleep"]
 
@@ -114,7 +114,7 @@ class Retry:
         >>> Retry(on=lambda exc: True).retries(GraphError("misuse"))
         False
         """
-        if not isinstance(exc, Exception) or isinstance(exc, GraphError | _RunLimitError):
+        if not isinstance(exc, Exception) or isinstance(exc, GraphError | RunLimitError):
             return False
         if isinstance(self.on, tuple):
             return isinstance(exc, self.on)

@@ -16,6 +16,7 @@ from corral import (
     Guard,
     NodeCapError,
     NodeError,
+    RunLimitError,
     SqliteSaver,
     StepLimitError,
 )
@@ -85,6 +86,35 @@ def test_a_cap_leaves_the_thread_in_error(saver: Checkpointer) -> None:
     failed = app.get_state("steps")
     assert failed.status == "error" and failed.error is not None
     assert failed.error.type == "StepLimitError" and "max_steps=1" in failed.error.message
+
+
+@pytest.mark.parametrize(
+    ("max_runs", "max_steps", "raised"), [(2, 50, NodeCapError), (9, 3, StepLimitError)]
+)
+def test_every_bound_is_caught_as_a_run_limit_with_the_state_reached(
+    max_runs: int, max_steps: int, raised: type[RunLimitError]
+) -> None:
+    """``except RunLimitError`` catches a run stopped by any of its bounds, with the state
+    it reached; a node that raises is not one."""
+    g = Graph(N)
+
+    @g.node(start=True, max_runs=max_runs, ignore=("CR105",))
+    def spin(state: N) -> dict[str, Any]:
+        return {"n": state["n"] + 1}
+
+    @g.router("spin", ignore=("CR201",))
+    def again(state: N) -> Literal["spin"]:
+        return "spin"
+
+    try:
+        g.compile().invoke({"n": 0}, max_steps=max_steps)
+    except RunLimitError as err:
+        assert type(err) is raised and err.state == {"n": min(max_runs, max_steps)}
+    else:
+        pytest.fail("the run was not stopped")
+    with pytest.raises(NodeError) as caught:
+        flaky([True]).compile().invoke({"n": 0})
+    assert not isinstance(caught.value, RunLimitError)
 
 
 def test_corral_threads_and_show_report_the_failure(

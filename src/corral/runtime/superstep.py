@@ -35,9 +35,9 @@ from corral.errors import (
     CostExceededError,
     NodeCapError,
     NodeError,
+    RunLimitError,
     StepLimitError,
     StuckJoinError,
-    _RunLimitError,
 )
 from corral.runtime.events import NodeEnd, NodeStart, RouteTaken, RunEnd, SuperstepEnd
 from corral.runtime.interrupts import UnansweredInterrupt
@@ -262,7 +262,7 @@ class Core:
             if isinstance(exc, CostExceededError) or (
                 task.node.child is not None and isinstance(exc, CorralError)
             ):
-                if isinstance(exc, _RunLimitError | StuckJoinError):
+                if isinstance(exc, RunLimitError | StuckJoinError):
                     # it stops the whole run: each run it passes gives it its state, so
                     # it ends up with the top-level run's, whatever depth it came from
                     exc.state = dict(self.rs.values)
