@@ -225,11 +225,11 @@ async def _task_async(core: Core, call: Call) -> Callable[[], object]:
     except Exception as exc:
         return partial(core.failed, call, exc)
     try:
-        core.record_early(call, out)
+        recorded = core.record_early(call, out)
     except CorralError as exc:
         return partial(_raise, exc)
     seconds = perf_counter() - start if watched else 0.0
-    return partial(core.finished, call, out, seconds, recorded=True)
+    return partial(core.finished, call, out, seconds, recorded)
 
 
 def _raise(exc: Exception) -> None:

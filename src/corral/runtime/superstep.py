@@ -203,21 +203,26 @@ class Core:
             entry = rs.entry if node.child is None else (*rs.entry, step)
             emit(NodeStart(step, node.path, rs.supersteps + 1, task.arg is not NO_ARG, entry))
 
-    def record_early(self, call: Call, out: Any) -> None:
-        """Record at once that ``call`` finished with ``out`` (before its siblings did)."""
+    def record_early(self, call: Call, out: Any) -> Result | None:
+        """Record at once that ``call`` finished with ``out`` (before its siblings did);
+        return the result recorded, for :meth:`finished`."""
         _, task, _ = call
         if not self.record or task.node.child is not None:
-            return
+            return None
         try:
             result = outcome(self.rs, call, out)
         except CorralError:
-            return  # reported in task order by finished()
+            return None  # reported in task order by finished()
         assert self.rs.checkpoints is not None
         self.rs.checkpoints.save_task(self.rs, result)
+        return result
 
-    def finished(self, call: Call, out: Any, seconds: float, *, recorded: bool = False) -> bool:
+    def finished(
+        self, call: Call, out: Any, seconds: float, recorded: Result | None = None
+    ) -> bool:
         """Check what ``call`` returned after ``seconds`` (timed when the run is watched),
-        count the run and trace it; return ``False`` if it was invalid (``close`` raises)."""
+        count the run and trace it; return ``False`` if it was invalid (``close`` raises).
+        ``recorded``: its result, already recorded by :meth:`record_early`."""
         rs = self.rs
         position, task, step = call
         node = task.node
@@ -226,7 +231,7 @@ class Core:
             self.results.append((position, node, out, None, step))
             return True
         try:
-            result = outcome(rs, call, out)
+            result = recorded or outcome(rs, call, out)
         except CorralError as error:
             self.failure = self.failure or error  # the first failure is the superstep's
             return False
@@ -240,7 +245,7 @@ class Core:
         if rs.emit is not None:
             spent = rs.purse.runs.pop((name, step), NOTHING)
             rs.emit(NodeEnd(step, node.path, update, seconds, spent))
-        if self.record and not recorded:
+        if self.record and recorded is None:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, result)
         return True
