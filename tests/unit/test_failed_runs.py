@@ -5,13 +5,15 @@
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
 from corral import (
     END,
+    Context,
     Graph,
     Guard,
     NodeCapError,
@@ -115,6 +117,60 @@ def test_every_bound_is_caught_as_a_run_limit_with_the_state_reached(
     with pytest.raises(NodeError) as caught:
         flaky([True]).compile().invoke({"n": 0})
     assert not isinstance(caught.value, RunLimitError)
+
+
+def test_a_failed_routers_superstep_continues_with_each_routers_own_step(
+    saver: Checkpointer,
+) -> None:
+    """A router that raised after its parallel superstep merged: the continued run takes
+    the superstep's routes again, and each router's ``ctx.step`` is its own node run's,
+    as in a run that never failed (not the run's count of node runs)."""
+
+    class Log(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    failing, seen = [False], []
+    g = Graph(Log)
+
+    @g.node(start=True, then=("a", "b"))
+    def fan(state: Log) -> dict[str, Any]:
+        return {}
+
+    @g.node()
+    def a(state: Log) -> dict[str, Any]:
+        return {"log": ["a"]}
+
+    @g.node()
+    def b(state: Log) -> dict[str, Any]:
+        return {"log": ["b"]}
+
+    @g.node(then=END)
+    def c(state: Log) -> dict[str, Any]:
+        return {"log": ["c"]}
+
+    @g.router("a")
+    def after_a(state: Log, ctx: Context) -> Literal["c"]:
+        seen.append(("a", ctx.step))
+        return "c"
+
+    @g.router("b")
+    def after_b(state: Log, ctx: Context) -> Literal["c"]:
+        seen.append(("b", ctx.step))
+        if failing[0]:
+            failing[0] = False
+            raise ValueError("the router's service is down")
+        return "c"
+
+    g.compile().invoke({"log": []})
+    clean, seen[:] = list(seen), []
+    app = g.compile(checkpointer=saver)
+    failing[0] = True
+    with pytest.raises(NodeError):
+        app.invoke({"log": []}, thread_id="t")
+    assert seen == clean
+    seen.clear()
+    assert app.invoke(None, thread_id="t").state["log"] == ["a", "b", "c"]
+    assert seen == clean == [("a", 2), ("b", 3)]
 
 
 def test_corral_threads_and_show_report_the_failure(

@@ -143,8 +143,8 @@ def _call_router(rs: RunState, result: Result) -> Any:
 
 
 def _step(rs: RunState, result: Result) -> int:
-    """Return the step a router's ``ctx`` and error name: its node run's (a result restored
-    from a checkpoint keeps no number: then the run's count of node runs)."""
+    """Return the step a router's ``ctx`` and error name: its node run's (a result saved
+    by a corral that kept no number: the run's count of node runs)."""
     _, _, _, _, step = result
     return step or rs.steps
 

@@ -207,8 +207,8 @@ class ThreadWriter:
 
 def _result_json(result: Result) -> dict[str, Any]:
     """Return the JSON form of a finished task (saved in ``meta`` or with ``put_writes``)."""
-    position, node, update, goto, _ = result
-    out: dict[str, Any] = {"task": position, "node": node.name}
+    position, node, update, goto, step = result
+    out: dict[str, Any] = {"task": position, "node": node.name, "step": step}
     if type(update) is ChildWrites:  # a subgraph entry: its child's node runs, counted;
         out["steps"] = update.steps  # its writes are the checkpoint's, its own update empty
         update = dict(update)

@@ -198,7 +198,7 @@ def _result(tables: Tables, item: Mapping[str, Any]) -> Result:
         tables.nodes[item["node"]],
         item.get("update"),
         tuple(goto) if goto is not None else None,
-        0,
+        int(item.get("step", 0)),  # 0: saved by a corral that kept no number
     )
 
 
