@@ -185,6 +185,28 @@ def test_a_full_disk_is_named_and_loses_nothing(tmp_path: Path) -> None:
         saver.put(Checkpoint("t", "next", last, None, [("n", {"blob": "y"})]))
 
 
+def test_a_read_the_database_could_not_finish_is_not_called_damage(tmp_path: Path) -> None:
+    """A read that SQLite stops part way (here a progress handler interrupting any long
+    statement, as a disk failing a read or a lack of memory stop it) is the database's
+    error, not a damaged checkpoint to move away: the file is whole, and read again once
+    the cause is gone."""
+    path = tmp_path / "c.sqlite"
+    with SqliteSaver(path) as saver:
+        for i in range(30):
+            parent = f"c{i - 1}" if i else None
+            saver.put(Checkpoint("t", f"c{i}", parent, None, [("n", {"n": "x" * 600})]))
+    with SqliteSaver(path) as saver:
+        saver.connection.set_progress_handler(lambda: 1, 200)
+        for read in (saver.chain, saver.checkpoints):
+            with pytest.raises(CheckpointError) as caught:
+                read("t")
+            message = str(caught.value)
+            assert "interrupted" in message and str(path) in message, message
+            assert "damaged" not in message and "move it away" not in message, message
+        saver.connection.set_progress_handler(None, 0)
+        assert len(saver.checkpoints("t")) == 30
+
+
 def test_a_value_too_large_for_sqlite_is_named_not_called_damage(tmp_path: Path) -> None:
     """A value larger than SQLite takes (its length limit, lowered here from the default
     1e9 bytes) is named as such, not as a damaged file to move away; the run's earlier

@@ -91,6 +91,9 @@ class Store(ThreadInfoStore):
     between the databases."""
     sql: Callable[[str], str]
     """Turns a statement of :mod:`~corral.checkpoint._tables` into the driver's style."""
+    transient: Callable[[Exception], bool]
+    """Whether a driver's error says the database could not answer now (a lost connection,
+    a disk that failed a read, an interrupted statement), not that its rows are damaged."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -304,17 +307,14 @@ class Store(ThreadInfoStore):
 
     def _fetch(self, db: Any, query: str, thread: int | str, thread_id: str, wanted: str) -> Any:
         """Return the rows of ``query`` (``thread``: the thread's row id or name); when they
-        cannot be fetched (a text that is not UTF-8, a damaged page) while the connection
-        still answers, name ``wanted``."""
+        cannot be fetched (a text that is not UTF-8, a damaged page), name ``wanted``; the
+        database's own failure (:attr:`transient`) is the driver's error to name."""
         try:
             return db.execute(self.sql(query), {"thread": thread, "id": wanted}).fetchall()
         except Exception as exc:
-            failed = exc
-        try:
-            db.execute("SELECT 1").fetchall()
-        except Exception:  # the connection failed, not the rows: the driver's error says why
-            raise failed from None
-        damaged(self.where, thread_id, wanted, failed)
+            if self.transient(exc):
+                raise
+            damaged(self.where, thread_id, wanted, exc)
 
     def _read(
         self, thread_id: str, checkpoint_id: str | None, *, chain: bool

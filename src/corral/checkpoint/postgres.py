@@ -87,6 +87,14 @@ def error_for(verb: str, where: str, exc: Exception) -> CheckpointError:
     return CheckpointError(msg, path=where)
 
 
+def transient(exc: Exception) -> bool:
+    """Whether ``exc`` says the server could not answer now (a lost connection, a server
+    going down), not that the rows it sent are damaged."""
+    import psycopg
+
+    return isinstance(exc, psycopg.OperationalError)
+
+
 class PostgresSaver(Store):
     """A checkpointer backed by PostgreSQL, safe for many processes on many machines.
 
@@ -104,6 +112,7 @@ class PostgresSaver(Store):
 
     items_query = for_psycopg(ITEMS_POSTGRES)
     sql = staticmethod(functools.cache(for_psycopg))
+    transient = staticmethod(transient)
 
     def __init__(
         self,

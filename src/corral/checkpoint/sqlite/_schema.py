@@ -227,6 +227,12 @@ def error_for(
     return CheckpointError(msg, path=path)
 
 
+def transient(exc: Exception) -> bool:
+    """Whether ``exc`` is SQLite's own failure to answer now (a disk or lock error, an
+    interrupted statement, no memory), not a text it could not decode or a damaged page."""
+    return isinstance(exc, sqlite3.OperationalError) and hasattr(exc, "sqlite_errorname")
+
+
 def _read_only_message(path: str, verb: str) -> str:
     """Return the message for a file that this process may not write, or in such a folder."""
     return (

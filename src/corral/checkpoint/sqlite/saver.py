@@ -13,7 +13,7 @@ from corral._where import check_sqlite_path
 from corral.checkpoint import _tables
 from corral.checkpoint._store import Store
 from corral.checkpoint.serde import Serializer
-from corral.checkpoint.sqlite._schema import error_for, open_file, transaction
+from corral.checkpoint.sqlite._schema import error_for, open_file, transaction, transient
 from corral.errors import CheckpointError
 
 __all__ = ["SqliteSaver"]
@@ -42,6 +42,7 @@ class SqliteSaver(Store):
 
     items_query = _tables.ITEMS_SQLITE
     sql = staticmethod(str)  # the statements are in SQLite's style
+    transient = staticmethod(transient)
 
     def __init__(
         self,
