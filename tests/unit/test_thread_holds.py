@@ -8,6 +8,8 @@ holder on another machine after its lease).
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import operator
 import os
 import signal
@@ -83,6 +85,42 @@ def test_a_paused_or_failed_run_frees_its_thread(saver: Checkpointer) -> None:
     with pytest.raises(Exception, match="boom"):
         failing.invoke({"log": ["first"]}, thread_id="u")
     assert app.invoke(None, thread_id="u").state["log"] == ["first", "work"]
+
+
+@pytest.mark.parametrize("how", ["stream", "astream", "stream of an async graph"])
+@pytest.mark.parametrize("read", [0, 1])
+def test_a_stream_dropped_unread_or_part_way_frees_its_thread(
+    saver: Checkpointer, how: str, read: int
+) -> None:
+    """A stream holds its thread from the call (which checks and stores its input); one
+    dropped before its first item, or after one, ends its hold then: the next run of the
+    thread is not refused."""
+    g = Graph(Log)
+
+    def work(state: Log) -> dict[str, Any]:
+        return {"log": ["work"]}
+
+    async def work_async(state: Log) -> dict[str, Any]:
+        return {"log": ["work"]}
+
+    g.node("work", start=True, then=END)(work_async if how.endswith("async graph") else work)
+    app = g.compile(checkpointer=saver)
+
+    async def drop_astream() -> None:
+        stream = app.astream({"log": ["dropped"]}, thread_id="t")
+        for _ in range(read):
+            await anext(stream)
+        del stream  # its loop closes it as the loop ends, if it began
+
+    if how == "astream":
+        asyncio.run(drop_astream())
+    else:
+        stream = iter(app.stream({"log": ["dropped"]}, thread_id="t"))
+        for _ in range(read):
+            next(stream)
+        del stream
+    gc.collect()
+    assert app.invoke({"log": ["next"]}, thread_id="t").status == "done"
 
 
 def test_ctrl_c_frees_the_thread_for_this_process_and_others(tmp_path: Path) -> None:

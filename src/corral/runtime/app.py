@@ -9,6 +9,7 @@ forks are set up by :mod:`corral.runtime.threads`.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Generic, Literal, TypedDict, overload
@@ -37,6 +38,7 @@ __all__ = ["CompiledGraph", "Run"]
 StateT = TypeVar("StateT")
 InputT = TypeVar("InputT", contravariant=True, default=Any)
 """What ``invoke`` takes as input: the graph's update schema (the state's keys, all optional)."""
+PointsT = TypeVar("PointsT", Iterator[None], AsyncIterator[Any])
 
 
 class RunOptions(TypedDict, Generic[DepsT], total=False):
@@ -138,7 +140,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         **options: Unpack[RunOptions[DepsT]],
     ) -> Run[StateT]:
         """Run like :meth:`invoke`, running the async nodes of a superstep concurrently."""
-        rs, ending = self._start("ainvoke", input, options, None)
+        rs, ending, _ = self._start("ainvoke", input, options, None)
         async for _ in _awatched(run_async(rs), ending):
             pass
         return run_of(rs)
@@ -243,8 +245,10 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         """
         queue: asyncio.Queue[Any] = asyncio.Queue()
         picker = streams.Picker(mode, queue.put_nowait)
-        picker.rs, ending = self._start("astream", input, options, picker)
-        return streams.live(_awatched(run_async(picker.rs), ending), queue)
+        picker.rs, ending, hold = self._start("astream", input, options, picker)
+        return _ends_when_dropped(
+            streams.live(_awatched(run_async(picker.rs), ending), queue), hold
+        )
 
     # ------------------------------------------------------------------ threads
 
@@ -340,17 +344,19 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         here (an async graph's on an event loop of their own)."""
         if self._settings.tables.has_async:
             _refuse_running_loop(method)
-        rs, ending = self._start(method, input, options, picker)
+        rs, ending, hold = self._start(method, input, options, picker)
         if self._settings.tables.has_async:
-            return rs, streams.in_new_loop(_awatched(run_async(rs), ending))
-        return rs, _watched(run_sync(rs), ending)
+            return rs, _ends_when_dropped(
+                streams.in_new_loop(_awatched(run_async(rs), ending)), hold
+            )
+        return rs, _ends_when_dropped(_watched(run_sync(rs), ending), hold)
 
     def _start(
         self, method: str, input: Any, options: RunOptions[Any], picker: Picker | None
-    ) -> tuple[RunState, AbstractContextManager[None]]:
-        """Return the run that ``method`` asks for (its events to ``picker`` too), and what
-        its driver runs in: its end ends its hold on its thread, and an error ends its spans
-        (telemetry) first."""
+    ) -> tuple[RunState, AbstractContextManager[None], Hold | None]:
+        """Return the run that ``method`` asks for (its events to ``picker`` too), what its
+        driver runs in (its end ends the run's hold on its thread, and an error ends its
+        spans, telemetry, first) and that hold."""
         unknown = [name for name in options if name not in RunOptions.__optional_keys__]
         if unknown:
             msg = f"{method}() got an unexpected keyword argument {unknown[0]!r}"
@@ -359,7 +365,7 @@ class CompiledGraph(Generic[StateT, InputT, DepsT, AnswerT]):
         # one live run holds a thread; a run refused here ends its spans all the same
         with _ending(tracer, None), holding(self.checkpointer, options.get("thread_id")) as hold:
             rs = threads.start(self._settings, input, options, picker, tracer)
-        return rs, _ending(tracer, hold)
+        return rs, _ending(tracer, hold), hold
 
 
 @contextmanager
@@ -374,6 +380,16 @@ def _ending(tracer: RunTracer | None, hold: Hold | None) -> Iterator[None]:
     finally:
         if hold is not None:
             hold.end()
+
+
+def _ends_when_dropped(points: PointsT, hold: Hold | None) -> PointsT:
+    """Return a run's ``points``; when they are dropped before the run began (a stream never
+    iterated), the run's hold on its thread ends then, so the thread is free for the next
+    run. A run that began ends its hold itself, when it ends or is closed; ending it twice
+    is harmless."""
+    if hold is not None:
+        weakref.finalize(points, hold.end)
+    return points
 
 
 def _watched(points: Iterator[None], ending: AbstractContextManager[None]) -> Iterator[None]:
