@@ -281,3 +281,101 @@ def test_an_invalid_update_route_or_timeout_inside_a_grandchild_names_the_path(
         assert isinstance(error.__cause__, NodeTimeoutError)
         assert (error.node, error.__cause__.node) == ("mid/sub/c1", "mid/sub/c1")
         assert "node 'mid/sub/c1' ran longer than its timeout=0.01 s" in str(error)
+
+
+def refuse_99(current: int, update: int) -> int:
+    """A reducer that refuses the value 99."""
+    if update == 99:
+        raise ValueError("99 is refused")
+    return update
+
+
+class Plain(TypedDict):
+    n: int
+
+
+class Refusing(TypedDict):
+    n: Annotated[int, refuse_99]
+
+
+MERGES = ["reducer", "conflict", "parent", "output"]
+
+
+def merge_failure(kind: str, depth: int, ran: list[str]) -> Graph[Plain]:
+    """A graph whose merge fails inside its child ``sub`` (inside ``mid`` at depth 2): the
+    child's reducer refuses ``c1``'s update (``reducer``), the child's ``x`` and ``y`` both
+    write ``n``, which has no reducer (``conflict``), or the graph that entered the child
+    refuses, through its own reducer, the child's write (``parent``) or ``output=``'s
+    (``output``)."""
+
+    def writer(name: str, value: int) -> Any:
+        def node(state: Any) -> dict[str, Any]:
+            ran.append(name)
+            update = {"n": value}
+            return update  # writes the analyser cannot see: CR301 stays quiet
+
+        return node
+
+    inner = Graph(Refusing if kind == "reducer" else Plain, name="child")
+    if kind == "conflict":
+        inner.node("c1", start=True, then=("x", "y"))(writer("c1", 1))
+        inner.node("x", then=END)(writer("x", 2))
+        inner.node("y", then=END)(writer("y", 3))
+    else:
+        inner.node("c1", start=True, then=END)(writer("c1", 99))
+    above: Any = Refusing if kind in ("parent", "output") else Plain
+    output = {"output": lambda state: {"n": 99}} if kind == "output" else {}
+    if depth == 2:
+        mid = Graph(above, name="mid")
+        mid.subgraph("sub", inner, start=True, then=END, **output)
+        inner, above, output = mid, Plain, {}
+    g = Graph(above, name="top")
+    g.node("a", start=True, then="mid" if depth == 2 else "sub")(writer("a", 5))
+    g.subgraph("mid" if depth == 2 else "sub", inner, then=END, **output)
+    return g
+
+
+def merge_facts(kind: str, prefix: str) -> dict[str, Any]:
+    """Return the facts of the ``InvalidUpdateError`` of ``kind``, nodes named by path."""
+    if kind == "conflict":
+        return {"node": prefix + "y", "nodes": (prefix + "x", prefix + "y"), "key": "n"}
+    if kind == "output":  # the subgraph node's own write
+        return {"node": prefix[:-1], "nodes": (prefix[:-1],), "key": "n"}
+    return {"node": prefix + "c1", "nodes": (prefix + "c1",), "key": "n"}
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "stream", "astream"])
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("kind", MERGES)
+def test_a_failed_merge_inside_a_child_names_the_nodes_by_path(
+    kind: str, depth: int, how: str
+) -> None:
+    """A reducer that raises, a parallel write without a reducer, and a write the graph that
+    entered the child refuses name the nodes by path, in the facts and the message."""
+    app = merge_failure(kind, depth, []).compile()
+    with pytest.raises(InvalidUpdateError) as caught:
+        run(app, how, {"n": 0})
+    facts = merge_facts(kind, "mid/sub/" if depth == 2 else "sub/")
+    assert {name: getattr(caught.value, name) for name in facts} == facts
+    for node in facts["nodes"]:
+        assert repr(node) in str(caught.value)
+
+
+@pytest.mark.parametrize("kind", MERGES)
+def test_a_checkpointed_thread_keeps_its_state_after_a_failed_merge_in_a_child(
+    kind: str, saver: Checkpointer
+) -> None:
+    """The thread keeps the state before the failed superstep; continuing it fails the same
+    way again (the reducer still refuses) and runs no finished node a second time."""
+    ran: list[str] = []
+    app = merge_failure(kind, 1, ran).compile(checkpointer=saver)
+    with pytest.raises(InvalidUpdateError):
+        app.invoke({"n": 0}, thread_id="t")
+    assert app.get_state("t").values == {"n": 5}
+    before = list(ran)
+    with pytest.raises(InvalidUpdateError) as again:
+        app.invoke(None, thread_id="t")
+    facts = merge_facts(kind, "sub/")
+    assert {name: getattr(again.value, name) for name in facts} == facts
+    assert ran == before
+    assert app.get_state("t").values == {"n": 5}

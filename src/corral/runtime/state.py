@@ -231,6 +231,7 @@ def apply_writes(
     reducers: Reducers,
     empties: Mapping[str, Any],
     superstep: int | None = None,
+    prefix: str = "",
 ) -> dict[str, Any]:
     """Return a new state: ``values`` with ``writes`` merged in order.
 
@@ -240,6 +241,8 @@ def apply_writes(
         empties: the empty value a reducer starts from when its key is missing.
         superstep: when given, two writes of one key without a reducer raise (the
             superstep's number goes in the message); replaying saved writes passes ``None``.
+        prefix: the path of the writers' graph (``research/`` inside a subgraph): an error
+            names each writer by its path, the way every run error inside a child does.
 
     Raises:
         InvalidUpdateError: a parallel write without a reducer, or a reducer that failed.
@@ -253,6 +256,7 @@ def apply_writes(
                 if owners is not None:
                     first = owners.get(key)
                     if first is not None:
+                        first, node = prefix + first, prefix + node
                         msg = (
                             f"nodes {first!r} and {node!r} both wrote key {key!r} in "
                             f"superstep {superstep} and {key!r} has no reducer; give it one "
@@ -269,6 +273,7 @@ def apply_writes(
                     new[key] = reducer(current, value)
                 except Exception as exc:
                     name = getattr(reducer, "__name__", repr(reducer))
+                    node = prefix + node
                     msg = (
                         f"reducer {name!r} of key {key!r} failed on the update from node "
                         f"{node!r} ({type(exc).__name__}: {exc}); return a value the "

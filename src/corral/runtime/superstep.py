@@ -324,7 +324,9 @@ class Core:
         if writes:
             number = rs.supersteps + 1  # the superstep being merged, named in a write conflict
             try:
-                rs.values = apply_writes(rs.values, writes, tables.reducers, tables.empties, number)
+                rs.values = apply_writes(
+                    rs.values, writes, tables.reducers, tables.empties, number, tables.prefix
+                )
             except CorralError as failure:
                 self.keep_finished(failure)
                 raise
