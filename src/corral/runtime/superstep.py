@@ -217,12 +217,10 @@ class Core:
         self.rs.checkpoints.save_task(self.rs, result)
         return result
 
-    def finished(
-        self, call: Call, out: Any, seconds: float, recorded: Result | None = None
-    ) -> bool:
+    def finished(self, call: Call, out: Any, seconds: float, done: Result | None = None) -> bool:
         """Check what ``call`` returned after ``seconds`` (timed when the run is watched),
         count the run and trace it; return ``False`` if it was invalid (``close`` raises).
-        ``recorded``: its result, already recorded by :meth:`record_early`."""
+        ``done``: its result, already recorded by :meth:`record_early`."""
         rs = self.rs
         position, task, step = call
         node = task.node
@@ -231,7 +229,7 @@ class Core:
             self.results.append((position, node, out, None, step))
             return True
         try:
-            result = recorded or outcome(rs, call, out)
+            result = done or outcome(rs, call, out)
         except CorralError as error:
             self.failure = self.failure or error  # the first failure is the superstep's
             return False
@@ -245,7 +243,7 @@ class Core:
         if rs.emit is not None:
             spent = rs.purse.runs.pop((name, step), NOTHING)
             rs.emit(NodeEnd(step, node.path, update, seconds, spent))
-        if self.record and recorded is None:
+        if self.record and done is None:
             assert rs.checkpoints is not None
             rs.checkpoints.save_task(rs, result)
         return True
@@ -411,11 +409,7 @@ class Core:
             ]
         if rs.pause_before:
             pauses.extend(pauses_before(rs, tasks))
-        rs.tasks = tasks
-        if rs.done:
-            rs.done = {}
-        if rs.answers:
-            rs.answers = {}
+        rs.tasks, rs.done, rs.answers = tasks, {}, {}  # the next superstep starts afresh
         if rs.emit is not None:
             rs.emit(SuperstepEnd(rs.supersteps, rs.steps, tuple(t.node.name for t in tasks)))
         if rs.checkpoints is not None:
