@@ -379,3 +379,26 @@ def test_a_checkpointed_thread_keeps_its_state_after_a_failed_merge_in_a_child(
     assert {name: getattr(again.value, name) for name in facts} == facts
     assert ran == before
     assert app.get_state("t").values == {"n": 5}
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("returned", [{"zz": 1}, {"n": 99}], ids=["unknown key", "refused"])
+def test_an_input_mapping_the_child_cannot_take_names_the_subgraph(
+    returned: dict[str, Any], depth: int
+) -> None:
+    """What ``input=`` returns is the child's input: a key the child lacks, or a value its
+    reducer refuses, is an ``InvalidUpdateError`` naming ``input=`` and the subgraph by its
+    path (not "the input", which the caller gave correctly)."""
+    inner = Graph(Refusing, name="child")
+    inner.node("c1", start=True, then=END)(lambda state: {"n": 1})
+    outer: Any = Graph(Plain, name="mid")
+    outer.subgraph("sub", inner, start=True, then=END, input=lambda state: returned)
+    if depth == 2:
+        top = Graph(Plain, name="top")
+        top.subgraph("mid", outer, start=True, then=END)
+        outer = top
+    with pytest.raises(InvalidUpdateError) as caught:
+        outer.compile().invoke({"n": 0})
+    path = "mid/sub" if depth == 2 else "sub"
+    assert (caught.value.node, caught.value.key) == (path, next(iter(returned)))
+    assert f"input= of subgraph {path!r}" in str(caught.value)

@@ -41,7 +41,7 @@ from typing import Any
 
 from corral.checkpoint.base import Checkpoint, Checkpointer
 from corral.control import Resume
-from corral.errors import CorralError
+from corral.errors import CorralError, InvalidUpdateError
 from corral.runtime import drivers, restore, threads
 from corral.runtime.events import (
     Custom,
@@ -220,14 +220,18 @@ class ChildGraph:
         ``Send`` argument), and tasks; its writes are kept in ``rs.log``."""
         rs.log = []
         if self.sub.input is not None:
-            mapped = self.sub.input(state)
+            mapped, path = self.sub.input(state), self.tables.prefix[:-1]
             if not isinstance(mapped, Mapping):
                 msg = (
-                    f"input= of subgraph {self.name!r} returned {type(mapped).__name__}; "
+                    f"input= of subgraph {path!r} returned {type(mapped).__name__}; "
                     "return a dict of the child's keys"
                 )
                 raise CorralError(msg)
-            threads.start_fresh(rs, {}, mapped)
+            try:
+                threads.start_fresh(rs, {}, mapped)
+            except InvalidUpdateError as exc:  # the child's input is what input= returned
+                msg = f"input= of subgraph {path!r} returned what the child cannot take: {exc}"
+                raise InvalidUpdateError(msg, node=path, key=exc.key) from exc
             return
         shared, reduced = self.shared, self.reduced
         values = {}
