@@ -359,6 +359,9 @@ def test_a_failed_merge_inside_a_child_names_the_nodes_by_path(
     assert {name: getattr(caught.value, name) for name in facts} == facts
     for node in facts["nodes"]:
         assert repr(node) in str(caught.value)
+    if kind == "conflict":  # the superstep is the child's own: the message says whose
+        subgraph = "mid/sub" if depth == 2 else "sub"
+        assert f"in superstep 2 of subgraph {subgraph!r}" in str(caught.value)
 
 
 @pytest.mark.parametrize("kind", MERGES)

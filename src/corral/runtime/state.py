@@ -257,9 +257,10 @@ def apply_writes(
                     first = owners.get(key)
                     if first is not None:
                         first, node = prefix + first, prefix + node
+                        where = f" of subgraph {prefix[:-1]!r}" if prefix else ""
                         msg = (
                             f"nodes {first!r} and {node!r} both wrote key {key!r} in "
-                            f"superstep {superstep} and {key!r} has no reducer; give it one "
+                            f"superstep {superstep}{where} and {key!r} has no reducer; give it one "
                             f"(Annotated[..., operator.add]) or write it from one node"
                         )
                         raise InvalidUpdateError(msg, node=node, key=key, nodes=(first, node))
