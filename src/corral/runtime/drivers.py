@@ -6,7 +6,10 @@ docs/architecture.md): plan a superstep, call its tasks, hand back each outcome,
 barrier, call each result's router and hand its answer back, finish the superstep.
 
 Both drivers are generators that yield (nothing) at each point where a caller may look at
-the events emitted so far (a stream picks them as they are emitted). **Every node run goes
+the events emitted so far (a stream picks them as they are emitted): before a node starts
+and after a superstep's checkpoint, never between a node's end and its superstep's
+checkpoint, so a consumer that leaves a stream there has seen only what the thread kept (a
+finished task of a superstep of several is recorded at once). **Every node run goes
 through one call site per driver**: :func:`call_node_sync` and :func:`call_node_async`
 (routers: :func:`route_sync` and :func:`route_async`). That is where a retry loop wraps the
 call, where an async timeout wraps the await, and where per-attempt events can be emitted.
@@ -117,8 +120,6 @@ def run_sync(rs: RunState) -> Iterator[None]:
                 break
             if not core.finished(call, out, perf_counter() - start if watched else 0.0):
                 break
-            if watched:
-                yield
         if not core.close():
             break
         route_sync(rs, core)
@@ -155,7 +156,7 @@ def route_sync(rs: RunState, core: Core) -> None:
     try:
         for result in core.results:
             core.take(result, _call_router(rs, result))
-    except CorralError as error:
+    except BaseException as error:  # a Ctrl-C in a router too
         core.routes_failed(error)
         raise
     core.finish()
@@ -174,7 +175,7 @@ async def route_async(rs: RunState, core: Core) -> None:
                     step = _step(rs, result)
                     raise node_error(node.path, step, exc, router=node.router.name) from exc
             core.take(result, raw)
-    except CorralError as error:
+    except BaseException as error:  # a Ctrl-C, or the stream's consumer left, in a router too
         core.routes_failed(error)
         raise
     core.finish()
@@ -194,11 +195,8 @@ async def run_async(rs: RunState) -> AsyncIterator[None]:
             core.started(call)
         yield
         outcomes = await asyncio.gather(*(_task_async(core, call) for call in core.calls))
-        try:
-            for hand_back in outcomes:
-                hand_back()
-        finally:
-            yield
+        for hand_back in outcomes:
+            hand_back()
         if not core.close():
             break
         await route_async(rs, core)

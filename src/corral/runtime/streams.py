@@ -88,10 +88,14 @@ class Picker:
 
 def drained(points: Iterator[None], items: list[Any]) -> Iterator[Any]:
     """Yield the ``items`` picked so far at each point of a run the driver yields, and the
-    last ones once it ended."""
-    for _ in points:
+    last ones once it ended, or before its error."""
+    try:
+        for _ in points:
+            yield from items
+            items.clear()
+    except Exception:
         yield from items
-        items.clear()
+        raise
     yield from items
 
 

@@ -383,14 +383,17 @@ class Core:
             elif target.task not in self.next:
                 self.next.append(target.task)
 
-    def routes_failed(self, error: Exception) -> None:
-        """Save the merged superstep with its routes still to take (``error``: a router
-        failed, or a route could not be taken)."""
+    def routes_failed(self, error: BaseException) -> None:
+        """Save the merged superstep with its routes still to take: ``error``, a router
+        failed or a route could not be taken (the run failed), or the run was stopped while a
+        router ran (Ctrl-C, a consumer that left its stream: the thread goes on from here)."""
         rs = self.rs
         if rs.checkpoints is None or self.guards_before is None:
             return
         rs.guards = self.guards_before
-        rs.checkpoints.save(rs, self.writes, [], "error", reroute=self.results, error=error)
+        failed = error if isinstance(error, CorralError) else None
+        status = "error" if failed else "running"
+        rs.checkpoints.save(rs, self.writes, [], status, reroute=self.results, error=failed)
 
     def finish(self) -> None:
         """Set the next superstep's tasks, write the checkpoint and pause if one is due."""
