@@ -213,7 +213,9 @@ class ModelThread:
         frame = self._frame
         while True:
             if frame.reroute:
+                # a superstep whose routes failed ends here: a values stream shows it now
                 route(frame, frame.reroute, frame.gotos)
+                self.superstep_values.append(copy.deepcopy(frame.values))
                 pause_before(frame)
                 self._checkpoint("loop")
             if not frame.tasks and frame.held:
